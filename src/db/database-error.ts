@@ -1,0 +1,18 @@
+/** Any failure of the D1 binding. Mapped to 503 so clients retry instead of treating it as a bug. */
+export class DatabaseError extends Error {
+  constructor(override readonly cause: unknown) {
+    super("D1 query failed");
+  }
+}
+
+/** Runs a D1 call, turning whatever the binding throws into a DatabaseError. */
+export async function guarded<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw new DatabaseError(err);
+  }
+}
+
+/** What the data layer needs from D1: a database or a Sessions API session (read replicas). */
+export type Queryable = Pick<D1Database, "prepare" | "batch">;

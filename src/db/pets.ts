@@ -1,0 +1,34 @@
+import type { NewPet, Pet, PetStatus } from "../schemas/pets";
+import { guarded, type Queryable } from "./database-error";
+
+// Columns are aliased to the API's field names so rows need no mapping.
+const PET_COLUMNS = "id, name, category_id AS categoryId, status";
+
+export interface ListPetsOptions {
+  limit: number;
+  status?: PetStatus;
+  /** Keyset pagination: only pets with a larger id. */
+  afterId?: number;
+}
+
+export function listPets(db: Queryable, { limit, status, afterId = 0 }: ListPetsOptions): Promise<Pet[]> {
+  const stmt = status
+    ? db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE status = ?1 AND id > ?2 ORDER BY id LIMIT ?3`).bind(status, afterId, limit)
+    : db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id > ?1 ORDER BY id LIMIT ?2`).bind(afterId, limit);
+  return guarded(async () => (await stmt.all<Pet>()).results);
+}
+
+export function createPet(db: Queryable, pet: NewPet): Promise<Pet> {
+  return guarded(async () => {
+    const row = await db
+      .prepare(`INSERT INTO pets (name, category_id, status) VALUES (?1, ?2, ?3) RETURNING ${PET_COLUMNS}`)
+      .bind(pet.name, pet.categoryId, pet.status)
+      .first<Pet>();
+    if (!row) throw new Error("INSERT … RETURNING returned no row");
+    return row;
+  });
+}
+
+export function getPet(db: Queryable, id: number): Promise<Pet | null> {
+  return guarded(() => db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?1`).bind(id).first<Pet>());
+}

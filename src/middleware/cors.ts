@@ -1,0 +1,33 @@
+import type { MiddlewareHandler } from "hono";
+import { cors } from "hono/cors";
+import type { AppEnv } from "../app-env";
+import { BOOKMARK_HEADER } from "./d1-session";
+
+/** Headers a browser client may read: quotas, paging, deprecation, tracing, read-your-writes. */
+export const EXPOSED_HEADERS = [
+  "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy", "Retry-After",
+  "Link", "Location", "Deprecation", "Sunset", "ETag", "Idempotent-Replayed", "X-Request-Id", "Server-Timing", BOOKMARK_HEADER,
+];
+
+const byConfig = new Map<string, MiddlewareHandler<AppEnv>>();
+
+function corsFor(config: string): MiddlewareHandler<AppEnv> {
+  let handler = byConfig.get(config);
+  if (!handler) {
+    handler = cors({
+      origin: config.split(",").map((o) => o.trim()).filter(Boolean),
+      allowMethods: ["GET", "POST", "OPTIONS"],
+      allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "If-None-Match", "X-Request-Id", BOOKMARK_HEADER],
+      exposeHeaders: EXPOSED_HEADERS,
+      maxAge: 600,
+    });
+    byConfig.set(config, handler);
+  }
+  return handler;
+}
+
+/** CORS for the origins in CORS_ORIGINS (comma-separated; empty: CORS off). Preflights need no key. */
+export const corsFromEnv: MiddlewareHandler<AppEnv> = (c, next) => {
+  const config = c.env.CORS_ORIGINS?.trim();
+  return config ? corsFor(config)(c, next) : next();
+};

@@ -1,0 +1,24 @@
+import type { MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { AppEnv } from "../app-env";
+import { ApiError, errorResponse } from "../errors";
+
+export const MAX_BODY_BYTES = 16 * 1024;
+
+const requireJsonType: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const type = c.req.header("Content-Type")?.split(";")[0]?.trim().toLowerCase();
+  if (type !== "application/json") {
+    throw new ApiError("unsupported_media_type", `The body must be JSON sent with Content-Type: application/json (got ${type ? JSON.stringify(type) : "none"}).`);
+  }
+  await next();
+};
+
+// hono's bodyLimit checks Content-Length and also counts streamed (chunked) bodies as they
+// arrive, so an oversized body is refused without being buffered whole.
+const limitSize = bodyLimit({
+  maxSize: MAX_BODY_BYTES,
+  onError: (c) => errorResponse(c, new ApiError("payload_too_large", `The body must be at most ${MAX_BODY_BYTES} bytes (16 KiB).`)),
+});
+
+/** For operations that take a JSON body: 415 for other media types, 413 past 16 KiB. */
+export const jsonBody: MiddlewareHandler<AppEnv>[] = [requireJsonType, limitSize];

@@ -1,0 +1,27 @@
+import type { Decision, WindowStatus } from "./windows";
+
+const toSeconds = (ms: number) => Math.ceil(ms / 1000);
+
+/** The window closest to exhaustion; on a tie the longer one, since it binds for longer. */
+export function bindingWindow(windows: WindowStatus[]): WindowStatus {
+  return windows.reduce((a, b) => (b.remaining <= a.remaining ? b : a));
+}
+
+/**
+ * X-RateLimit-* for the binding window, the IETF RateLimit/RateLimit-Policy forms for every
+ * window, and Retry-After (whole seconds, at least 1) on refusals.
+ */
+export function rateLimitHeaders(d: Decision): Record<string, string> {
+  const binding = bindingWindow(d.windows);
+  const banned = d.outcome === "key_banned";
+  const resetAt = banned && d.retryAt ? d.retryAt : binding.resetAt;
+  const headers: Record<string, string> = {
+    "X-RateLimit-Limit": String(binding.limit),
+    "X-RateLimit-Remaining": String(banned ? 0 : binding.remaining),
+    "X-RateLimit-Reset": String(toSeconds(resetAt)),
+    "RateLimit-Policy": d.windows.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(", "),
+    RateLimit: d.windows.map((w) => `"${w.name}";r=${banned ? 0 : w.remaining};t=${Math.max(0, toSeconds(w.resetAt - d.now))}`).join(", "),
+  };
+  if (d.retryAt !== undefined) headers["Retry-After"] = String(Math.max(1, toSeconds(d.retryAt - d.now)));
+  return headers;
+}

@@ -1,0 +1,105 @@
+import { DurableObject } from "cloudflare:workers";
+import { clock, DAY_MS, MINUTE_MS } from "../clock";
+import { UsageStore } from "./usage-store";
+import { decide, windowsOf, type Decision, type Policy, type UsageState } from "./windows";
+
+export interface KeyUsage {
+  policy: Policy | null;
+  minute: { count: number; limit: number | null; resetAt: number };
+  day: { count: number; limit: number | null; resetAt: number };
+  bannedUntil: number | null;
+}
+
+/**
+ * One per API key (named by the key's id). Every API request makes exactly one call here,
+ * `admit`, which both enforces and counts. The object also keeps the key's current policy
+ * (limits and revocation), pushed by the admin API, so plan changes and revocations take
+ * effect on the next request even while Workers still hold a cached key record.
+ */
+export class QuotaLimiter extends DurableObject<Env> {
+  readonly #store: UsageStore;
+  #usage: UsageState;
+  #policy: Policy | null;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.#store = new UsageStore(ctx.storage.sql);
+    ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS policy (
+      id INTEGER PRIMARY KEY CHECK (id = 1), per_minute INTEGER NOT NULL, per_day INTEGER NOT NULL,
+      version INTEGER NOT NULL, revoked INTEGER NOT NULL) STRICT`);
+    this.#usage = this.#store.load();
+    const row = ctx.storage.sql
+      .exec<{ perMinute: number; perDay: number; version: number; revoked: number }>(
+        "SELECT per_minute AS perMinute, per_day AS perDay, version, revoked FROM policy WHERE id = 1",
+      )
+      .toArray()[0];
+    this.#policy = row ? { ...row, revoked: row.revoked === 1 } : null;
+  }
+
+  /** Decides and counts one request. `policy` is the caller's view of the key; a newer stored one wins. */
+  admit(policy: Policy): Decision {
+    const now = clock.now();
+    const effective = this.#adopt(policy);
+    const previousDay = this.#usage.dayStart;
+    const { state, decision } = decide(this.#usage, effective, now, this.#banMs());
+    if (state !== this.#usage) {
+      this.#usage = state;
+      this.#store.save(state);
+    }
+    // Once a day per active key: an alarm after the day ends deletes the stale row.
+    if (state.dayStart !== previousDay) void this.ctx.storage.setAlarm(state.dayStart + DAY_MS + MINUTE_MS);
+    return decision;
+  }
+
+  /** Stores a newer policy (plan change, new limits, revocation) pushed by the admin API. */
+  configure(policy: Policy): void {
+    this.#adopt(policy);
+  }
+
+  usage(): KeyUsage {
+    const now = clock.now();
+    const u = this.#usage;
+    const limits = this.#policy;
+    const [minute, day] = windowsOf(u, limits ?? { perMinute: 0, perDay: 0 });
+    const current = (start: number, span: number) => now - (now % span) === start;
+    return {
+      policy: this.#policy,
+      minute: { count: current(u.minuteStart, MINUTE_MS) ? u.minuteCount : 0, limit: limits?.perMinute ?? null, resetAt: minute!.resetAt },
+      day: { count: current(u.dayStart, DAY_MS) ? u.dayCount : 0, limit: limits?.perDay ?? null, resetAt: day!.resetAt },
+      bannedUntil: u.bannedUntil > now ? u.bannedUntil : null,
+    };
+  }
+
+  unban(): void {
+    this.#usage = { ...this.#usage, bannedUntil: 0, minuteRejected: 0 };
+    this.#store.save(this.#usage);
+  }
+
+  /** Deletes the usage row once the day (and any ban) is over, so idle keys hold no counters. */
+  override async alarm(): Promise<void> {
+    const idleFrom = Math.max(this.#usage.bannedUntil, this.#usage.dayStart + DAY_MS);
+    if (clock.now() < idleFrom) {
+      await this.ctx.storage.setAlarm(idleFrom + MINUTE_MS);
+      return;
+    }
+    this.#store.clear();
+    this.#usage = this.#store.load();
+  }
+
+  #adopt(offered: Policy): Policy {
+    if (this.#policy && this.#policy.version >= offered.version) return this.#policy;
+    this.#policy = offered;
+    this.ctx.storage.sql.exec(
+      `INSERT INTO policy (id, per_minute, per_day, version, revoked) VALUES (1, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET per_minute = excluded.per_minute, per_day = excluded.per_day,
+         version = excluded.version, revoked = excluded.revoked`,
+      offered.perMinute, offered.perDay, offered.version, offered.revoked ? 1 : 0,
+    );
+    return offered;
+  }
+
+  #banMs(): number {
+    const minutes = Number(this.env.BAN_MINUTES);
+    return (Number.isFinite(minutes) && minutes > 0 ? minutes : 15) * MINUTE_MS;
+  }
+}

@@ -1,0 +1,41 @@
+import { EMPTY_USAGE, type UsageState } from "./windows";
+
+/**
+ * The one-row usage table of a quota object. SQLite in a Durable Object is synchronous and
+ * its writes are durable before the object's reply leaves (output gate), so a count that a
+ * client has seen survives eviction and restarts. One row per object: storage stays bounded.
+ */
+export class UsageStore {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS usage (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      minute_start INTEGER NOT NULL, minute_count INTEGER NOT NULL, minute_rejected INTEGER NOT NULL,
+      day_start INTEGER NOT NULL, day_count INTEGER NOT NULL, banned_until INTEGER NOT NULL
+    ) STRICT`);
+  }
+
+  load(): UsageState {
+    const row = this.sql
+      .exec<Record<keyof UsageState, number>>(
+        `SELECT minute_start AS minuteStart, minute_count AS minuteCount, minute_rejected AS minuteRejected,
+                day_start AS dayStart, day_count AS dayCount, banned_until AS bannedUntil FROM usage WHERE id = 1`,
+      )
+      .toArray()[0];
+    return row ? { ...row } : { ...EMPTY_USAGE };
+  }
+
+  save(s: UsageState): void {
+    this.sql.exec(
+      `INSERT INTO usage (id, minute_start, minute_count, minute_rejected, day_start, day_count, banned_until)
+       VALUES (1, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO UPDATE SET minute_start = excluded.minute_start, minute_count = excluded.minute_count,
+         minute_rejected = excluded.minute_rejected, day_start = excluded.day_start, day_count = excluded.day_count,
+         banned_until = excluded.banned_until`,
+      s.minuteStart, s.minuteCount, s.minuteRejected, s.dayStart, s.dayCount, s.bannedUntil,
+    );
+  }
+
+  clear(): void {
+    this.sql.exec("DELETE FROM usage");
+  }
+}

@@ -1,0 +1,124 @@
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "../app-env";
+import { forgetKey } from "../auth/key-cache";
+import { generateApiKey, randomBase62, sha256Hex } from "../auth/secrets";
+import { clock } from "../clock";
+import { getKey, insertKey, listKeys, revokeKey, updateKey, type KeyRecord } from "../db/keys";
+import { ApiError } from "../errors";
+import { jsonBody } from "../middleware/json-body";
+import { policyOf } from "../quota/enforce";
+import type { Limits, Plan } from "../quota/plans";
+import { errorResponses } from "../schemas/common";
+import { CreatedKeySchema, CreateKeySchema, KeyDetailSchema, KeyIdParamSchema, KeyPageSchema, KeySchema, ListKeysQuerySchema, UpdateKeySchema } from "../schemas/keys";
+import { validationHook } from "../validation";
+import { decodeKeyCursor, encodeKeyCursor, keyView, usageView } from "./key-views";
+
+const json = <T>(schema: T) => ({ "application/json": { schema } });
+const security = [{ adminToken: [] }];
+const byId = { params: KeyIdParamSchema };
+
+/** Enterprise keys need their own limits; the other plans take the plan table's and refuse any. */
+function ownLimits(plan: Plan, limits: Limits | undefined): Limits | null {
+  if (plan === "enterprise" && !limits) throw new ApiError("invalid_request", "limits: is required for the enterprise plan ({perMinute, perDay}).");
+  if (plan !== "enterprise" && limits) throw new ApiError("invalid_request", `limits: only enterprise keys have their own limits; the ${plan} plan's come from the plan table.`);
+  return limits ?? null;
+}
+
+function parseExpiry(value: string | undefined, now: number): number | null {
+  if (value === undefined) return null;
+  const at = Date.parse(value);
+  if (!(at > now)) throw new ApiError("invalid_request", "expiresAt: must be in the future.");
+  return at;
+}
+
+function found(record: KeyRecord | null, id: string): KeyRecord {
+  if (!record) throw new ApiError("not_found", `No key with id ${id}.`);
+  return record;
+}
+
+/** Makes a change take effect on the key's very next request, in every isolate. */
+async function pushPolicy(env: Env, key: KeyRecord): Promise<void> {
+  forgetKey(key.id);
+  try {
+    await env.QUOTA.getByName(key.id).configure(policyOf(key));
+  } catch (err) {
+    console.error(JSON.stringify({ level: "error", msg: "could not push key policy", keyId: key.id, error: String(err) }));
+    throw new ApiError("service_unavailable", "The change is saved but not yet enforced everywhere; repeat the request.", { "Retry-After": "1" });
+  }
+}
+
+export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
+  .openapi(
+    createRoute({ method: "post", path: "/keys", operationId: "createKey", security, middleware: jsonBody, request: { body: { required: true, content: json(CreateKeySchema) } }, responses: { 201: { description: "The new key, with its secret (shown once)", content: json(CreatedKeySchema) }, ...errorResponses(400, 401, 413, 415, 503) } }),
+    async (c) => {
+      const body = c.req.valid("json");
+      const now = clock.now();
+      const { key, displayPrefix } = generateApiKey(c.env.ENVIRONMENT);
+      const record = await insertKey(c.env.DB, {
+        id: `key_${randomBase62(20)}`,
+        name: body.name,
+        hash: await sha256Hex(key),
+        prefix: displayPrefix,
+        plan: body.plan,
+        ownLimits: ownLimits(body.plan, body.limits),
+        expiresAt: parseExpiry(body.expiresAt, now),
+        now,
+      });
+      c.header("Location", `/admin/v1/keys/${record.id}`);
+      return c.json({ ...keyView(record, now), key }, 201);
+    },
+  )
+  .openapi(
+    createRoute({ method: "get", path: "/keys", operationId: "listKeys", security, request: { query: ListKeysQuerySchema }, responses: { 200: { description: "Keys in creation order", content: json(KeyPageSchema) }, ...errorResponses(400, 401, 503) } }),
+    async (c) => {
+      const { limit, cursor } = c.req.valid("query");
+      const keys = await listKeys(c.env.DB, limit + 1, cursor ? decodeKeyCursor(cursor) : undefined);
+      const page = keys.slice(0, limit);
+      const now = clock.now();
+      return c.json({ data: page.map((k) => keyView(k, now)), nextCursor: keys.length > limit ? encodeKeyCursor(page[page.length - 1]!) : null }, 200);
+    },
+  )
+  .openapi(
+    createRoute({ method: "get", path: "/keys/{id}", operationId: "getKey", security, request: byId, responses: { 200: { description: "The key with its current usage and ban", content: json(KeyDetailSchema) }, ...errorResponses(400, 401, 404, 503) } }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const record = await found(await getKey(c.env.DB, id), id);
+      const usage = await c.env.QUOTA.getByName(id).usage().catch(() => null);
+      return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
+    },
+  )
+  .openapi(
+    createRoute({ method: "patch", path: "/keys/{id}", operationId: "updateKey", security, middleware: jsonBody, request: { ...byId, body: { required: true, content: json(UpdateKeySchema) } }, responses: { 200: { description: "The updated key", content: json(KeySchema) }, ...errorResponses(400, 401, 404, 413, 415, 503) } }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const current = await found(await getKey(c.env.DB, id), id);
+      const plan = body.plan ?? current.plan;
+      // Moving to enterprise without new limits keeps none to fall back on, so limits are required then.
+      const limits = body.limits ?? (plan === "enterprise" && current.plan === "enterprise" ? current.limits : undefined);
+      const updated = await found(await updateKey(c.env.DB, id, { name: body.name ?? current.name, plan, ownLimits: ownLimits(plan, limits) }, clock.now()), id);
+      await pushPolicy(c.env, updated);
+      return c.json(keyView(updated, clock.now()), 200);
+    },
+  )
+  .openapi(
+    createRoute({ method: "delete", path: "/keys/{id}", operationId: "revokeKey", security, request: byId, responses: { 200: { description: "The revoked key; refused from its next request on", content: json(KeySchema) }, ...errorResponses(400, 401, 404, 503) } }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const revoked = await found(await revokeKey(c.env.DB, id, clock.now()), id);
+      await pushPolicy(c.env, revoked);
+      return c.json(keyView(revoked, clock.now()), 200);
+    },
+  )
+  .openapi(
+    createRoute({ method: "post", path: "/keys/{id}/unban", operationId: "unbanKey", security, request: byId, responses: { 200: { description: "The key, no longer banned", content: json(KeyDetailSchema) }, ...errorResponses(400, 401, 404, 503) } }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const record = await found(await getKey(c.env.DB, id), id);
+      const limiter = c.env.QUOTA.getByName(id);
+      await limiter.unban();
+      return c.json({ ...keyView(record, clock.now()), usage: usageView(await limiter.usage()) }, 200);
+    },
+  );
+
+adminApi.openAPIRegistry.registerComponent("securitySchemes", "adminToken", { type: "http", scheme: "bearer", description: "The ADMIN_TOKEN secret" });

@@ -1,0 +1,47 @@
+import type { z } from "@hono/zod-openapi";
+import type { KeyRecord } from "../db/keys";
+import { ApiError } from "../errors";
+import type { KeyUsage } from "../quota/limiter";
+import type { KeyDetailSchema, KeySchema } from "../schemas/keys";
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+export function keyView(k: KeyRecord, now: number): z.infer<typeof KeySchema> {
+  const status = k.revokedAt !== null ? "revoked" : k.expiresAt !== null && k.expiresAt <= now ? "expired" : "active";
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    plan: k.plan,
+    limits: k.limits,
+    status,
+    createdAt: iso(k.createdAt)!,
+    updatedAt: iso(k.updatedAt)!,
+    revokedAt: iso(k.revokedAt),
+    expiresAt: iso(k.expiresAt),
+  };
+}
+
+export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["usage"] {
+  if (!u) return null;
+  return {
+    minute: { ...u.minute, resetAt: iso(u.minute.resetAt)! },
+    day: { ...u.day, resetAt: iso(u.day.resetAt)! },
+    bannedUntil: iso(u.bannedUntil),
+  };
+}
+
+/** Page cursors of the key list: opaque base64url of the last (createdAt, id). */
+export function encodeKeyCursor(k: KeyRecord): string {
+  return btoa(JSON.stringify([k.createdAt, k.id])).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+export function decodeKeyCursor(cursor: string): { createdAt: number; id: string } {
+  try {
+    const [createdAt, id] = JSON.parse(atob(cursor.replace(/-/g, "+").replace(/_/g, "/"))) as unknown[];
+    if (typeof createdAt === "number" && typeof id === "string") return { createdAt, id };
+  } catch {
+    // fall through to the 400 below
+  }
+  throw new ApiError("invalid_request", "cursor: is not a cursor returned by this API.");
+}

@@ -1,0 +1,52 @@
+import { z } from "@hono/zod-openapi";
+import { ERROR_CODES } from "../errors";
+import { RATE_LIMIT_HEADERS, RETRY_AFTER_HEADER } from "./headers";
+
+/** Largest integer that D1 (JS numbers) and JSON clients can hold exactly: 2^53 − 1. */
+export const MAX_ID = Number.MAX_SAFE_INTEGER;
+
+export const ErrorSchema = z
+  .object({
+    code: z.enum(ERROR_CODES).openapi({ description: "Machine-readable error code" }),
+    message: z.string().openapi({ description: "Human-readable description" }),
+    status: z.number().int().openapi({ description: "The HTTP status code, repeated" }),
+  })
+  .openapi("Error");
+
+/** A path or query integer in 1..2^53−1, given as decimal digits (no sign, no exponent, no fraction). */
+export function positiveIdString(name: string) {
+  return z
+    .string()
+    .regex(/^[0-9]+$/, `must be a positive integer`)
+    .transform(Number)
+    .refine((n) => n >= 1, `must be at least 1`)
+    .refine((n) => n <= MAX_ID, `must be at most ${MAX_ID} (2^53−1); larger int64 values cannot be represented exactly`)
+    .openapi({ param: { name, in: "path" }, type: "integer", format: "int64", minimum: 1, maximum: MAX_ID, example: 1 });
+}
+
+export function errorResponses(...statuses: number[]) {
+  const descriptions: Record<number, string> = {
+    400: "Invalid request (parameter or body)",
+    401: "Missing or invalid API key",
+    404: "Not found",
+    405: "Method not allowed",
+    409: "Idempotency-Key request still in flight",
+    410: "Endpoint removed after its sunset",
+    413: "Body larger than 16 KiB",
+    415: "Body is not application/json",
+    422: "Idempotency-Key reused with a different body",
+    429: "Rate limit, daily quota or temporary ban",
+    500: "Unexpected error",
+    503: "Database temporarily unavailable (see Retry-After)",
+  };
+  return Object.fromEntries(
+    statuses.map((s) => [
+      s,
+      {
+        description: descriptions[s] ?? "Error",
+        headers: s === 429 || s === 503 ? { ...RATE_LIMIT_HEADERS, ...RETRY_AFTER_HEADER } : RATE_LIMIT_HEADERS,
+        content: { "application/json": { schema: ErrorSchema } },
+      },
+    ]),
+  );
+}

@@ -1,0 +1,56 @@
+import { z } from "@hono/zod-openapi";
+import { MAX_ID, positiveIdString } from "./common";
+
+export const PET_STATUSES = ["available", "pending", "sold"] as const;
+
+export const PetStatusSchema = z
+  .enum(PET_STATUSES, { error: "must be one of: available, pending, sold (case-sensitive)" })
+  .openapi("PetStatus", { description: "Availability status" });
+
+export const NewPetSchema = z
+  .strictObject(
+    {
+      name: z
+        .string({ error: (i) => (i.input === undefined ? "is required" : "must be a string") })
+        .trim()
+        .min(1, "must not be empty or only whitespace")
+        .max(200, "must be at most 200 characters")
+        .openapi({ description: "The animal's name (trimmed)", example: "Rex" }),
+      categoryId: z
+        .number({ error: (i) => (i.input === undefined ? "is required" : "must be an integer") })
+        .int("must be an integer")
+        .min(1, "must be at least 1")
+        .max(MAX_ID, `must be at most ${MAX_ID} (2^53−1); larger int64 values cannot be represented exactly and are refused rather than rounded`)
+        .openapi({ format: "int64", description: "Identifier of the category the animal belongs to", example: 1 }),
+      status: PetStatusSchema.default("available").openapi({ description: "Availability status; `available` when omitted" }),
+    },
+    { error: (i) => (i.code === "invalid_type" ? "must be a JSON object" : undefined) },
+  )
+  .openapi("NewPet");
+
+export const PetSchema = z
+  .object({
+    id: z.number().int().min(1).max(MAX_ID).openapi({ format: "int64", description: "Assigned by the service", example: 1 }),
+    name: z.string().openapi({ example: "Rex" }),
+    categoryId: z.number().int().openapi({ format: "int64", example: 1 }),
+    status: PetStatusSchema,
+  })
+  .openapi("Pet");
+
+export const PetsSchema = z.array(PetSchema).openapi("Pets");
+
+export const ListPetsQuerySchema = z.object({
+  limit: z
+    .string()
+    .regex(/^(100|[1-9][0-9]?)$/, "must be an integer from 1 to 100")
+    .transform(Number)
+    .default(20)
+    .openapi({ type: "integer", minimum: 1, maximum: 100, default: 20, description: "Maximum number of animals returned" }),
+  status: PetStatusSchema.optional().openapi({ description: "Filters by availability status" }),
+});
+
+export const PetIdParamSchema = z.object({ petId: positiveIdString("petId") });
+
+export type NewPet = z.infer<typeof NewPetSchema>;
+export type Pet = z.infer<typeof PetSchema>;
+export type PetStatus = z.infer<typeof PetStatusSchema>;

@@ -1,0 +1,28 @@
+import type { Context } from "hono";
+import type { z } from "@hono/zod-openapi";
+import { ApiError, errorResponse } from "./errors";
+
+const TARGET_NAMES: Record<string, string> = { json: "body", query: "query", param: "path", header: "header" };
+
+/** One readable sentence per zod issue, naming the field or parameter and the rule it broke. */
+export function describeIssues(error: z.ZodError, target: string): string {
+  return error.issues
+    .map((issue) => {
+      if (issue.code === "unrecognized_keys") {
+        const where = issue.path.length ? ` in ${issue.path.join(".")}` : "";
+        return `unknown field${issue.keys.length > 1 ? "s" : ""}${where}: ${issue.keys.join(", ")}`;
+      }
+      const field = issue.path.length ? issue.path.join(".") : (TARGET_NAMES[target] ?? target);
+      return `${field}: ${issue.message}`;
+    })
+    .join("; ");
+}
+
+/** The defaultHook of every OpenAPIHono app: validation failures become 400 Error bodies. */
+export function validationHook(
+  result: { success: true } | { success: false; error: z.ZodError; target: string },
+  c: Context,
+): Response | undefined {
+  if (result.success) return undefined;
+  return errorResponse(c, new ApiError("invalid_request", describeIssues(result.error, result.target)));
+}

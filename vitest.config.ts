@@ -1,0 +1,23 @@
+import path from "node:path";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+export default defineConfig(async () => {
+  const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
+  return {
+    plugins: [
+      cloudflareTest({
+        wrangler: { configPath: "./wrangler.toml" },
+        miniflare: {
+          // Test-only bindings: the migrations for the setup file, and a known admin token.
+          bindings: { TEST_MIGRATIONS: migrations, ADMIN_TOKEN: "test-admin-token" },
+        },
+      }),
+    ],
+    test: {
+      setupFiles: ["./test/setup/apply-migrations.ts"],
+      // The access log prints one JSON line per request; keep test output readable.
+      onConsoleLog: (log) => !log.startsWith('{"requestId"'),
+    },
+  };
+});
