@@ -10,7 +10,7 @@ export default defineConfig(async () => {
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
           // Test-only bindings: the migrations for the setup file, and a known admin token.
-          bindings: { TEST_MIGRATIONS: migrations, ADMIN_TOKEN: "test-admin-token" },
+          bindings: { TEST_MIGRATIONS: migrations, ADMIN_TOKEN: "test-admin-token", CURSOR_SECRET: "test-cursor-secret" },
         },
       }),
     ],

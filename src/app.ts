@@ -1,6 +1,7 @@
 import { Scalar } from "@scalar/hono-api-reference";
 import { Hono } from "hono";
 import { methodNotAllowed } from "hono/method-not-allowed";
+import { etag, RETAINED_304_HEADERS } from "hono/etag";
 import { requestId } from "hono/request-id";
 import { timing } from "hono/timing";
 import type { AppEnv } from "./app-env";
@@ -8,7 +9,7 @@ import { requireAdmin } from "./auth/admin";
 import { authenticate } from "./auth/authenticate";
 import { methodNotAllowedResponse, notFound, onError } from "./errors";
 import { accessLog } from "./middleware/access-log";
-import { corsFromEnv } from "./middleware/cors";
+import { corsFromEnv, EXPOSED_HEADERS } from "./middleware/cors";
 import { d1Session } from "./middleware/d1-session";
 import { deprecated } from "./middleware/deprecation";
 import { openApiDocument } from "./openapi";
@@ -17,7 +18,7 @@ import { adminApi } from "./routes/admin";
 import { petsApi } from "./routes/pets";
 
 /**
- * Request order: request id, log, timing, CORS (preflights end here), then for /v1:
+ * Request order: request id, log, timing, CORS (preflights end here), ETag, then for /v1:
  * 410 after a sunset, authentication (401), quota (429), D1 session, validation (400), handler.
  * Unknown paths get 404 and known paths with another method 405 with Allow.
  */
@@ -27,6 +28,8 @@ export function createApp() {
   app.use(accessLog);
   app.use(timing({ crossOrigin: true }));
   app.use(corsFromEnv);
+  // If-None-Match → 304 (after the quota has counted it); a 304 keeps the quota and tracing headers.
+  app.use(etag({ retainedHeaders: [...RETAINED_304_HEADERS, ...EXPOSED_HEADERS, "access-control-allow-origin", "access-control-expose-headers"] }));
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
 
   // Public, and registered before the /v1 middleware so they need no key.

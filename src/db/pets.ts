@@ -18,14 +18,27 @@ export function listPets(db: Queryable, { limit, status, afterId = 0 }: ListPets
   return guarded(async () => (await stmt.all<Pet>()).results);
 }
 
-export function createPet(db: Queryable, pet: NewPet): Promise<Pet> {
+export async function createPet(db: Queryable, pet: NewPet): Promise<Pet> {
+  return (await createPetOnce(db, pet, null)).pet;
+}
+
+/**
+ * Inserts a pet unless one was already made under `idempotencyRef`, which is then returned
+ * (`created: false`): a retried create never makes a second pet.
+ */
+export function createPetOnce(db: Queryable, pet: NewPet, idempotencyRef: string | null): Promise<{ pet: Pet; created: boolean }> {
   return guarded(async () => {
-    const row = await db
-      .prepare(`INSERT INTO pets (name, category_id, status) VALUES (?1, ?2, ?3) RETURNING ${PET_COLUMNS}`)
-      .bind(pet.name, pet.categoryId, pet.status)
+    const inserted = await db
+      .prepare(
+        `INSERT INTO pets (name, category_id, status, idempotency_ref) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (idempotency_ref) WHERE idempotency_ref IS NOT NULL DO NOTHING RETURNING ${PET_COLUMNS}`,
+      )
+      .bind(pet.name, pet.categoryId, pet.status, idempotencyRef)
       .first<Pet>();
-    if (!row) throw new Error("INSERT … RETURNING returned no row");
-    return row;
+    if (inserted) return { pet: inserted, created: true };
+    const existing = await db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE idempotency_ref = ?1`).bind(idempotencyRef).first<Pet>();
+    if (!existing) throw new Error("INSERT … RETURNING returned no row");
+    return { pet: existing, created: false };
   });
 }
 

@@ -1,5 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { clock, DAY_MS, MINUTE_MS } from "../clock";
+import { IDEMPOTENCY_TTL_MS, IdempotencyStore, type Claim, type StoredResponse } from "./idempotency-store";
 import { UsageStore } from "./usage-store";
 import { decide, windowsOf, type Decision, type Policy, type UsageState } from "./windows";
 
@@ -18,12 +19,14 @@ export interface KeyUsage {
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #store: UsageStore;
+  readonly #idempotency: IdempotencyStore;
   #usage: UsageState;
   #policy: Policy | null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#store = new UsageStore(ctx.storage.sql);
+    this.#idempotency = new IdempotencyStore(ctx.storage.sql);
     ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS policy (
       id INTEGER PRIMARY KEY CHECK (id = 1), per_minute INTEGER NOT NULL, per_day INTEGER NOT NULL,
       version INTEGER NOT NULL, revoked INTEGER NOT NULL) STRICT`);
@@ -75,15 +78,46 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#store.save(this.#usage);
   }
 
-  /** Deletes the usage row once the day (and any ban) is over, so idle keys hold no counters. */
+  /** Idempotency-Key of a create: proceed, replay the stored answer, or refuse (mismatch, in flight). */
+  async claimIdempotencyKey(key: string, fingerprint: string): Promise<Claim> {
+    const now = clock.now();
+    const claim = this.#idempotency.claim(key, fingerprint, now);
+    if (claim.state === "proceed") await this.#alarmNoLaterThan(now + IDEMPOTENCY_TTL_MS);
+    return claim;
+  }
+
+  completeIdempotencyKey(key: string, response: StoredResponse): void {
+    this.#idempotency.complete(key, response);
+  }
+
+  releaseIdempotencyKey(key: string): void {
+    this.#idempotency.release(key);
+  }
+
+  /**
+   * Keeps storage bounded: expired idempotency records go, and the usage row goes once its day
+   * (and any ban) is over, so an idle key holds nothing. Re-arms for whatever remains.
+   */
   override async alarm(): Promise<void> {
-    const idleFrom = Math.max(this.#usage.bannedUntil, this.#usage.dayStart + DAY_MS);
-    if (clock.now() < idleFrom) {
-      await this.ctx.storage.setAlarm(idleFrom + MINUTE_MS);
-      return;
+    const now = clock.now();
+    const nextRecordExpiry = this.#idempotency.purge(now);
+    let nextUsageCleanup: number | null = null;
+    if (this.#usage.dayStart !== 0) {
+      const idleFrom = Math.max(this.#usage.bannedUntil, this.#usage.dayStart + DAY_MS);
+      if (now >= idleFrom) {
+        this.#store.clear();
+        this.#usage = this.#store.load();
+      } else {
+        nextUsageCleanup = idleFrom + MINUTE_MS;
+      }
     }
-    this.#store.clear();
-    this.#usage = this.#store.load();
+    const next = Math.min(nextRecordExpiry ?? Infinity, nextUsageCleanup ?? Infinity);
+    if (next !== Infinity) await this.ctx.storage.setAlarm(next);
+  }
+
+  async #alarmNoLaterThan(at: number): Promise<void> {
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
   }
 
   #adopt(offered: Policy): Policy {

@@ -1,12 +1,14 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { endTime, startTime } from "hono/timing";
 import type { AppEnv } from "../app-env";
-import { createPet, getPet, listPets } from "../db/pets";
+import { createPetOnce, getPet, listPets } from "../db/pets";
 import { ApiError } from "../errors";
 import { jsonBody } from "../middleware/json-body";
+import { decodeCursor, encodeCursor, nextLink } from "../pagination";
 import { errorResponses } from "../schemas/common";
 import { DEPRECATION_HEADERS, RATE_LIMIT_HEADERS } from "../schemas/headers";
-import { ListPetsQuerySchema, NewPetSchema, PetIdParamSchema, PetSchema, PetsSchema } from "../schemas/pets";
+import { idempotent } from "../idempotency";
+import { CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamSchema, PetSchema, PetsSchema } from "../schemas/pets";
 import { validationHook } from "../validation";
 
 const security = [{ bearerAuth: [] }];
@@ -17,11 +19,16 @@ const listPetsRoute = createRoute({
   path: "/pets",
   operationId: "listPets",
   summary: "List animals",
-  description: "Animals in ascending id order, at most `limit` of them, optionally filtered by status.",
+  description:
+    'Animals in ascending id order, at most `limit` of them, optionally filtered by status. When more exist, `Link: <…>; rel="next"` gives the next page.',
   security,
   request: { query: ListPetsQuerySchema },
   responses: {
-    200: { description: "A page of animals", headers: RATE_LIMIT_HEADERS, content: json(PetsSchema) },
+    200: {
+      description: "A page of animals",
+      headers: { ...RATE_LIMIT_HEADERS, Link: { description: 'rel="next": the next page, absolute, when more exist', schema: { type: "string" as const } } },
+      content: json(PetsSchema),
+    },
     ...errorResponses(400, 401, 405, 429, 500, 503),
   },
 });
@@ -33,10 +40,10 @@ const createPetRoute = createRoute({
   summary: "Add an animal",
   security,
   middleware: jsonBody,
-  request: { body: { required: true, content: json(NewPetSchema) } },
+  request: { headers: CreatePetHeadersSchema, body: { required: true, content: json(NewPetSchema) } },
   responses: {
     201: { description: "The created animal", headers: { ...RATE_LIMIT_HEADERS, Location: { description: "/v1/pets/{id}", schema: { type: "string" as const } } }, content: json(PetSchema) },
-    ...errorResponses(400, 401, 405, 413, 415, 429, 500, 503),
+    ...errorResponses(400, 401, 405, 409, 413, 415, 422, 429, 500, 503),
   },
 });
 
@@ -56,18 +63,30 @@ const getPetRoute = createRoute({
 
 export const petsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(listPetsRoute, async (c) => {
-    const { limit, status } = c.req.valid("query");
+    const { limit, status, cursor } = c.req.valid("query");
+    const secret = c.env.CURSOR_SECRET ?? "";
+    const afterId = cursor === undefined ? 0 : await decodeCursor(secret, cursor, status);
     startTime(c, "db");
-    const pets = await listPets(c.get("db"), { limit, status });
+    // One row more than asked tells whether a next page exists without a second query.
+    const rows = await listPets(c.get("db"), { limit: limit + 1, status, afterId });
     endTime(c, "db");
-    return c.json(pets, 200);
+    const page = rows.slice(0, limit);
+    if (rows.length > limit) c.header("Link", nextLink(c.req.url, limit, status, await encodeCursor(secret, page[page.length - 1]!.id, status)));
+    return c.json(page, 200);
   })
   .openapi(createPetRoute, async (c) => {
-    startTime(c, "db");
-    const pet = await createPet(c.get("db"), c.req.valid("json"));
-    endTime(c, "db");
-    c.header("Location", `/v1/pets/${pet.id}`);
-    return c.json(pet, 201);
+    const newPet = c.req.valid("json");
+    const create = async (ref: string | null) => {
+      startTime(c, "db");
+      const { pet, created } = await createPetOnce(c.get("db"), newPet, ref);
+      endTime(c, "db");
+      return { body: pet, location: `/v1/pets/${pet.id}`, replayed: !created };
+    };
+    const idempotencyKey = c.req.valid("header")["idempotency-key"];
+    const { body, location, replayed } = idempotencyKey === undefined ? await create(null) : await idempotent(c, idempotencyKey, newPet, create);
+    if (replayed) c.header("Idempotent-Replayed", "true");
+    c.header("Location", location);
+    return c.json(body, 201);
   })
   .openapi(getPetRoute, async (c) => {
     const { petId } = c.req.valid("param");

@@ -47,6 +47,20 @@ export const ListPetsQuerySchema = z.object({
     .default(20)
     .openapi({ type: "integer", minimum: 1, maximum: 100, default: 20, description: "Maximum number of animals returned" }),
   status: PetStatusSchema.optional().openapi({ description: "Filters by availability status" }),
+  cursor: z
+    .string()
+    .optional()
+    .openapi({ description: 'Opaque; copy it from the `Link: <…>; rel="next"` header of the previous page' }),
+});
+
+export const CreatePetHeadersSchema = z.object({
+  "idempotency-key": z
+    .string()
+    // Accept the draft's structured-field form ("…") as well as a bare value.
+    .transform((v) => (v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v))
+    .pipe(z.string().regex(/^[\x20-\x7E]{1,255}$/, "must be 1–255 printable ASCII characters"))
+    .optional()
+    .openapi({ description: "Makes retries safe: the same key and body within 24 h return the first answer (Idempotent-Replayed: true)" }),
 });
 
 export const PetIdParamSchema = z.object({ petId: positiveIdString("petId") });

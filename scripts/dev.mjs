@@ -1,0 +1,34 @@
+#!/usr/bin/env node
+// `npm run dev`: apply local D1 migrations, make sure .dev.vars exists, then run `wrangler dev`.
+// Extra arguments pass through (`npm run dev -- --port 9000`). State persists under .wrangler/.
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
+
+process.env.WRANGLER_SEND_METRICS = "false";
+const args = process.argv.slice(2);
+
+if (!existsSync(".dev.vars")) {
+  copyFileSync(".dev.vars.example", ".dev.vars");
+  console.log("Created .dev.vars from .dev.vars.example (local ADMIN_TOKEN).");
+}
+
+const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local"], { stdio: "inherit", env: { ...process.env, CI: "true" } });
+if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+
+const portFlag = args.findIndex((a) => a === "--port" || a.startsWith("--port="));
+const port = portFlag < 0 ? "8787" : args[portFlag].includes("=") ? args[portFlag].split("=")[1] : args[portFlag + 1];
+const devArgs = portFlag < 0 ? ["dev", "--port", port, ...args] : ["dev", ...args];
+const token = readFileSync(".dev.vars", "utf8").match(/^ADMIN_TOKEN=(.*)$/m)?.[1]?.trim() ?? "<ADMIN_TOKEN from .dev.vars>";
+const url = `http://localhost:${port}`;
+
+console.log(`
+Animal Store API (local) on ${url}
+  Issue a key:   npm run keys -- create --plan pro --name me ${port === "8787" ? "" : `--url ${url}`}
+     or: curl -s -X POST ${url}/admin/v1/keys -H "Authorization: Bearer ${token}" -H "Content-Type: application/json" -d '{"name":"me","plan":"pro"}'
+  Then:          curl -s ${url}/v1/pets -H "Authorization: Bearer <key>"
+  API reference: ${url}/docs   (OpenAPI: ${url}/v1/openapi.json)
+`);
+
+const dev = spawn("wrangler", devArgs, { stdio: "inherit" });
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
+dev.on("exit", (code, signal) => process.exit(code ?? (signal ? 130 : 0)));

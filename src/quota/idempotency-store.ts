@@ -1,0 +1,66 @@
+/** A stored outcome of an idempotent request, replayed to retries. */
+export interface StoredResponse {
+  status: number;
+  body: string;
+  location: string | null;
+}
+
+export type Claim =
+  | { state: "proceed" }
+  | { state: "replay"; response: StoredResponse }
+  | { state: "mismatch" }
+  | { state: "in_flight" };
+
+/** Records are kept 24 hours; a claim whose request died unanswered is taken over after a minute. */
+export const IDEMPOTENCY_TTL_MS = 86_400_000;
+export const IN_FLIGHT_TIMEOUT_MS = 60_000;
+
+type Row = {
+  fingerprint: string;
+  createdAt: number;
+  status: number | null;
+  body: string | null;
+  location: string | null;
+};
+
+/** Idempotency-Key records of one API key, in its quota object's SQLite storage. */
+export class IdempotencyStore {
+  constructor(private readonly sql: SqlStorage) {
+    sql.exec(`CREATE TABLE IF NOT EXISTS idempotency (
+      idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, created_at INTEGER NOT NULL,
+      status INTEGER, body TEXT, location TEXT) STRICT`);
+  }
+
+  /** Atomic (the object runs one call at a time, and this does no I/O in between). */
+  claim(key: string, fingerprint: string, now: number): Claim {
+    const row = this.sql
+      .exec<Row>("SELECT fingerprint, created_at AS createdAt, status, body, location FROM idempotency WHERE idem_key = ?", key)
+      .toArray()[0];
+    const live = row && now - row.createdAt < IDEMPOTENCY_TTL_MS;
+    if (live && row.fingerprint !== fingerprint) return { state: "mismatch" };
+    if (live && row.status !== null) return { state: "replay", response: { status: row.status, body: row.body ?? "", location: row.location } };
+    if (live && now - row.createdAt < IN_FLIGHT_TIMEOUT_MS) return { state: "in_flight" };
+    this.sql.exec(
+      `INSERT INTO idempotency (idem_key, fingerprint, created_at) VALUES (?, ?, ?)
+       ON CONFLICT (idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, created_at = excluded.created_at,
+         status = NULL, body = NULL, location = NULL`,
+      key, fingerprint, now,
+    );
+    return { state: "proceed" };
+  }
+
+  complete(key: string, response: StoredResponse): void {
+    this.sql.exec("UPDATE idempotency SET status = ?, body = ?, location = ? WHERE idem_key = ?", response.status, response.body, response.location, key);
+  }
+
+  release(key: string): void {
+    this.sql.exec("DELETE FROM idempotency WHERE idem_key = ? AND status IS NULL", key);
+  }
+
+  /** Deletes expired records; returns when the oldest remaining one expires, if any. */
+  purge(now: number): number | null {
+    this.sql.exec("DELETE FROM idempotency WHERE created_at <= ?", now - IDEMPOTENCY_TTL_MS);
+    const oldest = this.sql.exec<{ t: number | null }>("SELECT MIN(created_at) AS t FROM idempotency").one().t;
+    return oldest === null ? null : oldest + IDEMPOTENCY_TTL_MS;
+  }
+}

@@ -1,0 +1,60 @@
+import { exports } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { allPets, createAnimalStoreClient, nextCursor, retryingFetch } from "../src/client";
+import { clock } from "../src/clock";
+import { createPets, issueKey, BASE } from "./helpers";
+
+const viaWorker: typeof fetch = (input, init) => exports.default.fetch(new Request(input, init));
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("typed client", () => {
+  it("creates, lists and pages through pets against the app", async () => {
+    const k = await issueKey("pro");
+    const client = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });
+    const created = await client.pets.$post({ json: { name: "Client Rex", categoryId: 7, status: "pending" } });
+    expect(created.status).toBe(201);
+    const pet = await created.json();
+    expect(pet).toMatchObject({ name: "Client Rex", categoryId: 7, status: "pending" });
+
+    await createPets(k.key, Array.from({ length: 4 }, (_, i) => ({ name: `p${i}`, categoryId: 1, status: "pending" })));
+    const first = await client.pets.$get({ query: { status: "pending", limit: "2" } });
+    expect(first.status).toBe(200);
+    expect(nextCursor(first)).toEqual(expect.any(String));
+
+    const names: string[] = [];
+    for await (const p of allPets(client, { status: "pending", limit: "2" })) names.push(p.name);
+    expect(names).toEqual(["Client Rex", "p0", "p1", "p2", "p3"]);
+  });
+
+  it("waits Retry-After on 429, with exponential backoff, then succeeds", async () => {
+    let now = Date.UTC(2027, 2, 1, 10, 0, 0);
+    vi.spyOn(clock, "now").mockImplementation(() => now);
+    const k = await issueKey("enterprise", { perMinute: 1, perDay: 100 });
+    const waits: number[] = [];
+    const sleep = async (ms: number) => {
+      waits.push(ms);
+      now += ms; // time passes only when the client waits
+    };
+    const client = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker, sleep, baseDelayMs: 100 });
+    expect((await client.pets.$get({ query: {} })).status).toBe(200);
+    now += 1_000; // 1 s into the minute: the next request is over the per-minute limit
+    const res = await client.pets.$get({ query: {} });
+    expect(res.status).toBe(200);
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBe(59_000); // Retry-After (59 s) beats the 100 ms backoff step
+  });
+
+  it("gives up after maxRetries and returns the last 429", async () => {
+    const always429: typeof fetch = async () => new Response("{}", { status: 429, headers: { "Retry-After": "0" } });
+    const waits: number[] = [];
+    const f = retryingFetch({ fetch: always429, maxRetries: 3, baseDelayMs: 100, sleep: async (ms) => void waits.push(ms) });
+    expect((await f("https://x.example/v1/pets")).status).toBe(429);
+    expect(waits).toHaveLength(3);
+    // exponential: each step is within [0.5, 1] × 100 × 2^attempt
+    waits.forEach((w, i) => {
+      expect(w).toBeGreaterThanOrEqual(50 * 2 ** i);
+      expect(w).toBeLessThanOrEqual(100 * 2 ** i);
+    });
+  });
+});
