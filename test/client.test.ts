@@ -12,7 +12,7 @@ describe("typed client", () => {
   it("creates, lists and pages through pets against the app", async () => {
     const k = await issueKey("pro");
     const client = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });
-    const created = await client.pets.$post({ json: { name: "Client Rex", categoryId: 7, status: "pending" } });
+    const created = await client.pets.$post({ json: { name: "Client Rex", categoryId: 7, status: "pending" }, header: { "idempotency-key": crypto.randomUUID() } });
     expect(created.status).toBe(201);
     const pet = await created.json();
     expect(pet).toMatchObject({ name: "Client Rex", categoryId: 7, status: "pending" });

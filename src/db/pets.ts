@@ -12,10 +12,12 @@ export interface ListPetsOptions {
 }
 
 export function listPets(db: Queryable, { limit, status, afterId = 0 }: ListPetsOptions): Promise<Pet[]> {
-  const stmt = status
-    ? db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE status = ?1 AND id > ?2 ORDER BY id LIMIT ?3`).bind(status, afterId, limit)
-    : db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id > ?1 ORDER BY id LIMIT ?2`).bind(afterId, limit);
-  return guarded(async () => (await stmt.all<Pet>()).results);
+  return guarded(async () => {
+    const stmt = status
+      ? db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE status = ?1 AND id > ?2 ORDER BY id LIMIT ?3`).bind(status, afterId, limit)
+      : db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id > ?1 ORDER BY id LIMIT ?2`).bind(afterId, limit);
+    return (await stmt.all<Pet>()).results;
+  });
 }
 
 export async function createPet(db: Queryable, pet: NewPet): Promise<Pet> {

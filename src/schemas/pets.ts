@@ -18,10 +18,11 @@ export const NewPetSchema = z
         .openapi({ description: "The animal's name (trimmed)", example: "Rex" }),
       categoryId: z
         .number({ error: (i) => (i.input === undefined ? "is required" : "must be an integer") })
-        .int("must be an integer")
+        // Not .int(): it also refuses unsafe integers, which max() below explains better.
+        .refine(Number.isInteger, "must be an integer")
         .min(1, "must be at least 1")
         .max(MAX_ID, `must be at most ${MAX_ID} (2^53−1); larger int64 values cannot be represented exactly and are refused rather than rounded`)
-        .openapi({ format: "int64", description: "Identifier of the category the animal belongs to", example: 1 }),
+        .openapi({ type: "integer", format: "int64", description: "Identifier of the category the animal belongs to", example: 1 }),
       status: PetStatusSchema.default("available").openapi({ description: "Availability status; `available` when omitted" }),
     },
     { error: (i) => (i.code === "invalid_type" ? "must be a JSON object" : undefined) },
