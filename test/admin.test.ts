@@ -1,0 +1,189 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { ADMIN, auth, call, expectError, issueKey, postJson } from "./helpers";
+
+const UNKNOWN_ID = "key_AAAAAAAAAAAAAAAAAAAA";
+const SECRET_FIELDS = ["key", "hash", "keyHash", "key_hash", "secret"];
+
+type KeyView = { id: string; name: string; prefix: string; plan: string; limits: { perMinute: number; perDay: number }; status: string; createdAt: string; updatedAt: string; revokedAt: string | null; expiresAt: string | null };
+
+const create = (body: unknown, headers: Record<string, string> = ADMIN) => postJson("/admin/v1/keys", body, headers);
+const patch = (id: string, body: unknown) => call(`/admin/v1/keys/${id}`, { method: "PATCH", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+
+describe("admin authentication", () => {
+  it.each([
+    ["no header", {}],
+    ["wrong token", { Authorization: "Bearer not-the-admin-token" }],
+    ["admin token with another scheme", { Authorization: `Basic ${env.ADMIN_TOKEN}` }],
+    ["admin token with a suffix", { Authorization: `Bearer ${env.ADMIN_TOKEN}X` }],
+  ])("%s → 401 on every operation", async (_label, headers: Record<string, string>) => {
+    await expectError(await call("/admin/v1/keys", { headers }), 401, "unauthorized");
+    await expectError(await call(`/admin/v1/keys/${UNKNOWN_ID}`, { headers }), 401, "unauthorized");
+    await expectError(await create({ name: "x", plan: "pro" }, headers), 401, "unauthorized");
+    await expectError(await call(`/admin/v1/keys/${UNKNOWN_ID}`, { method: "DELETE", headers }), 401, "unauthorized");
+  });
+
+  it("an API key is not an admin token", async () => {
+    const { key } = await issueKey();
+    await expectError(await call("/admin/v1/keys", { headers: auth(key) }), 401, "unauthorized");
+  });
+});
+
+describe("POST /admin/v1/keys", () => {
+  it.each([
+    ["free", 60, 1_000],
+    ["pro", 300, 10_000],
+    ["business", 1_000, 100_000],
+  ])("%s keys take the plan table's limits", async (plan, perMinute, perDay) => {
+    const res = await create({ name: `acme-${plan}`, plan });
+    expect(res.status).toBe(201);
+    const body = (await res.json()) as KeyView & { key: string };
+    expect(body).toMatchObject({ name: `acme-${plan}`, plan, limits: { perMinute, perDay }, status: "active", revokedAt: null, expiresAt: null });
+    expect(body.id).toMatch(/^key_[0-9A-Za-z]{20}$/);
+    expect(body.key).toMatch(/^pet_test_[0-9A-Za-z]{43}$/);
+    expect(body.key.startsWith(body.prefix)).toBe(true);
+    expect(Date.parse(body.createdAt)).not.toBeNaN();
+    expect(res.headers.get("Location")).toBe(`/admin/v1/keys/${body.id}`);
+  });
+
+  it("enterprise keys carry their own limits, which are required", async () => {
+    const res = await create({ name: "big", plan: "enterprise", limits: { perMinute: 5_000, perDay: 2_000_000 } });
+    expect(res.status).toBe(201);
+    expect(await res.json()).toMatchObject({ plan: "enterprise", limits: { perMinute: 5_000, perDay: 2_000_000 } });
+    const err = await expectError(await create({ name: "big", plan: "enterprise" }), 400, "invalid_request");
+    expect(err.message).toContain("limits");
+  });
+
+  it("a future expiresAt is stored", async () => {
+    const at = new Date(Date.now() + 86_400_000).toISOString();
+    const res = await create({ name: "temp", plan: "free", expiresAt: at });
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as KeyView).expiresAt).toBe(at);
+  });
+
+  it.each([
+    ["limits on a non-enterprise plan", { name: "x", plan: "pro", limits: { perMinute: 1, perDay: 1 } }, "limits"],
+    ["unknown plan", { name: "x", plan: "gold" }, "plan"],
+    ["plan in another case", { name: "x", plan: "Pro" }, "plan"],
+    ["missing plan", { name: "x" }, "plan"],
+    ["missing name", { plan: "pro" }, "name"],
+    ["empty name", { name: " ", plan: "pro" }, "name"],
+    ["expiresAt in the past", { name: "x", plan: "pro", expiresAt: "2020-01-01T00:00:00Z" }, "expiresAt"],
+    ["expiresAt not a date", { name: "x", plan: "pro", expiresAt: "tomorrow" }, "expiresAt"],
+    ["zero limits", { name: "x", plan: "enterprise", limits: { perMinute: 0, perDay: 10 } }, "perMinute"],
+    ["fractional limits", { name: "x", plan: "enterprise", limits: { perMinute: 10, perDay: 1.5 } }, "perDay"],
+    ["unknown field", { name: "x", plan: "pro", owner: "me" }, "owner"],
+  ])("%s → 400 naming it", async (_label, body, field) => {
+    const err = await expectError(await create(body), 400, "invalid_request");
+    expect(err.message).toContain(field);
+  });
+
+  it("refuses non-JSON bodies with 415", async () => {
+    const res = await call("/admin/v1/keys", { method: "POST", headers: { ...ADMIN, "Content-Type": "text/plain" }, body: '{"name":"x","plan":"pro"}' });
+    await expectError(res, 415, "unsupported_media_type");
+  });
+});
+
+describe("GET /admin/v1/keys", () => {
+  it("pages through every key with limit and nextCursor, never showing a secret or hash", async () => {
+    const made = await Promise.all([issueKey("free"), issueKey("pro"), issueKey("business")]);
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const res = await call(`/admin/v1/keys?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { headers: ADMIN });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      for (const { key } of made) expect(text).not.toContain(key);
+      const page = JSON.parse(text) as { data: Array<Record<string, unknown>>; nextCursor: string | null };
+      expect(page.data.length).toBeLessThanOrEqual(2);
+      for (const item of page.data) for (const f of SECRET_FIELDS) expect(item).not.toHaveProperty(f);
+      seen.push(...page.data.map((k) => k.id as string));
+      cursor = page.nextCursor;
+      if (cursor) expect(page.data).toHaveLength(2);
+      pages += 1;
+    } while (cursor && pages < 50);
+    expect(cursor).toBeNull();
+    expect(pages).toBeGreaterThanOrEqual(2);
+    expect(new Set(seen).size).toBe(seen.length);
+    for (const { id } of made) expect(seen).toContain(id);
+  });
+
+  it("defaults to 20 and refuses bad limits and cursors", async () => {
+    await Promise.all(Array.from({ length: 21 }, () => issueKey("free")));
+    const page = (await (await call("/admin/v1/keys", { headers: ADMIN })).json()) as { data: unknown[]; nextCursor: string | null };
+    expect(page.data).toHaveLength(20);
+    expect(page.nextCursor).toEqual(expect.any(String));
+    for (const limit of ["0", "101", "abc", "2.5"]) {
+      const err = await expectError(await call(`/admin/v1/keys?limit=${limit}`, { headers: ADMIN }), 400, "invalid_request");
+      expect(err.message).toContain("limit");
+    }
+    await expectError(await call("/admin/v1/keys?cursor=not-a-cursor", { headers: ADMIN }), 400, "invalid_request");
+  });
+});
+
+describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
+  it("GET returns the key with its current usage, no secret", async () => {
+    const { id, key } = await issueKey("pro");
+    expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
+    const res = await call(`/admin/v1/keys/${id}`, { headers: ADMIN });
+    expect(res.status).toBe(200);
+    const text = await res.text();
+    expect(text).not.toContain(key);
+    const body = JSON.parse(text) as KeyView & { usage: { minute: { count: number; limit: number }; day: { count: number; limit: number } } };
+    for (const f of SECRET_FIELDS) expect(body).not.toHaveProperty(f);
+    expect(body).toMatchObject({ id, plan: "pro", status: "active", limits: { perMinute: 300, perDay: 10_000 } });
+    expect(body.usage.minute).toMatchObject({ count: 1, limit: 300 });
+    expect(body.usage.day).toMatchObject({ count: 1, limit: 10_000 });
+  });
+
+  it("PATCH changes name, plan and limits", async () => {
+    const { id } = await issueKey("pro");
+    const renamed = await patch(id, { name: "renamed" });
+    expect(renamed.status).toBe(200);
+    expect(await renamed.json()).toMatchObject({ id, name: "renamed", plan: "pro", limits: { perMinute: 300, perDay: 10_000 } });
+    expect(await (await patch(id, { plan: "free" })).json()).toMatchObject({ name: "renamed", plan: "free", limits: { perMinute: 60, perDay: 1_000 } });
+    const ent = await patch(id, { plan: "enterprise", limits: { perMinute: 7, perDay: 70 } });
+    expect(await ent.json()).toMatchObject({ plan: "enterprise", limits: { perMinute: 7, perDay: 70 } });
+    expect(await (await patch(id, { limits: { perMinute: 8, perDay: 80 } })).json()).toMatchObject({ plan: "enterprise", limits: { perMinute: 8, perDay: 80 } });
+    const got = (await (await call(`/admin/v1/keys/${id}`, { headers: ADMIN })).json()) as KeyView;
+    expect(got).toMatchObject({ name: "renamed", plan: "enterprise", limits: { perMinute: 8, perDay: 80 } });
+  });
+
+  it("PATCH refuses invalid changes", async () => {
+    const { id } = await issueKey("pro");
+    expect((await expectError(await patch(id, { plan: "enterprise" }), 400, "invalid_request")).message).toContain("limits");
+    expect((await expectError(await patch(id, { limits: { perMinute: 1, perDay: 1 } }), 400, "invalid_request")).message).toContain("limits");
+    expect((await expectError(await patch(id, { plan: "gold" }), 400, "invalid_request")).message).toContain("plan");
+    expect((await expectError(await patch(id, { colour: "red" }), 400, "invalid_request")).message).toContain("colour");
+    await expectError(await patch(id, {}), 400, "invalid_request");
+    const unchanged = (await (await call(`/admin/v1/keys/${id}`, { headers: ADMIN })).json()) as KeyView;
+    expect(unchanged).toMatchObject({ plan: "pro", limits: { perMinute: 300, perDay: 10_000 } });
+  });
+
+  it("DELETE revokes; the key is refused from its very next request; repeating keeps revokedAt", async () => {
+    const { id, key } = await issueKey("pro");
+    expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
+    const res = await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: ADMIN });
+    expect(res.status).toBe(200);
+    const revoked = (await res.json()) as KeyView;
+    expect(revoked).toMatchObject({ id, status: "revoked" });
+    expect(Date.parse(revoked.revokedAt!)).not.toBeNaN();
+    await expectError(await call("/v1/pets", { headers: auth(key) }), 401, "unauthorized");
+    const again = (await (await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: ADMIN })).json()) as KeyView;
+    expect(again.revokedAt).toBe(revoked.revokedAt);
+    expect(await (await call(`/admin/v1/keys/${id}`, { headers: ADMIN })).json()).toMatchObject({ status: "revoked", revokedAt: revoked.revokedAt });
+  });
+
+  it("404 for an unknown id, 400 for a malformed one", async () => {
+    await expectError(await call(`/admin/v1/keys/${UNKNOWN_ID}`, { headers: ADMIN }), 404, "not_found");
+    await expectError(await patch(UNKNOWN_ID, { name: "x" }), 404, "not_found");
+    await expectError(await call(`/admin/v1/keys/${UNKNOWN_ID}`, { method: "DELETE", headers: ADMIN }), 404, "not_found");
+    for (const bad of ["abc", "key_short", "key_AAAAAAAAAAAAAAAAAAA-", "1"]) {
+      const err = await expectError(await call(`/admin/v1/keys/${bad}`, { headers: ADMIN }), 400, "invalid_request");
+      expect(err.message).toContain("id");
+      await expectError(await call(`/admin/v1/keys/${bad}`, { method: "DELETE", headers: ADMIN }), 400, "invalid_request");
+      await expectError(await patch(bad, { name: "x" }), 400, "invalid_request");
+    }
+  });
+});

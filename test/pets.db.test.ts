@@ -1,0 +1,163 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../src/auth/secrets";
+import { findKeyByHash, getKey, insertKey, listKeys, revokeKey, updateKey, type NewKey } from "../src/db/keys";
+import { createPet, getPet, listPets } from "../src/db/pets";
+
+// Storage is shared by the tests of this file: each test reads only past the largest id it saw first.
+async function maxPetId(): Promise<number> {
+  const row = await env.DB.prepare("SELECT COALESCE(MAX(id), 0) AS m FROM pets").first<{ m: number }>();
+  return row!.m;
+}
+
+let keySeq = 0;
+function newKey(over: Partial<NewKey> = {}): NewKey {
+  keySeq += 1;
+  const id = `key_db${String(keySeq).padStart(18, "0")}`;
+  return { id, name: `k${keySeq}`, hash: `hash-${id}`, prefix: "pet_test_abcd", plan: "pro", ownLimits: null, expiresAt: null, now: 1_000_000 + keySeq, ...over };
+}
+
+describe("pets data layer", () => {
+  it("createPet returns the stored row with API field names and a fresh id", async () => {
+    const before = await maxPetId();
+    const pet = await createPet(env.DB, { name: "Rex", categoryId: 7, status: "pending" });
+    expect(pet).toEqual({ id: expect.any(Number), name: "Rex", categoryId: 7, status: "pending" });
+    expect(Object.keys(pet).sort()).toEqual(["categoryId", "id", "name", "status"]);
+    expect(pet.id).toBeGreaterThan(before);
+    const second = await createPet(env.DB, { name: "Tom", categoryId: 1, status: "available" });
+    expect(second.id).toBeGreaterThan(pet.id);
+  });
+
+  it("stores categoryId up to 2^53-1 exactly", async () => {
+    const pet = await createPet(env.DB, { name: "Max", categoryId: Number.MAX_SAFE_INTEGER, status: "sold" });
+    expect(pet.categoryId).toBe(Number.MAX_SAFE_INTEGER);
+    expect((await getPet(env.DB, pet.id))!.categoryId).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it("getPet finds a pet by id and returns null for an unknown id", async () => {
+    const pet = await createPet(env.DB, { name: "Bella", categoryId: 3, status: "available" });
+    expect(await getPet(env.DB, pet.id)).toEqual(pet);
+    expect(await getPet(env.DB, pet.id + 1000)).toBeNull();
+  });
+
+  it("listPets returns pets in ascending id order, honouring limit and afterId", async () => {
+    const start = await maxPetId();
+    const made = [];
+    for (let i = 0; i < 5; i++) made.push(await createPet(env.DB, { name: `p${i}`, categoryId: 1, status: "available" }));
+    const all = await listPets(env.DB, { limit: 100, afterId: start });
+    expect(all).toEqual(made);
+    const ids = all.map((p) => p.id);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+
+    expect(await listPets(env.DB, { limit: 2, afterId: start })).toEqual(made.slice(0, 2));
+    expect(await listPets(env.DB, { limit: 2, afterId: made[1]!.id })).toEqual(made.slice(2, 4));
+    expect(await listPets(env.DB, { limit: 10, afterId: made[4]!.id })).toEqual([]);
+  });
+
+  it("listPets without afterId starts from the smallest id", async () => {
+    const first = await listPets(env.DB, { limit: 1 });
+    const min = await env.DB.prepare("SELECT MIN(id) AS m FROM pets").first<{ m: number }>();
+    expect(first).toHaveLength(1);
+    expect(first[0]!.id).toBe(min!.m);
+  });
+
+  it("listPets filters by status", async () => {
+    const start = await maxPetId();
+    const a = await createPet(env.DB, { name: "a", categoryId: 1, status: "available" });
+    const p = await createPet(env.DB, { name: "p", categoryId: 1, status: "pending" });
+    const s = await createPet(env.DB, { name: "s", categoryId: 1, status: "sold" });
+    const p2 = await createPet(env.DB, { name: "p2", categoryId: 2, status: "pending" });
+    expect(await listPets(env.DB, { limit: 10, status: "pending", afterId: start })).toEqual([p, p2]);
+    expect(await listPets(env.DB, { limit: 10, status: "sold", afterId: start })).toEqual([s]);
+    expect(await listPets(env.DB, { limit: 10, status: "available", afterId: start })).toEqual([a]);
+    expect(await listPets(env.DB, { limit: 1, status: "pending", afterId: start })).toEqual([p]);
+    expect(await listPets(env.DB, { limit: 10, status: "pending", afterId: p.id })).toEqual([p2]);
+  });
+
+  it("the schema refuses rows the API would never accept", async () => {
+    await expect(createPet(env.DB, { name: "", categoryId: 1, status: "available" })).rejects.toThrow();
+    await expect(createPet(env.DB, { name: "x", categoryId: 0, status: "available" })).rejects.toThrow();
+    await expect(createPet(env.DB, { name: "x", categoryId: 1, status: "Available" as "available" })).rejects.toThrow();
+  });
+});
+
+describe("api key data layer", () => {
+  it("insertKey returns the record without secret or hash; limits from the plan table", async () => {
+    const k = newKey({ plan: "free", expiresAt: 5_000_000 });
+    const rec = await insertKey(env.DB, k);
+    expect(rec).toEqual({
+      id: k.id, name: k.name, prefix: "pet_test_abcd", plan: "free", limits: { perMinute: 60, perDay: 1000 },
+      version: 1, createdAt: k.now, updatedAt: k.now, revokedAt: null, expiresAt: 5_000_000,
+    });
+    expect(JSON.stringify(rec)).not.toContain(k.hash);
+  });
+
+  it("insertKey stores enterprise limits, and the table refuses them for other plans", async () => {
+    const rec = await insertKey(env.DB, newKey({ plan: "enterprise", ownLimits: { perMinute: 5, perDay: 50 } }));
+    expect(rec.limits).toEqual({ perMinute: 5, perDay: 50 });
+    await expect(insertKey(env.DB, newKey({ plan: "enterprise", ownLimits: null }))).rejects.toThrow();
+    await expect(insertKey(env.DB, newKey({ plan: "pro", ownLimits: { perMinute: 5, perDay: 50 } }))).rejects.toThrow();
+  });
+
+  it("findKeyByHash finds by the hash only; getKey by id", async () => {
+    const hash = await sha256Hex("pet_test_something");
+    const rec = await insertKey(env.DB, newKey({ hash }));
+    expect(await findKeyByHash(env.DB, hash)).toEqual(rec);
+    expect(await findKeyByHash(env.DB, await sha256Hex("pet_test_other"))).toBeNull();
+    expect(await findKeyByHash(env.DB, rec.id)).toBeNull();
+    expect(await getKey(env.DB, rec.id)).toEqual(rec);
+    expect(await getKey(env.DB, "key_nope")).toBeNull();
+  });
+
+  it("key hashes are unique", async () => {
+    await insertKey(env.DB, newKey({ hash: "dup-hash" }));
+    await expect(insertKey(env.DB, newKey({ hash: "dup-hash" }))).rejects.toThrow();
+  });
+
+  it("updateKey changes name/plan/limits, bumps version and updatedAt", async () => {
+    const rec = await insertKey(env.DB, newKey({ plan: "pro" }));
+    const up = await updateKey(env.DB, rec.id, { name: "renamed", plan: "enterprise", ownLimits: { perMinute: 9, perDay: 99 } }, rec.createdAt + 10);
+    expect(up).toEqual({ ...rec, name: "renamed", plan: "enterprise", limits: { perMinute: 9, perDay: 99 }, version: 2, updatedAt: rec.createdAt + 10 });
+    const back = await updateKey(env.DB, rec.id, { name: "renamed", plan: "business", ownLimits: null }, rec.createdAt + 20);
+    expect(back!.limits).toEqual({ perMinute: 1000, perDay: 100_000 });
+    expect(back!.version).toBe(3);
+    expect(await getKey(env.DB, rec.id)).toEqual(back);
+    expect(await updateKey(env.DB, "key_missing", { name: "x", plan: "pro", ownLimits: null }, 1)).toBeNull();
+  });
+
+  it("revokeKey sets revokedAt, bumps version, and is idempotent keeping the first revokedAt", async () => {
+    const rec = await insertKey(env.DB, newKey());
+    const first = await revokeKey(env.DB, rec.id, rec.createdAt + 100);
+    expect(first!.revokedAt).toBe(rec.createdAt + 100);
+    expect(first!.version).toBe(2);
+    const again = await revokeKey(env.DB, rec.id, rec.createdAt + 500);
+    expect(again!.revokedAt).toBe(rec.createdAt + 100);
+    expect(again!.version).toBe(3);
+    expect((await getKey(env.DB, rec.id))!.revokedAt).toBe(rec.createdAt + 100);
+    expect(await revokeKey(env.DB, "key_missing", 1)).toBeNull();
+  });
+
+  it("listKeys pages in (createdAt, id) order", async () => {
+    const base = 9_000_000;
+    const made = [];
+    // Two keys share a createdAt so the id breaks the tie.
+    for (const [i, at] of [[1, base], [2, base], [3, base + 1], [4, base + 2], [5, base + 3]] as const) {
+      made.push(await insertKey(env.DB, newKey({ id: `key_pg${String(i).padStart(18, "0")}`, now: at })));
+    }
+    const start = { createdAt: base - 1, id: "" };
+    expect((await listKeys(env.DB, 10, start)).map((k) => k.id)).toEqual(made.map((k) => k.id));
+    const p1 = await listKeys(env.DB, 2, start);
+    expect(p1).toEqual(made.slice(0, 2));
+    const last = p1[1]!;
+    const p2 = await listKeys(env.DB, 2, { createdAt: last.createdAt, id: last.id });
+    expect(p2).toEqual(made.slice(2, 4));
+    const p3 = await listKeys(env.DB, 2, { createdAt: p2[1]!.createdAt, id: p2[1]!.id });
+    expect(p3).toEqual(made.slice(4));
+    expect(await listKeys(env.DB, 2, { createdAt: made[4]!.createdAt, id: made[4]!.id })).toEqual([]);
+    // Without a cursor: from the oldest key.
+    const all = await listKeys(env.DB, 1000);
+    expect(all.length).toBeGreaterThanOrEqual(5);
+    const order = all.map((k) => [k.createdAt, k.id] as const);
+    expect(order).toEqual([...order].sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)));
+  });
+});

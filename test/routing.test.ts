@@ -1,0 +1,165 @@
+import { describe, expect, it } from "vitest";
+import { ERROR_CODES } from "../src/errors";
+import { auth, call, expectError, issueKey } from "./helpers";
+
+// The closed list the issue names; quota and idempotency codes join it in later issues.
+const REQUIRED_CODES = ["unauthorized", "invalid_request", "not_found", "method_not_allowed", "unsupported_media_type", "payload_too_large", "endpoint_removed", "internal_error", "service_unavailable"];
+
+/** Every error: JSON content type and exactly {code, message, status}, the code from the closed list. */
+async function expectErrorShape(res: Response, status: number, code: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
+  const body = (await res.clone().json()) as Record<string, unknown>;
+  expect(Object.keys(body).sort()).toEqual(["code", "message", "status"]);
+  expect(ERROR_CODES).toContain(body.code);
+  expect(typeof body.message).toBe("string");
+  expect((body.message as string).length).toBeGreaterThan(0);
+  return expectError(res, status, code);
+}
+
+describe("404 and 405", () => {
+  it.each(["/", "/pets", "/v2/pets", "/v1x/pets", "/admin", "/favicon.ico", "/docs/extra"])("%s → 404 without a key", async (path) => {
+    await expectErrorShape(await call(path), 404, "not_found");
+  });
+
+  it.each(["/v1", "/v1/", "/v1/dogs", "/v1/pets/1/owner", "/v1/pets/1/2"])("%s → 401 without a key, 404 with one", async (path) => {
+    await expectErrorShape(await call(path), 401, "unauthorized");
+    const { key } = await issueKey();
+    await expectErrorShape(await call(path, { headers: auth(key) }), 404, "not_found");
+  });
+
+  it.each([
+    ["DELETE", "/v1/pets", ["GET", "POST"]],
+    ["PUT", "/v1/pets", ["GET", "POST"]],
+    ["PATCH", "/v1/pets", ["GET", "POST"]],
+    ["PUT", "/v1/pets/1", ["GET"]],
+    ["DELETE", "/v1/pets/1", ["GET"]],
+    ["POST", "/v1/pets/1", ["GET"]],
+  ])("%s %s with a key → 405 with Allow", async (method, path, allowed) => {
+    const { key } = await issueKey();
+    const res = await call(path, { method, headers: auth(key, { "Content-Type": "application/json" }), body: method === "DELETE" ? undefined : "{}" });
+    const allow = (res.headers.get("Allow") ?? "").split(",").map((m) => m.trim());
+    for (const m of allowed) expect(allow).toContain(m);
+    expect(allow).not.toContain(method);
+    await expectErrorShape(res, 405, "method_not_allowed");
+  });
+
+  it("405 comes after authentication", async () => {
+    await expectErrorShape(await call("/v1/pets", { method: "DELETE" }), 401, "unauthorized");
+  });
+
+  it("the errors of every layer share the shape", async () => {
+    const { key } = await issueKey();
+    await expectErrorShape(await call("/v1/pets?limit=0", { headers: auth(key) }), 400, "invalid_request");
+    await expectErrorShape(await call("/v1/pets", { method: "POST", headers: auth(key), body: "x" }), 415, "unsupported_media_type");
+    await expectErrorShape(await call("/v1/pets", { method: "POST", headers: auth(key, { "Content-Type": "application/json" }), body: "x".repeat(20_000) }), 413, "payload_too_large");
+    await expectErrorShape(await call("/v1/pets", { method: "POST", headers: auth(key, { "Content-Type": "application/json" }), body: "{" }), 400, "invalid_request");
+    await expectErrorShape(await call("/v1/pets/999999999", { headers: auth(key) }), 404, "not_found");
+    await expectErrorShape(await call("/admin/v1/keys"), 401, "unauthorized");
+  });
+});
+
+describe("contract documentation", () => {
+  type Doc = {
+    openapi: string;
+    paths: Record<string, Record<string, { operationId: string; deprecated?: boolean; security?: unknown[]; parameters?: Array<{ name: string; in: string; schema: Record<string, unknown> }>; responses: Record<string, unknown>; requestBody?: unknown }>>;
+    components: { securitySchemes: Record<string, { type: string; scheme?: string }>; schemas: Record<string, { properties?: Record<string, Record<string, unknown>>; required?: string[] }> };
+  };
+
+  async function doc(): Promise<Doc> {
+    const res = await call("/v1/openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
+    return (await res.json()) as Doc;
+  }
+
+  function operations(d: Doc) {
+    return Object.fromEntries(Object.values(d.paths).flatMap((p) => Object.values(p)).map((op) => [op.operationId, op]));
+  }
+
+  it("is public OpenAPI 3.1 with the three operations; getPet is deprecated", async () => {
+    const d = await doc();
+    expect(d.openapi).toMatch(/^3\.1\./);
+    const ops = operations(d);
+    expect(Object.keys(ops)).toEqual(expect.arrayContaining(["listPets", "createPet", "getPet"]));
+    expect(ops.getPet!.deprecated).toBe(true);
+    expect(ops.listPets!.deprecated).not.toBe(true);
+    expect(ops.createPet!.deprecated).not.toBe(true);
+  });
+
+  it("documents bearer security on every operation", async () => {
+    const d = await doc();
+    const schemes = Object.entries(d.components.securitySchemes).filter(([, s]) => s.type === "http" && s.scheme?.toLowerCase() === "bearer");
+    expect(schemes.length).toBeGreaterThan(0);
+    const names = schemes.map(([n]) => n);
+    for (const id of ["listPets", "createPet", "getPet"]) {
+      const security = operations(d)[id]!.security as Array<Record<string, unknown>>;
+      expect(security.some((s) => Object.keys(s).some((k) => names.includes(k)))).toBe(true);
+    }
+  });
+
+  it("documents every response status and the Error schema with the closed code list", async () => {
+    const d = await doc();
+    const ops = operations(d);
+    const expected: Record<string, string[]> = {
+      listPets: ["200", "400", "401"],
+      createPet: ["201", "400", "401", "413", "415"],
+      getPet: ["200", "400", "401", "404", "410"],
+    };
+    for (const [id, statuses] of Object.entries(expected)) expect(Object.keys(ops[id]!.responses)).toEqual(expect.arrayContaining(statuses));
+    const error = d.components.schemas.Error!;
+    expect(error.required).toEqual(expect.arrayContaining(["code", "message", "status"]));
+    expect(error.properties!.code!.enum).toEqual(expect.arrayContaining(REQUIRED_CODES));
+  });
+
+  it("documents the limits on every field", async () => {
+    const d = await doc();
+    const ops = operations(d);
+    const limit = ops.listPets!.parameters!.find((p) => p.name === "limit" && p.in === "query")!;
+    expect(limit.schema).toMatchObject({ minimum: 1, maximum: 100, default: 20 });
+    const status = ops.listPets!.parameters!.find((p) => p.name === "status")!;
+    expect(JSON.stringify(status.schema) + JSON.stringify(d.components.schemas.PetStatus ?? {})).toContain("pending");
+    const petId = ops.getPet!.parameters!.find((p) => p.name === "petId" && p.in === "path")!;
+    expect(petId.schema).toMatchObject({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+    const newPet = d.components.schemas.NewPet!;
+    expect(newPet.properties!.name).toMatchObject({ minLength: 1, maxLength: 200 });
+    expect(newPet.properties!.categoryId).toMatchObject({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+    expect(newPet.required).toEqual(expect.arrayContaining(["name", "categoryId"]));
+    expect(newPet.required ?? []).not.toContain("status");
+    expect(JSON.stringify(newPet.properties!.status)).toContain("available");
+  });
+
+  it("GET /docs is a public HTML API reference pointing at the document", async () => {
+    const res = await call("/docs");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(/^text\/html/);
+    const html = await res.text();
+    expect(html.toLowerCase()).toContain("<html");
+    expect(html).toContain("/v1/openapi.json");
+  });
+});
+
+describe("X-Request-Id", () => {
+  it("is on every response, success or error, and differs between requests", async () => {
+    const { key } = await issueKey();
+    const ids = [];
+    for (const res of [await call("/v1/pets", { headers: auth(key) }), await call("/nowhere"), await call("/v1/pets"), await call("/v1/openapi.json")]) {
+      const id = res.headers.get("X-Request-Id");
+      expect(id).toMatch(/^[\w\-=]{8,}$/);
+      ids.push(id);
+    }
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it("echoes a sane client-supplied id and replaces an unsafe one", async () => {
+    const { key } = await issueKey();
+    const sane = await call("/v1/pets", { headers: auth(key, { "X-Request-Id": "client-abc_123" }) });
+    expect(sane.headers.get("X-Request-Id")).toBe("client-abc_123");
+    for (const bad of ["has space", "x".repeat(300), "<script>"]) {
+      const res = await call("/v1/pets", { headers: auth(key, { "X-Request-Id": bad }) });
+      const id = res.headers.get("X-Request-Id");
+      expect(id).toBeTruthy();
+      expect(id).not.toBe(bad);
+    }
+  });
+});
