@@ -2,7 +2,8 @@ import type { Context } from "hono";
 import type { AppEnv } from "./app-env";
 import { sha256Hex } from "./auth/secrets";
 import { ApiError } from "./errors";
-import type { StoredResponse } from "./quota/idempotency-store";
+import { clock } from "./clock";
+import { IDEMPOTENCY_TTL_MS, type StoredResponse } from "./quota/idempotency-store";
 
 export interface Created<T> {
   body: T;
@@ -15,17 +16,17 @@ export interface Created<T> {
  * Runs a create under an Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), scoped to
  * the API key. The fingerprint is of the validated request, so key order and whitespace do not
  * matter. `create` receives a reference that the data layer stores uniquely, so even a retry the
- * quota object could not answer (unreachable, or a claim taken over) never creates twice.
+ * quota object could not answer (unreachable, or a claim taken over) never creates twice; the
+ * reference lapses with the record, after 24 hours.
  */
 export async function idempotent<T>(
   c: Context<AppEnv>,
   idempotencyKey: string,
   request: unknown,
-  create: (ref: string) => Promise<Created<T>>,
+  create: (ref: string, notBefore: number) => Promise<Created<T>>,
 ): Promise<Created<T>> {
   const keyId = c.get("apiKey").id;
   const fingerprint = await sha256Hex(JSON.stringify(request));
-  const ref = `${keyId}:${await sha256Hex(idempotencyKey)}:${fingerprint}`;
   const limiter = c.env.QUOTA.getByName(keyId);
 
   const claim = await limiter.claimIdempotencyKey(idempotencyKey, fingerprint).catch((err: unknown) => {
@@ -39,9 +40,10 @@ export async function idempotent<T>(
     return { body: JSON.parse(body) as T, location: location ?? "", replayed: true };
   }
 
+  const ref = `${keyId}:${await sha256Hex(idempotencyKey)}:${fingerprint}`;
   let outcome: Created<T>;
   try {
-    outcome = await create(ref);
+    outcome = await create(ref, clock.now() - IDEMPOTENCY_TTL_MS);
   } catch (err) {
     await limiter.releaseIdempotencyKey(idempotencyKey).catch(() => undefined);
     throw err;

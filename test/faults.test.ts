@@ -102,16 +102,20 @@ describe.each<Mode>(["prepare-throws", "statement-rejects"])("D1 failing (%s) â†
 });
 
 describe("an unexpected exception â†’ 500 internal_error", () => {
-  const SECRET_DETAIL = "TypeError-ish detail: cannot read properties of undefined (reading 'secretThing')";
+  const SECRET_DETAIL = "D1_ERROR: CHECK constraint failed: secretThing (SQLITE_CONSTRAINT)";
 
-  /** A D1 binding whose Sessions API blows up with a plain programming error. */
+  /**
+   * A D1 binding whose queries break a constraint: input that validation should have refused,
+   * i.e. a bug of ours rather than an outage, so 500 and not a retryable 503.
+   */
   function explodingDb(): D1Database {
+    const fail = () => {
+      throw new Error(SECRET_DETAIL);
+    };
     return {
       prepare: env.DB.prepare.bind(env.DB),
       batch: env.DB.batch.bind(env.DB),
-      withSession: () => {
-        throw new TypeError(SECRET_DETAIL);
-      },
+      withSession: () => ({ prepare: fail, batch: fail, getBookmark: () => null }),
     } as unknown as D1Database;
   }
 

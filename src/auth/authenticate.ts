@@ -11,8 +11,22 @@ import { looksLikeApiKey, sha256Hex } from "./secrets";
 const REALM = 'Bearer realm="animal-store"';
 
 // Clients the shield has already refused, until their window resets: their uncached keys are
-// not looked up in D1 at all, so a guessing client cannot load the database.
+// not looked up in D1 at all, so a guessing client cannot load the database. Bounded, like the key cache.
 const refusedClients = new Map<string, number>();
+const MAX_REFUSED_CLIENTS = 10_000;
+
+function isRefused(client: string, now: number): boolean {
+  const until = refusedClients.get(client);
+  if (until === undefined) return false;
+  if (until > now) return true;
+  refusedClients.delete(client);
+  return false;
+}
+
+function refuse(client: string, until: number): void {
+  if (refusedClients.size >= MAX_REFUSED_CLIENTS) refusedClients.delete(refusedClients.keys().next().value!);
+  refusedClients.set(client, until);
+}
 
 export function clientAddress(c: Context): string {
   return c.req.header("CF-Connecting-IP") ?? "127.0.0.1";
@@ -29,7 +43,7 @@ async function lookUp(c: Context<AppEnv>, token: string, client: string): Promis
   const hash = await sha256Hex(token);
   const cached = cachedKey(hash, now);
   if (cached) return cached;
-  if ((refusedClients.get(client) ?? 0) > now) return null;
+  if (isRefused(client, now)) return null;
   const record = await findKeyByHash(c.env.DB, hash);
   if (record) cacheKey(hash, record, now);
   return record;
@@ -53,7 +67,7 @@ export async function authFailure(c: Context<AppEnv>, message: string, tokenGive
     const decision = await c.env.AUTH_SHIELD.getByName(client).recordFailure();
     const headers = rateLimitHeaders(decision);
     if (decision.outcome !== "allowed") {
-      refusedClients.set(client, decision.retryAt ?? 0);
+      refuse(client, decision.retryAt ?? 0);
       return new ApiError("rate_limited", "Too many failed authentication attempts from this client; wait for Retry-After.", headers);
     }
     return new ApiError("unauthorized", message, { ...headers, "WWW-Authenticate": challenge });

@@ -5,11 +5,15 @@ export class DatabaseError extends Error {
   }
 }
 
-/** Runs a D1 call, turning whatever the binding throws into a DatabaseError. */
+/**
+ * Runs a D1 call, turning what the binding throws into a DatabaseError (503, retry). A broken
+ * constraint is not an outage but a bug in validation, so it stays an ordinary error (500).
+ */
 export async function guarded<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
+    if (/constraint failed|SQLITE_CONSTRAINT/i.test(String(err))) throw err;
     throw new DatabaseError(err);
   }
 }

@@ -20,26 +20,43 @@ export function listPets(db: Queryable, { limit, status, afterId = 0 }: ListPets
   });
 }
 
-export async function createPet(db: Queryable, pet: NewPet): Promise<Pet> {
-  return (await createPetOnce(db, pet, null)).pet;
+export function createPet(db: Queryable, pet: NewPet): Promise<Pet> {
+  return guarded(async () => {
+    const row = await db
+      .prepare(`INSERT INTO pets (name, category_id, status) VALUES (?1, ?2, ?3) RETURNING ${PET_COLUMNS}`)
+      .bind(pet.name, pet.categoryId, pet.status)
+      .first<Pet>();
+    if (!row) throw new Error("INSERT … RETURNING returned no row");
+    return row;
+  });
+}
+
+export interface IdempotencyGuard {
+  ref: string;
+  now: number;
+  /** References recorded before this instant have lapsed and no longer match. */
+  notBefore: number;
 }
 
 /**
- * Inserts a pet unless one was already made under `idempotencyRef`, which is then returned
- * (`created: false`): a retried create never makes a second pet.
+ * Inserts a pet unless one was made under the same reference since `notBefore`; that pet is
+ * then returned (`created: false`). One atomic batch: lapse the old reference, then insert.
  */
-export function createPetOnce(db: Queryable, pet: NewPet, idempotencyRef: string | null): Promise<{ pet: Pet; created: boolean }> {
+export function createPetOnce(db: Queryable, pet: NewPet, guard: IdempotencyGuard): Promise<{ pet: Pet; created: boolean }> {
   return guarded(async () => {
-    const inserted = await db
-      .prepare(
-        `INSERT INTO pets (name, category_id, status, idempotency_ref) VALUES (?1, ?2, ?3, ?4)
-         ON CONFLICT (idempotency_ref) WHERE idempotency_ref IS NOT NULL DO NOTHING RETURNING ${PET_COLUMNS}`,
-      )
-      .bind(pet.name, pet.categoryId, pet.status, idempotencyRef)
-      .first<Pet>();
+    const [, insert] = await db.batch<Pet>([
+      db.prepare("UPDATE pets SET idempotency_ref = NULL WHERE idempotency_ref = ?1 AND idempotency_at < ?2").bind(guard.ref, guard.notBefore),
+      db
+        .prepare(
+          `INSERT INTO pets (name, category_id, status, idempotency_ref, idempotency_at) VALUES (?1, ?2, ?3, ?4, ?5)
+           ON CONFLICT (idempotency_ref) WHERE idempotency_ref IS NOT NULL DO NOTHING RETURNING ${PET_COLUMNS}`,
+        )
+        .bind(pet.name, pet.categoryId, pet.status, guard.ref, guard.now),
+    ]);
+    const inserted = insert?.results[0];
     if (inserted) return { pet: inserted, created: true };
-    const existing = await db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE idempotency_ref = ?1`).bind(idempotencyRef).first<Pet>();
-    if (!existing) throw new Error("INSERT … RETURNING returned no row");
+    const existing = await db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE idempotency_ref = ?1`).bind(guard.ref).first<Pet>();
+    if (!existing) throw new Error("idempotent insert neither inserted nor found a pet");
     return { pet: existing, created: false };
   });
 }

@@ -11,11 +11,13 @@ export const EXPOSED_HEADERS = [
 
 const byConfig = new Map<string, MiddlewareHandler<AppEnv>>();
 
-function corsFor(config: string): MiddlewareHandler<AppEnv> {
+function corsFor(config: string): MiddlewareHandler<AppEnv> | null {
   let handler = byConfig.get(config);
+  const origins = config.split(",").map((o) => o.trim()).filter(Boolean);
+  if (origins.length === 0) return null;
   if (!handler) {
     handler = cors({
-      origin: config.split(",").map((o) => o.trim()).filter(Boolean),
+      origin: origins,
       allowMethods: ["GET", "POST", "OPTIONS"],
       allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "If-None-Match", "X-Request-Id", BOOKMARK_HEADER],
       exposeHeaders: EXPOSED_HEADERS,
@@ -28,6 +30,6 @@ function corsFor(config: string): MiddlewareHandler<AppEnv> {
 
 /** CORS for the origins in CORS_ORIGINS (comma-separated; empty: CORS off). Preflights need no key. */
 export const corsFromEnv: MiddlewareHandler<AppEnv> = (c, next) => {
-  const config = c.env.CORS_ORIGINS?.trim();
-  return config ? corsFor(config)(c, next) : next();
+  const handler = c.env.CORS_ORIGINS ? corsFor(c.env.CORS_ORIGINS) : null;
+  return handler ? handler(c, next) : next();
 };

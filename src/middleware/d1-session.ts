@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../app-env";
+import { DatabaseError } from "../db/database-error";
 import { ApiError } from "../errors";
 
 export const BOOKMARK_HEADER = "x-d1-bookmark";
@@ -15,7 +16,12 @@ export const d1Session: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (bookmark !== undefined && !BOOKMARK_PATTERN.test(bookmark)) {
     throw new ApiError("invalid_request", `${BOOKMARK_HEADER}: must be a bookmark returned by this API.`);
   }
-  const session = c.env.DB.withSession(bookmark ?? "first-unconstrained");
+  let session: D1DatabaseSession;
+  try {
+    session = c.env.DB.withSession(bookmark ?? "first-unconstrained");
+  } catch (err) {
+    throw new DatabaseError(err);
+  }
   c.set("db", session);
   await next();
   const latest = session.getBookmark();

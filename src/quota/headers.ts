@@ -20,7 +20,7 @@ export function rateLimitHeaders(d: Decision): Record<string, string> {
     "X-RateLimit-Remaining": String(banned ? 0 : binding.remaining),
     "X-RateLimit-Reset": String(toSeconds(resetAt)),
     "RateLimit-Policy": d.windows.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(", "),
-    RateLimit: d.windows.map((w) => `"${w.name}";r=${banned ? 0 : w.remaining};t=${Math.max(0, toSeconds(w.resetAt - d.now))}`).join(", "),
+    RateLimit: d.windows.map((w) => `"${w.name}";r=${banned ? 0 : w.remaining};t=${Math.max(0, toSeconds((banned ? resetAt : w.resetAt) - d.now))}`).join(", "),
   };
   if (d.retryAt !== undefined) headers["Retry-After"] = String(Math.max(1, toSeconds(d.retryAt - d.now)));
   return headers;

@@ -18,6 +18,7 @@ export const IN_FLIGHT_TIMEOUT_MS = 60_000;
 type Row = {
   fingerprint: string;
   createdAt: number;
+  claimedAt: number;
   status: number | null;
   body: string | null;
   location: string | null;
@@ -28,24 +29,32 @@ export class IdempotencyStore {
   constructor(private readonly sql: SqlStorage) {
     sql.exec(`CREATE TABLE IF NOT EXISTS idempotency (
       idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, created_at INTEGER NOT NULL,
-      status INTEGER, body TEXT, location TEXT) STRICT`);
+      claimed_at INTEGER NOT NULL, status INTEGER, body TEXT, location TEXT) STRICT`);
   }
 
   /** Atomic (the object runs one call at a time, and this does no I/O in between). */
   claim(key: string, fingerprint: string, now: number): Claim {
     const row = this.sql
-      .exec<Row>("SELECT fingerprint, created_at AS createdAt, status, body, location FROM idempotency WHERE idem_key = ?", key)
+      .exec<Row>(
+        "SELECT fingerprint, created_at AS createdAt, claimed_at AS claimedAt, status, body, location FROM idempotency WHERE idem_key = ?",
+        key,
+      )
       .toArray()[0];
-    const live = row && now - row.createdAt < IDEMPOTENCY_TTL_MS;
-    if (live && row.fingerprint !== fingerprint) return { state: "mismatch" };
-    if (live && row.status !== null) return { state: "replay", response: { status: row.status, body: row.body ?? "", location: row.location } };
-    if (live && now - row.createdAt < IN_FLIGHT_TIMEOUT_MS) return { state: "in_flight" };
-    this.sql.exec(
-      `INSERT INTO idempotency (idem_key, fingerprint, created_at) VALUES (?, ?, ?)
-       ON CONFLICT (idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, created_at = excluded.created_at,
-         status = NULL, body = NULL, location = NULL`,
-      key, fingerprint, now,
-    );
+    if (!row || now - row.createdAt >= IDEMPOTENCY_TTL_MS) {
+      this.sql.exec(
+        `INSERT INTO idempotency (idem_key, fingerprint, created_at, claimed_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, created_at = excluded.created_at,
+           claimed_at = excluded.claimed_at, status = NULL, body = NULL, location = NULL`,
+        key, fingerprint, now, now,
+      );
+      return { state: "proceed" };
+    }
+    if (row.fingerprint !== fingerprint) return { state: "mismatch" };
+    if (row.status !== null) return { state: "replay", response: { status: row.status, body: row.body ?? "", location: row.location } };
+    if (now - row.claimedAt < IN_FLIGHT_TIMEOUT_MS) return { state: "in_flight" };
+    // The first request died unanswered: take over its claim (keeping its 24 h). If it did create
+    // the pet, the database guard returns that pet instead of making a second one.
+    this.sql.exec("UPDATE idempotency SET claimed_at = ? WHERE idem_key = ?", now, key);
     return { state: "proceed" };
   }
 

@@ -50,7 +50,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#store.save(state);
     }
     // Once a day per active key: an alarm after the day ends deletes the stale row.
-    if (state.dayStart !== previousDay) void this.ctx.storage.setAlarm(state.dayStart + DAY_MS + MINUTE_MS);
+    if (state.dayStart !== previousDay) void this.#alarmNoLaterThan(state.dayStart + DAY_MS + MINUTE_MS);
     return decision;
   }
 

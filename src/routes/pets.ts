@@ -1,17 +1,19 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { endTime, startTime } from "hono/timing";
 import type { AppEnv } from "../app-env";
-import { createPetOnce, getPet, listPets } from "../db/pets";
+import { clock } from "../clock";
+import { createPet, createPetOnce, getPet, listPets } from "../db/pets";
 import { ApiError } from "../errors";
 import { jsonBody } from "../middleware/json-body";
 import { decodeCursor, encodeCursor, nextLink } from "../pagination";
 import { errorResponses } from "../schemas/common";
 import { DEPRECATION_HEADERS, RATE_LIMIT_HEADERS } from "../schemas/headers";
 import { idempotent } from "../idempotency";
-import { CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamSchema, PetSchema, PetsSchema } from "../schemas/pets";
+import { CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamSchema, PetSchema, PetsSchema, type Pet } from "../schemas/pets";
 import { validationHook } from "../validation";
 
 const security = [{ bearerAuth: [] }];
+const created = (pet: Pet, isNew: boolean) => ({ body: pet, location: `/v1/pets/${pet.id}`, replayed: !isNew });
 const json = <T>(schema: T) => ({ "application/json": { schema } });
 
 const listPetsRoute = createRoute({
@@ -64,7 +66,7 @@ const getPetRoute = createRoute({
 export const petsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(listPetsRoute, async (c) => {
     const { limit, status, cursor } = c.req.valid("query");
-    const secret = c.env.CURSOR_SECRET ?? "";
+    const secret = c.env.CURSOR_SECRET || c.env.ADMIN_TOKEN;
     const afterId = cursor === undefined ? 0 : await decodeCursor(secret, cursor, status);
     startTime(c, "db");
     // One row more than asked tells whether a next page exists without a second query.
@@ -76,14 +78,16 @@ export const petsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   })
   .openapi(createPetRoute, async (c) => {
     const newPet = c.req.valid("json");
-    const create = async (ref: string | null) => {
-      startTime(c, "db");
-      const { pet, created } = await createPetOnce(c.get("db"), newPet, ref);
-      endTime(c, "db");
-      return { body: pet, location: `/v1/pets/${pet.id}`, replayed: !created };
-    };
     const idempotencyKey = c.req.valid("header")["idempotency-key"];
-    const { body, location, replayed } = idempotencyKey === undefined ? await create(null) : await idempotent(c, idempotencyKey, newPet, create);
+    startTime(c, "db");
+    const { body, location, replayed } =
+      idempotencyKey === undefined
+        ? created(await createPet(c.get("db"), newPet), true)
+        : await idempotent(c, idempotencyKey, newPet, async (ref, notBefore) => {
+            const once = await createPetOnce(c.get("db"), newPet, { ref, notBefore, now: clock.now() });
+            return created(once.pet, once.created);
+          });
+    endTime(c, "db");
     if (replayed) c.header("Idempotent-Replayed", "true");
     c.header("Location", location);
     return c.json(body, 201);

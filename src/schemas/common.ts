@@ -24,6 +24,28 @@ export function positiveIdString(name: string) {
     .openapi({ param: { name, in: "path" }, type: "integer", format: "int64", minimum: 1, maximum: MAX_ID, example: 1 });
 }
 
+/**
+ * A display name: trimmed, 1–200 characters, well-formed Unicode without control characters
+ * (a lone surrogate would be stored altered, and NUL cuts strings short in SQLite).
+ */
+export const DisplayNameSchema = z
+  .string({ error: (i) => (i.input === undefined ? "is required" : "must be a string") })
+  .trim()
+  .min(1, "must not be empty or only whitespace")
+  .max(200, "must be at most 200 characters")
+  .refine((s) => s.isWellFormed(), "must be well-formed Unicode (no lone surrogates)")
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters");
+
+/** A page size query parameter: an integer 1–100 given as digits, 20 when absent. */
+export function pageLimit(description: string) {
+  return z
+    .string()
+    .regex(/^(100|[1-9][0-9]?)$/, "must be an integer from 1 to 100")
+    .transform(Number)
+    .default(20)
+    .openapi({ type: "integer", minimum: 1, maximum: 100, default: 20, description });
+}
+
 export function errorResponses(...statuses: number[]) {
   const descriptions: Record<number, string> = {
     400: "Invalid request (parameter or body)",

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { PLANS } from "../quota/plans";
+import { DisplayNameSchema, pageLimit } from "./common";
 
 export const PlanSchema = z.enum(PLANS, { error: "must be one of: free, pro, business, enterprise" }).openapi("Plan");
 
@@ -12,11 +13,7 @@ const count = (what: string) =>
 
 export const LimitsSchema = z.strictObject({ perMinute: count("minute"), perDay: count("day") }).openapi("Limits");
 
-const name = z
-  .string({ error: (i) => (i.input === undefined ? "is required" : "must be a string") })
-  .trim()
-  .min(1, "must not be empty")
-  .max(200, "must be at most 200 characters");
+const name = DisplayNameSchema.openapi({ type: "string", minLength: 1, maxLength: 200 });
 
 const isoDate = z.union([z.iso.datetime({ offset: true }), z.iso.date()], { error: "must be an ISO 8601 date or date-time" });
 
@@ -60,12 +57,7 @@ export const KeyDetailSchema = KeySchema.extend({
 export const KeyPageSchema = z.object({ data: z.array(KeySchema), nextCursor: z.string().nullable() }).openapi("KeyPage");
 
 export const ListKeysQuerySchema = z.object({
-  limit: z
-    .string()
-    .regex(/^(100|[1-9][0-9]?)$/, "must be an integer from 1 to 100")
-    .transform(Number)
-    .default(20)
-    .openapi({ type: "integer", minimum: 1, maximum: 100, default: 20 }),
+  limit: pageLimit("Maximum number of keys returned"),
   cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
 });
 

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { MAX_ID, positiveIdString } from "./common";
+import { DisplayNameSchema, MAX_ID, pageLimit, positiveIdString } from "./common";
 
 export const PET_STATUSES = ["available", "pending", "sold"] as const;
 
@@ -10,12 +10,7 @@ export const PetStatusSchema = z
 export const NewPetSchema = z
   .strictObject(
     {
-      name: z
-        .string({ error: (i) => (i.input === undefined ? "is required" : "must be a string") })
-        .trim()
-        .min(1, "must not be empty or only whitespace")
-        .max(200, "must be at most 200 characters")
-        .openapi({ description: "The animal's name (trimmed)", example: "Rex" }),
+      name: DisplayNameSchema.openapi({ type: "string", minLength: 1, maxLength: 200, description: "The animal's name (trimmed)", example: "Rex" }),
       categoryId: z
         .number({ error: (i) => (i.input === undefined ? "is required" : "must be an integer") })
         // Not .int(): it also refuses unsafe integers, which max() below explains better.
@@ -41,12 +36,7 @@ export const PetSchema = z
 export const PetsSchema = z.array(PetSchema).openapi("Pets");
 
 export const ListPetsQuerySchema = z.object({
-  limit: z
-    .string()
-    .regex(/^(100|[1-9][0-9]?)$/, "must be an integer from 1 to 100")
-    .transform(Number)
-    .default(20)
-    .openapi({ type: "integer", minimum: 1, maximum: 100, default: 20, description: "Maximum number of animals returned" }),
+  limit: pageLimit("Maximum number of animals returned"),
   status: PetStatusSchema.optional().openapi({ description: "Filters by availability status" }),
   cursor: z
     .string()

@@ -1,0 +1,179 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { clock, DAY_MS, MINUTE_MS } from "../src/clock";
+import { ADMIN, auth, call, expectError, issueKey, postJson } from "./helpers";
+
+// 2030-06-10T10:20:00.000Z: minute-aligned, in the future (fake-time alarms never fire), before getPet's sunset.
+const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
+const MIDNIGHT = Date.UTC(2030, 5, 11);
+let now = T0;
+
+beforeEach(() => {
+  now = T0;
+  vi.spyOn(clock, "now").mockImplementation(() => now);
+});
+afterEach(() => vi.restoreAllMocks());
+
+const list = (key: string) => call("/v1/pets", { headers: auth(key) });
+const secs = (ms: number) => String(Math.ceil(ms / 1000));
+
+function rl(res: Response) {
+  const h = res.headers;
+  return {
+    limit: h.get("X-RateLimit-Limit"),
+    remaining: h.get("X-RateLimit-Remaining"),
+    reset: h.get("X-RateLimit-Reset"),
+    policy: h.get("RateLimit-Policy"),
+    rateLimit: h.get("RateLimit"),
+    retryAfter: h.get("Retry-After"),
+  };
+}
+
+async function usage(id: string) {
+  const res = await call(`/admin/v1/keys/${id}`, { headers: ADMIN });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { usage: { minute: { count: number; limit: number }; day: { count: number; limit: number }; bannedUntil: string | null } }).usage;
+}
+
+describe("rate limit headers on every status", () => {
+  it("carries X-RateLimit-*, RateLimit and RateLimit-Policy on 200, 201, 400, 404, 405 and 413", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 10, perDay: 100 });
+    now = T0 + 10_000;
+    const cases: Array<[string, () => Promise<Response>, number]> = [
+      ["list", () => list(key), 200],
+      ["create", () => postJson("/v1/pets", { name: "Rex", categoryId: 1 }, auth(key)), 201],
+      ["bad query", () => call("/v1/pets?limit=0", { headers: auth(key) }), 400],
+      ["unknown path", () => call("/v1/nothing-here", { headers: auth(key) }), 404],
+      ["unknown pet", () => call("/v1/pets/987654321", { headers: auth(key) }), 404],
+      ["wrong method", () => call("/v1/pets", { method: "DELETE", headers: auth(key) }), 405],
+      ["too large", () => postJson("/v1/pets", { name: "x".repeat(20_000), categoryId: 1 }, auth(key)), 413],
+    ];
+    let used = 0;
+    for (const [what, send, status] of cases) {
+      const res = await send();
+      used++;
+      expect(res.status, what).toBe(status);
+      expect(rl(res), what).toEqual({
+        limit: "10",
+        remaining: String(10 - used),
+        reset: secs(T0 + MINUTE_MS),
+        policy: '"minute";q=10;w=60, "day";q=100;w=86400',
+        rateLimit: `"minute";r=${10 - used};t=50, "day";r=${100 - used};t=${secs(MIDNIGHT - now)}`,
+        retryAfter: null,
+      });
+      await res.arrayBuffer();
+    }
+  });
+
+  it("names the day as binding when it has fewer left than the minute", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 10, perDay: 12 });
+    for (let i = 0; i < 9; i++) expect((await list(key)).status).toBe(200);
+    now = T0 + MINUTE_MS;
+    const res = await list(key);
+    // minute: 9 left; day: 2 left
+    expect(rl(res)).toMatchObject({ limit: "12", remaining: "2", reset: secs(MIDNIGHT) });
+  });
+});
+
+describe("429 over the limits", () => {
+  it("refuses with rate_limited and Retry-After until the minute ends, then admits again at hh:mm:00", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 3, perDay: 5 });
+    for (let i = 0; i < 3; i++) expect((await list(key)).status).toBe(200);
+    now = T0 + 20_500;
+    const res = await list(key);
+    await expectError(res, 429, "rate_limited");
+    expect(rl(res)).toMatchObject({ limit: "3", remaining: "0", reset: secs(T0 + MINUTE_MS), retryAfter: "40" });
+    expect(rl(res).policy).toBe('"minute";q=3;w=60, "day";q=5;w=86400');
+    expect(rl(res).rateLimit).toBe(`"minute";r=0;t=40, "day";r=2;t=${secs(MIDNIGHT - now)}`);
+
+    now = T0 + MINUTE_MS - 1;
+    const last = await list(key);
+    await expectError(last, 429, "rate_limited");
+    expect(last.headers.get("Retry-After")).toBe("1");
+
+    now = T0 + MINUTE_MS;
+    const next = await list(key);
+    expect(next.status).toBe(200);
+    // minute 2 left, day 1 left: the day binds
+    expect(rl(next)).toMatchObject({ limit: "5", remaining: "1", reset: secs(MIDNIGHT) });
+  });
+
+  it("refuses with quota_exceeded once the day is used, showing the day's limit, 0 and the next UTC midnight", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 3, perDay: 5 });
+    for (let i = 0; i < 3; i++) expect((await list(key)).status).toBe(200);
+    now = T0 + MINUTE_MS;
+    for (let i = 0; i < 2; i++) expect((await list(key)).status).toBe(200);
+    now = T0 + 2 * MINUTE_MS + 300;
+    const res = await list(key);
+    await expectError(res, 429, "quota_exceeded");
+    expect(rl(res)).toMatchObject({ limit: "5", remaining: "0", reset: secs(MIDNIGHT), retryAfter: secs(MIDNIGHT - now) });
+  });
+
+  it("does not count rejected requests against either window", async () => {
+    const { id, key } = await issueKey("enterprise", { perMinute: 3, perDay: 5 });
+    for (let i = 0; i < 3; i++) expect((await list(key)).status).toBe(200);
+    for (let i = 0; i < 5; i++) await expectError(await list(key), 429, "rate_limited");
+    expect((await usage(id)).day.count).toBe(3);
+
+    now = T0 + MINUTE_MS;
+    const a = await list(key);
+    expect(a.status).toBe(200);
+    expect(rl(a)).toMatchObject({ limit: "5", remaining: "1" });
+    expect((await list(key)).status).toBe(200);
+    await expectError(await list(key), 429, "quota_exceeded");
+    const u = await usage(id);
+    expect(u.day.count).toBe(5);
+    expect(u.minute.count).toBe(2);
+  });
+
+  it("restores the day's quota at 00:00 UTC exactly", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 3, perDay: 5 });
+    now = MIDNIGHT - 2 * MINUTE_MS;
+    for (let i = 0; i < 3; i++) expect((await list(key)).status).toBe(200);
+    now = MIDNIGHT - MINUTE_MS;
+    for (let i = 0; i < 2; i++) expect((await list(key)).status).toBe(200);
+    now = MIDNIGHT - 1;
+    const last = await list(key);
+    await expectError(last, 429, "quota_exceeded");
+    expect(rl(last)).toMatchObject({ limit: "5", remaining: "0", reset: secs(MIDNIGHT), retryAfter: "1" });
+
+    now = MIDNIGHT;
+    const res = await list(key);
+    expect(res.status).toBe(200);
+    expect(rl(res)).toMatchObject({ limit: "3", remaining: "2", reset: secs(MIDNIGHT + MINUTE_MS) });
+    expect(rl(res).rateLimit).toBe(`"minute";r=2;t=60, "day";r=4;t=86400`);
+  });
+});
+
+describe("exact admission under concurrency", () => {
+  const statuses = (responses: Response[]) => responses.map((r) => r.status);
+  const count = <T>(xs: T[], x: T) => xs.filter((y) => y === x).length;
+
+  it("admits exactly 50 of 200 simultaneous requests on a key allowing 50 a minute", async () => {
+    const { id, key } = await issueKey("enterprise", { perMinute: 50, perDay: 10_000 });
+    now = T0 + 5_000;
+    const responses = await Promise.all(Array.from({ length: 200 }, () => list(key)));
+    const s = statuses(responses);
+    expect(count(s, 200)).toBe(50);
+    expect(count(s, 429)).toBe(150);
+    const codes = await Promise.all(responses.filter((r) => r.status === 429).map(async (r) => ((await r.json()) as { code: string }).code));
+    // 50 refusals are tolerated in a minute (perMinute 50); the 51st and later ones ban the key.
+    expect(count(codes, "rate_limited")).toBe(50);
+    expect(count(codes, "key_banned")).toBe(100);
+    const remaining = responses.filter((r) => r.status === 200).map((r) => Number(r.headers.get("X-RateLimit-Remaining")));
+    expect(remaining.sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i));
+    await Promise.all(responses.filter((r) => r.status === 200).map((r) => r.arrayBuffer()));
+    expect((await usage(id)).day.count).toBe(50);
+  });
+
+  it("admits exactly the remaining room R of N > R simultaneous requests", async () => {
+    const { id, key } = await issueKey("enterprise", { perMinute: 200, perDay: 130 });
+    for (let i = 0; i < 20; i++) expect((await list(key)).status).toBe(200);
+    now = T0 + MINUTE_MS;
+    const responses = await Promise.all(Array.from({ length: 150 }, () => list(key)));
+    const s = statuses(responses);
+    expect(count(s, 200)).toBe(110);
+    expect(count(s, 429)).toBe(40);
+    await Promise.all(responses.map((r) => r.arrayBuffer()));
+    expect((await usage(id)).day.count).toBe(130);
+  });
+});

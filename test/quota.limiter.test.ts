@@ -1,0 +1,235 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { clock, DAY_MS, MINUTE_MS } from "../src/clock";
+import type { Policy } from "../src/quota/windows";
+
+// 2030-06-10T10:20:00.000Z; in the future, so alarms scheduled for fake times never fire by themselves.
+const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
+const DAY0 = Date.UTC(2030, 5, 10);
+const BAN_MS = 15 * MINUTE_MS;
+let now = T0;
+let seq = 0;
+
+beforeEach(() => {
+  now = T0;
+  vi.spyOn(clock, "now").mockImplementation(() => now);
+});
+afterEach(() => vi.restoreAllMocks());
+
+const policy = (perMinute: number, perDay: number, version = 1, revoked = false): Policy => ({ perMinute, perDay, version, revoked });
+const limiter = () => env.QUOTA.getByName(`key_limiter_test_${++seq}`);
+type Stub = ReturnType<typeof limiter>;
+
+async function admitN(stub: Stub, p: Policy, n: number): Promise<string[]> {
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) out.push((await stub.admit(p)).outcome);
+  return out;
+}
+
+const usageRows = (stub: Stub) => runInDurableObject(stub, (_instance, ctx) => ctx.storage.sql.exec("SELECT * FROM usage").toArray());
+
+describe("QuotaLimiter.admit", () => {
+  it("counts admitted requests in both windows and refuses at the per-minute limit", async () => {
+    const stub = limiter();
+    const remaining: number[][] = [];
+    for (let i = 0; i < 3; i++) {
+      const d = await stub.admit(policy(3, 10));
+      expect(d.outcome).toBe("allowed");
+      remaining.push(d.windows.map((w) => w.remaining));
+    }
+    expect(remaining).toEqual([
+      [2, 9],
+      [1, 8],
+      [0, 7],
+    ]);
+    const refused = await stub.admit(policy(3, 10));
+    expect(refused.outcome).toBe("rate_limited");
+    expect(refused.retryAt).toBe(T0 + MINUTE_MS);
+    expect(refused.windows.map((w) => w.remaining)).toEqual([0, 7]);
+  });
+
+  it("keeps its counts across eviction", async () => {
+    const stub = limiter();
+    expect(await admitN(stub, policy(5, 10), 3)).toEqual(["allowed", "allowed", "allowed"]);
+    await evictDurableObject(stub);
+    const d = await stub.admit(policy(5, 10));
+    expect(d.windows.map((w) => w.remaining)).toEqual([1, 6]);
+    await evictDurableObject(stub);
+    expect(await admitN(stub, policy(5, 10), 2)).toEqual(["allowed", "rate_limited"]);
+  });
+
+  it("rolls to a new minute and a new UTC day", async () => {
+    const stub = limiter();
+    await admitN(stub, policy(2, 3), 3);
+    now = T0 + MINUTE_MS;
+    expect(await admitN(stub, policy(2, 3), 2)).toEqual(["allowed", "quota_exceeded"]);
+    now = DAY0 + DAY_MS;
+    const d = await stub.admit(policy(2, 3));
+    expect(d.outcome).toBe("allowed");
+    expect(d.windows.map((w) => w.remaining)).toEqual([1, 2]);
+  });
+});
+
+describe("QuotaLimiter policy versions", () => {
+  it("ignores an older policy offered by a caller, adopts a newer one, and keeps it across eviction", async () => {
+    const stub = limiter();
+    await stub.configure(policy(5, 100, 2));
+    // A Worker with a stale cached record offers version 1 with a 1/min limit: the stored version 2 wins.
+    expect(await admitN(stub, policy(1, 100, 1), 3)).toEqual(["allowed", "allowed", "allowed"]);
+    expect((await stub.admit(policy(1, 100, 1))).windows[0]!.limit).toBe(5);
+    await evictDurableObject(stub);
+    expect((await stub.admit(policy(1, 100, 1))).windows[0]!.limit).toBe(5);
+    // A newer version offered by the caller is adopted.
+    const d = await stub.admit(policy(8, 100, 3));
+    expect(d.outcome).toBe("allowed");
+    expect(d.windows[0]!.limit).toBe(8);
+    expect((await stub.usage()).policy).toEqual(policy(8, 100, 3));
+  });
+
+  it("refuses every request once a revocation is configured, whatever the caller offers", async () => {
+    const stub = limiter();
+    await admitN(stub, policy(5, 100, 1), 1);
+    await stub.configure(policy(5, 100, 2, true));
+    expect((await stub.admit(policy(5, 100, 1))).outcome).toBe("revoked");
+    await evictDurableObject(stub);
+    expect((await stub.admit(policy(5, 100, 1))).outcome).toBe("revoked");
+    expect((await stub.usage()).day.count).toBe(1);
+  });
+});
+
+describe("QuotaLimiter.usage and unban", () => {
+  it("reports nothing for a key that never made a request", async () => {
+    const u = await limiter().usage();
+    expect(u.policy).toBeNull();
+    expect(u.minute).toMatchObject({ count: 0, limit: null });
+    expect(u.day).toMatchObject({ count: 0, limit: null });
+    expect(u.bannedUntil).toBeNull();
+  });
+
+  it("reports the current counts, limits and resets, with stale windows counted as 0", async () => {
+    const stub = limiter();
+    await admitN(stub, policy(4, 50), 3);
+    now = T0 + 30_000;
+    expect(await stub.usage()).toEqual({
+      policy: policy(4, 50),
+      minute: { count: 3, limit: 4, resetAt: T0 + MINUTE_MS },
+      day: { count: 3, limit: 50, resetAt: DAY0 + DAY_MS },
+      bannedUntil: null,
+    });
+    now = T0 + MINUTE_MS + 1;
+    const next = await stub.usage();
+    expect(next.minute.count).toBe(0);
+    expect(next.day.count).toBe(3);
+    now = DAY0 + DAY_MS;
+    expect((await stub.usage()).day.count).toBe(0);
+  });
+
+  it("bans after more than max(10, perMinute) refusals in a minute, shows it, and unban lifts it", async () => {
+    const stub = limiter();
+    const outcomes = await admitN(stub, policy(2, 100), 13);
+    expect(outcomes.slice(0, 2)).toEqual(["allowed", "allowed"]);
+    expect(outcomes.slice(2, 12).every((o) => o === "rate_limited")).toBe(true);
+    expect(outcomes[12]).toBe("key_banned");
+    expect((await stub.usage()).bannedUntil).toBe(T0 + BAN_MS);
+
+    now = T0 + 5 * MINUTE_MS;
+    const banned = await stub.admit(policy(2, 100));
+    expect(banned.outcome).toBe("key_banned");
+    expect(banned.retryAt).toBe(T0 + BAN_MS);
+
+    await stub.unban();
+    expect((await stub.usage()).bannedUntil).toBeNull();
+    expect(await admitN(stub, policy(2, 100), 2)).toEqual(["allowed", "allowed"]);
+    // Unbanning also forgets the refusals of this minute: the next refusal is not a ban.
+    expect((await stub.admit(policy(2, 100))).outcome).toBe("rate_limited");
+  });
+
+  it("ends the ban by itself after 15 minutes", async () => {
+    const stub = limiter();
+    await admitN(stub, policy(1, 100), 12);
+    now = T0 + BAN_MS - 1;
+    expect((await stub.admit(policy(1, 100))).outcome).toBe("key_banned");
+    now = T0 + BAN_MS;
+    expect((await stub.admit(policy(1, 100))).outcome).toBe("allowed");
+    expect((await stub.usage()).bannedUntil).toBeNull();
+  });
+});
+
+describe("QuotaLimiter cleanup alarm", () => {
+  it("schedules cleanup after the day ends, re-schedules when run early, then deletes the usage row", async () => {
+    const stub = limiter();
+    await admitN(stub, policy(5, 100), 2);
+    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(DAY0 + DAY_MS + MINUTE_MS);
+
+    now = DAY0 + DAY_MS - 1;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await usageRows(stub)).toHaveLength(1);
+    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(DAY0 + DAY_MS + MINUTE_MS);
+
+    now = DAY0 + DAY_MS + MINUTE_MS;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await usageRows(stub)).toHaveLength(0);
+    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBeNull();
+
+    // The key keeps working afterwards, from zero, and its policy survives the cleanup.
+    const d = await stub.admit(policy(1, 1, 0));
+    expect(d.outcome).toBe("allowed");
+    expect(d.windows.map((w) => [w.limit, w.remaining])).toEqual([
+      [5, 4],
+      [100, 99],
+    ]);
+  });
+
+  it("re-schedules while the key is banned past the end of the day, then cleans up", async () => {
+    const stub = limiter();
+    const lateStart = DAY0 + DAY_MS - 5 * MINUTE_MS; // 23:55 UTC
+    now = lateStart;
+    expect((await admitN(stub, policy(1, 100), 12)).at(-1)).toBe("key_banned");
+    const bannedUntil = lateStart + BAN_MS; // 00:10 the next day
+
+    now = DAY0 + DAY_MS + MINUTE_MS;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await usageRows(stub)).toHaveLength(1);
+    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(bannedUntil + MINUTE_MS);
+    expect((await stub.usage()).bannedUntil).toBe(bannedUntil);
+
+    now = bannedUntil + MINUTE_MS;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await usageRows(stub)).toHaveLength(0);
+  });
+});
+
+describe("AuthShield.recordFailure", () => {
+  it("allows 30 failures per minute per client, then refuses until the minute ends", async () => {
+    const shield = env.AUTH_SHIELD.getByName("198.51.100.7");
+    for (let i = 1; i <= 30; i++) {
+      const d = await shield.recordFailure();
+      expect(d.outcome).toBe("allowed");
+      expect(d.windows[0]).toMatchObject({ limit: 30, remaining: 30 - i });
+    }
+    now = T0 + 59_000;
+    const blocked = await shield.recordFailure();
+    expect(blocked.outcome).toBe("rate_limited");
+    expect(blocked.retryAt).toBe(T0 + MINUTE_MS);
+
+    const other = await env.AUTH_SHIELD.getByName("198.51.100.8").recordFailure();
+    expect(other.outcome).toBe("allowed");
+
+    await evictDurableObject(shield);
+    expect((await shield.recordFailure()).outcome).toBe("rate_limited");
+    now = T0 + MINUTE_MS;
+    const again = await shield.recordFailure();
+    expect(again.outcome).toBe("allowed");
+    expect(again.windows[0]!.remaining).toBe(29);
+  });
+
+  it("clears its row with the alarm once the window is over", async () => {
+    const shield = env.AUTH_SHIELD.getByName("198.51.100.9");
+    await shield.recordFailure();
+    expect(await runInDurableObject(shield, (_i, ctx) => ctx.storage.getAlarm())).toBe(T0 + 2 * MINUTE_MS);
+    now = T0 + 2 * MINUTE_MS;
+    expect(await runDurableObjectAlarm(shield)).toBe(true);
+    expect(await runInDurableObject(shield, (_i, ctx) => ctx.storage.sql.exec("SELECT * FROM usage").toArray())).toHaveLength(0);
+  });
+});

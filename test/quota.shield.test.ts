@@ -1,0 +1,117 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { clock, MINUTE_MS } from "../src/clock";
+import { auth, call, expectError, issueKey } from "./helpers";
+
+// 2030-06-10T10:20:00.000Z: minute-aligned, in the future (fake-time alarms never fire), before getPet's sunset.
+const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
+let now = T0;
+
+beforeEach(() => {
+  now = T0;
+  vi.spyOn(clock, "now").mockImplementation(() => now);
+});
+afterEach(() => vi.restoreAllMocks());
+
+let ipSeq = 0;
+const freshIp = () => `203.0.113.${++ipSeq}`;
+// Well-formed (so it would reach D1) but not issued.
+const WRONG_KEY = `pet_test_${"A".repeat(43)}`;
+
+const listFrom = (ip: string, headers: Record<string, string> = {}) => call("/v1/pets", { headers: { "CF-Connecting-IP": ip, ...headers } });
+
+describe("per-client shield against key guessing", () => {
+  it("answers 401 with the shield window's X-RateLimit-* headers, 30 times a minute, then 429", async () => {
+    const ip = freshIp();
+    now = T0 + 15_000;
+    for (let i = 1; i <= 30; i++) {
+      const res = await listFrom(ip, i % 2 ? auth(WRONG_KEY) : {});
+      await expectError(res, 401, "unauthorized");
+      expect(res.headers.get("WWW-Authenticate")).toMatch(/^Bearer realm=/);
+      expect(res.headers.get("X-RateLimit-Limit")).toBe("30");
+      expect(res.headers.get("X-RateLimit-Remaining")).toBe(String(30 - i));
+      expect(res.headers.get("X-RateLimit-Reset")).toBe(String((T0 + MINUTE_MS) / 1000));
+      expect(res.headers.get("RateLimit-Policy")).toBe('"minute";q=30;w=60');
+      expect(res.headers.get("RateLimit")).toBe(`"minute";r=${30 - i};t=45`);
+      expect(res.headers.get("Retry-After")).toBeNull();
+    }
+    now = T0 + 20_200;
+    const refused = await listFrom(ip, auth(WRONG_KEY));
+    await expectError(refused, 429, "rate_limited");
+    expect(refused.headers.get("Retry-After")).toBe("40");
+    expect(refused.headers.get("X-RateLimit-Limit")).toBe("30");
+    expect(refused.headers.get("X-RateLimit-Remaining")).toBe("0");
+    expect(refused.headers.get("X-RateLimit-Reset")).toBe(String((T0 + MINUTE_MS) / 1000));
+
+    // Without a key as well, and with malformed tokens.
+    await expectError(await listFrom(ip), 429, "rate_limited");
+    await expectError(await listFrom(ip, auth("nonsense")), 429, "rate_limited");
+  });
+
+  it("does not affect other clients", async () => {
+    const ip = freshIp();
+    for (let i = 0; i < 31; i++) await listFrom(ip, auth(WRONG_KEY));
+    await expectError(await listFrom(ip, auth(WRONG_KEY)), 429, "rate_limited");
+
+    const other = await listFrom(freshIp(), auth(WRONG_KEY));
+    await expectError(other, 401, "unauthorized");
+    expect(other.headers.get("X-RateLimit-Remaining")).toBe("29");
+  });
+
+  it("lets a valid key the service already knows through from a shielded client, under the key's own limits", async () => {
+    const ip = freshIp();
+    const { key } = await issueKey("enterprise", { perMinute: 7, perDay: 70 });
+    expect((await listFrom(ip, auth(key))).status).toBe(200);
+    for (let i = 0; i < 30; i++) await listFrom(ip, auth(WRONG_KEY));
+    await expectError(await listFrom(ip, auth(WRONG_KEY)), 429, "rate_limited");
+
+    const res = await listFrom(ip, auth(key));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("X-RateLimit-Limit")).toBe("7");
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("5");
+    expect(res.headers.get("RateLimit-Policy")).toBe('"minute";q=7;w=60, "day";q=70;w=86400');
+  });
+
+  it("does not count successful authentications", async () => {
+    const ip = freshIp();
+    const { key } = await issueKey("pro");
+    for (let i = 0; i < 40; i++) expect((await listFrom(ip, auth(key))).status).toBe(200);
+    const res = await listFrom(ip, auth(WRONG_KEY));
+    await expectError(res, 401, "unauthorized");
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("29");
+  });
+
+  it("opens again when the minute ends", async () => {
+    const ip = freshIp();
+    for (let i = 0; i < 30; i++) await listFrom(ip, auth(WRONG_KEY));
+    now = T0 + MINUTE_MS - 1;
+    const last = await listFrom(ip, auth(WRONG_KEY));
+    await expectError(last, 429, "rate_limited");
+    expect(last.headers.get("Retry-After")).toBe("1");
+
+    now = T0 + MINUTE_MS;
+    const res = await listFrom(ip, auth(WRONG_KEY));
+    await expectError(res, 401, "unauthorized");
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("29");
+    expect(res.headers.get("X-RateLimit-Reset")).toBe(String((T0 + 2 * MINUTE_MS) / 1000));
+    // A key issued meanwhile is looked up again, now that the client is no longer refused.
+    const { key } = await issueKey("pro");
+    expect((await listFrom(ip, auth(key))).status).toBe(200);
+  });
+
+  it("counts a revoked key's attempts as failures", async () => {
+    const ip = freshIp();
+    const { id, key } = await issueKey("pro");
+    await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: { Authorization: "Bearer test-admin-token" } });
+    const res = await listFrom(ip, auth(key));
+    await expectError(res, 401, "unauthorized");
+    expect(res.headers.get("X-RateLimit-Limit")).toBe("30");
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("29");
+  });
+
+  it("leaves the public documents and paths outside /v1 alone", async () => {
+    const ip = freshIp();
+    for (let i = 0; i < 31; i++) await listFrom(ip);
+    expect((await call("/v1/openapi.json", { headers: { "CF-Connecting-IP": ip } })).status).toBe(200);
+    await expectError(await call("/elsewhere", { headers: { "CF-Connecting-IP": ip } }), 404, "not_found");
+  });
+});
