@@ -4,7 +4,7 @@
 import fc from "fast-check";
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { auth, call, issueKey, type IssuedKey } from "./helpers";
+import { auth, BASE, call, issueKey, type IssuedKey } from "./helpers";
 
 const RUNS = 150;
 const TIMEOUT = 60_000;
@@ -185,7 +185,9 @@ describe("GET /v1/pets with arbitrary query strings", () => {
         const body = await checkShape(res, `GET /v1/pets?${query}`);
         if (res.status === 200) {
           const pets = body as Array<{ id: number; status: string }>;
-          const [status, limit] = [new URLSearchParams(query).getAll("status"), new URLSearchParams(query).getAll("limit")];
+          // Parse as the server does: a '#' starts the fragment, which never reaches it.
+          const params = new URL(`${BASE}/v1/pets?${query}`).searchParams;
+          const [status, limit] = [params.getAll("status"), params.getAll("limit")];
           expect(Array.isArray(pets) && pets.length <= (limit.length === 1 ? Number(limit[0]) : 100) && pets.every(isPet), query).toBe(true);
           expect(pets.map((p) => p.id)).toEqual([...pets.map((p) => p.id)].sort((a, b) => a - b));
           if (status.length === 1) expect(pets.every((p) => p.status === status[0])).toBe(true);

@@ -1,4 +1,6 @@
 import { env, exports } from "cloudflare:workers";
+import { afterEach, beforeEach, vi } from "vitest";
+import { clock } from "../src/clock";
 import type { Plan } from "../src/quota/plans";
 
 export const ADMIN = { Authorization: `Bearer ${env.ADMIN_TOKEN}` };
@@ -47,4 +49,21 @@ export async function expectError(res: Response, status: number, code: string): 
   }
   if (!res.headers.get("Content-Type")?.startsWith("application/json")) throw new Error("error without application/json");
   return body;
+}
+
+/** 2030-06-10T10:20:00Z: minute-aligned, in the future (so fake-time alarms never fire), before getPet's sunset. */
+export const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
+
+/**
+ * Mocks the service clock for every test of the calling file, from `start`; move it with
+ * `time.now = …` or `time.now += …`. The Durable Objects see it too (same isolate).
+ */
+export function mockClock(start: number): { now: number } {
+  const time = { now: start };
+  beforeEach(() => {
+    time.now = start;
+    vi.spyOn(clock, "now").mockImplementation(() => time.now);
+  });
+  afterEach(() => vi.restoreAllMocks());
+  return time;
 }

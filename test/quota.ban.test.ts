@@ -1,18 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { clock, MINUTE_MS } from "../src/clock";
-import { ADMIN, auth, call, expectError, issueKey } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { MINUTE_MS } from "../src/clock";
+import { ADMIN, auth, call, expectError, issueKey, mockClock, T0 } from "./helpers";
 
-// 2030-06-10T10:20:00.000Z: minute-aligned, in the future (fake-time alarms never fire), before getPet's sunset.
-const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
 const MIDNIGHT = Date.UTC(2030, 5, 11);
 const BAN_MS = 15 * MINUTE_MS;
-let now = T0;
-
-beforeEach(() => {
-  now = T0;
-  vi.spyOn(clock, "now").mockImplementation(() => now);
-});
-afterEach(() => vi.restoreAllMocks());
+const time = mockClock(T0);
 
 const list = (key: string) => call("/v1/pets", { headers: auth(key) });
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -33,7 +25,7 @@ async function banKey(at: number): Promise<{ id: string; key: string; bannedUnti
   const issued = await issueKey("enterprise", { perMinute: 3, perDay: 1000 });
   for (let i = 0; i < 3; i++) expect((await list(issued.key)).status).toBe(200);
   for (let i = 0; i < 10; i++) await expectError(await list(issued.key), 429, "rate_limited");
-  now = at;
+  time.now = at;
   const res = await list(issued.key);
   await expectError(res, 429, "key_banned");
   expect(res.headers.get("Retry-After")).toBe(String(BAN_MS / 1000));
@@ -44,15 +36,15 @@ describe("temporary ban", () => {
   it("bans a key that keeps sending while throttled, with Retry-After = rest of the 15 minute ban", async () => {
     const { key, bannedUntil } = await banKey(T0 + 5_000);
 
-    now = T0 + 2 * MINUTE_MS + 250; // a fresh minute with room: still banned
+    time.now = T0 + 2 * MINUTE_MS + 250; // a fresh minute with room: still banned
     const res = await list(key);
     await expectError(res, 429, "key_banned");
-    expect(res.headers.get("Retry-After")).toBe(String(Math.ceil((bannedUntil - now) / 1000)));
+    expect(res.headers.get("Retry-After")).toBe(String(Math.ceil((bannedUntil - time.now) / 1000)));
     expect(res.headers.get("X-RateLimit-Remaining")).toBe("0");
     expect(res.headers.get("X-RateLimit-Reset")).toBe(String(bannedUntil / 1000));
     expect(res.headers.get("RateLimit-Policy")).toBe('"minute";q=3;w=60, "day";q=1000;w=86400');
 
-    now = bannedUntil - 1;
+    time.now = bannedUntil - 1;
     const last = await list(key);
     await expectError(last, 429, "key_banned");
     expect(last.headers.get("Retry-After")).toBe("1");
@@ -62,14 +54,14 @@ describe("temporary ban", () => {
     const { key } = await issueKey("enterprise", { perMinute: 3, perDay: 1000 });
     for (let i = 0; i < 3; i++) expect((await list(key)).status).toBe(200);
     for (let i = 0; i < 10; i++) await expectError(await list(key), 429, "rate_limited");
-    now = T0 + MINUTE_MS; // refusals of the previous minute no longer count
+    time.now = T0 + MINUTE_MS; // refusals of the previous minute no longer count
     for (let i = 0; i < 3; i++) expect((await list(key)).status).toBe(200);
     for (let i = 0; i < 10; i++) await expectError(await list(key), 429, "rate_limited");
   });
 
   it("lifts the ban by itself when it ends", async () => {
     const { key, bannedUntil } = await banKey(T0 + 5_000);
-    now = bannedUntil;
+    time.now = bannedUntil;
     const res = await list(key);
     expect(res.status).toBe(200);
     expect(res.headers.get("X-RateLimit-Remaining")).toBe("2");
@@ -77,7 +69,7 @@ describe("temporary ban", () => {
 
   it("shows the ban and the usage in GET /admin/v1/keys/{id}", async () => {
     const { id, bannedUntil } = await banKey(T0 + 5_000);
-    now = T0 + 30_000;
+    time.now = T0 + 30_000;
     const d = await detail(id);
     expect(d.id).toBe(id);
     expect(d.usage).toEqual({
@@ -85,7 +77,7 @@ describe("temporary ban", () => {
       day: { count: 3, limit: 1000, resetAt: iso(MIDNIGHT) },
       bannedUntil: iso(bannedUntil),
     });
-    now = bannedUntil;
+    time.now = bannedUntil;
     expect((await detail(id)).usage!.bannedUntil).toBeNull();
   });
 
@@ -98,7 +90,7 @@ describe("temporary ban", () => {
 
   it("lifts the ban with POST /admin/v1/keys/{id}/unban", async () => {
     const { id, key } = await banKey(T0 + 5_000);
-    now = T0 + 2 * MINUTE_MS;
+    time.now = T0 + 2 * MINUTE_MS;
     await expectError(await list(key), 429, "key_banned");
 
     const res = await call(`/admin/v1/keys/${id}/unban`, { method: "POST", headers: ADMIN });

@@ -1,17 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { clock, DAY_MS, MINUTE_MS } from "../src/clock";
-import { ADMIN, auth, call, expectError, issueKey, postJson } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { MINUTE_MS } from "../src/clock";
+import { ADMIN, auth, call, expectError, issueKey, mockClock, postJson, T0 } from "./helpers";
 
-// 2030-06-10T10:20:00.000Z: minute-aligned, in the future (fake-time alarms never fire), before getPet's sunset.
-const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
 const MIDNIGHT = Date.UTC(2030, 5, 11);
-let now = T0;
-
-beforeEach(() => {
-  now = T0;
-  vi.spyOn(clock, "now").mockImplementation(() => now);
-});
-afterEach(() => vi.restoreAllMocks());
+const time = mockClock(T0);
 
 const list = (key: string) => call("/v1/pets", { headers: auth(key) });
 const secs = (ms: number) => String(Math.ceil(ms / 1000));
@@ -37,7 +29,7 @@ async function usage(id: string) {
 describe("rate limit headers on every status", () => {
   it("carries X-RateLimit-*, RateLimit and RateLimit-Policy on 200, 201, 400, 404, 405 and 413", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 10, perDay: 100 });
-    now = T0 + 10_000;
+    time.now = T0 + 10_000;
     const cases: Array<[string, () => Promise<Response>, number]> = [
       ["list", () => list(key), 200],
       ["create", () => postJson("/v1/pets", { name: "Rex", categoryId: 1 }, auth(key)), 201],
@@ -57,7 +49,7 @@ describe("rate limit headers on every status", () => {
         remaining: String(10 - used),
         reset: secs(T0 + MINUTE_MS),
         policy: '"minute";q=10;w=60, "day";q=100;w=86400',
-        rateLimit: `"minute";r=${10 - used};t=50, "day";r=${100 - used};t=${secs(MIDNIGHT - now)}`,
+        rateLimit: `"minute";r=${10 - used};t=50, "day";r=${100 - used};t=${secs(MIDNIGHT - time.now)}`,
         retryAfter: null,
       });
       await res.arrayBuffer();
@@ -67,7 +59,7 @@ describe("rate limit headers on every status", () => {
   it("names the day as binding when it has fewer left than the minute", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 10, perDay: 12 });
     for (let i = 0; i < 9; i++) expect((await list(key)).status).toBe(200);
-    now = T0 + MINUTE_MS;
+    time.now = T0 + MINUTE_MS;
     const res = await list(key);
     // minute: 9 left; day: 2 left
     expect(rl(res)).toMatchObject({ limit: "12", remaining: "2", reset: secs(MIDNIGHT) });
@@ -78,19 +70,19 @@ describe("429 over the limits", () => {
   it("refuses with rate_limited and Retry-After until the minute ends, then admits again at hh:mm:00", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 3, perDay: 5 });
     for (let i = 0; i < 3; i++) expect((await list(key)).status).toBe(200);
-    now = T0 + 20_500;
+    time.now = T0 + 20_500;
     const res = await list(key);
     await expectError(res, 429, "rate_limited");
     expect(rl(res)).toMatchObject({ limit: "3", remaining: "0", reset: secs(T0 + MINUTE_MS), retryAfter: "40" });
     expect(rl(res).policy).toBe('"minute";q=3;w=60, "day";q=5;w=86400');
-    expect(rl(res).rateLimit).toBe(`"minute";r=0;t=40, "day";r=2;t=${secs(MIDNIGHT - now)}`);
+    expect(rl(res).rateLimit).toBe(`"minute";r=0;t=40, "day";r=2;t=${secs(MIDNIGHT - time.now)}`);
 
-    now = T0 + MINUTE_MS - 1;
+    time.now = T0 + MINUTE_MS - 1;
     const last = await list(key);
     await expectError(last, 429, "rate_limited");
     expect(last.headers.get("Retry-After")).toBe("1");
 
-    now = T0 + MINUTE_MS;
+    time.now = T0 + MINUTE_MS;
     const next = await list(key);
     expect(next.status).toBe(200);
     // minute 2 left, day 1 left: the day binds
@@ -100,12 +92,12 @@ describe("429 over the limits", () => {
   it("refuses with quota_exceeded once the day is used, showing the day's limit, 0 and the next UTC midnight", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 3, perDay: 5 });
     for (let i = 0; i < 3; i++) expect((await list(key)).status).toBe(200);
-    now = T0 + MINUTE_MS;
+    time.now = T0 + MINUTE_MS;
     for (let i = 0; i < 2; i++) expect((await list(key)).status).toBe(200);
-    now = T0 + 2 * MINUTE_MS + 300;
+    time.now = T0 + 2 * MINUTE_MS + 300;
     const res = await list(key);
     await expectError(res, 429, "quota_exceeded");
-    expect(rl(res)).toMatchObject({ limit: "5", remaining: "0", reset: secs(MIDNIGHT), retryAfter: secs(MIDNIGHT - now) });
+    expect(rl(res)).toMatchObject({ limit: "5", remaining: "0", reset: secs(MIDNIGHT), retryAfter: secs(MIDNIGHT - time.now) });
   });
 
   it("does not count rejected requests against either window", async () => {
@@ -114,7 +106,7 @@ describe("429 over the limits", () => {
     for (let i = 0; i < 5; i++) await expectError(await list(key), 429, "rate_limited");
     expect((await usage(id)).day.count).toBe(3);
 
-    now = T0 + MINUTE_MS;
+    time.now = T0 + MINUTE_MS;
     const a = await list(key);
     expect(a.status).toBe(200);
     expect(rl(a)).toMatchObject({ limit: "5", remaining: "1" });
@@ -127,16 +119,16 @@ describe("429 over the limits", () => {
 
   it("restores the day's quota at 00:00 UTC exactly", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 3, perDay: 5 });
-    now = MIDNIGHT - 2 * MINUTE_MS;
+    time.now = MIDNIGHT - 2 * MINUTE_MS;
     for (let i = 0; i < 3; i++) expect((await list(key)).status).toBe(200);
-    now = MIDNIGHT - MINUTE_MS;
+    time.now = MIDNIGHT - MINUTE_MS;
     for (let i = 0; i < 2; i++) expect((await list(key)).status).toBe(200);
-    now = MIDNIGHT - 1;
+    time.now = MIDNIGHT - 1;
     const last = await list(key);
     await expectError(last, 429, "quota_exceeded");
     expect(rl(last)).toMatchObject({ limit: "5", remaining: "0", reset: secs(MIDNIGHT), retryAfter: "1" });
 
-    now = MIDNIGHT;
+    time.now = MIDNIGHT;
     const res = await list(key);
     expect(res.status).toBe(200);
     expect(rl(res)).toMatchObject({ limit: "3", remaining: "2", reset: secs(MIDNIGHT + MINUTE_MS) });
@@ -150,7 +142,7 @@ describe("exact admission under concurrency", () => {
 
   it("admits exactly 50 of 200 simultaneous requests on a key allowing 50 a minute", async () => {
     const { id, key } = await issueKey("enterprise", { perMinute: 50, perDay: 10_000 });
-    now = T0 + 5_000;
+    time.now = T0 + 5_000;
     const responses = await Promise.all(Array.from({ length: 200 }, () => list(key)));
     const s = statuses(responses);
     expect(count(s, 200)).toBe(50);
@@ -168,7 +160,7 @@ describe("exact admission under concurrency", () => {
   it("admits exactly the remaining room R of N > R simultaneous requests", async () => {
     const { id, key } = await issueKey("enterprise", { perMinute: 200, perDay: 130 });
     for (let i = 0; i < 20; i++) expect((await list(key)).status).toBe(200);
-    now = T0 + MINUTE_MS;
+    time.now = T0 + MINUTE_MS;
     const responses = await Promise.all(Array.from({ length: 150 }, () => list(key)));
     const s = statuses(responses);
     expect(count(s, 200)).toBe(110);

@@ -1,21 +1,14 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { clock, DAY_MS, MINUTE_MS } from "../src/clock";
+import { describe, expect, it } from "vitest";
+import { DAY_MS, MINUTE_MS } from "../src/clock";
 import type { Policy } from "../src/quota/windows";
+import { mockClock, T0 } from "./helpers";
 
-// 2030-06-10T10:20:00.000Z; in the future, so alarms scheduled for fake times never fire by themselves.
-const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
 const DAY0 = Date.UTC(2030, 5, 10);
 const BAN_MS = 15 * MINUTE_MS;
-let now = T0;
+const time = mockClock(T0);
 let seq = 0;
-
-beforeEach(() => {
-  now = T0;
-  vi.spyOn(clock, "now").mockImplementation(() => now);
-});
-afterEach(() => vi.restoreAllMocks());
 
 const policy = (perMinute: number, perDay: number, version = 1, revoked = false): Policy => ({ perMinute, perDay, version, revoked });
 const limiter = () => env.QUOTA.getByName(`key_limiter_test_${++seq}`);
@@ -62,9 +55,9 @@ describe("QuotaLimiter.admit", () => {
   it("rolls to a new minute and a new UTC day", async () => {
     const stub = limiter();
     await admitN(stub, policy(2, 3), 3);
-    now = T0 + MINUTE_MS;
+    time.now = T0 + MINUTE_MS;
     expect(await admitN(stub, policy(2, 3), 2)).toEqual(["allowed", "quota_exceeded"]);
-    now = DAY0 + DAY_MS;
+    time.now = DAY0 + DAY_MS;
     const d = await stub.admit(policy(2, 3));
     expect(d.outcome).toBe("allowed");
     expect(d.windows.map((w) => w.remaining)).toEqual([1, 2]);
@@ -110,18 +103,18 @@ describe("QuotaLimiter.usage and unban", () => {
   it("reports the current counts, limits and resets, with stale windows counted as 0", async () => {
     const stub = limiter();
     await admitN(stub, policy(4, 50), 3);
-    now = T0 + 30_000;
+    time.now = T0 + 30_000;
     expect(await stub.usage()).toEqual({
       policy: policy(4, 50),
       minute: { count: 3, limit: 4, resetAt: T0 + MINUTE_MS },
       day: { count: 3, limit: 50, resetAt: DAY0 + DAY_MS },
       bannedUntil: null,
     });
-    now = T0 + MINUTE_MS + 1;
+    time.now = T0 + MINUTE_MS + 1;
     const next = await stub.usage();
     expect(next.minute.count).toBe(0);
     expect(next.day.count).toBe(3);
-    now = DAY0 + DAY_MS;
+    time.now = DAY0 + DAY_MS;
     expect((await stub.usage()).day.count).toBe(0);
   });
 
@@ -133,7 +126,7 @@ describe("QuotaLimiter.usage and unban", () => {
     expect(outcomes[12]).toBe("key_banned");
     expect((await stub.usage()).bannedUntil).toBe(T0 + BAN_MS);
 
-    now = T0 + 5 * MINUTE_MS;
+    time.now = T0 + 5 * MINUTE_MS;
     const banned = await stub.admit(policy(2, 100));
     expect(banned.outcome).toBe("key_banned");
     expect(banned.retryAt).toBe(T0 + BAN_MS);
@@ -148,9 +141,9 @@ describe("QuotaLimiter.usage and unban", () => {
   it("ends the ban by itself after 15 minutes", async () => {
     const stub = limiter();
     await admitN(stub, policy(1, 100), 12);
-    now = T0 + BAN_MS - 1;
+    time.now = T0 + BAN_MS - 1;
     expect((await stub.admit(policy(1, 100))).outcome).toBe("key_banned");
-    now = T0 + BAN_MS;
+    time.now = T0 + BAN_MS;
     expect((await stub.admit(policy(1, 100))).outcome).toBe("allowed");
     expect((await stub.usage()).bannedUntil).toBeNull();
   });
@@ -162,12 +155,12 @@ describe("QuotaLimiter cleanup alarm", () => {
     await admitN(stub, policy(5, 100), 2);
     expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(DAY0 + DAY_MS + MINUTE_MS);
 
-    now = DAY0 + DAY_MS - 1;
+    time.now = DAY0 + DAY_MS - 1;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await usageRows(stub)).toHaveLength(1);
     expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(DAY0 + DAY_MS + MINUTE_MS);
 
-    now = DAY0 + DAY_MS + MINUTE_MS;
+    time.now = DAY0 + DAY_MS + MINUTE_MS;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await usageRows(stub)).toHaveLength(0);
     expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBeNull();
@@ -184,17 +177,17 @@ describe("QuotaLimiter cleanup alarm", () => {
   it("re-schedules while the key is banned past the end of the day, then cleans up", async () => {
     const stub = limiter();
     const lateStart = DAY0 + DAY_MS - 5 * MINUTE_MS; // 23:55 UTC
-    now = lateStart;
+    time.now = lateStart;
     expect((await admitN(stub, policy(1, 100), 12)).at(-1)).toBe("key_banned");
     const bannedUntil = lateStart + BAN_MS; // 00:10 the next day
 
-    now = DAY0 + DAY_MS + MINUTE_MS;
+    time.now = DAY0 + DAY_MS + MINUTE_MS;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await usageRows(stub)).toHaveLength(1);
     expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(bannedUntil + MINUTE_MS);
     expect((await stub.usage()).bannedUntil).toBe(bannedUntil);
 
-    now = bannedUntil + MINUTE_MS;
+    time.now = bannedUntil + MINUTE_MS;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await usageRows(stub)).toHaveLength(0);
   });
@@ -208,7 +201,7 @@ describe("AuthShield.recordFailure", () => {
       expect(d.outcome).toBe("allowed");
       expect(d.windows[0]).toMatchObject({ limit: 30, remaining: 30 - i });
     }
-    now = T0 + 59_000;
+    time.now = T0 + 59_000;
     const blocked = await shield.recordFailure();
     expect(blocked.outcome).toBe("rate_limited");
     expect(blocked.retryAt).toBe(T0 + MINUTE_MS);
@@ -218,7 +211,7 @@ describe("AuthShield.recordFailure", () => {
 
     await evictDurableObject(shield);
     expect((await shield.recordFailure()).outcome).toBe("rate_limited");
-    now = T0 + MINUTE_MS;
+    time.now = T0 + MINUTE_MS;
     const again = await shield.recordFailure();
     expect(again.outcome).toBe("allowed");
     expect(again.windows[0]!.remaining).toBe(29);
@@ -228,7 +221,7 @@ describe("AuthShield.recordFailure", () => {
     const shield = env.AUTH_SHIELD.getByName("198.51.100.9");
     await shield.recordFailure();
     expect(await runInDurableObject(shield, (_i, ctx) => ctx.storage.getAlarm())).toBe(T0 + 2 * MINUTE_MS);
-    now = T0 + 2 * MINUTE_MS;
+    time.now = T0 + 2 * MINUTE_MS;
     expect(await runDurableObjectAlarm(shield)).toBe(true);
     expect(await runInDurableObject(shield, (_i, ctx) => ctx.storage.sql.exec("SELECT * FROM usage").toArray())).toHaveLength(0);
   });

@@ -1,22 +1,13 @@
 import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApp } from "../src/app";
 import { cachedKey, cacheKey } from "../src/auth/key-cache";
 import { sha256Hex } from "../src/auth/secrets";
-import { clock } from "../src/clock";
 import { getKey, type KeyRecord } from "../src/db/keys";
-import { ADMIN, auth, BASE, call, expectError, issueKey } from "./helpers";
+import { ADMIN, auth, BASE, call, expectError, issueKey, mockClock, T0 } from "./helpers";
 
-// 2030-06-10T10:20:00.000Z: minute-aligned, in the future (fake-time alarms never fire), before getPet's sunset.
-const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
-let now = T0;
-
-beforeEach(() => {
-  now = T0;
-  vi.spyOn(clock, "now").mockImplementation(() => now);
-});
-afterEach(() => vi.restoreAllMocks());
+const time = mockClock(T0);
 
 const list = (key: string) => call("/v1/pets", { headers: auth(key) });
 const patch = (id: string, body: unknown) => call(`/admin/v1/keys/${id}`, { method: "PATCH", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
@@ -24,8 +15,8 @@ const patch = (id: string, body: unknown) => call(`/admin/v1/keys/${id}`, { meth
 /** Puts a record back into this isolate's key cache, as another isolate that has not heard of a change would hold it. */
 async function holdStale(key: string, record: KeyRecord): Promise<void> {
   const hash = await sha256Hex(key);
-  expect(cachedKey(hash, now)).toBeUndefined(); // the admin change dropped it here...
-  cacheKey(hash, record, now); // ...but another isolate may still have it
+  expect(cachedKey(hash, time.now)).toBeUndefined(); // the admin change dropped it here...
+  cacheKey(hash, record, time.now); // ...but another isolate may still have it
 }
 
 async function recordOf(id: string): Promise<KeyRecord> {
@@ -40,7 +31,7 @@ describe("plan change", () => {
     const before = await list(key);
     expect(before.headers.get("X-RateLimit-Limit")).toBe("60");
     expect(before.headers.get("RateLimit-Policy")).toBe('"minute";q=60;w=60, "day";q=1000;w=86400');
-    expect(cachedKey(await sha256Hex(key), now)).toBeDefined(); // the Worker cached it in this isolate
+    expect(cachedKey(await sha256Hex(key), time.now)).toBeDefined(); // the Worker cached it in this isolate
     const stale = await recordOf(id);
 
     const res = await patch(id, { plan: "pro" });
@@ -96,7 +87,7 @@ describe("revocation", () => {
     const refused = await list(key);
     await expectError(refused, 401, "unauthorized");
     expect(refused.headers.get("WWW-Authenticate")).toContain('error="invalid_token"');
-    // And again, now from D1 since the limiter's answer dropped the cached record.
+    // And again, time.now from D1 since the limiter's answer dropped the cached record.
     await expectError(await list(key), 401, "unauthorized");
     // Revocation does not consume quota.
     const detail = (await (await call(`/admin/v1/keys/${id}`, { headers: ADMIN })).json()) as { usage: { day: { count: number } } };

@@ -1,16 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { clock, MINUTE_MS } from "../src/clock";
-import { auth, call, expectError, issueKey } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { MINUTE_MS } from "../src/clock";
+import { auth, call, expectError, issueKey, mockClock, T0 } from "./helpers";
 
-// 2030-06-10T10:20:00.000Z: minute-aligned, in the future (fake-time alarms never fire), before getPet's sunset.
-const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
-let now = T0;
-
-beforeEach(() => {
-  now = T0;
-  vi.spyOn(clock, "now").mockImplementation(() => now);
-});
-afterEach(() => vi.restoreAllMocks());
+const time = mockClock(T0);
 
 let ipSeq = 0;
 const freshIp = () => `203.0.113.${++ipSeq}`;
@@ -22,7 +14,7 @@ const listFrom = (ip: string, headers: Record<string, string> = {}) => call("/v1
 describe("per-client shield against key guessing", () => {
   it("answers 401 with the shield window's X-RateLimit-* headers, 30 times a minute, then 429", async () => {
     const ip = freshIp();
-    now = T0 + 15_000;
+    time.now = T0 + 15_000;
     for (let i = 1; i <= 30; i++) {
       const res = await listFrom(ip, i % 2 ? auth(WRONG_KEY) : {});
       await expectError(res, 401, "unauthorized");
@@ -34,7 +26,7 @@ describe("per-client shield against key guessing", () => {
       expect(res.headers.get("RateLimit")).toBe(`"minute";r=${30 - i};t=45`);
       expect(res.headers.get("Retry-After")).toBeNull();
     }
-    now = T0 + 20_200;
+    time.now = T0 + 20_200;
     const refused = await listFrom(ip, auth(WRONG_KEY));
     await expectError(refused, 429, "rate_limited");
     expect(refused.headers.get("Retry-After")).toBe("40");
@@ -83,17 +75,17 @@ describe("per-client shield against key guessing", () => {
   it("opens again when the minute ends", async () => {
     const ip = freshIp();
     for (let i = 0; i < 30; i++) await listFrom(ip, auth(WRONG_KEY));
-    now = T0 + MINUTE_MS - 1;
+    time.now = T0 + MINUTE_MS - 1;
     const last = await listFrom(ip, auth(WRONG_KEY));
     await expectError(last, 429, "rate_limited");
     expect(last.headers.get("Retry-After")).toBe("1");
 
-    now = T0 + MINUTE_MS;
+    time.now = T0 + MINUTE_MS;
     const res = await listFrom(ip, auth(WRONG_KEY));
     await expectError(res, 401, "unauthorized");
     expect(res.headers.get("X-RateLimit-Remaining")).toBe("29");
     expect(res.headers.get("X-RateLimit-Reset")).toBe(String((T0 + 2 * MINUTE_MS) / 1000));
-    // A key issued meanwhile is looked up again, now that the client is no longer refused.
+    // A key issued meanwhile is looked up again, time.now that the client is no longer refused.
     const { key } = await issueKey("pro");
     expect((await listFrom(ip, auth(key))).status).toBe(200);
   });
