@@ -3,7 +3,9 @@
 // a shared machine are noise; the ratios to the reference from the same run are the result.
 // Writes bench/results/latest.md and latest.svg. Informs, never gates: always exits 0 once it ran.
 //
-// Options: --rounds 3 --seconds 5 --connections 10 --warmup 1 --limiter-seconds 5
+// Rounds alternate in ABBA order (reference then API, then API then reference, …) so load that
+// drifts over time hits both alike.
+// Options: --rounds 4 --seconds 4 --connections 10 --warmup 1 --limiter-seconds 5
 //          --limiter-connections 50 --api-port 8801 --ref-port 8802
 import autocannon from "autocannon";
 import { execFileSync } from "node:child_process";
@@ -11,11 +13,11 @@ import { readdirSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
-import { cleanupNow, issueKey, makeTempDir, parseArgs, ROOT, runWrangler, seedPets, startApi, startReference } from "./lib/local-server.mjs";
+import { cleanupNow, issueKey, makeTempDir, parseArgs, ROOT, runWrangler, seedPets, snapshotProject, startApi, startReference } from "./lib/local-server.mjs";
 
 const opts = parseArgs(process.argv.slice(2), {
-  rounds: 3,
-  seconds: 5,
+  rounds: 4,
+  seconds: 4,
   connections: 10,
   warmup: 1,
   limiterSeconds: 5,
@@ -108,10 +110,10 @@ function serverTiming(samples) {
 
 // ------------------------------------------------------------------ bundle size
 
-async function bundleSize() {
+async function bundleSize(root) {
   const dir = makeTempDir("animal-store-bundle-");
   const outdir = path.join(dir, "dist");
-  const output = await runWrangler(["deploy", "--dry-run", "--minify", "--env=", "--outdir", outdir, "--metafile", path.join(dir, "meta.json"), "--config", path.join(ROOT, "wrangler.toml")]);
+  const output = await runWrangler(["deploy", "--dry-run", "--minify", "--env=", "--outdir", outdir, "--metafile", path.join(dir, "meta.json"), "--config", path.join(root, "wrangler.toml")], { cwd: root });
   const reported = output.match(/Total Upload: ([0-9.]+) KiB \/ gzip: ([0-9.]+) KiB/);
   let raw = 0;
   let gzip = 0;
@@ -128,7 +130,7 @@ async function bundleSize() {
     for (const out of Object.values(meta.outputs)) {
       for (const [input, { bytesInOutput }] of Object.entries(out.inputs ?? {})) {
         const m = input.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/);
-        const name = m ? m[1] : input.startsWith("src/") ? "src (this project)" : "other";
+        const name = input.includes("zod/v4/locales/") ? "zod locales" : m ? m[1] : input.startsWith("src/") ? "src (this project)" : "other";
         packages[name] = (packages[name] ?? 0) + bytesInOutput;
       }
     }
@@ -187,7 +189,7 @@ function versions() {
   return { node: process.version, wrangler: pkg("wrangler"), workerd: pkg("workerd"), autocannon: pkg("autocannon"), hono: pkg("hono"), commit };
 }
 
-function svgChart(rows) {
+function svgChart(rows, caption) {
   const W = 820;
   const H = 340;
   const panelW = 380;
@@ -212,13 +214,15 @@ function svgChart(rows) {
         parts.push(`<text x="${(x + barW / 2 - 1).toFixed(1)}" y="${(y - 4).toFixed(1)}" text-anchor="middle" font-size="9">${esc(fmt(v, key === "rps" ? 0 : 1))}</text>`);
       });
       parts.push(`<text x="${(gx + barW).toFixed(1)}" y="${top + chartH + 16}" text-anchor="middle" font-size="10">${esc(r.short)}</text>`);
+      parts.push(`<text x="${(gx + barW).toFixed(1)}" y="${top + chartH + 29}" text-anchor="middle" font-size="9" fill="#555">${esc(fmt(r.api[key] / r.ref[key], 2))}×</text>`);
     });
-    parts.push(`<text x="${x0 + 30}" y="${top + chartH + 34}" font-size="10" fill="#555">${esc(unit)}</text>`);
+    parts.push(`<text x="${x0 + 30}" y="${top + chartH + 44}" font-size="10" fill="#555">${esc(unit)}; API ÷ reference under each operation</text>`);
   };
   panel(20, "Throughput (requests/s, higher is better)", "rps", "requests per second");
   panel(420, "p99 latency (ms, lower is better)", "p99", "milliseconds");
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">
 <rect width="${W}" height="${H}" fill="#fff"/>
+<text x="${W / 2}" y="16" text-anchor="middle" font-size="10" fill="#555">${esc(caption)}</text>
 ${parts.join("\n")}
 <rect x="260" y="${H - 30}" width="12" height="12" fill="${colors.ref}"/><text x="278" y="${H - 20}" font-size="12">reference Worker</text>
 <rect x="420" y="${H - 30}" width="12" height="12" fill="${colors.api}"/><text x="438" y="${H - 20}" font-size="12">Animal Store API</text>
@@ -226,15 +230,16 @@ ${parts.join("\n")}
 `;
 }
 
-function markdown({ rows, bundle, limiter, v, when, totalSeconds }) {
+function markdown({ rows, bundle, limiter, v, when, totalSeconds, load }) {
   const list = rows[0];
   const cpu = os.cpus();
   const lines = [];
   lines.push("# Benchmark: latest run", "");
   lines.push(`- Date: ${when.toISOString()}`);
   lines.push(`- Machine: ${cpu.length} × ${cpu[0]?.model ?? "?"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()} (${os.arch()})`);
+  lines.push(`- Load average (1 min) at start / end: ${fmt(load[0], 2)} / ${fmt(load[1], 2)} (other work on the machine skews absolute numbers; compare ratios)`);
   lines.push(`- Versions: Node ${v.node}, wrangler ${v.wrangler}, workerd ${v.workerd}, hono ${v.hono}, autocannon ${v.autocannon}; commit ${v.commit}`);
-  lines.push(`- Method: both Workers under \`wrangler dev\` on 127.0.0.1, ${opts.warmup} s warm-up per operation, then ${opts.rounds} alternating rounds (reference, API) of ${opts.seconds} s per operation, ${opts.connections} connections, autocannon in the same process; latencies merged over all rounds. Whole run: ${totalSeconds.toFixed(0)} s.`);
+  lines.push(`- Method: both Workers under \`wrangler dev\` on 127.0.0.1 (the API from a snapshot of the working tree taken at the start), ${opts.warmup} s warm-up per operation, then ${opts.rounds} alternating rounds (reference/API, then API/reference, …) of ${opts.seconds} s per operation, ${opts.connections} connections, autocannon in the same process; latencies merged over all rounds. Whole run: ${totalSeconds.toFixed(0)} s.`);
   lines.push("", "| Operation | Reference req/s | API req/s | Throughput ratio | Reference p50 / p99 (ms) | API p50 / p99 (ms) | p99 ratio | API statuses |");
   lines.push("|---|---:|---:|---:|---:|---:|---:|---|");
   for (const r of rows) {
@@ -245,12 +250,17 @@ function markdown({ rows, bundle, limiter, v, when, totalSeconds }) {
   lines.push("## Targets (authenticated list, `GET /v1/pets?limit=20`)", "");
   lines.push(`- Throughput ≥ ${TARGETS.throughput}× reference: ${fmt(list.api.rps / list.ref.rps, 2)}× — **${pass(list.api.rps / list.ref.rps >= TARGETS.throughput)}**`);
   lines.push(`- p99 ≤ ${TARGETS.p99}× reference: ${fmt(list.api.p99 / list.ref.p99, 2)}× — **${pass(list.api.p99 / list.ref.p99 <= TARGETS.p99)}**`);
-  lines.push(`- Throughput ratio per round: ${list.api.rounds.map((a, i) => fmt(a / list.ref.rounds[i], 2)).join(", ")}`);
+  const perRound = list.api.rounds.map((a, i) => a / list.ref.rounds[i]);
+  const median = [...perRound].sort((a, b) => a - b)[Math.floor((perRound.length - 1) / 2)];
+  lines.push(`- Throughput ratio per round: ${perRound.map((r) => fmt(r, 2)).join(", ")} (median ${fmt(median, 2)}); a wide spread means the machine was busy with other work`);
   lines.push("", "## Where the API's time goes (Server-Timing, ms, every 4th response under load)", "");
   const metrics = [...new Set(rows.flatMap((r) => Object.keys(r.timing)))];
   lines.push(`| Operation | ${metrics.map((m) => `${m} p50 / p99`).join(" | ")} |`);
   lines.push(`|---|${metrics.map(() => "---:").join("|")}|`);
   for (const r of rows) lines.push(`| ${r.label} | ${metrics.map((m) => (r.timing[m] ? `${fmt(r.timing[m].p50, 1)} / ${fmt(r.timing[m].p99, 1)}` : "–")).join(" | ")} |`);
+  lines.push("", "One request at a time (25 per operation, after the rounds; p50, ms):", "");
+  lines.push(`| Operation | Reference client p50 | API client p50 | API ${metrics.map((m) => `${m}`).join(" / ")} (Server-Timing p50) |`, "|---|---:|---:|---:|");
+  for (const r of rows) lines.push(`| ${r.label} | ${fmt(r.sequential.ref.p50)} | ${fmt(r.sequential.api.p50)} | ${metrics.map((m) => fmt(r.sequential.api.timing[m]?.p50, 0)).join(" / ")} |`);
   lines.push("", "`total` is the time inside the Worker; the client-side p50 minus it is the wrangler dev proxy, the loopback and the load generator, which the reference pays too.");
   lines.push("", "## Bundle size (`wrangler deploy --dry-run --minify`)", "");
   lines.push(`- Minified: ${fmt(bundle.rawKiB, 1)} KiB; gzipped: ${fmt(bundle.gzipKiB, 1)} KiB (wrangler reports ${bundle.wranglerKiB ?? "n/a"} KiB); budget ${BUDGET_KIB} KiB — **${pass(bundle.gzipKiB <= BUDGET_KIB)}**`);
@@ -267,13 +277,34 @@ function markdown({ rows, bundle, limiter, v, when, totalSeconds }) {
 
 // ------------------------------------------------------------------ main
 
+const loadAtStart = os.loadavg()[0];
+const servers = [];
+
+/** Client latency and Server-Timing with one request in flight: the cost of a request without queueing. */
+async function oneAtATime(url, op, headers, n = 25) {
+  const latencies = [];
+  const timings = [];
+  for (let i = 0; i < n; i++) {
+    const r = op.requests[i % op.requests.length];
+    const t0 = performance.now();
+    const res = await fetch(url + r.path, { method: r.method, headers: r.headers ?? headers, body: r.body });
+    await res.arrayBuffer();
+    latencies.push(performance.now() - t0);
+    timings.push(res.headers.get("Server-Timing"));
+  }
+  const sorted = Float64Array.from(latencies).sort();
+  return { p50: percentile(sorted, 0.5), timing: serverTiming(timings) };
+}
+
 async function main() {
   log(`starting the API (port ${opts.apiPort}) and the reference Worker (port ${opts.refPort}); bundling for the size check`);
+  const root = snapshotProject();
   const [api, ref, bundle] = await Promise.all([
-    startApi({ port: opts.apiPort, inspectorPort: opts.apiPort + 2 }),
+    startApi({ port: opts.apiPort, inspectorPort: opts.apiPort + 2, root }),
     startReference({ port: opts.refPort, inspectorPort: opts.refPort + 2 }),
-    bundleSize(),
+    bundleSize(root),
   ]);
+  servers.push(api, ref);
   log(`both answer; bundle ${fmt(bundle.gzipKiB)} KiB gzipped`);
 
   const benchKey = await issueKey(api, { name: "bench", plan: "enterprise", limits: { perMinute: 1_000_000_000_000, perDay: 1_000_000_000_000 } });
@@ -289,7 +320,8 @@ async function main() {
     { label: "`GET /v1/pets/{id}`", short: "get", requests: ids.map((id) => ({ method: "GET", path: `/v1/pets/${id}` })) },
   ];
   const targets = { ref, api };
-  const run = (who, op, seconds) => cannon({ url: targets[who].url, requests: op.requests, connections: opts.connections, seconds, headers, sample: who === "api" });
+  // Both sides sample headers the same way, so the load generator does the same work for each.
+  const run = (who, op, seconds) => cannon({ url: targets[who].url, requests: op.requests, connections: opts.connections, seconds, headers, sample: true });
 
   if (opts.warmup > 0) {
     for (const op of ops) for (const who of ["ref", "api"]) await run(who, op, opts.warmup);
@@ -298,23 +330,31 @@ async function main() {
   const stats = ops.map(() => ({ ref: emptyStats(), api: emptyStats() }));
   for (let round = 1; round <= opts.rounds; round++) {
     for (const [i, op] of ops.entries()) {
-      for (const who of ["ref", "api"]) merge(stats[i][who], await run(who, op, opts.seconds));
+      for (const who of round % 2 ? ["ref", "api"] : ["api", "ref"]) {
+        const result = await run(who, op, opts.seconds);
+        if (result.latencies.length === 0) throw new Error(`the ${who === "api" ? "API" : "reference"} answered nothing in a ${opts.seconds} s round of ${op.short} (${result.errors} errors, ${result.timeouts} timeouts)`);
+        merge(stats[i][who], result);
+      }
       const last = (w) => stats[i][w].rounds.at(-1);
       log(`round ${round}/${opts.rounds} ${op.short.padEnd(6)} reference ${fmt(last("ref"), 0)} req/s, API ${fmt(last("api"), 0)} req/s`);
     }
   }
 
+  log("one request at a time (no queueing), 25 per operation");
+  const sequential = [];
+  for (const op of ops) sequential.push({ ref: await oneAtATime(ref.url, op, headers), api: await oneAtATime(api.url, op, headers) });
+
   log("limiter microbenchmark");
   const limiter = await limiterBench(api);
 
-  const rows = ops.map((op, i) => ({ label: op.label, short: op.short, ref: summarize(stats[i].ref), api: summarize(stats[i].api), timing: serverTiming(stats[i].api.timings) }));
+  const rows = ops.map((op, i) => ({ label: op.label, short: op.short, ref: summarize(stats[i].ref), api: summarize(stats[i].api), timing: serverTiming(stats[i].api.timings), sequential: sequential[i] }));
   const when = new Date();
   const totalSeconds = (Date.now() - started) / 1000;
-  const md = markdown({ rows, bundle, limiter, v: versions(), when, totalSeconds });
+  const md = markdown({ rows, bundle, limiter, v: versions(), when, totalSeconds, load: [loadAtStart, os.loadavg()[0]] });
   const outDir = path.join(ROOT, "bench/results");
   mkdirSync(outDir, { recursive: true });
   writeFileSync(path.join(outDir, "latest.md"), md);
-  writeFileSync(path.join(outDir, "latest.svg"), svgChart(rows));
+  writeFileSync(path.join(outDir, "latest.svg"), svgChart(rows, `npm run bench, ${when.toISOString().slice(0, 16).replace("T", " ")} UTC, ${os.cpus().length} cores, ${opts.connections} connections, wrangler dev on loopback`));
 
   console.log("\n" + md);
   console.log(`Wrote bench/results/latest.md and bench/results/latest.svg (${totalSeconds.toFixed(0)} s).`);
@@ -328,6 +368,7 @@ main()
   })
   .catch((err) => {
     console.error(`bench failed: ${err.stack ?? err}`);
+    for (const s of servers) console.error(`\n--- last lines of ${s.url} (${s.logFile}) ---\n${s.tail()}`);
     cleanupNow();
     process.exit(1);
   });

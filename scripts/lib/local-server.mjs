@@ -1,10 +1,12 @@
 // Starts Workers locally for `npm run bench` and `npm run soak`, the way `npm run dev` does
 // (local D1 migrations, then `wrangler dev`), but with a temporary persistence directory and a
 // temporary ADMIN_TOKEN, so a run never touches the developer's .wrangler state or .dev.vars.
-// Every child runs in its own process group and is killed on exit, Ctrl-C or a crash.
+// The API runs from a snapshot of the working tree taken at the start, so edits made while a run
+// is going on cannot reload the server mid-measurement (wrangler dev has no switch to stop
+// watching). Every child runs in its own process group and is killed on exit, Ctrl-C or a crash.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createWriteStream, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -65,6 +67,19 @@ export function makeTempDir(prefix) {
   return dir;
 }
 
+/**
+ * Copies what the Worker is built from (src, migrations, configuration) into a temporary
+ * directory, with node_modules linked, and returns that directory.
+ */
+export function snapshotProject() {
+  const dir = makeTempDir("animal-store-app-");
+  for (const entry of ["src", "migrations", "wrangler.toml", "package.json", "tsconfig.json", "worker-configuration.d.ts"]) {
+    if (existsSync(path.join(ROOT, entry))) cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
+  }
+  symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
+  return dir;
+}
+
 /** Runs wrangler to completion; resolves with its output, rejects on a non-zero exit. */
 export function runWrangler(args, { cwd = ROOT, timeoutMs = 120_000 } = {}) {
   installCleanup();
@@ -117,6 +132,11 @@ async function startWranglerDev({ name, config, port, inspectorPort, dir, extraA
   return {
     url,
     logFile,
+    /** The last lines of the server's output other than per-request logs, for diagnosing a failure. */
+    tail(lines = 30) {
+      const text = existsSync(logFile) ? readFileSync(logFile, "utf8") : "";
+      return text.split("\n").filter((l) => l && !l.startsWith('{"requestId"') && !/^\[wrangler:info\] [A-Z]+ \//.test(l)).slice(-lines).join("\n");
+    },
     async stop() {
       if (child.exitCode !== null) return children.delete(child);
       const exited = new Promise((r) => child.once("exit", r));
@@ -134,17 +154,17 @@ async function startWranglerDev({ name, config, port, inspectorPort, dir, extraA
  * The API as `npm run dev` runs it: local D1 migrations into a temporary persistence dir, then
  * `wrangler dev` with a random ADMIN_TOKEN from a temporary env file.
  */
-export async function startApi({ port, inspectorPort, vars = {} }) {
+export async function startApi({ port, inspectorPort, vars = {}, root = snapshotProject() }) {
   const dir = makeTempDir("animal-store-api-");
   const adminToken = `bench-admin-${randomBytes(18).toString("hex")}`;
   const envFile = path.join(dir, "dev.env");
   writeFileSync(envFile, `ADMIN_TOKEN=${adminToken}\n`, { mode: 0o600 });
-  const config = path.join(ROOT, "wrangler.toml");
+  const config = path.join(root, "wrangler.toml");
   const persist = path.join(dir, "api-state");
-  await runWrangler(["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist]);
+  await runWrangler(["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist], { cwd: root });
   const varArgs = Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
-  const server = await startWranglerDev({ name: "api", config, port, inspectorPort, dir, extraArgs: ["--env-file", envFile, ...varArgs], probePath: "/v1/openapi.json" });
-  return { ...server, adminToken, dir };
+  const server = await startWranglerDev({ name: "api", config, port, inspectorPort, dir, extraArgs: ["--env-file", envFile, ...varArgs], probePath: "/v1/openapi.json", cwd: root });
+  return { ...server, adminToken, dir, root };
 }
 
 /** The do-nothing reference Worker in bench/reference, also under `wrangler dev`. */
