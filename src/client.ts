@@ -17,6 +17,8 @@ export interface RetryOptions {
   maxRetries?: number;
   /** First backoff step (default 500 ms); doubles each retry, with jitter. */
   baseDelayMs?: number;
+  /** Longest wait for one retry (default 60 s); a longer Retry-After (a ban) is returned to the caller. */
+  maxDelayMs?: number;
   /** Injected in tests; defaults to setTimeout. */
   sleep?: (ms: number) => Promise<void>;
   fetch?: typeof fetch;
@@ -29,16 +31,29 @@ export interface ClientOptions extends RetryOptions {
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** fetch that retries 429 and 503 answers: waits max(Retry-After, exponential backoff). */
-export function retryingFetch({ maxRetries = 5, baseDelayMs = 500, sleep = defaultSleep, fetch: inner = fetch }: RetryOptions = {}): typeof fetch {
+/**
+ * A 429 was not processed, so it is always safe to retry. A 503 may come after a write took
+ * effect, so it is retried only where repeating is harmless: reads, and creates that carry an
+ * Idempotency-Key.
+ */
+function retryable(res: Response, init: RequestInit | undefined): boolean {
+  if (res.status === 429) return true;
+  if (res.status !== 503) return false;
+  const method = (init?.method ?? "GET").toUpperCase();
+  return method === "GET" || method === "HEAD" || new Headers(init?.headers).has("Idempotency-Key");
+}
+
+/** fetch that retries 429 (and safe 503) answers: waits max(Retry-After, exponential backoff). */
+export function retryingFetch({ maxRetries = 5, baseDelayMs = 500, maxDelayMs = 60_000, sleep = defaultSleep, fetch: inner = fetch }: RetryOptions = {}): typeof fetch {
   return async (input, init) => {
     for (let attempt = 0; ; attempt++) {
       const res = await inner(input, init);
-      if ((res.status !== 429 && res.status !== 503) || attempt >= maxRetries) return res;
-      const retryAfterMs = Number(res.headers.get("Retry-After") ?? 0) * 1000;
+      if (!retryable(res, init) || attempt >= maxRetries) return res;
+      const retryAfterMs = (Number(res.headers.get("Retry-After")) || 0) * 1000;
+      if (retryAfterMs > maxDelayMs) return res;
       const backoffMs = baseDelayMs * 2 ** attempt * (0.5 + Math.random() / 2);
       await res.body?.cancel();
-      await sleep(Math.max(retryAfterMs, backoffMs));
+      await sleep(Math.min(maxDelayMs, Math.max(retryAfterMs, backoffMs)));
     }
   };
 }

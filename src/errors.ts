@@ -55,8 +55,9 @@ export const onError: ErrorHandler = (err, c) => {
     return errorResponse(c, new ApiError("service_unavailable", "The database is temporarily unavailable; retry shortly.", { "Retry-After": "1" }));
   }
   if (err instanceof HTTPException && err.status < 500) {
-    // Hono's own body parsing (malformed JSON, bad Content-Type) throws these.
-    return errorResponse(c, new ApiError("invalid_request", err.message || "The request is invalid."));
+    // Thrown by Hono itself (e.g. malformed JSON in a body): keep its status, in our shape.
+    const code = ERROR_CODES.find((k) => ERROR_STATUS[k] === err.status) ?? "invalid_request";
+    return errorResponse(c, new ApiError(code, err.message || "The request is invalid."));
   }
   console.error(JSON.stringify({ level: "error", msg: "unhandled exception", requestId: c.get("requestId"), error: err instanceof Error ? `${err.name}: ${err.message}\n${err.stack}` : String(err) }));
   return errorResponse(c, new ApiError("internal_error", "An unexpected error occurred."));

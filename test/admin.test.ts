@@ -1,5 +1,7 @@
+import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { createApp } from "../src/app";
 import { ADMIN, auth, call, expectError, issueKey, postJson } from "./helpers";
 
 const UNKNOWN_ID = "key_AAAAAAAAAAAAAAAAAAAA";
@@ -185,5 +187,26 @@ describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
       await expectError(await call(`/admin/v1/keys/${bad}`, { method: "DELETE", headers: ADMIN }), 400, "invalid_request");
       await expectError(await patch(bad, { name: "x" }), 400, "invalid_request");
     }
+  });
+});
+
+describe("usage and unban", () => {
+  it("a key that has not been used yet shows its plan's limits and windows that reset in the future", async () => {
+    const k = await issueKey("business");
+    const detail = (await (await call(`/admin/v1/keys/${k.id}`, { headers: ADMIN })).json()) as {
+      usage: { minute: { count: number; limit: number; resetAt: string }; day: { count: number; limit: number; resetAt: string } };
+    };
+    expect(detail.usage.minute).toMatchObject({ count: 0, limit: 1_000 });
+    expect(detail.usage.day).toMatchObject({ count: 0, limit: 100_000 });
+    expect(Date.parse(detail.usage.minute.resetAt)).toBeGreaterThan(Date.now());
+    expect(Date.parse(detail.usage.day.resetAt)).toBeGreaterThan(Date.now());
+  });
+
+  it("unban answers 503 with Retry-After when the key's quota object cannot be reached", async () => {
+    const k = await issueKey("free");
+    const broken = { getByName: () => ({ unban: () => Promise.reject(new Error("down")), usage: () => Promise.reject(new Error("down")) }) };
+    const res = await createApp().fetch(new Request(`https://api.example.com/admin/v1/keys/${k.id}/unban`, { method: "POST", headers: ADMIN }), { ...env, QUOTA: broken }, createExecutionContext());
+    await expectError(res, 503, "service_unavailable");
+    expect(res.headers.get("Retry-After")).toBe("1");
   });
 });

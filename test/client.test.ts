@@ -58,3 +58,41 @@ describe("typed client", () => {
     });
   });
 });
+
+describe("retry policy", () => {
+  const answering = (status: number, retryAfter?: string): typeof fetch => async () =>
+    new Response("{}", { status, headers: retryAfter === undefined ? {} : { "Retry-After": retryAfter } });
+  const counted = (inner: typeof fetch) => {
+    const calls: string[] = [];
+    const f: typeof fetch = (input, init) => (calls.push(init?.method ?? "GET"), inner(input, init));
+    return { calls, f };
+  };
+  const noSleep = async () => undefined;
+
+  it("retries a 503 for a read, but not for a create without Idempotency-Key", async () => {
+    const get = counted(answering(503, "1"));
+    await retryingFetch({ fetch: get.f, maxRetries: 2, sleep: noSleep })("https://x.example/v1/pets");
+    expect(get.calls).toHaveLength(3);
+    const post = counted(answering(503, "1"));
+    await retryingFetch({ fetch: post.f, maxRetries: 2, sleep: noSleep })("https://x.example/v1/pets", { method: "POST", body: "{}" });
+    expect(post.calls).toHaveLength(1);
+    const idempotent = counted(answering(503, "1"));
+    await retryingFetch({ fetch: idempotent.f, maxRetries: 2, sleep: noSleep })("https://x.example/v1/pets", { method: "POST", body: "{}", headers: { "Idempotency-Key": "k1" } });
+    expect(idempotent.calls).toHaveLength(3);
+  });
+
+  it("returns a 429 whose Retry-After is longer than maxDelayMs (a ban) instead of blocking", async () => {
+    const banned = counted(answering(429, "900"));
+    const res = await retryingFetch({ fetch: banned.f, maxDelayMs: 60_000, sleep: noSleep })("https://x.example/v1/pets");
+    expect(res.status).toBe(429);
+    expect(banned.calls).toHaveLength(1);
+  });
+
+  it("treats a non-numeric Retry-After as absent and backs off", async () => {
+    const waits: number[] = [];
+    await retryingFetch({ fetch: answering(429, "soon"), maxRetries: 1, baseDelayMs: 100, sleep: async (ms) => void waits.push(ms) })("https://x.example/v1/pets");
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeGreaterThanOrEqual(50);
+    expect(waits[0]).toBeLessThanOrEqual(100);
+  });
+});

@@ -77,6 +77,27 @@ describe("contract documentation", () => {
     return Object.fromEntries(Object.values(d.paths).flatMap((p) => Object.values(p)).map((op) => [op.operationId, op]));
   }
 
+  it("documents conditional requests, the D1 bookmark and the headers every response carries", async () => {
+    const ops = operations(await doc());
+    for (const id of ["listPets", "createPet", "getPet"]) {
+      const op = ops[id]!;
+      expect(op.parameters?.map((p) => p.name)).toContain("x-d1-bookmark");
+      const headers = (r: string) => Object.keys(((op.responses[r] ?? {}) as { headers?: object }).headers ?? {});
+      for (const status of Object.keys(op.responses)) expect(headers(status), `${id} ${status}`).toEqual(expect.arrayContaining(["X-Request-Id", "Server-Timing"]));
+      if (id === "createPet") {
+        expect(headers("201")).toEqual(expect.arrayContaining(["Location", "Idempotent-Replayed", "X-RateLimit-Remaining"]));
+        expect(op.responses["304"]).toBeUndefined();
+      } else {
+        expect(op.parameters?.map((p) => p.name)).toContain("If-None-Match");
+        expect(headers("200")).toContain("ETag");
+        expect(headers("304")).toEqual(expect.arrayContaining(["ETag", "X-RateLimit-Remaining"]));
+      }
+    }
+    for (const status of ["200", "404", "410", "429"]) {
+      expect(Object.keys((ops.getPet!.responses[status] as { headers: object }).headers)).toEqual(expect.arrayContaining(["Deprecation", "Sunset", "Link"]));
+    }
+  });
+
   it("is public OpenAPI 3.1 with the three operations; getPet is deprecated", async () => {
     const d = await doc();
     expect(d.openapi).toMatch(/^3\.1\./);

@@ -9,22 +9,22 @@ export const EXPOSED_HEADERS = [
   "Link", "Location", "Deprecation", "Sunset", "ETag", "Idempotent-Replayed", "X-Request-Id", "Server-Timing", BOOKMARK_HEADER,
 ];
 
-const byConfig = new Map<string, MiddlewareHandler<AppEnv>>();
+const byConfig = new Map<string, MiddlewareHandler<AppEnv> | null>();
 
 function corsFor(config: string): MiddlewareHandler<AppEnv> | null {
-  let handler = byConfig.get(config);
+  const cached = byConfig.get(config);
+  if (cached !== undefined) return cached;
   const origins = config.split(",").map((o) => o.trim()).filter(Boolean);
-  if (origins.length === 0) return null;
-  if (!handler) {
-    handler = cors({
-      origin: origins,
-      allowMethods: ["GET", "POST", "OPTIONS"],
-      allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "If-None-Match", "X-Request-Id", BOOKMARK_HEADER],
-      exposeHeaders: EXPOSED_HEADERS,
-      maxAge: 600,
-    });
-    byConfig.set(config, handler);
-  }
+  const handler = origins.length
+    ? cors({
+        origin: origins,
+        allowMethods: ["GET", "POST", "OPTIONS"],
+        allowHeaders: ["Authorization", "Content-Type", "Idempotency-Key", "If-None-Match", "X-Request-Id", BOOKMARK_HEADER],
+        exposeHeaders: EXPOSED_HEADERS,
+        maxAge: 600,
+      })
+    : null;
+  byConfig.set(config, handler);
   return handler;
 }
 

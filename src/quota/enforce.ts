@@ -1,9 +1,10 @@
 import type { MiddlewareHandler } from "hono";
 import { endTime, startTime } from "hono/timing";
 import type { AppEnv } from "../app-env";
-import { authFailure } from "../auth/authenticate";
+import { apiAuthFailure, problemWith } from "../auth/authenticate";
 import { forgetKey } from "../auth/key-cache";
-import type { KeyRecord } from "../db/keys";
+import { clock } from "../clock";
+import { getKey, type KeyRecord } from "../db/keys";
 import { ApiError } from "../errors";
 import { rateLimitHeaders } from "./headers";
 import type { Decision, Policy } from "./windows";
@@ -21,7 +22,8 @@ const REFUSALS = {
 /**
  * One RPC to the key's quota object decides and counts the request. If the object cannot be
  * reached the request is let through (fail open) with a logged warning and no X-RateLimit-*
- * headers: an outage of the limiter must not become an outage of the API.
+ * headers: an outage of the limiter must not become an outage of the API. The key is then
+ * re-read from D1 first, since the object is what makes a cached key's revocation immediate.
  */
 export const enforceQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
   const key = c.get("apiKey");
@@ -34,11 +36,18 @@ export const enforceQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
   }
   endTime(c, "quota");
   c.set("quota", decision?.outcome ?? "unavailable");
-  if (!decision) return next();
+  if (!decision) {
+    const problem = problemWith(await getKey(c.env.DB, key.id), clock.now());
+    if (problem) {
+      forgetKey(key.id);
+      throw await apiAuthFailure(c, problem, true);
+    }
+    return next();
+  }
 
   if (decision.outcome === "revoked") {
     forgetKey(key.id);
-    throw await authFailure(c, "The API key has been revoked.", true);
+    throw await apiAuthFailure(c, "The API key has been revoked.", true);
   }
   const headers = rateLimitHeaders(decision);
   if (decision.outcome !== "allowed") throw new ApiError(decision.outcome, REFUSALS[decision.outcome], headers);

@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { clock, DAY_MS, MINUTE_MS } from "../clock";
 import { IDEMPOTENCY_TTL_MS, IdempotencyStore, type Claim, type StoredResponse } from "./idempotency-store";
 import { UsageStore } from "./usage-store";
-import { decide, windowsOf, type Decision, type Policy, type UsageState } from "./windows";
+import { decide, rollWindows, windowsOf, type Decision, type Policy, type UsageState } from "./windows";
 
 export interface KeyUsage {
   policy: Policy | null;
@@ -12,8 +12,8 @@ export interface KeyUsage {
 }
 
 /**
- * One per API key (named by the key's id). Every API request makes exactly one call here,
- * `admit`, which both enforces and counts. The object also keeps the key's current policy
+ * One per API key (named by the key's id). Every API request makes one call here, `admit`,
+ * which both enforces and counts (an idempotent create adds two: claim and complete). The object also keeps the key's current policy
  * (limits and revocation), pushed by the admin API, so plan changes and revocations take
  * effect on the next request even while Workers still hold a cached key record.
  */
@@ -50,7 +50,11 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#store.save(state);
     }
     // Once a day per active key: an alarm after the day ends deletes the stale row.
-    if (state.dayStart !== previousDay) void this.#alarmNoLaterThan(state.dayStart + DAY_MS + MINUTE_MS);
+    if (state.dayStart !== previousDay) {
+      this.#alarmNoLaterThan(state.dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
+        console.error(JSON.stringify({ level: "error", msg: "could not schedule usage cleanup", error: String(err) })),
+      );
+    }
     return decision;
   }
 
@@ -59,16 +63,16 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#adopt(policy);
   }
 
-  usage(): KeyUsage {
+  /** Current counts and ban. `offered` (the key as D1 has it) supplies limits the object has not seen yet. */
+  usage(offered?: Policy): KeyUsage {
     const now = clock.now();
-    const u = this.#usage;
-    const limits = this.#policy;
-    const [minute, day] = windowsOf(u, limits ?? { perMinute: 0, perDay: 0 });
-    const current = (start: number, span: number) => now - (now % span) === start;
+    const u = rollWindows(this.#usage, now);
+    const policy = this.#policy && (!offered || this.#policy.version >= offered.version) ? this.#policy : (offered ?? null);
+    const [minute, day] = windowsOf(u, policy ?? { perMinute: 0, perDay: 0 });
     return {
-      policy: this.#policy,
-      minute: { count: current(u.minuteStart, MINUTE_MS) ? u.minuteCount : 0, limit: limits?.perMinute ?? null, resetAt: minute!.resetAt },
-      day: { count: current(u.dayStart, DAY_MS) ? u.dayCount : 0, limit: limits?.perDay ?? null, resetAt: day!.resetAt },
+      policy,
+      minute: { count: u.minuteCount, limit: policy?.perMinute ?? null, resetAt: minute!.resetAt },
+      day: { count: u.dayCount, limit: policy?.perDay ?? null, resetAt: day!.resetAt },
       bannedUntil: u.bannedUntil > now ? u.bannedUntil : null,
     };
   }

@@ -8,12 +8,11 @@ import { ApiError } from "../errors";
 import { jsonBody } from "../middleware/json-body";
 import { policyOf } from "../quota/enforce";
 import type { Limits, Plan } from "../quota/plans";
-import { errorResponses } from "../schemas/common";
+import { errorResponses, json } from "../schemas/common";
 import { CreatedKeySchema, CreateKeySchema, KeyDetailSchema, KeyIdParamSchema, KeyPageSchema, KeySchema, ListKeysQuerySchema, UpdateKeySchema } from "../schemas/keys";
 import { validationHook } from "../validation";
 import { decodeKeyCursor, encodeKeyCursor, keyView, usageView } from "./key-views";
 
-const json = <T>(schema: T) => ({ "application/json": { schema } });
 const security = [{ adminToken: [] }];
 const byId = { params: KeyIdParamSchema };
 
@@ -83,7 +82,7 @@ export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
     async (c) => {
       const { id } = c.req.valid("param");
       const record = await found(await getKey(c.env.DB, id), id);
-      const usage = await c.env.QUOTA.getByName(id).usage().catch(() => null);
+      const usage = await c.env.QUOTA.getByName(id).usage(policyOf(record)).catch(() => null);
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
   )
@@ -116,8 +115,14 @@ export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
       const { id } = c.req.valid("param");
       const record = await found(await getKey(c.env.DB, id), id);
       const limiter = c.env.QUOTA.getByName(id);
-      await limiter.unban();
-      return c.json({ ...keyView(record, clock.now()), usage: usageView(await limiter.usage()) }, 200);
+      const usage = await limiter
+        .unban()
+        .then(() => limiter.usage(policyOf(record)))
+        .catch((err: unknown) => {
+          console.error(JSON.stringify({ level: "error", msg: "could not unban", keyId: id, error: String(err) }));
+          throw new ApiError("service_unavailable", "The key's quota object could not be reached; repeat the request.", { "Retry-After": "1" });
+        });
+      return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
   );
 

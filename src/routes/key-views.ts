@@ -1,4 +1,5 @@
 import type { z } from "@hono/zod-openapi";
+import { fromBase64Url, toBase64Url } from "../base64url";
 import type { KeyRecord } from "../db/keys";
 import { ApiError } from "../errors";
 import type { KeyUsage } from "../quota/limiter";
@@ -33,12 +34,12 @@ export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["
 
 /** Page cursors of the key list: opaque base64url of the last (createdAt, id). */
 export function encodeKeyCursor(k: KeyRecord): string {
-  return btoa(JSON.stringify([k.createdAt, k.id])).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  return toBase64Url(new TextEncoder().encode(JSON.stringify([k.createdAt, k.id])));
 }
 
 export function decodeKeyCursor(cursor: string): { createdAt: number; id: string } {
   try {
-    const [createdAt, id] = JSON.parse(atob(cursor.replace(/-/g, "+").replace(/_/g, "/"))) as unknown[];
+    const [createdAt, id] = JSON.parse(new TextDecoder().decode(fromBase64Url(cursor))) as unknown[];
     if (typeof createdAt === "number" && typeof id === "string") return { createdAt, id };
   } catch {
     // fall through to the 400 below

@@ -6,7 +6,7 @@ import { createPet, createPetOnce, getPet, listPets } from "../db/pets";
 import { ApiError } from "../errors";
 import { jsonBody } from "../middleware/json-body";
 import { decodeCursor, encodeCursor, nextLink } from "../pagination";
-import { errorResponses } from "../schemas/common";
+import { errorResponses, json } from "../schemas/common";
 import { DEPRECATION_HEADERS, RATE_LIMIT_HEADERS } from "../schemas/headers";
 import { idempotent } from "../idempotency";
 import { CreatePetHeadersSchema, ListPetsQuerySchema, NewPetSchema, PetIdParamSchema, PetSchema, PetsSchema, type Pet } from "../schemas/pets";
@@ -14,7 +14,6 @@ import { validationHook } from "../validation";
 
 const security = [{ bearerAuth: [] }];
 const created = (pet: Pet, isNew: boolean) => ({ body: pet, location: `/v1/pets/${pet.id}`, replayed: !isNew });
-const json = <T>(schema: T) => ({ "application/json": { schema } });
 
 const listPetsRoute = createRoute({
   method: "get",
@@ -44,7 +43,15 @@ const createPetRoute = createRoute({
   middleware: jsonBody,
   request: { headers: CreatePetHeadersSchema, body: { required: true, content: json(NewPetSchema) } },
   responses: {
-    201: { description: "The created animal", headers: { ...RATE_LIMIT_HEADERS, Location: { description: "/v1/pets/{id}", schema: { type: "string" as const } } }, content: json(PetSchema) },
+    201: {
+      description: "The created animal (or, for a retried Idempotency-Key, the first answer again)",
+      headers: {
+        ...RATE_LIMIT_HEADERS,
+        Location: { description: "/v1/pets/{id}", schema: { type: "string" as const } },
+        "Idempotent-Replayed": { description: "true when this repeats the answer to an earlier request with the same Idempotency-Key", schema: { type: "string" as const } },
+      },
+      content: json(PetSchema),
+    },
     ...errorResponses(400, 401, 405, 409, 413, 415, 422, 429, 500, 503),
   },
 });
@@ -59,35 +66,44 @@ const getPetRoute = createRoute({
   request: { params: PetIdParamSchema },
   responses: {
     200: { description: "The animal", headers: { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS }, content: json(PetSchema) },
-    ...errorResponses(400, 401, 404, 405, 410, 429, 500, 503),
+    ...errorResponses(DEPRECATION_HEADERS, 400, 401, 404, 405, 410, 429, 500, 503),
   },
 });
 
 export const petsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(listPetsRoute, async (c) => {
     const { limit, status, cursor } = c.req.valid("query");
-    const secret = c.env.CURSOR_SECRET || c.env.ADMIN_TOKEN;
-    const afterId = cursor === undefined ? 0 : await decodeCursor(secret, cursor, status);
+    const from = cursor === undefined ? null : await decodeCursor(c.env.CURSOR_SECRET, cursor, status);
+    if (from?.bookmark) c.var.d1.atLeast(from.bookmark);
     startTime(c, "db");
     // One row more than asked tells whether a next page exists without a second query.
-    const rows = await listPets(c.get("db"), { limit: limit + 1, status, afterId });
+    const rows = await listPets(c.var.d1.session, { limit: limit + 1, status, afterId: from?.afterId ?? 0 });
     endTime(c, "db");
     const page = rows.slice(0, limit);
-    if (rows.length > limit) c.header("Link", nextLink(c.req.url, limit, status, await encodeCursor(secret, page[page.length - 1]!.id, status)));
+    if (rows.length > limit) {
+      const next = await encodeCursor(c.env.CURSOR_SECRET, page[page.length - 1]!.id, status, c.var.d1.bookmark());
+      c.header("Link", nextLink(c.req.url, limit, status, next));
+    }
     return c.json(page, 200);
   })
   .openapi(createPetRoute, async (c) => {
     const newPet = c.req.valid("json");
     const idempotencyKey = c.req.valid("header")["idempotency-key"];
-    startTime(c, "db");
+    const timedDb = async <T>(query: () => Promise<T>) => {
+      startTime(c, "db");
+      try {
+        return await query();
+      } finally {
+        endTime(c, "db");
+      }
+    };
     const { body, location, replayed } =
       idempotencyKey === undefined
-        ? created(await createPet(c.get("db"), newPet), true)
+        ? created(await timedDb(() => createPet(c.var.d1.session, newPet)), true)
         : await idempotent(c, idempotencyKey, newPet, async (ref, notBefore) => {
-            const once = await createPetOnce(c.get("db"), newPet, { ref, notBefore, now: clock.now() });
+            const once = await timedDb(() => createPetOnce(c.var.d1.session, newPet, { ref, notBefore, now: clock.now() }));
             return created(once.pet, once.created);
           });
-    endTime(c, "db");
     if (replayed) c.header("Idempotent-Replayed", "true");
     c.header("Location", location);
     return c.json(body, 201);
@@ -95,7 +111,7 @@ export const petsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(getPetRoute, async (c) => {
     const { petId } = c.req.valid("param");
     startTime(c, "db");
-    const pet = await getPet(c.get("db"), petId);
+    const pet = await getPet(c.var.d1.session, petId);
     endTime(c, "db");
     if (!pet) throw new ApiError("not_found", `No pet with id ${petId}.`);
     return c.json(pet, 200);

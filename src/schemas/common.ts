@@ -46,7 +46,14 @@ export function pageLimit(description: string) {
     .openapi({ type: "integer", minimum: 1, maximum: 100, default: 20, description });
 }
 
-export function errorResponses(...statuses: number[]) {
+/** A JSON request or response body. */
+export const json = <T>(schema: T) => ({ "application/json": { schema } });
+
+type HeaderObjects = Record<string, { description: string; schema: { type: "string" } | { type: "integer"; minimum?: number } }>;
+
+/** Error responses for `statuses`, optionally with headers the operation adds to every answer. */
+export function errorResponses(first: number | HeaderObjects, ...rest: number[]) {
+  const [extra, statuses] = typeof first === "number" ? [{}, [first, ...rest]] : [first, rest];
   const descriptions: Record<number, string> = {
     400: "Invalid request (parameter or body)",
     401: "Missing or invalid API key",
@@ -66,8 +73,8 @@ export function errorResponses(...statuses: number[]) {
       s,
       {
         description: descriptions[s] ?? "Error",
-        headers: s === 429 || s === 503 ? { ...RATE_LIMIT_HEADERS, ...RETRY_AFTER_HEADER } : RATE_LIMIT_HEADERS,
-        content: { "application/json": { schema: ErrorSchema } },
+        headers: { ...(s === 429 || s === 503 ? { ...RATE_LIMIT_HEADERS, ...RETRY_AFTER_HEADER } : RATE_LIMIT_HEADERS), ...extra },
+        content: json(ErrorSchema),
       },
     ]),
   );

@@ -1,0 +1,66 @@
+import type { Context } from "hono";
+import type { AppEnv } from "../app-env";
+import { clock, MINUTE_MS } from "../clock";
+import { ApiError } from "../errors";
+import { AUTH_FAILURES_PER_MINUTE } from "../quota/auth-shield";
+import { rateLimitHeaders } from "../quota/headers";
+import type { Decision } from "../quota/windows";
+
+/**
+ * The Worker's side of the failed-authentication shield (the AuthShield Durable Object counts).
+ * A client is its IP address; IPv6 clients by their /64, since one host can use any address in it.
+ */
+export function clientAddress(c: Context): string {
+  const ip = c.req.header("CF-Connecting-IP") ?? "127.0.0.1";
+  if (!ip.includes(":")) return ip;
+  const [head = "", tail = ""] = ip.split("::");
+  const groups = head.split(":").filter(Boolean);
+  const missing = 8 - groups.length - tail.split(":").filter(Boolean).length;
+  const full = ip.includes("::") ? [...groups, ...Array(Math.max(0, missing)).fill("0"), ...tail.split(":").filter(Boolean)] : ip.split(":");
+  return `${full.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, "")).join(":")}::/64`;
+}
+
+// Clients refused in this isolate, until their window resets. They are answered here, without a
+// call to their shield object or a D1 lookup, so a guessing client costs almost nothing. Bounded.
+const refused = new Map<string, number>();
+const MAX_REFUSED = 10_000;
+
+export function isRefused(shieldName: string, now = clock.now()): boolean {
+  const until = refused.get(shieldName);
+  if (until === undefined) return false;
+  if (until > now) return true;
+  refused.delete(shieldName);
+  return false;
+}
+
+function refuse(shieldName: string, until: number): void {
+  if (refused.size >= MAX_REFUSED) refused.delete(refused.keys().next().value!);
+  refused.set(shieldName, until);
+}
+
+function refusal(decision: Decision): ApiError {
+  return new ApiError("rate_limited", "Too many failed authentication attempts from this client; wait for Retry-After.", rateLimitHeaders(decision));
+}
+
+/**
+ * The error for a failed authentication: 401, or 429 once this client has failed too often in
+ * this minute. Either carries the X-RateLimit-* headers of the client's failure window.
+ */
+export async function authFailure(c: Context<AppEnv>, shieldName: string, message: string, challenge: string): Promise<ApiError> {
+  const now = clock.now();
+  if (isRefused(shieldName, now)) {
+    const resetAt = refused.get(shieldName)!;
+    return refusal({ outcome: "rate_limited", retryAt: resetAt, now, windows: [{ name: "minute", limit: AUTH_FAILURES_PER_MINUTE, remaining: 0, resetAt, seconds: MINUTE_MS / 1000 }] });
+  }
+  try {
+    const decision = await c.env.AUTH_SHIELD.getByName(shieldName).recordFailure();
+    if (decision.outcome !== "allowed") {
+      refuse(shieldName, decision.retryAt ?? now);
+      return refusal(decision);
+    }
+    return new ApiError("unauthorized", message, { ...rateLimitHeaders(decision), "WWW-Authenticate": challenge });
+  } catch (err) {
+    console.warn(JSON.stringify({ level: "warn", msg: "auth shield unreachable; failing open", error: String(err) }));
+    return new ApiError("unauthorized", message, { "WWW-Authenticate": challenge });
+  }
+}

@@ -1,0 +1,44 @@
+import { DatabaseError, type Queryable } from "./database-error";
+
+export const BOOKMARK_PATTERN = /^[0-9a-f]{8}(-[0-9a-f]{8,64}){1,8}$/i;
+
+/** Bookmarks sort lexicographically from oldest to newest (D1 glossary). */
+const newer = (a: string, b: string) => (a > b ? a : b);
+
+/**
+ * The request's D1 session (Sessions API): reads may be served by a nearby read replica, while
+ * every read sees at least the bookmarks it was given (the client's, a page cursor's). Created on
+ * first use, so requests that never touch D1 open none.
+ */
+export class D1Sessions {
+  #session: D1DatabaseSession | undefined;
+  #atLeast: string | undefined;
+
+  constructor(
+    private readonly db: D1Database,
+    bookmark?: string,
+  ) {
+    this.#atLeast = bookmark;
+  }
+
+  /** Reads must see at least `bookmark`. Call before the first query. */
+  atLeast(bookmark: string): void {
+    this.#atLeast = this.#atLeast ? newer(this.#atLeast, bookmark) : bookmark;
+  }
+
+  get session(): Queryable {
+    if (!this.#session) {
+      try {
+        this.#session = this.db.withSession(this.#atLeast ?? "first-unconstrained");
+      } catch (err) {
+        throw new DatabaseError(err);
+      }
+    }
+    return this.#session;
+  }
+
+  /** The latest bookmark of this request's session, for the client to send back. */
+  bookmark(): string | null {
+    return this.#session?.getBookmark() ?? null;
+  }
+}
