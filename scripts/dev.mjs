@@ -2,14 +2,24 @@
 // `npm run dev`: apply local D1 migrations, make sure .dev.vars exists, then run `wrangler dev`.
 // Extra arguments pass through (`npm run dev -- --port 9000`). State persists under .wrangler/.
 import { spawn, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
 
 process.env.WRANGLER_SEND_METRICS = "false";
 const args = process.argv.slice(2);
 
 if (!existsSync(".dev.vars")) {
   copyFileSync(".dev.vars.example", ".dev.vars");
-  console.log("Created .dev.vars from .dev.vars.example (local ADMIN_TOKEN).");
+  console.log("Created .dev.vars from .dev.vars.example (local secrets).");
+} else {
+  // A .dev.vars from an older checkout may lack a secret added since: add it from the example.
+  const have = readFileSync(".dev.vars", "utf8");
+  const missing = readFileSync(".dev.vars.example", "utf8")
+    .split("\n")
+    .filter((line) => /^[A-Z_]+=/.test(line) && !new RegExp(`^${line.split("=")[0]}=`, "m").test(have));
+  if (missing.length) {
+    appendFileSync(".dev.vars", `${have.endsWith("\n") ? "" : "\n"}${missing.join("\n")}\n`);
+    console.log(`Added to .dev.vars from .dev.vars.example: ${missing.map((l) => l.split("=")[0]).join(", ")}`);
+  }
 }
 
 const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local"], { stdio: "inherit", env: { ...process.env, CI: "true" } });

@@ -1,7 +1,6 @@
 import { Scalar } from "@scalar/hono-api-reference";
 import { Hono } from "hono";
 import { methodNotAllowed } from "hono/method-not-allowed";
-import { etag, RETAINED_304_HEADERS } from "hono/etag";
 import { requestId } from "hono/request-id";
 import { timing } from "hono/timing";
 import type { AppEnv } from "./app-env";
@@ -9,7 +8,8 @@ import { requireAdmin } from "./auth/admin";
 import { authenticate } from "./auth/authenticate";
 import { methodNotAllowedResponse, notFound, onError } from "./errors";
 import { accessLog } from "./middleware/access-log";
-import { corsFromEnv, EXPOSED_HEADERS } from "./middleware/cors";
+import { conditional, withETag } from "./middleware/conditional";
+import { corsFromEnv } from "./middleware/cors";
 import { d1Session } from "./middleware/d1-session";
 import { deprecated } from "./middleware/deprecation";
 import { openApiDocument } from "./openapi";
@@ -28,13 +28,13 @@ export function createApp() {
   app.use(accessLog);
   app.use(timing({ crossOrigin: true }));
   app.use(corsFromEnv);
-  // If-None-Match → 304 (after the quota has counted it); a 304 keeps the quota and tracing headers.
-  app.use(etag({ retainedHeaders: [...RETAINED_304_HEADERS, ...EXPOSED_HEADERS, "access-control-allow-origin", "access-control-expose-headers"] }));
+  // If-None-Match → 304, after the quota has counted the request; a 304 keeps all other headers.
+  app.use(conditional);
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
 
   // Public, and registered before the /v1 middleware so they need no key.
   const document = openApiDocument(petsApi);
-  app.get("/v1/openapi.json", (c) => c.json(document()));
+  app.get("/v1/openapi.json", (c) => c.json(withETag(c, document())));
   app.get("/docs", Scalar({ url: "/v1/openapi.json", pageTitle: "Animal Store API" }));
 
   app.get("/v1/pets/:petId", deprecated);

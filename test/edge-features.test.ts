@@ -203,4 +203,12 @@ describe("access log", () => {
       expect(entry.durationMs as number).toBeGreaterThanOrEqual(0);
     }
   });
+
+  it("ACCESS_LOG=off writes no line", async () => {
+    const k = await issueKey();
+    const log = vi.spyOn(console, "log").mockImplementation(() => undefined);
+    const res = await createApp().fetch(new Request(`${BASE}/v1/pets`, { headers: auth(k.key) }), { ...env, ACCESS_LOG: "off" }, createExecutionContext());
+    expect(res.status).toBe(200);
+    expect(log).not.toHaveBeenCalled();
+  });
 });

@@ -169,3 +169,21 @@ describe("exact admission under concurrency", () => {
     expect((await usage(id)).day.count).toBe(130);
   });
 });
+
+describe("reads decided alongside the limiter call", () => {
+  it("a read refused while it ran carries only the refusal: no ETag, Link or bookmark of the discarded page", async () => {
+    const k = await issueKey("enterprise", { perMinute: 3, perDay: 100 });
+    for (const name of ["s1", "s2"]) await postJson("/v1/pets", { name, categoryId: 1 }, auth(k.key)); // 2 of 3
+    const results = await Promise.all(Array.from({ length: 5 }, () => call("/v1/pets?limit=1", { headers: auth(k.key) })));
+    const ok = results.filter((r) => r.status === 200);
+    const refused = results.filter((r) => r.status === 429);
+    expect(ok).toHaveLength(1);
+    expect(refused).toHaveLength(4);
+    expect(ok[0]!.headers.get("Link")).toContain('rel="next"');
+    for (const r of refused) {
+      await expectError(r, 429, "rate_limited");
+      expect([r.headers.get("ETag"), r.headers.get("Link"), r.headers.get("x-d1-bookmark")]).toEqual([null, null, null]);
+      expect(r.headers.get("X-RateLimit-Remaining")).toBe("0");
+    }
+  });
+});

@@ -152,13 +152,13 @@ async function startWranglerDev({ name, config, port, inspectorPort, dir, extraA
 
 /**
  * The API as `npm run dev` runs it: local D1 migrations into a temporary persistence dir, then
- * `wrangler dev` with a random ADMIN_TOKEN from a temporary env file.
+ * `wrangler dev` with random ADMIN_TOKEN and CURSOR_SECRET secrets from a temporary env file.
  */
 export async function startApi({ port, inspectorPort, vars = {}, root = snapshotProject() }) {
   const dir = makeTempDir("animal-store-api-");
   const adminToken = `bench-admin-${randomBytes(18).toString("hex")}`;
   const envFile = path.join(dir, "dev.env");
-  writeFileSync(envFile, `ADMIN_TOKEN=${adminToken}\n`, { mode: 0o600 });
+  writeFileSync(envFile, `ADMIN_TOKEN=${adminToken}\nCURSOR_SECRET=${randomBytes(24).toString("hex")}\n`, { mode: 0o600 });
   const config = path.join(root, "wrangler.toml");
   const persist = path.join(dir, "api-state");
   await runWrangler(["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist], { cwd: root });

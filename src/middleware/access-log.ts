@@ -1,8 +1,12 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../app-env";
 
-/** One structured line per request. Never the key itself: its id and plan only. */
+/**
+ * One structured line per request (Workers Logs indexes the JSON fields). Never the key itself:
+ * its id and plan only. ACCESS_LOG=off turns it off.
+ */
 export const accessLog: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.env.ACCESS_LOG === "off") return next();
   const started = performance.now();
   await next();
   const key = c.get("apiKey");

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { endTime, startTime } from "hono/timing";
 import type { AppEnv } from "../app-env";
 import { apiAuthFailure, problemWith } from "../auth/authenticate";
@@ -6,6 +6,7 @@ import { forgetKey } from "../auth/key-cache";
 import { clock } from "../clock";
 import { getKey, type KeyRecord } from "../db/keys";
 import { ApiError } from "../errors";
+import { BOOKMARK_HEADER } from "../middleware/d1-session";
 import { rateLimitHeaders } from "./headers";
 import type { Decision, Policy } from "./windows";
 
@@ -19,38 +20,83 @@ const REFUSALS = {
   key_banned: "The API key is temporarily banned for repeated requests after 429 responses; wait for Retry-After.",
 } as const;
 
-/**
- * One RPC to the key's quota object decides and counts the request. If the object cannot be
- * reached the request is let through (fail open) with a logged warning and no X-RateLimit-*
- * headers: an outage of the limiter must not become an outage of the API. The key is then
- * re-read from D1 first, since the object is what makes a cached key's revocation immediate.
- */
-export const enforceQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const key = c.get("apiKey");
+// Headers a read's handler adds to its answer (see routes/pets.ts and middleware/d1-session.ts).
+const READ_ANSWER_HEADERS = ["ETag", "Link", BOOKMARK_HEADER];
+
+// Keys whose last decision in this isolate left room: their reads run alongside the limiter call.
+const roomy = new Set<string>();
+const MAX_ROOMY = 10_000;
+
+function remember(keyId: string, decision: Decision | null): void {
+  const room = decision?.outcome === "allowed" && decision.windows.every((w) => w.remaining > 0);
+  if (!room) roomy.delete(keyId);
+  else if (!roomy.has(keyId)) {
+    if (roomy.size >= MAX_ROOMY) roomy.delete(roomy.values().next().value!);
+    roomy.add(keyId);
+  }
+}
+
+/** One RPC to the key's quota object, which decides and counts; null if it cannot be reached. */
+async function admit(c: Context<AppEnv>, key: KeyRecord): Promise<Decision | null> {
   startTime(c, "quota");
-  let decision: Decision | null = null;
   try {
-    decision = await c.env.QUOTA.getByName(key.id).admit(policyOf(key));
+    return await c.env.QUOTA.getByName(key.id).admit(policyOf(key));
   } catch (err) {
     console.warn(JSON.stringify({ level: "warn", msg: "quota limiter unreachable; failing open", requestId: c.get("requestId"), keyId: key.id, error: String(err) }));
+    return null;
+  } finally {
+    endTime(c, "quota");
   }
-  endTime(c, "quota");
+}
+
+/** Throws the answer for a refused request; returns the rate-limit headers of an admitted one. */
+async function enforce(c: Context<AppEnv>, key: KeyRecord, decision: Decision | null): Promise<Record<string, string>> {
   c.set("quota", decision?.outcome ?? "unavailable");
+  remember(key.id, decision);
   if (!decision) {
+    // Failing open skips the object, which is what makes a cached key's revocation immediate.
     const problem = problemWith(await getKey(c.env.DB, key.id), clock.now());
     if (problem) {
       forgetKey(key.id);
       throw await apiAuthFailure(c, problem, true);
     }
-    return next();
+    return {};
   }
-
   if (decision.outcome === "revoked") {
     forgetKey(key.id);
     throw await apiAuthFailure(c, "The API key has been revoked.", true);
   }
   const headers = rateLimitHeaders(decision);
   if (decision.outcome !== "allowed") throw new ApiError(decision.outcome, REFUSALS[decision.outcome], headers);
-  for (const [name, value] of Object.entries(headers)) c.header(name, value);
+  return headers;
+}
+
+/**
+ * Every /v1 request is decided and counted by the key's quota object before it is answered. If
+ * the object cannot be reached the request is let through (fail open) with a logged warning and
+ * no X-RateLimit-* headers: an outage of the limiter must not become an outage of the API.
+ *
+ * Reads by a key with room left run alongside the limiter call rather than after it (they have no
+ * side effects, and the answer still waits for the decision): the two hops overlap instead of
+ * adding up. A refused read's work is discarded; a key near or past its limit is decided first.
+ */
+export const enforceQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const key = c.get("apiKey");
+  const decision = admit(c, key);
+  const isRead = c.req.method === "GET" || c.req.method === "HEAD";
+  if (!(isRead && roomy.has(key.id))) {
+    const headers = await enforce(c, key, await decision);
+    for (const [name, value] of Object.entries(headers)) c.header(name, value);
+    return next();
+  }
   await next();
+  let headers: Record<string, string>;
+  try {
+    headers = await enforce(c, key, await decision);
+  } catch (refusal) {
+    // The refusal replaces the read's answer: drop what describes that answer, keep the rest.
+    for (const name of READ_ANSWER_HEADERS) c.res.headers.delete(name);
+    throw refusal;
+  }
+  for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
 };

@@ -22,6 +22,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #idempotency: IdempotencyStore;
   #usage: UsageState;
   #policy: Policy | null;
+  #banMsCache: number | undefined;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -137,7 +138,11 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   #banMs(): number {
-    const minutes = Number(this.env.BAN_MINUTES);
-    return (Number.isFinite(minutes) && minutes > 0 ? minutes : 15) * MINUTE_MS;
+    // Read once per object: reading env in the hot path showed up in profiles.
+    if (this.#banMsCache === undefined) {
+      const minutes = Number(this.env.BAN_MINUTES);
+      this.#banMsCache = (Number.isFinite(minutes) && minutes > 0 ? minutes : 15) * MINUTE_MS;
+    }
+    return this.#banMsCache;
   }
 }

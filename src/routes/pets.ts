@@ -4,6 +4,7 @@ import type { AppEnv } from "../app-env";
 import { clock } from "../clock";
 import { createPet, createPetOnce, getPet, listPets } from "../db/pets";
 import { ApiError } from "../errors";
+import { withETag } from "../middleware/conditional";
 import { jsonBody } from "../middleware/json-body";
 import { decodeCursor, encodeCursor, nextLink } from "../pagination";
 import { errorResponses, json } from "../schemas/common";
@@ -84,7 +85,7 @@ export const petsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
       const next = await encodeCursor(c.env.CURSOR_SECRET, page[page.length - 1]!.id, status, c.var.d1.bookmark());
       c.header("Link", nextLink(c.req.url, limit, status, next));
     }
-    return c.json(page, 200);
+    return c.json(withETag(c, page), 200);
   })
   .openapi(createPetRoute, async (c) => {
     const newPet = c.req.valid("json");
@@ -114,7 +115,7 @@ export const petsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
     const pet = await getPet(c.var.d1.session, petId);
     endTime(c, "db");
     if (!pet) throw new ApiError("not_found", `No pet with id ${petId}.`);
-    return c.json(pet, 200);
+    return c.json(withETag(c, pet), 200);
   });
 
 petsApi.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
