@@ -13,9 +13,11 @@ if (!existsSync(".dev.vars")) {
 } else {
   // A .dev.vars from an older checkout may lack a secret added since: add it from the example.
   const have = readFileSync(".dev.vars", "utf8");
+  const names = (text) => new Set([...text.matchAll(/^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*[=:]/gm)].map((m) => m[1]));
+  const present = names(have);
   const missing = readFileSync(".dev.vars.example", "utf8")
     .split("\n")
-    .filter((line) => /^[A-Z_]+=/.test(line) && !new RegExp(`^${line.split("=")[0]}=`, "m").test(have));
+    .filter((line) => [...names(line)].some((name) => !present.has(name)));
   if (missing.length) {
     appendFileSync(".dev.vars", `${have.endsWith("\n") ? "" : "\n"}${missing.join("\n")}\n`);
     console.log(`Added to .dev.vars from .dev.vars.example: ${missing.map((l) => l.split("=")[0]).join(", ")}`);

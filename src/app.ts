@@ -8,7 +8,7 @@ import { requireAdmin } from "./auth/admin";
 import { authenticate } from "./auth/authenticate";
 import { methodNotAllowedResponse, notFound, onError } from "./errors";
 import { accessLog } from "./middleware/access-log";
-import { conditional, withETag } from "./middleware/conditional";
+import { conditional } from "./middleware/conditional";
 import { corsFromEnv } from "./middleware/cors";
 import { d1Session } from "./middleware/d1-session";
 import { deprecated } from "./middleware/deprecation";
@@ -17,6 +17,9 @@ import { enforceQuota } from "./quota/enforce";
 import { adminApi } from "./routes/admin";
 import { petsApi } from "./routes/pets";
 
+/** Cloudflare's ray id (e.g. 8f1d2c3b4a5e6f70-AMS), if the header holds one. */
+const rayId = (ray: string | undefined) => (ray && /^[0-9a-f]{16}(-[A-Z]{3})?$/i.test(ray) ? ray : undefined);
+
 /**
  * Request order: request id, log, timing, CORS (preflights end here), ETag, then for /v1:
  * 410 after a sunset, authentication (401), quota (429), D1 session, validation (400), handler.
@@ -24,7 +27,7 @@ import { petsApi } from "./routes/pets";
  */
 export function createApp() {
   const app = new Hono<AppEnv>();
-  app.use(requestId({ headerName: "X-Request-Id", generator: (c) => c.req.header("cf-ray") ?? crypto.randomUUID() }));
+  app.use(requestId({ headerName: "X-Request-Id", generator: (c) => rayId(c.req.header("cf-ray")) ?? crypto.randomUUID() }));
   app.use(accessLog);
   app.use(timing({ crossOrigin: true }));
   app.use(corsFromEnv);
@@ -34,7 +37,10 @@ export function createApp() {
 
   // Public, and registered before the /v1 middleware so they need no key.
   const document = openApiDocument(petsApi);
-  app.get("/v1/openapi.json", (c) => c.json(withETag(c, document())));
+  app.get("/v1/openapi.json", (c) => {
+    c.header("ETag", document().etag);
+    return c.json(document().body);
+  });
   app.get("/docs", Scalar({ url: "/v1/openapi.json", pageTitle: "Animal Store API" }));
 
   app.get("/v1/pets/:petId", deprecated);

@@ -36,11 +36,14 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  * effect, so it is retried only where repeating is harmless: reads, and creates that carry an
  * Idempotency-Key.
  */
-function retryable(res: Response, init: RequestInit | undefined): boolean {
+function retryable(res: Response, input: RequestInfo | URL, init: RequestInit | undefined): boolean {
   if (res.status === 429) return true;
   if (res.status !== 503) return false;
-  const method = (init?.method ?? "GET").toUpperCase();
-  return method === "GET" || method === "HEAD" || new Headers(init?.headers).has("Idempotency-Key");
+  const request = input instanceof Request ? input : undefined;
+  if (request?.body) return false; // a Request's body can be sent only once
+  const method = (init?.method ?? request?.method ?? "GET").toUpperCase();
+  const idempotencyKey = new Headers(init?.headers).has("Idempotency-Key") || !!request?.headers.has("Idempotency-Key");
+  return method === "GET" || method === "HEAD" || idempotencyKey;
 }
 
 /** fetch that retries 429 (and safe 503) answers: waits max(Retry-After, exponential backoff). */
@@ -48,7 +51,7 @@ export function retryingFetch({ maxRetries = 5, baseDelayMs = 500, maxDelayMs = 
   return async (input, init) => {
     for (let attempt = 0; ; attempt++) {
       const res = await inner(input, init);
-      if (!retryable(res, init) || attempt >= maxRetries) return res;
+      if (!retryable(res, input, init) || attempt >= maxRetries) return res;
       const retryAfterMs = (Number(res.headers.get("Retry-After")) || 0) * 1000;
       if (retryAfterMs > maxDelayMs) return res;
       const backoffMs = baseDelayMs * 2 ** attempt * (0.5 + Math.random() / 2);

@@ -1,5 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "./app-env";
+import { etagOf } from "./middleware/conditional";
 import { BOOKMARK_HEADER } from "./middleware/d1-session";
 import { RATE_LIMIT_HEADERS } from "./schemas/headers";
 
@@ -37,11 +38,11 @@ function documentMiddleware(doc: Document): Document {
   return doc;
 }
 
-/** OpenAPI 3.1 of the public API, generated once per isolate from the zod schemas. */
+/** OpenAPI 3.1 of the public API and its ETag, generated once per isolate from the zod schemas. */
 export function openApiDocument(api: OpenAPIHono<AppEnv>) {
-  let document: Document | undefined;
-  return () =>
-    (document ??= documentMiddleware(
+  let cached: { body: Document; etag: string } | undefined;
+  const build = () =>
+    documentMiddleware(
       api.getOpenAPI31Document({
         openapi: "3.1.0",
         info: {
@@ -51,5 +52,12 @@ export function openApiDocument(api: OpenAPIHono<AppEnv>) {
         },
         servers: [{ url: "/v1", description: "This deployment (production: pet_live_ keys; elsewhere pet_test_)" }],
       }),
-    ));
+    );
+  return () => {
+    if (!cached) {
+      const body = build();
+      cached = { body, etag: etagOf(body) };
+    }
+    return cached;
+  };
 }

@@ -59,6 +59,16 @@ describe("clients the shield refused", () => {
   });
 });
 
+describe("client addresses", () => {
+  it("IPv4-mapped IPv6 clients are counted per IPv4 address, not all together", async () => {
+    for (let i = 0; i < 31; i++) await call("/v1/pets", { headers: { "CF-Connecting-IP": "::ffff:198.51.100.7" } });
+    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": "::ffff:198.51.100.7" } }), 429, "rate_limited");
+    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": "198.51.100.7" } }), 429, "rate_limited");
+    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": "::ffff:203.0.113.9" } }), 401, "unauthorized");
+    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": "::1" } }), 401, "unauthorized");
+  });
+});
+
 describe("limiter unreachable", () => {
   it("a revoked key whose record this isolate still caches is refused (re-read from D1), not let through", async () => {
     const k = await issueKey("pro");

@@ -96,3 +96,19 @@ describe("retry policy", () => {
     expect(waits[0]).toBeLessThanOrEqual(100);
   });
 });
+
+describe("retry policy for Request objects", () => {
+  it("does not retry a 503 answer to a POST Request without Idempotency-Key", async () => {
+    let calls = 0;
+    const f = retryingFetch({ sleep: async () => undefined, fetch: async () => (calls++, new Response(null, { status: 503, headers: { "Retry-After": "1" } })) });
+    expect((await f(new Request("https://x.example/v1/pets", { method: "POST", body: "{}" }))).status).toBe(503);
+    expect(calls).toBe(1);
+  });
+
+  it("retries a 503 answer to a GET Request", async () => {
+    let calls = 0;
+    const f = retryingFetch({ maxRetries: 2, sleep: async () => undefined, fetch: async () => (calls++, new Response(null, { status: 503 })) });
+    await f(new Request("https://x.example/v1/pets"));
+    expect(calls).toBe(3);
+  });
+});

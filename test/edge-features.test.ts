@@ -117,6 +117,8 @@ describe("X-Request-Id", () => {
     for (const insane of ["has spaces", "a".repeat(256), "semi;colon", "new\\nline"]) expect(await get({ "X-Request-Id": insane })).toMatch(UUID);
     expect(await get({ "cf-ray": "8f1e2d3c4b5a6978-AMS" })).toBe("8f1e2d3c4b5a6978-AMS");
     expect(await get({ "cf-ray": "8f1e2d3c4b5a6978-AMS", "X-Request-Id": "has spaces" })).toBe("8f1e2d3c4b5a6978-AMS");
+    // A CF-Ray that is not a ray id (only possible off Cloudflare) is not echoed.
+    expect(await get({ "cf-ray": "<script>", "X-Request-Id": "has spaces" })).toMatch(UUID);
   });
 });
 

@@ -1,4 +1,7 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { getKey } from "../src/db/keys";
+import { policyOf } from "../src/quota/enforce";
 import { MINUTE_MS } from "../src/clock";
 import { ADMIN, auth, call, expectError, issueKey, mockClock, postJson, T0 } from "./helpers";
 
@@ -185,5 +188,21 @@ describe("reads decided alongside the limiter call", () => {
       expect([r.headers.get("ETag"), r.headers.get("Link"), r.headers.get("x-d1-bookmark")]).toEqual([null, null, null]);
       expect(r.headers.get("X-RateLimit-Remaining")).toBe("0");
     }
+  });
+});
+
+describe("a read refused while it ran", () => {
+  it("has exactly the headers of a read refused before it ran", async () => {
+    const k = await issueKey("enterprise", { perMinute: 3, perDay: 100 });
+    await postJson("/v1/pets", { name: "a", categoryId: 1 }, auth(k.key));
+    expect((await call("/v1/pets?limit=1", { headers: auth(k.key) })).status).toBe(200); // room left: the next read is speculative
+    const rec = (await getKey(env.DB, k.id))!;
+    await env.QUOTA.getByName(k.id).admit(policyOf(rec)); // the last request, spent behind this isolate's back
+    const names = (r: Response) => [...r.headers.keys()].filter((n) => n !== "server-timing").sort();
+    const speculative = await call("/v1/pets?limit=1", { headers: auth(k.key) });
+    const decidedFirst = await call("/v1/pets?limit=1", { headers: auth(k.key) });
+    expect([speculative.status, decidedFirst.status]).toEqual([429, 429]);
+    expect(names(speculative)).toEqual(names(decidedFirst));
+    expect(await speculative.json()).toEqual(await decidedFirst.json());
   });
 });

@@ -13,11 +13,13 @@ import type { Decision } from "../quota/windows";
 export function clientAddress(c: Context): string {
   const ip = c.req.header("CF-Connecting-IP") ?? "127.0.0.1";
   if (!ip.includes(":")) return ip;
+  const mapped = ip.match(/^(?:::ffff:|(?:0{1,4}:){5}ffff:)(\d{1,3}(?:\.\d{1,3}){3})$/i);
+  if (mapped) return mapped[1]!; // an IPv4 client written as IPv6
   const [head = "", tail = ""] = ip.split("::");
-  const groups = head.split(":").filter(Boolean);
-  const missing = 8 - groups.length - tail.split(":").filter(Boolean).length;
-  const full = ip.includes("::") ? [...groups, ...Array(Math.max(0, missing)).fill("0"), ...tail.split(":").filter(Boolean)] : ip.split(":");
-  return `${full.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, "")).join(":")}::/64`;
+  const parts = (s: string) => s.split(":").filter(Boolean);
+  const groups = ip.includes("::") ? [...parts(head), ...Array(Math.max(0, 8 - parts(head).length - parts(tail).length)).fill("0"), ...parts(tail)] : parts(ip);
+  if (groups.length !== 8 || !groups.every((g) => /^[0-9a-f]{1,4}$/i.test(g))) return ip.toLowerCase();
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
 // Clients refused in this isolate, until their window resets. They are answered here, without a

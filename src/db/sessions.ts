@@ -2,8 +2,8 @@ import { DatabaseError, type Queryable } from "./database-error";
 
 export const BOOKMARK_PATTERN = /^[0-9a-f]{8}(-[0-9a-f]{8,64}){1,8}$/i;
 
-/** Bookmarks sort lexicographically from oldest to newest (D1 glossary). */
-const newer = (a: string, b: string) => (a > b ? a : b);
+/** Bookmarks sort lexicographically from oldest to newest (D1 glossary); hex case does not count. */
+const newer = (a: string, b: string) => (a.toLowerCase() > b.toLowerCase() ? a : b);
 
 /**
  * The request's D1 session (Sessions API): reads may be served by a nearby read replica, while

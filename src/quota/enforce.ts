@@ -23,6 +23,9 @@ const REFUSALS = {
 // Headers a read's handler adds to its answer (see routes/pets.ts and middleware/d1-session.ts).
 const READ_ANSWER_HEADERS = ["ETag", "Link", BOOKMARK_HEADER];
 
+// Routes that only read (listPets, getPet): the only ones whose handler may run before the decision.
+const SIDE_EFFECT_FREE_ROUTES = /^\/v1\/pets(\/[^/]+)?$/;
+
 // Keys whose last decision in this isolate left room: their reads run alongside the limiter call.
 const roomy = new Set<string>();
 const MAX_ROOMY = 10_000;
@@ -49,13 +52,27 @@ async function admit(c: Context<AppEnv>, key: KeyRecord): Promise<Decision | nul
   }
 }
 
+const rechecked = new Map<string, { problem: string | null; until: number }>();
+const RECHECK_MS = 5_000;
+
+async function recheck(c: Context<AppEnv>, keyId: string): Promise<string | null> {
+  const now = clock.now();
+  const known = rechecked.get(keyId);
+  if (known && known.until > now) return known.problem;
+  const problem = problemWith(await getKey(c.env.DB, keyId), now);
+  if (rechecked.size >= MAX_ROOMY) rechecked.delete(rechecked.keys().next().value!);
+  rechecked.set(keyId, { problem, until: now + RECHECK_MS });
+  return problem;
+}
+
 /** Throws the answer for a refused request; returns the rate-limit headers of an admitted one. */
 async function enforce(c: Context<AppEnv>, key: KeyRecord, decision: Decision | null): Promise<Record<string, string>> {
   c.set("quota", decision?.outcome ?? "unavailable");
   remember(key.id, decision);
   if (!decision) {
-    // Failing open skips the object, which is what makes a cached key's revocation immediate.
-    const problem = problemWith(await getKey(c.env.DB, key.id), clock.now());
+    // Failing open skips the object, which is what makes a cached key's revocation immediate,
+    // so re-read the key (at most every few seconds per key, to spare D1 during the outage).
+    const problem = await recheck(c, key.id);
     if (problem) {
       forgetKey(key.id);
       throw await apiAuthFailure(c, problem, true);
@@ -83,7 +100,7 @@ async function enforce(c: Context<AppEnv>, key: KeyRecord, decision: Decision | 
 export const enforceQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
   const key = c.get("apiKey");
   const decision = admit(c, key);
-  const isRead = c.req.method === "GET" || c.req.method === "HEAD";
+  const isRead = (c.req.method === "GET" || c.req.method === "HEAD") && SIDE_EFFECT_FREE_ROUTES.test(c.req.path);
   if (!(isRead && roomy.has(key.id))) {
     const headers = await enforce(c, key, await decision);
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
