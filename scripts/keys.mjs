@@ -29,7 +29,11 @@ const fail = (message) => {
 };
 
 const [command] = positionals;
-if (values.help || !command) fail("No command given.");
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+if (!command) fail("No command given.");
 const base = (values.url ?? process.env.ANIMAL_STORE_URL ?? "http://localhost:8787").replace(/\/$/, "");
 const devVars = existsSync(".dev.vars") ? readFileSync(".dev.vars", "utf8").match(/^ADMIN_TOKEN=(.*)$/m)?.[1]?.trim() : undefined;
 const token = values.token ?? process.env.ADMIN_TOKEN ?? devVars;
