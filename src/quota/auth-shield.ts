@@ -24,9 +24,15 @@ export class AuthShield extends DurableObject<Env> {
     const now = clock.now();
     const { state, decision } = countFailure(this.#usage, AUTH_FAILURES_PER_MINUTE, now);
     if (state !== this.#usage) {
+      const newWindow = state.minuteStart !== this.#usage.minuteStart;
       this.#usage = state;
       this.#store.save(state);
-      void this.ctx.storage.setAlarm(state.minuteStart + 2 * MINUTE_MS);
+      // Once per window, not per failure: the alarm deletes the row after the window.
+      if (newWindow) {
+        this.ctx.storage.setAlarm(state.minuteStart + 2 * MINUTE_MS).catch((err: unknown) =>
+          console.error(JSON.stringify({ level: "error", msg: "could not schedule shield cleanup", error: String(err) })),
+        );
+      }
     }
     return decision;
   }
