@@ -41,6 +41,11 @@ export class ApiError extends Error {
   }
 }
 
+/** 503 with Retry-After: a dependency is unavailable, and the same request may succeed shortly. */
+export function unavailable(message: string): ApiError {
+  return new ApiError("service_unavailable", message, { "Retry-After": "1" });
+}
+
 export function errorResponse(c: Context, err: ApiError): Response {
   for (const [name, value] of Object.entries(err.headers)) c.header(name, value);
   const body: ErrorBody = { code: err.code, message: err.message, status: err.status };
@@ -52,7 +57,7 @@ export const onError: ErrorHandler = (err, c) => {
   if (err instanceof ApiError) return errorResponse(c, err);
   if (err instanceof DatabaseError) {
     console.error(JSON.stringify({ level: "error", msg: "database failure", requestId: c.get("requestId"), error: String(err.cause) }));
-    return errorResponse(c, new ApiError("service_unavailable", "The database is temporarily unavailable; retry shortly.", { "Retry-After": "1" }));
+    return errorResponse(c, unavailable("The database is temporarily unavailable; retry shortly."));
   }
   if (err instanceof HTTPException && err.status < 500) {
     // Thrown by Hono itself (e.g. malformed JSON in a body): keep its status, in our shape.

@@ -1,10 +1,10 @@
 import type { Context } from "hono";
-import { endTime, startTime } from "hono/timing";
+import { wrapTime } from "hono/timing";
 import type { AppEnv } from "./app-env";
 import { sha256Hex } from "./auth/secrets";
 import { ApiError } from "./errors";
 import { clock } from "./clock";
-import { IDEMPOTENCY_TTL_MS, type StoredResponse } from "./quota/idempotency-store";
+import { IDEMPOTENCY_TTL_MS, type Claim, type StoredResponse } from "./quota/idempotency-store";
 
 export interface Created<T> {
   body: T;
@@ -30,12 +30,11 @@ export async function idempotent<T>(
   const fingerprint = await sha256Hex(JSON.stringify(request));
   const limiter = c.env.QUOTA.getByName(keyId);
 
-  startTime(c, "idempotency");
-  const claim = await limiter.claimIdempotencyKey(idempotencyKey, fingerprint).catch((err: unknown) => {
+  const claiming = limiter.claimIdempotencyKey(idempotencyKey, fingerprint).catch((err: unknown) => {
     console.warn(JSON.stringify({ level: "warn", msg: "idempotency records unreachable; relying on the database guard", keyId, error: String(err) }));
     return null;
   });
-  endTime(c, "idempotency");
+  const claim: Claim | null = await wrapTime<Claim | null>(c, "idempotency", claiming);
   if (claim?.state === "mismatch") throw new ApiError("idempotency_key_reused", "This Idempotency-Key was used with a different request body; use a new key for a new request.");
   if (claim?.state === "in_flight") throw new ApiError("idempotency_key_in_flight", "A request with this Idempotency-Key is still being processed; retry after it completes.", { "Retry-After": "1" });
   if (claim?.state === "replay") {

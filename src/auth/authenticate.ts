@@ -1,5 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { endTime, startTime } from "hono/timing";
+import { wrapTime } from "hono/timing";
 import type { AppEnv } from "../app-env";
 import { clock } from "../clock";
 import { findKeyByHash, type KeyRecord } from "../db/keys";
@@ -37,10 +37,8 @@ async function lookUp(c: Context<AppEnv>, token: string): Promise<KeyRecord | nu
 
 /** Requires `Authorization: Bearer <API key>`; runs before any parameter or body validation. */
 export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
-  startTime(c, "auth");
   const token = bearerToken(c.req.header("Authorization"));
-  const record = token ? await lookUp(c, token) : null;
-  endTime(c, "auth");
+  const record = token ? await wrapTime(c, "auth", lookUp(c, token)) : null;
   const problem = token ? problemWith(record, clock.now()) : "Missing API key: send Authorization: Bearer <API key>.";
   if (problem || !record) throw await apiAuthFailure(c, problem ?? "The API key is not valid.", token !== null);
   c.set("apiKey", record);

@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../app-env";
 import { clock, MINUTE_MS } from "../clock";
 import { ApiError } from "../errors";
+import { ExpiringMap } from "../expiring-map";
 import { AUTH_FAILURES_PER_MINUTE } from "../quota/auth-shield";
 import { rateLimitHeaders } from "../quota/headers";
 import type { Decision } from "../quota/windows";
@@ -22,22 +23,12 @@ export function clientAddress(c: Context): string {
   return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
-// Clients refused in this isolate, until their window resets. They are answered here, without a
-// call to their shield object or a D1 lookup, so a guessing client costs almost nothing. Bounded.
-const refused = new Map<string, number>();
-const MAX_REFUSED = 10_000;
+// Clients refused in this isolate, with the end of their window. They are answered here, without
+// a call to their shield object or a D1 lookup, so a guessing client costs almost nothing.
+const refused = new ExpiringMap<string, number>(10_000);
 
 export function isRefused(shieldName: string, now = clock.now()): boolean {
-  const until = refused.get(shieldName);
-  if (until === undefined) return false;
-  if (until > now) return true;
-  refused.delete(shieldName);
-  return false;
-}
-
-function refuse(shieldName: string, until: number): void {
-  if (refused.size >= MAX_REFUSED) refused.delete(refused.keys().next().value!);
-  refused.set(shieldName, until);
+  return refused.get(shieldName, now) !== undefined;
 }
 
 function refusal(decision: Decision): ApiError {
@@ -50,14 +41,15 @@ function refusal(decision: Decision): ApiError {
  */
 export async function authFailure(c: Context<AppEnv>, shieldName: string, message: string, challenge: string): Promise<ApiError> {
   const now = clock.now();
-  if (isRefused(shieldName, now)) {
-    const resetAt = refused.get(shieldName)!;
+  const resetAt = refused.get(shieldName, now);
+  if (resetAt !== undefined) {
     return refusal({ outcome: "rate_limited", retryAt: resetAt, now, windows: [{ name: "minute", limit: AUTH_FAILURES_PER_MINUTE, remaining: 0, resetAt, seconds: MINUTE_MS / 1000 }] });
   }
   try {
     const decision = await c.env.AUTH_SHIELD.getByName(shieldName).recordFailure();
     if (decision.outcome !== "allowed") {
-      refuse(shieldName, decision.retryAt ?? now);
+      const until = decision.retryAt ?? now;
+      refused.set(shieldName, until, until);
       return refusal(decision);
     }
     return new ApiError("unauthorized", message, { ...rateLimitHeaders(decision), "WWW-Authenticate": challenge });

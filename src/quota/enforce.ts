@@ -1,11 +1,12 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { endTime, startTime } from "hono/timing";
+import { wrapTime } from "hono/timing";
 import type { AppEnv } from "../app-env";
 import { apiAuthFailure, problemWith } from "../auth/authenticate";
 import { forgetKey } from "../auth/key-cache";
 import { clock } from "../clock";
 import { getKey, type KeyRecord } from "../db/keys";
 import { ApiError } from "../errors";
+import { ExpiringMap } from "../expiring-map";
 import { BOOKMARK_HEADER } from "../middleware/d1-session";
 import { rateLimitHeaders } from "./headers";
 import type { Decision, Policy } from "./windows";
@@ -27,41 +28,37 @@ const READ_ANSWER_HEADERS = ["ETag", "Link", BOOKMARK_HEADER];
 const SIDE_EFFECT_FREE_ROUTES = /^\/v1\/pets(\/[^/]+)?$/;
 
 // Keys whose last decision in this isolate left room: their reads run alongside the limiter call.
-const roomy = new Set<string>();
-const MAX_ROOMY = 10_000;
+const roomy = new ExpiringMap<string, true>(10_000);
 
 function remember(keyId: string, decision: Decision | null): void {
   const room = decision?.outcome === "allowed" && decision.windows.every((w) => w.remaining > 0);
-  if (!room) roomy.delete(keyId);
-  else if (!roomy.has(keyId)) {
-    if (roomy.size >= MAX_ROOMY) roomy.delete(roomy.values().next().value!);
-    roomy.add(keyId);
-  }
+  if (room) roomy.set(keyId, true, Infinity);
+  else roomy.delete(keyId);
 }
 
 /** One RPC to the key's quota object, which decides and counts; null if it cannot be reached. */
-async function admit(c: Context<AppEnv>, key: KeyRecord): Promise<Decision | null> {
-  startTime(c, "quota");
-  try {
-    return await c.env.QUOTA.getByName(key.id).admit(policyOf(key));
-  } catch (err) {
-    console.warn(JSON.stringify({ level: "warn", msg: "quota limiter unreachable; failing open", requestId: c.get("requestId"), keyId: key.id, error: String(err) }));
-    return null;
-  } finally {
-    endTime(c, "quota");
-  }
+function admit(c: Context<AppEnv>, key: KeyRecord): Promise<Decision | null> {
+  const ask = async () => {
+    try {
+      return await c.env.QUOTA.getByName(key.id).admit(policyOf(key));
+    } catch (err) {
+      console.warn(JSON.stringify({ level: "warn", msg: "quota limiter unreachable; failing open", requestId: c.get("requestId"), keyId: key.id, error: String(err) }));
+      return null;
+    }
+  };
+  return wrapTime(c, "quota", ask());
 }
 
-const rechecked = new Map<string, { problem: string | null; until: number }>();
+// While the limiter is unreachable: each key's re-read answer, reused for a few seconds to spare D1.
+const rechecked = new ExpiringMap<string, { problem: string | null }>(10_000);
 const RECHECK_MS = 5_000;
 
 async function recheck(c: Context<AppEnv>, keyId: string): Promise<string | null> {
   const now = clock.now();
-  const known = rechecked.get(keyId);
-  if (known && known.until > now) return known.problem;
+  const known = rechecked.get(keyId, now);
+  if (known) return known.problem;
   const problem = problemWith(await getKey(c.env.DB, keyId), now);
-  if (rechecked.size >= MAX_ROOMY) rechecked.delete(rechecked.keys().next().value!);
-  rechecked.set(keyId, { problem, until: now + RECHECK_MS });
+  rechecked.set(keyId, { problem }, now + RECHECK_MS);
   return problem;
 }
 
@@ -101,7 +98,7 @@ export const enforceQuota: MiddlewareHandler<AppEnv> = async (c, next) => {
   const key = c.get("apiKey");
   const decision = admit(c, key);
   const isRead = (c.req.method === "GET" || c.req.method === "HEAD") && SIDE_EFFECT_FREE_ROUTES.test(c.req.path);
-  if (!(isRead && roomy.has(key.id))) {
+  if (!(isRead && roomy.get(key.id, 0))) {
     const headers = await enforce(c, key, await decision);
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
     return next();

@@ -4,7 +4,7 @@ import { forgetKey } from "../auth/key-cache";
 import { generateApiKey, randomBase62, sha256Hex } from "../auth/secrets";
 import { clock } from "../clock";
 import { getKey, insertKey, listKeys, revokeKey, updateKey, type KeyRecord } from "../db/keys";
-import { ApiError } from "../errors";
+import { ApiError, unavailable } from "../errors";
 import { jsonBody } from "../middleware/json-body";
 import { policyOf } from "../quota/enforce";
 import type { Limits, Plan } from "../quota/plans";
@@ -42,7 +42,7 @@ async function pushPolicy(env: Env, key: KeyRecord): Promise<void> {
     await env.QUOTA.getByName(key.id).configure(policyOf(key));
   } catch (err) {
     console.error(JSON.stringify({ level: "error", msg: "could not push key policy", keyId: key.id, error: String(err) }));
-    throw new ApiError("service_unavailable", "The change is saved but not yet enforced everywhere; repeat the request.", { "Retry-After": "1" });
+    throw unavailable("The change is saved but not yet enforced everywhere; repeat the request.");
   }
 }
 
@@ -120,7 +120,7 @@ export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
         .then(() => limiter.usage(policyOf(record)))
         .catch((err: unknown) => {
           console.error(JSON.stringify({ level: "error", msg: "could not unban", keyId: id, error: String(err) }));
-          throw new ApiError("service_unavailable", "The key's quota object could not be reached; repeat the request.", { "Retry-After": "1" });
+          throw unavailable("The key's quota object could not be reached; repeat the request.");
         });
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },

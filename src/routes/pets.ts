@@ -1,5 +1,5 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import { endTime, startTime } from "hono/timing";
+import { wrapTime } from "hono/timing";
 import type { AppEnv } from "../app-env";
 import { clock } from "../clock";
 import { createPet, createPetOnce, getPet, listPets } from "../db/pets";
@@ -76,10 +76,8 @@ export const petsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
     const { limit, status, cursor } = c.req.valid("query");
     const from = cursor === undefined ? null : await decodeCursor(c.env.CURSOR_SECRET, cursor, status);
     if (from?.bookmark) c.var.d1.atLeast(from.bookmark);
-    startTime(c, "db");
     // One row more than asked tells whether a next page exists without a second query.
-    const rows = await listPets(c.var.d1.session, { limit: limit + 1, status, afterId: from?.afterId ?? 0 });
-    endTime(c, "db");
+    const rows = await wrapTime(c, "db", listPets(c.var.d1.session, { limit: limit + 1, status, afterId: from?.afterId ?? 0 }));
     const page = rows.slice(0, limit);
     if (rows.length > limit) {
       const next = await encodeCursor(c.env.CURSOR_SECRET, page[page.length - 1]!.id, status, c.var.d1.bookmark());
@@ -90,19 +88,11 @@ export const petsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   .openapi(createPetRoute, async (c) => {
     const newPet = c.req.valid("json");
     const idempotencyKey = c.req.valid("header")["idempotency-key"];
-    const timedDb = async <T>(query: () => Promise<T>) => {
-      startTime(c, "db");
-      try {
-        return await query();
-      } finally {
-        endTime(c, "db");
-      }
-    };
     const { body, location, replayed } =
       idempotencyKey === undefined
-        ? created(await timedDb(() => createPet(c.var.d1.session, newPet)), true)
+        ? created(await wrapTime(c, "db", createPet(c.var.d1.session, newPet)), true)
         : await idempotent(c, idempotencyKey, newPet, async (ref, notBefore) => {
-            const once = await timedDb(() => createPetOnce(c.var.d1.session, newPet, { ref, notBefore, now: clock.now() }));
+            const once = await wrapTime(c, "db", createPetOnce(c.var.d1.session, newPet, { ref, notBefore, now: clock.now() }));
             return created(once.pet, once.created);
           });
     if (replayed) c.header("Idempotent-Replayed", "true");
@@ -111,9 +101,7 @@ export const petsApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
   })
   .openapi(getPetRoute, async (c) => {
     const { petId } = c.req.valid("param");
-    startTime(c, "db");
-    const pet = await getPet(c.var.d1.session, petId);
-    endTime(c, "db");
+    const pet = await wrapTime(c, "db", getPet(c.var.d1.session, petId));
     if (!pet) throw new ApiError("not_found", `No pet with id ${petId}.`);
     return c.json(withETag(c, pet), 200);
   });
