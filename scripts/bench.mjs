@@ -1,27 +1,34 @@
-// `npm run bench`: the API next to a do-nothing reference Worker (bench/reference), both under
+// `npm run bench`: the API next to a do-nothing reference Worker (bench/reference) and, for the
+// list, a floor Worker that makes only the two hops a list needs (bench/floor), all under
 // `wrangler dev` on loopback, measured in alternating rounds with autocannon. Absolute numbers on
 // a shared machine are noise; the ratios to the reference from the same run are the result.
 // Writes bench/results/latest.md and latest.svg. Informs, never gates: always exits 0 once it ran.
 //
 // Rounds alternate in ABBA order (reference then API, then API then reference, …) so load that
-// drifts over time hits both alike.
-// Options: --rounds 4 --seconds 4 --connections 10 --warmup 1 --limiter-seconds 5
-//          --limiter-connections 50 --api-port 8801 --ref-port 8802 --access-log off
+// drifts over time hits all alike.
+// Options: --rounds 6 --seconds 4 --connections 10 --warmup 1 --limiter-seconds 5
+//          --limiter-connections 50 --api-port 8801 --ref-port 8802 --floor-port 8805
+//          --access-log off --local-observability off
 //
 // The API runs with ACCESS_LOG=off unless `--access-log on`: under wrangler dev every console.log
 // line costs ~2.5 ms of CPU in wrangler's log forwarding (measured with a one-character line),
 // more than the Durable Object and D1 hops together, while at the edge Workers Logs collects
 // log lines off the request path. Measure both; the report says which one it is.
+//
+// Likewise both Workers run with wrangler dev's local trace collector off (X_LOCAL_OBSERVABILITY=
+// false) unless `--local-observability on`. That collector writes every invocation's spans into a
+// SQLite-backed object inside the same workerd process, so it costs the API more the more spans a
+// request has, and more as its store grows; at the edge traces leave after the invocation.
 import autocannon from "autocannon";
-import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
-import { cleanupNow, issueKey, makeTempDir, parseArgs, ROOT, runWrangler, seedPets, snapshotProject, startApi, startReference } from "./lib/local-server.mjs";
+import { BUDGET_KIB, fmt, markdown, svgChart, versions } from "./lib/bench-report.mjs";
+import { cleanupNow, issueKey, makeTempDir, parseArgs, ROOT, runWrangler, seedPets, snapshotProject, startApi, startFloor, startReference } from "./lib/local-server.mjs";
 
 const opts = parseArgs(process.argv.slice(2), {
-  rounds: 4,
+  rounds: 6,
   seconds: 4,
   connections: 10,
   warmup: 1,
@@ -29,10 +36,13 @@ const opts = parseArgs(process.argv.slice(2), {
   limiterConnections: 50,
   apiPort: 8801,
   refPort: 8802,
+  floorPort: 8805,
   accessLog: "off",
+  localObservability: "off",
 });
-const BUDGET_KIB = 120;
-const TARGETS = { throughput: 0.6, p99: 2 };
+for (const name of ["accessLog", "localObservability"]) {
+  if (!["on", "off"].includes(opts[name])) throw new Error(`--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be on or off`);
+}
 const started = Date.now();
 const log = (msg) => console.log(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
 
@@ -172,116 +182,6 @@ function withOne(run) {
   return s;
 }
 
-// ------------------------------------------------------------------ report
-
-const fmt = (n, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "n/a");
-const pass = (ok) => (ok ? "PASS" : "FAIL");
-
-function versions() {
-  const pkg = (name) => {
-    try {
-      return JSON.parse(readFileSync(path.join(ROOT, "node_modules", name, "package.json"), "utf8")).version;
-    } catch {
-      return "?";
-    }
-  };
-  let commit = "?";
-  try {
-    commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
-    if (execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: ROOT, encoding: "utf8" }).trim()) commit += " (+ uncommitted changes)";
-  } catch {
-    /* not a git checkout */
-  }
-  return { node: process.version, wrangler: pkg("wrangler"), workerd: pkg("workerd"), autocannon: pkg("autocannon"), hono: pkg("hono"), commit };
-}
-
-function svgChart(rows, caption) {
-  const W = 820;
-  const H = 340;
-  const panelW = 380;
-  const top = 60;
-  const chartH = 200;
-  const colors = { ref: "#9aa5b1", api: "#f38020" };
-  const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;");
-  const parts = [];
-  const panel = (x0, title, key, unit) => {
-    const max = Math.max(...rows.flatMap((r) => [r.ref[key], r.api[key]]).filter(Number.isFinite), 1) * 1.15;
-    parts.push(`<text x="${x0 + panelW / 2}" y="${top - 22}" text-anchor="middle" font-size="14" font-weight="bold">${esc(title)}</text>`);
-    parts.push(`<line x1="${x0 + 30}" y1="${top + chartH}" x2="${x0 + panelW}" y2="${top + chartH}" stroke="#333"/>`);
-    const groupW = (panelW - 40) / rows.length;
-    rows.forEach((r, i) => {
-      const gx = x0 + 40 + i * groupW;
-      const barW = (groupW - 16) / 2;
-      [["ref", r.ref[key]], ["api", r.api[key]]].forEach(([who, v], j) => {
-        const h = Number.isFinite(v) ? (v / max) * chartH : 0;
-        const x = gx + j * barW;
-        const y = top + chartH - h;
-        parts.push(`<rect x="${x.toFixed(1)}" y="${y.toFixed(1)}" width="${(barW - 2).toFixed(1)}" height="${h.toFixed(1)}" fill="${colors[who]}"/>`);
-        parts.push(`<text x="${(x + barW / 2 - 1).toFixed(1)}" y="${(y - 4).toFixed(1)}" text-anchor="middle" font-size="9">${esc(fmt(v, key === "rps" ? 0 : 1))}</text>`);
-      });
-      parts.push(`<text x="${(gx + barW).toFixed(1)}" y="${top + chartH + 16}" text-anchor="middle" font-size="10">${esc(r.short)}</text>`);
-      parts.push(`<text x="${(gx + barW).toFixed(1)}" y="${top + chartH + 29}" text-anchor="middle" font-size="9" fill="#555">${esc(fmt(r.api[key] / r.ref[key], 2))}×</text>`);
-    });
-    parts.push(`<text x="${x0 + 30}" y="${top + chartH + 44}" font-size="10" fill="#555">${esc(unit)}; API ÷ reference under each operation</text>`);
-  };
-  panel(20, "Throughput (requests/s, higher is better)", "rps", "requests per second");
-  panel(420, "p99 latency (ms, lower is better)", "p99", "milliseconds");
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="Helvetica, Arial, sans-serif">
-<rect width="${W}" height="${H}" fill="#fff"/>
-<text x="${W / 2}" y="16" text-anchor="middle" font-size="10" fill="#555">${esc(caption)}</text>
-${parts.join("\n")}
-<rect x="260" y="${H - 30}" width="12" height="12" fill="${colors.ref}"/><text x="278" y="${H - 20}" font-size="12">reference Worker</text>
-<rect x="420" y="${H - 30}" width="12" height="12" fill="${colors.api}"/><text x="438" y="${H - 20}" font-size="12">Animal Store API</text>
-</svg>
-`;
-}
-
-function markdown({ rows, bundle, limiter, v, when, totalSeconds, load }) {
-  const list = rows[0];
-  const cpu = os.cpus();
-  const lines = [];
-  lines.push("# Benchmark: latest run", "");
-  lines.push(`- Date: ${when.toISOString()}`);
-  lines.push(`- Machine: ${cpu.length} × ${cpu[0]?.model ?? "?"}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, ${os.type()} ${os.release()} (${os.arch()})`);
-  lines.push(`- Load average (1 min) at start / end: ${fmt(load[0], 2)} / ${fmt(load[1], 2)} (other work on the machine skews absolute numbers; compare ratios)`);
-  lines.push(`- Versions: Node ${v.node}, wrangler ${v.wrangler}, workerd ${v.workerd}, hono ${v.hono}, autocannon ${v.autocannon}; commit ${v.commit}`);
-  lines.push(`- Method: both Workers under \`wrangler dev\` on 127.0.0.1 (the API from a snapshot of the working tree taken at the start), ${opts.warmup} s warm-up per operation, then ${opts.rounds} alternating rounds (reference/API, then API/reference, …) of ${opts.seconds} s per operation, ${opts.connections} connections, autocannon in the same process; latencies merged over all rounds. Whole run: ${totalSeconds.toFixed(0)} s.`);
-  lines.push(`- API access log: **${opts.accessLog}** (\`ACCESS_LOG=${opts.accessLog}\`; \`--access-log on|off\`). Under wrangler dev each console.log line costs ~2.5 ms CPU in wrangler's log forwarding, which the edge does not pay on the request path.`);
-  lines.push("", "| Operation | Reference req/s | API req/s | Throughput ratio | Reference p50 / p99 (ms) | API p50 / p99 (ms) | p99 ratio | API statuses |");
-  lines.push("|---|---:|---:|---:|---:|---:|---:|---|");
-  for (const r of rows) {
-    const st = Object.entries(r.api.statuses).map(([s, c]) => `${s}×${c}`).join(" ");
-    lines.push(`| ${r.label} | ${fmt(r.ref.rps, 0)} | ${fmt(r.api.rps, 0)} | ${fmt(r.api.rps / r.ref.rps, 2)}× | ${fmt(r.ref.p50)} / ${fmt(r.ref.p99)} | ${fmt(r.api.p50)} / ${fmt(r.api.p99)} | ${fmt(r.api.p99 / r.ref.p99, 2)}× | ${st}${r.api.errors ? `, ${r.api.errors} errors` : ""} |`);
-  }
-  lines.push("", "![Throughput and p99 latency, reference vs API](latest.svg)", "");
-  lines.push("## Targets (authenticated list, `GET /v1/pets?limit=20`)", "");
-  lines.push(`- Throughput ≥ ${TARGETS.throughput}× reference: ${fmt(list.api.rps / list.ref.rps, 2)}× — **${pass(list.api.rps / list.ref.rps >= TARGETS.throughput)}**`);
-  lines.push(`- p99 ≤ ${TARGETS.p99}× reference: ${fmt(list.api.p99 / list.ref.p99, 2)}× — **${pass(list.api.p99 / list.ref.p99 <= TARGETS.p99)}**`);
-  const perRound = list.api.rounds.map((a, i) => a / list.ref.rounds[i]);
-  const median = [...perRound].sort((a, b) => a - b)[Math.floor((perRound.length - 1) / 2)];
-  lines.push(`- Throughput ratio per round: ${perRound.map((r) => fmt(r, 2)).join(", ")} (median ${fmt(median, 2)}); a wide spread means the machine was busy with other work`);
-  lines.push("", "## Where the API's time goes (Server-Timing, ms, every 4th response under load)", "");
-  const metrics = [...new Set(rows.flatMap((r) => Object.keys(r.timing)))];
-  lines.push(`| Operation | ${metrics.map((m) => `${m} p50 / p99`).join(" | ")} |`);
-  lines.push(`|---|${metrics.map(() => "---:").join("|")}|`);
-  for (const r of rows) lines.push(`| ${r.label} | ${metrics.map((m) => (r.timing[m] ? `${fmt(r.timing[m].p50, 1)} / ${fmt(r.timing[m].p99, 1)}` : "–")).join(" | ")} |`);
-  lines.push("", "One request at a time (25 per operation, after the rounds; p50, ms):", "");
-  lines.push(`| Operation | Reference client p50 | API client p50 | API ${metrics.map((m) => `${m}`).join(" / ")} (Server-Timing p50) |`, "|---|---:|---:|---:|");
-  for (const r of rows) lines.push(`| ${r.label} | ${fmt(r.sequential.ref.p50)} | ${fmt(r.sequential.api.p50)} | ${metrics.map((m) => fmt(r.sequential.api.timing[m]?.p50, 0)).join(" / ")} |`);
-  lines.push("", "`total` is the time inside the Worker; the client-side p50 minus it is the wrangler dev proxy, the loopback and the load generator, which the reference pays too.");
-  lines.push("", "## Bundle size (`wrangler deploy --dry-run`, minified as deployed)", "");
-  lines.push(`- Minified: ${fmt(bundle.rawKiB, 1)} KiB; gzipped: ${fmt(bundle.gzipKiB, 1)} KiB (wrangler reports ${bundle.wranglerKiB ?? "n/a"} KiB); budget ${BUDGET_KIB} KiB — **${pass(bundle.gzipKiB <= BUDGET_KIB)}**`);
-  if (bundle.top.length) lines.push(`- Largest parts (minified, before gzip): ${bundle.top.map(([n, b]) => `${n} ${fmt(b / 1024, 1)} KiB`).join(", ")}`);
-  lines.push("", "## Limiter microbenchmark (one key's QuotaLimiter, real API, " + `${opts.limiterConnections} connections, ${opts.limiterSeconds} s)`, "");
-  lines.push("| Path | Decisions/s | p50 / p99 (ms) | Statuses |", "|---|---:|---:|---|");
-  const st = (s) => Object.entries(s.statuses).map(([k, c]) => `${k}×${c}`).join(" ");
-  lines.push(`| Admitted (\`GET /v1/limiter-probe\`: auth, admit, 404; no D1) | ${fmt(limiter.admitted.rps, 0)} | ${fmt(limiter.admitted.p50)} / ${fmt(limiter.admitted.p99)} | ${st(limiter.admitted)} |`);
-  lines.push(`| Refused (key allowed 1 request a day: 429 quota_exceeded, then key_banned) | ${fmt(limiter.refused.rps, 0)} | ${fmt(limiter.refused.p50)} / ${fmt(limiter.refused.p99)} | ${st(limiter.refused)} |`);
-  lines.push("", `The admitting key's object counted ${limiter.doCount ?? "n/a"} decisions today; the client saw ${limiter.admitted.count} responses (requests still in flight when the load generator stopped were counted but not seen). The refusing key was admitted exactly ${limiter.refused.statuses[200] ?? 0} time(s) (expected 1).`);
-  lines.push("", "Reproduce with `npm run bench` (options: `--rounds`, `--seconds`, `--connections`). Locally, every request crosses wrangler's dev proxy and all objects live in one workerd process; at the edge the Durable Object and D1 are network hops away, so production latency is dominated by those hops, not by the CPU time measured here.");
-  return lines.join("\n") + "\n";
-}
-
 // ------------------------------------------------------------------ main
 
 const loadAtStart = os.loadavg()[0];
@@ -303,15 +203,23 @@ async function oneAtATime(url, op, headers, n = 25) {
   return { p50: percentile(sorted, 0.5), timing: serverTiming(timings) };
 }
 
+/** Who runs in a round of `op`, in ABBA order: reference, API (, floor), then the reverse. */
+function sides(op, round) {
+  const order = op.floor ? ["ref", "api", "floor"] : ["ref", "api"];
+  return round % 2 ? order : order.reverse();
+}
+
 async function main() {
+  const localObservability = opts.localObservability === "on";
   log(`starting the API (port ${opts.apiPort}) and the reference Worker (port ${opts.refPort}); bundling for the size check`);
   const root = snapshotProject();
-  const [api, ref, bundle] = await Promise.all([
-    startApi({ port: opts.apiPort, inspectorPort: opts.apiPort + 2, root, vars: { ACCESS_LOG: opts.accessLog } }),
-    startReference({ port: opts.refPort, inspectorPort: opts.refPort + 2 }),
+  const [api, ref, floor, bundle] = await Promise.all([
+    startApi({ port: opts.apiPort, inspectorPort: opts.apiPort + 2, root, vars: { ACCESS_LOG: opts.accessLog }, localObservability }),
+    startReference({ port: opts.refPort, inspectorPort: opts.refPort + 2, localObservability }),
+    startFloor({ port: opts.floorPort, inspectorPort: opts.floorPort + 2, localObservability, pets: 200 }),
     bundleSize(root),
   ]);
-  servers.push(api, ref);
+  servers.push(api, ref, floor);
   log(`both answer; bundle ${fmt(bundle.gzipKiB)} KiB gzipped`);
 
   const benchKey = await issueKey(api, { name: "bench", plan: "enterprise", limits: { perMinute: 1_000_000_000_000, perDay: 1_000_000_000_000 } });
@@ -321,29 +229,29 @@ async function main() {
   const headers = { Authorization: `Bearer ${benchKey.key}` };
   const ids = seeded.slice(0, 20).map((p) => p.id);
   const ops = [
-    { label: "`GET /v1/pets?limit=20`", short: "list", requests: [{ method: "GET", path: "/v1/pets?limit=20" }] },
+    { label: "`GET /v1/pets?limit=20`", short: "list", requests: [{ method: "GET", path: "/v1/pets?limit=20" }], floor: true },
     { label: "`GET /v1/pets?status=available`", short: "filter", requests: [{ method: "GET", path: "/v1/pets?status=available" }] },
     { label: "`POST /v1/pets`", short: "create", requests: [{ method: "POST", path: "/v1/pets", headers: { ...headers, "Content-Type": "application/json" }, body: JSON.stringify({ name: "Bench", categoryId: 3, status: "pending" }) }] },
     { label: "`GET /v1/pets/{id}`", short: "get", requests: ids.map((id) => ({ method: "GET", path: `/v1/pets/${id}` })) },
   ];
-  const targets = { ref, api };
+  const targets = { ref, api, floor };
   // Both sides sample headers the same way, so the load generator does the same work for each.
   const run = (who, op, seconds) => cannon({ url: targets[who].url, requests: op.requests, connections: opts.connections, seconds, headers, sample: true });
 
   if (opts.warmup > 0) {
-    for (const op of ops) for (const who of ["ref", "api"]) await run(who, op, opts.warmup);
+    for (const op of ops) for (const who of sides(op, 1)) await run(who, op, opts.warmup);
     log("warmed up");
   }
-  const stats = ops.map(() => ({ ref: emptyStats(), api: emptyStats() }));
+  const stats = ops.map((op) => ({ ref: emptyStats(), api: emptyStats(), ...(op.floor ? { floor: emptyStats() } : {}) }));
   for (let round = 1; round <= opts.rounds; round++) {
     for (const [i, op] of ops.entries()) {
-      for (const who of round % 2 ? ["ref", "api"] : ["api", "ref"]) {
+      for (const who of sides(op, round)) {
         const result = await run(who, op, opts.seconds);
-        if (result.latencies.length === 0) throw new Error(`the ${who === "api" ? "API" : "reference"} answered nothing in a ${opts.seconds} s round of ${op.short} (${result.errors} errors, ${result.timeouts} timeouts)`);
+        if (result.latencies.length === 0) throw new Error(`the ${who} Worker answered nothing in a ${opts.seconds} s round of ${op.short} (${result.errors} errors, ${result.timeouts} timeouts)`);
         merge(stats[i][who], result);
       }
       const last = (w) => stats[i][w].rounds.at(-1);
-      log(`round ${round}/${opts.rounds} ${op.short.padEnd(6)} reference ${fmt(last("ref"), 0)} req/s, API ${fmt(last("api"), 0)} req/s`);
+      log(`round ${round}/${opts.rounds} ${op.short.padEnd(6)} reference ${fmt(last("ref"), 0)} req/s, API ${fmt(last("api"), 0)} req/s${op.floor ? `, floor ${fmt(last("floor"), 0)} req/s` : ""}`);
     }
   }
 
@@ -354,10 +262,10 @@ async function main() {
   log("limiter microbenchmark");
   const limiter = await limiterBench(api);
 
-  const rows = ops.map((op, i) => ({ label: op.label, short: op.short, ref: summarize(stats[i].ref), api: summarize(stats[i].api), timing: serverTiming(stats[i].api.timings), sequential: sequential[i] }));
+  const rows = ops.map((op, i) => ({ label: op.label, short: op.short, ref: summarize(stats[i].ref), api: summarize(stats[i].api), floor: stats[i].floor && summarize(stats[i].floor), timing: serverTiming(stats[i].api.timings), sequential: sequential[i] }));
   const when = new Date();
   const totalSeconds = (Date.now() - started) / 1000;
-  const md = markdown({ rows, bundle, limiter, v: versions(), when, totalSeconds, load: [loadAtStart, os.loadavg()[0]] });
+  const md = markdown({ opts, rows, bundle, limiter, v: versions(), when, totalSeconds, load: [loadAtStart, os.loadavg()[0]] });
   const outDir = path.join(ROOT, "bench/results");
   mkdirSync(outDir, { recursive: true });
   writeFileSync(path.join(outDir, "latest.md"), md);
@@ -365,7 +273,7 @@ async function main() {
 
   console.log("\n" + md);
   console.log(`Wrote bench/results/latest.md and bench/results/latest.svg (${totalSeconds.toFixed(0)} s).`);
-  await Promise.all([api.stop(), ref.stop()]);
+  await Promise.all(servers.map((s) => s.stop()));
 }
 
 main()

@@ -1,4 +1,4 @@
-import { fromBase64Url, toBase64Url } from "./base64url";
+import { fromBase64Url, toBase64Url } from "./encoding";
 import { BOOKMARK_PATTERN } from "./db/sessions";
 import { ApiError } from "./errors";
 import type { PetStatus } from "./schemas/pets";

@@ -119,11 +119,13 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs) {
  * `wrangler dev` on 127.0.0.1:port. Its output (including the API's access log) goes to a log
  * file in the temp dir, read but not parsed, so a full pipe never stalls the server.
  */
-async function startWranglerDev({ name, config, port, inspectorPort, dir, extraArgs = [], probePath, cwd = ROOT }) {
+async function startWranglerDev({ name, config, port, inspectorPort, dir, extraArgs = [], probePath, cwd = ROOT, localObservability = true }) {
   const logFile = path.join(dir, `${name}.log`);
   const log = createWriteStream(logFile);
   const args = ["dev", "--config", config, "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", path.join(dir, `${name}-state`), "--show-interactive-dev-session=false", ...extraArgs];
-  const child = spawn(process.execPath, [WRANGLER, ...args], { cwd, env: ENV, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  // X_LOCAL_OBSERVABILITY=false detaches wrangler's local trace collector (see startApi).
+  const env = localObservability ? ENV : { ...ENV, X_LOCAL_OBSERVABILITY: "false" };
+  const child = spawn(process.execPath, [WRANGLER, ...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   children.add(child);
   child.stdout.pipe(log);
   child.stderr.pipe(log);
@@ -153,8 +155,11 @@ async function startWranglerDev({ name, config, port, inspectorPort, dir, extraA
 /**
  * The API as `npm run dev` runs it: local D1 migrations into a temporary persistence dir, then
  * `wrangler dev` with random ADMIN_TOKEN and CURSOR_SECRET secrets from a temporary env file.
+ * `localObservability: false` turns off wrangler dev's local trace collector, which streams every
+ * invocation's tail events (each span: fetch, Durable Object call, D1 query) into a SQLite-backed
+ * object in the same workerd process, on the same cores as the Worker it measures.
  */
-export async function startApi({ port, inspectorPort, vars = {}, root = snapshotProject() }) {
+export async function startApi({ port, inspectorPort, vars = {}, root = snapshotProject(), localObservability = true }) {
   const dir = makeTempDir("animal-store-api-");
   const adminToken = `bench-admin-${randomBytes(18).toString("hex")}`;
   const envFile = path.join(dir, "dev.env");
@@ -163,15 +168,31 @@ export async function startApi({ port, inspectorPort, vars = {}, root = snapshot
   const persist = path.join(dir, "api-state");
   await runWrangler(["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist], { cwd: root });
   const varArgs = Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
-  const server = await startWranglerDev({ name: "api", config, port, inspectorPort, dir, extraArgs: ["--env-file", envFile, ...varArgs], probePath: "/v1/openapi.json", cwd: root });
+  const server = await startWranglerDev({ name: "api", config, port, inspectorPort, dir, extraArgs: ["--env-file", envFile, ...varArgs], probePath: "/v1/openapi.json", cwd: root, localObservability });
   return { ...server, adminToken, dir, root };
 }
 
 /** The do-nothing reference Worker in bench/reference, also under `wrangler dev`. */
-export async function startReference({ port, inspectorPort }) {
+export async function startReference({ port, inspectorPort, localObservability = true }) {
   const dir = makeTempDir("animal-store-ref-");
   const config = path.join(ROOT, "bench/reference/wrangler.toml");
-  return startWranglerDev({ name: "reference", config, port, inspectorPort, dir, probePath: "/v1/pets", cwd: path.join(ROOT, "bench/reference") });
+  return startWranglerDev({ name: "reference", config, port, inspectorPort, dir, probePath: "/v1/pets", cwd: path.join(ROOT, "bench/reference"), localObservability });
+}
+
+/**
+ * The floor Worker in bench/floor (one Durable Object RPC + one D1 query per list), under
+ * `wrangler dev` with the API's migrations in a temporary persistence dir and `pets` pets.
+ */
+export async function startFloor({ port, inspectorPort, localObservability = true, pets = 200 }) {
+  const dir = makeTempDir("animal-store-floor-");
+  const cwd = path.join(ROOT, "bench/floor");
+  const config = path.join(cwd, "wrangler.toml");
+  const persist = path.join(dir, "floor-state");
+  await runWrangler(["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist], { cwd });
+  const server = await startWranglerDev({ name: "floor", config, port, inspectorPort, dir, extraArgs: [], probePath: "/v1/pets", cwd, localObservability });
+  const res = await fetch(`${server.url}/seed?n=${pets}`, { method: "POST" });
+  if (res.status !== 201) throw new Error(`seeding the floor Worker failed: ${res.status} ${await res.text()}`);
+  return server;
 }
 
 /** Issues a key through the admin API, as an operator would. */

@@ -1,3 +1,5 @@
+import { toHex } from "../encoding";
+
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const encoder = new TextEncoder();
 
@@ -13,8 +15,7 @@ export function randomBase62(length: number): string {
 }
 
 export async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", encoder.encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return toHex(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
 }
 
 /** Compares two secrets in constant time (hashing first makes the lengths equal). */

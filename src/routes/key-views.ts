@@ -1,5 +1,5 @@
 import type { z } from "@hono/zod-openapi";
-import { fromBase64Url, toBase64Url } from "../base64url";
+import { fromBase64Url, toBase64Url } from "../encoding";
 import type { KeyRecord } from "../db/keys";
 import { ApiError } from "../errors";
 import type { KeyUsage } from "../quota/limiter";

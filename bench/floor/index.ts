@@ -1,0 +1,47 @@
+// The floor Worker for `npm run bench`: what every authenticated list must do at least, with no
+// framework, authentication, validation, cursor or header logic: one RPC to a SQLite-backed
+// Durable Object that counts the request durably (as the API's QuotaLimiter does), then one D1
+// query for a page of pets (the API's query), answered as JSON. POST /seed?n=N inserts N pets.
+import { DurableObject } from "cloudflare:workers";
+
+interface Env {
+  DB: D1Database;
+  COUNTER: DurableObjectNamespace<Counter>;
+}
+
+export class Counter extends DurableObject<Env> {
+  #count = 0;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS usage (id INTEGER PRIMARY KEY, count INTEGER NOT NULL) STRICT");
+    this.#count = ctx.storage.sql.exec<{ count: number }>("SELECT count FROM usage WHERE id = 1").toArray()[0]?.count ?? 0;
+  }
+
+  admit(): { count: number } {
+    this.#count += 1;
+    this.ctx.storage.sql.exec("INSERT INTO usage (id, count) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET count = excluded.count", this.#count);
+    return { count: this.#count };
+  }
+}
+
+const LIST = "SELECT id, name, category_id AS categoryId, status FROM pets WHERE id > ?1 ORDER BY id LIMIT ?2";
+const STATUSES = ["available", "pending", "sold"];
+
+export default {
+  async fetch(request: Request, env: Env): Promise<Response> {
+    const url = new URL(request.url);
+    if (request.method === "GET" && url.pathname === "/v1/pets") {
+      // Both at once, as the API overlaps them for a key with room left.
+      const [{ count }, { results }] = await Promise.all([env.COUNTER.getByName("bench").admit(), env.DB.prepare(LIST).bind(0, 21).all()]);
+      return Response.json(results.slice(0, 20), { headers: { "X-RateLimit-Remaining": String(1e12 - count) } });
+    }
+    if (request.method === "POST" && url.pathname === "/seed") {
+      const n = Math.min(Number(url.searchParams.get("n")) || 0, 1000);
+      const insert = env.DB.prepare("INSERT INTO pets (name, category_id, status) VALUES (?1, ?2, ?3)");
+      if (n > 0) await env.DB.batch(Array.from({ length: n }, (_, i) => insert.bind(`floor-${i}`, (i % 7) + 1, STATUSES[i % 3])));
+      return Response.json({ seeded: n }, { status: 201 });
+    }
+    return Response.json({ code: "not_found", message: "No such resource.", status: 404 }, { status: 404 });
+  },
+};
