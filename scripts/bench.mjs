@@ -2,20 +2,21 @@
 // list, a floor Worker that makes only the two hops a list needs (bench/floor), all under
 // `wrangler dev` on loopback, measured in alternating rounds with autocannon. Absolute numbers on
 // a shared machine are noise; the ratios to the reference from the same run are the result.
-// Writes bench/results/latest.md and latest.svg. Informs, never gates: always exits 0 once it ran.
+// Writes bench/results/<out>.md and <out>.svg (`--out latest`). Informs, never gates: always exits
+// 0 once it ran.
 //
-// Rounds alternate in ABBA order (reference then API, then API then reference, …) so load that
-// drifts over time hits all alike.
+// Rounds alternate in ABBA order (reference, API, floor, then floor, API, reference, …) so load
+// that drifts over time hits all alike.
 // Options: --rounds 6 --seconds 4 --connections 10 --warmup 1 --limiter-seconds 5
 //          --limiter-connections 50 --api-port 8801 --ref-port 8802 --floor-port 8805
-//          --access-log off --local-observability off
+//          --access-log off --local-observability off --out latest
 //
 // The API runs with ACCESS_LOG=off unless `--access-log on`: under wrangler dev every console.log
 // line costs ~2.5 ms of CPU in wrangler's log forwarding (measured with a one-character line),
 // more than the Durable Object and D1 hops together, while at the edge Workers Logs collects
 // log lines off the request path. Measure both; the report says which one it is.
 //
-// Likewise both Workers run with wrangler dev's local trace collector off (X_LOCAL_OBSERVABILITY=
+// Likewise all three Workers run with wrangler dev's local trace collector off (X_LOCAL_OBSERVABILITY=
 // false) unless `--local-observability on`. That collector writes every invocation's spans into a
 // SQLite-backed object inside the same workerd process, so it costs the API more the more spans a
 // request has, and more as its store grows; at the edge traces leave after the invocation.
@@ -24,7 +25,7 @@ import { readdirSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
-import { BUDGET_KIB, fmt, markdown, svgChart, versions } from "./lib/bench-report.mjs";
+import { fmt, markdown, svgChart, versions } from "./lib/bench-report.mjs";
 import { cleanupNow, issueKey, makeTempDir, parseArgs, ROOT, runWrangler, seedPets, snapshotProject, startApi, startFloor, startReference } from "./lib/local-server.mjs";
 
 const opts = parseArgs(process.argv.slice(2), {
@@ -39,7 +40,9 @@ const opts = parseArgs(process.argv.slice(2), {
   floorPort: 8805,
   accessLog: "off",
   localObservability: "off",
+  out: "latest",
 });
+if (!/^[a-z0-9][a-z0-9-]{0,60}$/.test(opts.out)) throw new Error("--out must be a short file name (a-z, 0-9, -)");
 for (const name of ["accessLog", "localObservability"]) {
   if (!["on", "off"].includes(opts[name])) throw new Error(`--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be on or off`);
 }
@@ -220,7 +223,7 @@ async function main() {
     bundleSize(root),
   ]);
   servers.push(api, ref, floor);
-  log(`both answer; bundle ${fmt(bundle.gzipKiB)} KiB gzipped`);
+  log(`all three answer; bundle ${fmt(bundle.gzipKiB)} KiB gzipped`);
 
   const benchKey = await issueKey(api, { name: "bench", plan: "enterprise", limits: { perMinute: 1_000_000_000_000, perDay: 1_000_000_000_000 } });
   const seeded = await seedPets(api, benchKey.key, 200, { prefix: "bench" });
@@ -235,7 +238,7 @@ async function main() {
     { label: "`GET /v1/pets/{id}`", short: "get", requests: ids.map((id) => ({ method: "GET", path: `/v1/pets/${id}` })) },
   ];
   const targets = { ref, api, floor };
-  // Both sides sample headers the same way, so the load generator does the same work for each.
+  // Every side samples headers the same way, so the load generator does the same work for each.
   const run = (who, op, seconds) => cannon({ url: targets[who].url, requests: op.requests, connections: opts.connections, seconds, headers, sample: true });
 
   if (opts.warmup > 0) {
@@ -268,11 +271,11 @@ async function main() {
   const md = markdown({ opts, rows, bundle, limiter, v: versions(), when, totalSeconds, load: [loadAtStart, os.loadavg()[0]] });
   const outDir = path.join(ROOT, "bench/results");
   mkdirSync(outDir, { recursive: true });
-  writeFileSync(path.join(outDir, "latest.md"), md);
-  writeFileSync(path.join(outDir, "latest.svg"), svgChart(rows, `npm run bench, ${when.toISOString().slice(0, 16).replace("T", " ")} UTC, ${os.cpus().length} cores, ${opts.connections} connections, wrangler dev on loopback`));
+  writeFileSync(path.join(outDir, `${opts.out}.md`), md);
+  writeFileSync(path.join(outDir, `${opts.out}.svg`), svgChart(rows, `npm run bench, ${when.toISOString().slice(0, 16).replace("T", " ")} UTC, ${os.cpus().length} cores, ${opts.connections} connections, wrangler dev on loopback`));
 
   console.log("\n" + md);
-  console.log(`Wrote bench/results/latest.md and bench/results/latest.svg (${totalSeconds.toFixed(0)} s).`);
+  console.log(`Wrote bench/results/${opts.out}.md and bench/results/${opts.out}.svg (${totalSeconds.toFixed(0)} s).`);
   await Promise.all(servers.map((s) => s.stop()));
 }
 

@@ -54,7 +54,7 @@ export async function decodeCursor(secret: string | undefined, cursor: string, s
   } catch {
     throw invalid();
   }
-  // atob ignores the unused low bits of the last character: only the canonical spelling is ours.
+  // Decoding ignores the unused low bits of the last character: only the canonical spelling is ours.
   if (token.length <= MAC_BYTES || toBase64Url(token) !== cursor) throw invalid();
   const payload = token.slice(0, token.length - MAC_BYTES);
   if (!crypto.subtle.timingSafeEqual(await mac(secret, payload), token.slice(token.length - MAC_BYTES))) throw invalid();

@@ -1,7 +1,8 @@
 // The floor Worker for `npm run bench`: what every authenticated list must do at least, with no
 // framework, authentication, validation, cursor or header logic: one RPC to a SQLite-backed
-// Durable Object that counts the request durably (as the API's QuotaLimiter does), then one D1
-// query for a page of pets (the API's query), answered as JSON. POST /seed?n=N inserts N pets.
+// Durable Object that counts the request durably (as the API's QuotaLimiter does) and, at the same
+// time, one D1 query for a page of pets (the API's query, in a D1 session as the API reads),
+// answered as JSON with the session's bookmark. POST /seed?n=N inserts N pets.
 import { DurableObject } from "cloudflare:workers";
 
 interface Env {
@@ -33,8 +34,9 @@ export default {
     const url = new URL(request.url);
     if (request.method === "GET" && url.pathname === "/v1/pets") {
       // Both at once, as the API overlaps them for a key with room left.
-      const [{ count }, { results }] = await Promise.all([env.COUNTER.getByName("bench").admit(), env.DB.prepare(LIST).bind(0, 21).all()]);
-      return Response.json(results.slice(0, 20), { headers: { "X-RateLimit-Remaining": String(1e12 - count) } });
+      const session = env.DB.withSession("first-unconstrained");
+      const [{ count }, { results }] = await Promise.all([env.COUNTER.getByName("bench").admit(), session.prepare(LIST).bind(0, 21).all()]);
+      return Response.json(results.slice(0, 20), { headers: { "X-RateLimit-Remaining": String(1e12 - count), "x-d1-bookmark": session.getBookmark() ?? "" } });
     }
     if (request.method === "POST" && url.pathname === "/seed") {
       const n = Math.min(Number(url.searchParams.get("n")) || 0, 1000);

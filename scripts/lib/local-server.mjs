@@ -123,8 +123,9 @@ async function startWranglerDev({ name, config, port, inspectorPort, dir, extraA
   const logFile = path.join(dir, `${name}.log`);
   const log = createWriteStream(logFile);
   const args = ["dev", "--config", config, "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", path.join(dir, `${name}-state`), "--show-interactive-dev-session=false", ...extraArgs];
-  // X_LOCAL_OBSERVABILITY=false detaches wrangler's local trace collector (see startApi).
-  const env = localObservability ? ENV : { ...ENV, X_LOCAL_OBSERVABILITY: "false" };
+  // X_LOCAL_OBSERVABILITY attaches wrangler's local trace collector or not (see startApi); set
+  // either way, so a value exported in the caller's shell cannot contradict the report.
+  const env = { ...ENV, X_LOCAL_OBSERVABILITY: localObservability ? "true" : "false" };
   const child = spawn(process.execPath, [WRANGLER, ...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   children.add(child);
   child.stdout.pipe(log);
