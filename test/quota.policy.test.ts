@@ -44,6 +44,11 @@ describe("plan change", () => {
     expect(after.headers.get("X-RateLimit-Limit")).toBe("300");
     expect(after.headers.get("X-RateLimit-Remaining")).toBe("298");
     expect(after.headers.get("RateLimit-Policy")).toBe('"minute";q=300;w=60, "day";q=10000;w=86400');
+    // The object's newer policy version made this isolate drop the stale record; the next
+    // request reads the key afresh (new plan name for the access log and handlers).
+    expect(cachedKey(await sha256Hex(key), time.now)).toBeUndefined();
+    expect((await list(key)).status).toBe(200);
+    expect(cachedKey(await sha256Hex(key), time.now)?.plan).toBe("pro");
   });
 
   it("enforces lowered enterprise limits on the next request, keeping the counts", async () => {

@@ -76,6 +76,9 @@ async function enforce(c: Context<AppEnv>, key: KeyRecord, decision: Decision | 
     }
     return {};
   }
+  // The object applied a newer policy than this isolate's cached record (a plan change made
+  // elsewhere): drop the record so the next request reads the key, plan name included, afresh.
+  if ((decision.policyVersion ?? 0) > key.version) forgetKey(key.id);
   if (decision.outcome === "revoked") {
     forgetKey(key.id);
     throw await apiAuthFailure(c, "The API key has been revoked.", true);

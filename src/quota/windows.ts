@@ -35,6 +35,8 @@ export interface Decision {
   /** For refusals: epoch ms after which a retry can succeed. */
   retryAt?: number;
   now: number;
+  /** The version of the policy the decision applied (a key's decisions only). */
+  policyVersion?: number;
 }
 
 export const EMPTY_USAGE: UsageState = { minuteStart: 0, minuteCount: 0, minuteRejected: 0, dayStart: 0, dayCount: 0, bannedUntil: 0 };
@@ -67,7 +69,7 @@ export function banThreshold(perMinute: number): number {
  */
 export function decide(previous: UsageState, policy: Policy, now: number, banMs: number): { state: UsageState; decision: Decision } {
   let state = rollWindows(previous, now);
-  const result = (outcome: Outcome, retryAt?: number) => ({ state, decision: { outcome, windows: windowsOf(state, policy), retryAt, now } });
+  const result = (outcome: Outcome, retryAt?: number) => ({ state, decision: { outcome, windows: windowsOf(state, policy), retryAt, now, policyVersion: policy.version } });
 
   if (policy.revoked) return result("revoked");
   if (state.bannedUntil > now) return result("key_banned", state.bannedUntil);
