@@ -26,7 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { fmt, markdown, svgChart, versions } from "./lib/bench-report.mjs";
-import { cleanupNow, issueKey, makeTempDir, parseArgs, ROOT, runWrangler, seedPets, snapshotProject, startApi, startFloor, startReference } from "./lib/local-server.mjs";
+import { cleanupNow, issueKey, makeTempDir, parseArgs, ROOT, runWrangler, seedPets, snapshotProject, startApi, startFloor, startReference, UNLIMITED } from "./lib/local-server.mjs";
 
 const opts = parseArgs(process.argv.slice(2), {
   rounds: 6,
@@ -132,7 +132,7 @@ function serverTiming(samples) {
 async function bundleSize(root) {
   const dir = makeTempDir("animal-store-bundle-");
   const outdir = path.join(dir, "dist");
-  const output = await runWrangler(["deploy", "--dry-run", "--minify", "--env=", "--outdir", outdir, "--metafile", path.join(dir, "meta.json"), "--config", path.join(root, "wrangler.toml")], { cwd: root });
+  const output = await runWrangler(["deploy", "--dry-run", "--env=", "--outdir", outdir, "--metafile", path.join(dir, "meta.json"), "--config", path.join(root, "wrangler.toml")], { cwd: root });
   const reported = output.match(/Total Upload: ([0-9.]+) KiB \/ gzip: ([0-9.]+) KiB/);
   let raw = 0;
   let gzip = 0;
@@ -166,8 +166,7 @@ async function limiterBench(api) {
   // Admitted decisions: an unknown /v1 path needs a key and passes the quota check like every
   // /v1 request, then answers 404 without touching D1, so the rate is bound by auth (a warm
   // cache) and the one RPC to the key's QuotaLimiter, which counts and persists each decision.
-  const big = 1_000_000_000_000;
-  const admitKey = await issueKey(api, { name: "bench-limiter-admit", plan: "enterprise", limits: { perMinute: big, perDay: big } });
+  const admitKey = await issueKey(api, { name: "bench-limiter-admit", plan: "enterprise", limits: UNLIMITED });
   const headers = { Authorization: `Bearer ${admitKey.key}` };
   const admitted = summarize(withOne(await cannon({ url: api.url, requests: [{ method: "GET", path: "/v1/limiter-probe" }], connections: opts.limiterConnections, seconds: opts.limiterSeconds, headers })));
   const usage = await (await fetch(`${api.url}/admin/v1/keys/${admitKey.id}`, { headers: { Authorization: `Bearer ${api.adminToken}` } })).json();
@@ -225,7 +224,7 @@ async function main() {
   servers.push(api, ref, floor);
   log(`all three answer; bundle ${fmt(bundle.gzipKiB)} KiB gzipped`);
 
-  const benchKey = await issueKey(api, { name: "bench", plan: "enterprise", limits: { perMinute: 1_000_000_000_000, perDay: 1_000_000_000_000 } });
+  const benchKey = await issueKey(api, { name: "bench", plan: "enterprise", limits: UNLIMITED });
   const seeded = await seedPets(api, benchKey.key, 200, { prefix: "bench" });
   log(`issued the benchmark key and seeded ${seeded.length} pets`);
 

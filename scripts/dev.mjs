@@ -3,6 +3,7 @@
 // Extra arguments pass through (`npm run dev -- --port 9000`). State persists under .wrangler/.
 import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs";
+import { parseDevVars, readDevVars } from "./lib/dev-vars.mjs";
 
 process.env.WRANGLER_SEND_METRICS = "false";
 const args = process.argv.slice(2);
@@ -13,11 +14,10 @@ if (!existsSync(".dev.vars")) {
 } else {
   // A .dev.vars from an older checkout may lack a secret added since: add it from the example.
   const have = readFileSync(".dev.vars", "utf8");
-  const names = (text) => new Set([...text.matchAll(/^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*[=:]/gm)].map((m) => m[1]));
-  const present = names(have);
+  const present = parseDevVars(have);
   const missing = readFileSync(".dev.vars.example", "utf8")
     .split("\n")
-    .filter((line) => [...names(line)].some((name) => !present.has(name)));
+    .filter((line) => [...parseDevVars(line).keys()].some((name) => !present.has(name)));
   if (missing.length) {
     appendFileSync(".dev.vars", `${have.endsWith("\n") ? "" : "\n"}${missing.join("\n")}\n`);
     console.log(`Added to .dev.vars from .dev.vars.example: ${missing.map((l) => l.split("=")[0]).join(", ")}`);
@@ -30,7 +30,7 @@ if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 const portFlag = args.findIndex((a) => a === "--port" || a.startsWith("--port="));
 const port = portFlag < 0 ? "8787" : args[portFlag].includes("=") ? args[portFlag].split("=")[1] : args[portFlag + 1];
 const devArgs = portFlag < 0 ? ["dev", "--port", port, ...args] : ["dev", ...args];
-const token = readFileSync(".dev.vars", "utf8").match(/^ADMIN_TOKEN=(.*)$/m)?.[1]?.trim() ?? "<ADMIN_TOKEN from .dev.vars>";
+const token = readDevVars().get("ADMIN_TOKEN") ?? "<ADMIN_TOKEN from .dev.vars>";
 const url = `http://localhost:${port}`;
 
 console.log(`

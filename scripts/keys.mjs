@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Operator CLI for the admin key API: `npm run keys -- <command> [options]`.
-import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { readDevVars } from "./lib/dev-vars.mjs";
 
 const USAGE = `Usage: npm run keys -- <command> [options]
   create   --name NAME --plan free|pro|business|enterprise [--per-minute N --per-day N] [--expires ISO-DATE]
@@ -35,8 +35,7 @@ if (values.help) {
 }
 if (!command) fail("No command given.");
 const base = (values.url ?? process.env.ANIMAL_STORE_URL ?? "http://localhost:8787").replace(/\/$/, "");
-const devVars = existsSync(".dev.vars") ? readFileSync(".dev.vars", "utf8").match(/^ADMIN_TOKEN=(.*)$/m)?.[1]?.trim() : undefined;
-const token = values.token ?? process.env.ADMIN_TOKEN ?? devVars;
+const token = values.token ?? process.env.ADMIN_TOKEN ?? readDevVars().get("ADMIN_TOKEN");
 if (!token) fail("No admin token: pass --token, set ADMIN_TOKEN, or create .dev.vars.");
 
 const need = (name) => values[name] ?? fail(`--${name} is required for ${command}.`);

@@ -21,14 +21,13 @@
 // never banned); "aggressive" keys keep sending and get banned once they pass the threshold.
 // A banned key's 429 carries the ban's reset, not the minute's; the few such responses sent
 // across a minute boundary are refusals on either side of it, and every placement is tried.
-import { issueKey, parseArgs, seedPets, startApi, cleanupNow } from "./lib/local-server.mjs";
+import { issueKey, parseArgs, seedPets, startApi, cleanupNow, UNLIMITED } from "./lib/local-server.mjs";
 
 const opts = parseArgs(process.argv.slice(2), { seconds: 20, port: 8811, concurrency: 2, maxPerKey: 5000 });
 if (!(opts.seconds > 0 && opts.seconds <= 600)) throw new Error("--seconds must be in (0, 600]");
 const BAN_MINUTES = 15;
 const MINUTE = 60_000;
 const DAY = 86_400_000;
-const HUGE = 1_000_000_000_000;
 const STATUSES = ["available", "pending", "sold"];
 const started = Date.now();
 const log = (msg) => console.log(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
@@ -194,7 +193,7 @@ function checkQuota(k, records) {
 async function main() {
   log(`starting the API on port ${opts.port}`);
   const api = (server = await startApi({ port: opts.port, inspectorPort: opts.port + 2, vars: { BAN_MINUTES: String(BAN_MINUTES) } }));
-  const seedKey = await issueKey(api, { name: "soak-seed", plan: "enterprise", limits: { perMinute: HUGE, perDay: HUGE } });
+  const seedKey = await issueKey(api, { name: "soak-seed", plan: "enterprise", limits: UNLIMITED });
   const seeded = await seedPets(api, seedKey.key, 30, { prefix: "soak-seed" });
   const keys = [];
   for (const spec of KEY_SPECS) keys.push({ spec, ...(await issueKey(api, { name: `soak-${spec.name}`, plan: spec.plan, limits: spec.limits })) });
@@ -236,7 +235,7 @@ async function main() {
   }
 
   // Check 5: read back every pet created (and seeded), with a fresh key.
-  const reader = await issueKey(api, { name: "soak-reader", plan: "enterprise", limits: { perMinute: HUGE, perDay: HUGE } });
+  const reader = await issueKey(api, { name: "soak-reader", plan: "enterprise", limits: UNLIMITED });
   let readOk = 0;
   const readProblems = [];
   let next = 0;

@@ -23,7 +23,7 @@ export const ERROR_STATUS = {
 export type ErrorCode = keyof typeof ERROR_STATUS;
 export const ERROR_CODES = Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]];
 
-export interface ErrorBody {
+interface ErrorBody {
   code: ErrorCode;
   message: string;
   status: number;

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "./app-env";
-import { etagOf } from "./middleware/conditional";
+import { etagOfText } from "./middleware/conditional";
 import { BOOKMARK_HEADER } from "./middleware/d1-session";
 import { RATE_LIMIT_HEADERS } from "./schemas/headers";
 
@@ -38,9 +38,9 @@ function documentMiddleware(doc: Document): Document {
   return doc;
 }
 
-/** OpenAPI 3.1 of the public API and its ETag, generated once per isolate from the zod schemas. */
+/** OpenAPI 3.1 of the public API, as JSON text with its ETag, generated once per isolate from the zod schemas. */
 export function openApiDocument(api: OpenAPIHono<AppEnv>) {
-  let cached: { body: Document; etag: string } | undefined;
+  let cached: { text: string; etag: string } | undefined;
   const build = () =>
     documentMiddleware(
       api.getOpenAPI31Document({
@@ -55,8 +55,8 @@ export function openApiDocument(api: OpenAPIHono<AppEnv>) {
     );
   return () => {
     if (!cached) {
-      const body = build();
-      cached = { body, etag: etagOf(body) };
+      const text = JSON.stringify(build());
+      cached = { text, etag: etagOfText(text) };
     }
     return cached;
   };

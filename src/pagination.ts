@@ -10,7 +10,7 @@ import type { PetStatus } from "./schemas/pets";
  * HMAC-SHA-256 under CURSOR_SECRET, so a malformed or altered cursor is refused (400) rather than
  * silently walking from the wrong place.
  */
-export interface CursorState {
+interface CursorState {
   afterId: number;
   bookmark: string | null;
 }

@@ -5,7 +5,7 @@ import { ApiError, errorResponse } from "./errors";
 const TARGET_NAMES: Record<string, string> = { json: "body", query: "query", param: "path", header: "header" };
 
 /** One readable sentence per zod issue, naming the field or parameter and the rule it broke. */
-export function describeIssues(error: z.ZodError, target: string): string {
+function describeIssues(error: z.ZodError, target: string): string {
   return error.issues
     .map((issue) => {
       if (issue.code === "unrecognized_keys") {

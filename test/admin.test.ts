@@ -1,8 +1,6 @@
-import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
-import { ADMIN, auth, call, expectError, issueKey, postJson } from "./helpers";
+import { ADMIN, auth, call, callWith, expectError, issueKey, keyDetail, patchKey, postJson } from "./helpers";
 
 const UNKNOWN_ID = "key_AAAAAAAAAAAAAAAAAAAA";
 const SECRET_FIELDS = ["key", "hash", "keyHash", "key_hash", "secret"];
@@ -10,7 +8,6 @@ const SECRET_FIELDS = ["key", "hash", "keyHash", "key_hash", "secret"];
 type KeyView = { id: string; name: string; prefix: string; plan: string; limits: { perMinute: number; perDay: number }; status: string; createdAt: string; updatedAt: string; revokedAt: string | null; expiresAt: string | null };
 
 const create = (body: unknown, headers: Record<string, string> = ADMIN) => postJson("/admin/v1/keys", body, headers);
-const patch = (id: string, body: unknown) => call(`/admin/v1/keys/${id}`, { method: "PATCH", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
 
 describe("admin authentication", () => {
   it.each([
@@ -128,7 +125,7 @@ describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
   it("GET returns the key with its current usage, no secret", async () => {
     const { id, key } = await issueKey("pro");
     expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
-    const res = await call(`/admin/v1/keys/${id}`, { headers: ADMIN });
+    const res = await keyDetail(id);
     expect(res.status).toBe(200);
     const text = await res.text();
     expect(text).not.toContain(key);
@@ -141,25 +138,25 @@ describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
 
   it("PATCH changes name, plan and limits", async () => {
     const { id } = await issueKey("pro");
-    const renamed = await patch(id, { name: "renamed" });
+    const renamed = await patchKey(id, { name: "renamed" });
     expect(renamed.status).toBe(200);
     expect(await renamed.json()).toMatchObject({ id, name: "renamed", plan: "pro", limits: { perMinute: 300, perDay: 10_000 } });
-    expect(await (await patch(id, { plan: "free" })).json()).toMatchObject({ name: "renamed", plan: "free", limits: { perMinute: 60, perDay: 1_000 } });
-    const ent = await patch(id, { plan: "enterprise", limits: { perMinute: 7, perDay: 70 } });
+    expect(await (await patchKey(id, { plan: "free" })).json()).toMatchObject({ name: "renamed", plan: "free", limits: { perMinute: 60, perDay: 1_000 } });
+    const ent = await patchKey(id, { plan: "enterprise", limits: { perMinute: 7, perDay: 70 } });
     expect(await ent.json()).toMatchObject({ plan: "enterprise", limits: { perMinute: 7, perDay: 70 } });
-    expect(await (await patch(id, { limits: { perMinute: 8, perDay: 80 } })).json()).toMatchObject({ plan: "enterprise", limits: { perMinute: 8, perDay: 80 } });
-    const got = (await (await call(`/admin/v1/keys/${id}`, { headers: ADMIN })).json()) as KeyView;
+    expect(await (await patchKey(id, { limits: { perMinute: 8, perDay: 80 } })).json()).toMatchObject({ plan: "enterprise", limits: { perMinute: 8, perDay: 80 } });
+    const got = (await (await keyDetail(id)).json()) as KeyView;
     expect(got).toMatchObject({ name: "renamed", plan: "enterprise", limits: { perMinute: 8, perDay: 80 } });
   });
 
   it("PATCH refuses invalid changes", async () => {
     const { id } = await issueKey("pro");
-    expect((await expectError(await patch(id, { plan: "enterprise" }), 400, "invalid_request")).message).toContain("limits");
-    expect((await expectError(await patch(id, { limits: { perMinute: 1, perDay: 1 } }), 400, "invalid_request")).message).toContain("limits");
-    expect((await expectError(await patch(id, { plan: "gold" }), 400, "invalid_request")).message).toContain("plan");
-    expect((await expectError(await patch(id, { colour: "red" }), 400, "invalid_request")).message).toContain("colour");
-    await expectError(await patch(id, {}), 400, "invalid_request");
-    const unchanged = (await (await call(`/admin/v1/keys/${id}`, { headers: ADMIN })).json()) as KeyView;
+    expect((await expectError(await patchKey(id, { plan: "enterprise" }), 400, "invalid_request")).message).toContain("limits");
+    expect((await expectError(await patchKey(id, { limits: { perMinute: 1, perDay: 1 } }), 400, "invalid_request")).message).toContain("limits");
+    expect((await expectError(await patchKey(id, { plan: "gold" }), 400, "invalid_request")).message).toContain("plan");
+    expect((await expectError(await patchKey(id, { colour: "red" }), 400, "invalid_request")).message).toContain("colour");
+    await expectError(await patchKey(id, {}), 400, "invalid_request");
+    const unchanged = (await (await keyDetail(id)).json()) as KeyView;
     expect(unchanged).toMatchObject({ plan: "pro", limits: { perMinute: 300, perDay: 10_000 } });
   });
 
@@ -174,18 +171,18 @@ describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
     await expectError(await call("/v1/pets", { headers: auth(key) }), 401, "unauthorized");
     const again = (await (await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: ADMIN })).json()) as KeyView;
     expect(again.revokedAt).toBe(revoked.revokedAt);
-    expect(await (await call(`/admin/v1/keys/${id}`, { headers: ADMIN })).json()).toMatchObject({ status: "revoked", revokedAt: revoked.revokedAt });
+    expect(await (await keyDetail(id)).json()).toMatchObject({ status: "revoked", revokedAt: revoked.revokedAt });
   });
 
   it("404 for an unknown id, 400 for a malformed one", async () => {
-    await expectError(await call(`/admin/v1/keys/${UNKNOWN_ID}`, { headers: ADMIN }), 404, "not_found");
-    await expectError(await patch(UNKNOWN_ID, { name: "x" }), 404, "not_found");
+    await expectError(await keyDetail(UNKNOWN_ID), 404, "not_found");
+    await expectError(await patchKey(UNKNOWN_ID, { name: "x" }), 404, "not_found");
     await expectError(await call(`/admin/v1/keys/${UNKNOWN_ID}`, { method: "DELETE", headers: ADMIN }), 404, "not_found");
     for (const bad of ["abc", "key_short", "key_AAAAAAAAAAAAAAAAAAA-", "1"]) {
-      const err = await expectError(await call(`/admin/v1/keys/${bad}`, { headers: ADMIN }), 400, "invalid_request");
+      const err = await expectError(await keyDetail(bad), 400, "invalid_request");
       expect(err.message).toContain("id");
       await expectError(await call(`/admin/v1/keys/${bad}`, { method: "DELETE", headers: ADMIN }), 400, "invalid_request");
-      await expectError(await patch(bad, { name: "x" }), 400, "invalid_request");
+      await expectError(await patchKey(bad, { name: "x" }), 400, "invalid_request");
     }
   });
 });
@@ -193,7 +190,7 @@ describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
 describe("usage and unban", () => {
   it("a key that has not been used yet shows its plan's limits and windows that reset in the future", async () => {
     const k = await issueKey("business");
-    const detail = (await (await call(`/admin/v1/keys/${k.id}`, { headers: ADMIN })).json()) as {
+    const detail = (await (await keyDetail(k.id)).json()) as {
       usage: { minute: { count: number; limit: number; resetAt: string }; day: { count: number; limit: number; resetAt: string } };
     };
     expect(detail.usage.minute).toMatchObject({ count: 0, limit: 1_000 });
@@ -205,7 +202,7 @@ describe("usage and unban", () => {
   it("unban answers 503 with Retry-After when the key's quota object cannot be reached", async () => {
     const k = await issueKey("free");
     const broken = { getByName: () => ({ unban: () => Promise.reject(new Error("down")), usage: () => Promise.reject(new Error("down")) }) };
-    const res = await createApp().fetch(new Request(`https://api.example.com/admin/v1/keys/${k.id}/unban`, { method: "POST", headers: ADMIN }), { ...env, QUOTA: broken }, createExecutionContext());
+    const res = await callWith({ QUOTA: broken }, `/admin/v1/keys/${k.id}/unban`, { method: "POST", headers: ADMIN });
     await expectError(res, 503, "service_unavailable");
     expect(res.headers.get("Retry-After")).toBe("1");
   });

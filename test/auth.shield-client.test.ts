@@ -1,11 +1,9 @@
-import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
 import { cacheKey } from "../src/auth/key-cache";
 import { sha256Hex } from "../src/auth/secrets";
 import { getKey } from "../src/db/keys";
-import { ADMIN, auth, BASE, call, expectError, issueKey, mockClock, T0 } from "./helpers";
+import { ADMIN, auth, call, callWith, expectError, issueKey, mockClock, T0 } from "./helpers";
 
 // The Worker's side of the shield (src/auth/shield.ts); the object's counting is in quota.shield.test.ts.
 const time = mockClock(T0);
@@ -16,8 +14,7 @@ const WRONG_KEY = `pet_test_${"B".repeat(43)}`;
 function countingShield() {
   const calls: string[] = [];
   const shield = { getByName: (name: string) => (calls.push(name), env.AUTH_SHIELD.getByName(name)) };
-  const app = createApp();
-  const send = (path: string, init: RequestInit) => app.fetch(new Request(`${BASE}${path}`, init), { ...env, AUTH_SHIELD: shield }, createExecutionContext());
+  const send = (path: string, init: RequestInit) => callWith({ AUTH_SHIELD: shield }, path, init);
   return { calls, send };
 }
 
@@ -76,7 +73,7 @@ describe("limiter unreachable", () => {
     await call(`/admin/v1/keys/${k.id}`, { method: "DELETE", headers: ADMIN });
     cacheKey(await sha256Hex(k.key), stale, time.now); // as another isolate would still hold it
     const broken = { getByName: () => ({ admit: () => Promise.reject(new Error("limiter down")) }) };
-    const res = await createApp().fetch(new Request(`${BASE}/v1/pets`, { headers: auth(k.key) }), { ...env, QUOTA: broken }, createExecutionContext());
+    const res = await callWith({ QUOTA: broken }, "/v1/pets", { headers: auth(k.key) });
     expect(res.headers.get("WWW-Authenticate")).toContain('error="invalid_token"');
     await expectError(res, 401, "unauthorized");
   });

@@ -1,7 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { clock } from "../src/clock";
-import { ADMIN, auth, call, expectError, issueKey, postJson } from "./helpers";
+import { ADMIN, auth, call, expectError, fixClock, issueKey, postJson } from "./helpers";
 
 const REALM = 'Bearer realm="animal-store"';
 const INVALID_TOKEN = /^Bearer realm="animal-store", error="invalid_token"$/;
@@ -68,9 +67,9 @@ describe("401 unauthorized", () => {
     const expiresAt = new Date(now + 3_600_000).toISOString();
     const { key } = await issueKey("pro", undefined, { expiresAt });
     expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
-    vi.spyOn(clock, "now").mockImplementation(() => now + 3_600_000 - 1_000);
+    const time = fixClock(now + 3_600_000 - 1_000);
     expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
-    vi.spyOn(clock, "now").mockImplementation(() => now + 3_600_000 + 1);
+    time.now = now + 3_600_000 + 1;
     const res = await call("/v1/pets", { headers: fromNewClient(auth(key)) });
     expect(res.headers.get("WWW-Authenticate")).toMatch(INVALID_TOKEN);
     await expectError(res, 401, "unauthorized");

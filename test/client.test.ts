@@ -1,12 +1,9 @@
 import { exports } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { allPets, createAnimalStoreClient, nextCursor, retryingFetch } from "../src/client";
-import { clock } from "../src/clock";
-import { createPets, issueKey, BASE } from "./helpers";
+import { createPets, fixClock, issueKey, BASE } from "./helpers";
 
 const viaWorker: typeof fetch = (input, init) => exports.default.fetch(new Request(input, init));
-
-afterEach(() => vi.restoreAllMocks());
 
 describe("typed client", () => {
   it("creates, lists and pages through pets against the app", async () => {
@@ -28,17 +25,16 @@ describe("typed client", () => {
   });
 
   it("waits Retry-After on 429, with exponential backoff, then succeeds", async () => {
-    let now = Date.UTC(2027, 2, 1, 10, 0, 0);
-    vi.spyOn(clock, "now").mockImplementation(() => now);
+    const time = fixClock(Date.UTC(2027, 2, 1, 10, 0, 0));
     const k = await issueKey("enterprise", { perMinute: 1, perDay: 100 });
     const waits: number[] = [];
     const sleep = async (ms: number) => {
       waits.push(ms);
-      now += ms; // time passes only when the client waits
+      time.now += ms; // time passes only when the client waits
     };
     const client = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker, sleep, baseDelayMs: 100 });
     expect((await client.pets.$get({ query: {} })).status).toBe(200);
-    now += 1_000; // 1 s into the minute: the next request is over the per-minute limit
+    time.now += 1_000; // 1 s into the minute: the next request is over the per-minute limit
     const res = await client.pets.$get({ query: {} });
     expect(res.status).toBe(200);
     expect(waits).toHaveLength(1);

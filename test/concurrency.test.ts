@@ -1,11 +1,8 @@
 // Concurrency: many simultaneous creates never collide or get lost, and simultaneous requests on
 // one key admit exactly its quota (the key's Durable Object serialises admit()).
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { clock } from "../src/clock";
-import { auth, call, issueKey, postJson } from "./helpers";
-
-afterEach(() => vi.restoreAllMocks());
+import { describe, expect, it } from "vitest";
+import { auth, call, fixClock, issueKey, postJson } from "./helpers";
 
 interface Pet {
   id: number;
@@ -66,8 +63,7 @@ describe("simultaneous creates", () => {
 describe("simultaneous requests on one key", () => {
   it("250 parallel requests on a key with perMinute 40 admit exactly 40", { timeout: 60_000 }, async () => {
     // A fixed instant in the middle of a minute: no window rolls over during the burst.
-    const now = Date.UTC(2027, 0, 15, 12, 30, 20);
-    vi.spyOn(clock, "now").mockImplementation(() => now);
+    fixClock(Date.UTC(2027, 0, 15, 12, 30, 20));
     const { key, id } = await issueKey("enterprise", { perMinute: 40, perDay: 1_000_000 });
 
     const responses = await Promise.all(Array.from({ length: 250 }, () => call("/v1/pets?limit=1", { headers: auth(key) })));
@@ -99,8 +95,7 @@ describe("simultaneous requests on one key", () => {
   });
 
   it("two keys hammered at once do not share a budget", { timeout: 60_000 }, async () => {
-    const now = Date.UTC(2027, 0, 15, 13, 0, 5);
-    vi.spyOn(clock, "now").mockImplementation(() => now);
+    fixClock(Date.UTC(2027, 0, 15, 13, 0, 5));
     const a = await issueKey("enterprise", { perMinute: 25, perDay: 1_000_000 });
     const b = await issueKey("enterprise", { perMinute: 15, perDay: 1_000_000 });
     const fire = (key: string) => Array.from({ length: 100 }, () => call("/v1/pets?limit=1", { headers: auth(key) }));

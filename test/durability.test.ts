@@ -1,19 +1,10 @@
 // Durability: a quota object evicted mid-run keeps its counts and bans; D1 failing mid-run gives
 // 503 with Retry-After and writes nothing.
-import { createExecutionContext, evictDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
-import { clock, MINUTE_MS } from "../src/clock";
-import { auth, BASE, call, issueKey } from "./helpers";
-
-afterEach(() => vi.restoreAllMocks());
-
-const fixClock = (at: number) => {
-  let now = at;
-  vi.spyOn(clock, "now").mockImplementation(() => now);
-  return { advance: (ms: number) => void (now += ms) };
-};
+import { describe, expect, it } from "vitest";
+import { MINUTE_MS } from "../src/clock";
+import { auth, brokenDb, call, callWith, expect503, fixClock, issueKey, petCount } from "./helpers";
 
 const list = (key: string) => call("/v1/pets?limit=1", { headers: auth(key) });
 const remainingOf = (res: Response) => Number(res.headers.get("X-RateLimit-Remaining"));
@@ -35,7 +26,7 @@ describe("Durable Object eviction mid-run", () => {
 
     // The day window survives too, across an eviction and a minute rollover.
     await evictDurableObject(env.QUOTA.getByName(id));
-    time.advance(2 * MINUTE_MS);
+    time.now += 2 * MINUTE_MS;
     const res = await list(key);
     expect(remainingOf(res)).toBe(49);
     expect(dayRemainingOf(res)).toBe(1_000 - 16);
@@ -81,60 +72,22 @@ describe("idempotency records across eviction", () => {
     const first = await send();
     expect(first.status).toBe(201);
     const pet = await first.json();
-    const count = async () => (await env.DB.prepare("SELECT COUNT(*) AS n FROM pets").first<{ n: number }>())!.n;
-    const before = await count();
+    const before = await petCount();
 
     await evictDurableObject(env.QUOTA.getByName(id));
     const retry = await send();
     expect(retry.status).toBe(201);
     expect(retry.headers.get("Idempotent-Replayed")).toBe("true");
     expect(await retry.json()).toEqual(pet);
-    expect(await count()).toBe(before);
+    expect(await petCount()).toBe(before);
   });
 });
 
 // ------------------------------------------------------------------ D1 faults
-/** How the binding fails: queries reject; prepare() throws synchronously; withSession() throws. */
-type Mode = "reject" | "prepare-throws" | "session-throws";
-const outage = () => new Error("D1_ERROR: simulated outage");
-
-/** A statement whose every execution rejects, as a D1 outage does. */
-function rejectingStatement(): D1PreparedStatement {
-  const fail = () => Promise.reject(outage());
-  const stmt = { bind: () => stmt, first: fail, all: fail, run: fail, raw: fail };
-  return stmt as unknown as D1PreparedStatement;
-}
-
-/** env.DB, but queries matching `fails` fail in the given way (the sessions it opens too). */
-function brokenDb(fails: (sql: string) => boolean, mode: Mode): D1Database {
-  const wrap = <T extends D1Database | D1DatabaseSession>(real: T) => ({
-    prepare: (sql: string) => {
-      if (!fails(sql)) return real.prepare(sql);
-      if (mode === "prepare-throws") throw outage();
-      return rejectingStatement();
-    },
-    batch: (stmts: D1PreparedStatement[]) => (mode === "reject" ? real.batch(stmts) : Promise.reject(outage())),
-  });
-  return {
-    ...wrap(env.DB),
-    withSession: (bookmark?: string) => {
-      if (mode === "session-throws") throw outage();
-      const session = env.DB.withSession(bookmark);
-      return { ...wrap(session), getBookmark: () => session.getBookmark() };
-    },
-  } as unknown as D1Database;
-}
-
-const app = createApp();
-async function viaApp(db: D1Database, path: string, init: RequestInit = {}): Promise<Response> {
-  const ctx = createExecutionContext();
-  const res = await app.fetch(new Request(`${BASE}${path}`, init), { ...env, DB: db }, ctx);
-  await waitOnExecutionContext(ctx);
-  return res;
-}
+/** The app with `db` as its D1 binding, waiting for the request's waitUntil() work. */
+const viaApp = (DB: D1Database, path: string, init: RequestInit = {}) => callWith({ DB }, path, init, { wait: true });
 
 const isWrite = (sql: string) => /^\s*(INSERT|UPDATE|DELETE|REPLACE)\b/i.test(sql);
-const everything = () => true;
 const createInit = (key: string, name: string): RequestInit => ({
   method: "POST", headers: auth(key, { "Content-Type": "application/json" }), body: JSON.stringify({ name, categoryId: 5 }),
 });
@@ -143,21 +96,13 @@ const snapshot = async () => ({
   seq: (await env.DB.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'pets'").first<{ seq: number }>())?.seq ?? 0,
 });
 
-async function expect503(res: Response, what: string): Promise<void> {
-  const text = await res.text();
-  expect(res.status, `${what}: ${text}`).toBe(503);
-  expect(res.headers.get("Content-Type") ?? "", what).toMatch(/^application\/json/);
-  expect(JSON.parse(text), what).toEqual({ code: "service_unavailable", message: expect.any(String), status: 503 });
-  expect(Number(res.headers.get("Retry-After")), `${what}: Retry-After`).toBeGreaterThanOrEqual(1);
-}
-
 describe("D1 failing mid-run", () => {
   it("creates fail with 503 + Retry-After while writes fail, nothing is written, and creates resume after", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 100_000, perDay: 1_000_000 });
     for (const name of ["before-1", "before-2"]) expect((await viaApp(env.DB, "/v1/pets", createInit(key, name))).status).toBe(201);
     const before = await snapshot();
 
-    const down = brokenDb(isWrite, "reject");
+    const down = brokenDb({ fails: isWrite });
     await expect503(await viaApp(down, "/v1/pets", createInit(key, "during")), "one create");
     const parallel = await Promise.all(Array.from({ length: 20 }, (_, i) => viaApp(down, "/v1/pets", createInit(key, `during-${i}`))));
     for (const res of parallel) await expect503(res, "parallel create");
@@ -184,7 +129,7 @@ describe("D1 failing mid-run", () => {
       const { id } = (await created.json()) as { id: number };
       const before = await snapshot();
 
-      const down = brokenDb(everything, mode);
+      const down = brokenDb({ mode });
       const responses = {
         "POST /v1/pets": await viaApp(down, "/v1/pets", createInit(key, `down-${mode}`)),
         "GET /v1/pets": await viaApp(down, "/v1/pets?limit=10", { headers: auth(key) }),
@@ -200,6 +145,6 @@ describe("D1 failing mid-run", () => {
 
   it("a cold key cannot be authenticated while D1 is down: 503, not 401", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 100_000, perDay: 1_000_000 });
-    await expect503(await viaApp(brokenDb(everything, "reject"), "/v1/pets", { headers: auth(key) }), "cold key, queries reject");
+    await expect503(await viaApp(brokenDb(), "/v1/pets", { headers: auth(key) }), "cold key, queries reject");
   });
 });

@@ -1,8 +1,6 @@
-import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
-import { auth, BASE, call, expectError, issueKey, postJson } from "./helpers";
+import { auth, call, callWith, expectError, issueKey, postJson } from "./helpers";
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -10,9 +8,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const BOOKMARK = /^[0-9a-f]{8}(-[0-9a-f]{8,64}){1,8}$/i;
 const ALLOWED = "https://app.example";
 
-function withCors(path: string, init: RequestInit = {}, origins = ALLOWED): Promise<Response> {
-  return Promise.resolve(createApp().fetch(new Request(`${BASE}${path}`, init), { ...env, CORS_ORIGINS: origins }, createExecutionContext()));
-}
+const withCors = (path: string, init: RequestInit = {}, origins = ALLOWED) => callWith({ CORS_ORIGINS: origins }, path, init);
 
 const preflight = (origin: string, method = "POST") => ({
   method: "OPTIONS",
@@ -209,7 +205,7 @@ describe("access log", () => {
   it("ACCESS_LOG=off writes no line", async () => {
     const k = await issueKey();
     const log = vi.spyOn(console, "log").mockImplementation(() => undefined);
-    const res = await createApp().fetch(new Request(`${BASE}/v1/pets`, { headers: auth(k.key) }), { ...env, ACCESS_LOG: "off" }, createExecutionContext());
+    const res = await callWith({ ACCESS_LOG: "off" }, "/v1/pets", { headers: auth(k.key) });
     expect(res.status).toBe(200);
     expect(log).not.toHaveBeenCalled();
   });

@@ -1,45 +1,9 @@
-import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
-import { ADMIN, auth, BASE, call, expectError, issueKey } from "./helpers";
+import { ADMIN, auth, brokenDb, call, callWith, type D1FailureMode, expect503, expectError, issueKey } from "./helpers";
 
-// What a failing D1 might say: SQL and internals that must never reach the client.
-const LEAKY = "D1_ERROR: Network connection lost while running SELECT key_hash FROM api_keys WHERE secret = 'x'";
-const LEAKS = ["SELECT", "api_keys", "key_hash", "D1_ERROR", "Network connection lost", "    at "];
-
-type Mode = "prepare-throws" | "statement-rejects";
-
-/** A D1 binding (and session) that fails the way `mode` says; anything else about it works. */
-function brokenDb(mode: Mode): D1Database {
-  const fail = () => {
-    throw new Error(LEAKY);
-  };
-  const statement = {
-    bind: () => statement,
-    first: () => Promise.reject(new Error(LEAKY)),
-    all: () => Promise.reject(new Error(LEAKY)),
-    run: () => Promise.reject(new Error(LEAKY)),
-    raw: () => Promise.reject(new Error(LEAKY)),
-  };
-  const db = {
-    prepare: mode === "prepare-throws" ? fail : () => statement,
-    batch: () => Promise.reject(new Error(LEAKY)),
-    exec: () => Promise.reject(new Error(LEAKY)),
-    dump: () => Promise.reject(new Error(LEAKY)),
-    withSession: () => ({ prepare: db.prepare, batch: db.batch, getBookmark: () => null }),
-  };
-  return db as unknown as D1Database;
-}
-
-function send(path: string, init: RequestInit, bindings: Partial<Env>): Promise<Response> {
-  return Promise.resolve(createApp().fetch(new Request(`${BASE}${path}`, init), { ...env, ...bindings }, createExecutionContext()));
-}
-
-async function expectNoLeak(res: Response) {
-  const text = await res.clone().text();
-  for (const leak of LEAKS) expect(text).not.toContain(leak);
-}
+// How each scenario breaks D1 (the failure says D1_FAILURE: SQL and internals that must not leak).
+const MODES = { "prepare-throws": "prepare-throws", "statement-rejects": "reject" } satisfies Record<string, D1FailureMode>;
 
 let consoleLines: string[] = [];
 function captureConsole() {
@@ -52,14 +16,8 @@ function captureConsole() {
 beforeEach(() => captureConsole());
 afterEach(() => vi.restoreAllMocks());
 
-describe.each<Mode>(["prepare-throws", "statement-rejects"])("D1 failing (%s) → 503 service_unavailable", (mode) => {
-  async function expect503(res: Response) {
-    expect(`${res.status} ${await res.clone().text()}`).toMatch(/^503 /);
-    const retry = res.headers.get("Retry-After");
-    expect(retry).toMatch(/^[1-9][0-9]*$/);
-    await expectNoLeak(res);
-    await expectError(res, 503, "service_unavailable");
-  }
+describe.each<keyof typeof MODES>(["prepare-throws", "statement-rejects"])("D1 failing (%s) → 503 service_unavailable", (label) => {
+  const broken = () => brokenDb({ mode: MODES[label] });
 
   it.each([
     ["listPets", "/v1/pets", {}],
@@ -70,33 +28,33 @@ describe.each<Mode>(["prepare-throws", "statement-rejects"])("D1 failing (%s) �
     // Warm the isolate's key cache through the real binding, so the failure hits the handler.
     expect((await call("/v1/pets?limit=1", { headers: auth(key) })).status).toBe(200);
     const headers = { ...auth(key), ...(init.headers as Record<string, string> | undefined) };
-    await expect503(await send(path, { ...init, headers }, { DB: brokenDb(mode) }));
+    await expect503(await callWith({ DB: broken() }, path, { ...init, headers }));
   });
 
   it("while authenticating a key not seen yet (not a 401)", async () => {
     const { key } = await issueKey();
-    await expect503(await send("/v1/pets", { headers: auth(key) }, { DB: brokenDb(mode) }));
+    await expect503(await callWith({ DB: broken() }, "/v1/pets", { headers: auth(key) }));
   });
 
   it("on the admin API", async () => {
-    const DB = brokenDb(mode);
-    await expect503(await send("/admin/v1/keys", { method: "POST", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify({ name: "x", plan: "pro" }) }, { DB }));
-    await expect503(await send("/admin/v1/keys", { headers: ADMIN }, { DB }));
-    await expect503(await send("/admin/v1/keys/key_AAAAAAAAAAAAAAAAAAAA", { headers: ADMIN }, { DB }));
+    const DB = broken();
+    await expect503(await callWith({ DB }, "/admin/v1/keys", { method: "POST", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify({ name: "x", plan: "pro" }) }));
+    await expect503(await callWith({ DB }, "/admin/v1/keys", { headers: ADMIN }));
+    await expect503(await callWith({ DB }, "/admin/v1/keys/key_AAAAAAAAAAAAAAAAAAAA", { headers: ADMIN }));
   });
 
   it("logs the cause server-side", async () => {
     const { key } = await issueKey();
     expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
     consoleLines = [];
-    const res = await send("/v1/pets/1", { headers: auth(key) }, { DB: brokenDb(mode) });
+    const res = await callWith({ DB: broken() }, "/v1/pets/1", { headers: auth(key) });
     expect(res.status).toBe(503);
     expect(consoleLines.some((l) => l.includes("Network connection lost"))).toBe(true);
   });
 
   it("nothing is lost: the real database still answers afterwards", async () => {
     const { key } = await issueKey();
-    await send("/v1/pets", { headers: auth(key) }, { DB: brokenDb(mode) });
+    await callWith({ DB: broken() }, "/v1/pets", { headers: auth(key) });
     expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
   });
 });
@@ -123,7 +81,7 @@ describe("an unexpected exception → 500 internal_error", () => {
     const { key } = await issueKey();
     expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
     consoleLines = [];
-    const res = await send("/v1/pets", { headers: auth(key) }, { DB: explodingDb() });
+    const res = await callWith({ DB: explodingDb() }, "/v1/pets", { headers: auth(key) });
     const text = await res.clone().text();
     expect(text).not.toContain("secretThing");
     expect(text).not.toContain("TypeError");
@@ -137,7 +95,7 @@ describe("an unexpected exception → 500 internal_error", () => {
 
   it("the service keeps answering normally afterwards", async () => {
     const { key } = await issueKey();
-    await send("/v1/pets", { headers: auth(key) }, { DB: explodingDb() });
+    await callWith({ DB: explodingDb() }, "/v1/pets", { headers: auth(key) });
     expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
   });
 });

@@ -1,8 +1,11 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
-import { afterEach, beforeEach, vi } from "vitest";
-import { clock } from "../src/clock";
+import { afterEach, beforeEach, expect, onTestFinished, vi } from "vitest";
+import { createApp } from "../src/app";
+import { clock, DAY_MS, MINUTE_MS } from "../src/clock";
 import type { Plan } from "../src/quota/plans";
 
+// ------------------------------------------------------------------ requests
 export const ADMIN = { Authorization: `Bearer ${env.ADMIN_TOKEN}` };
 export const BASE = "https://api.example.com";
 
@@ -18,6 +21,35 @@ export function postJson(path: string, body: unknown, headers: Record<string, st
   return call(path, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
 }
 
+/**
+ * Sends a request straight into a fresh app whose bindings are the test env with `bindings` swapped
+ * in (fault injection: a broken D1 or limiter; another CORS_ORIGINS…). `input` is a path under
+ * BASE, an absolute URL (with `init`) or a ready Request. `wait: true` also waits for the
+ * request's `waitUntil()` work before returning.
+ */
+export async function callWith(
+  bindings: { [K in keyof Env]?: unknown },
+  input: string | Request,
+  init: RequestInit = {},
+  { wait = false }: { wait?: boolean } = {},
+): Promise<Response> {
+  const request = typeof input === "string" ? new Request(input.startsWith("/") ? `${BASE}${input}` : input, init) : input;
+  const ctx = createExecutionContext();
+  const res = await createApp().fetch(request, { ...env, ...bindings }, ctx);
+  if (wait) await waitOnExecutionContext(ctx);
+  return res;
+}
+
+export async function expectError(res: Response, status: number, code: string): Promise<{ code: string; message: string; status: number }> {
+  const body = (await res.json()) as { code: string; message: string; status: number };
+  if (res.status !== status || body.code !== code || body.status !== status || typeof body.message !== "string") {
+    throw new Error(`expected ${status} ${code}, got ${res.status} ${JSON.stringify(body)}`);
+  }
+  if (!res.headers.get("Content-Type")?.startsWith("application/json")) throw new Error("error without application/json");
+  return body;
+}
+
+// ------------------------------------------------------------------ keys and pets
 export interface IssuedKey {
   id: string;
   key: string;
@@ -32,6 +64,16 @@ export async function issueKey(plan: Plan = "pro", limits?: { perMinute: number;
   return (await res.json()) as IssuedKey;
 }
 
+/** GET /admin/v1/keys/{id}: the key with its usage (the raw response). */
+export function keyDetail(id: string): Promise<Response> {
+  return call(`/admin/v1/keys/${id}`, { headers: ADMIN });
+}
+
+/** PATCH /admin/v1/keys/{id} with a JSON body (the raw response). */
+export function patchKey(id: string, body: unknown): Promise<Response> {
+  return call(`/admin/v1/keys/${id}`, { method: "PATCH", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+}
+
 export async function createPets(key: string, pets: Array<{ name: string; categoryId: number; status?: string }>): Promise<Array<{ id: number }>> {
   const out = [];
   for (const pet of pets) {
@@ -42,28 +84,89 @@ export async function createPets(key: string, pets: Array<{ name: string; catego
   return out;
 }
 
-export async function expectError(res: Response, status: number, code: string): Promise<{ code: string; message: string; status: number }> {
-  const body = (await res.json()) as { code: string; message: string; status: number };
-  if (res.status !== status || body.code !== code || body.status !== status || typeof body.message !== "string") {
-    throw new Error(`expected ${status} ${code}, got ${res.status} ${JSON.stringify(body)}`);
-  }
-  if (!res.headers.get("Content-Type")?.startsWith("application/json")) throw new Error("error without application/json");
-  return body;
+/** How many pets D1 holds (all keys' pets: storage is shared by the tests of a file). */
+export async function petCount(): Promise<number> {
+  return (await env.DB.prepare("SELECT COUNT(*) AS n FROM pets").first<{ n: number }>())!.n;
 }
 
-/** 2030-06-10T10:20:00Z: minute-aligned, in the future (so fake-time alarms never fire), before getPet's sunset. */
-export const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
+// ------------------------------------------------------------------ D1 outages
+/** What a failing D1 says: SQL and internals that must never reach the client. */
+export const D1_FAILURE = "D1_ERROR: Network connection lost while running SELECT key_hash FROM api_keys WHERE secret = 'x'";
+const D1_FAILURE_LEAKS = ["SELECT", "api_keys", "key_hash", "D1_ERROR", "Network connection lost", "    at "];
+
+/** How the binding fails: queries reject; prepare() throws synchronously; withSession() throws. */
+export type D1FailureMode = "reject" | "prepare-throws" | "session-throws";
 
 /**
- * Mocks the service clock for every test of the calling file, from `start`; move it with
- * `time.now = …` or `time.now += …`. The Durable Objects see it too (same isolate).
+ * env.DB, but queries matching `fails` (default: every query) fail in the given way, in the
+ * sessions it opens too, with `message` (default: D1_FAILURE). In "reject" mode a batch fails
+ * when it holds a failing statement; in the other modes every batch fails.
  */
-export function mockClock(start: number): { now: number } {
-  const time = { now: start };
+export function brokenDb({ fails = () => true, mode = "reject", message = D1_FAILURE }: { fails?: (sql: string) => boolean; mode?: D1FailureMode; message?: string } = {}): D1Database {
+  const failure = () => new Error(message);
+  const failing = new Set<unknown>();
+  const rejectingStatement = () => {
+    const reject = () => Promise.reject(failure());
+    const stmt = { bind: () => stmt, first: reject, all: reject, run: reject, raw: reject };
+    failing.add(stmt);
+    return stmt as unknown as D1PreparedStatement;
+  };
+  const wrap = <T extends D1Database | D1DatabaseSession>(real: T) => ({
+    prepare: (sql: string) => {
+      if (!fails(sql)) return real.prepare(sql);
+      if (mode === "prepare-throws") throw failure();
+      return rejectingStatement();
+    },
+    batch: (stmts: D1PreparedStatement[]) => (mode === "reject" && !stmts.some((s) => failing.has(s)) ? real.batch(stmts) : Promise.reject(failure())),
+  });
+  return {
+    ...wrap(env.DB),
+    withSession: (bookmark?: string) => {
+      if (mode === "session-throws") throw failure();
+      const session = env.DB.withSession(bookmark);
+      return { ...wrap(session), getBookmark: () => session.getBookmark() };
+    },
+  } as unknown as D1Database;
+}
+
+/** A 503 service_unavailable Error body with Retry-After that leaks nothing of D1_FAILURE. */
+export async function expect503(res: Response, what = "expected 503"): Promise<void> {
+  const text = await res.text();
+  expect(res.status, `${what}: ${text}`).toBe(503);
+  expect(res.headers.get("Content-Type") ?? "", what).toMatch(/^application\/json/);
+  expect(JSON.parse(text), what).toEqual({ code: "service_unavailable", message: expect.any(String), status: 503 });
+  expect(res.headers.get("Retry-After"), `${what}: Retry-After`).toMatch(/^[1-9][0-9]*$/);
+  for (const leak of D1_FAILURE_LEAKS) expect(text, what).not.toContain(leak);
+}
+
+// ------------------------------------------------------------------ time
+/** 2030-06-10T10:20:00Z: minute-aligned, in the future (so fake-time alarms never fire), before getPet's sunset. */
+export const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
+/** The UTC day of T0 starts at DAY0 and ends at MIDNIGHT. */
+export const DAY0 = Date.UTC(2030, 5, 10);
+export const MIDNIGHT = DAY0 + DAY_MS;
+/** How long a key stays banned (BAN_MINUTES, default 15). */
+export const BAN_MS = 15 * MINUTE_MS;
+
+/**
+ * Mocks the service clock for every test of the calling file, from `start` (or what `start()`
+ * says before each test); move it with `time.now = …` or `time.now += …`. The Durable Objects see
+ * it too (same isolate).
+ */
+export function mockClock(start: number | (() => number)): { now: number } {
+  const time = { now: 0 };
   beforeEach(() => {
-    time.now = start;
+    time.now = typeof start === "function" ? start() : start;
     vi.spyOn(clock, "now").mockImplementation(() => time.now);
   });
   afterEach(() => vi.restoreAllMocks());
+  return time;
+}
+
+/** Mocks the service clock from `at` for the rest of the current test only; move it like mockClock's. */
+export function fixClock(at: number): { now: number } {
+  const time = { now: at };
+  const spy = vi.spyOn(clock, "now").mockImplementation(() => time.now);
+  onTestFinished(() => spy.mockRestore());
   return time;
 }

@@ -1,21 +1,15 @@
-import { createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
+import { describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../src/auth/secrets";
-import { clock } from "../src/clock";
-import { auth, BASE, expectError, issueKey, postJson } from "./helpers";
+import { auth, callWith, expectError, issueKey, mockClock, postJson } from "./helpers";
 
 type Pet = { id: number; name: string; categoryId: number; status: string };
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-let now = 0;
-beforeEach(() => {
-  now = Date.now();
-  vi.spyOn(clock, "now").mockImplementation(() => now);
-});
-afterEach(() => vi.restoreAllMocks());
+// Each test starts the clock at the real time (mockClock also restores every spy after each test).
+const time = mockClock(() => Date.now());
 
 const uniqueName = () => `idem-${crypto.randomUUID()}`;
 const create = (key: string, body: unknown, idem?: string) => postJson("/v1/pets", body, auth(key, idem === undefined ? {} : { "Idempotency-Key": idem }));
@@ -36,8 +30,7 @@ function appWithFailing(method: "claimIdempotencyKey" | "completeIdempotencyKey"
   const QUOTA = { getByName } as unknown as Env["QUOTA"];
   return (key: string, body: unknown, idem: string) => {
     const headers = auth(key, { "Content-Type": "application/json", "Idempotency-Key": idem });
-    const req = new Request(`${BASE}/v1/pets`, { method: "POST", headers, body: JSON.stringify(body) });
-    return Promise.resolve(createApp().fetch(req, { ...env, QUOTA }, createExecutionContext()));
+    return callWith({ QUOTA }, "/v1/pets", { method: "POST", headers, body: JSON.stringify(body) });
   };
 }
 
@@ -151,7 +144,7 @@ describe("in flight, stale claims and expiry", () => {
     const pet = { name: uniqueName(), categoryId: 6, status: "sold" };
     const idem = crypto.randomUUID();
     expect(await env.QUOTA.getByName(k.id).claimIdempotencyKey(idem, await fingerprintOf(pet))).toEqual({ state: "proceed" });
-    now += 59_000;
+    time.now += 59_000;
     const res = await create(k.key, pet, idem);
     expect(res.headers.get("Retry-After")).toMatch(/^[1-9][0-9]*$/);
     await expectError(res, 409, "idempotency_key_in_flight");
@@ -163,7 +156,7 @@ describe("in flight, stale claims and expiry", () => {
     const pet = { name: uniqueName(), categoryId: 6 };
     const idem = crypto.randomUUID();
     await env.QUOTA.getByName(k.id).claimIdempotencyKey(idem, await fingerprintOf(pet));
-    now += 61_000;
+    time.now += 61_000;
     const res = await create(k.key, pet, idem);
     expect(res.status).toBe(201);
     const retry = await create(k.key, pet, idem);
@@ -179,9 +172,9 @@ describe("in flight, stale claims and expiry", () => {
     const first = await appWithFailing("completeIdempotencyKey")(key, pet, idem);
     expect(first.status).toBe(201);
     const original = (await first.json()) as Pet;
-    now += 30_000;
+    time.now += 30_000;
     await expectError(await create(key, pet, idem), 409, "idempotency_key_in_flight");
-    now += 31_000;
+    time.now += 31_000;
     const takeover = await create(key, pet, idem);
     expect(takeover.status).toBe(201);
     expect(takeover.headers.get("Idempotent-Replayed")).toBe("true");
@@ -194,9 +187,9 @@ describe("in flight, stale claims and expiry", () => {
     const pet = { name: uniqueName(), categoryId: 8 };
     const idem = crypto.randomUUID();
     const first = (await (await create(key, pet, idem)).json()) as Pet;
-    now += DAY - 1;
+    time.now += DAY - 1;
     expect((await create(key, pet, idem)).headers.get("Idempotent-Replayed")).toBe("true");
-    now += 2; // 24 h + 1 ms after the first
+    time.now += 2; // 24 h + 1 ms after the first
     const later = await create(key, pet, idem);
     expect(later.status).toBe(201);
     expect(later.headers.get("Idempotent-Replayed")).toBeNull();
@@ -207,14 +200,14 @@ describe("in flight, stale claims and expiry", () => {
   it("the alarm purges expired records and re-arms for the oldest remaining one", async () => {
     const k = await issueKey();
     const stub = env.QUOTA.getByName(k.id);
-    const t0 = now;
+    const t0 = time.now;
     const [old, young] = [`old-${crypto.randomUUID()}`, `young-${crypto.randomUUID()}`];
     expect((await create(k.key, { name: uniqueName(), categoryId: 1 }, old)).status).toBe(201);
-    now = t0 + HOUR;
+    time.now = t0 + HOUR;
     expect((await create(k.key, { name: uniqueName(), categoryId: 1 }, young)).status).toBe(201);
     const keys = () => runInDurableObject(stub, (_i, ctx) => ctx.storage.sql.exec<{ k: string }>("SELECT idem_key AS k FROM idempotency ORDER BY k").toArray().map((r) => r.k));
     expect(await keys()).toEqual([old, young].sort());
-    now = t0 + DAY + 1;
+    time.now = t0 + DAY + 1;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await keys()).toEqual([young]);
     expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(t0 + HOUR + DAY);

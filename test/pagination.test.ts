@@ -1,8 +1,7 @@
-import { createExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createApp } from "../src/app";
-import { auth, BASE, call, expectError, issueKey } from "./helpers";
+import { toBase64Url } from "../src/encoding";
+import { auth, BASE, call, callWith, expectError, issueKey } from "./helpers";
 
 type Status = "available" | "pending" | "sold";
 const STATUSES: Status[] = ["available", "pending", "sold"];
@@ -144,17 +143,16 @@ describe("invalid cursors → 400 invalid_request", () => {
 
   it("malformed: random strings, truncated, base64 of other data, empty", async () => {
     const key = await bigKey();
-    const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-    const text = (s: string) => b64url(new TextEncoder().encode(s));
+    const text = (s: string) => toBase64Url(new TextEncoder().encode(s));
     const cursor = real[0]!.cursor;
     const malformed = [
       "", "abc", "not-a-cursor", "x".repeat(30), "A".repeat(40), "%%%%%%%%%%%%%%%%%%%%%%", "a".repeat(500),
-      b64url(crypto.getRandomValues(new Uint8Array(32))),
+      toBase64Url(crypto.getRandomValues(new Uint8Array(32))),
       cursor.slice(0, -1), cursor.slice(0, -2), cursor.slice(0, -4), cursor.slice(0, 12), cursor.slice(3),
       `${cursor}=`, `${cursor}==`, cursor + cursor, cursor.replace(/-/g, "+").replace(/_/g, "/"),
       text('{"lastId":5,"status":"pending"}'), text("5:pending"), text("12345678901234567890:"),
-      b64url(new Uint8Array([...new TextEncoder().encode("5:"), ...new Uint8Array(16)])), // right shape, no MAC
-      b64url(new Uint8Array([...new TextEncoder().encode("0:"), ...new Uint8Array(16)])),
+      toBase64Url(new Uint8Array([...new TextEncoder().encode("5:"), ...new Uint8Array(16)])), // right shape, no MAC
+      toBase64Url(new Uint8Array([...new TextEncoder().encode("0:"), ...new Uint8Array(16)])),
     ];
     // (the standard-base64 spelling only differs if the cursor has a '-' or '_')
     for (const bad of malformed.filter((m) => m !== cursor)) await expectCursorRefused(key, bad);
@@ -222,7 +220,7 @@ describe("cursors and read replicas", () => {
     const db = new Proxy(env.DB, {
       get: (target, prop) => (prop === "withSession" ? (b: string) => (opened.push(b), target.withSession(b)) : Reflect.get(target, prop).bind(target)),
     });
-    const res = await createApp().fetch(new Request(nextUrl(first)!, { headers: auth(key) }), { ...env, DB: db }, createExecutionContext());
+    const res = await callWith({ DB: db }, nextUrl(first)!, { headers: auth(key) });
     expect(res.status).toBe(200);
     expect(opened).toEqual([pageBookmark]);
   });
@@ -231,8 +229,8 @@ describe("cursors and read replicas", () => {
 describe("without CURSOR_SECRET", () => {
   it("a single page still works, but paging answers 500 (and logs why) rather than sign with a guessable key", async () => {
     const key = await bigKey();
-    const send = (url: string) => createApp().fetch(new Request(url, { headers: auth(key) }), { ...env, CURSOR_SECRET: "" }, createExecutionContext());
-    expect((await send(`${BASE}/v1/pets?limit=100&status=sold`)).status).toBe(200);
-    await expectError(await send(`${BASE}/v1/pets?limit=1`), 500, "internal_error");
+    const send = (path: string) => callWith({ CURSOR_SECRET: "" }, path, { headers: auth(key) });
+    expect((await send("/v1/pets?limit=100&status=sold")).status).toBe(200);
+    await expectError(await send("/v1/pets?limit=1"), 500, "internal_error");
   });
 });

@@ -1,19 +1,11 @@
-import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
-import { clock } from "../src/clock";
-import { auth, call, createPets, expectError, issueKey, postJson } from "./helpers";
+import { describe, expect, it } from "vitest";
+import { SUNSET_AT } from "../src/middleware/deprecation";
+import { auth, call, callWith, createPets, expectError, fixClock, issueKey, petCount, postJson } from "./helpers";
 
 type Pet = { id: number; name: string; categoryId: number; status: string };
 
-async function petCount(): Promise<number> {
-  return (await env.DB.prepare("SELECT COUNT(*) AS n FROM pets").first<{ n: number }>())!.n;
-}
-
 const ascending = (pets: Pet[]) => pets.every((p, i) => i === 0 || pets[i - 1]!.id < p.id);
-
-afterEach(() => vi.restoreAllMocks());
 
 describe("GET /v1/pets", () => {
   it("returns at most 20 by default, in ascending id order", async () => {
@@ -166,7 +158,7 @@ describe("POST /v1/pets", () => {
     // Straight into the app, so no transport can add a Content-Length on the way.
     const direct = new Request("https://api.example.com/v1/pets", { method: "POST", headers, body: streamOf(big), duplex: "half" } as RequestInit);
     expect(direct.headers.get("Content-Length")).toBeNull();
-    await expectError(await createApp().fetch(direct, env, createExecutionContext()), 413, "payload_too_large");
+    await expectError(await callWith({}, direct), 413, "payload_too_large");
     expect(await petCount()).toBe(before);
   });
 });
@@ -213,7 +205,7 @@ describe("GET /v1/pets/{petId} (deprecated)", () => {
   it("still works one millisecond before the sunset", async () => {
     const { key } = await issueKey();
     const [made] = await createPets(key, [{ name: "Last", categoryId: 1 }]);
-    vi.spyOn(clock, "now").mockImplementation(() => Date.UTC(2030, 11, 5) - 1);
+    fixClock(SUNSET_AT - 1);
     const res = await call(`/v1/pets/${made!.id}`, { headers: auth(key) });
     expect(res.status).toBe(200);
     expectDeprecation(res);
@@ -222,7 +214,7 @@ describe("GET /v1/pets/{petId} (deprecated)", () => {
   it.each([0, 1, 86_400_000 * 365])("410 endpoint_removed at sunset + %i ms, while the other operations keep working", async (after) => {
     const { key } = await issueKey();
     const [made] = await createPets(key, [{ name: "Gone", categoryId: 1 }]);
-    vi.spyOn(clock, "now").mockImplementation(() => Date.UTC(2030, 11, 5) + after);
+    fixClock(SUNSET_AT + after);
     const res = await call(`/v1/pets/${made!.id}`, { headers: auth(key) });
     expectDeprecation(res);
     await expectError(res, 410, "endpoint_removed");

@@ -1,9 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/clock";
-import { ADMIN, auth, call, expectError, issueKey, mockClock, T0 } from "./helpers";
+import { ADMIN, auth, BAN_MS, call, expectError, issueKey, keyDetail, MIDNIGHT, mockClock, T0 } from "./helpers";
 
-const MIDNIGHT = Date.UTC(2030, 5, 11);
-const BAN_MS = 15 * MINUTE_MS;
 const time = mockClock(T0);
 
 const list = (key: string) => call("/v1/pets", { headers: auth(key) });
@@ -15,7 +13,7 @@ interface Detail {
 }
 
 async function detail(id: string): Promise<Detail> {
-  const res = await call(`/admin/v1/keys/${id}`, { headers: ADMIN });
+  const res = await keyDetail(id);
   expect(res.status).toBe(200);
   return (await res.json()) as Detail;
 }

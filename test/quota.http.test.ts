@@ -3,9 +3,8 @@ import { describe, expect, it } from "vitest";
 import { getKey } from "../src/db/keys";
 import { policyOf } from "../src/quota/enforce";
 import { MINUTE_MS } from "../src/clock";
-import { ADMIN, auth, call, expectError, issueKey, mockClock, postJson, T0 } from "./helpers";
+import { auth, call, expectError, issueKey, keyDetail, MIDNIGHT, mockClock, postJson, T0 } from "./helpers";
 
-const MIDNIGHT = Date.UTC(2030, 5, 11);
 const time = mockClock(T0);
 
 const list = (key: string) => call("/v1/pets", { headers: auth(key) });
@@ -24,7 +23,7 @@ function rl(res: Response) {
 }
 
 async function usage(id: string) {
-  const res = await call(`/admin/v1/keys/${id}`, { headers: ADMIN });
+  const res = await keyDetail(id);
   expect(res.status).toBe(200);
   return ((await res.json()) as { usage: { minute: { count: number; limit: number }; day: { count: number; limit: number }; bannedUntil: string | null } }).usage;
 }

@@ -3,10 +3,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/clock";
 import type { Policy } from "../src/quota/windows";
-import { mockClock, T0 } from "./helpers";
+import { BAN_MS, DAY0, mockClock, T0 } from "./helpers";
 
-const DAY0 = Date.UTC(2030, 5, 10);
-const BAN_MS = 15 * MINUTE_MS;
 const time = mockClock(T0);
 let seq = 0;
 

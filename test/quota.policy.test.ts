@@ -1,16 +1,13 @@
-import { createExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { createApp } from "../src/app";
 import { cachedKey, cacheKey } from "../src/auth/key-cache";
 import { sha256Hex } from "../src/auth/secrets";
 import { getKey, type KeyRecord } from "../src/db/keys";
-import { ADMIN, auth, BASE, call, expectError, issueKey, mockClock, T0 } from "./helpers";
+import { ADMIN, auth, brokenDb, call, callWith, expectError, issueKey, keyDetail, mockClock, patchKey, T0 } from "./helpers";
 
 const time = mockClock(T0);
 
 const list = (key: string) => call("/v1/pets", { headers: auth(key) });
-const patch = (id: string, body: unknown) => call(`/admin/v1/keys/${id}`, { method: "PATCH", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
 
 /** Puts a record back into this isolate's key cache, as another isolate that has not heard of a change would hold it. */
 async function holdStale(key: string, record: KeyRecord): Promise<void> {
@@ -34,7 +31,7 @@ describe("plan change", () => {
     expect(cachedKey(await sha256Hex(key), time.now)).toBeDefined(); // the Worker cached it in this isolate
     const stale = await recordOf(id);
 
-    const res = await patch(id, { plan: "pro" });
+    const res = await patchKey(id, { plan: "pro" });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { plan: string }).plan).toBe("pro");
     await holdStale(key, stale);
@@ -56,7 +53,7 @@ describe("plan change", () => {
     for (let i = 0; i < 4; i++) expect((await list(key)).status).toBe(200);
     const stale = await recordOf(id);
 
-    expect((await patch(id, { limits: { perMinute: 3, perDay: 100 } })).status).toBe(200);
+    expect((await patchKey(id, { limits: { perMinute: 3, perDay: 100 } })).status).toBe(200);
     await holdStale(key, stale);
 
     const res = await list(key);
@@ -70,7 +67,7 @@ describe("plan change", () => {
     const { id, key } = await issueKey("enterprise", { perMinute: 2, perDay: 100 });
     for (let i = 0; i < 2; i++) expect((await list(key)).status).toBe(200);
     await expectError(await list(key), 429, "rate_limited");
-    expect((await patch(id, { plan: "business" })).status).toBe(200);
+    expect((await patchKey(id, { plan: "business" })).status).toBe(200);
     const res = await list(key);
     expect(res.status).toBe(200);
     expect(res.headers.get("X-RateLimit-Limit")).toBe("1000");
@@ -95,7 +92,7 @@ describe("revocation", () => {
     // And again, time.now from D1 since the limiter's answer dropped the cached record.
     await expectError(await list(key), 401, "unauthorized");
     // Revocation does not consume quota.
-    const detail = (await (await call(`/admin/v1/keys/${id}`, { headers: ADMIN })).json()) as { usage: { day: { count: number } } };
+    const detail = (await (await keyDetail(id)).json()) as { usage: { day: { count: number } } };
     expect(detail.usage.day.count).toBe(1);
   });
 });
@@ -107,14 +104,11 @@ describe("limiter unreachable", () => {
     }),
   } as unknown as Env["QUOTA"];
 
-  const fetchBroken = (path: string, init: RequestInit = {}) =>
-    createApp().fetch(new Request(`${BASE}${path}`, init), { ...env, QUOTA: brokenNamespace }, createExecutionContext());
-
   it("fails open: the request is served without rate limit headers and a warning is logged", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 1, perDay: 1 });
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     for (let i = 0; i < 3; i++) {
-      const res = await fetchBroken("/v1/pets", { headers: auth(key) });
+      const res = await callWith({ QUOTA: brokenNamespace }, "/v1/pets", { headers: auth(key) });
       expect(res.status).toBe(200);
       for (const h of ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy", "Retry-After"]) {
         expect(res.headers.get(h), h).toBeNull();
@@ -127,7 +121,7 @@ describe("limiter unreachable", () => {
 
   it("still requires authentication when the limiter is unreachable", async () => {
     vi.spyOn(console, "warn").mockImplementation(() => {});
-    await expectError(await fetchBroken("/v1/pets", { headers: { "CF-Connecting-IP": "192.0.2.44" } }), 401, "unauthorized");
+    await expectError(await callWith({ QUOTA: brokenNamespace }, "/v1/pets", { headers: { "CF-Connecting-IP": "192.0.2.44" } }), 401, "unauthorized");
   });
 });
 
@@ -135,12 +129,9 @@ describe("5xx after the limiter was reached", () => {
   it("carries the key's rate limit headers on a 503 from a failing database", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 9, perDay: 90 });
     expect((await list(key)).status).toBe(200); // warms this isolate's key cache, so auth needs no D1
-    const failing = { bind: () => failing, all: () => Promise.reject(new Error("D1 down")), first: () => Promise.reject(new Error("D1 down")), run: () => Promise.reject(new Error("D1 down")) };
-    const session = { prepare: () => failing, batch: () => Promise.reject(new Error("D1 down")), getBookmark: () => null };
-    const brokenDb = { ...session, withSession: () => session } as unknown as Env["DB"];
     vi.spyOn(console, "error").mockImplementation(() => {});
 
-    const res = await createApp().fetch(new Request(`${BASE}/v1/pets`, { headers: auth(key) }), { ...env, DB: brokenDb }, createExecutionContext());
+    const res = await callWith({ DB: brokenDb() }, "/v1/pets", { headers: auth(key) });
     await expectError(res, 503, "service_unavailable");
     expect(res.headers.get("X-RateLimit-Limit")).toBe("9");
     expect(res.headers.get("X-RateLimit-Remaining")).toBe("7");

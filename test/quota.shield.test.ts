@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/clock";
-import { auth, call, expectError, issueKey, mockClock, T0 } from "./helpers";
+import { ADMIN, auth, call, expectError, issueKey, mockClock, T0 } from "./helpers";
 
 const time = mockClock(T0);
 
@@ -93,7 +93,7 @@ describe("per-client shield against key guessing", () => {
   it("counts a revoked key's attempts as failures", async () => {
     const ip = freshIp();
     const { id, key } = await issueKey("pro");
-    await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: { Authorization: "Bearer test-admin-token" } });
+    await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: ADMIN });
     const res = await listFrom(ip, auth(key));
     await expectError(res, 401, "unauthorized");
     expect(res.headers.get("X-RateLimit-Limit")).toBe("30");

@@ -2,11 +2,8 @@ import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/clock";
 import { bindingWindow, rateLimitHeaders } from "../src/quota/headers";
 import { banThreshold, countFailure, decide, EMPTY_USAGE, rollWindows, type Decision, type Policy, type UsageState, type WindowStatus } from "../src/quota/windows";
+import { BAN_MS, DAY0, T0 } from "./helpers";
 
-// 2030-06-10T10:20:00.000Z: aligned to a minute, well inside a UTC day.
-const T0 = Date.UTC(2030, 5, 10, 10, 20, 0);
-const DAY0 = Date.UTC(2030, 5, 10);
-const BAN_MS = 15 * MINUTE_MS;
 const policy = (perMinute: number, perDay: number, extra: Partial<Policy> = {}): Policy => ({ perMinute, perDay, version: 1, revoked: false, ...extra });
 
 /** Runs `n` requests at `now`, returning the final state and every decision. */

@@ -167,10 +167,10 @@ export async function startApi({ port, inspectorPort, vars = {}, root = snapshot
   writeFileSync(envFile, `ADMIN_TOKEN=${adminToken}\nCURSOR_SECRET=${randomBytes(24).toString("hex")}\n`, { mode: 0o600 });
   const config = path.join(root, "wrangler.toml");
   const persist = path.join(dir, "api-state");
-  await runWrangler(["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist], { cwd: root });
+  await migrateLocal(config, persist, root);
   const varArgs = Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const server = await startWranglerDev({ name: "api", config, port, inspectorPort, dir, extraArgs: ["--env-file", envFile, ...varArgs], probePath: "/v1/openapi.json", cwd: root, localObservability });
-  return { ...server, adminToken, dir, root };
+  return { ...server, adminToken };
 }
 
 /** The do-nothing reference Worker in bench/reference, also under `wrangler dev`. */
@@ -189,12 +189,20 @@ export async function startFloor({ port, inspectorPort, localObservability = tru
   const cwd = path.join(ROOT, "bench/floor");
   const config = path.join(cwd, "wrangler.toml");
   const persist = path.join(dir, "floor-state");
-  await runWrangler(["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist], { cwd });
-  const server = await startWranglerDev({ name: "floor", config, port, inspectorPort, dir, extraArgs: [], probePath: "/v1/pets", cwd, localObservability });
+  await migrateLocal(config, persist, cwd);
+  const server = await startWranglerDev({ name: "floor", config, port, inspectorPort, dir, probePath: "/v1/pets", cwd, localObservability });
   const res = await fetch(`${server.url}/seed?n=${pets}`, { method: "POST" });
   if (res.status !== 201) throw new Error(`seeding the floor Worker failed: ${res.status} ${await res.text()}`);
   return server;
 }
+
+/** Local D1 migrations for `config` into the persistence dir `persist`, as `npm run dev` applies them. */
+function migrateLocal(config, persist, cwd) {
+  return runWrangler(["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist], { cwd });
+}
+
+/** Limits for keys that must never be refused (benchmark and seeding keys). */
+export const UNLIMITED = { perMinute: 1_000_000_000_000, perDay: 1_000_000_000_000 };
 
 /** Issues a key through the admin API, as an operator would. */
 export async function issueKey(api, { name, plan, limits }) {

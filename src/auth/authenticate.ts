@@ -2,19 +2,20 @@ import type { Context, MiddlewareHandler } from "hono";
 import { wrapTime } from "hono/timing";
 import type { AppEnv } from "../app-env";
 import { clock } from "../clock";
-import { findKeyByHash, type KeyRecord } from "../db/keys";
+import { findKeyByHash, keyStatus, type KeyRecord } from "../db/keys";
 import { cacheKey, cachedKey } from "./key-cache";
 import { bearerToken, looksLikeApiKey, sha256Hex } from "./secrets";
 import { authFailure, clientAddress, isRefused } from "./shield";
 
 const REALM = 'Bearer realm="animal-store"';
 
+export const KEY_PROBLEMS = { revoked: "The API key has been revoked.", expired: "The API key has expired." } as const;
+
 /** Why `record` may not be used now, or null if it may. */
 export function problemWith(record: KeyRecord | null, now: number): string | null {
   if (!record) return "The API key is not valid.";
-  if (record.revokedAt !== null) return "The API key has been revoked.";
-  if (record.expiresAt !== null && record.expiresAt <= now) return "The API key has expired.";
-  return null;
+  const status = keyStatus(record, now);
+  return status === "active" ? null : KEY_PROBLEMS[status];
 }
 
 /** 401 (or 429 for a client that keeps failing) for an API request that did not authenticate. */

@@ -14,30 +14,28 @@ export function randomBase62(length: number): string {
   return out;
 }
 
+const sha256 = (text: string) => crypto.subtle.digest("SHA-256", encoder.encode(text));
+
 export async function sha256Hex(text: string): Promise<string> {
-  return toHex(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+  return toHex(await sha256(text));
 }
 
 /** Compares two secrets in constant time (hashing first makes the lengths equal). */
 export async function secretsEqual(given: string, expected: string): Promise<boolean> {
-  const [a, b] = await Promise.all([
-    crypto.subtle.digest("SHA-256", encoder.encode(given)),
-    crypto.subtle.digest("SHA-256", encoder.encode(expected)),
-  ]);
+  const [a, b] = await Promise.all([sha256(given), sha256(expected)]);
   return crypto.subtle.timingSafeEqual(a, b);
 }
 
 // 43 base62 characters carry 256 bits: the 32 random bytes the key format promises.
 const KEY_SECRET_LENGTH = 43;
-const KEY_PATTERN = /^pet_(live|test)_[0-9A-Za-z]{43}$/;
-
-export function keyPrefixFor(environment: string): string {
-  return environment === "production" ? "pet_live_" : "pet_test_";
-}
+const LIVE_PREFIX = "pet_live_";
+const TEST_PREFIX = "pet_test_";
+const KEY_PATTERN = new RegExp(`^(${LIVE_PREFIX}|${TEST_PREFIX})[0-9A-Za-z]{${KEY_SECRET_LENGTH}}$`);
 
 export function generateApiKey(environment: string): { key: string; displayPrefix: string } {
-  const key = keyPrefixFor(environment) + randomBase62(KEY_SECRET_LENGTH);
-  return { key, displayPrefix: key.slice(0, keyPrefixFor(environment).length + 4) };
+  const prefix = environment === "production" ? LIVE_PREFIX : TEST_PREFIX;
+  const key = prefix + randomBase62(KEY_SECRET_LENGTH);
+  return { key, displayPrefix: key.slice(0, prefix.length + 4) };
 }
 
 /** Cheap shape check so malformed tokens never reach the database. */

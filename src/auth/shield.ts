@@ -1,11 +1,10 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env";
-import { clock, MINUTE_MS } from "../clock";
+import { clock } from "../clock";
 import { ApiError } from "../errors";
 import { ExpiringMap } from "../expiring-map";
-import { AUTH_FAILURES_PER_MINUTE } from "../quota/auth-shield";
 import { rateLimitHeaders } from "../quota/headers";
-import type { Decision } from "../quota/windows";
+import type { Decision, WindowStatus } from "../quota/windows";
 
 /**
  * The Worker's side of the failed-authentication shield (the AuthShield Durable Object counts).
@@ -23,9 +22,10 @@ export function clientAddress(c: Context): string {
   return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, "")).join(":")}::/64`;
 }
 
-// Clients refused in this isolate, with the end of their window. They are answered here, without
-// a call to their shield object or a D1 lookup, so a guessing client costs almost nothing.
-const refused = new ExpiringMap<string, number>(10_000);
+// Clients refused in this isolate, with the full window their shield object refused them for.
+// They are answered here, without a call to the object or a D1 lookup, so a guessing client
+// costs almost nothing.
+const refused = new ExpiringMap<string, WindowStatus>(10_000);
 
 export function isRefused(shieldName: string, now = clock.now()): boolean {
   return refused.get(shieldName, now) !== undefined;
@@ -41,15 +41,13 @@ function refusal(decision: Decision): ApiError {
  */
 export async function authFailure(c: Context<AppEnv>, shieldName: string, message: string, challenge: string): Promise<ApiError> {
   const now = clock.now();
-  const resetAt = refused.get(shieldName, now);
-  if (resetAt !== undefined) {
-    return refusal({ outcome: "rate_limited", retryAt: resetAt, now, windows: [{ name: "minute", limit: AUTH_FAILURES_PER_MINUTE, remaining: 0, resetAt, seconds: MINUTE_MS / 1000 }] });
-  }
+  const window = refused.get(shieldName, now);
+  if (window) return refusal({ outcome: "rate_limited", retryAt: window.resetAt, now, windows: [window] });
   try {
     const decision = await c.env.AUTH_SHIELD.getByName(shieldName).recordFailure();
     if (decision.outcome !== "allowed") {
-      const until = decision.retryAt ?? now;
-      refused.set(shieldName, until, until);
+      const window = decision.windows[0]!;
+      refused.set(shieldName, window, window.resetAt);
       return refusal(decision);
     }
     return new ApiError("unauthorized", message, { ...rateLimitHeaders(decision), "WWW-Authenticate": challenge });

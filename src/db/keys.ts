@@ -15,6 +15,14 @@ export interface KeyRecord {
   expiresAt: number | null;
 }
 
+export type KeyStatus = "active" | "revoked" | "expired";
+
+/** Whether a key may be used at `now`; the one rule the admin views and authentication share. */
+export function keyStatus(k: KeyRecord, now: number): KeyStatus {
+  if (k.revokedAt !== null) return "revoked";
+  return k.expiresAt !== null && k.expiresAt <= now ? "expired" : "active";
+}
+
 interface KeyRow {
   id: string;
   name: string;

@@ -7,7 +7,11 @@ import type { AppEnv } from "../app-env";
  * stream on every GET (measured: ~1.6 ms of CPU per request locally).
  */
 export function etagOf(value: unknown): string {
-  const text = JSON.stringify(value);
+  return etagOfText(JSON.stringify(value));
+}
+
+/** The weak ETag of a JSON text (see etagOf). */
+export function etagOfText(text: string): string {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
   for (let i = 0; i < text.length; i++) {

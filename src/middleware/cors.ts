@@ -4,7 +4,7 @@ import type { AppEnv } from "../app-env";
 import { BOOKMARK_HEADER } from "./d1-session";
 
 /** Headers a browser client may read: quotas, paging, deprecation, tracing, read-your-writes. */
-export const EXPOSED_HEADERS = [
+const EXPOSED_HEADERS = [
   "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy", "Retry-After",
   "Link", "Location", "Deprecation", "Sunset", "ETag", "Idempotent-Replayed", "X-Request-Id", "Server-Timing", BOOKMARK_HEADER,
 ];

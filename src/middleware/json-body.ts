@@ -3,7 +3,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { AppEnv } from "../app-env";
 import { ApiError, errorResponse } from "../errors";
 
-export const MAX_BODY_BYTES = 16 * 1024;
+const MAX_BODY_BYTES = 16 * 1024;
 
 const requireJsonType: MiddlewareHandler<AppEnv> = async (c, next) => {
   const type = c.req.header("Content-Type")?.split(";")[0]?.trim().toLowerCase();

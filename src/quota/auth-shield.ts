@@ -1,10 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { clock, MINUTE_MS } from "../clock";
 import { UsageStore } from "./usage-store";
-import { countFailure, type Decision, type UsageState } from "./windows";
+import { countFailure, EMPTY_USAGE, type Decision, type UsageState } from "./windows";
 
 /** Failed authentications a client may make per minute before it gets 429. */
-export const AUTH_FAILURES_PER_MINUTE = 30;
+const AUTH_FAILURES_PER_MINUTE = 30;
 
 /**
  * One per client IP. Counts failed authentications so API keys cannot be guessed at speed.
@@ -40,7 +40,7 @@ export class AuthShield extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     if (clock.now() >= this.#usage.minuteStart + MINUTE_MS) {
       this.#store.clear();
-      this.#usage = this.#store.load();
+      this.#usage = { ...EMPTY_USAGE };
     }
   }
 }

@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { wrapTime } from "hono/timing";
 import type { AppEnv } from "../app-env";
-import { apiAuthFailure, problemWith } from "../auth/authenticate";
+import { apiAuthFailure, KEY_PROBLEMS, problemWith } from "../auth/authenticate";
 import { forgetKey } from "../auth/key-cache";
 import { clock } from "../clock";
 import { getKey, type KeyRecord } from "../db/keys";
@@ -50,15 +50,15 @@ function admit(c: Context<AppEnv>, key: KeyRecord): Promise<Decision | null> {
 }
 
 // While the limiter is unreachable: each key's re-read answer, reused for a few seconds to spare D1.
-const rechecked = new ExpiringMap<string, { problem: string | null }>(10_000);
+const rechecked = new ExpiringMap<string, string | null>(10_000);
 const RECHECK_MS = 5_000;
 
 async function recheck(c: Context<AppEnv>, keyId: string): Promise<string | null> {
   const now = clock.now();
   const known = rechecked.get(keyId, now);
-  if (known) return known.problem;
+  if (known !== undefined) return known;
   const problem = problemWith(await getKey(c.env.DB, keyId), now);
-  rechecked.set(keyId, { problem }, now + RECHECK_MS);
+  rechecked.set(keyId, problem, now + RECHECK_MS);
   return problem;
 }
 
@@ -76,13 +76,10 @@ async function enforce(c: Context<AppEnv>, key: KeyRecord, decision: Decision | 
     }
     return {};
   }
-  // The object applied a newer policy than this isolate's cached record (a plan change made
-  // elsewhere): drop the record so the next request reads the key, plan name included, afresh.
-  if ((decision.policyVersion ?? 0) > key.version) forgetKey(key.id);
-  if (decision.outcome === "revoked") {
-    forgetKey(key.id);
-    throw await apiAuthFailure(c, "The API key has been revoked.", true);
-  }
+  // The object applied a newer policy than this isolate's cached record (a plan change or a
+  // revocation made elsewhere): drop the record so the next request reads the key afresh.
+  if (decision.outcome === "revoked" || (decision.policyVersion ?? 0) > key.version) forgetKey(key.id);
+  if (decision.outcome === "revoked") throw await apiAuthFailure(c, KEY_PROBLEMS.revoked, true);
   const headers = rateLimitHeaders(decision);
   if (decision.outcome !== "allowed") throw new ApiError(decision.outcome, REFUSALS[decision.outcome], headers);
   return headers;

@@ -1,3 +1,5 @@
+import { DAY_MS, MINUTE_MS } from "../clock";
+
 /** A stored outcome of an idempotent request, replayed to retries. */
 export interface StoredResponse {
   status: number;
@@ -12,8 +14,8 @@ export type Claim =
   | { state: "in_flight" };
 
 /** Records are kept 24 hours; a claim whose request died unanswered is taken over after a minute. */
-export const IDEMPOTENCY_TTL_MS = 86_400_000;
-export const IN_FLIGHT_TIMEOUT_MS = 60_000;
+export const IDEMPOTENCY_TTL_MS = DAY_MS;
+const IN_FLIGHT_TIMEOUT_MS = MINUTE_MS;
 
 type Row = {
   fingerprint: string;

@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { clock, DAY_MS, MINUTE_MS } from "../clock";
 import { IDEMPOTENCY_TTL_MS, IdempotencyStore, type Claim, type StoredResponse } from "./idempotency-store";
 import { UsageStore } from "./usage-store";
-import { decide, rollWindows, windowsOf, type Decision, type Policy, type UsageState } from "./windows";
+import { decide, EMPTY_USAGE, rollWindows, windowsOf, type Decision, type Policy, type UsageState } from "./windows";
 
 export interface KeyUsage {
   policy: Policy | null;
@@ -22,12 +22,15 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #idempotency: IdempotencyStore;
   #usage: UsageState;
   #policy: Policy | null;
-  #banMsCache: number | undefined;
+  /** How long a ban lasts (BAN_MINUTES, default 15), read once per object. */
+  readonly #banMs: number;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#store = new UsageStore(ctx.storage.sql);
     this.#idempotency = new IdempotencyStore(ctx.storage.sql);
+    const banMinutes = Number(env.BAN_MINUTES);
+    this.#banMs = (Number.isFinite(banMinutes) && banMinutes > 0 ? banMinutes : 15) * MINUTE_MS;
     ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS policy (
       id INTEGER PRIMARY KEY CHECK (id = 1), per_minute INTEGER NOT NULL, per_day INTEGER NOT NULL,
       version INTEGER NOT NULL, revoked INTEGER NOT NULL) STRICT`);
@@ -45,7 +48,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     const now = clock.now();
     const effective = this.#adopt(policy);
     const previousDay = this.#usage.dayStart;
-    const { state, decision } = decide(this.#usage, effective, now, this.#banMs());
+    const { state, decision } = decide(this.#usage, effective, now, this.#banMs);
     if (state !== this.#usage) {
       this.#usage = state;
       this.#store.save(state);
@@ -78,9 +81,11 @@ export class QuotaLimiter extends DurableObject<Env> {
     };
   }
 
-  unban(): void {
+  /** Lifts the ban and returns the usage after it, in one call. */
+  unban(offered?: Policy): KeyUsage {
     this.#usage = { ...this.#usage, bannedUntil: 0, minuteRejected: 0 };
     this.#store.save(this.#usage);
+    return this.usage(offered);
   }
 
   /** Idempotency-Key of a create: proceed, replay the stored answer, or refuse (mismatch, in flight). */
@@ -111,7 +116,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       const idleFrom = Math.max(this.#usage.bannedUntil, this.#usage.dayStart + DAY_MS);
       if (now >= idleFrom) {
         this.#store.clear();
-        this.#usage = this.#store.load();
+        this.#usage = { ...EMPTY_USAGE };
       } else {
         nextUsageCleanup = idleFrom + MINUTE_MS;
       }
@@ -135,14 +140,5 @@ export class QuotaLimiter extends DurableObject<Env> {
       offered.perMinute, offered.perDay, offered.version, offered.revoked ? 1 : 0,
     );
     return offered;
-  }
-
-  #banMs(): number {
-    // Read once per object: reading env in the hot path showed up in profiles.
-    if (this.#banMsCache === undefined) {
-      const minutes = Number(this.env.BAN_MINUTES);
-      this.#banMsCache = (Number.isFinite(minutes) && minutes > 0 ? minutes : 15) * MINUTE_MS;
-    }
-    return this.#banMsCache;
   }
 }

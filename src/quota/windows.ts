@@ -53,8 +53,8 @@ export function rollWindows(s: UsageState, now: number): UsageState {
 
 export function windowsOf(s: UsageState, limits: Limits): WindowStatus[] {
   return [
-    { name: "minute", limit: limits.perMinute, remaining: Math.max(0, limits.perMinute - s.minuteCount), resetAt: s.minuteStart + MINUTE_MS, seconds: 60 },
-    { name: "day", limit: limits.perDay, remaining: Math.max(0, limits.perDay - s.dayCount), resetAt: s.dayStart + DAY_MS, seconds: 86_400 },
+    { name: "minute", limit: limits.perMinute, remaining: Math.max(0, limits.perMinute - s.minuteCount), resetAt: s.minuteStart + MINUTE_MS, seconds: MINUTE_MS / 1000 },
+    { name: "day", limit: limits.perDay, remaining: Math.max(0, limits.perDay - s.dayCount), resetAt: s.dayStart + DAY_MS, seconds: DAY_MS / 1000 },
   ];
 }
 

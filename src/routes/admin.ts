@@ -81,7 +81,7 @@ export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
     createRoute({ method: "get", path: "/keys/{id}", operationId: "getKey", security, request: byId, responses: { 200: { description: "The key with its current usage and ban", content: json(KeyDetailSchema) }, ...errorResponses(400, 401, 404, 503) } }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const record = await found(await getKey(c.env.DB, id), id);
+      const record = found(await getKey(c.env.DB, id), id);
       const usage = await c.env.QUOTA.getByName(id).usage(policyOf(record)).catch(() => null);
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
@@ -91,11 +91,11 @@ export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
     async (c) => {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
-      const current = await found(await getKey(c.env.DB, id), id);
+      const current = found(await getKey(c.env.DB, id), id);
       const plan = body.plan ?? current.plan;
       // Moving to enterprise without new limits keeps none to fall back on, so limits are required then.
       const limits = body.limits ?? (plan === "enterprise" && current.plan === "enterprise" ? current.limits : undefined);
-      const updated = await found(await updateKey(c.env.DB, id, { name: body.name ?? current.name, plan, ownLimits: ownLimits(plan, limits) }, clock.now()), id);
+      const updated = found(await updateKey(c.env.DB, id, { name: body.name ?? current.name, plan, ownLimits: ownLimits(plan, limits) }, clock.now()), id);
       await pushPolicy(c.env, updated);
       return c.json(keyView(updated, clock.now()), 200);
     },
@@ -104,7 +104,7 @@ export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
     createRoute({ method: "delete", path: "/keys/{id}", operationId: "revokeKey", security, request: byId, responses: { 200: { description: "The revoked key; refused from its next request on", content: json(KeySchema) }, ...errorResponses(400, 401, 404, 503) } }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const revoked = await found(await revokeKey(c.env.DB, id, clock.now()), id);
+      const revoked = found(await revokeKey(c.env.DB, id, clock.now()), id);
       await pushPolicy(c.env, revoked);
       return c.json(keyView(revoked, clock.now()), 200);
     },
@@ -113,11 +113,9 @@ export const adminApi = new OpenAPIHono<AppEnv>({ defaultHook: validationHook })
     createRoute({ method: "post", path: "/keys/{id}/unban", operationId: "unbanKey", security, request: byId, responses: { 200: { description: "The key, no longer banned", content: json(KeyDetailSchema) }, ...errorResponses(400, 401, 404, 503) } }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const record = await found(await getKey(c.env.DB, id), id);
-      const limiter = c.env.QUOTA.getByName(id);
-      const usage = await limiter
-        .unban()
-        .then(() => limiter.usage(policyOf(record)))
+      const record = found(await getKey(c.env.DB, id), id);
+      const usage = await c.env.QUOTA.getByName(id)
+        .unban(policyOf(record))
         .catch((err: unknown) => {
           console.error(JSON.stringify({ level: "error", msg: "could not unban", keyId: id, error: String(err) }));
           throw unavailable("The key's quota object could not be reached; repeat the request.");

@@ -1,6 +1,6 @@
 import type { z } from "@hono/zod-openapi";
 import { fromBase64Url, toBase64Url } from "../encoding";
-import type { KeyRecord } from "../db/keys";
+import { keyStatus, type KeyRecord } from "../db/keys";
 import { ApiError } from "../errors";
 import type { KeyUsage } from "../quota/limiter";
 import type { KeyDetailSchema, KeySchema } from "../schemas/keys";
@@ -8,14 +8,13 @@ import type { KeyDetailSchema, KeySchema } from "../schemas/keys";
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export function keyView(k: KeyRecord, now: number): z.infer<typeof KeySchema> {
-  const status = k.revokedAt !== null ? "revoked" : k.expiresAt !== null && k.expiresAt <= now ? "expired" : "active";
   return {
     id: k.id,
     name: k.name,
     prefix: k.prefix,
     plan: k.plan,
     limits: k.limits,
-    status,
+    status: keyStatus(k, now),
     createdAt: iso(k.createdAt)!,
     updatedAt: iso(k.updatedAt)!,
     revokedAt: iso(k.revokedAt),

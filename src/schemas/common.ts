@@ -34,7 +34,9 @@ export const DisplayNameSchema = z
   .min(1, "must not be empty or only whitespace")
   .max(200, "must be at most 200 characters")
   .refine((s) => s.isWellFormed(), "must be well-formed Unicode (no lone surrogates)")
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters");
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters")
+  // The refinements hide the length bounds from the OpenAPI generator: state them for it.
+  .openapi({ type: "string", minLength: 1, maxLength: 200 });
 
 /** A page size query parameter: an integer 1–100 given as digits, 20 when absent. */
 export function pageLimit(description: string) {

@@ -1,4 +1,6 @@
 // Response headers as documented in the OpenAPI document (plain OpenAPI header objects).
+import { DEPRECATION_VALUES } from "../middleware/deprecation";
+
 type Schema = { type: "string" } | { type: "integer"; minimum?: number };
 const header = (description: string, schema: Schema = { type: "string" }) => ({ description, schema });
 const integer: Schema = { type: "integer" };
@@ -15,6 +17,6 @@ export const RETRY_AFTER_HEADER = { "Retry-After": header("Seconds to wait befor
 
 export const DEPRECATION_HEADERS = {
   Deprecation: header("RFC 9745 deprecation date"),
-  Sunset: header("RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT"),
-  Link: header('</v1/pets>; rel="successor-version"'),
+  Sunset: header(`RFC 8594 removal date: ${DEPRECATION_VALUES.Sunset}`),
+  Link: header(DEPRECATION_VALUES.Link),
 };

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { PLANS } from "../quota/plans";
 import { DisplayNameSchema, pageLimit } from "./common";
 
-export const PlanSchema = z.enum(PLANS, { error: "must be one of: free, pro, business, enterprise" }).openapi("Plan");
+const PlanSchema = z.enum(PLANS, { error: "must be one of: free, pro, business, enterprise" }).openapi("Plan");
 
 const count = (what: string) =>
   z
@@ -11,18 +11,16 @@ const count = (what: string) =>
     .min(1, "must be at least 1")
     .max(Number.MAX_SAFE_INTEGER, "is too large");
 
-export const LimitsSchema = z.strictObject({ perMinute: count("minute"), perDay: count("day") }).openapi("Limits");
-
-const name = DisplayNameSchema.openapi({ type: "string", minLength: 1, maxLength: 200 });
+const LimitsSchema = z.strictObject({ perMinute: count("minute"), perDay: count("day") }).openapi("Limits");
 
 const isoDate = z.union([z.iso.datetime({ offset: true }), z.iso.date()], { error: "must be an ISO 8601 date or date-time" });
 
 export const CreateKeySchema = z
-  .strictObject({ name, plan: PlanSchema, limits: LimitsSchema.optional(), expiresAt: isoDate.optional() })
+  .strictObject({ name: DisplayNameSchema, plan: PlanSchema, limits: LimitsSchema.optional(), expiresAt: isoDate.optional() })
   .openapi("CreateKey");
 
 export const UpdateKeySchema = z
-  .strictObject({ name: name.optional(), plan: PlanSchema.optional(), limits: LimitsSchema.optional() })
+  .strictObject({ name: DisplayNameSchema.optional(), plan: PlanSchema.optional(), limits: LimitsSchema.optional() })
   .refine((b) => Object.keys(b).length > 0, "give at least one of: name, plan, limits")
   .openapi("UpdateKey");
 

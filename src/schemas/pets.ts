@@ -1,16 +1,16 @@
 import { z } from "@hono/zod-openapi";
 import { DisplayNameSchema, MAX_ID, pageLimit, positiveIdString } from "./common";
 
-export const PET_STATUSES = ["available", "pending", "sold"] as const;
+const PET_STATUSES = ["available", "pending", "sold"] as const;
 
-export const PetStatusSchema = z
+const PetStatusSchema = z
   .enum(PET_STATUSES, { error: "must be one of: available, pending, sold (case-sensitive)" })
   .openapi("PetStatus", { description: "Availability status" });
 
 export const NewPetSchema = z
   .strictObject(
     {
-      name: DisplayNameSchema.openapi({ type: "string", minLength: 1, maxLength: 200, description: "The animal's name (trimmed)", example: "Rex" }),
+      name: DisplayNameSchema.openapi({ description: "The animal's name (trimmed)", example: "Rex" }),
       categoryId: z
         .number({ error: (i) => (i.input === undefined ? "is required" : "must be an integer") })
         // Not .int(): it also refuses unsafe integers, which max() below explains better.
