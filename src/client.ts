@@ -7,7 +7,7 @@
  *   const res = await store.pets.$get({ query: { limit: "50", status: "available" } });
  */
 import { hc } from "hono/client";
-import type { petsApi } from "./routes/pets";
+import type { petsApi } from "./routes/pets/routes";
 import type { Pet } from "./schemas/pets";
 
 export type { NewPet, Pet, PetStatus } from "./schemas/pets";
@@ -36,18 +36,29 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  * effect, so it is retried only where repeating is harmless: reads, and creates that carry an
  * Idempotency-Key.
  */
-function retryable(res: Response, input: RequestInfo | URL, init: RequestInit | undefined): boolean {
+function retryable(
+  res: Response,
+  input: RequestInfo | URL,
+  init: RequestInit | undefined,
+): boolean {
   if (res.status === 429) return true;
   if (res.status !== 503) return false;
   const request = input instanceof Request ? input : undefined;
   if (request?.body) return false; // a Request's body can be sent only once
   const method = (init?.method ?? request?.method ?? "GET").toUpperCase();
-  const idempotencyKey = new Headers(init?.headers).has("Idempotency-Key") || !!request?.headers.has("Idempotency-Key");
+  const idempotencyKey =
+    new Headers(init?.headers).has("Idempotency-Key") || !!request?.headers.has("Idempotency-Key");
   return method === "GET" || method === "HEAD" || idempotencyKey;
 }
 
 /** fetch that retries 429 (and safe 503) answers: waits max(Retry-After, exponential backoff). */
-export function retryingFetch({ maxRetries = 5, baseDelayMs = 500, maxDelayMs = 60_000, sleep = defaultSleep, fetch: inner = fetch }: RetryOptions = {}): typeof fetch {
+export function retryingFetch({
+  maxRetries = 5,
+  baseDelayMs = 500,
+  maxDelayMs = 60_000,
+  sleep = defaultSleep,
+  fetch: inner = fetch,
+}: RetryOptions = {}): typeof fetch {
   return async (input, init) => {
     for (let attempt = 0; ; attempt++) {
       const res = await inner(input, init);
@@ -77,11 +88,17 @@ export function nextCursor(res: { headers: Headers }): string | null {
 }
 
 /** Every pet matching `status`, page by page. Throws the Error body of a failed page. */
-export async function* allPets(client: AnimalStoreClient, query: { status?: Pet["status"]; limit?: string } = {}): AsyncGenerator<Pet> {
+export async function* allPets(
+  client: AnimalStoreClient,
+  query: { status?: Pet["status"]; limit?: string } = {},
+): AsyncGenerator<Pet> {
   let cursor: string | undefined;
   do {
     const res = await client.pets.$get({ query: { ...query, ...(cursor ? { cursor } : {}) } });
-    if (!res.ok) throw Object.assign(new Error(`listPets failed with ${res.status}`), { error: await res.json() });
+    if (!res.ok)
+      throw Object.assign(new Error(`listPets failed with ${res.status}`), {
+        error: await res.json(),
+      });
     yield* (await res.json()) as Pet[];
     cursor = nextCursor(res) ?? undefined;
   } while (cursor);
