@@ -25,5 +25,24 @@ const limitSize = bodyLimit({
   },
 });
 
-/** For operations that take a JSON body: 415 for other media types, 413 past 16 KiB. */
-export const jsonBody: MiddlewareHandler[] = [requireJsonType, limitSize];
+// Request.json() and .text() replace malformed UTF-8 with U+FFFD, so "a\xffb" would be stored as
+// "a�b" and answered 201. JSON text must be UTF-8 (RFC 8259 §8.1): decode fatally, refuse with
+// 400, and hand the validator the decoded text (hono's c.req.json() parses the cached text).
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+const requireUtf8: MiddlewareHandler = async (c, next) => {
+  const bytes = await c.req.arrayBuffer();
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw new ApiError("invalid_request", "body: must be well-formed UTF-8 (RFC 8259 §8.1).");
+  }
+  c.req.bodyCache.text = Promise.resolve(text);
+  await next();
+};
+
+/**
+ * For operations that take a JSON body: 415 for other media types, 413 past 16 KiB, 400 for a
+ * body that is not well-formed UTF-8.
+ */
+export const jsonBody: MiddlewareHandler[] = [requireJsonType, limitSize, requireUtf8];
