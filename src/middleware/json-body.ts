@@ -26,18 +26,15 @@ const limitSize = bodyLimit({
 });
 
 // Request.json() and .text() replace malformed UTF-8 with U+FFFD, so "a\xffb" would be stored as
-// "a�b" and answered 201. JSON text must be UTF-8 (RFC 8259 §8.1): decode fatally, refuse with
-// 400, and hand the validator the decoded text (hono's c.req.json() parses the cached text).
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+// "a�b" and answered 201. JSON text must be UTF-8 (RFC 8259 §8.1): decode fatally and refuse with
+// 400. The validator's c.req.json() then decodes the same cached bytes, now known to be sound.
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 const requireUtf8: MiddlewareHandler = async (c, next) => {
-  const bytes = await c.req.arrayBuffer();
-  let text: string;
   try {
-    text = utf8.decode(bytes);
+    utf8.decode(await c.req.arrayBuffer());
   } catch {
     throw new ApiError("invalid_request", "body: must be well-formed UTF-8 (RFC 8259 §8.1).");
   }
-  c.req.bodyCache.text = Promise.resolve(text);
   await next();
 };
 
