@@ -11,7 +11,7 @@ import type { BaseEnv } from "./lib/hono-env";
 import { accessLog } from "./middleware/access-log";
 import { apiResponseHeaders } from "./middleware/api-response-headers";
 import { conditional } from "./middleware/conditional";
-import { corsFromConfig } from "./middleware/cors";
+import { corsFromConfig, timingAllowOrigin } from "./middleware/cors";
 import { d1Session } from "./middleware/d1-session";
 import { deprecated } from "./middleware/deprecation";
 import { enforceQuota } from "./middleware/enforce-quota";
@@ -47,7 +47,7 @@ export function createApp() {
     return next();
   });
   app.use(accessLog);
-  app.use(timing({ crossOrigin: true }));
+  app.use(timing({ crossOrigin: timingAllowOrigin }));
   app.use(corsFromConfig);
   // If-None-Match → 304, after the quota has counted the request; a 304 keeps all other headers.
   app.use(conditional);
