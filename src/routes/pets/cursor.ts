@@ -99,16 +99,20 @@ export async function decodeCursorOrThrow(
   return { afterId: Number(id), bookmark: bookmark || null };
 }
 
-/** RFC 8288 `Link: <…>; rel="next"`, absolute, keeping the client's limit and status. */
+/**
+ * RFC 8288 `Link: <…>; rel="next"`, keeping the client's limit and status: absolute on
+ * `publicOrigin` (the PUBLIC_ORIGIN setting), or a relative reference when that is empty. Never
+ * built from the request's Host header, which the client chooses.
+ */
 export function nextLink(
-  requestUrl: string,
+  publicOrigin: string,
+  path: string,
   limit: number,
   status: PetStatus | undefined,
   cursor: string,
 ): string {
-  const url = new URL(requestUrl);
   const query = new URLSearchParams({ limit: String(limit) });
   if (status) query.set("status", status);
   query.set("cursor", cursor);
-  return `<${url.origin}${url.pathname}?${query}>; rel="next"`;
+  return `<${publicOrigin}${path}?${query}>; rel="next"`;
 }
