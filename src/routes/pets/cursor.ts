@@ -1,4 +1,5 @@
 import { BOOKMARK_PATTERN } from "../../db/session";
+import { hmacTag } from "../../lib/crypto";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
 import { ApiError } from "../../lib/errors";
 import type { PetStatus } from "../../schemas/pets";
@@ -16,30 +17,9 @@ interface CursorState {
 }
 
 const encoder = new TextEncoder();
-const keys = new Map<string, Promise<CryptoKey>>();
 const MAC_BYTES = 16;
 
-function signingKey(secret: string): Promise<CryptoKey> {
-  let key = keys.get(secret);
-  if (!key) {
-    key = crypto.subtle.importKey(
-      "raw",
-      encoder.encode(secret),
-      { name: "HMAC", hash: "SHA-256" },
-      false,
-      ["sign"],
-    );
-    keys.set(secret, key);
-  }
-  return key;
-}
-
-async function mac(secret: string, payload: Uint8Array): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.sign("HMAC", await signingKey(secret), payload)).slice(
-    0,
-    MAC_BYTES,
-  );
-}
+const mac = (secret: string, payload: Uint8Array) => hmacTag(secret, payload, MAC_BYTES);
 
 export async function encodeCursor(
   secret: string,
