@@ -100,7 +100,7 @@ type HeaderObjects = Record<
 export function errorResponses(first: number | HeaderObjects, ...rest: number[]) {
   const [extra, statuses] = typeof first === "number" ? [{}, [first, ...rest]] : [first, rest];
   const descriptions: Record<number, string> = {
-    400: "Invalid request (parameter or body)",
+    400: "Invalid request (parameter, header or body; also a malformed Authorization header)",
     401: "Missing or invalid API key",
     404: "Not found",
     405: "Method not allowed",
