@@ -77,8 +77,8 @@ export class LeaseHolder {
   }
 
   /**
-   * Hands the lease granted last back at its expiry if it still has unused permits and nothing
-   * else has (meant for `waitUntil`). `sleep` is how long to wait, in ms.
+   * Hands the lease granted last back at its expiry if it still has unused permits and no
+   * request has handed it back since (meant for `waitUntil`). `sleep` waits that long, in ms.
    */
   async giveBackAtExpiry(
     calls: LeaseCalls,
@@ -87,9 +87,24 @@ export class LeaseHolder {
     const lease = this.#lease;
     if (!lease) return;
     await sleep(Math.max(0, lease.expiresAt - clock.now()));
-    if (this.#lease !== lease || lease.left === 0 || this.#exclusive || this.#inFlight) return;
-    this.#lease = null;
-    const returned = { id: lease.id, unused: lease.left };
+    if (this.#lease === lease) await this.giveBackUnused(calls);
+  }
+
+  /**
+   * Hands back every unused permit now (the lease's, and a retired lease's not yet handed back).
+   * Waits for a lease call in flight; skipped while requests decided one by one are in flight
+   * (the isolate holds no unused permits then).
+   */
+  async giveBackUnused(calls: LeaseCalls): Promise<void> {
+    while (this.#exclusive) await this.#exclusive.catch(() => undefined);
+    if (this.#inFlight) return;
+    if (this.#lease) {
+      if (this.#lease.left > 0) this.#unreturned = { id: this.#lease.id, unused: this.#lease.left };
+      this.#lease = null;
+    }
+    const returned = this.#unreturned;
+    if (!returned) return;
+    this.#unreturned = null;
     const call = calls
       .giveBack(returned)
       .catch(() => {
