@@ -82,7 +82,11 @@ describe("lease holders racing on one object", () => {
     let local = 0;
 
     // Minutes 23:58 (the minute binds), 23:59 (the day binds: 400 left) and 00:00 (a new day).
-    for (const [minute, minuteStart] of [MIDNIGHT - 2 * MINUTE_MS, MIDNIGHT - MINUTE_MS, MIDNIGHT].entries()) {
+    for (const [minute, minuteStart] of [
+      MIDNIGHT - 2 * MINUTE_MS,
+      MIDNIGHT - MINUTE_MS,
+      MIDNIGHT,
+    ].entries()) {
       if (minuteStart === MIDNIGHT) admittedToday = 0;
       const room = Math.min(perMinute, perDay - admittedToday);
       let admitted = 0;
@@ -104,7 +108,9 @@ describe("lease holders racing on one object", () => {
       admittedToday += admitted;
       expect(refused, `minute ${minute}: demand exceeded the room`).toBeGreaterThan(0);
       // Bounded under-admission: at most one outstanding lease per isolate went unused.
-      expect(admitted, `minute ${minute}`).toBeGreaterThanOrEqual(room - isolates.length * maxLease);
+      expect(admitted, `minute ${minute}`).toBeGreaterThanOrEqual(
+        room - isolates.length * maxLease,
+      );
       expect(admitted).toBeLessThanOrEqual(room);
       const unused = isolates.reduce((n, iso) => n + iso.holder.unusedPermits, 0);
       expect(unused).toBeLessThanOrEqual(isolates.length * maxLease);
@@ -186,11 +192,22 @@ describe("one lease holder", () => {
     const waits: number[] = [];
     await iso.holder.giveBackAtExpiry(iso.leaseCalls, async (ms) => {
       waits.push(ms);
+      time.now += ms;
     });
     expect(waits).toHaveLength(1);
     expect(waits[0]).toBeLessThanOrEqual(LEASE_MS);
     expect(iso.holder.unusedPermits).toBe(0);
     expect((await stub.usage()).minute.count).toBe(counted - unused);
+  });
+
+  it("keeps a lease that has not expired yet when its timer wakes early", async () => {
+    const stub = newObject();
+    const iso = isolate(stub, () => policyOf(600, 10_000));
+    await holdLease(iso);
+    const unused = iso.holder.unusedPermits;
+    await iso.holder.giveBackAtExpiry(iso.leaseCalls, async () => {});
+    expect(iso.holder.unusedPermits).toBe(unused);
+    expect((await iso.admit()).local).toBe(true);
   });
 
   it("a lease handed back twice is credited once", async () => {

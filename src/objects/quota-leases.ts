@@ -87,7 +87,8 @@ export class LeaseHolder {
     const lease = this.#lease;
     if (!lease) return;
     await sleep(Math.max(0, lease.expiresAt - clock.now()));
-    if (this.#lease === lease) await this.giveBackUnused(calls);
+    // Only once the lease has really expired: before, a request of this isolate may still use it.
+    if (this.#lease === lease && clock.now() >= lease.expiresAt) await this.giveBackUnused(calls);
   }
 
   /**
