@@ -38,8 +38,9 @@ const CREATE_POLICY_TABLE = `CREATE TABLE IF NOT EXISTS policy (
  */
 export const QUOTA_LIMITER_MIGRATIONS = [
   [CREATE_USAGE_TABLE, CREATE_IDEMPOTENCY_TABLE, CREATE_POLICY_TABLE].join(";\n"),
-  // 2: admission leases granted and not yet given back (see quota/lease.ts).
-  `CREATE TABLE leases (
+  // 2: admission leases granted and not yet given back (see quota/lease.ts). IF NOT EXISTS
+  // because an object whose version row is missing re-runs every migration from the first.
+  `CREATE TABLE IF NOT EXISTS leases (
     id TEXT PRIMARY KEY, minute_start INTEGER NOT NULL, day_start INTEGER NOT NULL,
     permits INTEGER NOT NULL, expires_at INTEGER NOT NULL) STRICT`,
 ] as const;
