@@ -2,7 +2,6 @@ import type { KeyRecord } from "../db/keys";
 import { unavailable } from "../lib/errors";
 import { log } from "../lib/log";
 import type { KeyDecision, Policy } from "../quota/windows";
-import type { Claim, StoredResponse } from "./idempotency-table";
 import type { KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
@@ -38,36 +37,6 @@ export class QuotaLimiterClient {
       log("warn", "quota limiter unreachable", { keyId: this.keyId, error: String(err) });
       return { reached: false, overloaded: isOverloaded(err) };
     }
-  }
-
-  /** Unreachable: null, and the create relies on the database's unique reference alone. */
-  async claimIdempotencyKey(idempotencyKey: string, fingerprint: string): Promise<Claim | null> {
-    try {
-      return await this.#call<Claim>(async (stub) =>
-        stub.claimIdempotencyKey(idempotencyKey, fingerprint),
-      );
-    } catch (err) {
-      log("warn", "idempotency records unreachable; relying on the database guard", {
-        keyId: this.keyId,
-        error: String(err),
-      });
-      return null;
-    }
-  }
-
-  /** Unreachable: ignored; a retry then takes the claim over and the database guard replays. */
-  async completeIdempotencyKey(idempotencyKey: string, response: StoredResponse): Promise<void> {
-    await this.#call((stub) => stub.completeIdempotencyKey(idempotencyKey, response)).catch(
-      (err: unknown) =>
-        log("warn", "could not complete an idempotency record", { error: String(err) }),
-    );
-  }
-
-  /** Unreachable: ignored; the claim lapses on its own. */
-  async releaseIdempotencyKey(idempotencyKey: string): Promise<void> {
-    await this.#call((stub) => stub.releaseIdempotencyKey(idempotencyKey)).catch((err: unknown) =>
-      log("warn", "could not release an idempotency claim", { error: String(err) }),
-    );
   }
 
   /** Current usage for the admin views. Unreachable: null (the view says so). */

@@ -1,8 +1,7 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { wrapTime } from "hono/timing";
 import type { ApiKeyVariables } from "../../auth/api-key";
-import { createPet, createPetOnce, getPet, listPets } from "../../db/pets";
-import { clock } from "../../lib/clock";
+import { createPet, getPet, listPets } from "../../db/pets";
 import { configOrThrow, secretOrThrow } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import type { EnvWith } from "../../lib/hono-env";
@@ -16,24 +15,17 @@ import {
   CreatePetHeadersSchema,
   ListPetsQuerySchema,
   NewPetSchema,
-  type Pet,
   PetIdParamSchema,
   PetSchema,
   PetsSchema,
 } from "../../schemas/pets";
 import { decodeCursorOrThrow, encodeCursor, nextLink } from "./cursor";
-import { createIdempotently } from "./idempotent-create";
+import { createIdempotentlyOrThrow } from "./idempotent-create";
 
 /** What the pets routes rely on: an authenticated key and a D1 session (see app.ts). */
 export type PetsEnv = EnvWith<ApiKeyVariables & D1SessionVariables>;
 
 const security = [{ bearerAuth: [] }];
-/** The answer to a create: the pet, where it lives, and whether this repeats an earlier answer. */
-const createdAnswer = (pet: Pet, { replayed }: { replayed: boolean }) => ({
-  body: pet,
-  location: `/v1/pets/${pet.id}`,
-  replayed,
-});
 
 const listPetsRoute = createRoute({
   method: "get",
@@ -85,7 +77,7 @@ const createPetRoute = createRoute({
       },
       content: json(PetSchema),
     },
-    ...errorResponses(400, 401, 405, 409, 413, 415, 422, 429, 500, 503),
+    ...errorResponses(400, 401, 405, 413, 415, 422, 429, 500, 503),
   },
 });
 
@@ -132,19 +124,13 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
   .openapi(createPetRoute, async (c) => {
     const newPet = c.req.valid("json");
     const idempotencyKey = c.req.valid("header")["idempotency-key"];
-    const { body, location, replayed } =
+    const { pet, replayed } =
       idempotencyKey === undefined
-        ? createdAnswer(await wrapTime(c, "db", createPet(c.var.d1.session, newPet)), {
-            replayed: false,
-          })
-        : await createIdempotently(c, idempotencyKey, newPet, async (ref, notBefore) => {
-            const guard = { ref, notBefore, now: clock.now() };
-            const once = await wrapTime(c, "db", createPetOnce(c.var.d1.session, newPet, guard));
-            return createdAnswer(once.pet, { replayed: !once.created });
-          });
+        ? { pet: await wrapTime(c, "db", createPet(c.var.d1.session, newPet)), replayed: false }
+        : await createIdempotentlyOrThrow(c, idempotencyKey, newPet);
     if (replayed) c.header("Idempotent-Replayed", "true");
-    c.header("Location", location);
-    return c.json(body, 201);
+    c.header("Location", `/v1/pets/${pet.id}`);
+    return c.json(pet, 201);
   })
   .openapi(getPetRoute, async (c) => {
     const { petId } = c.req.valid("param");
