@@ -1,8 +1,17 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import { wrapTime } from "hono/timing";
+import type { Context } from "hono";
+import { setMetric, wrapTime } from "hono/timing";
 import type { ApiKeyVariables } from "../../auth/api-key";
+import {
+  type CacheScope,
+  type PageKey,
+  storedFullPage,
+  storedPet,
+  storeFoundPet,
+  storeFullPage,
+} from "../../db/immutable-reads";
 import { createPet, getPet, listPets } from "../../db/pets";
-import { configOrThrow, secretOrThrow } from "../../lib/config";
+import { type Config, configOrThrow, secretOrThrow } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import type { EnvWith } from "../../lib/hono-env";
 import { withETag } from "../../middleware/conditional";
@@ -15,6 +24,7 @@ import {
   CreatePetHeadersSchema,
   ListPetsQuerySchema,
   NewPetSchema,
+  type Pet,
   PetIdParamSchema,
   PetSchema,
   PetsSchema,
@@ -26,6 +36,47 @@ import { createIdempotentlyOrThrow } from "./idempotent-create";
 export type PetsEnv = EnvWith<ApiKeyVariables & D1SessionVariables>;
 
 const security = [{ bearerAuth: [] }];
+
+const cacheScopeOf = (config: Config): CacheScope => ({
+  environment: config.ENVIRONMENT,
+  epoch: config.PAGE_CACHE_EPOCH,
+});
+
+// Outside a Worker request (app.request in unit tests) there is no execution context: store inline.
+const waitUntilOf = (c: Context) => (work: Promise<unknown>) => {
+  try {
+    c.executionCtx.waitUntil(work);
+  } catch {
+    void work;
+  }
+};
+
+/**
+ * A page of pets and whether more exist. A full page (one with a next) never changes, so it comes
+ * from the cache when it can (Server-Timing `cache`) and is stored there after a D1 read; a tail
+ * page always reads D1 (`db`), because the next pet to be added will join it.
+ */
+async function readPage(
+  c: Context<PetsEnv>,
+  scope: CacheScope,
+  key: PageKey,
+): Promise<{ page: Pet[]; hasNext: boolean }> {
+  const stored = await storedFullPage(scope, key);
+  if (stored) {
+    setMetric(c, "cache", stored.tier);
+    return { page: stored.value, hasNext: true };
+  }
+  // One row more than asked tells whether a next page exists without a second query.
+  const rows = await wrapTime(
+    c,
+    "db",
+    listPets(c.var.d1.session, { limit: key.limit + 1, status: key.status, afterId: key.afterId }),
+  );
+  const page = rows.slice(0, key.limit);
+  const hasNext = rows.length > key.limit;
+  if (hasNext) storeFullPage(scope, key, page, waitUntilOf(c));
+  return { page, hasNext };
+}
 
 const listPetsRoute = createRoute({
   method: "get",
@@ -103,20 +154,18 @@ const getPetRoute = createRoute({
 export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
   .openapi(listPetsRoute, async (c) => {
     const { limit, status, cursor } = c.req.valid("query");
-    const cursorSecret = () => secretOrThrow(configOrThrow(c.env), "CURSOR_SECRET");
+    const config = configOrThrow(c.env);
+    const cursorSecret = () => secretOrThrow(config, "CURSOR_SECRET");
     const from =
       cursor === undefined ? null : await decodeCursorOrThrow(cursorSecret(), cursor, status);
     if (from?.bookmark) c.var.d1.atLeast(from.bookmark);
-    // One row more than asked tells whether a next page exists without a second query.
-    const rows = await wrapTime(
-      c,
-      "db",
-      listPets(c.var.d1.session, { limit: limit + 1, status, afterId: from?.afterId ?? 0 }),
-    );
-    const page = rows.slice(0, limit);
-    if (rows.length > limit) {
+    const scope = cacheScopeOf(config);
+    const key = { status, limit, afterId: from?.afterId ?? 0 };
+    const { page, hasNext } = await readPage(c, scope, key);
+    if (hasNext) {
       const lastId = page[page.length - 1]!.id;
-      const next = await encodeCursor(cursorSecret(), lastId, status, c.var.d1.bookmark());
+      const bookmark = c.var.d1.freshestKnownBookmark();
+      const next = await encodeCursor(cursorSecret(), lastId, status, bookmark);
       c.header("Link", nextLink(c.req.url, limit, status, next));
     }
     return c.json(withETag(c, page), 200);
@@ -134,8 +183,15 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
   })
   .openapi(getPetRoute, async (c) => {
     const { petId } = c.req.valid("param");
+    const scope = cacheScopeOf(configOrThrow(c.env));
+    const stored = await storedPet(scope, petId);
+    if (stored) {
+      setMetric(c, "cache", stored.tier);
+      return c.json(withETag(c, stored.value), 200);
+    }
     const pet = await wrapTime(c, "db", getPet(c.var.d1.session, petId));
     if (!pet) throw new ApiError("not_found", `No pet with id ${petId}.`);
+    storeFoundPet(scope, pet, waitUntilOf(c));
     return c.json(withETag(c, pet), 200);
   });
 
