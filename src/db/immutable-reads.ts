@@ -38,12 +38,19 @@ const MAX_PETS_IN_ISOLATE = 4_096;
 // The Cache API may drop entries whenever it likes; this only says how long it may keep them.
 const COLO_MAX_AGE_S = 7 * 24 * 3_600;
 
-// A named cache of its own, apart from the zone's default cache of HTTP responses. Opened once.
+// A named cache of its own, apart from the zone's default cache of HTTP responses. Opened once;
+// a failed open is retried on the next use rather than remembered.
 let coloCache: Promise<Cache> | undefined;
-const openColoCache = () => {
-  coloCache ??= caches.open("immutable-reads");
+function openColoCache(): Promise<Cache> {
+  if (!coloCache) {
+    const opening = (async () => caches.open("immutable-reads"))();
+    coloCache = opening;
+    opening.catch(() => {
+      if (coloCache === opening) coloCache = undefined;
+    });
+  }
   return coloCache;
-};
+}
 
 const pagesInIsolate = new ExpiringMap<string, Pet[]>(MAX_PAGES_IN_ISOLATE);
 const petsInIsolate = new ExpiringMap<string, Pet>(MAX_PETS_IN_ISOLATE);
