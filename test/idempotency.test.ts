@@ -1,6 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../src/lib/crypto";
 import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter";
 import { schemaVersion } from "../src/objects/schema-migrations";
 import {
@@ -28,6 +29,11 @@ const petsNamed = async (name: string) =>
   (await env.DB.prepare("SELECT COUNT(*) AS n FROM pets WHERE name = ?1")
     .bind(name)
     .first<{ n: number }>())!.n;
+/** The request fingerprint: sha256 of the validated NewPet, fields in schema order. */
+const fingerprintOf = (p: { name: string; categoryId: number; status?: string }) =>
+  sha256Hex(
+    JSON.stringify({ name: p.name, categoryId: p.categoryId, status: p.status ?? "available" }),
+  );
 const recordsOf = async (keyId: string) =>
   (
     await env.DB.prepare(
@@ -368,5 +374,40 @@ describe("two requests never create two pets", () => {
     expect(counts.reduce((a, b) => a + b, 0)).toBe(1);
     const winner = names[statuses.indexOf(201)]!;
     expect(await petsNamed(winner)).toBe(1);
+  });
+});
+
+describe("creates recorded before the records moved to D1 (migration 0004)", () => {
+  it("a create that left only its reference on the pet is carried over: its retry replays that pet", async () => {
+    const { key, id } = await issueKey();
+    const pet = { name: uniqueName(), categoryId: 4, status: "pending" };
+    const idem = crypto.randomUUID();
+    // What the previous code stored: "<key id>:<sha256 of Idempotency-Key>:<fingerprint>".
+    const ref = `${id}:${await sha256Hex(idem)}:${await fingerprintOf(pet)}`;
+    const old = await env.DB.prepare(
+      `INSERT INTO pets (name, category_id, status, idempotency_ref, idempotency_at)
+       VALUES (?1, ?2, ?3, ?4, ?5) RETURNING id`,
+    )
+      .bind(pet.name, pet.categoryId, pet.status, ref, time.now - HOUR)
+      .first<{ id: number }>();
+    // The migration's carry-over statement, as shipped (the test setup ran it on an empty table).
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0004"));
+    const carryOver = migration?.queries.find((q) => /INSERT INTO idempotency_records/i.test(q));
+    expect(carryOver).toBeDefined();
+    await env.DB.prepare(carryOver!).run();
+    expect(await recordsOf(id)).toEqual([
+      { petId: old!.id, createdAt: time.now - HOUR, expiresAt: time.now - HOUR + DAY },
+    ]);
+
+    const retry = await create(key, pet, idem);
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(((await retry.json()) as Pet).id).toBe(old!.id);
+    await expectError(
+      await create(key, { ...pet, categoryId: 5 }, idem),
+      422,
+      "idempotency_key_reused",
+    );
+    expect(await petsNamed(pet.name)).toBe(1);
   });
 });

@@ -55,6 +55,12 @@ function openColoCache(): Promise<Cache> {
 const pagesInIsolate = new ExpiringMap<string, Pet[]>(MAX_PAGES_IN_ISOLATE);
 const petsInIsolate = new ExpiringMap<string, Pet>(MAX_PETS_IN_ISOLATE);
 
+// Part of every key: bump it when the stored JSON changes shape (a new Pet field), so a deploy
+// never reads entries an older version wrote.
+const FORMAT = "v1";
+const prefix = (scope: CacheScope) =>
+  `https://immutable-reads.invalid/${FORMAT}/${encodeURIComponent(scope.environment)}/${encodeURIComponent(scope.epoch)}`;
+
 /** The Cache API key of a full page. Not a URL anyone can fetch: only this Worker reads it. */
 export function pageCacheUrl(scope: CacheScope, { status, afterId, limit }: PageKey): string {
   const query = new URLSearchParams({
@@ -62,12 +68,12 @@ export function pageCacheUrl(scope: CacheScope, { status, afterId, limit }: Page
     after: String(afterId),
     limit: String(limit),
   });
-  return `https://immutable-reads.invalid/${encodeURIComponent(scope.environment)}/${encodeURIComponent(scope.epoch)}/page?${query}`;
+  return `${prefix(scope)}/page?${query}`;
 }
 
 /** The Cache API key of a found pet. */
 export function petCacheUrl(scope: CacheScope, id: number): string {
-  return `https://immutable-reads.invalid/${encodeURIComponent(scope.environment)}/${encodeURIComponent(scope.epoch)}/pet/${id}`;
+  return `${prefix(scope)}/pet/${id}`;
 }
 
 /** A stored answer: from this isolate, else from the location's cache, else undefined. */
