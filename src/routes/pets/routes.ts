@@ -42,7 +42,8 @@ const cacheScopeOf = (config: Config): CacheScope => ({
   epoch: config.PAGE_CACHE_EPOCH,
 });
 
-// Outside a Worker request (app.request in unit tests) there is no execution context: store inline.
+// The cache write finishes after the answer. Without an execution context (the app called
+// directly, as some tests do) it simply runs unawaited; its errors are logged where it is made.
 const waitUntilOf = (c: Context) => (work: Promise<unknown>) => {
   try {
     c.executionCtx.waitUntil(work);
