@@ -14,12 +14,16 @@ export default defineConfig(async () => {
             TEST_MIGRATIONS: migrations,
             ADMIN_TOKEN: "test-admin-token",
             CURSOR_SECRET: "test-cursor-secret",
+            // The tests' requests go to https://api.example.com (test/helpers.ts BASE).
+            PUBLIC_ORIGIN: "https://api.example.com",
           },
         },
       }),
     ],
     test: {
       setupFiles: ["./test/setup/apply-migrations.ts"],
+      // Some tests send hundreds of requests; on a loaded 2-core machine 5 s is too tight.
+      testTimeout: 30_000,
       // The access log prints one JSON line per request; keep test output readable.
       onConsoleLog: (log) => !log.includes('"msg":"request"'),
     },

@@ -423,7 +423,9 @@ async function main() {
       const res = await fetch(api.url + next, { headers });
       if (res.status !== 200) throw new Error(`walking ${next}: ${res.status}`);
       const link = res.headers.get("Link")?.match(/^<([^>]+)>; rel="next"$/)?.[1];
-      next = link && new URL(link).pathname + new URL(link).search;
+      // Absolute with PUBLIC_ORIGIN set, else a relative reference: resolve it either way.
+      const url = link && new URL(link, api.url);
+      next = url && url.pathname + url.search;
     }
     return paths;
   };

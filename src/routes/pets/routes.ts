@@ -94,7 +94,8 @@ const listPetsRoute = createRoute({
       headers: {
         ...RATE_LIMIT_HEADERS,
         Link: {
-          description: 'rel="next": the next page, absolute, when more exist',
+          description:
+            'rel="next": the next page, when more exist (absolute on the configured public origin, or a relative reference)',
           schema: { type: "string" as const },
         },
       },
@@ -167,7 +168,7 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
       const lastId = page[page.length - 1]!.id;
       const bookmark = c.var.d1.freshestKnownBookmark();
       const next = await encodeCursor(cursorSecret(), lastId, status, bookmark);
-      c.header("Link", nextLink(c.req.url, limit, status, next));
+      c.header("Link", nextLink(config.PUBLIC_ORIGIN, c.req.path, limit, status, next));
     }
     return c.json(withETag(c, page), 200);
   })
