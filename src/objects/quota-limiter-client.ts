@@ -4,7 +4,6 @@ import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
 import type { KeyDecision, Policy, Refusal } from "../quota/windows";
-import type { Claim, StoredResponse } from "./idempotency-table";
 import { type LeaseCalls, LeaseHolder } from "./quota-leases";
 import type { Admission, KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
@@ -86,36 +85,6 @@ export class QuotaLimiterClient {
       admit: (request) => this.#call<Admission>(async (stub) => stub.admit(policy, request)),
       giveBack: (returned) => this.#call(async (stub) => stub.returnLease(returned)),
     };
-  }
-
-  /** Unreachable: null, and the create relies on the database's unique reference alone. */
-  async claimIdempotencyKey(idempotencyKey: string, fingerprint: string): Promise<Claim | null> {
-    try {
-      return await this.#call<Claim>(async (stub) =>
-        stub.claimIdempotencyKey(idempotencyKey, fingerprint),
-      );
-    } catch (err) {
-      log("warn", "idempotency records unreachable; relying on the database guard", {
-        keyId: this.keyId,
-        error: String(err),
-      });
-      return null;
-    }
-  }
-
-  /** Unreachable: ignored; a retry then takes the claim over and the database guard replays. */
-  async completeIdempotencyKey(idempotencyKey: string, response: StoredResponse): Promise<void> {
-    await this.#call((stub) => stub.completeIdempotencyKey(idempotencyKey, response)).catch(
-      (err: unknown) =>
-        log("warn", "could not complete an idempotency record", { error: String(err) }),
-    );
-  }
-
-  /** Unreachable: ignored; the claim lapses on its own. */
-  async releaseIdempotencyKey(idempotencyKey: string): Promise<void> {
-    await this.#call((stub) => stub.releaseIdempotencyKey(idempotencyKey)).catch((err: unknown) =>
-      log("warn", "could not release an idempotency claim", { error: String(err) }),
-    );
   }
 
   /** Current usage for the admin views. Unreachable: null (the view says so). */

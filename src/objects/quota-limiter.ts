@@ -18,19 +18,18 @@ import {
   type UsageState,
   windowsOf,
 } from "../quota/windows";
-import {
-  type Claim,
-  CREATE_IDEMPOTENCY_TABLE,
-  IDEMPOTENCY_TTL_MS,
-  IdempotencyTable,
-  type StoredResponse,
-} from "./idempotency-table";
 import { migrateSchema } from "./schema-migrations";
 import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
 
 const CREATE_POLICY_TABLE = `CREATE TABLE IF NOT EXISTS policy (
   id INTEGER PRIMARY KEY CHECK (id = 1), per_minute INTEGER NOT NULL, per_day INTEGER NOT NULL,
   version INTEGER NOT NULL, revoked INTEGER NOT NULL) STRICT`;
+
+// Idempotency records lived here until they moved to D1 (migrations/0004); version 1 created the
+// table, version 3 drops it. Kept verbatim because version 1 must stay as shipped.
+const CREATE_IDEMPOTENCY_TABLE = `CREATE TABLE IF NOT EXISTS idempotency (
+  idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, created_at INTEGER NOT NULL,
+  claimed_at INTEGER NOT NULL, status INTEGER, body TEXT, location TEXT) STRICT`;
 
 /**
  * The object's storage schema, oldest first; append to change it (never edit a shipped entry).
@@ -43,6 +42,8 @@ export const QUOTA_LIMITER_MIGRATIONS = [
   `CREATE TABLE IF NOT EXISTS leases (
     id TEXT PRIMARY KEY, minute_start INTEGER NOT NULL, day_start INTEGER NOT NULL,
     permits INTEGER NOT NULL, expires_at INTEGER NOT NULL) STRICT`,
+  // 3: idempotency records moved to D1 (migrations/0004_idempotency_records.sql).
+  "DROP TABLE IF EXISTS idempotency",
 ] as const;
 
 /** A lease's unused permits, handed back. Handing back the same lease twice credits it once. */
@@ -92,7 +93,6 @@ export interface KeyUsage {
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageTable: UsageTable;
-  readonly #idempotency: IdempotencyTable;
   #usage: UsageState = { ...EMPTY_USAGE };
   #policy: Policy | null = null;
   /** How long a ban lasts (BAN_MINUTES). */
@@ -101,7 +101,6 @@ export class QuotaLimiter extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#usageTable = new UsageTable(ctx.storage.sql);
-    this.#idempotency = new IdempotencyTable(ctx.storage.sql);
     this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
     ctx.blockConcurrencyWhile(async () => {
       migrateSchema(ctx.storage, QUOTA_LIMITER_MIGRATIONS);
@@ -213,29 +212,12 @@ export class QuotaLimiter extends DurableObject<Env> {
     return this.usage(offered);
   }
 
-  /** Idempotency-Key of a create: proceed, replay the stored answer, or refuse (mismatch, in flight). */
-  async claimIdempotencyKey(key: string, fingerprint: string): Promise<Claim> {
-    const now = clock.now();
-    const claim = this.#idempotency.claim(key, fingerprint, now);
-    if (claim.state === "proceed") await this.#alarmNoLaterThan(now + IDEMPOTENCY_TTL_MS);
-    return claim;
-  }
-
-  completeIdempotencyKey(key: string, response: StoredResponse): void {
-    this.#idempotency.complete(key, response);
-  }
-
-  releaseIdempotencyKey(key: string): void {
-    this.#idempotency.release(key);
-  }
-
   /**
-   * Keeps storage bounded: expired idempotency records go, and the usage row goes once its day
-   * (and any ban) is over, so an idle key holds nothing. Re-arms for whatever remains.
+   * Keeps storage bounded: the usage row goes once its day (and any ban) is over, so an idle key
+   * holds nothing. Re-arms while the row remains.
    */
   override async alarm(): Promise<void> {
     const now = clock.now();
-    const nextRecordExpiry = this.#idempotency.purge(now);
     this.ctx.storage.sql.exec("DELETE FROM leases WHERE minute_start < ?", now - (now % MINUTE_MS));
     let nextUsageCleanup: number | null = null;
     if (this.#usage.dayStart !== 0) {
@@ -247,8 +229,7 @@ export class QuotaLimiter extends DurableObject<Env> {
         nextUsageCleanup = idleFrom + MINUTE_MS;
       }
     }
-    const next = Math.min(nextRecordExpiry ?? Infinity, nextUsageCleanup ?? Infinity);
-    if (next !== Infinity) await this.ctx.storage.setAlarm(next);
+    if (nextUsageCleanup !== null) await this.ctx.storage.setAlarm(nextUsageCleanup);
   }
 
   async #alarmNoLaterThan(at: number): Promise<void> {
