@@ -1,3 +1,4 @@
+// @ts-check
 // `npm run bench`: the API next to a do-nothing reference Worker (bench/reference) and, for the
 // list, a floor Worker that makes only the two hops a list needs (bench/floor), all under
 // `wrangler dev` on loopback, measured in alternating rounds with autocannon. Absolute numbers on
@@ -100,7 +101,11 @@ function headerValue(headers, name) {
 }
 
 /** One autocannon run; latencies and statuses are recorded per response so rounds can be merged exactly. */
-function cannon({ url, requests, connections, seconds, headers, sample }) {
+/**
+ * @param {{ url: string, requests: object[], connections: number, seconds: number,
+ *   headers?: Record<string, string>, sample?: boolean }} options
+ */
+function cannon({ url, requests, connections, seconds, headers, sample = false }) {
   return new Promise((resolve, reject) => {
     const latencies = [];
     const statuses = {};
@@ -300,11 +305,10 @@ async function limiterBench(api) {
       }),
     ),
   );
-  const usage = await (
-    await fetch(`${api.url}/admin/v1/keys/${admitKey.id}`, {
-      headers: { Authorization: `Bearer ${api.adminToken}` },
-    })
-  ).json();
+  const usageResponse = await fetch(`${api.url}/admin/v1/keys/${admitKey.id}`, {
+    headers: { Authorization: `Bearer ${api.adminToken}` },
+  });
+  const usage = /** @type {{ usage?: { day?: { count: number } } }} */ (await usageResponse.json());
 
   // Refused decisions: a key allowed 1 request a day; everything after the first is a 429
   // (quota_exceeded, then key_banned), so the rate is the limiter's refusal path.

@@ -1,3 +1,4 @@
+// @ts-check
 // The report of `npm run bench`: bench/results/<out>.md (tables, targets) and <out>.svg (chart).
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
