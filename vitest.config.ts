@@ -13,6 +13,8 @@ export default defineConfig(async () => {
           bindings: {
             TEST_MIGRATIONS: migrations,
             ADMIN_TOKEN: "test-admin-token",
+            // Named tokens beside ADMIN_TOKEN ("admin"): the audit trail tells them apart.
+            ADMIN_TOKENS: "alice:test-alice-admin-token,ci:test-ci-admin-token-0",
             CURSOR_SECRET: "test-cursor-secret",
           },
         },

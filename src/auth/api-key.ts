@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { wrapTime } from "hono/timing";
-import { findKeyByHash, type KeyRecord, keyStatus } from "../db/keys";
+import { findKeyByHash, type KeyMatch, type KeyRecord, keyStatus } from "../db/keys";
 import { clientAddress } from "../lib/client-address";
 import { clock } from "../lib/clock";
 import { sha256Hex } from "../lib/crypto";
@@ -16,6 +16,8 @@ export const KEY_PROBLEMS = {
   unknown: "The API key is not valid.",
   revoked: "The API key has been revoked.",
   expired: "The API key has expired.",
+  disabled: "The API key is disabled; the operator can enable it again.",
+  rolled: "The API key was rolled and this secret's grace period is over; use the new secret.",
 } as const;
 
 /** Set by `authenticate`: the key the request authenticated with. */
@@ -30,6 +32,14 @@ export function whyKeyUnusable(record: KeyRecord | null, now: number): string | 
   return status === "active" ? null : KEY_PROBLEMS[status];
 }
 
+/** Why the secret that found `match` may not be used now (a rolled secret past its grace period too), or null. */
+export function whySecretUnusable(match: KeyMatch | null, now: number): string | null {
+  const problem = whyKeyUnusable(match?.record ?? null, now);
+  if (problem || !match || match.secret === "current") return problem;
+  const graceEnd = match.record.previousSecretExpiresAt;
+  return graceEnd !== null && now < graceEnd ? null : KEY_PROBLEMS.rolled;
+}
+
 /** 401 (or 429 for a client that keeps failing) for an API request that did not authenticate. */
 export function apiAuthFailure<E extends BaseEnv>(
   c: Context<E>,
@@ -41,16 +51,16 @@ export function apiAuthFailure<E extends BaseEnv>(
 }
 
 /** The key for `token`: from this isolate's cache when warm, else from D1 (none for refused clients). */
-async function lookUp<E extends BaseEnv>(c: Context<E>, token: string): Promise<KeyRecord | null> {
+async function lookUp<E extends BaseEnv>(c: Context<E>, token: string): Promise<KeyMatch | null> {
   if (!looksLikeApiKey(token)) return null;
   const now = clock.now();
   const hash = await sha256Hex(token);
   const cached = cachedKey(hash, now);
   if (cached) return cached;
   if (isRefused(clientAddress(c.req.header("CF-Connecting-IP")), now)) return null;
-  const record = await findKeyByHash(c.env.DB, hash);
-  if (record) cacheKey(hash, record, now);
-  return record;
+  const match = await findKeyByHash(c.env.DB, hash);
+  if (match) cacheKey(hash, match, now);
+  return match;
 }
 
 /**
@@ -66,13 +76,13 @@ async function lookUp<E extends BaseEnv>(c: Context<E>, token: string): Promise<
  */
 export const authenticate = createMiddleware<EnvWith<ApiKeyVariables>>(async (c, next) => {
   const token = bearerToken(c.req.header("Authorization"));
-  const record = token ? await wrapTime(c, "auth", lookUp(c, token)) : null;
+  const match = token ? await wrapTime(c, "auth", lookUp(c, token)) : null;
   const problem = token
-    ? whyKeyUnusable(record, clock.now())
+    ? whySecretUnusable(match, clock.now())
     : "Missing API key: send Authorization: Bearer <API key>.";
-  if (problem || !record) {
+  if (problem || !match) {
     throw await apiAuthFailure(c, problem ?? KEY_PROBLEMS.unknown, { tokenGiven: token !== null });
   }
-  c.set("apiKey", record);
+  c.set("apiKey", match.record);
   await next();
 });

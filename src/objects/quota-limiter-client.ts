@@ -1,4 +1,5 @@
 import type { KeyRecord } from "../db/keys";
+import type { UsageDay } from "../db/usage-history";
 import { unavailable } from "../lib/errors";
 import { log } from "../lib/log";
 import type { KeyDecision, Policy } from "../quota/windows";
@@ -6,9 +7,17 @@ import type { Claim, StoredResponse } from "./idempotency-table";
 import type { KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
-/** What a key's quota object enforces for it: the key's limits, version and revocation. */
+/**
+ * What a key's quota object enforces for it: the key's limits and version, and whether it is
+ * refused outright. A disabled key is refused like a revoked one (the object knows no
+ * difference); enabling it pushes a newer version that is not refused.
+ */
 export function policyOf(key: KeyRecord): Policy {
-  return { ...key.limits, version: key.version, revoked: key.revokedAt !== null };
+  return {
+    ...key.limits,
+    version: key.version,
+    revoked: key.revokedAt !== null || key.disabledAt !== null,
+  };
 }
 
 /** The object's answer, or why there is none. */
@@ -93,6 +102,20 @@ export class QuotaLimiterClient {
   async unbanOrThrow(offered: Policy): Promise<KeyUsage> {
     return this.#call<KeyUsage>(async (stub) => stub.unban(offered)).catch((err: unknown) => {
       log("error", "could not unban", { keyId: this.keyId, error: String(err) });
+      throw unavailable("The key's quota object could not be reached; repeat the request.");
+    });
+  }
+
+  /**
+   * The days the object holds (today, and any finished day not yet in D1), which it also writes
+   * to D1. Unreachable: throws 503, since the current day cannot be read anywhere else.
+   */
+  async usageHistoryOrThrow(): Promise<UsageDay[]> {
+    return this.#call<UsageDay[]>(async (stub) => stub.usageHistory()).catch((err: unknown) => {
+      log("error", "quota limiter unreachable for usage history", {
+        keyId: this.keyId,
+        error: String(err),
+      });
       throw unavailable("The key's quota object could not be reached; repeat the request.");
     });
   }
