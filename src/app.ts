@@ -16,6 +16,7 @@ import { deprecated } from "./middleware/deprecation";
 import { enforceQuota } from "./middleware/enforce-quota";
 import { methodNotAllowedResponse, notFound, onError } from "./middleware/error-handler";
 import { adminApi } from "./routes/admin/routes";
+import { consolePages } from "./routes/console/routes";
 import { adminOpenApiDocument, openApiDocument } from "./routes/openapi-document";
 import { petsApi } from "./routes/pets/routes";
 
@@ -68,6 +69,8 @@ export function createApp() {
     const { text, etag } = adminDocument();
     return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
   });
+  // The operator console: a public page that asks for the token and calls the admin API.
+  app.route("/admin", consolePages);
   app.use("/admin/v1/*", requireAdmin);
   app.route("/admin/v1", adminApi);
 
