@@ -6,6 +6,7 @@ const PAGES = [
   ["/admin", /^text\/html/],
   ["/admin/console.js", /^text\/javascript/],
   ["/admin/console.css", /^text\/css/],
+  ["/admin/favicon.svg", /^image\/svg\+xml/],
 ] as const;
 
 describe("operator console pages", () => {

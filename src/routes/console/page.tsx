@@ -23,6 +23,7 @@ export const ConsolePage: FC = () => (
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <meta name="referrer" content="no-referrer" />
       <title>Animal Store — operator console</title>
+      <link rel="icon" href="/admin/favicon.svg" />
       <link rel="stylesheet" href="/admin/console.css" />
       <script src="/admin/console.js" defer />
     </head>

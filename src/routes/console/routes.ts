@@ -21,6 +21,10 @@ const SECURITY_HEADERS = {
   "Cache-Control": "no-cache",
 };
 
+// A paw-less square in the accent colour: the browser asks for an icon either way.
+const FAVICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#2563eb"/></svg>';
+
 let page: string | undefined;
 
 /**
@@ -38,4 +42,7 @@ export const consolePages = new Hono<BaseEnv>()
   )
   .get("/console.css", (c) =>
     c.body(styles, 200, { ...SECURITY_HEADERS, "Content-Type": "text/css; charset=utf-8" }),
+  )
+  .get("/favicon.svg", (c) =>
+    c.body(FAVICON, 200, { ...SECURITY_HEADERS, "Content-Type": "image/svg+xml" }),
   );
