@@ -36,8 +36,8 @@ function resolve(from: string, specifier: string): string {
     else if (segment !== ".") parts.push(segment);
   }
   const base = parts.join("/");
-  // Browser files bundled as text (routes/console/*.client.js) are assets, not modules.
-  if (/\.client\.(js|css)$/.test(base)) return base;
+  // Browser files bundled as text (routes/console/*.client.js, *.txt) are assets, not modules.
+  if (/\.(client\.js|txt)$/.test(base)) return base;
   return files[`${base}.ts`] === undefined && files[`${base}.tsx`] !== undefined
     ? `${base}.tsx`
     : `${base}.ts`;
@@ -62,7 +62,7 @@ describe("src/ layout", () => {
     const violations: string[] = [];
     for (const file of Object.keys(files)) {
       for (const { specifier, target } of importsOf(file)) {
-        if (!target || /\.client\.(js|css)$/.test(target)) continue;
+        if (!target || /\.(client\.js|txt)$/.test(target)) continue;
         expect(files[target], `${file} imports ${specifier}, which does not exist`).toBeDefined();
         const sameUnit = unitOf(target) === unitOf(file);
         if (layerOf(target) > layerOf(file) || (!sameUnit && layerOf(target) === layerOf(file))) {

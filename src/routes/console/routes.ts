@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { BaseEnv } from "../../lib/hono-env";
-import styles from "./console.client.css";
 import script from "./console.client.js";
+import styles from "./console.css.txt";
 import { renderConsolePage } from "./page";
 
 /**
