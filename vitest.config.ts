@@ -21,8 +21,8 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
-      // Browser tests run in Node against wrangler dev (npm run test:browser), not in workerd.
-      exclude: ["**/node_modules/**", "test/browser/**"],
+      // Browser and CLI tests run in Node against wrangler dev (npm run test:browser, test:cli).
+      exclude: ["**/node_modules/**", "test/browser/**", "test/cli/**"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       // The access log prints one JSON line per request; keep test output readable.
       onConsoleLog: (log) => !log.includes('"msg":"request"'),
