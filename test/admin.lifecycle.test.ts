@@ -5,6 +5,7 @@ import {
   ADMIN,
   auth,
   call,
+  callWith,
   expectError,
   issueKey,
   keyDetail,
@@ -89,6 +90,20 @@ describe("POST /admin/v1/keys/{id}/roll", () => {
     const k = await issueKey("pro");
     await expectError(await roll(k.id, body), 400, "invalid_request");
     expect((await list(k.key)).status).toBe(200);
+  });
+
+  it("the new secret reaches the operator even when the key's quota object cannot be told (201)", async () => {
+    const k = await issueKey("pro");
+    const broken = { getByName: () => ({ configure: () => Promise.reject(new Error("down")) }) };
+    const res = await callWith({ QUOTA: broken }, `/admin/v1/keys/${k.id}/roll`, {
+      method: "POST",
+      headers: { ...ADMIN, "Content-Type": "application/json" },
+      body: JSON.stringify({ gracePeriodSeconds: 60 }),
+    });
+    expect(res.status).toBe(201);
+    const { key } = (await res.json()) as KeyView;
+    expect((await list(key!)).status).toBe(200);
+    expect((await list(k.key)).status).toBe(200); // within its grace period
   });
 
   it("a revoked key cannot be rolled (400); an unknown one is 404", async () => {

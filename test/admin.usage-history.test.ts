@@ -59,7 +59,7 @@ async function storedRows(id: string) {
 
 const daysHeldByObject = (id: string) =>
   runInDurableObject(env.QUOTA.getByName(id), (instance: QuotaLimiter) =>
-    instance.usageHistory().then((days) => days.map((d) => d.day)),
+    instance.saveUsageHistory().then((days) => days.map((d) => d.day)),
   );
 
 describe("GET /admin/v1/keys/{id}/usage", () => {

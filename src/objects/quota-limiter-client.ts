@@ -110,8 +110,8 @@ export class QuotaLimiterClient {
    * The days the object holds (today, and any finished day not yet in D1), which it also writes
    * to D1. Unreachable: throws 503, since the current day cannot be read anywhere else.
    */
-  async usageHistoryOrThrow(): Promise<UsageDay[]> {
-    return this.#call<UsageDay[]>(async (stub) => stub.usageHistory()).catch((err: unknown) => {
+  async saveUsageHistoryOrThrow(): Promise<UsageDay[]> {
+    return this.#call<UsageDay[]>(async (stub) => stub.saveUsageHistory()).catch((err: unknown) => {
       log("error", "quota limiter unreachable for usage history", {
         keyId: this.keyId,
         error: String(err),

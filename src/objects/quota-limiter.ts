@@ -172,8 +172,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   // here; finished days go to D1 (key_usage_days) from the alarm after the day ends, and every
   // day held goes there whenever the history is read. A day is forgotten here only once D1 has it.
 
-  /** The key's days held here (today, and any finished day D1 has not taken yet), after writing them to D1. */
-  async usageHistory(): Promise<UsageDay[]> {
+  /** Writes the days held here (today, and any finished day D1 has not taken yet) to D1, and returns them; a D1 failure is logged, not thrown. */
+  async saveUsageHistory(): Promise<UsageDay[]> {
     const days = this.#usageHistory.days();
     await this.#saveToDatabase(days).catch((err: unknown) =>
       log("warn", "could not write usage history to D1", { error: String(err) }),

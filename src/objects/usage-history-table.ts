@@ -31,15 +31,16 @@ export class UsageHistoryTable {
   count(outcome: Outcome, dayStart: number): boolean {
     const column = COLUMN_OF[outcome];
     if (!column) return false;
-    const isNew =
-      this.sql.exec("SELECT 1 FROM usage_history WHERE day_start = ?", dayStart).toArray()
-        .length === 0;
-    this.sql.exec(
-      `INSERT INTO usage_history (day_start, ${column}) VALUES (?, 1)
-       ON CONFLICT (day_start) DO UPDATE SET ${column} = ${column} + 1`,
-      dayStart,
-    );
-    return isNew;
+    // One statement per request: the row's new total is 1 exactly when this started it.
+    const [row] = this.sql
+      .exec<{ total: number }>(
+        `INSERT INTO usage_history (day_start, ${column}) VALUES (?, 1)
+         ON CONFLICT (day_start) DO UPDATE SET ${column} = ${column} + 1
+         RETURNING admitted + rate_limited + quota_exceeded + key_banned AS total`,
+        dayStart,
+      )
+      .toArray();
+    return row?.total === 1;
   }
 
   /** Every day held, oldest first, with its day start. */

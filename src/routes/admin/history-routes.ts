@@ -86,7 +86,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       const { from, to } = rangeOrThrow(c.req.valid("query"), clock.now());
       foundOrThrow(await getKey(c.env.DB, id), id);
       // The object's days win: it holds today, and any finished day D1 did not take yet.
-      const live = await new QuotaLimiterClient(c.env.QUOTA, id).usageHistoryOrThrow();
+      const live = await new QuotaLimiterClient(c.env.QUOTA, id).saveUsageHistoryOrThrow();
       const stored = await readUsageDays(c.env.DB, id, from, to);
       const liveDays = new Set(live.map((d) => d.day));
       const days = everyDay(from, to, [...stored.filter((d) => !liveDays.has(d.day)), ...live]);

@@ -16,6 +16,7 @@ import { clock } from "../../lib/clock";
 import { configOrThrow } from "../../lib/config";
 import { randomBase62, sha256Hex } from "../../lib/crypto";
 import { ApiError, unavailable } from "../../lib/errors";
+import { log } from "../../lib/log";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import { policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
@@ -381,7 +382,14 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         );
         if (!rolled) continue;
         // Isolates holding the old secret's record drop it on its next request (newer version).
-        await pushPolicyOrThrow(c.env, rolled);
+        // The new secret must reach the operator whatever happens: if the push fails, those
+        // isolates keep the old record for at most the key cache's 30 s, so it is only logged.
+        await pushPolicyOrThrow(c.env, rolled).catch((err: unknown) =>
+          log("warn", "rolled key's policy not pushed; caches expire on their own", {
+            keyId: id,
+            error: String(err),
+          }),
+        );
         return c.json({ ...keyView(rolled, clock.now()), key }, 201);
       }
       throw unavailable("The key kept changing while this request tried to roll it; repeat it.");
