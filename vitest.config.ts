@@ -24,6 +24,8 @@ export default defineConfig(async () => {
       // Browser and CLI tests run in Node against wrangler dev (npm run test:browser, test:cli).
       exclude: ["**/node_modules/**", "test/browser/**", "test/cli/**"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
+      // Some tests send hundreds of requests; on a loaded 2-core machine 5 s is too tight.
+      testTimeout: 30_000,
       // The access log prints one JSON line per request; keep test output readable.
       onConsoleLog: (log) => !log.includes('"msg":"request"'),
     },
