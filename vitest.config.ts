@@ -16,6 +16,8 @@ export default defineConfig(async () => {
             // Named tokens beside ADMIN_TOKEN ("admin"): the audit trail tells them apart.
             ADMIN_TOKENS: "alice:test-alice-admin-token,ci:test-ci-admin-token-0",
             CURSOR_SECRET: "test-cursor-secret",
+            // The tests' requests go to https://api.example.com (test/helpers.ts BASE).
+            PUBLIC_ORIGIN: "https://api.example.com",
           },
         },
       }),

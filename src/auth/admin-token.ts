@@ -3,8 +3,10 @@ import { clientAddress } from "../lib/client-address";
 import { adminTokensOrThrow, configOrThrow } from "../lib/config";
 import { secretsEqual } from "../lib/crypto";
 import type { EnvWith } from "../lib/hono-env";
-import { authFailure, isRefused } from "./failed-auth";
-import { bearerToken } from "./key-format";
+import { credentialsError, parseAuthorization } from "./authorization-header";
+import { failedGuess, isRefused } from "./failed-auth";
+
+const REALM = "animal-store-admin";
 
 /** Set by `requireAdmin`: the name of the admin token the request came with (the audit actor). */
 export interface AdminVariables {
@@ -31,13 +33,15 @@ async function actorOf(given: string, tokens: { name: string; token: string }[])
  */
 export const requireAdmin = createMiddleware<EnvWith<AdminVariables>>(async (c, next) => {
   const tokens = adminTokensOrThrow(configOrThrow(c.env));
-  const given = bearerToken(c.req.header("Authorization"));
+  const credentials = parseAuthorization(c.req.header("Authorization"));
+  if (credentials.kind !== "bearer")
+    throw credentialsError(credentials, { realm: REALM, secretName: "admin token" });
   const shieldName = `admin:${clientAddress(c.req.header("CF-Connecting-IP"))}`;
-  const actor = given && !isRefused(shieldName) ? await actorOf(given, tokens) : null;
+  const actor = isRefused(shieldName) ? null : await actorOf(credentials.token, tokens);
   if (!actor) {
-    const challenge = `Bearer realm="animal-store-admin"${given ? ', error="invalid_token"' : ""}`;
+    const challenge = `Bearer realm="${REALM}", error="invalid_token"`;
     const message = "The admin API needs Authorization: Bearer <admin token>.";
-    throw await authFailure(c.env, shieldName, message, challenge);
+    throw await failedGuess(c.env, shieldName, message, challenge);
   }
   c.set("adminActor", actor);
   await next();

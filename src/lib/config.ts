@@ -19,7 +19,9 @@ const origins = z
   )
   .pipe(
     z.array(
-      z.url({ protocol: /^https?$/ }).refine((o) => new URL(o).origin === o, "must be an origin"),
+      z
+        .url({ protocol: /^https?$/ })
+        .refine((o) => URL.canParse(o) && new URL(o).origin === o, "must be an origin"),
     ),
   );
 
@@ -60,6 +62,20 @@ const namedTokens = z
     ),
   );
 
+/**
+ * The API's public origin (`https://api.example.com`), for absolute links such as the next page's;
+ * empty: links are relative references (`</v1/pets?…>`). Never taken from the request's Host.
+ */
+const publicOrigin = z
+  .string()
+  .default("")
+  .refine(
+    (s) =>
+      s === "" ||
+      (URL.canParse(s) && /^https?:$/.test(new URL(s).protocol) && new URL(s).origin === s),
+    "must be an origin such as https://api.example.com (no path or trailing slash), or empty",
+  );
+
 const ConfigSchema = z.object({
   ENVIRONMENT: z.enum(["local", "staging", "production"]),
   /** How long a key stays banned after hammering while throttled. */
@@ -67,6 +83,7 @@ const ConfigSchema = z.object({
   /** One JSON line per request ("on") or none ("off"). */
   ACCESS_LOG: z.enum(["on", "off"]).default("on"),
   CORS_ORIGINS: origins,
+  PUBLIC_ORIGIN: publicOrigin,
   ADMIN_TOKEN: secret,
   ADMIN_TOKENS: namedTokens,
   CURSOR_SECRET: secret,
@@ -82,6 +99,14 @@ export class ConfigError extends Error {
 
 // One parse per env object (an isolate keeps its env; tests swap in their own).
 const parsed = new WeakMap<object, Config | ConfigError>();
+// Each distinct problem is logged once per isolate, not on every request that meets it.
+const logged = new Set<string>();
+
+function logOnce(problem: string): void {
+  if (logged.has(problem)) return;
+  logged.add(problem);
+  log("error", "invalid configuration", { problem });
+}
 
 /** The validated settings of `env`, parsed once per isolate; throws ConfigError if any is invalid. */
 export function configOrThrow(env: Env): Config {
@@ -89,8 +114,7 @@ export function configOrThrow(env: Env): Config {
   if (!result) {
     const check = ConfigSchema.safeParse(env);
     result = check.success ? check.data : new ConfigError(describe(check.error));
-    if (result instanceof ConfigError)
-      log("error", "invalid configuration", { problem: result.message });
+    if (result instanceof ConfigError) logOnce(result.message);
     parsed.set(env, result);
   }
   if (result instanceof ConfigError) throw result;
@@ -128,7 +152,7 @@ export function secretOrThrow(config: Config, name: "CURSOR_SECRET"): string {
   const value = config[name];
   if (value) return value;
   const problem = `${name} is not set: run \`wrangler secret put ${name} --env …\` (locally: .dev.vars)`;
-  log("error", "invalid configuration", { problem });
+  logOnce(problem);
   throw new ConfigError(problem);
 }
 

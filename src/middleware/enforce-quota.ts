@@ -3,8 +3,8 @@ import { createMiddleware } from "hono/factory";
 import { wrapTime } from "hono/timing";
 import {
   type ApiKeyVariables,
-  apiAuthFailure,
   KEY_PROBLEMS,
+  unusableKeyError,
   whyKeyUnusable,
 } from "../auth/api-key";
 import { forgetKey } from "../auth/key-cache";
@@ -82,7 +82,7 @@ async function headersOrThrowRefusal(
     const problem = await rereadKeyProblem(c.env, key.id);
     if (problem) {
       forgetKey(key.id);
-      throw await apiAuthFailure(c, problem, { tokenGiven: true });
+      throw unusableKeyError(problem);
     }
     return {};
   }
@@ -94,7 +94,7 @@ async function headersOrThrowRefusal(
     // The object refuses revoked and disabled keys alike; D1 says which (a rare read: only the
     // first request after the change in an isolate that still held the key).
     const problem = await rereadKeyProblem(c.env, key.id).catch(() => null);
-    throw await apiAuthFailure(c, problem ?? KEY_PROBLEMS.revoked, { tokenGiven: true });
+    throw unusableKeyError(problem ?? KEY_PROBLEMS.revoked);
   }
   const headers = rateLimitHeaders(decision);
   if (decision.outcome !== "allowed") {

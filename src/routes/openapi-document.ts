@@ -17,7 +17,7 @@ const COMMON_RESPONSE_HEADERS = {
   "X-Request-Id": text("Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID"),
   "Server-Timing": text("Time spent per hop: auth, quota, db"),
   [BOOKMARK_HEADER]: text(
-    "D1 bookmark of this request's session; send it back to read your own writes",
+    "D1 bookmark of this request's session, signed; send it back unchanged to read your own writes",
   ),
 };
 
@@ -34,7 +34,8 @@ function documentMiddleware(doc: Document): Document {
           name: BOOKMARK_HEADER,
           in: "header",
           required: false,
-          description: "The latest x-d1-bookmark you received (read-your-writes)",
+          description:
+            "The latest x-d1-bookmark you received, unchanged (read-your-writes); any other value is 400",
           schema: { type: "string" },
         },
       ];
