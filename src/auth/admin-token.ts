@@ -35,12 +35,13 @@ export const requireAdmin = createMiddleware<EnvWith<AdminVariables>>(async (c, 
   const tokens = adminTokensOrThrow(configOrThrow(c.env));
   const credentials = parseAuthorization(c.req.header("Authorization"));
   if (credentials.kind !== "bearer")
-    throw credentialsError(credentials, { realm: REALM, secretName: "admin token" });
+    throw credentialsError(credentials, { realm: REALM, secretName: "ADMIN_TOKEN" });
   const shieldName = `admin:${clientAddress(c.req.header("CF-Connecting-IP"))}`;
   const actor = isRefused(shieldName) ? null : await actorOf(credentials.token, tokens);
   if (!actor) {
     const challenge = `Bearer realm="${REALM}", error="invalid_token"`;
-    const message = "The admin API needs Authorization: Bearer <admin token>.";
+    const message =
+      "The admin API needs Authorization: Bearer <admin token> (ADMIN_TOKEN or one of ADMIN_TOKENS).";
     throw await failedGuess(c.env, shieldName, message, challenge);
   }
   c.set("adminActor", actor);

@@ -1,8 +1,11 @@
 import type { UsageDay } from "../db/usage-history";
 import type { Outcome } from "../quota/windows";
 
-/** QuotaLimiter migration 2: the key's daily totals not yet known to be in D1. */
-export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE usage_history (
+/**
+ * QuotaLimiter migration 2: the key's daily totals not yet known to be in D1. IF NOT EXISTS
+ * because an object whose version row is missing runs every migration again (see version 1).
+ */
+export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE IF NOT EXISTS usage_history (
   day_start INTEGER PRIMARY KEY,
   admitted INTEGER NOT NULL DEFAULT 0, rate_limited INTEGER NOT NULL DEFAULT 0,
   quota_exceeded INTEGER NOT NULL DEFAULT 0, key_banned INTEGER NOT NULL DEFAULT 0
