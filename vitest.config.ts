@@ -13,6 +13,8 @@ export default defineConfig(async () => {
           bindings: {
             TEST_MIGRATIONS: migrations,
             ADMIN_TOKEN: "test-admin-token",
+            // Named tokens beside ADMIN_TOKEN ("admin"): the audit trail tells them apart.
+            ADMIN_TOKENS: "alice:test-alice-admin-token,ci:test-ci-admin-token-0",
             CURSOR_SECRET: "test-cursor-secret",
             // The tests' requests go to https://api.example.com (test/helpers.ts BASE).
             PUBLIC_ORIGIN: "https://api.example.com",
@@ -21,6 +23,8 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
+      // Browser and CLI tests run in Node against wrangler dev (npm run test:browser, test:cli).
+      exclude: ["**/node_modules/**", "test/browser/**", "test/cli/**"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       // Some tests send hundreds of requests; on a loaded 2-core machine 5 s is too tight.
       testTimeout: 30_000,

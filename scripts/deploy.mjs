@@ -3,7 +3,8 @@
 // then apply that environment's D1 migrations remotely, then deploy.
 import { spawnSync } from "node:child_process";
 
-const REQUIRED_SECRETS = ["ADMIN_TOKEN", "CURSOR_SECRET"];
+// Each entry is satisfied by any one of its names: the admin API takes ADMIN_TOKEN or the named ADMIN_TOKENS.
+const REQUIRED_SECRETS = [["ADMIN_TOKEN", "ADMIN_TOKENS"], ["CURSOR_SECRET"]];
 const env = process.argv[2];
 if (env !== "staging" && env !== "production") {
   console.error("Usage: node scripts/deploy.mjs staging|production");
@@ -23,7 +24,9 @@ try {
 } catch {
   console.error(`Could not list the ${env} Worker's secrets:\n${list.stderr || list.stdout}`);
 }
-const missing = REQUIRED_SECRETS.filter((n) => !names.includes(n));
+const missing = REQUIRED_SECRETS.filter((anyOf) => !anyOf.some((n) => names.includes(n))).map(
+  (anyOf) => anyOf[0],
+);
 if (missing.length) {
   console.error(
     `Not deploying ${env}: missing secret(s) ${missing.join(", ")}. Set each with\n` +

@@ -1,16 +1,30 @@
 #!/usr/bin/env node
-// Operator CLI for the admin key API: `npm run keys -- <command> [options]`.
+// Operator CLI for the admin API: `npm run keys -- <command> [options]`.
 import { parseArgs } from "node:util";
 import { readDevVars } from "./lib/dev-vars.mjs";
 
 const USAGE = `Usage: npm run keys -- <command> [options]
-  create   --name NAME --plan free|pro|business|enterprise [--per-minute N --per-day N] [--expires ISO-DATE]
-  list     [--limit N] [--cursor C]
-  get      --id KEY_ID
-  set-plan --id KEY_ID --plan PLAN [--per-minute N --per-day N]
-  rename   --id KEY_ID --name NAME
-  revoke   --id KEY_ID
-  unban    --id KEY_ID
+Keys:
+  create     --name NAME --plan free|pro|business|enterprise [--per-minute N --per-day N]
+             [--expires ISO-DATE] [--owner OWNER_ID] [--meta JSON-OBJECT]
+  list       [--plan PLAN] [--state active|disabled|revoked|expired] [--owner OWNER_ID]
+             [--q NAME-PREFIX] [--limit N] [--cursor C]
+  get        KEY_ID
+  set-plan   KEY_ID --plan PLAN [--per-minute N --per-day N]
+  rename     KEY_ID --name NAME
+  set-owner  KEY_ID --owner OWNER_ID|none
+  set-meta   KEY_ID --meta JSON-OBJECT|none
+  set-expiry KEY_ID --expires ISO-DATE|none
+  disable    KEY_ID              refuse the key at once (401) until enabled
+  enable     KEY_ID
+  roll       KEY_ID [--grace SECONDS]   new secret; the old one works for SECONDS (default 86400)
+  revoke     KEY_ID              final
+  unban      KEY_ID
+Usage history and audit:
+  usage      KEY_ID [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--csv]   per day (default: last 30 days)
+  usage-day  --day YYYY-MM-DD [--limit N] [--cursor C] [--csv]     every key's totals of one day
+  audit      [KEY_ID] [--limit N] [--cursor C]                      newest first
+KEY_ID may also be given as --id KEY_ID.
 Options: --url URL (default $ANIMAL_STORE_URL or http://localhost:8787)
          --token TOKEN (default $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars)`;
 
@@ -25,6 +39,15 @@ const { values, positionals } = parseArgs({
     "per-minute": { type: "string" },
     "per-day": { type: "string" },
     expires: { type: "string" },
+    owner: { type: "string" },
+    meta: { type: "string" },
+    state: { type: "string" },
+    q: { type: "string" },
+    grace: { type: "string" },
+    from: { type: "string" },
+    to: { type: "string" },
+    day: { type: "string" },
+    csv: { type: "boolean" },
     limit: { type: "string" },
     cursor: { type: "string" },
     help: { type: "boolean", short: "h" },
@@ -36,7 +59,7 @@ const fail = (message) => {
   process.exit(2);
 };
 
-const [command] = positionals;
+const [command, positionalId] = positionals;
 if (values.help) {
   console.log(USAGE);
   process.exit(0);
@@ -50,29 +73,82 @@ const token = values.token ?? process.env.ADMIN_TOKEN ?? readDevVars().get("ADMI
 if (!token) fail("No admin token: pass --token, set ADMIN_TOKEN, or create .dev.vars.");
 
 const need = (name) => values[name] ?? fail(`--${name} is required for ${command}.`);
+const keyId = () => positionalId ?? values.id ?? fail(`${command} needs a KEY_ID.`);
 const limits = () =>
   values["per-minute"] || values["per-day"]
     ? { perMinute: Number(need("per-minute")), perDay: Number(need("per-day")) }
     : undefined;
-const key = () => `/admin/v1/keys/${encodeURIComponent(need("id"))}`;
+/** "none" clears a field (null); anything else is sent as given. */
+const orNone = (value) => (value === "none" ? null : value);
+function jsonObject(name) {
+  const text = values[name];
+  if (text === undefined || text === "none") return text === "none" ? null : undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return fail(`--${name} must be JSON, e.g. '{"crm":"X-1"}'.`);
+  }
+}
+const key = () => `/admin/v1/keys/${encodeURIComponent(keyId())}`;
+const query = (params) => {
+  const defined = Object.entries(params).filter(([, v]) => v !== undefined && v !== "");
+  return defined.length ? `?${new URLSearchParams(defined)}` : "";
+};
 
 const requests = {
   create: () => [
     "POST",
     "/admin/v1/keys",
-    { name: need("name"), plan: need("plan"), limits: limits(), expiresAt: values.expires },
+    {
+      name: need("name"),
+      plan: need("plan"),
+      limits: limits(),
+      expiresAt: values.expires,
+      ownerId: values.owner,
+      meta: jsonObject("meta"),
+    },
   ],
   list: () => [
     "GET",
-    `/admin/v1/keys?${new URLSearchParams(Object.entries({ limit: values.limit, cursor: values.cursor }).filter(([, v]) => v))}`,
+    `/admin/v1/keys${query({
+      plan: values.plan,
+      state: values.state,
+      ownerId: values.owner,
+      q: values.q,
+      limit: values.limit,
+      cursor: values.cursor,
+    })}`,
   ],
   get: () => ["GET", key()],
   "set-plan": () => ["PATCH", key(), { plan: need("plan"), limits: limits() }],
   rename: () => ["PATCH", key(), { name: need("name") }],
+  "set-owner": () => ["PATCH", key(), { ownerId: orNone(need("owner")) }],
+  "set-meta": () => ["PATCH", key(), { meta: (need("meta"), jsonObject("meta")) }],
+  "set-expiry": () => ["PATCH", key(), { expiresAt: orNone(need("expires")) }],
+  disable: () => ["PATCH", key(), { enabled: false }],
+  enable: () => ["PATCH", key(), { enabled: true }],
+  roll: () => [
+    "POST",
+    `${key()}/roll`,
+    values.grace === undefined ? {} : { gracePeriodSeconds: Number(values.grace) },
+  ],
   revoke: () => ["DELETE", key()],
   unban: () => ["POST", `${key()}/unban`],
+  usage: () => ["GET", `${key()}/usage${query({ from: values.from, to: values.to })}`],
+  "usage-day": () => [
+    "GET",
+    `/admin/v1/usage${query({ day: need("day"), limit: values.limit, cursor: values.cursor })}`,
+  ],
+  audit: () => [
+    "GET",
+    `/admin/v1/audit${query({
+      keyId: positionalId ?? values.id,
+      limit: values.limit,
+      cursor: values.cursor,
+    })}`,
+  ],
 };
-if (!requests[command]) fail(`Unknown command: ${command}`);
+if (!Object.hasOwn(requests, command)) fail(`Unknown command: ${command}`);
 
 const [method, path, body] = requests[command]();
 let res;
@@ -82,6 +158,7 @@ try {
     headers: {
       Authorization: `Bearer ${token}`,
       ...(body ? { "Content-Type": "application/json" } : {}),
+      ...(values.csv ? { Accept: "text/csv" } : {}),
     },
     body: body ? JSON.stringify(body) : undefined,
   });
@@ -96,6 +173,9 @@ let out = text;
 try {
   out = JSON.stringify(JSON.parse(text), null, 2);
 } catch {}
-(res.ok ? console.log : console.error)(out);
-if (res.ok && command === "create") console.error("\nStore the key now: it is shown only once.");
+(res.ok ? process.stdout : process.stderr).write(out.endsWith("\n") ? out : `${out}\n`);
+const nextCursor = res.headers.get("Next-Cursor");
+if (res.ok && nextCursor) console.error(`More: --cursor ${nextCursor}`);
+if (res.ok && (command === "create" || command === "roll"))
+  console.error("\nStore the key now: it is shown only once.");
 process.exit(res.ok ? 0 : 1);

@@ -17,7 +17,8 @@ import { deprecated } from "./middleware/deprecation";
 import { enforceQuota } from "./middleware/enforce-quota";
 import { methodNotAllowedResponse, notFound, onError } from "./middleware/error-handler";
 import { adminApi } from "./routes/admin/routes";
-import { openApiDocument } from "./routes/openapi-document";
+import { consolePages } from "./routes/console/routes";
+import { adminOpenApiDocument, openApiDocument } from "./routes/openapi-document";
 import { petsApi } from "./routes/pets/routes";
 
 /** Cloudflare's ray id (e.g. 8f1d2c3b4a5e6f70-AMS), if the header holds one. */
@@ -65,6 +66,14 @@ export function createApp() {
   app.use("/v1/*", authenticate, enforceQuota, d1Session);
   app.route("/v1", petsApi);
 
+  // The operator API's own document: no data in it, so no token needed.
+  const adminDocument = adminOpenApiDocument(adminApi);
+  app.get("/admin/v1/openapi.json", (c) => {
+    const { text, etag } = adminDocument();
+    return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
+  });
+  // The operator console: a public page that asks for the token and calls the admin API.
+  app.route("/admin", consolePages);
   app.use("/admin/v1/*", requireAdmin);
   app.route("/admin/v1", adminApi);
 

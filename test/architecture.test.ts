@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 const LAYERS = ["lib", "quota", "schemas", "db", "objects", "auth", "middleware", "routes", "app"];
 
 // Read at transform time by Vite: the source text of every module in src/.
-const sources = import.meta.glob<string>("../src/**/*.ts", {
+const sources = import.meta.glob<string>("../src/**/*.{ts,tsx}", {
   query: "?raw",
   import: "default",
   eager: true,
@@ -35,7 +35,12 @@ function resolve(from: string, specifier: string): string {
     if (segment === "..") parts.pop();
     else if (segment !== ".") parts.push(segment);
   }
-  return `${parts.join("/")}.ts`;
+  const base = parts.join("/");
+  // Browser files bundled as text (routes/console/*.client.js, *.txt) are assets, not modules.
+  if (/\.(client\.js|txt)$/.test(base)) return base;
+  return files[`${base}.ts`] === undefined && files[`${base}.tsx`] !== undefined
+    ? `${base}.tsx`
+    : `${base}.ts`;
 }
 
 const IMPORT = /^(?:import|export)\s[^;]*?from\s+"([^"]+)"/gms;
@@ -57,7 +62,7 @@ describe("src/ layout", () => {
     const violations: string[] = [];
     for (const file of Object.keys(files)) {
       for (const { specifier, target } of importsOf(file)) {
-        if (!target) continue;
+        if (!target || /\.(client\.js|txt)$/.test(target)) continue;
         expect(files[target], `${file} imports ${specifier}, which does not exist`).toBeDefined();
         const sameUnit = unitOf(target) === unitOf(file);
         if (layerOf(target) > layerOf(file) || (!sameUnit && layerOf(target) === layerOf(file))) {

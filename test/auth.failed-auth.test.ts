@@ -110,7 +110,7 @@ describe("limiter unreachable", () => {
     const k = await issueKey("pro");
     const stale = (await getKey(env.DB, k.id))!;
     await call(`/admin/v1/keys/${k.id}`, { method: "DELETE", headers: ADMIN });
-    cacheKey(await sha256Hex(k.key), stale, time.now); // as another isolate would still hold it
+    cacheKey(await sha256Hex(k.key), { record: stale, secret: "current" }, time.now); // as another isolate would still hold it
     const broken = {
       getByName: () => ({ admit: () => Promise.reject(new Error("limiter down")) }),
     };

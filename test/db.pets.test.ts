@@ -1,13 +1,14 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
+  changeKey,
   findKeyByHash,
   getKey,
   insertKey,
+  type KeyRecord,
+  type KeySettings,
   listKeys,
   type NewKey,
-  revokeKey,
-  updateKey,
 } from "../src/db/keys";
 import { createPet, getPet, listPets } from "../src/db/pets";
 import { sha256Hex } from "../src/lib/crypto";
@@ -35,6 +36,32 @@ function newKey(over: Partial<NewKey> = {}): NewKey {
     now: 1_000_000 + keySeq,
     ...over,
   };
+}
+
+const settings = (k: KeyRecord): KeySettings => ({
+  name: k.name,
+  plan: k.plan,
+  ownLimits: k.plan === "enterprise" ? k.limits : null,
+  expiresAt: k.expiresAt,
+  disabledAt: k.disabledAt,
+  revokedAt: k.revokedAt,
+  ownerId: k.ownerId,
+  meta: k.meta,
+});
+
+const audit = (keyId: string, at: number) => ({
+  at,
+  actor: "tester",
+  action: "update" as const,
+  keyId,
+  changes: {},
+  requestId: "req-1",
+});
+
+async function auditCount(keyId: string): Promise<number> {
+  return (await env.DB.prepare("SELECT COUNT(*) AS n FROM audit_log WHERE key_id = ?")
+    .bind(keyId)
+    .first<{ n: number }>())!.n;
 }
 
 describe("pets data layer", () => {
@@ -130,6 +157,11 @@ describe("api key data layer", () => {
       updatedAt: k.now,
       revokedAt: null,
       expiresAt: 5_000_000,
+      disabledAt: null,
+      ownerId: null,
+      meta: null,
+      rolledAt: null,
+      previousSecretExpiresAt: null,
     });
     expect(JSON.stringify(rec)).not.toContain(k.hash);
   });
@@ -151,7 +183,7 @@ describe("api key data layer", () => {
   it("findKeyByHash finds by the hash only; getKey by id", async () => {
     const hash = await sha256Hex("pet_test_something");
     const rec = await insertKey(env.DB, newKey({ hash }));
-    expect(await findKeyByHash(env.DB, hash)).toEqual(rec);
+    expect(await findKeyByHash(env.DB, hash)).toEqual({ record: rec, secret: "current" });
     expect(await findKeyByHash(env.DB, await sha256Hex("pet_test_other"))).toBeNull();
     expect(await findKeyByHash(env.DB, rec.id)).toBeNull();
     expect(await getKey(env.DB, rec.id)).toEqual(rec);
@@ -163,46 +195,62 @@ describe("api key data layer", () => {
     await expect(insertKey(env.DB, newKey({ hash: "dup-hash" }))).rejects.toThrow();
   });
 
-  it("updateKey changes name/plan/limits, bumps version and updatedAt", async () => {
+  it("changeKey writes the settings, bumps version and updatedAt, and appends its audit entry in the same batch", async () => {
     const rec = await insertKey(env.DB, newKey({ plan: "pro" }));
-    const up = await updateKey(
+    const up = await changeKey(
       env.DB,
       rec.id,
-      { name: "renamed", plan: "enterprise", ownLimits: { perMinute: 9, perDay: 99 } },
-      rec.createdAt + 10,
+      rec.version,
+      {
+        ...settings(rec),
+        name: "renamed",
+        plan: "enterprise",
+        ownLimits: { perMinute: 9, perDay: 99 },
+        ownerId: "acct_1",
+        meta: { tier: "gold" },
+      },
+      audit(rec.id, rec.createdAt + 10),
     );
     expect(up).toEqual({
       ...rec,
       name: "renamed",
       plan: "enterprise",
       limits: { perMinute: 9, perDay: 99 },
+      ownerId: "acct_1",
+      meta: { tier: "gold" },
       version: 2,
       updatedAt: rec.createdAt + 10,
     });
-    const back = await updateKey(
+    expect(await auditCount(rec.id)).toBe(1);
+    const back = await changeKey(
       env.DB,
       rec.id,
-      { name: "renamed", plan: "business", ownLimits: null },
-      rec.createdAt + 20,
+      2,
+      { ...settings(up!), plan: "business", ownLimits: null },
+      audit(rec.id, rec.createdAt + 20),
     );
     expect(back!.limits).toEqual({ perMinute: 1000, perDay: 100_000 });
     expect(back!.version).toBe(3);
     expect(await getKey(env.DB, rec.id)).toEqual(back);
-    expect(
-      await updateKey(env.DB, "key_missing", { name: "x", plan: "pro", ownLimits: null }, 1),
-    ).toBeNull();
+    expect(await auditCount(rec.id)).toBe(2);
   });
 
-  it("revokeKey sets revokedAt, bumps version, and is idempotent keeping the first revokedAt", async () => {
+  it("changeKey writes nothing, not even the audit entry, when the key changed since it was read, or is gone", async () => {
     const rec = await insertKey(env.DB, newKey());
-    const first = await revokeKey(env.DB, rec.id, rec.createdAt + 100);
-    expect(first!.revokedAt).toBe(rec.createdAt + 100);
-    expect(first!.version).toBe(2);
-    const again = await revokeKey(env.DB, rec.id, rec.createdAt + 500);
-    expect(again!.revokedAt).toBe(rec.createdAt + 100);
-    expect(again!.version).toBe(3);
-    expect((await getKey(env.DB, rec.id))!.revokedAt).toBe(rec.createdAt + 100);
-    expect(await revokeKey(env.DB, "key_missing", 1)).toBeNull();
+    const stale = await changeKey(
+      env.DB,
+      rec.id,
+      rec.version + 1,
+      { ...settings(rec), name: "lost" },
+      audit(rec.id, rec.createdAt + 1),
+    );
+    expect(stale).toBeNull();
+    expect((await getKey(env.DB, rec.id))!.name).toBe(rec.name);
+    expect(await auditCount(rec.id)).toBe(0);
+    expect(
+      await changeKey(env.DB, "key_missing", 1, settings(rec), audit("key_missing", 1)),
+    ).toBeNull();
+    expect(await auditCount("key_missing")).toBe(0);
   });
 
   it("listKeys pages in (createdAt, id) order", async () => {

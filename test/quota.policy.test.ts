@@ -26,7 +26,7 @@ const list = (key: string) => call("/v1/pets", { headers: auth(key) });
 async function holdStale(key: string, record: KeyRecord): Promise<void> {
   const hash = await sha256Hex(key);
   expect(cachedKey(hash, time.now)).toBeUndefined(); // the admin change dropped it here...
-  cacheKey(hash, record, time.now); // ...but another isolate may still have it
+  cacheKey(hash, { record, secret: "current" }, time.now); // ...but another isolate may still have it
 }
 
 async function recordOf(id: string): Promise<KeyRecord> {
@@ -60,7 +60,7 @@ describe("plan change", () => {
     // request reads the key afresh (new plan name for the access log and handlers).
     expect(cachedKey(await sha256Hex(key), time.now)).toBeUndefined();
     expect((await list(key)).status).toBe(200);
-    expect(cachedKey(await sha256Hex(key), time.now)?.plan).toBe("pro");
+    expect(cachedKey(await sha256Hex(key), time.now)?.record.plan).toBe("pro");
   });
 
   it("enforces lowered enterprise limits on the next request, keeping the counts", async () => {

@@ -28,7 +28,7 @@ async function expectErrorShape(res: Response, status: number, code: string) {
 }
 
 describe("404 and 405", () => {
-  it.each(["/", "/pets", "/v2/pets", "/v1x/pets", "/admin", "/favicon.ico", "/docs/extra"])(
+  it.each(["/", "/pets", "/v2/pets", "/v1x/pets", "/admin/x", "/favicon.ico", "/docs/extra"])(
     "%s → 404 without a key",
     async (path) => {
       await expectErrorShape(await call(path), 404, "not_found");

@@ -1,33 +1,49 @@
 import { createMiddleware } from "hono/factory";
 import { clientAddress } from "../lib/client-address";
-import { configOrThrow, secretOrThrow } from "../lib/config";
+import { adminTokensOrThrow, configOrThrow } from "../lib/config";
 import { secretsEqual } from "../lib/crypto";
-import type { BaseEnv } from "../lib/hono-env";
+import type { EnvWith } from "../lib/hono-env";
 import { credentialsError, parseAuthorization } from "./authorization-header";
 import { failedGuess, isRefused } from "./failed-auth";
 
 const REALM = "animal-store-admin";
 
+/** Set by `requireAdmin`: the name of the admin token the request came with (the audit actor). */
+export interface AdminVariables {
+  adminActor: string;
+}
+
+/** The name of the token equal to `given`, comparing with every token in constant time. */
+async function actorOf(given: string, tokens: { name: string; token: string }[]) {
+  // Every token is compared, so the time taken does not say which one (if any) matched.
+  const matches = await Promise.all(tokens.map((t) => secretsEqual(given, t.token)));
+  return tokens.find((_, i) => matches[i])?.name ?? null;
+}
+
 /**
- * The operator API takes `Authorization: Bearer <ADMIN_TOKEN>` (a Worker secret), compared in
- * constant time. Failures count in the client's own shield, so the token cannot be guessed at
- * speed. Without ADMIN_TOKEN the admin API answers 500 (misconfigured) to every request.
+ * The operator API takes `Authorization: Bearer <admin token>`: `ADMIN_TOKEN`, or one of the
+ * named `ADMIN_TOKENS` (Worker secrets), compared in constant time. The token's name becomes
+ * the request's `adminActor`. Failures count in the client's own shield, so tokens cannot be
+ * guessed at speed. With no admin token configured the admin API answers 500 (misconfigured).
  *
  * @example
  * ```ts
  * app.use("/admin/v1/*", requireAdmin);
  * ```
  */
-export const requireAdmin = createMiddleware<BaseEnv>(async (c, next) => {
-  const expected = secretOrThrow(configOrThrow(c.env), "ADMIN_TOKEN");
+export const requireAdmin = createMiddleware<EnvWith<AdminVariables>>(async (c, next) => {
+  const tokens = adminTokensOrThrow(configOrThrow(c.env));
   const credentials = parseAuthorization(c.req.header("Authorization"));
   if (credentials.kind !== "bearer")
     throw credentialsError(credentials, { realm: REALM, secretName: "ADMIN_TOKEN" });
   const shieldName = `admin:${clientAddress(c.req.header("CF-Connecting-IP"))}`;
-  if (isRefused(shieldName) || !(await secretsEqual(credentials.token, expected))) {
+  const actor = isRefused(shieldName) ? null : await actorOf(credentials.token, tokens);
+  if (!actor) {
     const challenge = `Bearer realm="${REALM}", error="invalid_token"`;
-    const message = "The admin API needs Authorization: Bearer <ADMIN_TOKEN>.";
+    const message =
+      "The admin API needs Authorization: Bearer <admin token> (ADMIN_TOKEN or one of ADMIN_TOKENS).";
     throw await failedGuess(c.env, shieldName, message, challenge);
   }
+  c.set("adminActor", actor);
   await next();
 });

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { wrapTime } from "hono/timing";
-import { findKeyByHash, type KeyRecord, keyStatus } from "../db/keys";
+import { findKeyByHash, type KeyMatch, type KeyRecord, keyStatus } from "../db/keys";
 import { clientAddress } from "../lib/client-address";
 import { clock } from "../lib/clock";
 import { sha256Hex } from "../lib/crypto";
@@ -19,6 +19,8 @@ export const KEY_PROBLEMS = {
   unknown: "The API key is not valid.",
   revoked: "The API key has been revoked.",
   expired: "The API key has expired.",
+  disabled: "The API key is disabled; the operator can enable it again.",
+  rolled: "The API key was rolled and this secret's grace period is over; use the new secret.",
 } as const;
 
 /** Set by `authenticate`: the key the request authenticated with. */
@@ -33,8 +35,17 @@ export function whyKeyUnusable(record: KeyRecord | null, now: number): string | 
   return status === "active" ? null : KEY_PROBLEMS[status];
 }
 
+/** Why the secret that found `match` may not be used now (a rolled secret past its grace period too), or null. */
+export function whySecretUnusable(match: KeyMatch | null, now: number): string | null {
+  const problem = whyKeyUnusable(match?.record ?? null, now);
+  if (problem || !match || match.secret === "current") return problem;
+  const graceEnd = match.record.previousSecretExpiresAt;
+  return graceEnd !== null && now < graceEnd ? null : KEY_PROBLEMS.rolled;
+}
+
 /**
- * 401 for a key the service knows but may not use now (revoked, expired). Not a guess, so the
+ * 401 for a key the service knows but may not use now (revoked, disabled, expired, or a rolled
+ * secret past its grace period). Not a guess, so the
  * client's failed-authentication shield does not count it: one stale client behind a shared
  * address must not lock everyone else there out.
  */
@@ -52,16 +63,16 @@ function unknownKeyFailure<E extends BaseEnv>(c: Context<E>): Promise<ApiError> 
 }
 
 /** The key for `token`: from this isolate's cache when warm, else from D1 (none for refused clients). */
-async function lookUp<E extends BaseEnv>(c: Context<E>, token: string): Promise<KeyRecord | null> {
+async function lookUp<E extends BaseEnv>(c: Context<E>, token: string): Promise<KeyMatch | null> {
   if (!looksLikeApiKey(token)) return null;
   const now = clock.now();
   const hash = await sha256Hex(token);
   const cached = cachedKey(hash, now);
   if (cached) return cached;
   if (isRefused(clientAddress(c.req.header("CF-Connecting-IP")), now)) return null;
-  const record = await findKeyByHash(c.env.DB, hash);
-  if (record) cacheKey(hash, record, now);
-  return record;
+  const match = await findKeyByHash(c.env.DB, hash);
+  if (match) cacheKey(hash, match, now);
+  return match;
 }
 
 /**
@@ -79,10 +90,10 @@ export const authenticate = createMiddleware<EnvWith<ApiKeyVariables>>(async (c,
   const credentials = parseAuthorization(c.req.header("Authorization"));
   if (credentials.kind !== "bearer")
     throw credentialsError(credentials, { realm: REALM, secretName: "API key" });
-  const record = await wrapTime(c, "auth", lookUp(c, credentials.token));
-  if (!record) throw await unknownKeyFailure(c);
-  const problem = whyKeyUnusable(record, clock.now());
+  const match = await wrapTime(c, "auth", lookUp(c, credentials.token));
+  if (!match) throw await unknownKeyFailure(c);
+  const problem = whySecretUnusable(match, clock.now());
   if (problem) throw unusableKeyError(problem);
-  c.set("apiKey", record);
+  c.set("apiKey", match.record);
   await next();
 });

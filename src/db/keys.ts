@@ -1,5 +1,9 @@
 import { type Limits, limitsOrThrow, type Plan } from "../quota/plans";
+import { type AuditEntry, appendAuditIfChangedStatement, appendAuditStatement } from "./audit";
 import { guarded, type Queryable } from "./database-error";
+
+/** Operator-defined data about a key: a JSON object of at most 2 KiB. */
+export type KeyMeta = Record<string, unknown>;
 
 /** A key as the service knows it; never holds the secret or its hash. */
 export interface KeyRecord {
@@ -13,13 +17,24 @@ export interface KeyRecord {
   updatedAt: number;
   revokedAt: number | null;
   expiresAt: number | null;
+  disabledAt: number | null;
+  ownerId: string | null;
+  meta: KeyMeta | null;
+  rolledAt: number | null;
+  /** Until when the secret replaced by the last roll still authenticates (null: never rolled). */
+  previousSecretExpiresAt: number | null;
 }
 
-export type KeyStatus = "active" | "revoked" | "expired";
+export const KEY_STATES = ["active", "disabled", "revoked", "expired"] as const;
+export type KeyStatus = (typeof KEY_STATES)[number];
 
-/** Whether a key may be used at `now`; the one rule the admin views and authentication share. */
+/**
+ * Whether a key may be used at `now`; the one rule the admin views, the list filter and
+ * authentication share. Revoked wins over disabled, disabled over expired.
+ */
 export function keyStatus(k: KeyRecord, now: number): KeyStatus {
   if (k.revokedAt !== null) return "revoked";
+  if (k.disabledAt !== null) return "disabled";
   return k.expiresAt !== null && k.expiresAt <= now ? "expired" : "active";
 }
 
@@ -35,10 +50,15 @@ interface KeyRow {
   updated_at: number;
   revoked_at: number | null;
   expires_at: number | null;
+  disabled_at: number | null;
+  owner_id: string | null;
+  meta: string | null;
+  rolled_at: number | null;
+  previous_key_expires_at: number | null;
 }
 
 const KEY_COLUMNS =
-  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at";
+  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at, disabled_at, owner_id, meta, rolled_at, previous_key_expires_at";
 
 function toRecord(row: KeyRow): KeyRecord {
   const own =
@@ -56,8 +76,16 @@ function toRecord(row: KeyRow): KeyRecord {
     updatedAt: row.updated_at,
     revokedAt: row.revoked_at,
     expiresAt: row.expires_at,
+    disabledAt: row.disabled_at,
+    ownerId: row.owner_id,
+    meta: row.meta === null ? null : (JSON.parse(row.meta) as KeyMeta),
+    rolledAt: row.rolled_at,
+    previousSecretExpiresAt: row.previous_key_expires_at,
   };
 }
+
+const metaText = (meta: KeyMeta | null | undefined) =>
+  meta === null || meta === undefined ? null : JSON.stringify(meta);
 
 export interface NewKey {
   id: string;
@@ -67,15 +95,18 @@ export interface NewKey {
   plan: Plan;
   ownLimits: Limits | null;
   expiresAt: number | null;
+  ownerId?: string | null;
+  meta?: KeyMeta | null;
   now: number;
 }
 
-export function insertKey(db: Queryable, k: NewKey): Promise<KeyRecord> {
+/** Inserts a key; with `audit`, appends that entry in the same batch (both or neither). */
+export function insertKey(db: Queryable, k: NewKey, audit?: AuditEntry): Promise<KeyRecord> {
   return guarded(async () => {
-    const row = await db
+    const insert = db
       .prepare(
-        `INSERT INTO api_keys (id, name, key_hash, key_prefix, plan, per_minute, per_day, created_at, updated_at, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) RETURNING ${KEY_COLUMNS}`,
+        `INSERT INTO api_keys (id, name, key_hash, key_prefix, plan, per_minute, per_day, created_at, updated_at, expires_at, owner_id, meta)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11) RETURNING ${KEY_COLUMNS}`,
       )
       .bind(
         k.id,
@@ -87,20 +118,35 @@ export function insertKey(db: Queryable, k: NewKey): Promise<KeyRecord> {
         k.ownLimits?.perDay ?? null,
         k.now,
         k.expiresAt,
-      )
-      .first<KeyRow>();
+        k.ownerId ?? null,
+        metaText(k.meta),
+      );
+    const [inserted] = await db.batch<KeyRow>(
+      audit ? [insert, appendAuditStatement(db, audit)] : [insert],
+    );
+    const row = inserted?.results[0];
     if (!row) throw new Error("INSERT … RETURNING returned no row");
     return toRecord(row);
   });
 }
 
-export function findKeyByHash(db: Queryable, hash: string): Promise<KeyRecord | null> {
+/** Which secret of a key a hash belongs to: the current one, or the one a roll replaced. */
+export interface KeyMatch {
+  record: KeyRecord;
+  secret: "current" | "previous";
+}
+
+/** The key whose current secret, or previous (rolled) secret, has this SHA-256 hash. */
+export function findKeyByHash(db: Queryable, hash: string): Promise<KeyMatch | null> {
   return guarded(async () => {
     const row = await db
-      .prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1`)
+      .prepare(
+        `SELECT ${KEY_COLUMNS}, key_hash = ?1 AS is_current FROM api_keys
+         WHERE key_hash = ?1 OR previous_key_hash = ?1`,
+      )
       .bind(hash)
-      .first<KeyRow>();
-    return row && toRecord(row);
+      .first<KeyRow & { is_current: number }>();
+    return row && { record: toRecord(row), secret: row.is_current ? "current" : "previous" };
   });
 }
 
@@ -114,58 +160,139 @@ export function getKey(db: Queryable, id: string): Promise<KeyRecord | null> {
   });
 }
 
-/** Keys in creation order, keyset-paginated by (created_at, id). */
+/** What the key list can be narrowed to; `namePrefix` matches the start of the name, case-sensitively. */
+export interface KeyFilters {
+  plan?: Plan;
+  state?: KeyStatus;
+  ownerId?: string;
+  namePrefix?: string;
+  /** The time `state` is judged at (expiry). */
+  now?: number;
+}
+
+// keyStatus() as SQL, for the state filter (`?` is the time the state is judged at).
+const STATE_CONDITIONS: Record<KeyStatus, { sql: string; atTime: boolean }> = {
+  revoked: { sql: "revoked_at IS NOT NULL", atTime: false },
+  disabled: { sql: "revoked_at IS NULL AND disabled_at IS NOT NULL", atTime: false },
+  expired: {
+    sql: "revoked_at IS NULL AND disabled_at IS NULL AND expires_at IS NOT NULL AND expires_at <= ?",
+    atTime: true,
+  },
+  active: {
+    sql: "revoked_at IS NULL AND disabled_at IS NULL AND (expires_at IS NULL OR expires_at > ?)",
+    atTime: true,
+  },
+};
+
+/** Keys in creation order, keyset-paginated by (created_at, id), optionally filtered. */
 export function listKeys(
   db: Queryable,
   limit: number,
   after?: { createdAt: number; id: string },
+  filters: KeyFilters = {},
 ): Promise<KeyRecord[]> {
   return guarded(async () => {
+    // D1 wants exactly as many bindings as the query has placeholders: add both together.
+    const conditions = ["(created_at, id) > (?, ?)"];
+    const bindings: unknown[] = [after?.createdAt ?? -1, after?.id ?? ""];
+    const where = (sql: string, ...values: unknown[]) => {
+      conditions.push(sql);
+      bindings.push(...values);
+    };
+    if (filters.plan) where("plan = ?", filters.plan);
+    if (filters.state) {
+      const { sql, atTime } = STATE_CONDITIONS[filters.state];
+      if (atTime) where(sql, filters.now ?? 0);
+      else where(sql);
+    }
+    if (filters.ownerId !== undefined) where("owner_id = ?", filters.ownerId);
+    if (filters.namePrefix !== undefined)
+      where("substr(name, 1, length(?)) = ?", filters.namePrefix, filters.namePrefix);
     const { results } = await db
       .prepare(
         `SELECT ${KEY_COLUMNS} FROM api_keys
-         WHERE (created_at, id) > (?1, ?2) ORDER BY created_at, id LIMIT ?3`,
+         WHERE ${conditions.join(" AND ")} ORDER BY created_at, id LIMIT ?`,
       )
-      .bind(after?.createdAt ?? -1, after?.id ?? "", limit)
+      .bind(...bindings, limit)
       .all<KeyRow>();
     return results.map(toRecord);
   });
 }
 
-export interface KeyChanges {
+/** Everything an operator can change about a key, as it should be after the change. */
+export interface KeySettings {
   name: string;
   plan: Plan;
   ownLimits: Limits | null;
+  expiresAt: number | null;
+  disabledAt: number | null;
+  revokedAt: number | null;
+  ownerId: string | null;
+  meta: KeyMeta | null;
 }
 
-export function updateKey(
+/**
+ * Writes `next` over the key if it is still at `expectedVersion`, bumping the version, and
+ * appends `audit` in the same batch. Null if the key is gone or another change came first
+ * (re-read it and decide again): a change is never made on top of one its author did not see.
+ */
+export function changeKey(
   db: Queryable,
   id: string,
-  c: KeyChanges,
-  now: number,
+  expectedVersion: number,
+  next: KeySettings,
+  audit: AuditEntry,
 ): Promise<KeyRecord | null> {
   return guarded(async () => {
-    const row = await db
+    const update = db
       .prepare(
-        `UPDATE api_keys SET name = ?2, plan = ?3, per_minute = ?4, per_day = ?5, version = version + 1, updated_at = ?6
-         WHERE id = ?1 RETURNING ${KEY_COLUMNS}`,
+        `UPDATE api_keys SET name = ?3, plan = ?4, per_minute = ?5, per_day = ?6, expires_at = ?7,
+           disabled_at = ?8, revoked_at = ?9, owner_id = ?10, meta = ?11,
+           version = version + 1, updated_at = ?12
+         WHERE id = ?1 AND version = ?2 RETURNING ${KEY_COLUMNS}`,
       )
-      .bind(id, c.name, c.plan, c.ownLimits?.perMinute ?? null, c.ownLimits?.perDay ?? null, now)
-      .first<KeyRow>();
-    return row && toRecord(row);
+      .bind(
+        id,
+        expectedVersion,
+        next.name,
+        next.plan,
+        next.ownLimits?.perMinute ?? null,
+        next.ownLimits?.perDay ?? null,
+        next.expiresAt,
+        next.disabledAt,
+        next.revokedAt,
+        next.ownerId,
+        metaText(next.meta),
+        audit.at,
+      );
+    const [updated] = await db.batch<KeyRow>([update, appendAuditIfChangedStatement(db, audit)]);
+    const row = updated?.results[0];
+    return row ? toRecord(row) : null;
   });
 }
 
-/** Idempotent: a key revoked earlier keeps its first revocation time. */
-export function revokeKey(db: Queryable, id: string, now: number): Promise<KeyRecord | null> {
+/**
+ * Gives the key a new secret (`hash`, shown as `prefix`) if it is still at `expectedVersion`;
+ * the old secret's hash is kept as the previous one, valid until `previousExpiresAt`. Appends
+ * `audit` in the same batch. Null if the key is gone or another change came first.
+ */
+export function rollKeySecret(
+  db: Queryable,
+  id: string,
+  expectedVersion: number,
+  secret: { hash: string; prefix: string; previousExpiresAt: number },
+  audit: AuditEntry,
+): Promise<KeyRecord | null> {
   return guarded(async () => {
-    const row = await db
+    const update = db
       .prepare(
-        `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?2), version = version + 1, updated_at = ?2
-         WHERE id = ?1 RETURNING ${KEY_COLUMNS}`,
+        `UPDATE api_keys SET previous_key_hash = key_hash, previous_key_expires_at = ?5,
+           key_hash = ?3, key_prefix = ?4, rolled_at = ?6, version = version + 1, updated_at = ?6
+         WHERE id = ?1 AND version = ?2 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`,
       )
-      .bind(id, now)
-      .first<KeyRow>();
-    return row && toRecord(row);
+      .bind(id, expectedVersion, secret.hash, secret.prefix, secret.previousExpiresAt, audit.at);
+    const [updated] = await db.batch<KeyRow>([update, appendAuditIfChangedStatement(db, audit)]);
+    const row = updated?.results[0];
+    return row ? toRecord(row) : null;
   });
 }

@@ -25,6 +25,43 @@ const origins = z
     ),
   );
 
+/** One operator's admin token; `name` is the actor the audit trail records. */
+export interface AdminToken {
+  name: string;
+  token: string;
+}
+
+/**
+ * `ADMIN_TOKENS="alice:…,ci:…"`: named admin tokens, all valid at once, so each operator (or CI)
+ * is told apart in the audit trail and a token can be replaced without downtime (add the new
+ * one, move over, remove the old one). Names are short identifiers; tokens at least 16 characters.
+ */
+const namedTokens = z
+  .string()
+  .default("")
+  .transform((s) =>
+    s
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter(Boolean)
+      .map((entry) => {
+        const colon = entry.indexOf(":");
+        return colon < 0
+          ? { name: entry, token: "" }
+          : { name: entry.slice(0, colon).trim(), token: entry.slice(colon + 1).trim() };
+      }),
+  )
+  .pipe(
+    z.array(
+      z.object({
+        name: z
+          .string()
+          .regex(/^[A-Za-z0-9_.-]{1,64}$/, "each entry must be name:token, name of [A-Za-z0-9_.-]"),
+        token: z.string().min(16, "each token must have at least 16 characters"),
+      }),
+    ),
+  );
+
 /**
  * The API's public origin (`https://api.example.com`), for absolute links such as the next page's;
  * empty: links are relative references (`</v1/pets?…>`). Never taken from the request's Host.
@@ -62,6 +99,7 @@ const ConfigSchema = z
     BENCH_LIMITER_RTT_MS: z.coerce.number().int().min(0).max(10_000).default(0),
     BENCH_D1_RTT_MS: z.coerce.number().int().min(0).max(10_000).default(0),
     ADMIN_TOKEN: secret,
+    ADMIN_TOKENS: namedTokens,
     CURSOR_SECRET: secret,
   })
   .refine(
@@ -102,8 +140,34 @@ export function configOrThrow(env: Env): Config {
   return result;
 }
 
+/** The actor name the audit trail records for the single `ADMIN_TOKEN`. */
+export const DEFAULT_ADMIN_NAME = "admin";
+
+/**
+ * Every valid admin token with its name: `ADMIN_TOKENS`, plus `ADMIN_TOKEN` as "admin". Throws
+ * ConfigError (and logs it) when there is none, or when a name or a token appears twice (the
+ * audit trail could not tell the operators apart).
+ */
+export function adminTokensOrThrow(config: Config): AdminToken[] {
+  const tokens = [...config.ADMIN_TOKENS];
+  if (config.ADMIN_TOKEN) tokens.push({ name: DEFAULT_ADMIN_NAME, token: config.ADMIN_TOKEN });
+  let problem: string | null = null;
+  if (!tokens.length)
+    problem =
+      "neither ADMIN_TOKEN nor ADMIN_TOKENS is set: run `wrangler secret put ADMIN_TOKENS --env …` (locally: .dev.vars)";
+  else if (new Set(tokens.map((t) => t.name)).size !== tokens.length)
+    problem = `ADMIN_TOKENS: each name may appear once ("${DEFAULT_ADMIN_NAME}" is ADMIN_TOKEN's)`;
+  else if (new Set(tokens.map((t) => t.token)).size !== tokens.length)
+    problem = "ADMIN_TOKENS: two admin tokens are the same";
+  if (problem) {
+    log("error", "invalid configuration", { problem });
+    throw new ConfigError(problem);
+  }
+  return tokens;
+}
+
 /** A secret the operation cannot do without; throws ConfigError (and logs it) when unset. */
-export function secretOrThrow(config: Config, name: "ADMIN_TOKEN" | "CURSOR_SECRET"): string {
+export function secretOrThrow(config: Config, name: "CURSOR_SECRET"): string {
   const value = config[name];
   if (value) return value;
   const problem = `${name} is not set: run \`wrangler secret put ${name} --env …\` (locally: .dev.vars)`;

@@ -3,8 +3,17 @@ import type { MiddlewareHandler } from "hono";
 /** A JSON API answer is never a page: nothing may frame it, load from it or sniff its type. */
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 
-/** Whether `path` is the interactive reference, which sends its own page headers (and CSP). */
-const isDocsPage = (path: string) => path === "/docs" || path.startsWith("/docs/");
+// The operator console's page and files (routes/console/routes.ts), which set their own CSP.
+const CONSOLE_PATHS = new Set([
+  "/admin",
+  "/admin/console.js",
+  "/admin/console.css",
+  "/admin/favicon.svg",
+]);
+
+/** Whether `path` is a page that sends its own page headers (and CSP): /docs or the console. */
+const isPage = (path: string) =>
+  path === "/docs" || path.startsWith("/docs/") || CONSOLE_PATHS.has(path);
 
 /**
  * The cache policy of an API answer. Bodies and rate-limit headers depend on the caller's key,
@@ -32,11 +41,11 @@ function addVary(headers: Headers, token: string): void {
  * Security and caching headers on every API answer, errors and 304s included (REST security
  * guidance): `Cache-Control` (see cacheControlFor), `X-Content-Type-Options: nosniff`,
  * `Vary: Authorization` (the answer depends on the key) and a CSP that forbids framing. The
- * /docs page is left to set its own.
+ * /docs page and the operator console are left to set their own.
  */
 export const apiResponseHeaders: MiddlewareHandler = async (c, next) => {
   await next();
-  if (isDocsPage(c.req.path)) return;
+  if (isPage(c.req.path)) return;
   const headers = c.res.headers;
   headers.set("Cache-Control", cacheControlFor(c.req.method, c.req.path, c.res.status));
   headers.set("X-Content-Type-Options", "nosniff");

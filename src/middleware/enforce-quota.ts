@@ -143,7 +143,10 @@ async function headersOrThrowRefusal(
   // revocation made elsewhere): drop the record so the next request reads the key afresh.
   if (decision.outcome === "revoked" || decision.policyVersion > key.version) forgetKey(key.id);
   if (decision.outcome === "revoked") {
-    throw unusableKeyError(KEY_PROBLEMS.revoked);
+    // The object refuses revoked and disabled keys alike; D1 says which (a rare read: only the
+    // first request after the change in an isolate that still held the key).
+    const problem = await rereadKeyProblem(c.env, key.id).catch(() => null);
+    throw unusableKeyError(problem ?? KEY_PROBLEMS.revoked);
   }
   const headers = rateLimitHeaders(decision);
   if (decision.outcome !== "allowed") {

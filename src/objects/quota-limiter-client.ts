@@ -1,4 +1,5 @@
 import type { KeyRecord } from "../db/keys";
+import type { UsageDay } from "../db/usage-history";
 import { clock } from "../lib/clock";
 import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
@@ -8,9 +9,17 @@ import { type LeaseCalls, LeaseHolder } from "./quota-leases";
 import type { Admission, KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
-/** What a key's quota object enforces for it: the key's limits, version and revocation. */
+/**
+ * What a key's quota object enforces for it: the key's limits and version, and whether it is
+ * refused outright. A disabled key is refused like a revoked one (the object knows no
+ * difference); enabling it pushes a newer version that is not refused.
+ */
 export function policyOf(key: KeyRecord): Policy {
-  return { ...key.limits, version: key.version, revoked: key.revokedAt !== null };
+  return {
+    ...key.limits,
+    version: key.version,
+    revoked: key.revokedAt !== null || key.disabledAt !== null,
+  };
 }
 
 /**
@@ -116,6 +125,20 @@ export class QuotaLimiterClient {
     holderOf(this.keyId).forgetRefusals();
     return this.#call<KeyUsage>(async (stub) => stub.unban(offered)).catch((err: unknown) => {
       log("error", "could not unban", { keyId: this.keyId, error: String(err) });
+      throw unavailable("The key's quota object could not be reached; repeat the request.");
+    });
+  }
+
+  /**
+   * The days the object holds (today, and any finished day not yet in D1), which it also writes
+   * to D1. Unreachable: throws 503, since the current day cannot be read anywhere else.
+   */
+  async saveUsageHistoryOrThrow(): Promise<UsageDay[]> {
+    return this.#call<UsageDay[]>(async (stub) => stub.saveUsageHistory()).catch((err: unknown) => {
+      log("error", "quota limiter unreachable for usage history", {
+        keyId: this.keyId,
+        error: String(err),
+      });
       throw unavailable("The key's quota object could not be reached; repeat the request.");
     });
   }

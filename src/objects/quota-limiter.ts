@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { saveUsageDays, type UsageDay } from "../db/usage-history";
 import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
@@ -19,6 +20,7 @@ import {
   windowsOf,
 } from "../quota/windows";
 import { migrateSchema } from "./schema-migrations";
+import { CREATE_USAGE_HISTORY_TABLE, UsageHistoryTable } from "./usage-history-table";
 import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
 
 const CREATE_POLICY_TABLE = `CREATE TABLE IF NOT EXISTS policy (
@@ -44,7 +46,12 @@ export const QUOTA_LIMITER_MIGRATIONS = [
     permits INTEGER NOT NULL, expires_at INTEGER NOT NULL) STRICT`,
   // 3: idempotency records moved to D1 (migrations/0004_idempotency_records.sql).
   "DROP TABLE IF EXISTS idempotency",
+  // 4: per-day totals for the usage history (see usage-history-table.ts).
+  CREATE_USAGE_HISTORY_TABLE,
 ] as const;
+
+/** How soon the object tries again when D1 did not take a finished day's totals. */
+const USAGE_FLUSH_RETRY_MS = 5 * MINUTE_MS;
 
 /** A lease's unused permits, handed back. Handing back the same lease twice credits it once. */
 export interface ReturnedLease {
@@ -93,6 +100,7 @@ export interface KeyUsage {
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageTable: UsageTable;
+  readonly #usageHistory: UsageHistoryTable;
   #usage: UsageState = { ...EMPTY_USAGE };
   #policy: Policy | null = null;
   /** How long a ban lasts (BAN_MINUTES). */
@@ -101,6 +109,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#usageTable = new UsageTable(ctx.storage.sql);
+    this.#usageHistory = new UsageHistoryTable(ctx.storage.sql);
     this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
     ctx.blockConcurrencyWhile(async () => {
       migrateSchema(ctx.storage, QUOTA_LIMITER_MIGRATIONS);
@@ -152,6 +161,9 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#usage = state;
       this.#usageTable.save(state);
     }
+    // The history counts what the day window counts: this request, and a lease's permits as
+    // admitted when granted (unused ones come off again when handed back, see #takeBack).
+    this.#countInHistory(decision.outcome, now, 1 + permits);
     // Once a day per active key: an alarm after the day ends deletes the stale row.
     if (state.dayStart !== previousDay) {
       this.#alarmNoLaterThan(state.dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
@@ -180,7 +192,9 @@ export class QuotaLimiter extends DurableObject<Env> {
       .toArray()[0] as GrantedLease | undefined;
     if (!row) return usage;
     this.ctx.storage.sql.exec("DELETE FROM leases WHERE id = ?", returned.id);
-    return givePermitsBack(usage, row, returned.unused);
+    const credited = givePermitsBack(usage, row, returned.unused);
+    this.#usageHistory.uncountAdmitted(row.dayStart, usage.dayCount - credited.dayCount);
+    return credited;
   }
 
   /** Stores a newer policy (plan change, new limits, revocation) pushed by the admin API. */
@@ -230,6 +244,58 @@ export class QuotaLimiter extends DurableObject<Env> {
       }
     }
     if (nextUsageCleanup !== null) await this.ctx.storage.setAlarm(nextUsageCleanup);
+    await this.#flushFinishedDays(now);
+  }
+
+  // ---------------------------------------------------------------- usage history (issue 12)
+  // Per UTC day: requests admitted, and refused by reason. The current day is read live from
+  // here; finished days go to D1 (key_usage_days) from the alarm after the day ends, and every
+  // day held goes there whenever the history is read. A day is forgotten here only once D1 has
+  // it.
+
+  /**
+   * Writes the days held here (today, and any finished day D1 has not taken yet) to D1, and
+   * returns them; a D1 failure is logged, not thrown.
+   */
+  async saveUsageHistory(): Promise<UsageDay[]> {
+    const days = this.#usageHistory.days();
+    await this.#saveToDatabase(days).catch((err: unknown) =>
+      log("warn", "could not write usage history to D1", { error: String(err) }),
+    );
+    return days.map(({ dayStart: _, ...day }) => day);
+  }
+
+  #countInHistory(outcome: KeyDecision["outcome"], now: number, requests: number): void {
+    const dayStart = now - (now % DAY_MS);
+    if (this.#usageHistory.count(outcome, dayStart, requests)) {
+      // A new day: make sure an alarm after its end writes it to D1.
+      this.#alarmNoLaterThan(dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
+        log("error", "could not schedule the usage history write", { error: String(err) }),
+      );
+    }
+  }
+
+  /**
+   * Writes the finished days to D1 and forgets them here; if D1 fails, keeps them and tries
+   * again later.
+   */
+  async #flushFinishedDays(now: number): Promise<void> {
+    const today = now - (now % DAY_MS);
+    const finished = this.#usageHistory.days().filter((d) => d.dayStart < today);
+    if (!finished.length) return;
+    try {
+      await this.#saveToDatabase(finished);
+      this.#usageHistory.forgetDaysBefore(today);
+    } catch (err) {
+      log("warn", "could not write finished usage days to D1; retrying", { error: String(err) });
+      await this.#alarmNoLaterThan(now + USAGE_FLUSH_RETRY_MS);
+    }
+  }
+
+  async #saveToDatabase(days: UsageDay[]): Promise<void> {
+    const keyId = this.ctx.id.name;
+    if (!keyId) throw new Error("the quota object has no name (key id)");
+    await saveUsageDays(this.env.DB, keyId, days);
   }
 
   async #alarmNoLaterThan(at: number): Promise<void> {

@@ -92,3 +92,35 @@ export function openApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
     return cached;
   };
 }
+
+/**
+ * OpenAPI 3.1 of the operator API, from the same zod schemas, as JSON text with its ETag. It
+ * holds no data, so it is served without a token; it is separate from the public document.
+ */
+export function adminOpenApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
+  let cached: { text: string; etag: string } | undefined;
+  return () => {
+    if (!cached) {
+      const doc = api.getOpenAPI31Document({
+        openapi: "3.1.0",
+        info: {
+          title: "Animal Store API — operator (admin) API",
+          version: "1.0.0",
+          description:
+            "Issue and manage API keys, read usage history and the audit trail. Every operation needs `Authorization: Bearer <admin token>` (ADMIN_TOKEN, or a named token of ADMIN_TOKENS); the token's name is the actor in the audit trail. Errors are `{code, message, status}`.",
+        },
+        servers: [{ url: "/admin/v1", description: "This deployment" }],
+      });
+      for (const path of Object.values(doc.paths ?? {}))
+        for (const op of Object.values(path as Record<string, Operation>))
+          for (const response of Object.values(op.responses ?? {}))
+            response.headers = {
+              ...response.headers,
+              "X-Request-Id": COMMON_RESPONSE_HEADERS["X-Request-Id"],
+            };
+      const text = JSON.stringify(doc);
+      cached = { text, etag: etagOfText(text) };
+    }
+    return cached;
+  };
+}

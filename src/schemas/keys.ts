@@ -21,12 +21,45 @@ const isoDate = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
   error: "must be an ISO 8601 date or date-time",
 });
 
+/** The states a key can be in; the list filter takes the same names. */
+export const KEY_STATE_NAMES = ["active", "disabled", "revoked", "expired"] as const;
+
+const OwnerIdSchema = z
+  .string({ error: "must be a string" })
+  .min(1, "must not be empty")
+  .max(200, "must be at most 200 characters")
+  .refine((s) => s.isWellFormed(), "must be well-formed Unicode (no lone surrogates)")
+  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters")
+  .openapi({
+    type: "string",
+    minLength: 1,
+    maxLength: 200,
+    description: "Who the key belongs to, in your own terms (a customer or account id)",
+  });
+
+/** At most 2 KiB of JSON (UTF-8), as stored. */
+export const MAX_META_BYTES = 2048;
+
+const MetaSchema = z
+  .record(z.string(), z.json(), { error: "must be a JSON object" })
+  .refine(
+    (m) => new TextEncoder().encode(JSON.stringify(m)).length <= MAX_META_BYTES,
+    `must be at most ${MAX_META_BYTES} bytes of JSON`,
+  )
+  .openapi({
+    type: "object",
+    additionalProperties: true,
+    description: `Your own data about the key: a JSON object of at most ${MAX_META_BYTES} bytes`,
+  });
+
 export const CreateKeySchema = z
   .strictObject({
     name: DisplayNameSchema,
     plan: PlanSchema,
     limits: LimitsSchema.optional(),
     expiresAt: isoDate.optional(),
+    ownerId: OwnerIdSchema.optional(),
+    meta: MetaSchema.optional(),
   })
   .openapi("CreateKey");
 
@@ -35,9 +68,36 @@ export const UpdateKeySchema = z
     name: DisplayNameSchema.optional(),
     plan: PlanSchema.optional(),
     limits: LimitsSchema.optional(),
+    enabled: z
+      .boolean({ error: "must be true or false" })
+      .optional()
+      .openapi({ description: "false refuses the key at once (401); true lets it in again" }),
+    expiresAt: isoDate
+      .nullable()
+      .optional()
+      .openapi({ description: "When the key stops working; null removes the expiry" }),
+    ownerId: OwnerIdSchema.nullable().optional(),
+    meta: MetaSchema.nullable().optional(),
   })
-  .refine((b) => Object.keys(b).length > 0, "give at least one of: name, plan, limits")
+  .refine(
+    (b) => Object.keys(b).length > 0,
+    "give at least one of: name, plan, limits, enabled, expiresAt, ownerId, meta",
+  )
   .openapi("UpdateKey");
+
+export const RollKeySchema = z
+  .strictObject({
+    gracePeriodSeconds: z
+      .number({ error: "must be an integer number of seconds" })
+      .int("must be an integer number of seconds")
+      .min(0, "must be at least 0")
+      .max(604_800, "must be at most 604800 (7 days)")
+      .default(86_400)
+      .openapi({
+        description: "How long the old secret keeps working (default 86400, one day)",
+      }),
+  })
+  .openapi("RollKey");
 
 export const KeySchema = z
   .object({
@@ -48,11 +108,21 @@ export const KeySchema = z
       .openapi({ description: "The first characters of the key, for recognising it" }),
     plan: PlanSchema,
     limits: LimitsSchema,
-    status: z.enum(["active", "revoked", "expired"]),
+    status: z.enum(KEY_STATE_NAMES),
     createdAt: z.string(),
     updatedAt: z.string(),
     revokedAt: z.string().nullable(),
     expiresAt: z.string().nullable(),
+    disabledAt: z.string().nullable(),
+    ownerId: z.string().nullable(),
+    meta: z
+      .record(z.string(), z.json())
+      .nullable()
+      .openapi({ type: ["object", "null"], additionalProperties: true }),
+    rolledAt: z.string().nullable().openapi({ description: "When the secret was last rolled" }),
+    previousSecretExpiresAt: z.string().nullable().openapi({
+      description: "Until when the secret replaced by the last roll keeps working",
+    }),
   })
   .openapi("Key");
 
@@ -81,6 +151,21 @@ export const KeyPageSchema = z
 
 export const ListKeysQuerySchema = z.object({
   limit: pageLimit("Maximum number of keys returned"),
+  plan: z
+    .enum(PLANS, { error: "must be one of: free, pro, business, enterprise" })
+    .optional()
+    .openapi({ description: "Only keys of this plan" }),
+  state: z
+    .enum(KEY_STATE_NAMES, { error: "must be one of: active, disabled, revoked, expired" })
+    .optional()
+    .openapi({ description: "Only keys in this state" }),
+  ownerId: z.string().max(200).optional().openapi({ description: "Only keys of this owner" }),
+  q: z
+    .string()
+    .min(1, "must not be empty")
+    .max(200, "must be at most 200 characters")
+    .optional()
+    .openapi({ description: "Only keys whose name starts with this (case-sensitive)" }),
   cursor: z
     .string()
     .max(200)

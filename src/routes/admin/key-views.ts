@@ -1,11 +1,15 @@
 import type { z } from "@hono/zod-openapi";
+import type { FieldChanges, StoredAuditEntry } from "../../db/audit";
 import { type KeyRecord, keyStatus } from "../../db/keys";
+import type { UsageDay } from "../../db/usage-history";
+import { DAY_MS } from "../../lib/clock";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
 import { ApiError } from "../../lib/errors";
 import type { KeyUsage } from "../../objects/quota-limiter";
+import type { AuditEntrySchema } from "../../schemas/audit";
 import type { KeyDetailSchema, KeySchema } from "../../schemas/keys";
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export function keyView(k: KeyRecord, now: number): z.infer<typeof KeySchema> {
   return {
@@ -19,7 +23,104 @@ export function keyView(k: KeyRecord, now: number): z.infer<typeof KeySchema> {
     updatedAt: iso(k.updatedAt)!,
     revokedAt: iso(k.revokedAt),
     expiresAt: iso(k.expiresAt),
+    disabledAt: iso(k.disabledAt),
+    ownerId: k.ownerId,
+    meta: k.meta as z.infer<typeof KeySchema>["meta"],
+    rolledAt: iso(k.rolledAt),
+    previousSecretExpiresAt: iso(k.previousSecretExpiresAt),
   };
+}
+
+// The fields an operator sets, as the key views show them: what the audit trail compares.
+const AUDITED_FIELDS = (k: KeyRecord): Record<string, unknown> => ({
+  name: k.name,
+  plan: k.plan,
+  limits: k.limits,
+  enabled: k.disabledAt === null,
+  expiresAt: iso(k.expiresAt),
+  revokedAt: iso(k.revokedAt),
+  ownerId: k.ownerId,
+  meta: k.meta,
+});
+
+/** The fields that differ between two states of a key, before → after (`before` null: a new key). */
+export function fieldChanges(before: KeyRecord | null, after: KeyRecord): FieldChanges {
+  const old = before ? AUDITED_FIELDS(before) : {};
+  const changes: FieldChanges = {};
+  for (const [field, value] of Object.entries(AUDITED_FIELDS(after))) {
+    const previous = before ? old[field] : null;
+    if (JSON.stringify(previous) !== JSON.stringify(value))
+      changes[field] = { before: previous ?? null, after: value ?? null };
+  }
+  return changes;
+}
+
+export function auditEntryView(e: StoredAuditEntry): z.infer<typeof AuditEntrySchema> {
+  return {
+    id: e.id,
+    at: iso(e.at)!,
+    actor: e.actor,
+    action: e.action,
+    keyId: e.keyId,
+    changes: e.changes,
+    requestId: e.requestId,
+  };
+}
+
+/** Every day from `from` to `to` (YYYY-MM-DD, inclusive), oldest first: `held` where it has one, else zeros. */
+export function everyDay(from: string, to: string, held: UsageDay[]): UsageDay[] {
+  const byDay = new Map(held.map((d) => [d.day, d]));
+  const days: UsageDay[] = [];
+  for (
+    let at = Date.parse(`${from}T00:00:00Z`);
+    at <= Date.parse(`${to}T00:00:00Z`);
+    at += DAY_MS
+  ) {
+    const day = new Date(at).toISOString().slice(0, 10);
+    days.push(
+      byDay.get(day) ?? {
+        day,
+        admitted: 0,
+        refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+      },
+    );
+  }
+  return days;
+}
+
+/** One CSV field (RFC 4180), defused against spreadsheet formulas (a leading =, +, - or @). */
+function csvField(value: unknown): string {
+  let text = value === null || value === undefined ? "" : String(value);
+  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/** A CSV document (header row, then one row per record), CRLF line ends as RFC 4180 asks. */
+export function toCsv(columns: string[], rows: unknown[][]): string {
+  return `${[columns, ...rows].map((r) => r.map(csvField).join(",")).join("\r\n")}\r\n`;
+}
+
+/** Whether the client asked for CSV rather than JSON. */
+export function wantsCsv(accept: string | undefined): boolean {
+  return /(^|,)\s*text\/csv\b/i.test(accept ?? "");
+}
+
+/** Opaque cursors over a single value (an audit id, a key id). */
+export function encodeCursor(value: number | string): string {
+  return toBase64Url(new TextEncoder().encode(JSON.stringify([value])));
+}
+
+export function decodeCursorOrThrow<T extends "number" | "string">(
+  cursor: string,
+  type: T,
+): T extends "number" ? number : string {
+  try {
+    const [value] = JSON.parse(new TextDecoder().decode(fromBase64Url(cursor))) as unknown[];
+    if (typeof value === type) return value as T extends "number" ? number : string;
+  } catch {
+    // fall through to the 400 below
+  }
+  throw new ApiError("invalid_request", "cursor: is not a cursor returned by this API.");
 }
 
 export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["usage"] {

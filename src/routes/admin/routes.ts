@@ -1,16 +1,26 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import type { Context } from "hono";
 import { forgetKey } from "../../auth/key-cache";
 import { generateApiKey } from "../../auth/key-format";
-import { getKey, insertKey, type KeyRecord, listKeys, revokeKey, updateKey } from "../../db/keys";
+import { type AuditAction, appendAudit } from "../../db/audit";
+import {
+  changeKey,
+  getKey,
+  insertKey,
+  type KeyRecord,
+  type KeySettings,
+  listKeys,
+  rollKeySecret,
+} from "../../db/keys";
 import { clock } from "../../lib/clock";
 import { configOrThrow } from "../../lib/config";
 import { randomBase62, sha256Hex } from "../../lib/crypto";
-import { ApiError } from "../../lib/errors";
-import type { BaseEnv } from "../../lib/hono-env";
+import { ApiError, unavailable } from "../../lib/errors";
+import { log } from "../../lib/log";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import { policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
-import type { Limits, Plan } from "../../quota/plans";
+import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
 import { errorResponses, json } from "../../schemas/common";
 import {
   CreatedKeySchema,
@@ -20,11 +30,19 @@ import {
   KeyPageSchema,
   KeySchema,
   ListKeysQuerySchema,
+  RollKeySchema,
   UpdateKeySchema,
 } from "../../schemas/keys";
-import { decodeKeyCursorOrThrow, encodeKeyCursor, keyView, usageView } from "./key-views";
+import { type AdminEnv, auditOf, foundOrThrow, security } from "./admin-env";
+import { historyApi } from "./history-routes";
+import {
+  decodeKeyCursorOrThrow,
+  encodeKeyCursor,
+  fieldChanges,
+  keyView,
+  usageView,
+} from "./key-views";
 
-const security = [{ adminToken: [] }];
 const byId = { params: KeyIdParamSchema };
 
 /** Enterprise keys need their own limits; the other plans take the plan table's and refuse any. */
@@ -49,18 +67,53 @@ function expiryOrThrow(value: string | undefined, now: number): number | null {
   return at;
 }
 
-function foundOrThrow(record: KeyRecord | null, id: string): KeyRecord {
-  if (!record) throw new ApiError("not_found", `No key with id ${id}.`);
-  return record;
-}
-
 /** Makes a change take effect on the key's very next request, in every isolate. */
 async function pushPolicyOrThrow(env: Env, key: KeyRecord): Promise<void> {
   forgetKey(key.id);
   await new QuotaLimiterClient(env.QUOTA, key.id).configureOrThrow(policyOf(key));
 }
 
-export const adminApi = new OpenAPIHono<BaseEnv>({ defaultHook: validationHook })
+const settingsOf = (k: KeyRecord): KeySettings => ({
+  name: k.name,
+  plan: k.plan,
+  ownLimits: k.plan === "enterprise" ? k.limits : null,
+  expiresAt: k.expiresAt,
+  disabledAt: k.disabledAt,
+  revokedAt: k.revokedAt,
+  ownerId: k.ownerId,
+  meta: k.meta,
+});
+
+// A write that lost a race to another admin write is decided again on the fresh record.
+const WRITE_ATTEMPTS = 3;
+
+/**
+ * Reads the key, lets `decide` compute its new settings and the audit action, and writes both
+ * in one batch if nobody changed the key in between (else reads and decides again). Returns
+ * the key as written. 404 for an unknown key; 503 if it keeps changing under us.
+ */
+async function changeKeyOrThrow(
+  c: Context<AdminEnv>,
+  id: string,
+  decide: (current: KeyRecord, now: number) => { next: KeySettings; action: AuditAction },
+): Promise<KeyRecord> {
+  for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+    const current = foundOrThrow(await getKey(c.env.DB, id), id);
+    const now = clock.now();
+    const { next, action } = decide(current, now);
+    const expected: KeyRecord = {
+      ...current,
+      ...next,
+      limits: limitsOrThrow(next.plan, next.ownLimits),
+    };
+    const audit = auditOf(c, action, id, fieldChanges(current, expected));
+    const written = await changeKey(c.env.DB, id, current.version, next, audit);
+    if (written) return written;
+  }
+  throw unavailable("The key kept changing while this request tried to change it; repeat it.");
+}
+
+export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook })
   .openapi(
     createRoute({
       method: "post",
@@ -81,16 +134,35 @@ export const adminApi = new OpenAPIHono<BaseEnv>({ defaultHook: validationHook }
       const body = c.req.valid("json");
       const now = clock.now();
       const { key, displayPrefix } = generateApiKey(configOrThrow(c.env).ENVIRONMENT);
-      const record = await insertKey(c.env.DB, {
-        id: `key_${randomBase62(20)}`,
+      const id = `key_${randomBase62(20)}`;
+      const fields = {
+        id,
         name: body.name,
-        hash: await sha256Hex(key),
         prefix: displayPrefix,
         plan: body.plan,
         ownLimits: ownLimitsOrThrow(body.plan, body.limits),
         expiresAt: expiryOrThrow(body.expiresAt, now),
+        ownerId: body.ownerId ?? null,
+        meta: body.meta ?? null,
         now,
-      });
+      };
+      // The audit entry describes the key as it will be; it is written in the same batch.
+      const planned: KeyRecord = {
+        ...fields,
+        limits: limitsOrThrow(fields.plan, fields.ownLimits),
+        version: 1,
+        createdAt: now,
+        updatedAt: now,
+        revokedAt: null,
+        disabledAt: null,
+        rolledAt: null,
+        previousSecretExpiresAt: null,
+      };
+      const record = await insertKey(
+        c.env.DB,
+        { ...fields, hash: await sha256Hex(key) },
+        auditOf(c, "create", id, fieldChanges(null, planned)),
+      );
       c.header("Location", `/admin/v1/keys/${record.id}`);
       return c.json({ ...keyView(record, now), key }, 201);
     },
@@ -103,19 +175,23 @@ export const adminApi = new OpenAPIHono<BaseEnv>({ defaultHook: validationHook }
       security,
       request: { query: ListKeysQuerySchema },
       responses: {
-        200: { description: "Keys in creation order", content: json(KeyPageSchema) },
+        200: {
+          description: "Keys in creation order, narrowed by the filters given",
+          content: json(KeyPageSchema),
+        },
         ...errorResponses(400, 401, 503),
       },
     }),
     async (c) => {
-      const { limit, cursor } = c.req.valid("query");
+      const { limit, cursor, plan, state, ownerId, q } = c.req.valid("query");
+      const now = clock.now();
       const keys = await listKeys(
         c.env.DB,
         limit + 1,
         cursor ? decodeKeyCursorOrThrow(cursor) : undefined,
+        { plan, state, ownerId, namePrefix: q, now },
       );
       const page = keys.slice(0, limit);
-      const now = clock.now();
       return c.json(
         {
           data: page.map((k) => keyView(k, now)),
@@ -163,21 +239,43 @@ export const adminApi = new OpenAPIHono<BaseEnv>({ defaultHook: validationHook }
     async (c) => {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
-      const current = foundOrThrow(await getKey(c.env.DB, id), id);
-      const plan = body.plan ?? current.plan;
-      // Moving to enterprise without new limits keeps none to fall back on, so limits are required then.
-      const limits =
-        body.limits ??
-        (plan === "enterprise" && current.plan === "enterprise" ? current.limits : undefined);
-      const updated = foundOrThrow(
-        await updateKey(
-          c.env.DB,
-          id,
-          { name: body.name ?? current.name, plan, ownLimits: ownLimitsOrThrow(plan, limits) },
-          clock.now(),
-        ),
-        id,
-      );
+      const updated = await changeKeyOrThrow(c, id, (current, now) => {
+        const plan = body.plan ?? current.plan;
+        // Moving to enterprise without new limits keeps none to fall back on, so limits are required then.
+        const limits =
+          body.limits ??
+          (plan === "enterprise" && current.plan === "enterprise" ? current.limits : undefined);
+        if (body.enabled === true && current.revokedAt !== null)
+          throw new ApiError("invalid_request", "enabled: a revoked key cannot be enabled again.");
+        const disabledAt =
+          body.enabled === undefined
+            ? current.disabledAt
+            : body.enabled
+              ? null
+              : (current.disabledAt ?? now);
+        const next: KeySettings = {
+          ...settingsOf(current),
+          name: body.name ?? current.name,
+          plan,
+          ownLimits: ownLimitsOrThrow(plan, limits),
+          disabledAt,
+          expiresAt:
+            body.expiresAt === undefined
+              ? current.expiresAt
+              : body.expiresAt === null
+                ? null
+                : expiryOrThrow(body.expiresAt, now),
+          ownerId: body.ownerId === undefined ? current.ownerId : body.ownerId,
+          meta: body.meta === undefined ? current.meta : body.meta,
+        };
+        const enabledChanged = (disabledAt === null) !== (current.disabledAt === null);
+        const action: AuditAction = enabledChanged
+          ? disabledAt === null
+            ? "enable"
+            : "disable"
+          : "update";
+        return { next, action };
+      });
       await pushPolicyOrThrow(c.env, updated);
       return c.json(keyView(updated, clock.now()), 200);
     },
@@ -199,7 +297,11 @@ export const adminApi = new OpenAPIHono<BaseEnv>({ defaultHook: validationHook }
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      const revoked = foundOrThrow(await revokeKey(c.env.DB, id, clock.now()), id);
+      // Final and idempotent: a key revoked earlier keeps its first revocation time.
+      const revoked = await changeKeyOrThrow(c, id, (current, now) => ({
+        next: { ...settingsOf(current), revokedAt: current.revokedAt ?? now },
+        action: "revoke",
+      }));
       await pushPolicyOrThrow(c.env, revoked);
       return c.json(keyView(revoked, clock.now()), 200);
     },
@@ -219,13 +321,86 @@ export const adminApi = new OpenAPIHono<BaseEnv>({ defaultHook: validationHook }
     async (c) => {
       const { id } = c.req.valid("param");
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
-      const usage = await new QuotaLimiterClient(c.env.QUOTA, id).unbanOrThrow(policyOf(record));
+      const limiter = new QuotaLimiterClient(c.env.QUOTA, id);
+      const before = await limiter.usage(policyOf(record));
+      const usage = await limiter.unbanOrThrow(policyOf(record));
+      // The ban lives in the key's object, not in D1, so the entry follows the unban; if D1
+      // fails here the answer is 503 and the operator repeats the (idempotent) unban.
+      const bannedUntil = (u: typeof usage | null) => usageView(u)?.bannedUntil ?? null;
+      await appendAudit(
+        c.env.DB,
+        auditOf(c, "unban", id, {
+          bannedUntil: { before: bannedUntil(before), after: bannedUntil(usage) },
+        }),
+      );
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/keys/{id}/roll",
+      operationId: "rollKey",
+      security,
+      middleware: jsonBody,
+      request: { ...byId, body: { required: true, content: json(RollKeySchema) } },
+      responses: {
+        201: {
+          description:
+            "The key with a new secret (shown once): same id, plan, counters and quota object. The old secret works until previousSecretExpiresAt, then gets 401.",
+          content: json(CreatedKeySchema),
+        },
+        ...errorResponses(400, 401, 404, 413, 415, 503),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const { gracePeriodSeconds } = c.req.valid("json");
+      const { key, displayPrefix } = generateApiKey(configOrThrow(c.env).ENVIRONMENT);
+      const hash = await sha256Hex(key);
+      for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+        const current = foundOrThrow(await getKey(c.env.DB, id), id);
+        if (current.revokedAt !== null)
+          throw new ApiError(
+            "invalid_request",
+            "The key is revoked; a revoked key cannot be rolled.",
+          );
+        const now = clock.now();
+        const previousExpiresAt = now + gracePeriodSeconds * 1000;
+        const rolled = await rollKeySecret(
+          c.env.DB,
+          id,
+          current.version,
+          { hash, prefix: displayPrefix, previousExpiresAt },
+          auditOf(c, "roll", id, {
+            prefix: { before: current.prefix, after: displayPrefix },
+            previousSecretExpiresAt: {
+              before: keyView(current, now).previousSecretExpiresAt,
+              after: new Date(previousExpiresAt).toISOString(),
+            },
+          }),
+        );
+        if (!rolled) continue;
+        // Isolates holding the old secret's record drop it on its next request (newer version).
+        // The new secret must reach the operator whatever happens: if the push fails, those
+        // isolates keep the old record for at most the key cache's 30 s, so it is only logged.
+        await pushPolicyOrThrow(c.env, rolled).catch((err: unknown) =>
+          log("warn", "rolled key's policy not pushed; caches expire on their own", {
+            keyId: id,
+            error: String(err),
+          }),
+        );
+        return c.json({ ...keyView(rolled, clock.now()), key }, 201);
+      }
+      throw unavailable("The key kept changing while this request tried to roll it; repeat it.");
+    },
   );
+
+// Usage history and the audit trail.
+adminApi.route("/", historyApi);
 
 adminApi.openAPIRegistry.registerComponent("securitySchemes", "adminToken", {
   type: "http",
   scheme: "bearer",
-  description: "The ADMIN_TOKEN secret",
+  description: "An admin token: ADMIN_TOKEN, or one of the named ADMIN_TOKENS",
 });

@@ -1,0 +1,119 @@
+import type { Plan } from "../quota/plans";
+import { guarded, type Queryable } from "./database-error";
+
+/** What a key's quota object admitted and refused on one UTC day (`day` is YYYY-MM-DD). */
+export interface UsageDay {
+  day: string;
+  admitted: number;
+  refused: { rate_limited: number; quota_exceeded: number; key_banned: number };
+}
+
+interface UsageDayRow {
+  day: string;
+  admitted: number;
+  rate_limited: number;
+  quota_exceeded: number;
+  key_banned: number;
+}
+
+const toUsageDay = (r: UsageDayRow): UsageDay => ({
+  day: r.day,
+  admitted: r.admitted,
+  refused: {
+    rate_limited: r.rate_limited,
+    quota_exceeded: r.quota_exceeded,
+    key_banned: r.key_banned,
+  },
+});
+
+/**
+ * Stores a key's daily totals. The object's totals only grow, so a number is never lowered:
+ * a write that arrives after a newer one (two flushes racing) cannot undo it.
+ */
+export function saveUsageDays(db: Queryable, keyId: string, days: UsageDay[]): Promise<void> {
+  if (!days.length) return Promise.resolve();
+  return guarded(async () => {
+    const upsert = db.prepare(
+      `INSERT INTO key_usage_days (key_id, day, admitted, rate_limited, quota_exceeded, key_banned)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+       ON CONFLICT (key_id, day) DO UPDATE SET
+         admitted = MAX(admitted, excluded.admitted),
+         rate_limited = MAX(rate_limited, excluded.rate_limited),
+         quota_exceeded = MAX(quota_exceeded, excluded.quota_exceeded),
+         key_banned = MAX(key_banned, excluded.key_banned)`,
+    );
+    await db.batch(
+      days.map((d) =>
+        upsert.bind(
+          keyId,
+          d.day,
+          d.admitted,
+          d.refused.rate_limited,
+          d.refused.quota_exceeded,
+          d.refused.key_banned,
+        ),
+      ),
+    );
+  });
+}
+
+/** The stored days of one key from `from` to `to` (inclusive, YYYY-MM-DD), oldest first. */
+export function readUsageDays(
+  db: Queryable,
+  keyId: string,
+  from: string,
+  to: string,
+): Promise<UsageDay[]> {
+  return guarded(async () => {
+    const { results } = await db
+      .prepare(
+        `SELECT day, admitted, rate_limited, quota_exceeded, key_banned FROM key_usage_days
+         WHERE key_id = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day`,
+      )
+      .bind(keyId, from, to)
+      .all<UsageDayRow>();
+    return results.map(toUsageDay);
+  });
+}
+
+/** One key's totals of one day, with what an invoice needs to know about the key. */
+export interface KeyDayTotals extends UsageDay {
+  keyId: string;
+  name: string;
+  plan: Plan;
+  ownerId: string | null;
+}
+
+/**
+ * Every key that existed before `dayEnd` (epoch ms) with its totals of `day`, zeros where it
+ * made no request, in id order from after `afterKeyId`.
+ */
+export function listUsageOfDay(
+  db: Queryable,
+  {
+    day,
+    dayEnd,
+    limit,
+    afterKeyId,
+  }: { day: string; dayEnd: number; limit: number; afterKeyId?: string },
+): Promise<KeyDayTotals[]> {
+  return guarded(async () => {
+    const { results } = await db
+      .prepare(
+        `SELECT k.id AS key_id, k.name, k.plan, k.owner_id, ?1 AS day,
+                COALESCE(u.admitted, 0) AS admitted, COALESCE(u.rate_limited, 0) AS rate_limited,
+                COALESCE(u.quota_exceeded, 0) AS quota_exceeded, COALESCE(u.key_banned, 0) AS key_banned
+         FROM api_keys k LEFT JOIN key_usage_days u ON u.key_id = k.id AND u.day = ?1
+         WHERE k.created_at < ?2 AND k.id > ?3 ORDER BY k.id LIMIT ?4`,
+      )
+      .bind(day, dayEnd, afterKeyId ?? "", limit)
+      .all<UsageDayRow & { key_id: string; name: string; plan: Plan; owner_id: string | null }>();
+    return results.map((r) => ({
+      ...toUsageDay(r),
+      keyId: r.key_id,
+      name: r.name,
+      plan: r.plan,
+      ownerId: r.owner_id,
+    }));
+  });
+}

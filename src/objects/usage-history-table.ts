@@ -1,0 +1,92 @@
+import type { UsageDay } from "../db/usage-history";
+import type { Outcome } from "../quota/windows";
+
+/**
+ * QuotaLimiter migration 4: the key's daily totals not yet known to be in D1. IF NOT EXISTS
+ * because an object whose version row is missing runs every migration again (see version 1).
+ */
+export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE IF NOT EXISTS usage_history (
+  day_start INTEGER PRIMARY KEY,
+  admitted INTEGER NOT NULL DEFAULT 0, rate_limited INTEGER NOT NULL DEFAULT 0,
+  quota_exceeded INTEGER NOT NULL DEFAULT 0, key_banned INTEGER NOT NULL DEFAULT 0
+) STRICT`;
+
+// The outcome → column map also keeps column names out of any caller's hands.
+const COLUMN_OF: Partial<Record<Outcome, string>> = {
+  allowed: "admitted",
+  rate_limited: "rate_limited",
+  quota_exceeded: "quota_exceeded",
+  key_banned: "key_banned",
+};
+
+/** "YYYY-MM-DD" of the UTC day starting at `dayStart`. */
+export const dayName = (dayStart: number) => new Date(dayStart).toISOString().slice(0, 10);
+
+/**
+ * Per UTC day, how many requests the object admitted and refused by reason. Rows stay until
+ * D1 holds their finished day, so at most a few exist (today, and any day D1 could not take yet);
+ * SQLite writes are durable before the object answers, so no count is lost to an eviction.
+ */
+export class UsageHistoryTable {
+  constructor(private readonly sql: SqlStorage) {}
+
+  /**
+   * Counts `requests` decisions with `outcome` in their day (an admission can bring a lease's
+   * permits along); true when this started the day's row. Revocations are not counted.
+   */
+  count(outcome: Outcome, dayStart: number, requests = 1): boolean {
+    const column = COLUMN_OF[outcome];
+    if (!column) return false;
+    // One statement per request: the row's new total equals `requests` exactly when this started it.
+    const [row] = this.sql
+      .exec<{ total: number }>(
+        `INSERT INTO usage_history (day_start, ${column}) VALUES (?, ?)
+         ON CONFLICT (day_start) DO UPDATE SET ${column} = ${column} + excluded.${column}
+         RETURNING admitted + rate_limited + quota_exceeded + key_banned AS total`,
+        dayStart,
+        requests,
+      )
+      .toArray();
+    return row?.total === requests;
+  }
+
+  /** Takes back `requests` admissions of a day still held (a lease's unused permits, returned). */
+  uncountAdmitted(dayStart: number, requests: number): void {
+    if (requests <= 0) return;
+    this.sql.exec(
+      "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?",
+      requests,
+      dayStart,
+    );
+  }
+
+  /** Every day held, oldest first, with its day start. */
+  days(): Array<UsageDay & { dayStart: number }> {
+    return this.sql
+      .exec<{
+        day_start: number;
+        admitted: number;
+        rate_limited: number;
+        quota_exceeded: number;
+        key_banned: number;
+      }>(
+        "SELECT day_start, admitted, rate_limited, quota_exceeded, key_banned FROM usage_history ORDER BY day_start",
+      )
+      .toArray()
+      .map((r) => ({
+        dayStart: r.day_start,
+        day: dayName(r.day_start),
+        admitted: r.admitted,
+        refused: {
+          rate_limited: r.rate_limited,
+          quota_exceeded: r.quota_exceeded,
+          key_banned: r.key_banned,
+        },
+      }));
+  }
+
+  /** Forgets days that started before `dayStart` (D1 has them). */
+  forgetDaysBefore(dayStart: number): void {
+    this.sql.exec("DELETE FROM usage_history WHERE day_start < ?", dayStart);
+  }
+}

@@ -1,0 +1,165 @@
+import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { listAudit } from "../../db/audit";
+import { getKey } from "../../db/keys";
+import { listUsageOfDay, readUsageDays, type UsageDay } from "../../db/usage-history";
+import { clock, DAY_MS } from "../../lib/clock";
+import { ApiError } from "../../lib/errors";
+import { validationHook } from "../../middleware/validation-hook";
+import { QuotaLimiterClient } from "../../objects/quota-limiter-client";
+import { AuditPageSchema, AuditQuerySchema } from "../../schemas/audit";
+import { errorResponses } from "../../schemas/common";
+import { KeyIdParamSchema } from "../../schemas/keys";
+import {
+  DayUsagePageSchema,
+  DayUsageQuerySchema,
+  KeyUsageHistorySchema,
+  KeyUsageQuerySchema,
+  MAX_USAGE_DAYS,
+} from "../../schemas/usage";
+import { type AdminEnv, foundOrThrow, security } from "./admin-env";
+import {
+  auditEntryView,
+  decodeCursorOrThrow,
+  encodeCursor,
+  everyDay,
+  toCsv,
+  wantsCsv,
+} from "./key-views";
+
+/** JSON, or CSV when the client sends `Accept: text/csv`. */
+const jsonOrCsv = <T>(schema: T) => ({
+  "application/json": { schema },
+  "text/csv": {
+    schema: z.string().openapi({ description: "The same rows as CSV, with a header row" }),
+  },
+});
+
+const dayStartOf = (day: string) => Date.parse(`${day}T00:00:00Z`);
+const dayOf = (ms: number) => new Date(ms - (ms % DAY_MS)).toISOString().slice(0, 10);
+
+/** from/to as given, defaulting to the 30 days up to today; 400 for a reversed or too long range. */
+function rangeOrThrow(query: { from?: string; to?: string }, now: number) {
+  const to = query.to ?? dayOf(now);
+  const from = query.from ?? dayOf(dayStartOf(to) - 29 * DAY_MS);
+  const days = (dayStartOf(to) - dayStartOf(from)) / DAY_MS + 1;
+  if (days < 1)
+    throw new ApiError("invalid_request", `from: must not be after to (${from} > ${to}).`);
+  if (days > MAX_USAGE_DAYS)
+    throw new ApiError(
+      "invalid_request",
+      `from, to: the range may span at most ${MAX_USAGE_DAYS} days (got ${days}).`,
+    );
+  return { from, to };
+}
+
+const USAGE_COLUMNS = ["day", "admitted", "rate_limited", "quota_exceeded", "key_banned"];
+const usageCells = (d: UsageDay) => [
+  d.day,
+  d.admitted,
+  d.refused.rate_limited,
+  d.refused.quota_exceeded,
+  d.refused.key_banned,
+];
+
+function csvResponse(c: Context, text: string, headers: Record<string, string> = {}) {
+  return c.body(text, 200, { "Content-Type": "text/csv; charset=utf-8", ...headers });
+}
+
+export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook })
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/keys/{id}/usage",
+      operationId: "getKeyUsage",
+      summary: "A key's requests per UTC day: admitted, and refused by reason",
+      description: `Every day from \`from\` to \`to\` (at most ${MAX_USAGE_DAYS}), oldest first, with zeros where nothing happened. Today is read live from the key's quota object.`,
+      security,
+      request: { params: KeyIdParamSchema, query: KeyUsageQuerySchema },
+      responses: {
+        200: { description: "One entry per day", content: jsonOrCsv(KeyUsageHistorySchema) },
+        ...errorResponses(400, 401, 404, 503),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const { from, to } = rangeOrThrow(c.req.valid("query"), clock.now());
+      foundOrThrow(await getKey(c.env.DB, id), id);
+      // The object's days win: it holds today, and any finished day D1 did not take yet.
+      const live = await new QuotaLimiterClient(c.env.QUOTA, id).saveUsageHistoryOrThrow();
+      const stored = await readUsageDays(c.env.DB, id, from, to);
+      const liveDays = new Set(live.map((d) => d.day));
+      const days = everyDay(from, to, [...stored.filter((d) => !liveDays.has(d.day)), ...live]);
+      if (wantsCsv(c.req.header("Accept")))
+        return csvResponse(c, toCsv(USAGE_COLUMNS, days.map(usageCells)));
+      return c.json({ data: days }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/usage",
+      operationId: "listUsageOfDay",
+      summary: "Every key's totals for one UTC day, for invoicing",
+      description:
+        "Every key that existed on the day, in id order, zeros where it made no request. Totals reach this list when the day ends (and whenever the key's own usage is read), so the current day may lag; GET /keys/{id}/usage is live. As CSV, the next page's cursor is in the Next-Cursor header.",
+      security,
+      request: { query: DayUsageQuerySchema },
+      responses: {
+        200: { description: "One entry per key", content: jsonOrCsv(DayUsagePageSchema) },
+        ...errorResponses(400, 401, 503),
+      },
+    }),
+    async (c) => {
+      const { day, limit, cursor } = c.req.valid("query");
+      const rows = await listUsageOfDay(c.env.DB, {
+        day,
+        dayEnd: dayStartOf(day) + DAY_MS,
+        limit: limit + 1,
+        afterKeyId: cursor ? decodeCursorOrThrow(cursor, "string") : undefined,
+      });
+      const page = rows.slice(0, limit);
+      const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1]!.keyId) : null;
+      if (wantsCsv(c.req.header("Accept"))) {
+        const csv = toCsv(
+          ["key_id", "name", "plan", "owner_id", ...USAGE_COLUMNS],
+          page.map((r) => [r.keyId, r.name, r.plan, r.ownerId, ...usageCells(r)]),
+        );
+        return csvResponse(c, csv, nextCursor ? { "Next-Cursor": nextCursor } : {});
+      }
+      return c.json({ data: page, nextCursor }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/audit",
+      operationId: "listAudit",
+      summary: "The audit trail of admin writes, newest first",
+      security,
+      request: { query: AuditQuerySchema },
+      responses: {
+        200: {
+          description: "Audit entries, newest first",
+          content: { "application/json": { schema: AuditPageSchema } },
+        },
+        ...errorResponses(400, 401, 503),
+      },
+    }),
+    async (c) => {
+      const { keyId, limit, cursor } = c.req.valid("query");
+      const entries = await listAudit(c.env.DB, {
+        keyId,
+        limit: limit + 1,
+        beforeId: cursor ? decodeCursorOrThrow(cursor, "number") : undefined,
+      });
+      const page = entries.slice(0, limit);
+      return c.json(
+        {
+          data: page.map(auditEntryView),
+          nextCursor: entries.length > limit ? encodeCursor(page[page.length - 1]!.id) : null,
+        },
+        200,
+      );
+    },
+  );

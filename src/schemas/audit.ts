@@ -1,0 +1,44 @@
+import { z } from "@hono/zod-openapi";
+import { pageLimit } from "./common";
+
+export const AUDIT_ACTION_NAMES = [
+  "create",
+  "update",
+  "revoke",
+  "roll",
+  "disable",
+  "enable",
+  "unban",
+] as const;
+
+export const AuditQuerySchema = z.object({
+  keyId: z
+    .string()
+    .regex(/^key_[0-9A-Za-z]{20}$/, "must be a key id (key_…)")
+    .optional()
+    .openapi({ description: "Only entries about this key" }),
+  limit: pageLimit("Maximum number of entries returned"),
+  cursor: z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({ description: "nextCursor of the previous page" }),
+});
+
+export const AuditEntrySchema = z
+  .object({
+    id: z.number().int(),
+    at: z.string().openapi({ format: "date-time" }),
+    actor: z.string().openapi({ description: "The name of the admin token used" }),
+    action: z.enum(AUDIT_ACTION_NAMES),
+    keyId: z.string(),
+    changes: z
+      .record(z.string(), z.object({ before: z.unknown(), after: z.unknown() }))
+      .openapi({ description: "Changed fields, before → after; never a secret or a hash" }),
+    requestId: z.string(),
+  })
+  .openapi("AuditEntry");
+
+export const AuditPageSchema = z
+  .object({ data: z.array(AuditEntrySchema), nextCursor: z.string().nullable() })
+  .openapi("AuditPage");

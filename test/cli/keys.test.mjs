@@ -1,0 +1,160 @@
+// The operator CLI (scripts/keys.mjs) against the Worker under `wrangler dev`: every command,
+// its exit code and what it prints. Run with `npm run test:cli`.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { after, before, test } from "node:test";
+import { promisify } from "node:util";
+import { ROOT, startApi } from "../../scripts/lib/local-server.mjs";
+
+// This test's own ports, apart from `npm run dev` (8787) and the console's browser test (8840).
+const PORT = Number(process.env.CLI_TEST_PORT ?? 8841);
+const INSPECTOR_PORT = Number(process.env.CLI_TEST_INSPECTOR_PORT ?? 9341);
+const run = promisify(execFile);
+
+let api;
+
+before(async () => {
+  api = await startApi({ port: PORT, inspectorPort: INSPECTOR_PORT, localObservability: false });
+});
+
+after(async () => {
+  await api?.stop();
+});
+
+/** Runs `npm run keys -- …args` as an operator would; resolves with exit code, stdout and stderr. */
+async function keys(...args) {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      [path.join(ROOT, "scripts/keys.mjs"), ...args, "--url", api.url, "--token", api.adminToken],
+      { cwd: ROOT },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+async function keysJson(...args) {
+  const result = await keys(...args);
+  assert.equal(result.code, 0, `${args.join(" ")}: ${result.stderr}`);
+  return JSON.parse(result.stdout);
+}
+
+test("create with owner and meta, list with filters, roll, disable, enable, set-expiry, usage, usage-day, audit", async () => {
+  const created = await keysJson(
+    "create",
+    "--name",
+    "cli-acme",
+    "--plan",
+    "pro",
+    "--owner",
+    "acct-cli",
+    "--meta",
+    '{"crm":"X-1"}',
+  );
+  assert.match(created.key, /^pet_test_/);
+  assert.equal(created.ownerId, "acct-cli");
+  assert.deepEqual(created.meta, { crm: "X-1" });
+  const id = created.id;
+
+  const listed = await keysJson(
+    "list",
+    "--plan",
+    "pro",
+    "--state",
+    "active",
+    "--owner",
+    "acct-cli",
+    "--q",
+    "cli-",
+  );
+  assert.deepEqual(
+    listed.data.map((k) => k.id),
+    [id],
+  );
+  assert.deepEqual((await keysJson("list", "--plan", "free", "--owner", "acct-cli")).data, []);
+
+  for (let i = 0; i < 2; i++) {
+    const res = await fetch(`${api.url}/v1/pets?limit=1`, {
+      headers: { Authorization: `Bearer ${created.key}` },
+    });
+    assert.equal(res.status, 200);
+  }
+
+  const rolled = await keysJson("roll", id, "--grace", "0");
+  assert.equal(rolled.id, id);
+  assert.notEqual(rolled.key, created.key);
+  const old = await fetch(`${api.url}/v1/pets`, {
+    headers: { Authorization: `Bearer ${created.key}` },
+  });
+  assert.equal(old.status, 401);
+
+  assert.equal((await keysJson("disable", id)).status, "disabled");
+  assert.equal(
+    (await keysJson("list", "--state", "disabled", "--owner", "acct-cli")).data[0].id,
+    id,
+  );
+  assert.equal((await keysJson("enable", "--id", id)).status, "active");
+  assert.equal(
+    (await keysJson("set-expiry", id, "--expires", "2099-01-01")).expiresAt,
+    "2099-01-01T00:00:00.000Z",
+  );
+  assert.equal((await keysJson("set-expiry", id, "--expires", "none")).expiresAt, null);
+  assert.equal((await keysJson("set-owner", id, "--owner", "none")).ownerId, null);
+  assert.deepEqual((await keysJson("set-meta", id, "--meta", '{"seats":3}')).meta, { seats: 3 });
+
+  const today = new Date().toISOString().slice(0, 10);
+  const usage = await keysJson("usage", id, "--from", today, "--to", today);
+  assert.deepEqual(usage.data, [
+    { day: today, admitted: 2, refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 } },
+  ]);
+  const csv = await keys("usage", id, "--from", today, "--to", today, "--csv");
+  assert.equal(csv.code, 0);
+  assert.equal(
+    csv.stdout,
+    `day,admitted,rate_limited,quota_exceeded,key_banned\r\n${today},2,0,0,0\r\n`,
+  );
+
+  // Reading the key's usage wrote today's totals to D1, so the day's listing has them.
+  const invoice = await keys("usage-day", "--day", today, "--csv", "--limit", "100");
+  assert.equal(invoice.code, 0);
+  assert.ok(
+    invoice.stdout.split("\r\n").includes(`${id},cli-acme,pro,,${today},2,0,0,0`),
+    invoice.stdout,
+  );
+
+  const audit = await keysJson("audit", id);
+  assert.deepEqual(
+    audit.data.map((e) => e.action),
+    ["update", "update", "update", "update", "enable", "disable", "roll", "create"],
+  );
+  assert.ok(audit.data.every((e) => e.actor === "admin" && e.keyId === id));
+  assert.ok(
+    !JSON.stringify(audit).includes(created.key) && !JSON.stringify(audit).includes(rolled.key),
+  );
+});
+
+test("errors: the API's Error body on stderr and exit 1; usage mistakes exit 2", async () => {
+  const reversed = await keys(
+    "usage",
+    "key_AAAAAAAAAAAAAAAAAAAA",
+    "--from",
+    "2030-01-02",
+    "--to",
+    "2030-01-01",
+  );
+  assert.equal(reversed.code, 1);
+  assert.equal(JSON.parse(reversed.stderr).code, "invalid_request");
+  const unknown = await keys("disable", "key_AAAAAAAAAAAAAAAAAAAA");
+  assert.equal(unknown.code, 1);
+  assert.equal(JSON.parse(unknown.stderr).code, "not_found");
+  const badFilter = await keys("list", "--state", "paused");
+  assert.equal(badFilter.code, 1);
+  assert.match(JSON.parse(badFilter.stderr).message, /state/);
+  assert.equal((await keys("roll")).code, 2);
+  assert.equal((await keys("usage-day")).code, 2);
+  assert.equal((await keys("set-meta", "key_AAAAAAAAAAAAAAAAAAAA", "--meta", "{nope")).code, 2);
+  assert.equal((await keys("frobnicate")).code, 2);
+});

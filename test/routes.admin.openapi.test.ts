@@ -1,0 +1,102 @@
+// GET /admin/v1/openapi.json: the operator API, documented from the same zod schemas.
+import { describe, expect, it } from "vitest";
+import { ERROR_CODES } from "../src/lib/errors";
+import { call } from "./helpers";
+
+type Doc = {
+  openapi: string;
+  servers: Array<{ url: string }>;
+  paths: Record<
+    string,
+    Record<
+      string,
+      {
+        operationId: string;
+        security?: unknown[];
+        responses: Record<string, { content?: Record<string, unknown> }>;
+      }
+    >
+  >;
+  components: {
+    schemas: Record<string, { properties?: Record<string, unknown> }>;
+    securitySchemes: Record<string, unknown>;
+  };
+};
+
+describe("GET /admin/v1/openapi.json", () => {
+  it("is served without a token, as OpenAPI 3.1 JSON, with an ETag", async () => {
+    const res = await call("/admin/v1/openapi.json");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(/^application\/json/);
+    expect(res.headers.get("ETag")).toBeTruthy();
+    const doc = (await res.json()) as Doc;
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.servers[0]!.url).toBe("/admin/v1");
+  });
+
+  it("documents every admin operation, each behind the admin token", async () => {
+    const doc = (await (await call("/admin/v1/openapi.json")).json()) as Doc;
+    const operations = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(
+        ([method, op]) => `${method.toUpperCase()} ${path} ${op.operationId}`,
+      ),
+    );
+    expect(operations.sort()).toEqual(
+      [
+        "GET /audit listAudit",
+        "GET /keys listKeys",
+        "GET /keys/{id} getKey",
+        "GET /keys/{id}/usage getKeyUsage",
+        "GET /usage listUsageOfDay",
+        "PATCH /keys/{id} updateKey",
+        "DELETE /keys/{id} revokeKey",
+        "POST /keys createKey",
+        "POST /keys/{id}/roll rollKey",
+        "POST /keys/{id}/unban unbanKey",
+      ].sort(),
+    );
+    for (const methods of Object.values(doc.paths))
+      for (const op of Object.values(methods)) {
+        expect(op.security).toEqual([{ adminToken: [] }]);
+        expect(op.responses["401"]).toBeDefined();
+      }
+    expect(doc.components.securitySchemes.adminToken).toMatchObject({
+      type: "http",
+      scheme: "bearer",
+    });
+  });
+
+  it("describes the new fields, the usage CSV and the closed error code list", async () => {
+    const doc = (await (await call("/admin/v1/openapi.json")).json()) as Doc;
+    const { schemas } = doc.components;
+    expect(Object.keys(schemas.Key!.properties!)).toEqual(
+      expect.arrayContaining([
+        "ownerId",
+        "meta",
+        "disabledAt",
+        "rolledAt",
+        "previousSecretExpiresAt",
+      ]),
+    );
+    expect(Object.keys(schemas.UpdateKey!.properties!)).toEqual(
+      expect.arrayContaining(["enabled", "expiresAt", "ownerId", "meta"]),
+    );
+    expect(schemas.RollKey!.properties!.gracePeriodSeconds).toMatchObject({
+      minimum: 0,
+      maximum: 604_800,
+      default: 86_400,
+    });
+    expect(Object.keys(doc.paths["/keys/{id}/usage"]!.get!.responses["200"]!.content!)).toEqual([
+      "application/json",
+      "text/csv",
+    ]);
+    expect(schemas.Error!.properties!.code).toMatchObject({ enum: ERROR_CODES });
+  });
+
+  it("is separate from the public document, which has no admin paths", async () => {
+    const publicDoc = (await (await call("/v1/openapi.json")).json()) as Doc;
+    expect(
+      Object.keys(publicDoc.paths).some((p) => p.includes("keys") || p.includes("audit")),
+    ).toBe(false);
+  });
+});

@@ -1,0 +1,260 @@
+// Usage history: per key and UTC day, what the limiter admitted and refused by reason, read
+// live for the current day and from D1 for finished ones, across a day boundary with fake time.
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
+import type { QuotaLimiter } from "../src/objects/quota-limiter";
+import { ADMIN, auth, brokenDb, call, expectError, fixClock, issueKey } from "./helpers";
+
+type Day = {
+  day: string;
+  admitted: number;
+  refused: { rate_limited: number; quota_exceeded: number; key_banned: number };
+};
+
+const DAY_A = "2031-03-14";
+const DAY_B = "2031-03-15";
+const START_A = Date.UTC(2031, 2, 14);
+const START_B = START_A + DAY_MS;
+
+const emptyDay = (day: string): Day => ({
+  day,
+  admitted: 0,
+  refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+});
+
+/** Sends `n` API requests and tallies what the API answered, per outcome, into `day`. */
+async function send(key: string, n: number, day: Day): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const res = await call("/v1/pets?limit=1", { headers: auth(key) });
+    if (res.status === 200) {
+      day.admitted += 1;
+      continue;
+    }
+    const { code } = (await res.json()) as { code: keyof Day["refused"] };
+    expect(res.status, code).toBe(429);
+    day.refused[code] += 1;
+  }
+}
+
+function usage(id: string, query: string, headers: Record<string, string> = {}) {
+  return call(`/admin/v1/keys/${id}/usage${query}`, { headers: { ...ADMIN, ...headers } });
+}
+
+async function usageData(id: string, query: string): Promise<Day[]> {
+  const res = await usage(id, query);
+  expect(res.status, await res.clone().text()).toBe(200);
+  return ((await res.json()) as { data: Day[] }).data;
+}
+
+async function storedRows(id: string) {
+  const { results } = await env.DB.prepare(
+    "SELECT day, admitted, rate_limited, quota_exceeded, key_banned FROM key_usage_days WHERE key_id = ? ORDER BY day",
+  )
+    .bind(id)
+    .all();
+  return results;
+}
+
+const daysHeldByObject = (id: string) =>
+  runInDurableObject(env.QUOTA.getByName(id), (instance: QuotaLimiter) =>
+    instance.saveUsageHistory().then((days) => days.map((d) => d.day)),
+  );
+
+describe("GET /admin/v1/keys/{id}/usage", () => {
+  it("equals what the limiter admitted and refused by reason, across a day boundary, an eviction and the day-end alarm", async () => {
+    const time = fixClock(START_A + DAY_MS - 2 * MINUTE_MS + 5_000); // 23:58:05 on day A
+    const { id, key } = await issueKey("enterprise", { perMinute: 3, perDay: 5 });
+    const a = emptyDay(DAY_A);
+    const b = emptyDay(DAY_B);
+
+    await send(key, 5, a); // 3 admitted, then the minute is full
+    time.now += MINUTE_MS; // 23:59:05
+    await evictDurableObject(env.QUOTA.getByName(id));
+    await send(key, 16, a); // 2 more fill the day; refusals past the threshold ban the key
+    expect(a.admitted).toBe(5);
+    expect(a.refused.rate_limited).toBeGreaterThan(0);
+    expect(a.refused.quota_exceeded).toBeGreaterThan(0);
+    expect(a.refused.key_banned).toBeGreaterThan(0);
+
+    time.now = START_B + 30_000; // 00:00:30 on day B: still banned
+    await send(key, 2, b);
+    time.now = START_B + 20 * MINUTE_MS; // the ban is over, a new day
+    await send(key, 4, b);
+    expect(b).toEqual({
+      day: DAY_B,
+      admitted: 3,
+      refused: { rate_limited: 1, quota_exceeded: 0, key_banned: 2 },
+    });
+
+    // Before the alarm: both days come from the object, none from D1 yet.
+    expect(await storedRows(id)).toEqual([]);
+    expect(await usageData(id, `?from=${DAY_A}&to=${DAY_B}`)).toEqual([a, b]);
+
+    // The alarm after day A ended writes day A to D1; the object keeps only the current day.
+    expect(await runDurableObjectAlarm(env.QUOTA.getByName(id))).toBe(true);
+    expect(await storedRows(id)).toContainEqual({
+      day: DAY_A,
+      admitted: a.admitted,
+      rate_limited: a.refused.rate_limited,
+      quota_exceeded: a.refused.quota_exceeded,
+      key_banned: a.refused.key_banned,
+    });
+    expect(await daysHeldByObject(id)).toEqual([DAY_B]);
+
+    // After an eviction, the same history: day A from D1, day B live from the object.
+    await evictDurableObject(env.QUOTA.getByName(id));
+    expect(await usageData(id, `?from=${DAY_A}&to=${DAY_B}`)).toEqual([a, b]);
+    time.now += MINUTE_MS;
+    await send(key, 1, b);
+    expect(b.admitted).toBe(4);
+    expect((await usageData(id, `?from=${DAY_B}&to=${DAY_B}`))[0]).toEqual(b);
+  });
+
+  it("lists every day of the range oldest first, zeros where nothing happened; defaults to the last 30 days", async () => {
+    const time = fixClock(START_A + 12 * 3600_000);
+    const { id, key } = await issueKey("pro");
+    const today = emptyDay(DAY_A);
+    await send(key, 2, today);
+    const days = await usageData(id, "?from=2031-03-10&to=2031-03-16");
+    expect(days.map((d) => d.day)).toEqual([
+      "2031-03-10",
+      "2031-03-11",
+      "2031-03-12",
+      "2031-03-13",
+      DAY_A,
+      DAY_B,
+      "2031-03-16",
+    ]);
+    expect(days[4]).toEqual(today);
+    expect(days.filter((d) => d.day !== DAY_A)).toEqual(
+      days.filter((d) => d.day !== DAY_A).map((d) => emptyDay(d.day)),
+    );
+    const defaults = await usageData(id, "");
+    expect(defaults).toHaveLength(30);
+    expect(defaults[0]!.day).toBe("2031-02-13");
+    expect(defaults[29]).toEqual(today);
+    time.now += DAY_MS;
+    expect((await usageData(id, `?from=${DAY_A}`)).map((d) => d.day)).toEqual([DAY_A, DAY_B]);
+  });
+
+  it("answers CSV with Accept: text/csv", async () => {
+    fixClock(START_A + 3600_000);
+    const { id, key } = await issueKey("pro");
+    await send(key, 3, emptyDay(DAY_A));
+    const res = await usage(id, `?from=2031-03-13&to=${DAY_A}`, { Accept: "text/csv" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(/^text\/csv/);
+    expect(await res.text()).toBe(
+      "day,admitted,rate_limited,quota_exceeded,key_banned\r\n2031-03-13,0,0,0,0\r\n2031-03-14,3,0,0,0\r\n",
+    );
+  });
+
+  it.each([
+    ["a reversed range", "?from=2031-03-14&to=2031-03-13", "from"],
+    ["more than 400 days", "?from=2030-01-01&to=2031-03-14", "400"],
+    ["a malformed date", "?from=2031-3-14&to=2031-03-14", "from"],
+    ["a date that does not exist", "?from=2031-02-30&to=2031-03-14", "from"],
+    ["a date-time instead of a date", "?to=2031-03-14T00:00:00Z", "to"],
+  ])("%s → 400", async (_label, query, named) => {
+    fixClock(START_A);
+    const { id } = await issueKey("pro");
+    const body = await expectError(await usage(id, query), 400, "invalid_request");
+    expect(body.message).toContain(named);
+  });
+
+  it("exactly 400 days is allowed; unknown key → 404; no token → 401", async () => {
+    fixClock(START_A);
+    const { id } = await issueKey("pro");
+    expect(await usageData(id, "?from=2030-02-08&to=2031-03-14")).toHaveLength(400);
+    await expectError(await usage("key_AAAAAAAAAAAAAAAAAAAA", ""), 404, "not_found");
+    await expectError(await call(`/admin/v1/keys/${id}/usage`), 401, "unauthorized");
+  });
+
+  it("a day D1 does not take stays in the object, is still reported, and is written on a later alarm", async () => {
+    const time = fixClock(START_A + 3600_000);
+    const { id, key } = await issueKey("pro");
+    const a = emptyDay(DAY_A);
+    await send(key, 3, a);
+    time.now = START_B + 2 * MINUTE_MS;
+    const stub = env.QUOTA.getByName(id);
+    // The object's D1 fails for the day-end alarm.
+    await runInDurableObject(stub, (instance: QuotaLimiter) => {
+      (instance as unknown as { env: Env }).env = { ...env, DB: brokenDb() };
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await storedRows(id)).toEqual([]);
+    const alarmAt = await runInDurableObject(stub, (_: QuotaLimiter, state) =>
+      state.storage.getAlarm(),
+    );
+    expect(alarmAt).not.toBeNull();
+    expect(alarmAt!).toBeLessThanOrEqual(time.now + 5 * MINUTE_MS);
+    expect(await daysHeldByObject(id)).toContain(DAY_A);
+    expect((await usageData(id, `?from=${DAY_A}&to=${DAY_A}`))[0]).toEqual(a);
+
+    // D1 is back (a fresh instance has the real binding): the retry writes the day.
+    await evictDurableObject(stub);
+    expect(await runDurableObjectAlarm(env.QUOTA.getByName(id))).toBe(true);
+    expect(await storedRows(id)).toEqual([
+      { day: DAY_A, admitted: 3, rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+    ]);
+  });
+});
+
+describe("GET /admin/v1/usage?day=", () => {
+  it("lists every key that existed on the day with its totals, paged, and as CSV", async () => {
+    const time = fixClock(Date.UTC(2032, 0, 5, 8));
+    const made = [await issueKey("pro"), await issueKey("free"), await issueKey("business")];
+    const tallies = made.map(() => emptyDay("2032-01-05"));
+    for (const [i, k] of made.entries()) await send(k.key, i + 1, tallies[i]!);
+    // Reading a key's usage writes its days to D1 (on demand); the others wait for the day's end.
+    for (const k of made) await usage(k.id, "?from=2032-01-05&to=2032-01-05");
+    time.now += DAY_MS;
+    const later = await issueKey("pro"); // created after the day: not listed
+
+    const seen: Array<Day & { keyId: string; plan: string }> = [];
+    let cursor: string | null = null;
+    do {
+      const res = await call(
+        `/admin/v1/usage?day=2032-01-05&limit=2${cursor ? `&cursor=${cursor}` : ""}`,
+        { headers: ADMIN },
+      );
+      expect(res.status).toBe(200);
+      const page = (await res.json()) as { data: typeof seen; nextCursor: string | null };
+      expect(page.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.data);
+      cursor = page.nextCursor;
+    } while (cursor);
+    const ids = seen.map((r) => r.keyId);
+    expect(ids).toEqual([...ids].sort());
+    expect(ids).not.toContain(later.id);
+    for (const [i, k] of made.entries()) {
+      const row = seen.find((r) => r.keyId === k.id);
+      expect(row).toMatchObject({ plan: k.plan, ...tallies[i] });
+    }
+
+    const csv = await call("/admin/v1/usage?day=2032-01-05&limit=100", {
+      headers: { ...ADMIN, Accept: "text/csv" },
+    });
+    expect(csv.headers.get("Content-Type")).toMatch(/^text\/csv/);
+    const lines = (await csv.text()).trim().split("\r\n");
+    expect(lines[0]).toBe(
+      "key_id,name,plan,owner_id,day,admitted,rate_limited,quota_exceeded,key_banned",
+    );
+    expect(lines).toContain(`${made[2]!.id},test-business,business,,2032-01-05,3,0,0,0`);
+  });
+
+  it.each([
+    ["no day", ""],
+    ["a malformed day", "?day=05-01-2032"],
+    ["a bad cursor", "?day=2032-01-05&cursor=nope"],
+    ["a bad limit", "?day=2032-01-05&limit=0"],
+  ])("%s → 400", async (_label, query) => {
+    await expectError(
+      await call(`/admin/v1/usage${query}`, { headers: ADMIN }),
+      400,
+      "invalid_request",
+    );
+  });
+});

@@ -1,0 +1,53 @@
+// The operator console as the Worker serves it: one page, its script and styles, under a strict CSP.
+import { describe, expect, it } from "vitest";
+import { call } from "./helpers";
+
+const PAGES = [
+  ["/admin", /^text\/html/],
+  ["/admin/console.js", /^text\/javascript/],
+  ["/admin/console.css", /^text\/css/],
+  ["/admin/favicon.svg", /^image\/svg\+xml/],
+] as const;
+
+describe("operator console pages", () => {
+  it.each(PAGES)("%s is public and carries the strict CSP", async (path, type) => {
+    const res = await call(path);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(type);
+    const csp = res.headers.get("Content-Security-Policy") ?? "";
+    expect(csp).toMatch(/^default-src 'self'/);
+    expect(csp).not.toMatch(/unsafe-inline|unsafe-eval|https?:|\*/);
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+  });
+
+  it("the page has no inline script or style and loads nothing from another origin", async () => {
+    const html = await (await call("/admin")).text();
+    expect(html.startsWith("<!DOCTYPE html>")).toBe(true);
+    const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/g)];
+    expect(scripts.length).toBe(1);
+    for (const [, attributes, body] of scripts) {
+      expect(attributes).toContain('src="/admin/console.js"');
+      expect(body).toBe("");
+    }
+    expect(html).not.toMatch(/<style\b|\sstyle=|\son[a-z]+=/i);
+    const urls = [...html.matchAll(/\s(?:src|href|action)="([^"]*)"/g)].map((m) => m[1]);
+    expect(urls.length).toBeGreaterThan(0);
+    for (const url of urls) expect(url).toMatch(/^\/admin\//);
+  });
+
+  it("the script keeps the token in sessionStorage, never in a cookie or URL, and never writes HTML", async () => {
+    const script = await (await call("/admin/console.js")).text();
+    expect(script).toContain("sessionStorage");
+    expect(script).not.toMatch(
+      /document\.cookie|localStorage|innerHTML|outerHTML|insertAdjacentHTML|eval\(/,
+    );
+    // The one URL in it is the SVG namespace, a name rather than an address.
+    expect(script.replaceAll("http://www.w3.org/2000/svg", "")).not.toMatch(/https?:\/\//);
+  });
+
+  it("the admin API under /admin/v1 still needs the token", async () => {
+    expect((await call("/admin/v1/keys")).status).toBe(401);
+    expect((await call("/admin/elsewhere")).status).toBe(404);
+  });
+});
