@@ -98,6 +98,7 @@ export class QuotaLimiterClient {
 
   /** Current usage for the admin views. Unreachable: null (the view says so). */
   async usage(offered: Policy): Promise<KeyUsage | null> {
+    await this.#handBackLease();
     return this.#call<KeyUsage>(async (stub) => stub.usage(offered)).catch((err: unknown) => {
       log("warn", "quota limiter unreachable for a usage view", {
         keyId: this.keyId,
@@ -134,6 +135,7 @@ export class QuotaLimiterClient {
    * to D1. Unreachable: throws 503, since the current day cannot be read anywhere else.
    */
   async saveUsageHistoryOrThrow(): Promise<UsageDay[]> {
+    await this.#handBackLease();
     return this.#call<UsageDay[]>(async (stub) => stub.saveUsageHistory()).catch((err: unknown) => {
       log("error", "quota limiter unreachable for usage history", {
         keyId: this.keyId,
@@ -141,6 +143,22 @@ export class QuotaLimiterClient {
       });
       throw unavailable("The key's quota object could not be reached; repeat the request.");
     });
+  }
+
+  /**
+   * Hands this isolate's unused leased permits back before a usage read, so the read is exact
+   * as far as this isolate goes (other isolates' leases come back within LEASE_MS). Never throws.
+   */
+  async #handBackLease(): Promise<void> {
+    const giveBackOnly: LeaseCalls = {
+      admit: () => Promise.reject(new Error("handing a lease back asks for no admission")),
+      giveBack: (returned) => this.#call(async (stub) => stub.returnLease(returned)),
+    };
+    await holderOf(this.keyId)
+      .giveBackUnused(giveBackOnly)
+      .catch((err: unknown) =>
+        log("warn", "could not give a lease back", { keyId: this.keyId, error: String(err) }),
+      );
   }
 
   #call<T>(call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>): Promise<T> {

@@ -147,7 +147,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       lease = { id: crypto.randomUUID(), permits, expiresAt: leaseExpiry(state, now) };
       state = takePermits(state, permits);
       // Leases of past minutes can no longer be credited back (see givePermitsBack): forget them.
-      this.ctx.storage.sql.exec("DELETE FROM leases WHERE minute_start < ?", state.minuteStart);
+      this.#expireLeasesBefore(state.minuteStart);
       this.ctx.storage.sql.exec(
         "INSERT INTO leases (id, minute_start, day_start, permits, expires_at) VALUES (?, ?, ?, ?, ?)",
         lease.id,
@@ -161,9 +161,9 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#usage = state;
       this.#usageTable.save(state);
     }
-    // The history counts what the day window counts: this request, and a lease's permits as
-    // admitted when granted (unused ones come off again when handed back, see #takeBack).
-    this.#countInHistory(decision.outcome, now, 1 + permits);
+    // The history counts requests really admitted: this one now, a lease's permits when the
+    // lease comes back and says how many it used (see #takeBack and #expireLeasesBefore).
+    this.#countInHistory(decision.outcome, now, 1);
     // Once a day per active key: an alarm after the day ends deletes the stale row.
     if (state.dayStart !== previousDay) {
       this.#alarmNoLaterThan(state.dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
@@ -192,9 +192,9 @@ export class QuotaLimiter extends DurableObject<Env> {
       .toArray()[0] as GrantedLease | undefined;
     if (!row) return usage;
     this.ctx.storage.sql.exec("DELETE FROM leases WHERE id = ?", returned.id);
-    const credited = givePermitsBack(usage, row, returned.unused);
-    this.#usageHistory.uncountAdmitted(row.dayStart, usage.dayCount - credited.dayCount);
-    return credited;
+    const used = row.permits - Math.max(0, Math.min(returned.unused, row.permits));
+    this.#countInHistory("allowed", row.dayStart, used);
+    return givePermitsBack(usage, row, returned.unused);
   }
 
   /** Stores a newer policy (plan change, new limits, revocation) pushed by the admin API. */
@@ -232,7 +232,7 @@ export class QuotaLimiter extends DurableObject<Env> {
    */
   override async alarm(): Promise<void> {
     const now = clock.now();
-    this.ctx.storage.sql.exec("DELETE FROM leases WHERE minute_start < ?", now - (now % MINUTE_MS));
+    this.#expireLeasesBefore(now - (now % MINUTE_MS));
     let nextUsageCleanup: number | null = null;
     if (this.#usage.dayStart !== 0) {
       const idleFrom = Math.max(this.#usage.bannedUntil, this.#usage.dayStart + DAY_MS);
@@ -265,8 +265,24 @@ export class QuotaLimiter extends DurableObject<Env> {
     return days.map(({ dayStart: _, ...day }) => day);
   }
 
-  #countInHistory(outcome: KeyDecision["outcome"], now: number, requests: number): void {
-    const dayStart = now - (now % DAY_MS);
+  /**
+   * Forgets leases of minutes before `minuteStart` that were never handed back (their isolate
+   * went away): their permits stay used in the windows, so the history counts them as admitted.
+   */
+  #expireLeasesBefore(minuteStart: number): void {
+    const expired = this.ctx.storage.sql
+      .exec<{ dayStart: number; permits: number }>(
+        "DELETE FROM leases WHERE minute_start < ? RETURNING day_start AS dayStart, permits",
+        minuteStart,
+      )
+      .toArray();
+    for (const lease of expired) this.#countInHistory("allowed", lease.dayStart, lease.permits);
+  }
+
+  /** Counts `requests` decisions with `outcome` in the history of the day starting at `at`'s day. */
+  #countInHistory(outcome: KeyDecision["outcome"], at: number, requests: number): void {
+    if (requests <= 0) return;
+    const dayStart = at - (at % DAY_MS);
     if (this.#usageHistory.count(outcome, dayStart, requests)) {
       // A new day: make sure an alarm after its end writes it to D1.
       this.#alarmNoLaterThan(dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
