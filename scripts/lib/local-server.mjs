@@ -102,7 +102,7 @@ export function runWrangler(args, { cwd = ROOT, timeoutMs = 120_000 } = {}) {
 async function waitUntilAnswering(url, child, logFile, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}); see ${logFile}`);
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${existsSync(logFile) ? readFileSync(logFile, "utf8").slice(-4000) : ""}`);
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
       await res.arrayBuffer();
@@ -112,7 +112,8 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs) {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`${url} did not answer within ${timeoutMs / 1000} s; see ${logFile}`);
+  const tail = existsSync(logFile) ? readFileSync(logFile, "utf8").split("\n").slice(-40).join("\n") : "";
+  throw new Error(`${url} did not answer within ${timeoutMs / 1000} s; the end of ${logFile}:\n${tail}`);
 }
 
 /**
@@ -247,4 +248,22 @@ export function parseArgs(argv, defaults) {
     if (typeof defaults[name] === "number" && !Number.isFinite(out[name])) throw new Error(`--${m[1]} needs a number`);
   }
   return out;
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1 (for tests that start their own server). */
+export async function freePort() {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The API under `wrangler dev` on free ports (server and inspector), for tests and tools. */
+export async function startApiOnFreePorts(options = {}) {
+  return startApi({ port: await freePort(), inspectorPort: await freePort(), ...options });
 }
