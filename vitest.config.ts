@@ -1,6 +1,6 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
@@ -15,6 +15,8 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
+      // e2e/ runs under node --test against wrangler dev (npm run test:e2e).
+      exclude: [...configDefaults.exclude, "e2e/**"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       // The access log prints one JSON line per request; keep test output readable.
       onConsoleLog: (log) => !log.startsWith('{"requestId"'),
