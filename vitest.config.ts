@@ -10,7 +10,11 @@ export default defineConfig(async () => {
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
           // Test-only bindings: the migrations for the setup file, and a known admin token.
-          bindings: { TEST_MIGRATIONS: migrations, ADMIN_TOKEN: "test-admin-token", CURSOR_SECRET: "test-cursor-secret" },
+          bindings: {
+            TEST_MIGRATIONS: migrations,
+            ADMIN_TOKEN: "test-admin-token",
+            CURSOR_SECRET: "test-cursor-secret",
+          },
         },
       }),
     ],
@@ -19,7 +23,7 @@ export default defineConfig(async () => {
       exclude: [...configDefaults.exclude, "e2e/**"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       // The access log prints one JSON line per request; keep test output readable.
-      onConsoleLog: (log) => !log.startsWith('{"requestId"'),
+      onConsoleLog: (log) => !log.includes('"msg":"request"'),
     },
   };
 });

@@ -54,12 +54,35 @@ describe("the packed @animal-store/client in a fresh project", () => {
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), "animal-store-consumer-"));
     // prepack builds the package (tsup), so the tarball holds what `npm run build` makes.
-    const out = execFileSync("npm", ["pack", "--json", "--pack-destination", dir], { cwd: path.join(ROOT, "packages/client"), encoding: "utf8" });
+    const out = execFileSync("npm", ["pack", "--json", "--pack-destination", dir], {
+      cwd: path.join(ROOT, "packages/client"),
+      encoding: "utf8",
+    });
     const packed = JSON.parse(out.slice(out.indexOf("[\n"))); // after the build's own output
     const files = packed[0].files.map((f) => f.path).sort();
-    assert.deepEqual(files, ["README.md", "dist/index.d.ts", "dist/index.js", "dist/index.js.map", "openapi.json", "package.json"]);
-    writeFileSync(path.join(dir, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
-    execFileSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", path.join(dir, packed[0].filename)], { cwd: dir, stdio: "pipe" });
+    assert.deepEqual(files, [
+      "README.md",
+      "dist/index.d.ts",
+      "dist/index.js",
+      "dist/index.js.map",
+      "openapi.json",
+      "package.json",
+    ]);
+    writeFileSync(
+      path.join(dir, "package.json"),
+      JSON.stringify({ name: "consumer", private: true, type: "module" }),
+    );
+    execFileSync(
+      "npm",
+      [
+        "install",
+        "--no-audit",
+        "--no-fund",
+        "--prefer-offline",
+        path.join(dir, packed[0].filename),
+      ],
+      { cwd: dir, stdio: "pipe" },
+    );
     api = await startApiOnFreePorts({ localObservability: false });
     key = (await issueKey(api, { name: "consumer", plan: "pro" })).key;
   });
@@ -72,15 +95,30 @@ describe("the packed @animal-store/client in a fresh project", () => {
 
   it("installs only the client and openapi-fetch: no server code, no Workers types", () => {
     const installed = readdirSync(path.join(dir, "node_modules")).sort();
-    assert.deepEqual(installed.filter((n) => !n.startsWith(".")), ["@animal-store", "openapi-fetch", "openapi-typescript-helpers"]);
-    const dts = readFileSync(path.join(dir, "node_modules/@animal-store/client/dist/index.d.ts"), "utf8");
+    assert.deepEqual(
+      installed.filter((n) => !n.startsWith(".")),
+      ["@animal-store", "openapi-fetch", "openapi-typescript-helpers"],
+    );
+    const dts = readFileSync(
+      path.join(dir, "node_modules/@animal-store/client/dist/index.d.ts"),
+      "utf8",
+    );
     assert.doesNotMatch(dts, /workers-types|D1Database|DurableObject|SqlStorage|from "hono/);
   });
 
-  for (const [label, bin] of [["Node 20", () => systemNode(20)], ["Node 22", projectNode22]]) {
+  for (const [label, bin] of [
+    ["Node 20", () => systemNode(20)],
+    ["Node 22", projectNode22],
+  ]) {
     it(`calls the running API from plain ${label}`, () => {
       writeFileSync(path.join(dir, "consumer.mjs"), CONSUMER_JS);
-      const out = JSON.parse(execFileSync(bin(), ["consumer.mjs"], { cwd: dir, encoding: "utf8", env: { ...process.env, API_URL: api.url, API_KEY: key } }));
+      const out = JSON.parse(
+        execFileSync(bin(), ["consumer.mjs"], {
+          cwd: dir,
+          encoding: "utf8",
+          env: { ...process.env, API_URL: api.url, API_KEY: key },
+        }),
+      );
       assert.equal(out.node.split(".")[0], label.split(" ")[1]);
       assert.equal(out.created.name, `From Node ${out.node}`);
       assert.equal(out.created.status, "available");
@@ -94,7 +132,19 @@ describe("the packed @animal-store/client in a fresh project", () => {
 
   it("type-checks a consumer with tsc (NodeNext, no Workers types, library types checked too)", () => {
     writeFileSync(path.join(dir, "consumer.ts"), CONSUMER_TS);
-    const tsconfig = { compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", lib: ["ES2022", "DOM"], types: [], strict: true, skipLibCheck: false, noEmit: true }, files: ["consumer.ts"] };
+    const tsconfig = {
+      compilerOptions: {
+        target: "ES2022",
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        lib: ["ES2022", "DOM"],
+        types: [],
+        strict: true,
+        skipLibCheck: false,
+        noEmit: true,
+      },
+      files: ["consumer.ts"],
+    };
     writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify(tsconfig));
     const tsc = path.join(ROOT, "node_modules/typescript/bin/tsc");
     try {

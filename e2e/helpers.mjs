@@ -6,7 +6,8 @@ import { ROOT } from "../scripts/lib/local-server.mjs";
 
 export { ROOT };
 
-const major = (bin) => Number(execFileSync(bin, ["-p", "process.versions.node"], { encoding: "utf8" }).split(".")[0]);
+const major = (bin) =>
+  Number(execFileSync(bin, ["-p", "process.versions.node"], { encoding: "utf8" }).split(".")[0]);
 
 /** The first `node` on PATH outside node_modules whose major version is `want` (the machine's own Node). */
 export function systemNode(want) {

@@ -20,13 +20,27 @@
 // false) unless `--local-observability on`. That collector writes every invocation's spans into a
 // SQLite-backed object inside the same workerd process, so it costs the API more the more spans a
 // request has, and more as its store grows; at the edge traces leave after the invocation.
-import autocannon from "autocannon";
-import { readdirSync, readFileSync, writeFileSync, mkdirSync } from "node:fs";
+
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
+import autocannon from "autocannon";
 import { fmt, markdown, svgChart, versions } from "./lib/bench-report.mjs";
-import { cleanupNow, issueKey, makeTempDir, parseArgs, ROOT, runWrangler, seedPets, snapshotProject, startApi, startFloor, startReference, UNLIMITED } from "./lib/local-server.mjs";
+import {
+  cleanupNow,
+  issueKey,
+  makeTempDir,
+  parseArgs,
+  ROOT,
+  runWrangler,
+  seedPets,
+  snapshotProject,
+  startApi,
+  startFloor,
+  startReference,
+  UNLIMITED,
+} from "./lib/local-server.mjs";
 
 const opts = parseArgs(process.argv.slice(2), {
   rounds: 6,
@@ -42,12 +56,15 @@ const opts = parseArgs(process.argv.slice(2), {
   localObservability: "off",
   out: "latest",
 });
-if (!/^[a-z0-9][a-z0-9-]{0,60}$/.test(opts.out)) throw new Error("--out must be a short file name (a-z, 0-9, -)");
+if (!/^[a-z0-9][a-z0-9-]{0,60}$/.test(opts.out))
+  throw new Error("--out must be a short file name (a-z, 0-9, -)");
 for (const name of ["accessLog", "localObservability"]) {
-  if (!["on", "off"].includes(opts[name])) throw new Error(`--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be on or off`);
+  if (!["on", "off"].includes(opts[name]))
+    throw new Error(`--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be on or off`);
 }
 const started = Date.now();
-const log = (msg) => console.log(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
+const log = (msg) =>
+  console.log(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
 
 // ------------------------------------------------------------------ measurement
 
@@ -57,7 +74,8 @@ function percentile(sorted, q) {
 }
 
 function headerValue(headers, name) {
-  for (const [k, v] of Object.entries(headers ?? {})) if (k.toLowerCase() === name) return Array.isArray(v) ? v.join(", ") : v;
+  for (const [k, v] of Object.entries(headers ?? {}))
+    if (k.toLowerCase() === name) return Array.isArray(v) ? v.join(", ") : v;
   return undefined;
 }
 
@@ -77,11 +95,21 @@ function cannon({ url, requests, connections, seconds, headers, sample }) {
         }))
       : requests;
     const t0 = process.hrtime.bigint();
-    const instance = autocannon({ url, connections, duration: seconds, requests: withSampling, headers }, (err, result) => {
-      if (err) return reject(err);
-      const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
-      resolve({ latencies, statuses, timings, elapsed, errors: result.errors, timeouts: result.timeouts });
-    });
+    const instance = autocannon(
+      { url, connections, duration: seconds, requests: withSampling, headers },
+      (err, result) => {
+        if (err) return reject(err);
+        const elapsed = Number(process.hrtime.bigint() - t0) / 1e9;
+        resolve({
+          latencies,
+          statuses,
+          timings,
+          elapsed,
+          errors: result.errors,
+          timeouts: result.timeouts,
+        });
+      },
+    );
     instance.on("response", (_client, status, _bytes, ms) => {
       latencies.push(ms);
       statuses[status] = (statuses[status] ?? 0) + 1;
@@ -90,7 +118,15 @@ function cannon({ url, requests, connections, seconds, headers, sample }) {
 }
 
 function emptyStats() {
-  return { latencies: [], statuses: {}, timings: [], elapsed: 0, errors: 0, timeouts: 0, rounds: [] };
+  return {
+    latencies: [],
+    statuses: {},
+    timings: [],
+    elapsed: 0,
+    errors: 0,
+    timeouts: 0,
+    rounds: [],
+  };
 }
 
 function merge(into, run) {
@@ -105,7 +141,16 @@ function merge(into, run) {
 
 function summarize(s) {
   const sorted = Float64Array.from(s.latencies).sort();
-  return { rps: s.latencies.length / s.elapsed, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), count: s.latencies.length, statuses: s.statuses, errors: s.errors, timeouts: s.timeouts, rounds: s.rounds };
+  return {
+    rps: s.latencies.length / s.elapsed,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    count: s.latencies.length,
+    statuses: s.statuses,
+    errors: s.errors,
+    timeouts: s.timeouts,
+    rounds: s.rounds,
+  };
 }
 
 /** Median and p99 of each Server-Timing metric (auth, quota, db, total …) over the sampled responses. */
@@ -122,7 +167,10 @@ function serverTiming(samples) {
   return Object.fromEntries(
     Object.entries(byMetric).map(([name, values]) => {
       const sorted = Float64Array.from(values).sort();
-      return [name, { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), n: values.length }];
+      return [
+        name,
+        { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), n: values.length },
+      ];
     }),
   );
 }
@@ -132,7 +180,20 @@ function serverTiming(samples) {
 async function bundleSize(root) {
   const dir = makeTempDir("animal-store-bundle-");
   const outdir = path.join(dir, "dist");
-  const output = await runWrangler(["deploy", "--dry-run", "--env=", "--outdir", outdir, "--metafile", path.join(dir, "meta.json"), "--config", path.join(root, "wrangler.toml")], { cwd: root });
+  const output = await runWrangler(
+    [
+      "deploy",
+      "--dry-run",
+      "--env=",
+      "--outdir",
+      outdir,
+      "--metafile",
+      path.join(dir, "meta.json"),
+      "--config",
+      path.join(root, "wrangler.toml"),
+    ],
+    { cwd: root },
+  );
   const reported = output.match(/Total Upload: ([0-9.]+) KiB \/ gzip: ([0-9.]+) KiB/);
   let raw = 0;
   let gzip = 0;
@@ -149,15 +210,28 @@ async function bundleSize(root) {
     for (const out of Object.values(meta.outputs)) {
       for (const [input, { bytesInOutput }] of Object.entries(out.inputs ?? {})) {
         const m = input.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/);
-        const name = input.includes("zod/v4/locales/") ? "zod locales" : m ? m[1] : input.startsWith("src/") ? "src (this project)" : "other";
+        const name = input.includes("zod/v4/locales/")
+          ? "zod locales"
+          : m
+            ? m[1]
+            : input.startsWith("src/")
+              ? "src (this project)"
+              : "other";
         packages[name] = (packages[name] ?? 0) + bytesInOutput;
       }
     }
   } catch {
     /* the metafile is a nicety */
   }
-  const top = Object.entries(packages).sort((a, b) => b[1] - a[1]).slice(0, 6);
-  return { rawKiB: raw / 1024, gzipKiB: gzip / 1024, wranglerKiB: reported ? Number(reported[2]) : null, top };
+  const top = Object.entries(packages)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 6);
+  return {
+    rawKiB: raw / 1024,
+    gzipKiB: gzip / 1024,
+    wranglerKiB: reported ? Number(reported[2]) : null,
+    top,
+  };
 }
 
 // ------------------------------------------------------------------ limiter microbenchmark
@@ -166,15 +240,47 @@ async function limiterBench(api) {
   // Admitted decisions: an unknown /v1 path needs a key and passes the quota check like every
   // /v1 request, then answers 404 without touching D1, so the rate is bound by auth (a warm
   // cache) and the one RPC to the key's QuotaLimiter, which counts and persists each decision.
-  const admitKey = await issueKey(api, { name: "bench-limiter-admit", plan: "enterprise", limits: UNLIMITED });
+  const admitKey = await issueKey(api, {
+    name: "bench-limiter-admit",
+    plan: "enterprise",
+    limits: UNLIMITED,
+  });
   const headers = { Authorization: `Bearer ${admitKey.key}` };
-  const admitted = summarize(withOne(await cannon({ url: api.url, requests: [{ method: "GET", path: "/v1/limiter-probe" }], connections: opts.limiterConnections, seconds: opts.limiterSeconds, headers })));
-  const usage = await (await fetch(`${api.url}/admin/v1/keys/${admitKey.id}`, { headers: { Authorization: `Bearer ${api.adminToken}` } })).json();
+  const admitted = summarize(
+    withOne(
+      await cannon({
+        url: api.url,
+        requests: [{ method: "GET", path: "/v1/limiter-probe" }],
+        connections: opts.limiterConnections,
+        seconds: opts.limiterSeconds,
+        headers,
+      }),
+    ),
+  );
+  const usage = await (
+    await fetch(`${api.url}/admin/v1/keys/${admitKey.id}`, {
+      headers: { Authorization: `Bearer ${api.adminToken}` },
+    })
+  ).json();
 
   // Refused decisions: a key allowed 1 request a day; everything after the first is a 429
   // (quota_exceeded, then key_banned), so the rate is the limiter's refusal path.
-  const refuseKey = await issueKey(api, { name: "bench-limiter-refuse", plan: "enterprise", limits: { perMinute: 1, perDay: 1 } });
-  const refused = summarize(withOne(await cannon({ url: api.url, requests: [{ method: "GET", path: "/v1/pets?limit=1" }], connections: opts.limiterConnections, seconds: opts.limiterSeconds, headers: { Authorization: `Bearer ${refuseKey.key}` } })));
+  const refuseKey = await issueKey(api, {
+    name: "bench-limiter-refuse",
+    plan: "enterprise",
+    limits: { perMinute: 1, perDay: 1 },
+  });
+  const refused = summarize(
+    withOne(
+      await cannon({
+        url: api.url,
+        requests: [{ method: "GET", path: "/v1/pets?limit=1" }],
+        connections: opts.limiterConnections,
+        seconds: opts.limiterSeconds,
+        headers: { Authorization: `Bearer ${refuseKey.key}` },
+      }),
+    ),
+  );
   return { admitted, refused, doCount: usage?.usage?.day?.count ?? null };
 }
 
@@ -196,7 +302,11 @@ async function oneAtATime(url, op, headers, n = 25) {
   for (let i = 0; i < n; i++) {
     const r = op.requests[i % op.requests.length];
     const t0 = performance.now();
-    const res = await fetch(url + r.path, { method: r.method, headers: r.headers ?? headers, body: r.body });
+    const res = await fetch(url + r.path, {
+      method: r.method,
+      headers: r.headers ?? headers,
+      body: r.body,
+    });
     await res.arrayBuffer();
     latencies.push(performance.now() - t0);
     timings.push(res.headers.get("Server-Timing"));
@@ -213,12 +323,25 @@ function sides(op, round) {
 
 async function main() {
   const localObservability = opts.localObservability === "on";
-  log(`starting the API (port ${opts.apiPort}) and the reference Worker (port ${opts.refPort}); bundling for the size check`);
+  log(
+    `starting the API (port ${opts.apiPort}) and the reference Worker (port ${opts.refPort}); bundling for the size check`,
+  );
   const root = snapshotProject();
   const [api, ref, floor, bundle] = await Promise.all([
-    startApi({ port: opts.apiPort, inspectorPort: opts.apiPort + 2, root, vars: { ACCESS_LOG: opts.accessLog }, localObservability }),
+    startApi({
+      port: opts.apiPort,
+      inspectorPort: opts.apiPort + 2,
+      root,
+      vars: { ACCESS_LOG: opts.accessLog },
+      localObservability,
+    }),
     startReference({ port: opts.refPort, inspectorPort: opts.refPort + 2, localObservability }),
-    startFloor({ port: opts.floorPort, inspectorPort: opts.floorPort + 2, localObservability, pets: 200 }),
+    startFloor({
+      port: opts.floorPort,
+      inspectorPort: opts.floorPort + 2,
+      localObservability,
+      pets: 200,
+    }),
     bundleSize(root),
   ]);
   servers.push(api, ref, floor);
@@ -231,50 +354,120 @@ async function main() {
   const headers = { Authorization: `Bearer ${benchKey.key}` };
   const ids = seeded.slice(0, 20).map((p) => p.id);
   const ops = [
-    { label: "`GET /v1/pets?limit=20`", short: "list", requests: [{ method: "GET", path: "/v1/pets?limit=20" }], floor: true },
-    { label: "`GET /v1/pets?status=available`", short: "filter", requests: [{ method: "GET", path: "/v1/pets?status=available" }] },
-    { label: "`POST /v1/pets`", short: "create", requests: [{ method: "POST", path: "/v1/pets", headers: { ...headers, "Content-Type": "application/json" }, body: JSON.stringify({ name: "Bench", categoryId: 3, status: "pending" }) }] },
-    { label: "`GET /v1/pets/{id}`", short: "get", requests: ids.map((id) => ({ method: "GET", path: `/v1/pets/${id}` })) },
+    {
+      label: "`GET /v1/pets?limit=20`",
+      short: "list",
+      requests: [{ method: "GET", path: "/v1/pets?limit=20" }],
+      floor: true,
+    },
+    {
+      label: "`GET /v1/pets?status=available`",
+      short: "filter",
+      requests: [{ method: "GET", path: "/v1/pets?status=available" }],
+    },
+    {
+      label: "`POST /v1/pets`",
+      short: "create",
+      requests: [
+        {
+          method: "POST",
+          path: "/v1/pets",
+          headers: { ...headers, "Content-Type": "application/json" },
+          body: JSON.stringify({ name: "Bench", categoryId: 3, status: "pending" }),
+        },
+      ],
+    },
+    {
+      label: "`GET /v1/pets/{id}`",
+      short: "get",
+      requests: ids.map((id) => ({ method: "GET", path: `/v1/pets/${id}` })),
+    },
   ];
   const targets = { ref, api, floor };
   // Every side samples headers the same way, so the load generator does the same work for each.
-  const run = (who, op, seconds) => cannon({ url: targets[who].url, requests: op.requests, connections: opts.connections, seconds, headers, sample: true });
+  const run = (who, op, seconds) =>
+    cannon({
+      url: targets[who].url,
+      requests: op.requests,
+      connections: opts.connections,
+      seconds,
+      headers,
+      sample: true,
+    });
 
   if (opts.warmup > 0) {
     for (const op of ops) for (const who of sides(op, 1)) await run(who, op, opts.warmup);
     log("warmed up");
   }
-  const stats = ops.map((op) => ({ ref: emptyStats(), api: emptyStats(), ...(op.floor ? { floor: emptyStats() } : {}) }));
+  const stats = ops.map((op) => ({
+    ref: emptyStats(),
+    api: emptyStats(),
+    ...(op.floor ? { floor: emptyStats() } : {}),
+  }));
   for (let round = 1; round <= opts.rounds; round++) {
     for (const [i, op] of ops.entries()) {
       for (const who of sides(op, round)) {
         const result = await run(who, op, opts.seconds);
-        if (result.latencies.length === 0) throw new Error(`the ${who} Worker answered nothing in a ${opts.seconds} s round of ${op.short} (${result.errors} errors, ${result.timeouts} timeouts)`);
+        if (result.latencies.length === 0)
+          throw new Error(
+            `the ${who} Worker answered nothing in a ${opts.seconds} s round of ${op.short} (${result.errors} errors, ${result.timeouts} timeouts)`,
+          );
         merge(stats[i][who], result);
       }
       const last = (w) => stats[i][w].rounds.at(-1);
-      log(`round ${round}/${opts.rounds} ${op.short.padEnd(6)} reference ${fmt(last("ref"), 0)} req/s, API ${fmt(last("api"), 0)} req/s${op.floor ? `, floor ${fmt(last("floor"), 0)} req/s` : ""}`);
+      log(
+        `round ${round}/${opts.rounds} ${op.short.padEnd(6)} reference ${fmt(last("ref"), 0)} req/s, API ${fmt(last("api"), 0)} req/s${op.floor ? `, floor ${fmt(last("floor"), 0)} req/s` : ""}`,
+      );
     }
   }
 
   log("one request at a time (no queueing), 25 per operation");
   const sequential = [];
-  for (const op of ops) sequential.push({ ref: await oneAtATime(ref.url, op, headers), api: await oneAtATime(api.url, op, headers) });
+  for (const op of ops)
+    sequential.push({
+      ref: await oneAtATime(ref.url, op, headers),
+      api: await oneAtATime(api.url, op, headers),
+    });
 
   log("limiter microbenchmark");
   const limiter = await limiterBench(api);
 
-  const rows = ops.map((op, i) => ({ label: op.label, short: op.short, ref: summarize(stats[i].ref), api: summarize(stats[i].api), floor: stats[i].floor && summarize(stats[i].floor), timing: serverTiming(stats[i].api.timings), sequential: sequential[i] }));
+  const rows = ops.map((op, i) => ({
+    label: op.label,
+    short: op.short,
+    ref: summarize(stats[i].ref),
+    api: summarize(stats[i].api),
+    floor: stats[i].floor && summarize(stats[i].floor),
+    timing: serverTiming(stats[i].api.timings),
+    sequential: sequential[i],
+  }));
   const when = new Date();
   const totalSeconds = (Date.now() - started) / 1000;
-  const md = markdown({ opts, rows, bundle, limiter, v: versions(), when, totalSeconds, load: [loadAtStart, os.loadavg()[0]] });
+  const md = markdown({
+    opts,
+    rows,
+    bundle,
+    limiter,
+    v: versions(),
+    when,
+    totalSeconds,
+    load: [loadAtStart, os.loadavg()[0]],
+  });
   const outDir = path.join(ROOT, "bench/results");
   mkdirSync(outDir, { recursive: true });
   writeFileSync(path.join(outDir, `${opts.out}.md`), md);
-  writeFileSync(path.join(outDir, `${opts.out}.svg`), svgChart(rows, `npm run bench, ${when.toISOString().slice(0, 16).replace("T", " ")} UTC, ${os.cpus().length} cores, ${opts.connections} connections, wrangler dev on loopback`));
+  writeFileSync(
+    path.join(outDir, `${opts.out}.svg`),
+    svgChart(
+      rows,
+      `npm run bench, ${when.toISOString().slice(0, 16).replace("T", " ")} UTC, ${os.cpus().length} cores, ${opts.connections} connections, wrangler dev on loopback`,
+    ),
+  );
 
-  console.log("\n" + md);
-  console.log(`Wrote bench/results/${opts.out}.md and bench/results/${opts.out}.svg (${totalSeconds.toFixed(0)} s).`);
+  console.log(`\n${md}`);
+  console.log(
+    `Wrote bench/results/${opts.out}.md and bench/results/${opts.out}.svg (${totalSeconds.toFixed(0)} s).`,
+  );
   await Promise.all(servers.map((s) => s.stop()));
 }
 
@@ -285,7 +478,8 @@ main()
   })
   .catch((err) => {
     console.error(`bench failed: ${err.stack ?? err}`);
-    for (const s of servers) console.error(`\n--- last lines of ${s.url} (${s.logFile}) ---\n${s.tail()}`);
+    for (const s of servers)
+      console.error(`\n--- last lines of ${s.url} (${s.logFile}) ---\n${s.tail()}`);
     cleanupNow();
     process.exit(1);
   });

@@ -10,7 +10,11 @@ if (env !== "staging" && env !== "production") {
   process.exit(2);
 }
 const wrangler = (args, opts = {}) =>
-  spawnSync("wrangler", [...args, "--env", env], { encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, ...opts });
+  spawnSync("wrangler", [...args, "--env", env], {
+    encoding: "utf8",
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
+    ...opts,
+  });
 
 const list = wrangler(["secret", "list", "--format", "json"]);
 let names = [];
@@ -21,7 +25,12 @@ try {
 }
 const missing = REQUIRED_SECRETS.filter((n) => !names.includes(n));
 if (missing.length) {
-  console.error(`Not deploying ${env}: missing secret(s) ${missing.join(", ")}. Set each with\n` + missing.map((n) => `  openssl rand -base64 32 | npm run wrangler -- secret put ${n} --env ${env}`).join("\n"));
+  console.error(
+    `Not deploying ${env}: missing secret(s) ${missing.join(", ")}. Set each with\n` +
+      missing
+        .map((n) => `  openssl rand -base64 32 | npm run wrangler -- secret put ${n} --env ${env}`)
+        .join("\n"),
+  );
   process.exit(1);
 }
 for (const step of [["d1", "migrations", "apply", "DB", "--remote"], ["deploy"]]) {

@@ -20,15 +20,25 @@ if (!existsSync(".dev.vars")) {
     .filter((line) => [...parseDevVars(line).keys()].some((name) => !present.has(name)));
   if (missing.length) {
     appendFileSync(".dev.vars", `${have.endsWith("\n") ? "" : "\n"}${missing.join("\n")}\n`);
-    console.log(`Added to .dev.vars from .dev.vars.example: ${missing.map((l) => l.split("=")[0]).join(", ")}`);
+    console.log(
+      `Added to .dev.vars from .dev.vars.example: ${missing.map((l) => l.split("=")[0]).join(", ")}`,
+    );
   }
 }
 
-const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local"], { stdio: "inherit", env: { ...process.env, CI: "true" } });
+const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
+  stdio: "inherit",
+  env: { ...process.env, CI: "true" },
+});
 if (migrate.status !== 0) process.exit(migrate.status ?? 1);
 
 const portFlag = args.findIndex((a) => a === "--port" || a.startsWith("--port="));
-const port = portFlag < 0 ? "8787" : args[portFlag].includes("=") ? args[portFlag].split("=")[1] : args[portFlag + 1];
+const port =
+  portFlag < 0
+    ? "8787"
+    : args[portFlag].includes("=")
+      ? args[portFlag].split("=")[1]
+      : args[portFlag + 1];
 const devArgs = portFlag < 0 ? ["dev", "--port", port, ...args] : ["dev", ...args];
 const token = readDevVars().get("ADMIN_TOKEN") ?? "<ADMIN_TOKEN from .dev.vars>";
 const url = `http://localhost:${port}`;

@@ -17,9 +17,17 @@ Options: --url URL (default $ANIMAL_STORE_URL or http://localhost:8787)
 const { values, positionals } = parseArgs({
   allowPositionals: true,
   options: {
-    url: { type: "string" }, token: { type: "string" }, name: { type: "string" }, plan: { type: "string" },
-    id: { type: "string" }, "per-minute": { type: "string" }, "per-day": { type: "string" }, expires: { type: "string" },
-    limit: { type: "string" }, cursor: { type: "string" }, help: { type: "boolean", short: "h" },
+    url: { type: "string" },
+    token: { type: "string" },
+    name: { type: "string" },
+    plan: { type: "string" },
+    id: { type: "string" },
+    "per-minute": { type: "string" },
+    "per-day": { type: "string" },
+    expires: { type: "string" },
+    limit: { type: "string" },
+    cursor: { type: "string" },
+    help: { type: "boolean", short: "h" },
   },
 });
 
@@ -34,18 +42,30 @@ if (values.help) {
   process.exit(0);
 }
 if (!command) fail("No command given.");
-const base = (values.url ?? process.env.ANIMAL_STORE_URL ?? "http://localhost:8787").replace(/\/$/, "");
+const base = (values.url ?? process.env.ANIMAL_STORE_URL ?? "http://localhost:8787").replace(
+  /\/$/,
+  "",
+);
 const token = values.token ?? process.env.ADMIN_TOKEN ?? readDevVars().get("ADMIN_TOKEN");
 if (!token) fail("No admin token: pass --token, set ADMIN_TOKEN, or create .dev.vars.");
 
 const need = (name) => values[name] ?? fail(`--${name} is required for ${command}.`);
 const limits = () =>
-  values["per-minute"] || values["per-day"] ? { perMinute: Number(need("per-minute")), perDay: Number(need("per-day")) } : undefined;
+  values["per-minute"] || values["per-day"]
+    ? { perMinute: Number(need("per-minute")), perDay: Number(need("per-day")) }
+    : undefined;
 const key = () => `/admin/v1/keys/${encodeURIComponent(need("id"))}`;
 
 const requests = {
-  create: () => ["POST", "/admin/v1/keys", { name: need("name"), plan: need("plan"), limits: limits(), expiresAt: values.expires }],
-  list: () => ["GET", `/admin/v1/keys?${new URLSearchParams(Object.entries({ limit: values.limit, cursor: values.cursor }).filter(([, v]) => v))}`],
+  create: () => [
+    "POST",
+    "/admin/v1/keys",
+    { name: need("name"), plan: need("plan"), limits: limits(), expiresAt: values.expires },
+  ],
+  list: () => [
+    "GET",
+    `/admin/v1/keys?${new URLSearchParams(Object.entries({ limit: values.limit, cursor: values.cursor }).filter(([, v]) => v))}`,
+  ],
   get: () => ["GET", key()],
   "set-plan": () => ["PATCH", key(), { plan: need("plan"), limits: limits() }],
   rename: () => ["PATCH", key(), { name: need("name") }],
@@ -59,11 +79,16 @@ let res;
 try {
   res = await fetch(base + path, {
     method,
-    headers: { Authorization: `Bearer ${token}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+    headers: {
+      Authorization: `Bearer ${token}`,
+      ...(body ? { "Content-Type": "application/json" } : {}),
+    },
     body: body ? JSON.stringify(body) : undefined,
   });
 } catch (err) {
-  console.error(`Cannot reach ${base}: ${err.cause?.code ?? err.message}. Is the server running (npm run dev)?`);
+  console.error(
+    `Cannot reach ${base}: ${err.cause?.code ?? err.message}. Is the server running (npm run dev)?`,
+  );
   process.exit(1);
 }
 const text = await res.text();

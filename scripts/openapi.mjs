@@ -8,12 +8,25 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { cleanupNow, ROOT, startApiOnFreePorts } from "./lib/local-server.mjs";
-import { DOCUMENTS, fetchDocument, formatDocument, GENERATED_TYPES, generateTypes, lintDocument, SNAPSHOT } from "./lib/openapi.mjs";
+import {
+  DOCUMENTS,
+  fetchDocument,
+  formatDocument,
+  GENERATED_TYPES,
+  generateTypes,
+  lintDocument,
+  SNAPSHOT,
+} from "./lib/openapi.mjs";
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { url: { type: "string" }, token: { type: "string" } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: { url: { type: "string" }, token: { type: "string" } },
+});
 const [command] = positionals;
 if (command !== "update" && command !== "lint") {
-  console.error("Usage: npm run openapi -- update | lint [--url http://localhost:8787 [--token ADMIN_TOKEN]]");
+  console.error(
+    "Usage: npm run openapi -- update | lint [--url http://localhost:8787 [--token ADMIN_TOKEN]]",
+  );
   process.exit(2);
 }
 
@@ -26,17 +39,26 @@ try {
     const doc = await fetchDocument(baseUrl, DOCUMENTS[0]);
     writeFileSync(SNAPSHOT, formatDocument(doc));
     writeFileSync(GENERATED_TYPES, await generateTypes(doc));
-    console.log(`wrote ${path.relative(ROOT, SNAPSHOT)} and ${path.relative(ROOT, GENERATED_TYPES)}`);
+    console.log(
+      `wrote ${path.relative(ROOT, SNAPSHOT)} and ${path.relative(ROOT, GENERATED_TYPES)}`,
+    );
   } else {
     for (const spec of DOCUMENTS) {
       const doc = await fetchDocument(baseUrl, spec, { adminToken });
       if (!doc) {
-        console.log(`${spec.name} (${spec.path}): skipped, the server answers 404 (no such document yet)`);
+        console.log(
+          `${spec.name} (${spec.path}): skipped, the server answers 404 (no such document yet)`,
+        );
         continue;
       }
       const { totals, problems } = lintDocument(doc, spec.name);
-      console.log(`${spec.name} (${spec.path}): ${totals.errors} errors, ${totals.warnings} warnings (redocly recommended-strict)`);
-      for (const p of problems) console.log(`  ${p.severity} ${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer ?? "?"}`);
+      console.log(
+        `${spec.name} (${spec.path}): ${totals.errors} errors, ${totals.warnings} warnings (redocly recommended-strict)`,
+      );
+      for (const p of problems)
+        console.log(
+          `  ${p.severity} ${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer ?? "?"}`,
+        );
       if (totals.errors || totals.warnings) failed = true;
     }
   }

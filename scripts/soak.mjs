@@ -21,18 +21,35 @@
 // never banned); "aggressive" keys keep sending and get banned once they pass the threshold.
 // A banned key's 429 carries the ban's reset, not the minute's; the few such responses sent
 // across a minute boundary are refusals on either side of it, and every placement is tried.
-import { issueKey, parseArgs, seedPets, startApi, cleanupNow, UNLIMITED } from "./lib/local-server.mjs";
+import {
+  cleanupNow,
+  issueKey,
+  parseArgs,
+  seedPets,
+  startApi,
+  UNLIMITED,
+} from "./lib/local-server.mjs";
 
-const opts = parseArgs(process.argv.slice(2), { seconds: 20, port: 8811, concurrency: 2, maxPerKey: 5000 });
+const opts = parseArgs(process.argv.slice(2), {
+  seconds: 20,
+  port: 8811,
+  concurrency: 2,
+  maxPerKey: 5000,
+});
 if (!(opts.seconds > 0 && opts.seconds <= 600)) throw new Error("--seconds must be in (0, 600]");
 const BAN_MINUTES = 15;
 const MINUTE = 60_000;
 const DAY = 86_400_000;
 const STATUSES = ["available", "pending", "sold"];
 const started = Date.now();
-const log = (msg) => console.log(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
+const log = (msg) =>
+  console.log(`[soak ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
 
-const PLAN_LIMITS = { free: { perMinute: 60, perDay: 1000 }, pro: { perMinute: 300, perDay: 10_000 }, business: { perMinute: 1000, perDay: 100_000 } };
+const PLAN_LIMITS = {
+  free: { perMinute: 60, perDay: 1000 },
+  pro: { perMinute: 300, perDay: 10_000 },
+  business: { perMinute: 1000, perDay: 100_000 },
+};
 const KEY_SPECS = [
   { name: "free-polite", plan: "free", polite: true },
   { name: "free-aggressive", plan: "free", polite: false },
@@ -40,21 +57,56 @@ const KEY_SPECS = [
   { name: "pro-aggressive", plan: "pro", polite: false },
   { name: "business-polite", plan: "business", polite: true },
   { name: "business-aggressive", plan: "business", polite: false },
-  { name: "enterprise-20m-50d-polite", plan: "enterprise", limits: { perMinute: 20, perDay: 50 }, polite: true },
-  { name: "enterprise-20m-50d-aggressive", plan: "enterprise", limits: { perMinute: 20, perDay: 50 }, polite: false },
-  { name: "enterprise-5m-1000d-aggressive", plan: "enterprise", limits: { perMinute: 5, perDay: 1000 }, polite: false },
+  {
+    name: "enterprise-20m-50d-polite",
+    plan: "enterprise",
+    limits: { perMinute: 20, perDay: 50 },
+    polite: true,
+  },
+  {
+    name: "enterprise-20m-50d-aggressive",
+    plan: "enterprise",
+    limits: { perMinute: 20, perDay: 50 },
+    polite: false,
+  },
+  {
+    name: "enterprise-5m-1000d-aggressive",
+    plan: "enterprise",
+    limits: { perMinute: 5, perDay: 1000 },
+    polite: false,
+  },
 ];
 
-const isPet = (p) => p && Number.isSafeInteger(p.id) && p.id >= 1 && typeof p.name === "string" && Number.isSafeInteger(p.categoryId) && STATUSES.includes(p.status);
-const isError = (b, status) => b && typeof b.code === "string" && typeof b.message === "string" && b.status === status;
+const isPet = (p) =>
+  p &&
+  Number.isSafeInteger(p.id) &&
+  p.id >= 1 &&
+  typeof p.name === "string" &&
+  Number.isSafeInteger(p.categoryId) &&
+  STATUSES.includes(p.status);
+const isError = (b, status) =>
+  b && typeof b.code === "string" && typeof b.message === "string" && b.status === status;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 async function send(api, key, method, path, body) {
-  const rec = { method, path, send: Date.now(), recv: 0, status: 0, rateLimit: null, retryAfter: null, body: null, error: null };
+  const rec = {
+    method,
+    path,
+    send: Date.now(),
+    recv: 0,
+    status: 0,
+    rateLimit: null,
+    retryAfter: null,
+    body: null,
+    error: null,
+  };
   try {
     const res = await fetch(api.url + path, {
       method,
-      headers: { Authorization: `Bearer ${key}`, ...(body ? { "Content-Type": "application/json" } : {}) },
+      headers: {
+        Authorization: `Bearer ${key}`,
+        ...(body ? { "Content-Type": "application/json" } : {}),
+      },
       body: body ? JSON.stringify(body) : undefined,
       signal: AbortSignal.timeout(30_000),
     });
@@ -79,15 +131,20 @@ async function send(api, key, method, path, body) {
 function shapeProblem(r) {
   if (r.status >= 200 && r.status < 300) {
     if (r.path.startsWith("/v1/pets?")) {
-      if (!Array.isArray(r.body) || !r.body.every(isPet)) return "list body is not an array of pets";
+      if (!Array.isArray(r.body) || !r.body.every(isPet))
+        return "list body is not an array of pets";
       const status = new URLSearchParams(r.path.split("?")[1]).get("status");
-      if (status && !r.body.every((p) => p.status === status)) return `filtered list contains another status than ${status}`;
+      if (status && !r.body.every((p) => p.status === status))
+        return `filtered list contains another status than ${status}`;
       const ids = r.body.map((p) => p.id);
-      if (ids.some((id, i) => i > 0 && id <= ids[i - 1])) return "list is not in ascending id order";
+      if (ids.some((id, i) => i > 0 && id <= ids[i - 1]))
+        return "list is not in ascending id order";
     } else if (!isPet(r.body)) return "body is not a pet";
     return null;
   }
-  return isError(r.body, r.status) ? null : `error body is not an Error: ${JSON.stringify(r.body).slice(0, 200)}`;
+  return isError(r.body, r.status)
+    ? null
+    : `error body is not an Error: ${JSON.stringify(r.body).slice(0, 200)}`;
 }
 
 /** The minute window (its start, epoch ms) in which the limiter decided this request; null if unknown. */
@@ -112,16 +169,37 @@ async function keyTraffic(api, k, deadline, knownIds, created) {
       const roll = Math.random();
       let rec;
       if (roll < 0.3) rec = await send(api, k.key, "GET", "/v1/pets?limit=20");
-      else if (roll < 0.55) rec = await send(api, k.key, "GET", `/v1/pets?status=${STATUSES[Math.floor(Math.random() * 3)]}&limit=${1 + Math.floor(Math.random() * 50)}`);
+      else if (roll < 0.55)
+        rec = await send(
+          api,
+          k.key,
+          "GET",
+          `/v1/pets?status=${STATUSES[Math.floor(Math.random() * 3)]}&limit=${1 + Math.floor(Math.random() * 50)}`,
+        );
       else if (roll < 0.8) {
-        const pet = { name: `soak-${k.spec.name}-${records.length}`, categoryId: 1 + Math.floor(Math.random() * 9), status: STATUSES[Math.floor(Math.random() * 3)] };
+        const pet = {
+          name: `soak-${k.spec.name}-${records.length}`,
+          categoryId: 1 + Math.floor(Math.random() * 9),
+          status: STATUSES[Math.floor(Math.random() * 3)],
+        };
         rec = await send(api, k.key, "POST", "/v1/pets", pet);
         if (rec.status === 201) {
-          if (rec.body?.name !== pet.name || rec.body?.categoryId !== pet.categoryId || rec.body?.status !== pet.status) rec.mismatch = "created pet differs from the request";
+          if (
+            rec.body?.name !== pet.name ||
+            rec.body?.categoryId !== pet.categoryId ||
+            rec.body?.status !== pet.status
+          )
+            rec.mismatch = "created pet differs from the request";
           created.push(rec.body);
           knownIds.push(rec.body.id);
         }
-      } else rec = await send(api, k.key, "GET", `/v1/pets/${knownIds[Math.floor(Math.random() * knownIds.length)]}`);
+      } else
+        rec = await send(
+          api,
+          k.key,
+          "GET",
+          `/v1/pets/${knownIds[Math.floor(Math.random() * knownIds.length)]}`,
+        );
       records.push(rec);
       if (rec.status === 429 && k.spec.polite) {
         const wait = Math.max(1, Number(rec.retryAfter) || 1) * 1000;
@@ -149,11 +227,16 @@ function model(limits, placed) {
   for (const [w, { sent, admitted }] of [...windows].sort((a, b) => a[0] - b[0])) {
     const day = w - (w % DAY);
     const before = dayAdmitted.get(day) ?? 0;
-    const expected = banned ? 0 : Math.min(sent, limits.perMinute, Math.max(0, limits.perDay - before));
+    const expected = banned
+      ? 0
+      : Math.min(sent, limits.perMinute, Math.max(0, limits.perDay - before));
     if (!banned && sent - expected > Math.max(10, limits.perMinute)) banned = true;
     dayAdmitted.set(day, before + admitted);
     rows.push({ window: new Date(w).toISOString().slice(11, 16), sent, admitted, expected });
-    if (admitted !== expected) mismatches.push(`window ${new Date(w).toISOString()}: admitted ${admitted}, expected ${expected} (sent ${sent})`);
+    if (admitted !== expected)
+      mismatches.push(
+        `window ${new Date(w).toISOString()}: admitted ${admitted}, expected ${expected} (sent ${sent})`,
+      );
   }
   return { rows, mismatches, banned, days: dayAdmitted };
 }
@@ -173,69 +256,113 @@ function checkQuota(k, records) {
     if (r.error || r.status === 401) continue;
     const w = minuteOf(r);
     if (w !== null) placed.push({ w, admitted: r.status !== 429 });
-    else if (r.status === 429 && r.body?.code === "key_banned") open.push([Math.floor(r.send / MINUTE) * MINUTE, Math.floor(r.recv / MINUTE) * MINUTE]);
+    else if (r.status === 429 && r.body?.code === "key_banned")
+      open.push([Math.floor(r.send / MINUTE) * MINUTE, Math.floor(r.recv / MINUTE) * MINUTE]);
     else problems.push(`a ${r.status} response could not be placed in a minute window`);
   }
-  if (open.length > 12) problems.push(`${open.length} banned responses straddle a minute boundary; too many placements to try`);
+  if (open.length > 12)
+    problems.push(
+      `${open.length} banned responses straddle a minute boundary; too many placements to try`,
+    );
   let result = null;
   const tries = open.length > 12 ? 1 : 2 ** open.length;
   for (let mask = 0; mask < tries; mask++) {
-    const attempt = model(limits, [...placed, ...open.map(([a, b], i) => ({ w: mask & (1 << i) ? b : a, admitted: false }))]);
+    const attempt = model(limits, [
+      ...placed,
+      ...open.map(([a, b], i) => ({ w: mask & (1 << i) ? b : a, admitted: false })),
+    ]);
     if (!result || attempt.mismatches.length === 0) result = attempt;
     if (attempt.mismatches.length === 0) break;
   }
   problems.push(...result.mismatches);
   const admitted = result.rows.reduce((s, r) => s + r.admitted, 0);
   const expected = result.rows.reduce((s, r) => s + r.expected, 0);
-  return { limits, rows: result.rows, problems, admitted, expected, banned: result.banned, days: result.days, straddling: open.length };
+  return {
+    limits,
+    rows: result.rows,
+    problems,
+    admitted,
+    expected,
+    banned: result.banned,
+    days: result.days,
+    straddling: open.length,
+  };
 }
 
 async function main() {
   log(`starting the API on port ${opts.port}`);
-  const api = (server = await startApi({ port: opts.port, inspectorPort: opts.port + 2, vars: { BAN_MINUTES: String(BAN_MINUTES) } }));
+  const api = (server = await startApi({
+    port: opts.port,
+    inspectorPort: opts.port + 2,
+    vars: { BAN_MINUTES: String(BAN_MINUTES) },
+  }));
   const seedKey = await issueKey(api, { name: "soak-seed", plan: "enterprise", limits: UNLIMITED });
   const seeded = await seedPets(api, seedKey.key, 30, { prefix: "soak-seed" });
   const keys = [];
-  for (const spec of KEY_SPECS) keys.push({ spec, ...(await issueKey(api, { name: `soak-${spec.name}`, plan: spec.plan, limits: spec.limits })) });
-  log(`issued ${keys.length} keys (${[...new Set(KEY_SPECS.map((s) => s.plan))].join(", ")}), seeded ${seeded.length} pets; traffic for ${opts.seconds} s, ${opts.concurrency} requests in flight per key`);
+  for (const spec of KEY_SPECS)
+    keys.push({
+      spec,
+      ...(await issueKey(api, { name: `soak-${spec.name}`, plan: spec.plan, limits: spec.limits })),
+    });
+  log(
+    `issued ${keys.length} keys (${[...new Set(KEY_SPECS.map((s) => s.plan))].join(", ")}), seeded ${seeded.length} pets; traffic for ${opts.seconds} s, ${opts.concurrency} requests in flight per key`,
+  );
 
   const knownIds = seeded.map((p) => p.id);
   const created = [...seeded];
   const deadline = Date.now() + opts.seconds * 1000;
-  const perKey = await Promise.all(keys.map((k) => keyTraffic(api, k, deadline, knownIds, created)));
+  const perKey = await Promise.all(
+    keys.map((k) => keyTraffic(api, k, deadline, knownIds, created)),
+  );
   const trafficSeconds = (Date.now() - deadline + opts.seconds * 1000) / 1000;
   const all = perKey.flat();
-  log(`traffic done: ${all.length} requests in ${trafficSeconds.toFixed(1)} s (${(all.length / trafficSeconds).toFixed(0)} req/s)`);
+  log(
+    `traffic done: ${all.length} requests in ${trafficSeconds.toFixed(1)} s (${(all.length / trafficSeconds).toFixed(0)} req/s)`,
+  );
 
   const failures = [];
   const byStatus = {};
-  for (const r of all) byStatus[r.error ? "network error" : r.status] = (byStatus[r.error ? "network error" : r.status] ?? 0) + 1;
+  for (const r of all)
+    byStatus[r.error ? "network error" : r.status] =
+      (byStatus[r.error ? "network error" : r.status] ?? 0) + 1;
   const fivexx = all.filter((r) => r.status >= 500).length;
   const netErrors = all.filter((r) => r.error);
   const unauthorized = all.filter((r) => r.status === 401).length;
   if (fivexx) failures.push(`${fivexx} × 5xx`);
-  if (netErrors.length) failures.push(`${netErrors.length} network errors (first: ${netErrors[0].error})`);
+  if (netErrors.length)
+    failures.push(`${netErrors.length} network errors (first: ${netErrors[0].error})`);
   if (unauthorized) failures.push(`${unauthorized} × 401 for valid keys`);
   const shapes = all.map((r) => (r.error ? null : (r.mismatch ?? shapeProblem(r)))).filter(Boolean);
-  if (shapes.length) failures.push(`${shapes.length} bodies with the wrong shape (first: ${shapes[0]})`);
+  if (shapes.length)
+    failures.push(`${shapes.length} bodies with the wrong shape (first: ${shapes[0]})`);
 
   // Checks 1 and 2, per key.
   const admin = { Authorization: `Bearer ${api.adminToken}` };
   const keyRows = [];
   for (const [i, k] of keys.entries()) {
     const q = checkQuota(k, perKey[i]);
-    const detail = await (await fetch(`${api.url}/admin/v1/keys/${k.id}`, { headers: admin })).json();
+    const detail = await (
+      await fetch(`${api.url}/admin/v1/keys/${k.id}`, { headers: admin })
+    ).json();
     const doDay = detail?.usage?.day?.count;
     const clientToday = q.days.get(Date.now() - (Date.now() % DAY)) ?? 0;
-    if (doDay !== clientToday) q.problems.push(`its quota object counted ${doDay} today, the client saw ${clientToday} admitted`);
+    if (doDay !== clientToday)
+      q.problems.push(
+        `its quota object counted ${doDay} today, the client saw ${clientToday} admitted`,
+      );
     for (const p of q.problems) failures.push(`${k.spec.name}: ${p}`);
     const statuses = {};
-    for (const r of perKey[i]) statuses[r.error ? "err" : r.status] = (statuses[r.error ? "err" : r.status] ?? 0) + 1;
+    for (const r of perKey[i])
+      statuses[r.error ? "err" : r.status] = (statuses[r.error ? "err" : r.status] ?? 0) + 1;
     keyRows.push({ k, q, doDay, statuses, sent: perKey[i].length });
   }
 
   // Check 5: read back every pet created (and seeded), with a fresh key.
-  const reader = await issueKey(api, { name: "soak-reader", plan: "enterprise", limits: UNLIMITED });
+  const reader = await issueKey(api, {
+    name: "soak-reader",
+    plan: "enterprise",
+    limits: UNLIMITED,
+  });
   let readOk = 0;
   const readProblems = [];
   let next = 0;
@@ -245,28 +372,52 @@ async function main() {
         const pet = created[next++];
         const r = await send(api, reader.key, "GET", `/v1/pets/${pet.id}`);
         if (r.status === 200 && JSON.stringify(r.body) === JSON.stringify(pet)) readOk++;
-        else readProblems.push(`pet ${pet.id}: ${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
+        else
+          readProblems.push(`pet ${pet.id}: ${r.status} ${JSON.stringify(r.body).slice(0, 120)}`);
       }
     }),
   );
   const distinct = new Set(created.map((p) => p.id)).size;
-  if (distinct !== created.length) failures.push(`created ids are not distinct: ${created.length} pets, ${distinct} ids`);
-  if (readProblems.length) failures.push(`${readProblems.length} created pets did not read back (first: ${readProblems[0]})`);
+  if (distinct !== created.length)
+    failures.push(`created ids are not distinct: ${created.length} pets, ${distinct} ids`);
+  if (readProblems.length)
+    failures.push(
+      `${readProblems.length} created pets did not read back (first: ${readProblems[0]})`,
+    );
 
   // Report.
-  console.log(`\nTotals by status (${all.length} requests, ${trafficSeconds.toFixed(1)} s, ${keys.length} keys × ${opts.concurrency} in flight):`);
-  for (const [s, c] of Object.entries(byStatus).sort()) console.log(`  ${String(s).padEnd(14)} ${c}`);
-  console.log("\nPer key (admitted = responses other than 429/401; expected from the model in the header of this script):");
-  console.log(`  ${"key".padEnd(32)} ${"limits".padEnd(14)} ${"sent".padStart(6)} ${"admitted".padStart(9)} ${"expected".padStart(9)} ${"DO day".padStart(7)}  ${"banned".padEnd(6)} statuses / windows`);
+  console.log(
+    `\nTotals by status (${all.length} requests, ${trafficSeconds.toFixed(1)} s, ${keys.length} keys × ${opts.concurrency} in flight):`,
+  );
+  for (const [s, c] of Object.entries(byStatus).sort())
+    console.log(`  ${String(s).padEnd(14)} ${c}`);
+  console.log(
+    "\nPer key (admitted = responses other than 429/401; expected from the model in the header of this script):",
+  );
+  console.log(
+    `  ${"key".padEnd(32)} ${"limits".padEnd(14)} ${"sent".padStart(6)} ${"admitted".padStart(9)} ${"expected".padStart(9)} ${"DO day".padStart(7)}  ${"banned".padEnd(6)} statuses / windows`,
+  );
   for (const { k, q, doDay, statuses, sent } of keyRows) {
-    const st = Object.entries(statuses).map(([s, c]) => `${s}×${c}`).join(" ");
+    const st = Object.entries(statuses)
+      .map(([s, c]) => `${s}×${c}`)
+      .join(" ");
     const win = q.rows.map((r) => `${r.window}: ${r.admitted}/${r.sent}`).join(", ");
-    console.log(`  ${k.spec.name.padEnd(32)} ${`${q.limits.perMinute}/m ${q.limits.perDay}/d`.padEnd(14)} ${String(sent).padStart(6)} ${String(q.admitted).padStart(9)} ${String(q.expected).padStart(9)} ${String(doDay).padStart(7)}  ${String(q.banned).padEnd(6)} ${st}  [${win}]`);
+    console.log(
+      `  ${k.spec.name.padEnd(32)} ${`${q.limits.perMinute}/m ${q.limits.perDay}/d`.padEnd(14)} ${String(sent).padStart(6)} ${String(q.admitted).padStart(9)} ${String(q.expected).padStart(9)} ${String(doDay).padStart(7)}  ${String(q.banned).padEnd(6)} ${st}  [${win}]`,
+    );
   }
-  console.log(`\nCreated ${created.length - seeded.length} pets (+${seeded.length} seeded); ${readOk}/${created.length} read back unchanged with a fresh key.`);
+  console.log(
+    `\nCreated ${created.length - seeded.length} pets (+${seeded.length} seeded); ${readOk}/${created.length} read back unchanged with a fresh key.`,
+  );
   const checks = [
-    ["admitted count per key equals its quota (exact, per window)", !failures.some((f) => /: (window|a \d+ response|\d+ banned responses)/.test(f))],
-    ["quota objects counted what the client saw admitted", !failures.some((f) => f.includes("quota object counted"))],
+    [
+      "admitted count per key equals its quota (exact, per window)",
+      !failures.some((f) => /: (window|a \d+ response|\d+ banned responses)/.test(f)),
+    ],
+    [
+      "quota objects counted what the client saw admitted",
+      !failures.some((f) => f.includes("quota object counted")),
+    ],
     ["0 × 5xx, 0 network errors, 0 × 401", !fivexx && !netErrors.length && !unauthorized],
     ["every body has the documented shape", !shapes.length],
     ["every created pet reads back unchanged", !readProblems.length && distinct === created.length],
@@ -277,17 +428,21 @@ async function main() {
     console.log("\nFailures:");
     for (const f of failures.slice(0, 40)) console.log(`  - ${f}`);
   }
-  if (fivexx || netErrors.length) console.log(`\n--- last lines of the server's output ---\n${api.tail()}`);
+  if (fivexx || netErrors.length)
+    console.log(`\n--- last lines of the server's output ---\n${api.tail()}`);
   await api.stop();
   return failures.length === 0;
 }
 
 let server = null;
-const hardStop = setTimeout(() => {
-  console.error("soak: hard time limit reached; stopping");
-  cleanupNow();
-  process.exit(2);
-}, (opts.seconds + 180) * 1000);
+const hardStop = setTimeout(
+  () => {
+    console.error("soak: hard time limit reached; stopping");
+    cleanupNow();
+    process.exit(2);
+  },
+  (opts.seconds + 180) * 1000,
+);
 hardStop.unref();
 
 main()
@@ -297,7 +452,8 @@ main()
   })
   .catch((err) => {
     console.error(`soak failed: ${err.stack ?? err}`);
-    if (server) console.error(`\n--- last lines of ${server.url} (${server.logFile}) ---\n${server.tail()}`);
+    if (server)
+      console.error(`\n--- last lines of ${server.url} (${server.logFile}) ---\n${server.tail()}`);
     cleanupNow();
     process.exit(1);
   });

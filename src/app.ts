@@ -1,36 +1,51 @@
 import { Scalar } from "@scalar/hono-api-reference";
 import { Hono } from "hono";
+import { contextStorage } from "hono/context-storage";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { requestId } from "hono/request-id";
 import { timing } from "hono/timing";
-import type { AppEnv } from "./app-env";
-import { requireAdmin } from "./auth/admin";
-import { authenticate } from "./auth/authenticate";
-import { methodNotAllowedResponse, notFound, onError } from "./errors";
+import { requireAdmin } from "./auth/admin-token";
+import { authenticate } from "./auth/api-key";
+import { configOrThrow } from "./lib/config";
+import type { BaseEnv } from "./lib/hono-env";
 import { accessLog } from "./middleware/access-log";
 import { conditional } from "./middleware/conditional";
-import { corsFromEnv } from "./middleware/cors";
+import { corsFromConfig } from "./middleware/cors";
 import { d1Session } from "./middleware/d1-session";
 import { deprecated } from "./middleware/deprecation";
-import { openApiDocument } from "./openapi";
-import { enforceQuota } from "./quota/enforce";
-import { adminApi } from "./routes/admin";
-import { petsApi } from "./routes/pets";
+import { enforceQuota } from "./middleware/enforce-quota";
+import { methodNotAllowedResponse, notFound, onError } from "./middleware/error-handler";
+import { adminApi } from "./routes/admin/routes";
+import { openApiDocument } from "./routes/openapi-document";
+import { petsApi } from "./routes/pets/routes";
 
 /** Cloudflare's ray id (e.g. 8f1d2c3b4a5e6f70-AMS), if the header holds one. */
-const rayId = (ray: string | undefined) => (ray && /^[0-9a-f]{16}(-[A-Z]{3})?$/i.test(ray) ? ray : undefined);
+const rayId = (ray: string | undefined) =>
+  ray && /^[0-9a-f]{16}(-[A-Z]{3})?$/i.test(ray) ? ray : undefined;
 
 /**
- * Request order: request id, log, timing, CORS (preflights end here), ETag, then for /v1:
- * 410 after a sunset, authentication (401), quota (429), D1 session, validation (400), handler.
- * Unknown paths get 404 and known paths with another method 405 with Allow.
+ * Request order: context storage (for the logger), request id, configuration check, log,
+ * timing, CORS (preflights end here), ETag, then for /v1: 410 after a sunset, authentication
+ * (401), quota (429), D1 session, validation (400), handler. Unknown paths get 404 and known
+ * paths with another method 405 with Allow.
  */
 export function createApp() {
-  const app = new Hono<AppEnv>();
-  app.use(requestId({ headerName: "X-Request-Id", generator: (c) => rayId(c.req.header("cf-ray")) ?? crypto.randomUUID() }));
+  const app = new Hono<BaseEnv>();
+  app.use(contextStorage());
+  app.use(
+    requestId({
+      headerName: "X-Request-Id",
+      generator: (c) => rayId(c.req.header("cf-ray")) ?? crypto.randomUUID(),
+    }),
+  );
+  // Every setting is checked before any work: a misconfigured deployment answers 500 and logs why.
+  app.use((c, next) => {
+    configOrThrow(c.env);
+    return next();
+  });
   app.use(accessLog);
   app.use(timing({ crossOrigin: true }));
-  app.use(corsFromEnv);
+  app.use(corsFromConfig);
   // If-None-Match → 304, after the quota has counted the request; a 304 keeps all other headers.
   app.use(conditional);
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));

@@ -1,7 +1,7 @@
 import { createApp } from "./app";
 
-export { QuotaLimiter } from "./quota/limiter";
-export { AuthShield } from "./quota/auth-shield";
+export { AuthShield } from "./objects/auth-shield";
+export { QuotaLimiter } from "./objects/quota-limiter";
 
 const app = createApp();
 

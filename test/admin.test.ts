@@ -1,13 +1,35 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ADMIN, auth, call, callWith, expectError, issueKey, keyDetail, patchKey, postJson } from "./helpers";
+import {
+  ADMIN,
+  auth,
+  call,
+  callWith,
+  expectError,
+  issueKey,
+  keyDetail,
+  patchKey,
+  postJson,
+} from "./helpers";
 
 const UNKNOWN_ID = "key_AAAAAAAAAAAAAAAAAAAA";
 const SECRET_FIELDS = ["key", "hash", "keyHash", "key_hash", "secret"];
 
-type KeyView = { id: string; name: string; prefix: string; plan: string; limits: { perMinute: number; perDay: number }; status: string; createdAt: string; updatedAt: string; revokedAt: string | null; expiresAt: string | null };
+type KeyView = {
+  id: string;
+  name: string;
+  prefix: string;
+  plan: string;
+  limits: { perMinute: number; perDay: number };
+  status: string;
+  createdAt: string;
+  updatedAt: string;
+  revokedAt: string | null;
+  expiresAt: string | null;
+};
 
-const create = (body: unknown, headers: Record<string, string> = ADMIN) => postJson("/admin/v1/keys", body, headers);
+const create = (body: unknown, headers: Record<string, string> = ADMIN) =>
+  postJson("/admin/v1/keys", body, headers);
 
 describe("admin authentication", () => {
   it.each([
@@ -19,7 +41,11 @@ describe("admin authentication", () => {
     await expectError(await call("/admin/v1/keys", { headers }), 401, "unauthorized");
     await expectError(await call(`/admin/v1/keys/${UNKNOWN_ID}`, { headers }), 401, "unauthorized");
     await expectError(await create({ name: "x", plan: "pro" }, headers), 401, "unauthorized");
-    await expectError(await call(`/admin/v1/keys/${UNKNOWN_ID}`, { method: "DELETE", headers }), 401, "unauthorized");
+    await expectError(
+      await call(`/admin/v1/keys/${UNKNOWN_ID}`, { method: "DELETE", headers }),
+      401,
+      "unauthorized",
+    );
   });
 
   it("an API key is not an admin token", async () => {
@@ -37,7 +63,14 @@ describe("POST /admin/v1/keys", () => {
     const res = await create({ name: `acme-${plan}`, plan });
     expect(res.status).toBe(201);
     const body = (await res.json()) as KeyView & { key: string };
-    expect(body).toMatchObject({ name: `acme-${plan}`, plan, limits: { perMinute, perDay }, status: "active", revokedAt: null, expiresAt: null });
+    expect(body).toMatchObject({
+      name: `acme-${plan}`,
+      plan,
+      limits: { perMinute, perDay },
+      status: "active",
+      revokedAt: null,
+      expiresAt: null,
+    });
     expect(body.id).toMatch(/^key_[0-9A-Za-z]{20}$/);
     expect(body.key).toMatch(/^pet_test_[0-9A-Za-z]{43}$/);
     expect(body.key.startsWith(body.prefix)).toBe(true);
@@ -46,10 +79,21 @@ describe("POST /admin/v1/keys", () => {
   });
 
   it("enterprise keys carry their own limits, which are required", async () => {
-    const res = await create({ name: "big", plan: "enterprise", limits: { perMinute: 5_000, perDay: 2_000_000 } });
+    const res = await create({
+      name: "big",
+      plan: "enterprise",
+      limits: { perMinute: 5_000, perDay: 2_000_000 },
+    });
     expect(res.status).toBe(201);
-    expect(await res.json()).toMatchObject({ plan: "enterprise", limits: { perMinute: 5_000, perDay: 2_000_000 } });
-    const err = await expectError(await create({ name: "big", plan: "enterprise" }), 400, "invalid_request");
+    expect(await res.json()).toMatchObject({
+      plan: "enterprise",
+      limits: { perMinute: 5_000, perDay: 2_000_000 },
+    });
+    const err = await expectError(
+      await create({ name: "big", plan: "enterprise" }),
+      400,
+      "invalid_request",
+    );
     expect(err.message).toContain("limits");
   });
 
@@ -61,16 +105,32 @@ describe("POST /admin/v1/keys", () => {
   });
 
   it.each([
-    ["limits on a non-enterprise plan", { name: "x", plan: "pro", limits: { perMinute: 1, perDay: 1 } }, "limits"],
+    [
+      "limits on a non-enterprise plan",
+      { name: "x", plan: "pro", limits: { perMinute: 1, perDay: 1 } },
+      "limits",
+    ],
     ["unknown plan", { name: "x", plan: "gold" }, "plan"],
     ["plan in another case", { name: "x", plan: "Pro" }, "plan"],
     ["missing plan", { name: "x" }, "plan"],
     ["missing name", { plan: "pro" }, "name"],
     ["empty name", { name: " ", plan: "pro" }, "name"],
-    ["expiresAt in the past", { name: "x", plan: "pro", expiresAt: "2020-01-01T00:00:00Z" }, "expiresAt"],
+    [
+      "expiresAt in the past",
+      { name: "x", plan: "pro", expiresAt: "2020-01-01T00:00:00Z" },
+      "expiresAt",
+    ],
     ["expiresAt not a date", { name: "x", plan: "pro", expiresAt: "tomorrow" }, "expiresAt"],
-    ["zero limits", { name: "x", plan: "enterprise", limits: { perMinute: 0, perDay: 10 } }, "perMinute"],
-    ["fractional limits", { name: "x", plan: "enterprise", limits: { perMinute: 10, perDay: 1.5 } }, "perDay"],
+    [
+      "zero limits",
+      { name: "x", plan: "enterprise", limits: { perMinute: 0, perDay: 10 } },
+      "perMinute",
+    ],
+    [
+      "fractional limits",
+      { name: "x", plan: "enterprise", limits: { perMinute: 10, perDay: 1.5 } },
+      "perDay",
+    ],
     ["unknown field", { name: "x", plan: "pro", owner: "me" }, "owner"],
   ])("%s → 400 naming it", async (_label, body, field) => {
     const err = await expectError(await create(body), 400, "invalid_request");
@@ -78,7 +138,11 @@ describe("POST /admin/v1/keys", () => {
   });
 
   it("refuses non-JSON bodies with 415", async () => {
-    const res = await call("/admin/v1/keys", { method: "POST", headers: { ...ADMIN, "Content-Type": "text/plain" }, body: '{"name":"x","plan":"pro"}' });
+    const res = await call("/admin/v1/keys", {
+      method: "POST",
+      headers: { ...ADMIN, "Content-Type": "text/plain" },
+      body: '{"name":"x","plan":"pro"}',
+    });
     await expectError(res, 415, "unsupported_media_type");
   });
 });
@@ -90,13 +154,20 @@ describe("GET /admin/v1/keys", () => {
     let cursor: string | null = null;
     let pages = 0;
     do {
-      const res = await call(`/admin/v1/keys?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`, { headers: ADMIN });
+      const res = await call(
+        `/admin/v1/keys?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+        { headers: ADMIN },
+      );
       expect(res.status).toBe(200);
       const text = await res.text();
       for (const { key } of made) expect(text).not.toContain(key);
-      const page = JSON.parse(text) as { data: Array<Record<string, unknown>>; nextCursor: string | null };
+      const page = JSON.parse(text) as {
+        data: Array<Record<string, unknown>>;
+        nextCursor: string | null;
+      };
       expect(page.data.length).toBeLessThanOrEqual(2);
-      for (const item of page.data) for (const f of SECRET_FIELDS) expect(item).not.toHaveProperty(f);
+      for (const item of page.data)
+        for (const f of SECRET_FIELDS) expect(item).not.toHaveProperty(f);
       seen.push(...page.data.map((k) => k.id as string));
       cursor = page.nextCursor;
       if (cursor) expect(page.data).toHaveLength(2);
@@ -110,14 +181,25 @@ describe("GET /admin/v1/keys", () => {
 
   it("defaults to 20 and refuses bad limits and cursors", async () => {
     await Promise.all(Array.from({ length: 21 }, () => issueKey("free")));
-    const page = (await (await call("/admin/v1/keys", { headers: ADMIN })).json()) as { data: unknown[]; nextCursor: string | null };
+    const page = (await (await call("/admin/v1/keys", { headers: ADMIN })).json()) as {
+      data: unknown[];
+      nextCursor: string | null;
+    };
     expect(page.data).toHaveLength(20);
     expect(page.nextCursor).toEqual(expect.any(String));
     for (const limit of ["0", "101", "abc", "2.5"]) {
-      const err = await expectError(await call(`/admin/v1/keys?limit=${limit}`, { headers: ADMIN }), 400, "invalid_request");
+      const err = await expectError(
+        await call(`/admin/v1/keys?limit=${limit}`, { headers: ADMIN }),
+        400,
+        "invalid_request",
+      );
       expect(err.message).toContain("limit");
     }
-    await expectError(await call("/admin/v1/keys?cursor=not-a-cursor", { headers: ADMIN }), 400, "invalid_request");
+    await expectError(
+      await call("/admin/v1/keys?cursor=not-a-cursor", { headers: ADMIN }),
+      400,
+      "invalid_request",
+    );
   });
 });
 
@@ -129,9 +211,16 @@ describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
     expect(res.status).toBe(200);
     const text = await res.text();
     expect(text).not.toContain(key);
-    const body = JSON.parse(text) as KeyView & { usage: { minute: { count: number; limit: number }; day: { count: number; limit: number } } };
+    const body = JSON.parse(text) as KeyView & {
+      usage: { minute: { count: number; limit: number }; day: { count: number; limit: number } };
+    };
     for (const f of SECRET_FIELDS) expect(body).not.toHaveProperty(f);
-    expect(body).toMatchObject({ id, plan: "pro", status: "active", limits: { perMinute: 300, perDay: 10_000 } });
+    expect(body).toMatchObject({
+      id,
+      plan: "pro",
+      status: "active",
+      limits: { perMinute: 300, perDay: 10_000 },
+    });
     expect(body.usage.minute).toMatchObject({ count: 1, limit: 300 });
     expect(body.usage.day).toMatchObject({ count: 1, limit: 10_000 });
   });
@@ -140,21 +229,54 @@ describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
     const { id } = await issueKey("pro");
     const renamed = await patchKey(id, { name: "renamed" });
     expect(renamed.status).toBe(200);
-    expect(await renamed.json()).toMatchObject({ id, name: "renamed", plan: "pro", limits: { perMinute: 300, perDay: 10_000 } });
-    expect(await (await patchKey(id, { plan: "free" })).json()).toMatchObject({ name: "renamed", plan: "free", limits: { perMinute: 60, perDay: 1_000 } });
+    expect(await renamed.json()).toMatchObject({
+      id,
+      name: "renamed",
+      plan: "pro",
+      limits: { perMinute: 300, perDay: 10_000 },
+    });
+    expect(await (await patchKey(id, { plan: "free" })).json()).toMatchObject({
+      name: "renamed",
+      plan: "free",
+      limits: { perMinute: 60, perDay: 1_000 },
+    });
     const ent = await patchKey(id, { plan: "enterprise", limits: { perMinute: 7, perDay: 70 } });
-    expect(await ent.json()).toMatchObject({ plan: "enterprise", limits: { perMinute: 7, perDay: 70 } });
-    expect(await (await patchKey(id, { limits: { perMinute: 8, perDay: 80 } })).json()).toMatchObject({ plan: "enterprise", limits: { perMinute: 8, perDay: 80 } });
+    expect(await ent.json()).toMatchObject({
+      plan: "enterprise",
+      limits: { perMinute: 7, perDay: 70 },
+    });
+    expect(
+      await (await patchKey(id, { limits: { perMinute: 8, perDay: 80 } })).json(),
+    ).toMatchObject({ plan: "enterprise", limits: { perMinute: 8, perDay: 80 } });
     const got = (await (await keyDetail(id)).json()) as KeyView;
-    expect(got).toMatchObject({ name: "renamed", plan: "enterprise", limits: { perMinute: 8, perDay: 80 } });
+    expect(got).toMatchObject({
+      name: "renamed",
+      plan: "enterprise",
+      limits: { perMinute: 8, perDay: 80 },
+    });
   });
 
   it("PATCH refuses invalid changes", async () => {
     const { id } = await issueKey("pro");
-    expect((await expectError(await patchKey(id, { plan: "enterprise" }), 400, "invalid_request")).message).toContain("limits");
-    expect((await expectError(await patchKey(id, { limits: { perMinute: 1, perDay: 1 } }), 400, "invalid_request")).message).toContain("limits");
-    expect((await expectError(await patchKey(id, { plan: "gold" }), 400, "invalid_request")).message).toContain("plan");
-    expect((await expectError(await patchKey(id, { colour: "red" }), 400, "invalid_request")).message).toContain("colour");
+    expect(
+      (await expectError(await patchKey(id, { plan: "enterprise" }), 400, "invalid_request"))
+        .message,
+    ).toContain("limits");
+    expect(
+      (
+        await expectError(
+          await patchKey(id, { limits: { perMinute: 1, perDay: 1 } }),
+          400,
+          "invalid_request",
+        )
+      ).message,
+    ).toContain("limits");
+    expect(
+      (await expectError(await patchKey(id, { plan: "gold" }), 400, "invalid_request")).message,
+    ).toContain("plan");
+    expect(
+      (await expectError(await patchKey(id, { colour: "red" }), 400, "invalid_request")).message,
+    ).toContain("colour");
     await expectError(await patchKey(id, {}), 400, "invalid_request");
     const unchanged = (await (await keyDetail(id)).json()) as KeyView;
     expect(unchanged).toMatchObject({ plan: "pro", limits: { perMinute: 300, perDay: 10_000 } });
@@ -169,19 +291,32 @@ describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
     expect(revoked).toMatchObject({ id, status: "revoked" });
     expect(Date.parse(revoked.revokedAt!)).not.toBeNaN();
     await expectError(await call("/v1/pets", { headers: auth(key) }), 401, "unauthorized");
-    const again = (await (await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: ADMIN })).json()) as KeyView;
+    const again = (await (
+      await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: ADMIN })
+    ).json()) as KeyView;
     expect(again.revokedAt).toBe(revoked.revokedAt);
-    expect(await (await keyDetail(id)).json()).toMatchObject({ status: "revoked", revokedAt: revoked.revokedAt });
+    expect(await (await keyDetail(id)).json()).toMatchObject({
+      status: "revoked",
+      revokedAt: revoked.revokedAt,
+    });
   });
 
   it("404 for an unknown id, 400 for a malformed one", async () => {
     await expectError(await keyDetail(UNKNOWN_ID), 404, "not_found");
     await expectError(await patchKey(UNKNOWN_ID, { name: "x" }), 404, "not_found");
-    await expectError(await call(`/admin/v1/keys/${UNKNOWN_ID}`, { method: "DELETE", headers: ADMIN }), 404, "not_found");
+    await expectError(
+      await call(`/admin/v1/keys/${UNKNOWN_ID}`, { method: "DELETE", headers: ADMIN }),
+      404,
+      "not_found",
+    );
     for (const bad of ["abc", "key_short", "key_AAAAAAAAAAAAAAAAAAA-", "1"]) {
       const err = await expectError(await keyDetail(bad), 400, "invalid_request");
       expect(err.message).toContain("id");
-      await expectError(await call(`/admin/v1/keys/${bad}`, { method: "DELETE", headers: ADMIN }), 400, "invalid_request");
+      await expectError(
+        await call(`/admin/v1/keys/${bad}`, { method: "DELETE", headers: ADMIN }),
+        400,
+        "invalid_request",
+      );
       await expectError(await patchKey(bad, { name: "x" }), 400, "invalid_request");
     }
   });
@@ -191,7 +326,10 @@ describe("usage and unban", () => {
   it("a key that has not been used yet shows its plan's limits and windows that reset in the future", async () => {
     const k = await issueKey("business");
     const detail = (await (await keyDetail(k.id)).json()) as {
-      usage: { minute: { count: number; limit: number; resetAt: string }; day: { count: number; limit: number; resetAt: string } };
+      usage: {
+        minute: { count: number; limit: number; resetAt: string };
+        day: { count: number; limit: number; resetAt: string };
+      };
     };
     expect(detail.usage.minute).toMatchObject({ count: 0, limit: 1_000 });
     expect(detail.usage.day).toMatchObject({ count: 0, limit: 100_000 });
@@ -201,8 +339,16 @@ describe("usage and unban", () => {
 
   it("unban answers 503 with Retry-After when the key's quota object cannot be reached", async () => {
     const k = await issueKey("free");
-    const broken = { getByName: () => ({ unban: () => Promise.reject(new Error("down")), usage: () => Promise.reject(new Error("down")) }) };
-    const res = await callWith({ QUOTA: broken }, `/admin/v1/keys/${k.id}/unban`, { method: "POST", headers: ADMIN });
+    const broken = {
+      getByName: () => ({
+        unban: () => Promise.reject(new Error("down")),
+        usage: () => Promise.reject(new Error("down")),
+      }),
+    };
+    const res = await callWith({ QUOTA: broken }, `/admin/v1/keys/${k.id}/unban`, {
+      method: "POST",
+      headers: ADMIN,
+    });
     await expectError(res, 503, "service_unavailable");
     expect(res.headers.get("Retry-After")).toBe("1");
   });

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { cacheKey } from "../src/auth/key-cache";
-import { sha256Hex } from "../src/auth/secrets";
 import { getKey } from "../src/db/keys";
+import { sha256Hex } from "../src/lib/crypto";
 import { ADMIN, auth, call, callWith, expectError, issueKey, mockClock, T0 } from "./helpers";
 
 // The Worker's side of the shield (src/auth/shield.ts); the object's counting is in quota.shield.test.ts.
@@ -13,7 +13,9 @@ const WRONG_KEY = `pet_test_${"B".repeat(43)}`;
 /** An env whose AUTH_SHIELD counts how often it is called. */
 function countingShield() {
   const calls: string[] = [];
-  const shield = { getByName: (name: string) => (calls.push(name), env.AUTH_SHIELD.getByName(name)) };
+  const shield = {
+    getByName: (name: string) => (calls.push(name), env.AUTH_SHIELD.getByName(name)),
+  };
   const send = (path: string, init: RequestInit) => callWith({ AUTH_SHIELD: shield }, path, init);
   return { calls, send };
 }
@@ -21,17 +23,32 @@ function countingShield() {
 describe("admin token guessing", () => {
   it("30 wrong admin tokens a minute from one client, then 429, even for the right token, until the minute ends", async () => {
     const ip = `198.51.100.${++seq}`;
-    const guess = () => call("/admin/v1/keys", { headers: { Authorization: "Bearer guess", "CF-Connecting-IP": ip } });
+    const guess = () =>
+      call("/admin/v1/keys", {
+        headers: { Authorization: "Bearer guess", "CF-Connecting-IP": ip },
+      });
     for (let i = 0; i < 30; i++) await expectError(await guess(), 401, "unauthorized");
     await expectError(await guess(), 429, "rate_limited");
     const refused = await call("/admin/v1/keys", { headers: { ...ADMIN, "CF-Connecting-IP": ip } });
     await expectError(refused, 429, "rate_limited");
     expect(Number(refused.headers.get("Retry-After"))).toBeGreaterThanOrEqual(1);
     // Another client, and the API's own shield for this client, are unaffected.
-    expect((await call("/admin/v1/keys", { headers: { ...ADMIN, "CF-Connecting-IP": `198.51.100.${++seq}` } })).status).toBe(200);
-    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": ip } }), 401, "unauthorized");
+    expect(
+      (
+        await call("/admin/v1/keys", {
+          headers: { ...ADMIN, "CF-Connecting-IP": `198.51.100.${++seq}` },
+        })
+      ).status,
+    ).toBe(200);
+    await expectError(
+      await call("/v1/pets", { headers: { "CF-Connecting-IP": ip } }),
+      401,
+      "unauthorized",
+    );
     time.now = T0 + 60_000; // the next minute
-    expect((await call("/admin/v1/keys", { headers: { ...ADMIN, "CF-Connecting-IP": ip } })).status).toBe(200);
+    expect(
+      (await call("/admin/v1/keys", { headers: { ...ADMIN, "CF-Connecting-IP": ip } })).status,
+    ).toBe(200);
   });
 });
 
@@ -39,7 +56,8 @@ describe("clients the shield refused", () => {
   it("are answered in the isolate, without a call to the shield object", async () => {
     const { calls, send } = countingShield();
     const ip = `192.0.2.${++seq}`;
-    for (let i = 0; i < 31; i++) await send("/v1/pets", { headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": ip } });
+    for (let i = 0; i < 31; i++)
+      await send("/v1/pets", { headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": ip } });
     expect(calls).toHaveLength(31);
     const res = await send("/v1/pets", { headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": ip } });
     await expectError(res, 429, "rate_limited");
@@ -50,19 +68,49 @@ describe("clients the shield refused", () => {
 
   it("IPv6 clients are counted by /64: other addresses of the same network share the window", async () => {
     const net = `2001:db8:${(++seq).toString(16)}:1`;
-    for (let i = 0; i < 30; i++) await call("/v1/pets", { headers: { "CF-Connecting-IP": `${net}::${(i + 1).toString(16)}` } });
-    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": `${net}:0:0:0:ffff` } }), 429, "rate_limited");
-    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": `2001:db8:${seq.toString(16)}:2::1` } }), 401, "unauthorized");
+    for (let i = 0; i < 30; i++)
+      await call("/v1/pets", {
+        headers: { "CF-Connecting-IP": `${net}::${(i + 1).toString(16)}` },
+      });
+    await expectError(
+      await call("/v1/pets", { headers: { "CF-Connecting-IP": `${net}:0:0:0:ffff` } }),
+      429,
+      "rate_limited",
+    );
+    await expectError(
+      await call("/v1/pets", {
+        headers: { "CF-Connecting-IP": `2001:db8:${seq.toString(16)}:2::1` },
+      }),
+      401,
+      "unauthorized",
+    );
   });
 });
 
 describe("client addresses", () => {
   it("IPv4-mapped IPv6 clients are counted per IPv4 address, not all together", async () => {
-    for (let i = 0; i < 31; i++) await call("/v1/pets", { headers: { "CF-Connecting-IP": "::ffff:198.51.100.7" } });
-    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": "::ffff:198.51.100.7" } }), 429, "rate_limited");
-    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": "198.51.100.7" } }), 429, "rate_limited");
-    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": "::ffff:203.0.113.9" } }), 401, "unauthorized");
-    await expectError(await call("/v1/pets", { headers: { "CF-Connecting-IP": "::1" } }), 401, "unauthorized");
+    for (let i = 0; i < 31; i++)
+      await call("/v1/pets", { headers: { "CF-Connecting-IP": "::ffff:198.51.100.7" } });
+    await expectError(
+      await call("/v1/pets", { headers: { "CF-Connecting-IP": "::ffff:198.51.100.7" } }),
+      429,
+      "rate_limited",
+    );
+    await expectError(
+      await call("/v1/pets", { headers: { "CF-Connecting-IP": "198.51.100.7" } }),
+      429,
+      "rate_limited",
+    );
+    await expectError(
+      await call("/v1/pets", { headers: { "CF-Connecting-IP": "::ffff:203.0.113.9" } }),
+      401,
+      "unauthorized",
+    );
+    await expectError(
+      await call("/v1/pets", { headers: { "CF-Connecting-IP": "::1" } }),
+      401,
+      "unauthorized",
+    );
   });
 });
 
@@ -72,7 +120,9 @@ describe("limiter unreachable", () => {
     const stale = (await getKey(env.DB, k.id))!;
     await call(`/admin/v1/keys/${k.id}`, { method: "DELETE", headers: ADMIN });
     cacheKey(await sha256Hex(k.key), stale, time.now); // as another isolate would still hold it
-    const broken = { getByName: () => ({ admit: () => Promise.reject(new Error("limiter down")) }) };
+    const broken = {
+      getByName: () => ({ admit: () => Promise.reject(new Error("limiter down")) }),
+    };
     const res = await callWith({ QUOTA: broken }, "/v1/pets", { headers: auth(k.key) });
     expect(res.headers.get("WWW-Authenticate")).toContain('error="invalid_token"');
     await expectError(res, 401, "unauthorized");

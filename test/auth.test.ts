@@ -9,7 +9,10 @@ const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 // Each test that fails authentication on purpose comes from its own address, so the per-client
 // failure shield (30 a minute, another issue) never turns these 401s into 429s.
 let ip = 0;
-const fromNewClient = (headers: Record<string, string> = {}) => ({ "CF-Connecting-IP": `198.51.100.${++ip}`, ...headers });
+const fromNewClient = (headers: Record<string, string> = {}) => ({
+  "CF-Connecting-IP": `198.51.100.${++ip}`,
+  ...headers,
+});
 
 function wellFormedUnknownKey(): string {
   let s = "";
@@ -33,7 +36,9 @@ describe("401 unauthorized", () => {
 
   it("with another scheme (Basic)", async () => {
     const { key } = await issueKey();
-    const res = await call("/v1/pets", { headers: fromNewClient({ Authorization: `Basic ${btoa(`${key}:`)}` }) });
+    const res = await call("/v1/pets", {
+      headers: fromNewClient({ Authorization: `Basic ${btoa(`${key}:`)}` }),
+    });
     expect(res.headers.get("WWW-Authenticate")).toMatch(/^Bearer realm="animal-store"/);
     await expectError(res, 401, "unauthorized");
   });
@@ -45,7 +50,7 @@ describe("401 unauthorized", () => {
     ["too long", `pet_test_${"a".repeat(44)}`],
     ["non-base62 character", `pet_test_${"a".repeat(42)}-`],
     ["unknown well-formed key", wellFormedUnknownKey()],
-  ])("with a token that is %s: error=\"invalid_token\"", async (_label, token) => {
+  ])('with a token that is %s: error="invalid_token"', async (_label, token) => {
     const res = await call("/v1/pets", { headers: fromNewClient(auth(token)) });
     expect(res.headers.get("WWW-Authenticate")).toMatch(INVALID_TOKEN);
     await expectError(res, 401, "unauthorized");
@@ -54,11 +59,17 @@ describe("401 unauthorized", () => {
   it("a revoked key is refused on its very next request, even when warm", async () => {
     const { id, key } = await issueKey();
     expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
-    expect((await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: ADMIN })).status).toBe(200);
+    expect((await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: ADMIN })).status).toBe(
+      200,
+    );
     const res = await call("/v1/pets", { headers: fromNewClient(auth(key)) });
     expect(res.headers.get("WWW-Authenticate")).toMatch(INVALID_TOKEN);
     await expectError(res, 401, "unauthorized");
-    const again = await postJson("/v1/pets", { name: "x", categoryId: 1 }, fromNewClient(auth(key)));
+    const again = await postJson(
+      "/v1/pets",
+      { name: "x", categoryId: 1 },
+      fromNewClient(auth(key)),
+    );
     await expectError(again, 401, "unauthorized");
   });
 
@@ -83,7 +94,11 @@ describe("401 unauthorized", () => {
   });
 
   it("the admin token is not an API key", async () => {
-    await expectError(await call("/v1/pets", { headers: fromNewClient(ADMIN) }), 401, "unauthorized");
+    await expectError(
+      await call("/v1/pets", { headers: fromNewClient(ADMIN) }),
+      401,
+      "unauthorized",
+    );
   });
 });
 
@@ -97,7 +112,11 @@ describe("authentication comes before validation", () => {
       call("/v1/pets/abc", { headers }),
       postJson("/v1/pets", "{not json", headers),
       postJson("/v1/pets", { name: "", categoryId: -1, extra: 1 }, { ...headers, ...auth(bad) }),
-      call("/v1/pets", { method: "POST", headers: { ...headers, "Content-Type": "text/plain" }, body: "hi" }),
+      call("/v1/pets", {
+        method: "POST",
+        headers: { ...headers, "Content-Type": "text/plain" },
+        body: "hi",
+      }),
       postJson("/v1/pets", { name: "x".repeat(40_000), categoryId: 1 }, headers),
     ];
     for (const res of await Promise.all(cases)) await expectError(res, 401, "unauthorized");
@@ -107,7 +126,9 @@ describe("authentication comes before validation", () => {
 describe("keys", () => {
   it("accepts the scheme name case-insensitively", async () => {
     const { key } = await issueKey();
-    expect((await call("/v1/pets", { headers: { Authorization: `bearer ${key}` } })).status).toBe(200);
+    expect((await call("/v1/pets", { headers: { Authorization: `bearer ${key}` } })).status).toBe(
+      200,
+    );
   });
 
   it("have the pet_test_ prefix and 43 base62 characters (≥ 256 bits), all different", async () => {
@@ -118,7 +139,9 @@ describe("keys", () => {
 
   it("only a SHA-256 hash and a short display prefix are stored", async () => {
     const issued = await issueKey();
-    const row = await env.DB.prepare("SELECT * FROM api_keys WHERE id = ?1").bind(issued.id).first<Record<string, unknown>>();
+    const row = await env.DB.prepare("SELECT * FROM api_keys WHERE id = ?1")
+      .bind(issued.id)
+      .first<Record<string, unknown>>();
     expect(row).not.toBeNull();
     const secret = issued.key.slice("pet_test_".length);
     for (const [column, value] of Object.entries(row!)) {
@@ -133,7 +156,8 @@ describe("keys", () => {
   it("never appear in logs", async () => {
     const lines: string[] = [];
     const capture = (...args: unknown[]) => void lines.push(args.map(String).join(" "));
-    for (const level of ["log", "info", "warn", "error", "debug"] as const) vi.spyOn(console, level).mockImplementation(capture);
+    for (const level of ["log", "info", "warn", "error", "debug"] as const)
+      vi.spyOn(console, level).mockImplementation(capture);
     const { key } = await issueKey();
     const unknown = wellFormedUnknownKey();
     await call("/v1/pets", { headers: auth(key) });

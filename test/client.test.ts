@@ -2,8 +2,13 @@
 // retry policy against stub servers. e2e/client-package.test.mjs checks the packed package itself.
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { AnimalStoreError, createAnimalStoreClient, retryAfterMs, retryingFetch } from "../packages/client/src/index";
-import { createPets, fixClock, issueKey, BASE } from "./helpers";
+import {
+  AnimalStoreError,
+  createAnimalStoreClient,
+  retryAfterMs,
+  retryingFetch,
+} from "../packages/client/src/index";
+import { BASE, createPets, fixClock, issueKey } from "./helpers";
 
 const viaWorker: typeof fetch = (input, init) => exports.default.fetch(new Request(input, init));
 
@@ -12,12 +17,27 @@ describe("client against the app", () => {
     const k = await issueKey("pro");
     const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });
     expect(store.rateLimit).toBeUndefined();
-    const rex = await store.createPet({ name: "Client Rex", categoryId: 7, status: "pending" }, { idempotencyKey: crypto.randomUUID() });
-    expect(rex).toMatchObject({ id: expect.any(Number), name: "Client Rex", categoryId: 7, status: "pending" });
-    expect(store.rateLimit).toMatchObject({ limit: 300, remaining: 299, reset: expect.any(Number) });
+    const rex = await store.createPet(
+      { name: "Client Rex", categoryId: 7, status: "pending" },
+      { idempotencyKey: crypto.randomUUID() },
+    );
+    expect(rex).toMatchObject({
+      id: expect.any(Number),
+      name: "Client Rex",
+      categoryId: 7,
+      status: "pending",
+    });
+    expect(store.rateLimit).toMatchObject({
+      limit: 300,
+      remaining: 299,
+      reset: expect.any(Number),
+    });
     expect(store.rateLimit?.policy).toContain('"minute";q=300;w=60');
 
-    await createPets(k.key, Array.from({ length: 4 }, (_, i) => ({ name: `p${i}`, categoryId: 1, status: "pending" })));
+    await createPets(
+      k.key,
+      Array.from({ length: 4 }, (_, i) => ({ name: `p${i}`, categoryId: 1, status: "pending" })),
+    );
     const first = await store.listPets({ status: "pending", limit: 2 });
     expect(first.pets).toHaveLength(2);
     expect(first.nextCursor).toEqual(expect.any(String));
@@ -49,7 +69,11 @@ describe("client against the app", () => {
     expect(missing).toMatchObject({ status: 404, code: "not_found" });
     const bad = await store.createPet({ name: "", categoryId: 1 }).catch((e: unknown) => e);
     expect(bad).toMatchObject({ status: 400, code: "invalid_request" });
-    const wrongKey = createAnimalStoreClient({ baseUrl: BASE, apiKey: "pet_test_nope", fetch: viaWorker });
+    const wrongKey = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: "pet_test_nope",
+      fetch: viaWorker,
+    });
     await expect(wrongKey.listPets()).rejects.toMatchObject({ status: 401, code: "unauthorized" });
   });
 
@@ -61,7 +85,13 @@ describe("client against the app", () => {
       waits.push(ms);
       time.now += ms; // time passes only when the client waits
     };
-    const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker, sleep, baseDelayMs: 100 });
+    const store = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: k.key,
+      fetch: viaWorker,
+      sleep,
+      baseDelayMs: 100,
+    });
     await store.listPets();
     time.now += 1_000; // 1 s into the minute: the next request is over the per-minute limit
     await store.listPets();
@@ -72,7 +102,13 @@ describe("client against the app", () => {
     fixClock(Date.UTC(2027, 2, 1, 10, 0, 0));
     const k = await issueKey("enterprise", { perMinute: 1, perDay: 100 });
     const waits: number[] = [];
-    const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker, sleep: async (ms) => void waits.push(ms), maxDelayMs: 10_000 });
+    const store = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: k.key,
+      fetch: viaWorker,
+      sleep: async (ms) => void waits.push(ms),
+      maxDelayMs: 10_000,
+    });
     await store.listPets();
     const err = await store.listPets().catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 429, code: "rate_limited", retryAfter: 60 });
@@ -102,7 +138,12 @@ describe("retry policy", () => {
     for (const status of [429, 503]) {
       const get = counted(answering(status));
       const waits: number[] = [];
-      const res = await retryingFetch({ fetch: get.f, maxRetries: 3, baseDelayMs: 100, sleep: async (ms) => void waits.push(ms) })(url);
+      const res = await retryingFetch({
+        fetch: get.f,
+        maxRetries: 3,
+        baseDelayMs: 100,
+        sleep: async (ms) => void waits.push(ms),
+      })(url);
       expect(res.status).toBe(status);
       expect(get.calls).toHaveLength(4);
       waits.forEach((w, i) => {
@@ -115,27 +156,55 @@ describe("retry policy", () => {
 
   it("uses the random source for jitter", async () => {
     const waits: number[] = [];
-    await retryingFetch({ fetch: answering(503), maxRetries: 2, baseDelayMs: 100, random: () => 0, sleep: async (ms) => void waits.push(ms) })(url);
+    await retryingFetch({
+      fetch: answering(503),
+      maxRetries: 2,
+      baseDelayMs: 100,
+      random: () => 0,
+      sleep: async (ms) => void waits.push(ms),
+    })(url);
     expect(waits).toEqual([50, 100]);
     waits.length = 0;
-    await retryingFetch({ fetch: answering(503), maxRetries: 2, baseDelayMs: 100, random: () => 0.999999, sleep: async (ms) => void waits.push(ms) })(url);
+    await retryingFetch({
+      fetch: answering(503),
+      maxRetries: 2,
+      baseDelayMs: 100,
+      random: () => 0.999999,
+      sleep: async (ms) => void waits.push(ms),
+    })(url);
     expect(waits.map(Math.round)).toEqual([100, 200]);
   });
 
   it("never retries a POST without Idempotency-Key, whatever the answer", async () => {
-    for (const [status, body] of [[429, "{}"], [503, "{}"], [409, '{"code":"idempotency_key_in_flight"}']] as const) {
+    for (const [status, body] of [
+      [429, "{}"],
+      [503, "{}"],
+      [409, '{"code":"idempotency_key_in_flight"}'],
+    ] as const) {
       const post = counted(answering(status, { "Retry-After": "1" }, body));
-      const res = await retryingFetch({ fetch: post.f, maxRetries: 2, sleep: noSleep })(url, { method: "POST", body: "{}" });
+      const res = await retryingFetch({ fetch: post.f, maxRetries: 2, sleep: noSleep })(url, {
+        method: "POST",
+        body: "{}",
+      });
       expect(res.status).toBe(status);
       expect(post.calls).toHaveLength(1);
     }
   });
 
   it("retries a POST with Idempotency-Key on 429, 503 and 409 idempotency_key_in_flight, sending the same body", async () => {
-    for (const [status, body] of [[429, "{}"], [503, "{}"], [409, '{"code":"idempotency_key_in_flight","message":"…","status":409}']] as const) {
+    for (const [status, body] of [
+      [429, "{}"],
+      [503, "{}"],
+      [409, '{"code":"idempotency_key_in_flight","message":"…","status":409}'],
+    ] as const) {
       const post = counted(answering(status, { "Retry-After": "2" }, body));
       const waits: number[] = [];
-      await retryingFetch({ fetch: post.f, maxRetries: 2, baseDelayMs: 10, sleep: async (ms) => void waits.push(ms) })(url, { method: "POST", body: '{"name":"Rex"}', headers: { "Idempotency-Key": "k1" } });
+      await retryingFetch({
+        fetch: post.f,
+        maxRetries: 2,
+        baseDelayMs: 10,
+        sleep: async (ms) => void waits.push(ms),
+      })(url, { method: "POST", body: '{"name":"Rex"}', headers: { "Idempotency-Key": "k1" } });
       expect(post.calls).toEqual(Array(3).fill({ method: "POST", body: '{"name":"Rex"}' }));
       expect(waits).toEqual([2000, 2000]); // Retry-After beats the 10 ms backoff
     }
@@ -143,14 +212,22 @@ describe("retry policy", () => {
 
   it("does not retry any other 409", async () => {
     const post = counted(answering(409, {}, '{"code":"conflict"}'));
-    const res = await retryingFetch({ fetch: post.f, sleep: noSleep })(url, { method: "POST", body: "{}", headers: { "Idempotency-Key": "k1" } });
+    const res = await retryingFetch({ fetch: post.f, sleep: noSleep })(url, {
+      method: "POST",
+      body: "{}",
+      headers: { "Idempotency-Key": "k1" },
+    });
     expect(post.calls).toHaveLength(1);
     expect(await res.json()).toEqual({ code: "conflict" }); // the body is still readable
   });
 
   it("retries a POST Request object with Idempotency-Key, resending its body (cloned)", async () => {
     const post = counted(answering(429));
-    const req = new Request(url, { method: "POST", body: '{"name":"Rex"}', headers: { "Idempotency-Key": "k1" } });
+    const req = new Request(url, {
+      method: "POST",
+      body: '{"name":"Rex"}',
+      headers: { "Idempotency-Key": "k1" },
+    });
     await retryingFetch({ fetch: post.f, maxRetries: 2, sleep: noSleep })(req);
     expect(post.calls).toEqual(Array(3).fill({ method: "POST", body: '{"name":"Rex"}' }));
   });
@@ -158,8 +235,14 @@ describe("retry policy", () => {
   it("returns the response instead of retrying when the body is a stream that cannot be replayed", async () => {
     for (const status of [429, 503]) {
       const post = counted(answering(status));
-      const body = new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode("{}")), c.close()) });
-      const res = await retryingFetch({ fetch: post.f, sleep: noSleep })(url, { method: "PUT", body, headers: { "Idempotency-Key": "k1" } });
+      const body = new ReadableStream({
+        start: (c) => (c.enqueue(new TextEncoder().encode("{}")), c.close()),
+      });
+      const res = await retryingFetch({ fetch: post.f, sleep: noSleep })(url, {
+        method: "PUT",
+        body,
+        headers: { "Idempotency-Key": "k1" },
+      });
       expect(res.status).toBe(status);
       expect(post.calls).toHaveLength(1);
     }
@@ -183,15 +266,24 @@ describe("retry policy", () => {
   it("reads Retry-After as seconds or an HTTP date, and treats anything else as absent", () => {
     const now = Date.UTC(2030, 0, 1, 0, 0, 0);
     expect(retryAfterMs(new Headers({ "Retry-After": "7" }), now)).toBe(7000);
-    expect(retryAfterMs(new Headers({ "Retry-After": "Tue, 01 Jan 2030 00:00:30 GMT" }), now)).toBe(30_000);
-    expect(retryAfterMs(new Headers({ "Retry-After": "Mon, 31 Dec 2029 00:00:00 GMT" }), now)).toBe(0);
+    expect(retryAfterMs(new Headers({ "Retry-After": "Tue, 01 Jan 2030 00:00:30 GMT" }), now)).toBe(
+      30_000,
+    );
+    expect(retryAfterMs(new Headers({ "Retry-After": "Mon, 31 Dec 2029 00:00:00 GMT" }), now)).toBe(
+      0,
+    );
     expect(retryAfterMs(new Headers({ "Retry-After": "soon" }), now)).toBeUndefined();
     expect(retryAfterMs(new Headers(), now)).toBeUndefined();
   });
 
   it("backs off when Retry-After is unreadable", async () => {
     const waits: number[] = [];
-    await retryingFetch({ fetch: answering(429, { "Retry-After": "soon" }), maxRetries: 1, baseDelayMs: 100, sleep: async (ms) => void waits.push(ms) })(url);
+    await retryingFetch({
+      fetch: answering(429, { "Retry-After": "soon" }),
+      maxRetries: 1,
+      baseDelayMs: 100,
+      sleep: async (ms) => void waits.push(ms),
+    })(url);
     expect(waits).toHaveLength(1);
     expect(waits[0]).toBeGreaterThanOrEqual(50);
     expect(waits[0]).toBeLessThanOrEqual(100);
@@ -211,12 +303,20 @@ describe("retry policy", () => {
   it("passes the AbortSignal through the client", async () => {
     const controller = new AbortController();
     controller.abort(new Error("cancelled"));
-    const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: "k", fetch: (input, init) => fetch(input, init) });
+    const store = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: "k",
+      fetch: (input, init) => fetch(input, init),
+    });
     await expect(store.listPets({}, { signal: controller.signal })).rejects.toThrow();
   });
 
   it("types limit as a number and Idempotency-Key as optional", () => {
-    const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: "k", fetch: answering(200, {}, "[]") });
+    const store = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: "k",
+      fetch: answering(200, {}, "[]"),
+    });
     // @ts-expect-error limit is a number, not a string
     void store.listPets({ limit: "50" });
     void store.listPets({ limit: 50 });

@@ -3,12 +3,13 @@
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { MINUTE_MS } from "../src/clock";
+import { MINUTE_MS } from "../src/lib/clock";
 import { auth, brokenDb, call, callWith, expect503, fixClock, issueKey, petCount } from "./helpers";
 
 const list = (key: string) => call("/v1/pets?limit=1", { headers: auth(key) });
 const remainingOf = (res: Response) => Number(res.headers.get("X-RateLimit-Remaining"));
-const dayRemainingOf = (res: Response) => Number(/"day";r=(\d+)/.exec(res.headers.get("RateLimit") ?? "")?.[1]);
+const dayRemainingOf = (res: Response) =>
+  Number(/"day";r=(\d+)/.exec(res.headers.get("RateLimit") ?? "")?.[1]);
 
 describe("Durable Object eviction mid-run", () => {
   it("X-RateLimit-Remaining continues where it was after the key's object is evicted", async () => {
@@ -40,7 +41,11 @@ describe("Durable Object eviction mid-run", () => {
     expect((await list(key)).status).toBe(200); // the object is running now
 
     const burst = () => Array.from({ length: 40 }, () => list(key));
-    const [first, , second] = await Promise.all([Promise.all(burst()), evictDurableObject(env.QUOTA.getByName(id)), Promise.all(burst())]);
+    const [first, , second] = await Promise.all([
+      Promise.all(burst()),
+      evictDurableObject(env.QUOTA.getByName(id)),
+      Promise.all(burst()),
+    ]);
     const admitted = [...first, ...second].filter((r) => r.status === 200);
     expect(admitted.length).toBe(29);
     expect([...first, ...second].every((r) => r.status === 200 || r.status === 429)).toBe(true);
@@ -55,7 +60,11 @@ describe("Durable Object eviction mid-run", () => {
       const res = await list(key);
       codes.push(res.status === 200 ? "ok" : ((await res.json()) as { code: string }).code);
     }
-    expect(codes).toEqual([...Array(5).fill("ok"), ...Array(10).fill("rate_limited"), "key_banned"]);
+    expect(codes).toEqual([
+      ...Array(5).fill("ok"),
+      ...Array(10).fill("rate_limited"),
+      "key_banned",
+    ]);
 
     await evictDurableObject(env.QUOTA.getByName(id));
     const res = await list(key);
@@ -68,7 +77,12 @@ describe("Durable Object eviction mid-run", () => {
 describe("idempotency records across eviction", () => {
   it("a retry after the key's object is evicted replays the first answer and creates nothing", async () => {
     const { key, id } = await issueKey("enterprise", { perMinute: 1_000, perDay: 10_000 });
-    const send = () => call("/v1/pets", { method: "POST", headers: auth(key, { "Content-Type": "application/json", "Idempotency-Key": "evict-1" }), body: '{"name":"Once","categoryId":2}' });
+    const send = () =>
+      call("/v1/pets", {
+        method: "POST",
+        headers: auth(key, { "Content-Type": "application/json", "Idempotency-Key": "evict-1" }),
+        body: '{"name":"Once","categoryId":2}',
+      });
     const first = await send();
     expect(first.status).toBe(201);
     const pet = await first.json();
@@ -85,33 +99,51 @@ describe("idempotency records across eviction", () => {
 
 // ------------------------------------------------------------------ D1 faults
 /** The app with `db` as its D1 binding, waiting for the request's waitUntil() work. */
-const viaApp = (DB: D1Database, path: string, init: RequestInit = {}) => callWith({ DB }, path, init, { wait: true });
+const viaApp = (DB: D1Database, path: string, init: RequestInit = {}) =>
+  callWith({ DB }, path, init, { wait: true });
 
 const isWrite = (sql: string) => /^\s*(INSERT|UPDATE|DELETE|REPLACE)\b/i.test(sql);
 const createInit = (key: string, name: string): RequestInit => ({
-  method: "POST", headers: auth(key, { "Content-Type": "application/json" }), body: JSON.stringify({ name, categoryId: 5 }),
+  method: "POST",
+  headers: auth(key, { "Content-Type": "application/json" }),
+  body: JSON.stringify({ name, categoryId: 5 }),
 });
 const snapshot = async () => ({
-  rows: (await env.DB.prepare("SELECT id, name, category_id, status FROM pets ORDER BY id").all()).results,
-  seq: (await env.DB.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'pets'").first<{ seq: number }>())?.seq ?? 0,
+  rows: (await env.DB.prepare("SELECT id, name, category_id, status FROM pets ORDER BY id").all())
+    .results,
+  seq:
+    (
+      await env.DB.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'pets'").first<{
+        seq: number;
+      }>()
+    )?.seq ?? 0,
 });
 
 describe("D1 failing mid-run", () => {
   it("creates fail with 503 + Retry-After while writes fail, nothing is written, and creates resume after", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 100_000, perDay: 1_000_000 });
-    for (const name of ["before-1", "before-2"]) expect((await viaApp(env.DB, "/v1/pets", createInit(key, name))).status).toBe(201);
+    for (const name of ["before-1", "before-2"])
+      expect((await viaApp(env.DB, "/v1/pets", createInit(key, name))).status).toBe(201);
     const before = await snapshot();
 
     const down = brokenDb({ fails: isWrite });
     await expect503(await viaApp(down, "/v1/pets", createInit(key, "during")), "one create");
-    const parallel = await Promise.all(Array.from({ length: 20 }, (_, i) => viaApp(down, "/v1/pets", createInit(key, `during-${i}`))));
+    const parallel = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        viaApp(down, "/v1/pets", createInit(key, `during-${i}`)),
+      ),
+    );
     for (const res of parallel) await expect503(res, "parallel create");
     // Reads still work meanwhile.
     expect((await viaApp(down, "/v1/pets?limit=5", { headers: auth(key) })).status).toBe(200);
     expect(await snapshot()).toEqual(before);
 
     // An idempotent create that failed leaves no claim behind: its retry after recovery creates once.
-    const idem = (db: D1Database) => viaApp(db, "/v1/pets", { ...createInit(key, "after"), headers: auth(key, { "Content-Type": "application/json", "Idempotency-Key": "d1-down-1" }) });
+    const idem = (db: D1Database) =>
+      viaApp(db, "/v1/pets", {
+        ...createInit(key, "after"),
+        headers: auth(key, { "Content-Type": "application/json", "Idempotency-Key": "d1-down-1" }),
+      });
     await expect503(await idem(down), "idempotent create");
     expect(await snapshot()).toEqual(before);
 
@@ -136,15 +168,25 @@ describe("D1 failing mid-run", () => {
         "GET /v1/pets/{id}": await viaApp(down, `/v1/pets/${id}`, { headers: auth(key) }),
       };
       // All statuses first, so one failure shows every route's answer.
-      const statuses = Object.fromEntries(Object.entries(responses).map(([route, res]) => [route, res.status]));
-      expect(statuses, mode).toEqual({ "POST /v1/pets": 503, "GET /v1/pets": 503, "GET /v1/pets/{id}": 503 });
-      for (const [route, res] of Object.entries(responses)) await expect503(res, `${mode}: ${route}`);
+      const statuses = Object.fromEntries(
+        Object.entries(responses).map(([route, res]) => [route, res.status]),
+      );
+      expect(statuses, mode).toEqual({
+        "POST /v1/pets": 503,
+        "GET /v1/pets": 503,
+        "GET /v1/pets/{id}": 503,
+      });
+      for (const [route, res] of Object.entries(responses))
+        await expect503(res, `${mode}: ${route}`);
       expect(await snapshot()).toEqual(before);
     });
   }
 
   it("a cold key cannot be authenticated while D1 is down: 503, not 401", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 100_000, perDay: 1_000_000 });
-    await expect503(await viaApp(brokenDb(), "/v1/pets", { headers: auth(key) }), "cold key, queries reject");
+    await expect503(
+      await viaApp(brokenDb(), "/v1/pets", { headers: auth(key) }),
+      "cold key, queries reject",
+    );
   });
 });

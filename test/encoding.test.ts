@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { sha256Hex } from "../src/auth/secrets";
-import { fromBase64Url, toBase64Url, toHex } from "../src/encoding";
+import { sha256Hex } from "../src/lib/crypto";
+import { fromBase64Url, toBase64Url, toHex } from "../src/lib/encoding";
 
 describe("byte encodings", () => {
   it("writes unpadded base64url and reads it back", () => {
@@ -11,9 +11,12 @@ describe("byte encodings", () => {
     expect([...fromBase64Url("-g")]).toEqual([250]);
   });
 
-  it.each(["-g==", "+gEC", "/gEC", "-gE C", " -gEC", "-gEC\n", "%2B", "a"])("refuses %j", (text) => {
-    expect(() => fromBase64Url(text)).toThrow();
-  });
+  it.each(["-g==", "+gEC", "/gEC", "-gE C", " -gEC", "-gEC\n", "%2B", "a"])(
+    "refuses %j",
+    (text) => {
+      expect(() => fromBase64Url(text)).toThrow();
+    },
+  );
 
   it("writes lowercase hex, two digits a byte", () => {
     expect(toHex(new Uint8Array([0, 15, 16, 255]))).toBe("000f10ff");
@@ -21,6 +24,8 @@ describe("byte encodings", () => {
   });
 
   it("hashes to the known SHA-256 digest", async () => {
-    expect(await sha256Hex("abc")).toBe("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    expect(await sha256Hex("abc")).toBe(
+      "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+    );
   });
 });

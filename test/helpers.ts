@@ -2,7 +2,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { env, exports } from "cloudflare:workers";
 import { afterEach, beforeEach, expect, onTestFinished, vi } from "vitest";
 import { createApp } from "../src/app";
-import { clock, DAY_MS, MINUTE_MS } from "../src/clock";
+import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import type { Plan } from "../src/quota/plans";
 
 // ------------------------------------------------------------------ requests
@@ -17,8 +17,16 @@ export function auth(key: string, headers: Record<string, string> = {}): Record<
   return { Authorization: `Bearer ${key}`, ...headers };
 }
 
-export function postJson(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return call(path, { method: "POST", headers: { "Content-Type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+export function postJson(
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return call(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
 }
 
 /**
@@ -33,19 +41,32 @@ export async function callWith(
   init: RequestInit = {},
   { wait = false }: { wait?: boolean } = {},
 ): Promise<Response> {
-  const request = typeof input === "string" ? new Request(input.startsWith("/") ? `${BASE}${input}` : input, init) : input;
+  const request =
+    typeof input === "string"
+      ? new Request(input.startsWith("/") ? `${BASE}${input}` : input, init)
+      : input;
   const ctx = createExecutionContext();
   const res = await createApp().fetch(request, { ...env, ...bindings }, ctx);
   if (wait) await waitOnExecutionContext(ctx);
   return res;
 }
 
-export async function expectError(res: Response, status: number, code: string): Promise<{ code: string; message: string; status: number }> {
+export async function expectError(
+  res: Response,
+  status: number,
+  code: string,
+): Promise<{ code: string; message: string; status: number }> {
   const body = (await res.json()) as { code: string; message: string; status: number };
-  if (res.status !== status || body.code !== code || body.status !== status || typeof body.message !== "string") {
+  if (
+    res.status !== status ||
+    body.code !== code ||
+    body.status !== status ||
+    typeof body.message !== "string"
+  ) {
     throw new Error(`expected ${status} ${code}, got ${res.status} ${JSON.stringify(body)}`);
   }
-  if (!res.headers.get("Content-Type")?.startsWith("application/json")) throw new Error("error without application/json");
+  if (!res.headers.get("Content-Type")?.startsWith("application/json"))
+    throw new Error("error without application/json");
   return body;
 }
 
@@ -58,9 +79,18 @@ export interface IssuedKey {
 }
 
 /** Issues a key through the admin API, as an operator would. */
-export async function issueKey(plan: Plan = "pro", limits?: { perMinute: number; perDay: number }, extra: Record<string, unknown> = {}): Promise<IssuedKey> {
-  const res = await postJson("/admin/v1/keys", { name: `test-${plan}`, plan, ...(limits ? { limits } : {}), ...extra }, ADMIN);
-  if (res.status !== 201) throw new Error(`issuing a key failed: ${res.status} ${await res.text()}`);
+export async function issueKey(
+  plan: Plan = "pro",
+  limits?: { perMinute: number; perDay: number },
+  extra: Record<string, unknown> = {},
+): Promise<IssuedKey> {
+  const res = await postJson(
+    "/admin/v1/keys",
+    { name: `test-${plan}`, plan, ...(limits ? { limits } : {}), ...extra },
+    ADMIN,
+  );
+  if (res.status !== 201)
+    throw new Error(`issuing a key failed: ${res.status} ${await res.text()}`);
   return (await res.json()) as IssuedKey;
 }
 
@@ -71,10 +101,17 @@ export function keyDetail(id: string): Promise<Response> {
 
 /** PATCH /admin/v1/keys/{id} with a JSON body (the raw response). */
 export function patchKey(id: string, body: unknown): Promise<Response> {
-  return call(`/admin/v1/keys/${id}`, { method: "PATCH", headers: { ...ADMIN, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  return call(`/admin/v1/keys/${id}`, {
+    method: "PATCH",
+    headers: { ...ADMIN, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
 }
 
-export async function createPets(key: string, pets: Array<{ name: string; categoryId: number; status?: string }>): Promise<Array<{ id: number }>> {
+export async function createPets(
+  key: string,
+  pets: Array<{ name: string; categoryId: number; status?: string }>,
+): Promise<Array<{ id: number }>> {
   const out = [];
   for (const pet of pets) {
     const res = await postJson("/v1/pets", pet, auth(key));
@@ -91,8 +128,16 @@ export async function petCount(): Promise<number> {
 
 // ------------------------------------------------------------------ D1 outages
 /** What a failing D1 says: SQL and internals that must never reach the client. */
-export const D1_FAILURE = "D1_ERROR: Network connection lost while running SELECT key_hash FROM api_keys WHERE secret = 'x'";
-const D1_FAILURE_LEAKS = ["SELECT", "api_keys", "key_hash", "D1_ERROR", "Network connection lost", "    at "];
+export const D1_FAILURE =
+  "D1_ERROR: Network connection lost while running SELECT key_hash FROM api_keys WHERE secret = 'x'";
+const D1_FAILURE_LEAKS = [
+  "SELECT",
+  "api_keys",
+  "key_hash",
+  "D1_ERROR",
+  "Network connection lost",
+  "    at ",
+];
 
 /** How the binding fails: queries reject; prepare() throws synchronously; withSession() throws. */
 export type D1FailureMode = "reject" | "prepare-throws" | "session-throws";
@@ -102,7 +147,15 @@ export type D1FailureMode = "reject" | "prepare-throws" | "session-throws";
  * sessions it opens too, with `message` (default: D1_FAILURE). In "reject" mode a batch fails
  * when it holds a failing statement; in the other modes every batch fails.
  */
-export function brokenDb({ fails = () => true, mode = "reject", message = D1_FAILURE }: { fails?: (sql: string) => boolean; mode?: D1FailureMode; message?: string } = {}): D1Database {
+export function brokenDb({
+  fails = () => true,
+  mode = "reject",
+  message = D1_FAILURE,
+}: {
+  fails?: (sql: string) => boolean;
+  mode?: D1FailureMode;
+  message?: string;
+} = {}): D1Database {
   const failure = () => new Error(message);
   const failing = new Set<unknown>();
   const rejectingStatement = () => {
@@ -117,7 +170,10 @@ export function brokenDb({ fails = () => true, mode = "reject", message = D1_FAI
       if (mode === "prepare-throws") throw failure();
       return rejectingStatement();
     },
-    batch: (stmts: D1PreparedStatement[]) => (mode === "reject" && !stmts.some((s) => failing.has(s)) ? real.batch(stmts) : Promise.reject(failure())),
+    batch: (stmts: D1PreparedStatement[]) =>
+      mode === "reject" && !stmts.some((s) => failing.has(s))
+        ? real.batch(stmts)
+        : Promise.reject(failure()),
   });
   return {
     ...wrap(env.DB),
@@ -134,7 +190,11 @@ export async function expect503(res: Response, what = "expected 503"): Promise<v
   const text = await res.text();
   expect(res.status, `${what}: ${text}`).toBe(503);
   expect(res.headers.get("Content-Type") ?? "", what).toMatch(/^application\/json/);
-  expect(JSON.parse(text), what).toEqual({ code: "service_unavailable", message: expect.any(String), status: 503 });
+  expect(JSON.parse(text), what).toEqual({
+    code: "service_unavailable",
+    message: expect.any(String),
+    status: 503,
+  });
   expect(res.headers.get("Retry-After"), `${what}: Retry-After`).toMatch(/^[1-9][0-9]*$/);
   for (const leak of D1_FAILURE_LEAKS) expect(text, what).not.toContain(leak);
 }
@@ -170,3 +230,7 @@ export function fixClock(at: number): { now: number } {
   onTestFinished(() => spy.mockRestore());
   return time;
 }
+
+/** A decision's retryAt (refusals have one; admissions and revocations do not). */
+export const retryAtOf = (decision: object): number | undefined =>
+  "retryAt" in decision ? (decision.retryAt as number) : undefined;

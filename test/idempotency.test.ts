@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { sha256Hex } from "../src/auth/secrets";
+import { sha256Hex } from "../src/lib/crypto";
 import { auth, callWith, expectError, issueKey, mockClock, postJson } from "./helpers";
 
 type Pet = { id: number; name: string; categoryId: number; status: string };
@@ -12,19 +12,32 @@ const DAY = 24 * HOUR;
 const time = mockClock(() => Date.now());
 
 const uniqueName = () => `idem-${crypto.randomUUID()}`;
-const create = (key: string, body: unknown, idem?: string) => postJson("/v1/pets", body, auth(key, idem === undefined ? {} : { "Idempotency-Key": idem }));
-const petsNamed = async (name: string) => (await env.DB.prepare("SELECT COUNT(*) AS n FROM pets WHERE name = ?1").bind(name).first<{ n: number }>())!.n;
+const create = (key: string, body: unknown, idem?: string) =>
+  postJson("/v1/pets", body, auth(key, idem === undefined ? {} : { "Idempotency-Key": idem }));
+const petsNamed = async (name: string) =>
+  (await env.DB.prepare("SELECT COUNT(*) AS n FROM pets WHERE name = ?1")
+    .bind(name)
+    .first<{ n: number }>())!.n;
 /** The request fingerprint: sha256 of the validated NewPet, fields in schema order. */
 const fingerprintOf = (p: { name: string; categoryId: number; status?: string }) =>
-  sha256Hex(JSON.stringify({ name: p.name, categoryId: p.categoryId, status: p.status ?? "available" }));
+  sha256Hex(
+    JSON.stringify({ name: p.name, categoryId: p.categoryId, status: p.status ?? "available" }),
+  );
 
 /** The app with a QUOTA namespace whose stubs fail `method` (the limiter unreachable for it). */
 function appWithFailing(method: "claimIdempotencyKey" | "completeIdempotencyKey") {
   const getByName = (name: string) => {
-    const stub = env.QUOTA.getByName(name) as unknown as Record<string, (...args: unknown[]) => unknown>;
+    const stub = env.QUOTA.getByName(name) as unknown as Record<
+      string,
+      (...args: unknown[]) => unknown
+    >;
     // Every RPC goes to the real stub, except `method`, which fails.
     const get = (_t: object, p: string | symbol) =>
-      p === "then" || typeof p !== "string" ? undefined : p === method ? () => Promise.reject(new Error("limiter unreachable")) : (...args: unknown[]) => stub[p]!(...args);
+      p === "then" || typeof p !== "string"
+        ? undefined
+        : p === method
+          ? () => Promise.reject(new Error("limiter unreachable"))
+          : (...args: unknown[]) => stub[p]!(...args);
     return new Proxy({}, { get });
   };
   const QUOTA = { getByName } as unknown as Env["QUOTA"];
@@ -60,7 +73,11 @@ describe("retries with the same Idempotency-Key", () => {
     const idem = crypto.randomUUID();
     const first = await create(key, `{"name":"${name}","categoryId":3,"status":"sold"}`, idem);
     expect(first.status).toBe(201);
-    const retry = await create(key, `{\n  "status" : "sold",\t"categoryId":3 ,\n "name": "${name}"  }\n`, idem);
+    const retry = await create(
+      key,
+      `{\n  "status" : "sold",\t"categoryId":3 ,\n "name": "${name}"  }\n`,
+      idem,
+    );
     expect(retry.status).toBe(201);
     expect(retry.headers.get("Idempotent-Replayed")).toBe("true");
     expect(await retry.json()).toEqual(await first.json());
@@ -72,10 +89,20 @@ describe("retries with the same Idempotency-Key", () => {
     const [a, b] = [uniqueName(), uniqueName()];
     const idem = crypto.randomUUID();
     expect((await create(key, { name: a, categoryId: 1 }, idem)).status).toBe(201);
-    await expectError(await create(key, { name: b, categoryId: 1 }, idem), 422, "idempotency_key_reused");
-    await expectError(await create(key, { name: a, categoryId: 2 }, idem), 422, "idempotency_key_reused");
+    await expectError(
+      await create(key, { name: b, categoryId: 1 }, idem),
+      422,
+      "idempotency_key_reused",
+    );
+    await expectError(
+      await create(key, { name: a, categoryId: 2 }, idem),
+      422,
+      "idempotency_key_reused",
+    );
     expect(await petsNamed(b)).toBe(0);
-    expect((await create(key, { name: a, categoryId: 1 }, idem)).headers.get("Idempotent-Replayed")).toBe("true");
+    expect(
+      (await create(key, { name: a, categoryId: 1 }, idem)).headers.get("Idempotent-Replayed"),
+    ).toBe("true");
     expect(await petsNamed(a)).toBe(1);
   });
 
@@ -107,7 +134,8 @@ describe("retries with the same Idempotency-Key", () => {
     const pet = { name: uniqueName(), categoryId: 1 };
     const idem = crypto.randomUUID();
     const remaining: number[] = [];
-    for (let i = 0; i < 3; i++) remaining.push(Number((await create(key, pet, idem)).headers.get("X-RateLimit-Remaining")));
+    for (let i = 0; i < 3; i++)
+      remaining.push(Number((await create(key, pet, idem)).headers.get("X-RateLimit-Remaining")));
     expect(remaining[1]).toBe(remaining[0]! - 1);
     expect(remaining[2]).toBe(remaining[0]! - 2);
   });
@@ -117,8 +145,21 @@ describe("invalid Idempotency-Key → 400", () => {
   it("empty, 256 characters, non-ASCII or control characters; 255 printable characters are fine", async () => {
     const { key } = await issueKey();
     const name = uniqueName();
-    for (const bad of ["", '""', "x".repeat(256), `"${"x".repeat(256)}"`, "caf\u00e9", "a\tb", "a\u0001b", "a\u007fb"]) {
-      const body = await expectError(await create(key, { name, categoryId: 1 }, bad), 400, "invalid_request");
+    for (const bad of [
+      "",
+      '""',
+      "x".repeat(256),
+      `"${"x".repeat(256)}"`,
+      "caf\u00e9",
+      "a\tb",
+      "a\u0001b",
+      "a\u007fb",
+    ]) {
+      const body = await expectError(
+        await create(key, { name, categoryId: 1 }, bad),
+        400,
+        "invalid_request",
+      );
       expect(body.message).toMatch(/idempotency-key/i);
     }
     expect(await petsNamed(name)).toBe(0);
@@ -143,7 +184,9 @@ describe("in flight, stale claims and expiry", () => {
     const k = await issueKey();
     const pet = { name: uniqueName(), categoryId: 6, status: "sold" };
     const idem = crypto.randomUUID();
-    expect(await env.QUOTA.getByName(k.id).claimIdempotencyKey(idem, await fingerprintOf(pet))).toEqual({ state: "proceed" });
+    expect(
+      await env.QUOTA.getByName(k.id).claimIdempotencyKey(idem, await fingerprintOf(pet)),
+    ).toEqual({ state: "proceed" });
     time.now += 59_000;
     const res = await create(k.key, pet, idem);
     expect(res.headers.get("Retry-After")).toMatch(/^[1-9][0-9]*$/);
@@ -205,12 +248,20 @@ describe("in flight, stale claims and expiry", () => {
     expect((await create(k.key, { name: uniqueName(), categoryId: 1 }, old)).status).toBe(201);
     time.now = t0 + HOUR;
     expect((await create(k.key, { name: uniqueName(), categoryId: 1 }, young)).status).toBe(201);
-    const keys = () => runInDurableObject(stub, (_i, ctx) => ctx.storage.sql.exec<{ k: string }>("SELECT idem_key AS k FROM idempotency ORDER BY k").toArray().map((r) => r.k));
+    const keys = () =>
+      runInDurableObject(stub, (_i, ctx) =>
+        ctx.storage.sql
+          .exec<{ k: string }>("SELECT idem_key AS k FROM idempotency ORDER BY k")
+          .toArray()
+          .map((r) => r.k),
+      );
     expect(await keys()).toEqual([old, young].sort());
     time.now = t0 + DAY + 1;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await keys()).toEqual([young]);
-    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(t0 + HOUR + DAY);
+    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(
+      t0 + HOUR + DAY,
+    );
   });
 });
 
@@ -222,9 +273,13 @@ describe("two requests never create two pets", () => {
     const responses = await Promise.all(Array.from({ length: 20 }, () => create(key, pet, idem)));
     const statuses = responses.map((r) => r.status);
     for (const s of statuses) expect([201, 409]).toContain(s);
-    const created = responses.filter((r) => r.status === 201 && r.headers.get("Idempotent-Replayed") === null);
+    const created = responses.filter(
+      (r) => r.status === 201 && r.headers.get("Idempotent-Replayed") === null,
+    );
     expect(created).toHaveLength(1);
-    const ids = await Promise.all(responses.filter((r) => r.status === 201).map(async (r) => ((await r.json()) as Pet).id));
+    const ids = await Promise.all(
+      responses.filter((r) => r.status === 201).map(async (r) => ((await r.json()) as Pet).id),
+    );
     expect(new Set(ids).size).toBe(1);
     expect(await petsNamed(pet.name)).toBe(1);
   });

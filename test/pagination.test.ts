@@ -1,6 +1,6 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
-import { toBase64Url } from "../src/encoding";
+import { toBase64Url } from "../src/lib/encoding";
 import { auth, BASE, call, callWith, expectError, issueKey } from "./helpers";
 
 type Status = "available" | "pending" | "sold";
@@ -14,7 +14,9 @@ async function insertPets(statuses: Status[], tag: string): Promise<void> {
 }
 
 async function idsInDb(status?: Status): Promise<number[]> {
-  const stmt = status ? env.DB.prepare("SELECT id FROM pets WHERE status = ?1 ORDER BY id").bind(status) : env.DB.prepare("SELECT id FROM pets ORDER BY id");
+  const stmt = status
+    ? env.DB.prepare("SELECT id FROM pets WHERE status = ?1 ORDER BY id").bind(status)
+    : env.DB.prepare("SELECT id FROM pets ORDER BY id");
   return (await stmt.all<{ id: number }>()).results.map((r) => r.id);
 }
 
@@ -35,7 +37,12 @@ function listUrl(limit?: number, status?: Status, cursor?: string): string {
 }
 
 /** Follows rel="next" to the end, checking every page and Link on the way. */
-async function walk(key: string, limit: number, status?: Status, between?: (page: number) => Promise<void>) {
+async function walk(
+  key: string,
+  limit: number,
+  status?: Status,
+  between?: (page: number) => Promise<void>,
+) {
   let url: string | null = `${BASE}${listUrl(limit, status)}`;
   const ids: number[] = [];
   const cursors: string[] = [];
@@ -63,10 +70,18 @@ async function walk(key: string, limit: number, status?: Status, between?: (page
   return { ids, pages, cursors };
 }
 
-const bigKey = () => issueKey("enterprise", { perMinute: 100_000, perDay: 1_000_000 }).then((k) => k.key);
+const bigKey = () =>
+  issueKey("enterprise", { perMinute: 100_000, perDay: 1_000_000 }).then((k) => k.key);
 
 // 40 pets: 16 available, 16 pending, 8 sold (each more than the largest multi-page limit, 7).
-beforeAll(() => insertPets(Array.from({ length: 40 }, (_, i) => (i % 5 < 2 ? "available" : i % 5 < 4 ? "pending" : "sold")), "seed"));
+beforeAll(() =>
+  insertPets(
+    Array.from({ length: 40 }, (_, i) =>
+      i % 5 < 2 ? "available" : i % 5 < 4 ? "pending" : "sold",
+    ),
+    "seed",
+  ),
+);
 
 describe("walking all pages", () => {
   for (const status of [undefined, ...STATUSES]) {
@@ -105,7 +120,8 @@ describe("walking all pages", () => {
     const key = await bigKey();
     const res = await call("/v1/pets?status=pending", { headers: auth(key) });
     const next = nextUrl(res);
-    if ((await idsInDb("pending")).length > 20) expect(new URL(next!).searchParams.get("limit")).toBe("20");
+    if ((await idsInDb("pending")).length > 20)
+      expect(new URL(next!).searchParams.get("limit")).toBe("20");
     else expect(next).toBeNull();
   });
 });
@@ -116,7 +132,8 @@ describe("pets created during a walk", () => {
       const key = await bigKey();
       const before = await idsInDb(status);
       const { ids } = await walk(key, 3, status, async (page) => {
-        if (page <= 3) await insertPets(["pending", "sold", "available", "pending"], `during-${status}-${page}`);
+        if (page <= 3)
+          await insertPets(["pending", "sold", "available", "pending"], `during-${status}-${page}`);
       });
       const after = await idsInDb(status);
       expect(after.length).toBeGreaterThan(before.length);
@@ -132,7 +149,10 @@ describe("invalid cursors → 400 invalid_request", () => {
   beforeAll(async () => {
     const key = await bigKey();
     real = [];
-    for (const status of [undefined, ...STATUSES]) real.push(...(await walk(key, 2, status)).cursors.slice(0, 3).map((cursor) => ({ cursor, status })));
+    for (const status of [undefined, ...STATUSES])
+      real.push(
+        ...(await walk(key, 2, status)).cursors.slice(0, 3).map((cursor) => ({ cursor, status })),
+      );
   });
 
   async function expectCursorRefused(key: string, cursor: string, status?: Status, limit = 2) {
@@ -146,11 +166,26 @@ describe("invalid cursors → 400 invalid_request", () => {
     const text = (s: string) => toBase64Url(new TextEncoder().encode(s));
     const cursor = real[0]!.cursor;
     const malformed = [
-      "", "abc", "not-a-cursor", "x".repeat(30), "A".repeat(40), "%%%%%%%%%%%%%%%%%%%%%%", "a".repeat(500),
+      "",
+      "abc",
+      "not-a-cursor",
+      "x".repeat(30),
+      "A".repeat(40),
+      "%%%%%%%%%%%%%%%%%%%%%%",
+      "a".repeat(500),
       toBase64Url(crypto.getRandomValues(new Uint8Array(32))),
-      cursor.slice(0, -1), cursor.slice(0, -2), cursor.slice(0, -4), cursor.slice(0, 12), cursor.slice(3),
-      `${cursor}=`, `${cursor}==`, cursor + cursor, cursor.replace(/-/g, "+").replace(/_/g, "/"),
-      text('{"lastId":5,"status":"pending"}'), text("5:pending"), text("12345678901234567890:"),
+      cursor.slice(0, -1),
+      cursor.slice(0, -2),
+      cursor.slice(0, -4),
+      cursor.slice(0, 12),
+      cursor.slice(3),
+      `${cursor}=`,
+      `${cursor}==`,
+      cursor + cursor,
+      cursor.replace(/-/g, "+").replace(/_/g, "/"),
+      text('{"lastId":5,"status":"pending"}'),
+      text("5:pending"),
+      text("12345678901234567890:"),
       toBase64Url(new Uint8Array([...new TextEncoder().encode("5:"), ...new Uint8Array(16)])), // right shape, no MAC
       toBase64Url(new Uint8Array([...new TextEncoder().encode("0:"), ...new Uint8Array(16)])),
     ];
@@ -191,7 +226,9 @@ describe("invalid cursors → 400 invalid_request", () => {
     const key = await bigKey();
     const { cursors: pending } = await walk(key, 2, "pending");
     const { cursors: unfiltered } = await walk(key, 2);
-    expect((await call(listUrl(2, "pending", pending[0]), { headers: auth(key) })).status).toBe(200);
+    expect((await call(listUrl(2, "pending", pending[0]), { headers: auth(key) })).status).toBe(
+      200,
+    );
     await expectCursorRefused(key, pending[0]!, "sold");
     await expectCursorRefused(key, pending[0]!, "available");
     await expectCursorRefused(key, pending[0]!, undefined);
@@ -203,7 +240,9 @@ describe("invalid cursors → 400 invalid_request", () => {
     const { cursor } = real[0]!;
     expect((await call(listUrl(2, undefined, cursor), { headers: auth(key) })).status).toBe(200);
     for (const limit of ["0", "101", "-1", "abc", "1.5", "", "1e1"]) {
-      const res = await call(`/v1/pets?limit=${encodeURIComponent(limit)}&cursor=${cursor}`, { headers: auth(key) });
+      const res = await call(`/v1/pets?limit=${encodeURIComponent(limit)}&cursor=${cursor}`, {
+        headers: auth(key),
+      });
       const body = await expectError(res, 400, "invalid_request");
       expect(body.message).toMatch(/limit/);
     }
@@ -218,7 +257,10 @@ describe("cursors and read replicas", () => {
     expect(pageBookmark).toMatch(/^[0-9a-f-]+$/);
     const opened: string[] = [];
     const db = new Proxy(env.DB, {
-      get: (target, prop) => (prop === "withSession" ? (b: string) => (opened.push(b), target.withSession(b)) : Reflect.get(target, prop).bind(target)),
+      get: (target, prop) =>
+        prop === "withSession"
+          ? (b: string) => (opened.push(b), target.withSession(b))
+          : Reflect.get(target, prop).bind(target),
     });
     const res = await callWith({ DB: db }, nextUrl(first)!, { headers: auth(key) });
     expect(res.status).toBe(200);

@@ -1,12 +1,22 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sha256Hex } from "../src/auth/secrets";
-import { findKeyByHash, getKey, insertKey, listKeys, revokeKey, updateKey, type NewKey } from "../src/db/keys";
+import {
+  findKeyByHash,
+  getKey,
+  insertKey,
+  listKeys,
+  type NewKey,
+  revokeKey,
+  updateKey,
+} from "../src/db/keys";
 import { createPet, getPet, listPets } from "../src/db/pets";
+import { sha256Hex } from "../src/lib/crypto";
 
 // Storage is shared by the tests of this file: each test reads only past the largest id it saw first.
 async function maxPetId(): Promise<number> {
-  const row = await env.DB.prepare("SELECT COALESCE(MAX(id), 0) AS m FROM pets").first<{ m: number }>();
+  const row = await env.DB.prepare("SELECT COALESCE(MAX(id), 0) AS m FROM pets").first<{
+    m: number;
+  }>();
   return row!.m;
 }
 
@@ -14,7 +24,17 @@ let keySeq = 0;
 function newKey(over: Partial<NewKey> = {}): NewKey {
   keySeq += 1;
   const id = `key_db${String(keySeq).padStart(18, "0")}`;
-  return { id, name: `k${keySeq}`, hash: `hash-${id}`, prefix: "pet_test_abcd", plan: "pro", ownLimits: null, expiresAt: null, now: 1_000_000 + keySeq, ...over };
+  return {
+    id,
+    name: `k${keySeq}`,
+    hash: `hash-${id}`,
+    prefix: "pet_test_abcd",
+    plan: "pro",
+    ownLimits: null,
+    expiresAt: null,
+    now: 1_000_000 + keySeq,
+    ...over,
+  };
 }
 
 describe("pets data layer", () => {
@@ -29,7 +49,11 @@ describe("pets data layer", () => {
   });
 
   it("stores categoryId up to 2^53-1 exactly", async () => {
-    const pet = await createPet(env.DB, { name: "Max", categoryId: Number.MAX_SAFE_INTEGER, status: "sold" });
+    const pet = await createPet(env.DB, {
+      name: "Max",
+      categoryId: Number.MAX_SAFE_INTEGER,
+      status: "sold",
+    });
     expect(pet.categoryId).toBe(Number.MAX_SAFE_INTEGER);
     expect((await getPet(env.DB, pet.id))!.categoryId).toBe(Number.MAX_SAFE_INTEGER);
   });
@@ -43,7 +67,8 @@ describe("pets data layer", () => {
   it("listPets returns pets in ascending id order, honouring limit and afterId", async () => {
     const start = await maxPetId();
     const made = [];
-    for (let i = 0; i < 5; i++) made.push(await createPet(env.DB, { name: `p${i}`, categoryId: 1, status: "available" }));
+    for (let i = 0; i < 5; i++)
+      made.push(await createPet(env.DB, { name: `p${i}`, categoryId: 1, status: "available" }));
     const all = await listPets(env.DB, { limit: 100, afterId: start });
     expect(all).toEqual(made);
     const ids = all.map((p) => p.id);
@@ -67,7 +92,10 @@ describe("pets data layer", () => {
     const p = await createPet(env.DB, { name: "p", categoryId: 1, status: "pending" });
     const s = await createPet(env.DB, { name: "s", categoryId: 1, status: "sold" });
     const p2 = await createPet(env.DB, { name: "p2", categoryId: 2, status: "pending" });
-    expect(await listPets(env.DB, { limit: 10, status: "pending", afterId: start })).toEqual([p, p2]);
+    expect(await listPets(env.DB, { limit: 10, status: "pending", afterId: start })).toEqual([
+      p,
+      p2,
+    ]);
     expect(await listPets(env.DB, { limit: 10, status: "sold", afterId: start })).toEqual([s]);
     expect(await listPets(env.DB, { limit: 10, status: "available", afterId: start })).toEqual([a]);
     expect(await listPets(env.DB, { limit: 1, status: "pending", afterId: start })).toEqual([p]);
@@ -75,9 +103,15 @@ describe("pets data layer", () => {
   });
 
   it("the schema refuses rows the API would never accept", async () => {
-    await expect(createPet(env.DB, { name: "", categoryId: 1, status: "available" })).rejects.toThrow();
-    await expect(createPet(env.DB, { name: "x", categoryId: 0, status: "available" })).rejects.toThrow();
-    await expect(createPet(env.DB, { name: "x", categoryId: 1, status: "Available" as "available" })).rejects.toThrow();
+    await expect(
+      createPet(env.DB, { name: "", categoryId: 1, status: "available" }),
+    ).rejects.toThrow();
+    await expect(
+      createPet(env.DB, { name: "x", categoryId: 0, status: "available" }),
+    ).rejects.toThrow();
+    await expect(
+      createPet(env.DB, { name: "x", categoryId: 1, status: "Available" as "available" }),
+    ).rejects.toThrow();
   });
 });
 
@@ -86,17 +120,32 @@ describe("api key data layer", () => {
     const k = newKey({ plan: "free", expiresAt: 5_000_000 });
     const rec = await insertKey(env.DB, k);
     expect(rec).toEqual({
-      id: k.id, name: k.name, prefix: "pet_test_abcd", plan: "free", limits: { perMinute: 60, perDay: 1000 },
-      version: 1, createdAt: k.now, updatedAt: k.now, revokedAt: null, expiresAt: 5_000_000,
+      id: k.id,
+      name: k.name,
+      prefix: "pet_test_abcd",
+      plan: "free",
+      limits: { perMinute: 60, perDay: 1000 },
+      version: 1,
+      createdAt: k.now,
+      updatedAt: k.now,
+      revokedAt: null,
+      expiresAt: 5_000_000,
     });
     expect(JSON.stringify(rec)).not.toContain(k.hash);
   });
 
   it("insertKey stores enterprise limits, and the table refuses them for other plans", async () => {
-    const rec = await insertKey(env.DB, newKey({ plan: "enterprise", ownLimits: { perMinute: 5, perDay: 50 } }));
+    const rec = await insertKey(
+      env.DB,
+      newKey({ plan: "enterprise", ownLimits: { perMinute: 5, perDay: 50 } }),
+    );
     expect(rec.limits).toEqual({ perMinute: 5, perDay: 50 });
-    await expect(insertKey(env.DB, newKey({ plan: "enterprise", ownLimits: null }))).rejects.toThrow();
-    await expect(insertKey(env.DB, newKey({ plan: "pro", ownLimits: { perMinute: 5, perDay: 50 } }))).rejects.toThrow();
+    await expect(
+      insertKey(env.DB, newKey({ plan: "enterprise", ownLimits: null })),
+    ).rejects.toThrow();
+    await expect(
+      insertKey(env.DB, newKey({ plan: "pro", ownLimits: { perMinute: 5, perDay: 50 } })),
+    ).rejects.toThrow();
   });
 
   it("findKeyByHash finds by the hash only; getKey by id", async () => {
@@ -116,13 +165,32 @@ describe("api key data layer", () => {
 
   it("updateKey changes name/plan/limits, bumps version and updatedAt", async () => {
     const rec = await insertKey(env.DB, newKey({ plan: "pro" }));
-    const up = await updateKey(env.DB, rec.id, { name: "renamed", plan: "enterprise", ownLimits: { perMinute: 9, perDay: 99 } }, rec.createdAt + 10);
-    expect(up).toEqual({ ...rec, name: "renamed", plan: "enterprise", limits: { perMinute: 9, perDay: 99 }, version: 2, updatedAt: rec.createdAt + 10 });
-    const back = await updateKey(env.DB, rec.id, { name: "renamed", plan: "business", ownLimits: null }, rec.createdAt + 20);
+    const up = await updateKey(
+      env.DB,
+      rec.id,
+      { name: "renamed", plan: "enterprise", ownLimits: { perMinute: 9, perDay: 99 } },
+      rec.createdAt + 10,
+    );
+    expect(up).toEqual({
+      ...rec,
+      name: "renamed",
+      plan: "enterprise",
+      limits: { perMinute: 9, perDay: 99 },
+      version: 2,
+      updatedAt: rec.createdAt + 10,
+    });
+    const back = await updateKey(
+      env.DB,
+      rec.id,
+      { name: "renamed", plan: "business", ownLimits: null },
+      rec.createdAt + 20,
+    );
     expect(back!.limits).toEqual({ perMinute: 1000, perDay: 100_000 });
     expect(back!.version).toBe(3);
     expect(await getKey(env.DB, rec.id)).toEqual(back);
-    expect(await updateKey(env.DB, "key_missing", { name: "x", plan: "pro", ownLimits: null }, 1)).toBeNull();
+    expect(
+      await updateKey(env.DB, "key_missing", { name: "x", plan: "pro", ownLimits: null }, 1),
+    ).toBeNull();
   });
 
   it("revokeKey sets revokedAt, bumps version, and is idempotent keeping the first revokedAt", async () => {
@@ -141,8 +209,16 @@ describe("api key data layer", () => {
     const base = 9_000_000;
     const made = [];
     // Two keys share a createdAt so the id breaks the tie.
-    for (const [i, at] of [[1, base], [2, base], [3, base + 1], [4, base + 2], [5, base + 3]] as const) {
-      made.push(await insertKey(env.DB, newKey({ id: `key_pg${String(i).padStart(18, "0")}`, now: at })));
+    for (const [i, at] of [
+      [1, base],
+      [2, base],
+      [3, base + 1],
+      [4, base + 2],
+      [5, base + 3],
+    ] as const) {
+      made.push(
+        await insertKey(env.DB, newKey({ id: `key_pg${String(i).padStart(18, "0")}`, now: at })),
+      );
     }
     const start = { createdAt: base - 1, id: "" };
     expect((await listKeys(env.DB, 10, start)).map((k) => k.id)).toEqual(made.map((k) => k.id));
@@ -153,11 +229,15 @@ describe("api key data layer", () => {
     expect(p2).toEqual(made.slice(2, 4));
     const p3 = await listKeys(env.DB, 2, { createdAt: p2[1]!.createdAt, id: p2[1]!.id });
     expect(p3).toEqual(made.slice(4));
-    expect(await listKeys(env.DB, 2, { createdAt: made[4]!.createdAt, id: made[4]!.id })).toEqual([]);
+    expect(await listKeys(env.DB, 2, { createdAt: made[4]!.createdAt, id: made[4]!.id })).toEqual(
+      [],
+    );
     // Without a cursor: from the oldest key.
     const all = await listKeys(env.DB, 1000);
     expect(all.length).toBeGreaterThanOrEqual(5);
     const order = all.map((k) => [k.createdAt, k.id] as const);
-    expect(order).toEqual([...order].sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)));
+    expect(order).toEqual(
+      [...order].sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0)),
+    );
   });
 });

@@ -1,6 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { MINUTE_MS } from "../src/clock";
-import { ADMIN, auth, BAN_MS, call, expectError, issueKey, keyDetail, MIDNIGHT, mockClock, T0 } from "./helpers";
+import { MINUTE_MS } from "../src/lib/clock";
+import {
+  ADMIN,
+  auth,
+  BAN_MS,
+  call,
+  expectError,
+  issueKey,
+  keyDetail,
+  MIDNIGHT,
+  mockClock,
+  T0,
+} from "./helpers";
 
 const time = mockClock(T0);
 
@@ -9,7 +20,11 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 interface Detail {
   id: string;
-  usage: { minute: { count: number; limit: number; resetAt: string }; day: { count: number; limit: number; resetAt: string }; bannedUntil: string | null } | null;
+  usage: {
+    minute: { count: number; limit: number; resetAt: string };
+    day: { count: number; limit: number; resetAt: string };
+    bannedUntil: string | null;
+  } | null;
 }
 
 async function detail(id: string): Promise<Detail> {
@@ -83,7 +98,11 @@ describe("temporary ban", () => {
     const { id, key } = await issueKey("enterprise", { perMinute: 3, perDay: 1000 });
     expect((await list(key)).status).toBe(200);
     const d = await detail(id);
-    expect(d.usage).toMatchObject({ minute: { count: 1, limit: 3 }, day: { count: 1, limit: 1000 }, bannedUntil: null });
+    expect(d.usage).toMatchObject({
+      minute: { count: 1, limit: 3 },
+      day: { count: 1, limit: 1000 },
+      bannedUntil: null,
+    });
   });
 
   it("lifts the ban with POST /admin/v1/keys/{id}/unban", async () => {
@@ -106,7 +125,18 @@ describe("temporary ban", () => {
 
   it("needs the admin token and an existing key to unban", async () => {
     const { id } = await issueKey("enterprise", { perMinute: 3, perDay: 1000 });
-    await expectError(await call(`/admin/v1/keys/${id}/unban`, { method: "POST" }), 401, "unauthorized");
-    await expectError(await call(`/admin/v1/keys/key_AAAAAAAAAAAAAAAAAAAA/unban`, { method: "POST", headers: ADMIN }), 404, "not_found");
+    await expectError(
+      await call(`/admin/v1/keys/${id}/unban`, { method: "POST" }),
+      401,
+      "unauthorized",
+    );
+    await expectError(
+      await call(`/admin/v1/keys/key_AAAAAAAAAAAAAAAAAAAA/unban`, {
+        method: "POST",
+        headers: ADMIN,
+      }),
+      404,
+      "not_found",
+    );
   });
 });

@@ -1,9 +1,19 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getKey } from "../src/db/keys";
-import { policyOf } from "../src/quota/enforce";
-import { MINUTE_MS } from "../src/clock";
-import { auth, call, expectError, issueKey, keyDetail, MIDNIGHT, mockClock, postJson, T0 } from "./helpers";
+import { MINUTE_MS } from "../src/lib/clock";
+import { policyOf } from "../src/objects/quota-limiter-client";
+import {
+  auth,
+  call,
+  expectError,
+  issueKey,
+  keyDetail,
+  MIDNIGHT,
+  mockClock,
+  postJson,
+  T0,
+} from "./helpers";
 
 const time = mockClock(T0);
 
@@ -25,7 +35,15 @@ function rl(res: Response) {
 async function usage(id: string) {
   const res = await keyDetail(id);
   expect(res.status).toBe(200);
-  return ((await res.json()) as { usage: { minute: { count: number; limit: number }; day: { count: number; limit: number }; bannedUntil: string | null } }).usage;
+  return (
+    (await res.json()) as {
+      usage: {
+        minute: { count: number; limit: number };
+        day: { count: number; limit: number };
+        bannedUntil: string | null;
+      };
+    }
+  ).usage;
 }
 
 describe("rate limit headers on every status", () => {
@@ -39,7 +57,11 @@ describe("rate limit headers on every status", () => {
       ["unknown path", () => call("/v1/nothing-here", { headers: auth(key) }), 404],
       ["unknown pet", () => call("/v1/pets/987654321", { headers: auth(key) }), 404],
       ["wrong method", () => call("/v1/pets", { method: "DELETE", headers: auth(key) }), 405],
-      ["too large", () => postJson("/v1/pets", { name: "x".repeat(20_000), categoryId: 1 }, auth(key)), 413],
+      [
+        "too large",
+        () => postJson("/v1/pets", { name: "x".repeat(20_000), categoryId: 1 }, auth(key)),
+        413,
+      ],
     ];
     let used = 0;
     for (const [what, send, status] of cases) {
@@ -75,7 +97,12 @@ describe("429 over the limits", () => {
     time.now = T0 + 20_500;
     const res = await list(key);
     await expectError(res, 429, "rate_limited");
-    expect(rl(res)).toMatchObject({ limit: "3", remaining: "0", reset: secs(T0 + MINUTE_MS), retryAfter: "40" });
+    expect(rl(res)).toMatchObject({
+      limit: "3",
+      remaining: "0",
+      reset: secs(T0 + MINUTE_MS),
+      retryAfter: "40",
+    });
     expect(rl(res).policy).toBe('"minute";q=3;w=60, "day";q=5;w=86400');
     expect(rl(res).rateLimit).toBe(`"minute";r=0;t=40, "day";r=2;t=${secs(MIDNIGHT - time.now)}`);
 
@@ -99,7 +126,12 @@ describe("429 over the limits", () => {
     time.now = T0 + 2 * MINUTE_MS + 300;
     const res = await list(key);
     await expectError(res, 429, "quota_exceeded");
-    expect(rl(res)).toMatchObject({ limit: "5", remaining: "0", reset: secs(MIDNIGHT), retryAfter: secs(MIDNIGHT - time.now) });
+    expect(rl(res)).toMatchObject({
+      limit: "5",
+      remaining: "0",
+      reset: secs(MIDNIGHT),
+      retryAfter: secs(MIDNIGHT - time.now),
+    });
   });
 
   it("does not count rejected requests against either window", async () => {
@@ -128,12 +160,21 @@ describe("429 over the limits", () => {
     time.now = MIDNIGHT - 1;
     const last = await list(key);
     await expectError(last, 429, "quota_exceeded");
-    expect(rl(last)).toMatchObject({ limit: "5", remaining: "0", reset: secs(MIDNIGHT), retryAfter: "1" });
+    expect(rl(last)).toMatchObject({
+      limit: "5",
+      remaining: "0",
+      reset: secs(MIDNIGHT),
+      retryAfter: "1",
+    });
 
     time.now = MIDNIGHT;
     const res = await list(key);
     expect(res.status).toBe(200);
-    expect(rl(res)).toMatchObject({ limit: "3", remaining: "2", reset: secs(MIDNIGHT + MINUTE_MS) });
+    expect(rl(res)).toMatchObject({
+      limit: "3",
+      remaining: "2",
+      reset: secs(MIDNIGHT + MINUTE_MS),
+    });
     expect(rl(res).rateLimit).toBe(`"minute";r=2;t=60, "day";r=4;t=86400`);
   });
 });
@@ -149,11 +190,17 @@ describe("exact admission under concurrency", () => {
     const s = statuses(responses);
     expect(count(s, 200)).toBe(50);
     expect(count(s, 429)).toBe(150);
-    const codes = await Promise.all(responses.filter((r) => r.status === 429).map(async (r) => ((await r.json()) as { code: string }).code));
+    const codes = await Promise.all(
+      responses
+        .filter((r) => r.status === 429)
+        .map(async (r) => ((await r.json()) as { code: string }).code),
+    );
     // 50 refusals are tolerated in a minute (perMinute 50); the 51st and later ones ban the key.
     expect(count(codes, "rate_limited")).toBe(50);
     expect(count(codes, "key_banned")).toBe(100);
-    const remaining = responses.filter((r) => r.status === 200).map((r) => Number(r.headers.get("X-RateLimit-Remaining")));
+    const remaining = responses
+      .filter((r) => r.status === 200)
+      .map((r) => Number(r.headers.get("X-RateLimit-Remaining")));
     expect(remaining.sort((a, b) => a - b)).toEqual(Array.from({ length: 50 }, (_, i) => i));
     await Promise.all(responses.filter((r) => r.status === 200).map((r) => r.arrayBuffer()));
     expect((await usage(id)).day.count).toBe(50);
@@ -175,8 +222,11 @@ describe("exact admission under concurrency", () => {
 describe("reads decided alongside the limiter call", () => {
   it("a read refused while it ran carries only the refusal: no ETag, Link or bookmark of the discarded page", async () => {
     const k = await issueKey("enterprise", { perMinute: 3, perDay: 100 });
-    for (const name of ["s1", "s2"]) await postJson("/v1/pets", { name, categoryId: 1 }, auth(k.key)); // 2 of 3
-    const results = await Promise.all(Array.from({ length: 5 }, () => call("/v1/pets?limit=1", { headers: auth(k.key) })));
+    for (const name of ["s1", "s2"])
+      await postJson("/v1/pets", { name, categoryId: 1 }, auth(k.key)); // 2 of 3
+    const results = await Promise.all(
+      Array.from({ length: 5 }, () => call("/v1/pets?limit=1", { headers: auth(k.key) })),
+    );
     const ok = results.filter((r) => r.status === 200);
     const refused = results.filter((r) => r.status === 429);
     expect(ok).toHaveLength(1);
@@ -184,7 +234,11 @@ describe("reads decided alongside the limiter call", () => {
     expect(ok[0]!.headers.get("Link")).toContain('rel="next"');
     for (const r of refused) {
       await expectError(r, 429, "rate_limited");
-      expect([r.headers.get("ETag"), r.headers.get("Link"), r.headers.get("x-d1-bookmark")]).toEqual([null, null, null]);
+      expect([
+        r.headers.get("ETag"),
+        r.headers.get("Link"),
+        r.headers.get("x-d1-bookmark"),
+      ]).toEqual([null, null, null]);
       expect(r.headers.get("X-RateLimit-Remaining")).toBe("0");
     }
   });
@@ -197,7 +251,8 @@ describe("a read refused while it ran", () => {
     expect((await call("/v1/pets?limit=1", { headers: auth(k.key) })).status).toBe(200); // room left: the next read is speculative
     const rec = (await getKey(env.DB, k.id))!;
     await env.QUOTA.getByName(k.id).admit(policyOf(rec)); // the last request, spent behind this isolate's back
-    const names = (r: Response) => [...r.headers.keys()].filter((n) => n !== "server-timing").sort();
+    const names = (r: Response) =>
+      [...r.headers.keys()].filter((n) => n !== "server-timing").sort();
     const speculative = await call("/v1/pets?limit=1", { headers: auth(k.key) });
     const decidedFirst = await call("/v1/pets?limit=1", { headers: auth(k.key) });
     expect([speculative.status, decidedFirst.status]).toEqual([429, 429]);

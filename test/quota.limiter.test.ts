@@ -1,14 +1,19 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { DAY_MS, MINUTE_MS } from "../src/clock";
+import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import type { Policy } from "../src/quota/windows";
-import { BAN_MS, DAY0, mockClock, T0 } from "./helpers";
+import { BAN_MS, DAY0, mockClock, retryAtOf, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
 
-const policy = (perMinute: number, perDay: number, version = 1, revoked = false): Policy => ({ perMinute, perDay, version, revoked });
+const policy = (perMinute: number, perDay: number, version = 1, revoked = false): Policy => ({
+  perMinute,
+  perDay,
+  version,
+  revoked,
+});
 const limiter = () => env.QUOTA.getByName(`key_limiter_test_${++seq}`);
 type Stub = ReturnType<typeof limiter>;
 
@@ -18,7 +23,10 @@ async function admitN(stub: Stub, p: Policy, n: number): Promise<string[]> {
   return out;
 }
 
-const usageRows = (stub: Stub) => runInDurableObject(stub, (_instance, ctx) => ctx.storage.sql.exec("SELECT * FROM usage").toArray());
+const usageRows = (stub: Stub) =>
+  runInDurableObject(stub, (_instance, ctx) =>
+    ctx.storage.sql.exec("SELECT * FROM usage").toArray(),
+  );
 
 describe("QuotaLimiter.admit", () => {
   it("counts admitted requests in both windows and refuses at the per-minute limit", async () => {
@@ -36,7 +44,7 @@ describe("QuotaLimiter.admit", () => {
     ]);
     const refused = await stub.admit(policy(3, 10));
     expect(refused.outcome).toBe("rate_limited");
-    expect(refused.retryAt).toBe(T0 + MINUTE_MS);
+    expect(retryAtOf(refused)).toBe(T0 + MINUTE_MS);
     expect(refused.windows.map((w) => w.remaining)).toEqual([0, 7]);
   });
 
@@ -127,7 +135,7 @@ describe("QuotaLimiter.usage and unban", () => {
     time.now = T0 + 5 * MINUTE_MS;
     const banned = await stub.admit(policy(2, 100));
     expect(banned.outcome).toBe("key_banned");
-    expect(banned.retryAt).toBe(T0 + BAN_MS);
+    expect(retryAtOf(banned)).toBe(T0 + BAN_MS);
 
     await stub.unban();
     expect((await stub.usage()).bannedUntil).toBeNull();
@@ -151,12 +159,16 @@ describe("QuotaLimiter cleanup alarm", () => {
   it("schedules cleanup after the day ends, re-schedules when run early, then deletes the usage row", async () => {
     const stub = limiter();
     await admitN(stub, policy(5, 100), 2);
-    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(DAY0 + DAY_MS + MINUTE_MS);
+    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(
+      DAY0 + DAY_MS + MINUTE_MS,
+    );
 
     time.now = DAY0 + DAY_MS - 1;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await usageRows(stub)).toHaveLength(1);
-    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(DAY0 + DAY_MS + MINUTE_MS);
+    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(
+      DAY0 + DAY_MS + MINUTE_MS,
+    );
 
     time.now = DAY0 + DAY_MS + MINUTE_MS;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
@@ -182,7 +194,9 @@ describe("QuotaLimiter cleanup alarm", () => {
     time.now = DAY0 + DAY_MS + MINUTE_MS;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await usageRows(stub)).toHaveLength(1);
-    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(bannedUntil + MINUTE_MS);
+    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(
+      bannedUntil + MINUTE_MS,
+    );
     expect((await stub.usage()).bannedUntil).toBe(bannedUntil);
 
     time.now = bannedUntil + MINUTE_MS;
@@ -202,7 +216,7 @@ describe("AuthShield.recordFailure", () => {
     time.now = T0 + 59_000;
     const blocked = await shield.recordFailure();
     expect(blocked.outcome).toBe("rate_limited");
-    expect(blocked.retryAt).toBe(T0 + MINUTE_MS);
+    expect(retryAtOf(blocked)).toBe(T0 + MINUTE_MS);
 
     const other = await env.AUTH_SHIELD.getByName("198.51.100.8").recordFailure();
     expect(other.outcome).toBe("allowed");
@@ -218,9 +232,15 @@ describe("AuthShield.recordFailure", () => {
   it("clears its row with the alarm once the window is over", async () => {
     const shield = env.AUTH_SHIELD.getByName("198.51.100.9");
     await shield.recordFailure();
-    expect(await runInDurableObject(shield, (_i, ctx) => ctx.storage.getAlarm())).toBe(T0 + 2 * MINUTE_MS);
+    expect(await runInDurableObject(shield, (_i, ctx) => ctx.storage.getAlarm())).toBe(
+      T0 + 2 * MINUTE_MS,
+    );
     time.now = T0 + 2 * MINUTE_MS;
     expect(await runDurableObjectAlarm(shield)).toBe(true);
-    expect(await runInDurableObject(shield, (_i, ctx) => ctx.storage.sql.exec("SELECT * FROM usage").toArray())).toHaveLength(0);
+    expect(
+      await runInDurableObject(shield, (_i, ctx) =>
+        ctx.storage.sql.exec("SELECT * FROM usage").toArray(),
+      ),
+    ).toHaveLength(0);
   });
 });

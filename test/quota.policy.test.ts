@@ -1,9 +1,21 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { cachedKey, cacheKey } from "../src/auth/key-cache";
-import { sha256Hex } from "../src/auth/secrets";
 import { getKey, type KeyRecord } from "../src/db/keys";
-import { ADMIN, auth, brokenDb, call, callWith, expectError, issueKey, keyDetail, mockClock, patchKey, T0 } from "./helpers";
+import { sha256Hex } from "../src/lib/crypto";
+import {
+  ADMIN,
+  auth,
+  brokenDb,
+  call,
+  callWith,
+  expectError,
+  issueKey,
+  keyDetail,
+  mockClock,
+  patchKey,
+  T0,
+} from "./helpers";
 
 const time = mockClock(T0);
 
@@ -40,7 +52,9 @@ describe("plan change", () => {
     expect(after.status).toBe(200);
     expect(after.headers.get("X-RateLimit-Limit")).toBe("300");
     expect(after.headers.get("X-RateLimit-Remaining")).toBe("298");
-    expect(after.headers.get("RateLimit-Policy")).toBe('"minute";q=300;w=60, "day";q=10000;w=86400');
+    expect(after.headers.get("RateLimit-Policy")).toBe(
+      '"minute";q=300;w=60, "day";q=10000;w=86400',
+    );
     // The object's newer policy version made this isolate drop the stale record; the next
     // request reads the key afresh (new plan name for the access log and handlers).
     expect(cachedKey(await sha256Hex(key), time.now)).toBeUndefined();
@@ -110,18 +124,33 @@ describe("limiter unreachable", () => {
     for (let i = 0; i < 3; i++) {
       const res = await callWith({ QUOTA: brokenNamespace }, "/v1/pets", { headers: auth(key) });
       expect(res.status).toBe(200);
-      for (const h of ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy", "Retry-After"]) {
+      for (const h of [
+        "X-RateLimit-Limit",
+        "X-RateLimit-Remaining",
+        "X-RateLimit-Reset",
+        "RateLimit",
+        "RateLimit-Policy",
+        "Retry-After",
+      ]) {
         expect(res.headers.get(h), h).toBeNull();
       }
       await res.arrayBuffer();
     }
     expect(warn).toHaveBeenCalled();
-    expect(warn.mock.calls.some(([line]) => String(line).includes("quota limiter unreachable"))).toBe(true);
+    expect(
+      warn.mock.calls.some(([line]) => String(line).includes("quota limiter unreachable")),
+    ).toBe(true);
   });
 
   it("still requires authentication when the limiter is unreachable", async () => {
     vi.spyOn(console, "warn").mockImplementation(() => {});
-    await expectError(await callWith({ QUOTA: brokenNamespace }, "/v1/pets", { headers: { "CF-Connecting-IP": "192.0.2.44" } }), 401, "unauthorized");
+    await expectError(
+      await callWith({ QUOTA: brokenNamespace }, "/v1/pets", {
+        headers: { "CF-Connecting-IP": "192.0.2.44" },
+      }),
+      401,
+      "unauthorized",
+    );
   });
 });
 

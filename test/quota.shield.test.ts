@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MINUTE_MS } from "../src/clock";
+import { MINUTE_MS } from "../src/lib/clock";
 import { ADMIN, auth, call, expectError, issueKey, mockClock, T0 } from "./helpers";
 
 const time = mockClock(T0);
@@ -9,7 +9,8 @@ const freshIp = () => `203.0.113.${++ipSeq}`;
 // Well-formed (so it would reach D1) but not issued.
 const WRONG_KEY = `pet_test_${"A".repeat(43)}`;
 
-const listFrom = (ip: string, headers: Record<string, string> = {}) => call("/v1/pets", { headers: { "CF-Connecting-IP": ip, ...headers } });
+const listFrom = (ip: string, headers: Record<string, string> = {}) =>
+  call("/v1/pets", { headers: { "CF-Connecting-IP": ip, ...headers } });
 
 describe("per-client shield against key guessing", () => {
   it("answers 401 with the shield window's X-RateLimit-* headers, 30 times a minute, then 429", async () => {
@@ -103,7 +104,13 @@ describe("per-client shield against key guessing", () => {
   it("leaves the public documents and paths outside /v1 alone", async () => {
     const ip = freshIp();
     for (let i = 0; i < 31; i++) await listFrom(ip);
-    expect((await call("/v1/openapi.json", { headers: { "CF-Connecting-IP": ip } })).status).toBe(200);
-    await expectError(await call("/elsewhere", { headers: { "CF-Connecting-IP": ip } }), 404, "not_found");
+    expect((await call("/v1/openapi.json", { headers: { "CF-Connecting-IP": ip } })).status).toBe(
+      200,
+    );
+    await expectError(
+      await call("/elsewhere", { headers: { "CF-Connecting-IP": ip } }),
+      404,
+      "not_found",
+    );
   });
 });

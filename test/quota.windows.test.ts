@@ -1,13 +1,34 @@
 import { describe, expect, it } from "vitest";
-import { DAY_MS, MINUTE_MS } from "../src/clock";
+import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { bindingWindow, rateLimitHeaders } from "../src/quota/headers";
-import { banThreshold, countFailure, decide, EMPTY_USAGE, rollWindows, type Decision, type Policy, type UsageState, type WindowStatus } from "../src/quota/windows";
-import { BAN_MS, DAY0, T0 } from "./helpers";
+import {
+  banThreshold,
+  countFailure,
+  type Decision,
+  decide,
+  EMPTY_USAGE,
+  type Policy,
+  rollWindows,
+  type UsageState,
+  type WindowStatus,
+} from "../src/quota/windows";
+import { BAN_MS, DAY0, retryAtOf, T0 } from "./helpers";
 
-const policy = (perMinute: number, perDay: number, extra: Partial<Policy> = {}): Policy => ({ perMinute, perDay, version: 1, revoked: false, ...extra });
+const policy = (perMinute: number, perDay: number, extra: Partial<Policy> = {}): Policy => ({
+  perMinute,
+  perDay,
+  version: 1,
+  revoked: false,
+  ...extra,
+});
 
 /** Runs `n` requests at `now`, returning the final state and every decision. */
-function run(state: UsageState, p: Policy, now: number, n: number): { state: UsageState; decisions: Decision[] } {
+function run(
+  state: UsageState,
+  p: Policy,
+  now: number,
+  n: number,
+): { state: UsageState; decisions: Decision[] } {
   const decisions: Decision[] = [];
   for (let i = 0; i < n; i++) {
     const r = decide(state, p, now, BAN_MS);
@@ -17,10 +38,23 @@ function run(state: UsageState, p: Policy, now: number, n: number): { state: Usa
   return { state, decisions };
 }
 
-const win = (name: "minute" | "day", remaining: number, limit = 10): WindowStatus => ({ name, limit, remaining, resetAt: name === "minute" ? T0 + MINUTE_MS : DAY0 + DAY_MS, seconds: name === "minute" ? 60 : 86_400 });
+const win = (name: "minute" | "day", remaining: number, limit = 10): WindowStatus => ({
+  name,
+  limit,
+  remaining,
+  resetAt: name === "minute" ? T0 + MINUTE_MS : DAY0 + DAY_MS,
+  seconds: name === "minute" ? 60 : 86_400,
+});
 
 describe("rollWindows", () => {
-  const s: UsageState = { minuteStart: T0, minuteCount: 4, minuteRejected: 2, dayStart: DAY0, dayCount: 40, bannedUntil: 0 };
+  const s: UsageState = {
+    minuteStart: T0,
+    minuteCount: 4,
+    minuteRejected: 2,
+    dayStart: DAY0,
+    dayCount: 40,
+    bannedUntil: 0,
+  };
 
   it("keeps the state within the same minute, up to its last millisecond", () => {
     expect(rollWindows(s, T0)).toBe(s);
@@ -28,13 +62,25 @@ describe("rollWindows", () => {
   });
 
   it("starts a new minute at hh:mm:00 exactly, keeping the day count", () => {
-    expect(rollWindows(s, T0 + MINUTE_MS)).toEqual({ ...s, minuteStart: T0 + MINUTE_MS, minuteCount: 0, minuteRejected: 0 });
+    expect(rollWindows(s, T0 + MINUTE_MS)).toEqual({
+      ...s,
+      minuteStart: T0 + MINUTE_MS,
+      minuteCount: 0,
+      minuteRejected: 0,
+    });
   });
 
   it("starts a new day at 00:00:00 UTC exactly", () => {
     const lastMinute = { ...s, minuteStart: DAY0 + DAY_MS - MINUTE_MS };
     expect(rollWindows(lastMinute, DAY0 + DAY_MS - 1)).toBe(lastMinute);
-    expect(rollWindows(lastMinute, DAY0 + DAY_MS)).toEqual({ minuteStart: DAY0 + DAY_MS, minuteCount: 0, minuteRejected: 0, dayStart: DAY0 + DAY_MS, dayCount: 0, bannedUntil: 0 });
+    expect(rollWindows(lastMinute, DAY0 + DAY_MS)).toEqual({
+      minuteStart: DAY0 + DAY_MS,
+      minuteCount: 0,
+      minuteRejected: 0,
+      dayStart: DAY0 + DAY_MS,
+      dayCount: 0,
+      bannedUntil: 0,
+    });
   });
 
   it("aligns an empty state to the current windows", () => {
@@ -58,7 +104,7 @@ describe("decide", () => {
     const full = run(EMPTY_USAGE, policy(3, 100), T0, 3).state;
     const { state, decision } = decide(full, policy(3, 100), T0 + 59_999, BAN_MS);
     expect(decision.outcome).toBe("rate_limited");
-    expect(decision.retryAt).toBe(T0 + MINUTE_MS);
+    expect(retryAtOf(decision)).toBe(T0 + MINUTE_MS);
     expect(state).toMatchObject({ minuteCount: 3, dayCount: 3, minuteRejected: 1 });
   });
 
@@ -66,17 +112,24 @@ describe("decide", () => {
     const full = run(EMPTY_USAGE, policy(3, 100), T0, 4).state;
     const { state, decision } = decide(full, policy(3, 100), T0 + MINUTE_MS, BAN_MS);
     expect(decision.outcome).toBe("allowed");
-    expect(state).toMatchObject({ minuteStart: T0 + MINUTE_MS, minuteCount: 1, minuteRejected: 0, dayCount: 4 });
+    expect(state).toMatchObject({
+      minuteStart: T0 + MINUTE_MS,
+      minuteCount: 1,
+      minuteRejected: 0,
+      dayCount: 4,
+    });
   });
 
   it("refuses with quota_exceeded once the day is used, even in a fresh minute, until 00:00 UTC", () => {
     let { state } = run(EMPTY_USAGE, policy(10, 5), T0, 5);
     const r = decide(state, policy(10, 5), T0 + 5 * MINUTE_MS, BAN_MS);
     expect(r.decision.outcome).toBe("quota_exceeded");
-    expect(r.decision.retryAt).toBe(DAY0 + DAY_MS);
+    expect(retryAtOf(r.decision)).toBe(DAY0 + DAY_MS);
     expect(r.state).toMatchObject({ minuteCount: 0, dayCount: 5 });
     state = r.state;
-    expect(decide(state, policy(10, 5), DAY0 + DAY_MS - 1, BAN_MS).decision.outcome).toBe("quota_exceeded");
+    expect(decide(state, policy(10, 5), DAY0 + DAY_MS - 1, BAN_MS).decision.outcome).toBe(
+      "quota_exceeded",
+    );
     const next = decide(state, policy(10, 5), DAY0 + DAY_MS, BAN_MS);
     expect(next.decision.outcome).toBe("allowed");
     expect(next.state).toMatchObject({ dayStart: DAY0 + DAY_MS, dayCount: 1, minuteCount: 1 });
@@ -86,7 +139,7 @@ describe("decide", () => {
     const { state } = run(EMPTY_USAGE, policy(3, 3), T0, 3);
     const r = decide(state, policy(3, 3), T0 + 1, BAN_MS);
     expect(r.decision.outcome).toBe("quota_exceeded");
-    expect(r.decision.retryAt).toBe(DAY0 + DAY_MS);
+    expect(retryAtOf(r.decision)).toBe(DAY0 + DAY_MS);
   });
 
   it("refuses a revoked key without counting anything", () => {
@@ -112,8 +165,12 @@ describe("ban", () => {
     expect(refused.state.bannedUntil).toBe(0);
     const banned = decide(refused.state, p, T0 + 10_000, BAN_MS);
     expect(banned.decision.outcome).toBe("key_banned");
-    expect(banned.decision.retryAt).toBe(T0 + 10_000 + BAN_MS);
-    expect(banned.state).toMatchObject({ bannedUntil: T0 + 10_000 + BAN_MS, minuteCount: 3, dayCount: 3 });
+    expect(retryAtOf(banned.decision)).toBe(T0 + 10_000 + BAN_MS);
+    expect(banned.state).toMatchObject({
+      bannedUntil: T0 + 10_000 + BAN_MS,
+      minuteCount: 3,
+      dayCount: 3,
+    });
   });
 
   it("uses perMinute as the threshold when it is above 10", () => {
@@ -139,7 +196,7 @@ describe("ban", () => {
     expect(state.bannedUntil).toBe(until);
     const during = decide(state, p, until - 1, BAN_MS);
     expect(during.decision.outcome).toBe("key_banned");
-    expect(during.decision.retryAt).toBe(until);
+    expect(retryAtOf(during.decision)).toBe(until);
     expect(during.state).toMatchObject({ minuteCount: 0, dayCount: 1 });
     const after = decide(during.state, p, until, BAN_MS);
     expect(after.decision.outcome).toBe("allowed");
@@ -153,12 +210,14 @@ describe("countFailure (per-client shield)", () => {
     for (let i = 1; i <= 30; i++) {
       const r = countFailure(state, 30, T0 + i);
       expect(r.decision.outcome).toBe("allowed");
-      expect(r.decision.windows).toEqual([{ name: "minute", limit: 30, remaining: 30 - i, resetAt: T0 + MINUTE_MS, seconds: 60 }]);
+      expect(r.decision.windows).toEqual([
+        { name: "minute", limit: 30, remaining: 30 - i, resetAt: T0 + MINUTE_MS, seconds: 60 },
+      ]);
       state = r.state;
     }
     const blocked = countFailure(state, 30, T0 + 59_999);
     expect(blocked.decision.outcome).toBe("rate_limited");
-    expect(blocked.decision.retryAt).toBe(T0 + MINUTE_MS);
+    expect(retryAtOf(blocked.decision)).toBe(T0 + MINUTE_MS);
     expect(blocked.state.minuteCount).toBe(30);
     const next = countFailure(blocked.state, 30, T0 + MINUTE_MS);
     expect(next.decision.outcome).toBe("allowed");
@@ -200,8 +259,15 @@ describe("rateLimitHeaders", () => {
 
   it("gives Retry-After of at least 1", () => {
     const full = run(EMPTY_USAGE, policy(1, 100), T0, 1).state;
-    expect(rateLimitHeaders(decide(full, policy(1, 100), T0 + 59_999, BAN_MS).decision)["Retry-After"]).toBe("1");
-    const d: Decision = { outcome: "rate_limited", windows: [win("minute", 0)], retryAt: T0, now: T0 };
+    expect(
+      rateLimitHeaders(decide(full, policy(1, 100), T0 + 59_999, BAN_MS).decision)["Retry-After"],
+    ).toBe("1");
+    const d: Decision = {
+      outcome: "rate_limited",
+      windows: [win("minute", 0)],
+      retryAt: T0,
+      now: T0,
+    };
     expect(rateLimitHeaders(d)["Retry-After"]).toBe("1");
   });
 
@@ -219,7 +285,9 @@ describe("rateLimitHeaders", () => {
     expect(h["X-RateLimit-Remaining"]).toBe("0");
     expect(h["X-RateLimit-Reset"]).toBe(String((DAY0 + DAY_MS) / 1000));
     expect(h["Retry-After"]).toBe(String(Math.ceil((DAY0 + DAY_MS - now) / 1000)));
-    expect(h.RateLimit).toBe(`"minute";r=10;t=60, "day";r=0;t=${Math.ceil((DAY0 + DAY_MS - now) / 1000)}`);
+    expect(h.RateLimit).toBe(
+      `"minute";r=10;t=60, "day";r=0;t=${Math.ceil((DAY0 + DAY_MS - now) / 1000)}`,
+    );
   });
 
   it("shows 0 remaining, the ban end and Retry-After = rest of the ban for a banned key", () => {

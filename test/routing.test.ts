@@ -1,9 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { ERROR_CODES } from "../src/errors";
+import { ERROR_CODES } from "../src/lib/errors";
 import { auth, call, expectError, issueKey } from "./helpers";
 
 // The closed list the issue names; quota and idempotency codes join it in later issues.
-const REQUIRED_CODES = ["unauthorized", "invalid_request", "not_found", "method_not_allowed", "unsupported_media_type", "payload_too_large", "endpoint_removed", "internal_error", "service_unavailable"];
+const REQUIRED_CODES = [
+  "unauthorized",
+  "invalid_request",
+  "not_found",
+  "method_not_allowed",
+  "unsupported_media_type",
+  "payload_too_large",
+  "endpoint_removed",
+  "internal_error",
+  "service_unavailable",
+];
 
 /** Every error: JSON content type and exactly {code, message, status}, the code from the closed list. */
 async function expectErrorShape(res: Response, status: number, code: string) {
@@ -18,15 +28,21 @@ async function expectErrorShape(res: Response, status: number, code: string) {
 }
 
 describe("404 and 405", () => {
-  it.each(["/", "/pets", "/v2/pets", "/v1x/pets", "/admin", "/favicon.ico", "/docs/extra"])("%s → 404 without a key", async (path) => {
-    await expectErrorShape(await call(path), 404, "not_found");
-  });
+  it.each(["/", "/pets", "/v2/pets", "/v1x/pets", "/admin", "/favicon.ico", "/docs/extra"])(
+    "%s → 404 without a key",
+    async (path) => {
+      await expectErrorShape(await call(path), 404, "not_found");
+    },
+  );
 
-  it.each(["/v1", "/v1/", "/v1/dogs", "/v1/pets/1/owner", "/v1/pets/1/2"])("%s → 401 without a key, 404 with one", async (path) => {
-    await expectErrorShape(await call(path), 401, "unauthorized");
-    const { key } = await issueKey();
-    await expectErrorShape(await call(path, { headers: auth(key) }), 404, "not_found");
-  });
+  it.each(["/v1", "/v1/", "/v1/dogs", "/v1/pets/1/owner", "/v1/pets/1/2"])(
+    "%s → 401 without a key, 404 with one",
+    async (path) => {
+      await expectErrorShape(await call(path), 401, "unauthorized");
+      const { key } = await issueKey();
+      await expectErrorShape(await call(path, { headers: auth(key) }), 404, "not_found");
+    },
+  );
 
   it.each([
     ["DELETE", "/v1/pets", ["GET", "POST"]],
@@ -37,7 +53,11 @@ describe("404 and 405", () => {
     ["POST", "/v1/pets/1", ["GET"]],
   ])("%s %s with a key → 405 with Allow", async (method, path, allowed) => {
     const { key } = await issueKey();
-    const res = await call(path, { method, headers: auth(key, { "Content-Type": "application/json" }), body: method === "DELETE" ? undefined : "{}" });
+    const res = await call(path, {
+      method,
+      headers: auth(key, { "Content-Type": "application/json" }),
+      body: method === "DELETE" ? undefined : "{}",
+    });
     const allow = (res.headers.get("Allow") ?? "").split(",").map((m) => m.trim());
     for (const m of allowed) expect(allow).toContain(m);
     expect(allow).not.toContain(method);
@@ -50,11 +70,39 @@ describe("404 and 405", () => {
 
   it("the errors of every layer share the shape", async () => {
     const { key } = await issueKey();
-    await expectErrorShape(await call("/v1/pets?limit=0", { headers: auth(key) }), 400, "invalid_request");
-    await expectErrorShape(await call("/v1/pets", { method: "POST", headers: auth(key), body: "x" }), 415, "unsupported_media_type");
-    await expectErrorShape(await call("/v1/pets", { method: "POST", headers: auth(key, { "Content-Type": "application/json" }), body: "x".repeat(20_000) }), 413, "payload_too_large");
-    await expectErrorShape(await call("/v1/pets", { method: "POST", headers: auth(key, { "Content-Type": "application/json" }), body: "{" }), 400, "invalid_request");
-    await expectErrorShape(await call("/v1/pets/999999999", { headers: auth(key) }), 404, "not_found");
+    await expectErrorShape(
+      await call("/v1/pets?limit=0", { headers: auth(key) }),
+      400,
+      "invalid_request",
+    );
+    await expectErrorShape(
+      await call("/v1/pets", { method: "POST", headers: auth(key), body: "x" }),
+      415,
+      "unsupported_media_type",
+    );
+    await expectErrorShape(
+      await call("/v1/pets", {
+        method: "POST",
+        headers: auth(key, { "Content-Type": "application/json" }),
+        body: "x".repeat(20_000),
+      }),
+      413,
+      "payload_too_large",
+    );
+    await expectErrorShape(
+      await call("/v1/pets", {
+        method: "POST",
+        headers: auth(key, { "Content-Type": "application/json" }),
+        body: "{",
+      }),
+      400,
+      "invalid_request",
+    );
+    await expectErrorShape(
+      await call("/v1/pets/999999999", { headers: auth(key) }),
+      404,
+      "not_found",
+    );
     await expectErrorShape(await call("/admin/v1/keys"), 401, "unauthorized");
   });
 });
@@ -62,8 +110,27 @@ describe("404 and 405", () => {
 describe("contract documentation", () => {
   type Doc = {
     openapi: string;
-    paths: Record<string, Record<string, { operationId: string; deprecated?: boolean; security?: unknown[]; parameters?: Array<{ name: string; in: string; schema: Record<string, unknown> }>; responses: Record<string, unknown>; requestBody?: unknown }>>;
-    components: { securitySchemes: Record<string, { type: string; scheme?: string }>; schemas: Record<string, { properties?: Record<string, Record<string, unknown>>; required?: string[] }> };
+    paths: Record<
+      string,
+      Record<
+        string,
+        {
+          operationId: string;
+          deprecated?: boolean;
+          security?: unknown[];
+          parameters?: Array<{ name: string; in: string; schema: Record<string, unknown> }>;
+          responses: Record<string, unknown>;
+          requestBody?: unknown;
+        }
+      >
+    >;
+    components: {
+      securitySchemes: Record<string, { type: string; scheme?: string }>;
+      schemas: Record<
+        string,
+        { properties?: Record<string, Record<string, unknown>>; required?: string[] }
+      >;
+    };
   };
 
   async function doc(): Promise<Doc> {
@@ -74,7 +141,11 @@ describe("contract documentation", () => {
   }
 
   function operations(d: Doc) {
-    return Object.fromEntries(Object.values(d.paths).flatMap((p) => Object.values(p)).map((op) => [op.operationId, op]));
+    return Object.fromEntries(
+      Object.values(d.paths)
+        .flatMap((p) => Object.values(p))
+        .map((op) => [op.operationId, op]),
+    );
   }
 
   it("documents conditional requests, the D1 bookmark and the headers every response carries", async () => {
@@ -82,10 +153,16 @@ describe("contract documentation", () => {
     for (const id of ["listPets", "createPet", "getPet"]) {
       const op = ops[id]!;
       expect(op.parameters?.map((p) => p.name)).toContain("x-d1-bookmark");
-      const headers = (r: string) => Object.keys(((op.responses[r] ?? {}) as { headers?: object }).headers ?? {});
-      for (const status of Object.keys(op.responses)) expect(headers(status), `${id} ${status}`).toEqual(expect.arrayContaining(["X-Request-Id", "Server-Timing"]));
+      const headers = (r: string) =>
+        Object.keys(((op.responses[r] ?? {}) as { headers?: object }).headers ?? {});
+      for (const status of Object.keys(op.responses))
+        expect(headers(status), `${id} ${status}`).toEqual(
+          expect.arrayContaining(["X-Request-Id", "Server-Timing"]),
+        );
       if (id === "createPet") {
-        expect(headers("201")).toEqual(expect.arrayContaining(["Location", "Idempotent-Replayed", "X-RateLimit-Remaining"]));
+        expect(headers("201")).toEqual(
+          expect.arrayContaining(["Location", "Idempotent-Replayed", "X-RateLimit-Remaining"]),
+        );
         expect(op.responses["304"]).toBeUndefined();
       } else {
         expect(op.parameters?.map((p) => p.name)).toContain("If-None-Match");
@@ -94,7 +171,9 @@ describe("contract documentation", () => {
       }
     }
     for (const status of ["200", "404", "410", "429"]) {
-      expect(Object.keys((ops.getPet!.responses[status] as { headers: object }).headers)).toEqual(expect.arrayContaining(["Deprecation", "Sunset", "Link"]));
+      expect(Object.keys((ops.getPet!.responses[status] as { headers: object }).headers)).toEqual(
+        expect.arrayContaining(["Deprecation", "Sunset", "Link"]),
+      );
     }
   });
 
@@ -110,7 +189,9 @@ describe("contract documentation", () => {
 
   it("documents bearer security on every operation", async () => {
     const d = await doc();
-    const schemes = Object.entries(d.components.securitySchemes).filter(([, s]) => s.type === "http" && s.scheme?.toLowerCase() === "bearer");
+    const schemes = Object.entries(d.components.securitySchemes).filter(
+      ([, s]) => s.type === "http" && s.scheme?.toLowerCase() === "bearer",
+    );
     expect(schemes.length).toBeGreaterThan(0);
     const names = schemes.map(([n]) => n);
     for (const id of ["listPets", "createPet", "getPet"]) {
@@ -127,7 +208,8 @@ describe("contract documentation", () => {
       createPet: ["201", "400", "401", "413", "415"],
       getPet: ["200", "400", "401", "404", "410"],
     };
-    for (const [id, statuses] of Object.entries(expected)) expect(Object.keys(ops[id]!.responses)).toEqual(expect.arrayContaining(statuses));
+    for (const [id, statuses] of Object.entries(expected))
+      expect(Object.keys(ops[id]!.responses)).toEqual(expect.arrayContaining(statuses));
     const error = d.components.schemas.Error!;
     expect(error.required).toEqual(expect.arrayContaining(["code", "message", "status"]));
     expect(error.properties!.code!.enum).toEqual(expect.arrayContaining(REQUIRED_CODES));
@@ -139,12 +221,17 @@ describe("contract documentation", () => {
     const limit = ops.listPets!.parameters!.find((p) => p.name === "limit" && p.in === "query")!;
     expect(limit.schema).toMatchObject({ minimum: 1, maximum: 100, default: 20 });
     const status = ops.listPets!.parameters!.find((p) => p.name === "status")!;
-    expect(JSON.stringify(status.schema) + JSON.stringify(d.components.schemas.PetStatus ?? {})).toContain("pending");
+    expect(
+      JSON.stringify(status.schema) + JSON.stringify(d.components.schemas.PetStatus ?? {}),
+    ).toContain("pending");
     const petId = ops.getPet!.parameters!.find((p) => p.name === "petId" && p.in === "path")!;
     expect(petId.schema).toMatchObject({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
     const newPet = d.components.schemas.NewPet!;
     expect(newPet.properties!.name).toMatchObject({ minLength: 1, maxLength: 200 });
-    expect(newPet.properties!.categoryId).toMatchObject({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+    expect(newPet.properties!.categoryId).toMatchObject({
+      minimum: 1,
+      maximum: Number.MAX_SAFE_INTEGER,
+    });
     expect(newPet.required).toEqual(expect.arrayContaining(["name", "categoryId"]));
     expect(newPet.required ?? []).not.toContain("status");
     expect(JSON.stringify(newPet.properties!.status)).toContain("available");
@@ -164,7 +251,12 @@ describe("X-Request-Id", () => {
   it("is on every response, success or error, and differs between requests", async () => {
     const { key } = await issueKey();
     const ids = [];
-    for (const res of [await call("/v1/pets", { headers: auth(key) }), await call("/nowhere"), await call("/v1/pets"), await call("/v1/openapi.json")]) {
+    for (const res of [
+      await call("/v1/pets", { headers: auth(key) }),
+      await call("/nowhere"),
+      await call("/v1/pets"),
+      await call("/v1/openapi.json"),
+    ]) {
       const id = res.headers.get("X-Request-Id");
       expect(id).toMatch(/^[\w\-=]{8,}$/);
       ids.push(id);
@@ -174,7 +266,9 @@ describe("X-Request-Id", () => {
 
   it("echoes a sane client-supplied id and replaces an unsafe one", async () => {
     const { key } = await issueKey();
-    const sane = await call("/v1/pets", { headers: auth(key, { "X-Request-Id": "client-abc_123" }) });
+    const sane = await call("/v1/pets", {
+      headers: auth(key, { "X-Request-Id": "client-abc_123" }),
+    });
     expect(sane.headers.get("X-Request-Id")).toBe("client-abc_123");
     for (const bad of ["has space", "x".repeat(300), "<script>"]) {
       const res = await call("/v1/pets", { headers: auth(key, { "X-Request-Id": bad }) });

@@ -15,18 +15,26 @@ export class Counter extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS usage (id INTEGER PRIMARY KEY, count INTEGER NOT NULL) STRICT");
-    this.#count = ctx.storage.sql.exec<{ count: number }>("SELECT count FROM usage WHERE id = 1").toArray()[0]?.count ?? 0;
+    ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS usage (id INTEGER PRIMARY KEY, count INTEGER NOT NULL) STRICT",
+    );
+    this.#count =
+      ctx.storage.sql.exec<{ count: number }>("SELECT count FROM usage WHERE id = 1").toArray()[0]
+        ?.count ?? 0;
   }
 
   admit(): { count: number } {
     this.#count += 1;
-    this.ctx.storage.sql.exec("INSERT INTO usage (id, count) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET count = excluded.count", this.#count);
+    this.ctx.storage.sql.exec(
+      "INSERT INTO usage (id, count) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET count = excluded.count",
+      this.#count,
+    );
     return { count: this.#count };
   }
 }
 
-const LIST = "SELECT id, name, category_id AS categoryId, status FROM pets WHERE id > ?1 ORDER BY id LIMIT ?2";
+const LIST =
+  "SELECT id, name, category_id AS categoryId, status FROM pets WHERE id > ?1 ORDER BY id LIMIT ?2";
 const STATUSES = ["available", "pending", "sold"];
 
 export default {
@@ -35,15 +43,33 @@ export default {
     if (request.method === "GET" && url.pathname === "/v1/pets") {
       // Both at once, as the API overlaps them for a key with room left.
       const session = env.DB.withSession("first-unconstrained");
-      const [{ count }, { results }] = await Promise.all([env.COUNTER.getByName("bench").admit(), session.prepare(LIST).bind(0, 21).all()]);
-      return Response.json(results.slice(0, 20), { headers: { "X-RateLimit-Remaining": String(1e12 - count), "x-d1-bookmark": session.getBookmark() ?? "" } });
+      const [{ count }, { results }] = await Promise.all([
+        env.COUNTER.getByName("bench").admit(),
+        session.prepare(LIST).bind(0, 21).all(),
+      ]);
+      return Response.json(results.slice(0, 20), {
+        headers: {
+          "X-RateLimit-Remaining": String(1e12 - count),
+          "x-d1-bookmark": session.getBookmark() ?? "",
+        },
+      });
     }
     if (request.method === "POST" && url.pathname === "/seed") {
       const n = Math.min(Number(url.searchParams.get("n")) || 0, 1000);
-      const insert = env.DB.prepare("INSERT INTO pets (name, category_id, status) VALUES (?1, ?2, ?3)");
-      if (n > 0) await env.DB.batch(Array.from({ length: n }, (_, i) => insert.bind(`floor-${i}`, (i % 7) + 1, STATUSES[i % 3])));
+      const insert = env.DB.prepare(
+        "INSERT INTO pets (name, category_id, status) VALUES (?1, ?2, ?3)",
+      );
+      if (n > 0)
+        await env.DB.batch(
+          Array.from({ length: n }, (_, i) =>
+            insert.bind(`floor-${i}`, (i % 7) + 1, STATUSES[i % 3]),
+          ),
+        );
       return Response.json({ seeded: n }, { status: 201 });
     }
-    return Response.json({ code: "not_found", message: "No such resource.", status: 404 }, { status: 404 });
+    return Response.json(
+      { code: "not_found", message: "No such resource.", status: 404 },
+      { status: 404 },
+    );
   },
 };

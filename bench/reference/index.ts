@@ -3,7 +3,12 @@
 // no authentication, no storage. Whatever the API is slower than this, it spends on its own work.
 
 const STATUSES = ["available", "pending", "sold"] as const;
-const PETS = Array.from({ length: 20 }, (_, i) => ({ id: i + 1, name: `Pet ${i + 1}`, categoryId: (i % 5) + 1, status: STATUSES[i % 3] }));
+const PETS = Array.from({ length: 20 }, (_, i) => ({
+  id: i + 1,
+  name: `Pet ${i + 1}`,
+  categoryId: (i % 5) + 1,
+  status: STATUSES[i % 3],
+}));
 const PAGE = JSON.stringify(PETS);
 const PET = JSON.stringify(PETS[0]);
 

@@ -6,7 +6,16 @@
 // watching). Every child runs in its own process group and is killed on exit, Ctrl-C or a crash.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { cpSync, createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  createWriteStream,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -14,8 +23,16 @@ import { fileURLToPath } from "node:url";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const require = createRequire(import.meta.url);
-const WRANGLER = path.join(path.dirname(require.resolve("wrangler/package.json")), "bin/wrangler.js");
-const ENV = { ...process.env, WRANGLER_SEND_METRICS: "false", NO_D1_WARNING: "true", FORCE_COLOR: "0" };
+const WRANGLER = path.join(
+  path.dirname(require.resolve("wrangler/package.json")),
+  "bin/wrangler.js",
+);
+const ENV = {
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+  NO_D1_WARNING: "true",
+  FORCE_COLOR: "0",
+};
 
 const children = new Set();
 const tempDirs = new Set();
@@ -73,8 +90,16 @@ export function makeTempDir(prefix) {
  */
 export function snapshotProject() {
   const dir = makeTempDir("animal-store-app-");
-  for (const entry of ["src", "migrations", "wrangler.toml", "package.json", "tsconfig.json", "worker-configuration.d.ts"]) {
-    if (existsSync(path.join(ROOT, entry))) cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
+  for (const entry of [
+    "src",
+    "migrations",
+    "wrangler.toml",
+    "package.json",
+    "tsconfig.json",
+    "worker-configuration.d.ts",
+  ]) {
+    if (existsSync(path.join(ROOT, entry)))
+      cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
   }
   symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
   return dir;
@@ -84,7 +109,12 @@ export function snapshotProject() {
 export function runWrangler(args, { cwd = ROOT, timeoutMs = 120_000 } = {}) {
   installCleanup();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WRANGLER, ...args], { cwd, env: ENV, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const child = spawn(process.execPath, [WRANGLER, ...args], {
+      cwd,
+      env: ENV,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     children.add(child);
     let out = "";
     child.stdout.on("data", (d) => (out += d));
@@ -94,7 +124,10 @@ export function runWrangler(args, { cwd = ROOT, timeoutMs = 120_000 } = {}) {
       clearTimeout(timer);
       children.delete(child);
       if (code === 0) resolve(out);
-      else reject(new Error(`wrangler ${args.join(" ")} failed (${signal ?? code}):\n${out.slice(-3000)}`));
+      else
+        reject(
+          new Error(`wrangler ${args.join(" ")} failed (${signal ?? code}):\n${out.slice(-3000)}`),
+        );
     });
   });
 }
@@ -102,7 +135,10 @@ export function runWrangler(args, { cwd = ROOT, timeoutMs = 120_000 } = {}) {
 async function waitUntilAnswering(url, child, logFile, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${existsSync(logFile) ? readFileSync(logFile, "utf8").slice(-4000) : ""}`);
+    if (child.exitCode !== null)
+      throw new Error(
+        `wrangler dev exited (${child.exitCode}):\n${existsSync(logFile) ? readFileSync(logFile, "utf8").slice(-4000) : ""}`,
+      );
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
       await res.arrayBuffer();
@@ -112,22 +148,55 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs) {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  const tail = existsSync(logFile) ? readFileSync(logFile, "utf8").split("\n").slice(-40).join("\n") : "";
-  throw new Error(`${url} did not answer within ${timeoutMs / 1000} s; the end of ${logFile}:\n${tail}`);
+  const tail = existsSync(logFile)
+    ? readFileSync(logFile, "utf8").split("\n").slice(-40).join("\n")
+    : "";
+  throw new Error(
+    `${url} did not answer within ${timeoutMs / 1000} s; the end of ${logFile}:\n${tail}`,
+  );
 }
 
 /**
  * `wrangler dev` on 127.0.0.1:port. Its output (including the API's access log) goes to a log
  * file in the temp dir, read but not parsed, so a full pipe never stalls the server.
  */
-async function startWranglerDev({ name, config, port, inspectorPort, dir, extraArgs = [], probePath, cwd = ROOT, localObservability = true }) {
+async function startWranglerDev({
+  name,
+  config,
+  port,
+  inspectorPort,
+  dir,
+  extraArgs = [],
+  probePath,
+  cwd = ROOT,
+  localObservability = true,
+}) {
   const logFile = path.join(dir, `${name}.log`);
   const log = createWriteStream(logFile);
-  const args = ["dev", "--config", config, "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort), "--persist-to", path.join(dir, `${name}-state`), "--show-interactive-dev-session=false", ...extraArgs];
+  const args = [
+    "dev",
+    "--config",
+    config,
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--inspector-port",
+    String(inspectorPort),
+    "--persist-to",
+    path.join(dir, `${name}-state`),
+    "--show-interactive-dev-session=false",
+    ...extraArgs,
+  ];
   // X_LOCAL_OBSERVABILITY attaches wrangler's local trace collector or not (see startApi); set
   // either way, so a value exported in the caller's shell cannot contradict the report.
   const env = { ...ENV, X_LOCAL_OBSERVABILITY: localObservability ? "true" : "false" };
-  const child = spawn(process.execPath, [WRANGLER, ...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const child = spawn(process.execPath, [WRANGLER, ...args], {
+    cwd,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   children.add(child);
   child.stdout.pipe(log);
   child.stderr.pipe(log);
@@ -139,7 +208,13 @@ async function startWranglerDev({ name, config, port, inspectorPort, dir, extraA
     /** The last lines of the server's output other than per-request logs, for diagnosing a failure. */
     tail(lines = 30) {
       const text = existsSync(logFile) ? readFileSync(logFile, "utf8") : "";
-      return text.split("\n").filter((l) => l && !l.startsWith('{"requestId"') && !/^\[wrangler:info\] [A-Z]+ \//.test(l)).slice(-lines).join("\n");
+      return text
+        .split("\n")
+        .filter(
+          (l) => l && !l.startsWith('{"requestId"') && !/^\[wrangler:info\] [A-Z]+ \//.test(l),
+        )
+        .slice(-lines)
+        .join("\n");
     },
     async stop() {
       if (child.exitCode !== null) return children.delete(child);
@@ -161,16 +236,36 @@ async function startWranglerDev({ name, config, port, inspectorPort, dir, extraA
  * invocation's tail events (each span: fetch, Durable Object call, D1 query) into a SQLite-backed
  * object in the same workerd process, on the same cores as the Worker it measures.
  */
-export async function startApi({ port, inspectorPort, vars = {}, root = snapshotProject(), localObservability = true }) {
+export async function startApi({
+  port,
+  inspectorPort,
+  vars = {},
+  root = snapshotProject(),
+  localObservability = true,
+}) {
   const dir = makeTempDir("animal-store-api-");
   const adminToken = `bench-admin-${randomBytes(18).toString("hex")}`;
   const envFile = path.join(dir, "dev.env");
-  writeFileSync(envFile, `ADMIN_TOKEN=${adminToken}\nCURSOR_SECRET=${randomBytes(24).toString("hex")}\n`, { mode: 0o600 });
+  writeFileSync(
+    envFile,
+    `ADMIN_TOKEN=${adminToken}\nCURSOR_SECRET=${randomBytes(24).toString("hex")}\n`,
+    { mode: 0o600 },
+  );
   const config = path.join(root, "wrangler.toml");
   const persist = path.join(dir, "api-state");
   await migrateLocal(config, persist, root);
   const varArgs = Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
-  const server = await startWranglerDev({ name: "api", config, port, inspectorPort, dir, extraArgs: ["--env-file", envFile, ...varArgs], probePath: "/v1/openapi.json", cwd: root, localObservability });
+  const server = await startWranglerDev({
+    name: "api",
+    config,
+    port,
+    inspectorPort,
+    dir,
+    extraArgs: ["--env-file", envFile, ...varArgs],
+    probePath: "/v1/openapi.json",
+    cwd: root,
+    localObservability,
+  });
   return { ...server, adminToken };
 }
 
@@ -178,7 +273,16 @@ export async function startApi({ port, inspectorPort, vars = {}, root = snapshot
 export async function startReference({ port, inspectorPort, localObservability = true }) {
   const dir = makeTempDir("animal-store-ref-");
   const config = path.join(ROOT, "bench/reference/wrangler.toml");
-  return startWranglerDev({ name: "reference", config, port, inspectorPort, dir, probePath: "/v1/pets", cwd: path.join(ROOT, "bench/reference"), localObservability });
+  return startWranglerDev({
+    name: "reference",
+    config,
+    port,
+    inspectorPort,
+    dir,
+    probePath: "/v1/pets",
+    cwd: path.join(ROOT, "bench/reference"),
+    localObservability,
+  });
 }
 
 /**
@@ -191,15 +295,28 @@ export async function startFloor({ port, inspectorPort, localObservability = tru
   const config = path.join(cwd, "wrangler.toml");
   const persist = path.join(dir, "floor-state");
   await migrateLocal(config, persist, cwd);
-  const server = await startWranglerDev({ name: "floor", config, port, inspectorPort, dir, probePath: "/v1/pets", cwd, localObservability });
+  const server = await startWranglerDev({
+    name: "floor",
+    config,
+    port,
+    inspectorPort,
+    dir,
+    probePath: "/v1/pets",
+    cwd,
+    localObservability,
+  });
   const res = await fetch(`${server.url}/seed?n=${pets}`, { method: "POST" });
-  if (res.status !== 201) throw new Error(`seeding the floor Worker failed: ${res.status} ${await res.text()}`);
+  if (res.status !== 201)
+    throw new Error(`seeding the floor Worker failed: ${res.status} ${await res.text()}`);
   return server;
 }
 
 /** Local D1 migrations for `config` into the persistence dir `persist`, as `npm run dev` applies them. */
 function migrateLocal(config, persist, cwd) {
-  return runWrangler(["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist], { cwd });
+  return runWrangler(
+    ["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist],
+    { cwd },
+  );
 }
 
 /** Limits for keys that must never be refused (benchmark and seeding keys). */
@@ -213,7 +330,8 @@ export async function issueKey(api, { name, plan, limits }) {
     body: JSON.stringify({ name, plan, ...(limits ? { limits } : {}) }),
   });
   const body = await res.json();
-  if (res.status !== 201) throw new Error(`issuing a ${plan} key failed: ${res.status} ${JSON.stringify(body)}`);
+  if (res.status !== 201)
+    throw new Error(`issuing a ${plan} key failed: ${res.status} ${JSON.stringify(body)}`);
   return body;
 }
 
@@ -226,9 +344,14 @@ export async function seedPets(api, key, count, { concurrency = 8, prefix = "see
     while (next < count) {
       const i = next++;
       const pet = { name: `${prefix}-${i}`, categoryId: (i % 7) + 1, status: statuses[i % 3] };
-      const res = await fetch(`${api.url}/v1/pets`, { method: "POST", headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" }, body: JSON.stringify(pet) });
+      const res = await fetch(`${api.url}/v1/pets`, {
+        method: "POST",
+        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+        body: JSON.stringify(pet),
+      });
       const body = await res.json();
-      if (res.status !== 201) throw new Error(`seeding failed: ${res.status} ${JSON.stringify(body)}`);
+      if (res.status !== 201)
+        throw new Error(`seeding failed: ${res.status} ${JSON.stringify(body)}`);
       created[i] = body;
     }
   }
@@ -242,10 +365,12 @@ export function parseArgs(argv, defaults) {
     const m = argv[i].match(/^--([a-z-]+)(?:=(.*))?$/);
     if (!m) throw new Error(`unknown argument ${argv[i]}`);
     const name = m[1].replace(/-([a-z])/g, (_, c) => c.toUpperCase());
-    if (!(name in defaults)) throw new Error(`unknown option --${m[1]}; known: ${Object.keys(defaults).join(", ")}`);
+    if (!(name in defaults))
+      throw new Error(`unknown option --${m[1]}; known: ${Object.keys(defaults).join(", ")}`);
     const value = m[2] ?? argv[++i];
     out[name] = typeof defaults[name] === "number" ? Number(value) : value;
-    if (typeof defaults[name] === "number" && !Number.isFinite(out[name])) throw new Error(`--${m[1]} needs a number`);
+    if (typeof defaults[name] === "number" && !Number.isFinite(out[name]))
+      throw new Error(`--${m[1]} needs a number`);
   }
   return out;
 }

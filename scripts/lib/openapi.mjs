@@ -22,10 +22,12 @@ export const formatDocument = (doc) => `${JSON.stringify(doc, null, 2)}\n`;
 /** Fetches a document from `baseUrl`; null when the route answers 404 (and `required` is false). */
 export async function fetchDocument(baseUrl, { path: route, required }, { adminToken } = {}) {
   // The admin document may sit behind the admin token like the rest of /admin/v1.
-  const headers = adminToken && route.startsWith("/admin/") ? { Authorization: `Bearer ${adminToken}` } : {};
+  const headers =
+    adminToken && route.startsWith("/admin/") ? { Authorization: `Bearer ${adminToken}` } : {};
   const res = await fetch(baseUrl + route, { headers });
   if (res.status === 404 && !required) return null;
-  if (res.status !== 200) throw new Error(`GET ${route} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+  if (res.status !== 200)
+    throw new Error(`GET ${route} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
   return res.json();
 }
 
@@ -39,7 +41,13 @@ export async function generateTypes(doc) {
 const require = createRequire(import.meta.url);
 const REDOCLY = path.join(path.dirname(require.resolve("@redocly/cli/package.json")), "bin/cli.js");
 /** Never phone home: no telemetry, no update check (the lint must work offline). */
-export const REDOCLY_ENV = { ...process.env, REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true", NO_UPDATE_NOTIFIER: "1", CI: "true" };
+export const REDOCLY_ENV = {
+  ...process.env,
+  REDOCLY_TELEMETRY: "off",
+  REDOCLY_SUPPRESS_UPDATE_NOTICE: "true",
+  NO_UPDATE_NOTIFIER: "1",
+  CI: "true",
+};
 
 /**
  * `redocly lint` (recommended-strict, from redocly.yaml) over one document. Returns the totals
@@ -50,12 +58,18 @@ export function lintDocument(doc, name) {
   try {
     const file = path.join(dir, `${name}.openapi.json`);
     writeFileSync(file, JSON.stringify(doc));
-    const run = spawnSync(process.execPath, [REDOCLY, "lint", file, "--config", path.join(ROOT, "redocly.yaml"), "--format", "json"], { encoding: "utf8", env: REDOCLY_ENV, cwd: dir, timeout: 120_000 });
+    const run = spawnSync(
+      process.execPath,
+      [REDOCLY, "lint", file, "--config", path.join(ROOT, "redocly.yaml"), "--format", "json"],
+      { encoding: "utf8", env: REDOCLY_ENV, cwd: dir, timeout: 120_000 },
+    );
     let report;
     try {
       report = JSON.parse(run.stdout.slice(run.stdout.indexOf("{")));
     } catch {
-      throw new Error(`redocly lint produced no JSON report (exit ${run.status}):\n${run.stdout}\n${run.stderr}`);
+      throw new Error(
+        `redocly lint produced no JSON report (exit ${run.status}):\n${run.stdout}\n${run.stderr}`,
+      );
     }
     return { totals: report.totals, problems: report.problems ?? [], exitCode: run.status };
   } finally {

@@ -1,5 +1,5 @@
 import type { KeyRecord } from "../db/keys";
-import { ExpiringMap } from "../expiring-map";
+import { ExpiringMap } from "../lib/expiring-map";
 
 // Warm keys authenticate without a D1 read. The cache may be briefly stale; that is safe because
 // the key's quota object holds the authoritative plan and revocation (see quota/limiter.ts), and

@@ -1,4 +1,4 @@
-import { limitsFor, type Limits, type Plan } from "../quota/plans";
+import { type Limits, limitsOrThrow, type Plan } from "../quota/plans";
 import { guarded, type Queryable } from "./database-error";
 
 /** A key as the service knows it; never holds the secret or its hash. */
@@ -37,16 +37,20 @@ interface KeyRow {
   expires_at: number | null;
 }
 
-const KEY_COLUMNS = "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at";
+const KEY_COLUMNS =
+  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at";
 
 function toRecord(row: KeyRow): KeyRecord {
-  const own = row.per_minute !== null && row.per_day !== null ? { perMinute: row.per_minute, perDay: row.per_day } : null;
+  const own =
+    row.per_minute !== null && row.per_day !== null
+      ? { perMinute: row.per_minute, perDay: row.per_day }
+      : null;
   return {
     id: row.id,
     name: row.name,
     prefix: row.key_prefix,
     plan: row.plan,
-    limits: limitsFor(row.plan, own),
+    limits: limitsOrThrow(row.plan, own),
     version: row.version,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
@@ -73,7 +77,17 @@ export function insertKey(db: Queryable, k: NewKey): Promise<KeyRecord> {
         `INSERT INTO api_keys (id, name, key_hash, key_prefix, plan, per_minute, per_day, created_at, updated_at, expires_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9) RETURNING ${KEY_COLUMNS}`,
       )
-      .bind(k.id, k.name, k.hash, k.prefix, k.plan, k.ownLimits?.perMinute ?? null, k.ownLimits?.perDay ?? null, k.now, k.expiresAt)
+      .bind(
+        k.id,
+        k.name,
+        k.hash,
+        k.prefix,
+        k.plan,
+        k.ownLimits?.perMinute ?? null,
+        k.ownLimits?.perDay ?? null,
+        k.now,
+        k.expiresAt,
+      )
       .first<KeyRow>();
     if (!row) throw new Error("INSERT … RETURNING returned no row");
     return toRecord(row);
@@ -82,20 +96,30 @@ export function insertKey(db: Queryable, k: NewKey): Promise<KeyRecord> {
 
 export function findKeyByHash(db: Queryable, hash: string): Promise<KeyRecord | null> {
   return guarded(async () => {
-    const row = await db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1`).bind(hash).first<KeyRow>();
+    const row = await db
+      .prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE key_hash = ?1`)
+      .bind(hash)
+      .first<KeyRow>();
     return row && toRecord(row);
   });
 }
 
 export function getKey(db: Queryable, id: string): Promise<KeyRecord | null> {
   return guarded(async () => {
-    const row = await db.prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?1`).bind(id).first<KeyRow>();
+    const row = await db
+      .prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?1`)
+      .bind(id)
+      .first<KeyRow>();
     return row && toRecord(row);
   });
 }
 
 /** Keys in creation order, keyset-paginated by (created_at, id). */
-export function listKeys(db: Queryable, limit: number, after?: { createdAt: number; id: string }): Promise<KeyRecord[]> {
+export function listKeys(
+  db: Queryable,
+  limit: number,
+  after?: { createdAt: number; id: string },
+): Promise<KeyRecord[]> {
   return guarded(async () => {
     const { results } = await db
       .prepare(
@@ -114,7 +138,12 @@ export interface KeyChanges {
   ownLimits: Limits | null;
 }
 
-export function updateKey(db: Queryable, id: string, c: KeyChanges, now: number): Promise<KeyRecord | null> {
+export function updateKey(
+  db: Queryable,
+  id: string,
+  c: KeyChanges,
+  now: number,
+): Promise<KeyRecord | null> {
   return guarded(async () => {
     const row = await db
       .prepare(

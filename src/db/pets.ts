@@ -11,11 +11,20 @@ export interface ListPetsOptions {
   afterId?: number;
 }
 
-export function listPets(db: Queryable, { limit, status, afterId = 0 }: ListPetsOptions): Promise<Pet[]> {
+export function listPets(
+  db: Queryable,
+  { limit, status, afterId = 0 }: ListPetsOptions,
+): Promise<Pet[]> {
   return guarded(async () => {
     const stmt = status
-      ? db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE status = ?1 AND id > ?2 ORDER BY id LIMIT ?3`).bind(status, afterId, limit)
-      : db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id > ?1 ORDER BY id LIMIT ?2`).bind(afterId, limit);
+      ? db
+          .prepare(
+            `SELECT ${PET_COLUMNS} FROM pets WHERE status = ?1 AND id > ?2 ORDER BY id LIMIT ?3`,
+          )
+          .bind(status, afterId, limit)
+      : db
+          .prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id > ?1 ORDER BY id LIMIT ?2`)
+          .bind(afterId, limit);
     return (await stmt.all<Pet>()).results;
   });
 }
@@ -23,7 +32,9 @@ export function listPets(db: Queryable, { limit, status, afterId = 0 }: ListPets
 export function createPet(db: Queryable, pet: NewPet): Promise<Pet> {
   return guarded(async () => {
     const row = await db
-      .prepare(`INSERT INTO pets (name, category_id, status) VALUES (?1, ?2, ?3) RETURNING ${PET_COLUMNS}`)
+      .prepare(
+        `INSERT INTO pets (name, category_id, status) VALUES (?1, ?2, ?3) RETURNING ${PET_COLUMNS}`,
+      )
       .bind(pet.name, pet.categoryId, pet.status)
       .first<Pet>();
     if (!row) throw new Error("INSERT … RETURNING returned no row");
@@ -42,10 +53,18 @@ export interface IdempotencyGuard {
  * Inserts a pet unless one was made under the same reference since `notBefore`; that pet is
  * then returned (`created: false`). One atomic batch: lapse the old reference, then insert.
  */
-export function createPetOnce(db: Queryable, pet: NewPet, guard: IdempotencyGuard): Promise<{ pet: Pet; created: boolean }> {
+export function createPetOnce(
+  db: Queryable,
+  pet: NewPet,
+  guard: IdempotencyGuard,
+): Promise<{ pet: Pet; created: boolean }> {
   return guarded(async () => {
     const [, insert] = await db.batch<Pet>([
-      db.prepare("UPDATE pets SET idempotency_ref = NULL WHERE idempotency_ref = ?1 AND idempotency_at < ?2").bind(guard.ref, guard.notBefore),
+      db
+        .prepare(
+          "UPDATE pets SET idempotency_ref = NULL WHERE idempotency_ref = ?1 AND idempotency_at < ?2",
+        )
+        .bind(guard.ref, guard.notBefore),
       db
         .prepare(
           `INSERT INTO pets (name, category_id, status, idempotency_ref, idempotency_at) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -55,12 +74,17 @@ export function createPetOnce(db: Queryable, pet: NewPet, guard: IdempotencyGuar
     ]);
     const inserted = insert?.results[0];
     if (inserted) return { pet: inserted, created: true };
-    const existing = await db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE idempotency_ref = ?1`).bind(guard.ref).first<Pet>();
+    const existing = await db
+      .prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE idempotency_ref = ?1`)
+      .bind(guard.ref)
+      .first<Pet>();
     if (!existing) throw new Error("idempotent insert neither inserted nor found a pet");
     return { pet: existing, created: false };
   });
 }
 
 export function getPet(db: Queryable, id: number): Promise<Pet | null> {
-  return guarded(() => db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?1`).bind(id).first<Pet>());
+  return guarded(() =>
+    db.prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE id = ?1`).bind(id).first<Pet>(),
+  );
 }

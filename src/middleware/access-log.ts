@@ -1,25 +1,29 @@
-import type { MiddlewareHandler } from "hono";
-import type { AppEnv } from "../app-env";
+import { createMiddleware } from "hono/factory";
+import type { ApiKeyVariables } from "../auth/api-key";
+import { configOrThrow } from "../lib/config";
+import type { EnvWith } from "../lib/hono-env";
+import { log } from "../lib/log";
+import type { QuotaVariables } from "./enforce-quota";
 
 /**
  * One structured line per request (Workers Logs indexes the JSON fields). Never the key itself:
- * its id and plan only. ACCESS_LOG=off turns it off.
+ * its id and plan only. ACCESS_LOG=off turns it off. It runs first, so the key and the quota
+ * outcome are there only when later middleware got that far.
  */
-export const accessLog: MiddlewareHandler<AppEnv> = async (c, next) => {
-  if (c.env.ACCESS_LOG === "off") return next();
-  const started = performance.now();
-  await next();
-  const key = c.get("apiKey");
-  console.log(
-    JSON.stringify({
-      requestId: c.get("requestId"),
+export const accessLog = createMiddleware<EnvWith<Partial<ApiKeyVariables & QuotaVariables>>>(
+  async (c, next) => {
+    if (configOrThrow(c.env).ACCESS_LOG === "off") return next();
+    const started = performance.now();
+    await next();
+    const key = c.var.apiKey;
+    log("info", "request", {
       method: c.req.method,
       route: c.req.routePath,
       status: c.res.status,
       durationMs: Math.round((performance.now() - started) * 10) / 10,
       keyId: key?.id,
       plan: key?.plan,
-      quota: c.get("quota"),
-    }),
-  );
-};
+      quota: c.var.quota,
+    });
+  },
+);

@@ -1,14 +1,16 @@
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import type { AppEnv } from "../app-env";
-import { ApiError, errorResponse } from "../errors";
+import { ApiError } from "../lib/errors";
+import { errorResponse } from "./error-handler";
 
 const MAX_BODY_BYTES = 16 * 1024;
 
-const requireJsonType: MiddlewareHandler<AppEnv> = async (c, next) => {
+const requireJsonType: MiddlewareHandler = async (c, next) => {
   const type = c.req.header("Content-Type")?.split(";")[0]?.trim().toLowerCase();
   if (type !== "application/json") {
-    throw new ApiError("unsupported_media_type", `The body must be JSON sent with Content-Type: application/json (got ${type ? JSON.stringify(type) : "none"}).`);
+    const got = type ? JSON.stringify(type) : "none";
+    const message = `The body must be JSON sent with Content-Type: application/json (got ${got}).`;
+    throw new ApiError("unsupported_media_type", message);
   }
   await next();
 };
@@ -17,8 +19,11 @@ const requireJsonType: MiddlewareHandler<AppEnv> = async (c, next) => {
 // arrive, so an oversized body is refused without being buffered whole.
 const limitSize = bodyLimit({
   maxSize: MAX_BODY_BYTES,
-  onError: (c) => errorResponse(c, new ApiError("payload_too_large", `The body must be at most ${MAX_BODY_BYTES} bytes (16 KiB).`)),
+  onError: (c) => {
+    const message = `The body must be at most ${MAX_BODY_BYTES} bytes (16 KiB).`;
+    return errorResponse(c, new ApiError("payload_too_large", message));
+  },
 });
 
 /** For operations that take a JSON body: 415 for other media types, 413 past 16 KiB. */
-export const jsonBody: MiddlewareHandler<AppEnv>[] = [requireJsonType, limitSize];
+export const jsonBody: MiddlewareHandler[] = [requireJsonType, limitSize];

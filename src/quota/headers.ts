@@ -14,14 +14,19 @@ export function bindingWindow(windows: WindowStatus[]): WindowStatus {
 export function rateLimitHeaders(d: Decision): Record<string, string> {
   const binding = bindingWindow(d.windows);
   const banned = d.outcome === "key_banned";
-  const resetAt = banned && d.retryAt ? d.retryAt : binding.resetAt;
+  const resetAt = banned ? d.retryAt : binding.resetAt;
   const headers: Record<string, string> = {
     "X-RateLimit-Limit": String(binding.limit),
     "X-RateLimit-Remaining": String(banned ? 0 : binding.remaining),
     "X-RateLimit-Reset": String(toSeconds(resetAt)),
     "RateLimit-Policy": d.windows.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(", "),
-    RateLimit: d.windows.map((w) => `"${w.name}";r=${banned ? 0 : w.remaining};t=${Math.max(0, toSeconds((banned ? resetAt : w.resetAt) - d.now))}`).join(", "),
+    RateLimit: d.windows
+      .map(
+        (w) =>
+          `"${w.name}";r=${banned ? 0 : w.remaining};t=${Math.max(0, toSeconds((banned ? resetAt : w.resetAt) - d.now))}`,
+      )
+      .join(", "),
   };
-  if (d.retryAt !== undefined) headers["Retry-After"] = String(Math.max(1, toSeconds(d.retryAt - d.now)));
+  if ("retryAt" in d) headers["Retry-After"] = String(Math.max(1, toSeconds(d.retryAt - d.now)));
   return headers;
 }

@@ -13,7 +13,8 @@ export const PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, Limits> = {
   business: { perMinute: 1_000, perDay: 100_000 },
 };
 
-export function limitsFor(plan: Plan, own: Limits | null): Limits {
+/** The limits of `plan`; throws for an enterprise key without limits of its own (a bug upstream). */
+export function limitsOrThrow(plan: Plan, own: Limits | null): Limits {
   if (plan === "enterprise") {
     if (!own) throw new Error("an enterprise key needs its own limits");
     return own;

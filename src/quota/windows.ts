@@ -1,4 +1,4 @@
-import { DAY_MS, MINUTE_MS } from "../clock";
+import { DAY_MS, MINUTE_MS } from "../lib/clock";
 import type { Limits } from "./plans";
 
 /** Fixed windows aligned to UTC: the minute [hh:mm:00, +60 s) and the day [00:00:00Z, +24 h). */
@@ -18,7 +18,8 @@ export interface Policy extends Limits {
   revoked: boolean;
 }
 
-export type Outcome = "allowed" | "rate_limited" | "quota_exceeded" | "key_banned" | "revoked";
+export type Refusal = "rate_limited" | "quota_exceeded" | "key_banned";
+export type Outcome = "allowed" | Refusal | "revoked";
 
 export interface WindowStatus {
   name: "minute" | "day";
@@ -29,32 +30,60 @@ export interface WindowStatus {
   seconds: number;
 }
 
-export interface Decision {
-  outcome: Outcome;
+interface DecisionOf<O extends Outcome> {
+  outcome: O;
   windows: WindowStatus[];
-  /** For refusals: epoch ms after which a retry can succeed. */
-  retryAt?: number;
   now: number;
-  /** The version of the policy the decision applied (a key's decisions only). */
-  policyVersion?: number;
 }
 
-export const EMPTY_USAGE: UsageState = { minuteStart: 0, minuteCount: 0, minuteRejected: 0, dayStart: 0, dayCount: 0, bannedUntil: 0 };
+/** A decision on one request: admitted, refused until `retryAt`, or refused for good (revoked). */
+export type Decision =
+  | DecisionOf<"allowed">
+  | (DecisionOf<Refusal> & {
+      /** Epoch ms after which a retry can succeed. */
+      retryAt: number;
+    })
+  | DecisionOf<"revoked">;
+
+/** A key's decision names the version of the policy it applied. */
+export type KeyDecision = Decision & { policyVersion: number };
+
+export const EMPTY_USAGE: UsageState = {
+  minuteStart: 0,
+  minuteCount: 0,
+  minuteRejected: 0,
+  dayStart: 0,
+  dayCount: 0,
+  bannedUntil: 0,
+};
 
 export function rollWindows(s: UsageState, now: number): UsageState {
   const minuteStart = now - (now % MINUTE_MS);
   const dayStart = now - (now % DAY_MS);
   if (minuteStart === s.minuteStart && dayStart === s.dayStart) return s;
   const next = { ...s };
-  if (minuteStart !== s.minuteStart) Object.assign(next, { minuteStart, minuteCount: 0, minuteRejected: 0 });
+  if (minuteStart !== s.minuteStart)
+    Object.assign(next, { minuteStart, minuteCount: 0, minuteRejected: 0 });
   if (dayStart !== s.dayStart) Object.assign(next, { dayStart, dayCount: 0 });
   return next;
 }
 
 export function windowsOf(s: UsageState, limits: Limits): WindowStatus[] {
   return [
-    { name: "minute", limit: limits.perMinute, remaining: Math.max(0, limits.perMinute - s.minuteCount), resetAt: s.minuteStart + MINUTE_MS, seconds: MINUTE_MS / 1000 },
-    { name: "day", limit: limits.perDay, remaining: Math.max(0, limits.perDay - s.dayCount), resetAt: s.dayStart + DAY_MS, seconds: DAY_MS / 1000 },
+    {
+      name: "minute",
+      limit: limits.perMinute,
+      remaining: Math.max(0, limits.perMinute - s.minuteCount),
+      resetAt: s.minuteStart + MINUTE_MS,
+      seconds: MINUTE_MS / 1000,
+    },
+    {
+      name: "day",
+      limit: limits.perDay,
+      remaining: Math.max(0, limits.perDay - s.dayCount),
+      resetAt: s.dayStart + DAY_MS,
+      seconds: DAY_MS / 1000,
+    },
   ];
 }
 
@@ -67,33 +96,51 @@ export function banThreshold(perMinute: number): number {
  * Decides one request. Admitting increments both windows together; a refusal increments
  * neither (it only counts towards the ban). Pure, so the rules are testable on their own.
  */
-export function decide(previous: UsageState, policy: Policy, now: number, banMs: number): { state: UsageState; decision: Decision } {
+export function decide(
+  previous: UsageState,
+  policy: Policy,
+  now: number,
+  banMs: number,
+): { state: UsageState; decision: KeyDecision } {
   let state = rollWindows(previous, now);
-  const result = (outcome: Outcome, retryAt?: number) => ({ state, decision: { outcome, windows: windowsOf(state, policy), retryAt, now, policyVersion: policy.version } });
+  const base = () => ({ windows: windowsOf(state, policy), now, policyVersion: policy.version });
+  const refuse = (outcome: Refusal, retryAt: number) => ({
+    state,
+    decision: { ...base(), outcome, retryAt },
+  });
 
-  if (policy.revoked) return result("revoked");
-  if (state.bannedUntil > now) return result("key_banned", state.bannedUntil);
+  if (policy.revoked) return { state, decision: { ...base(), outcome: "revoked" } };
+  if (state.bannedUntil > now) return refuse("key_banned", state.bannedUntil);
 
   const dayFull = state.dayCount >= policy.perDay;
   const minuteFull = state.minuteCount >= policy.perMinute;
   if (!dayFull && !minuteFull) {
     state = { ...state, minuteCount: state.minuteCount + 1, dayCount: state.dayCount + 1 };
-    return result("allowed");
+    return { state, decision: { ...base(), outcome: "allowed" } };
   }
 
   state = { ...state, minuteRejected: state.minuteRejected + 1 };
   if (state.minuteRejected > banThreshold(policy.perMinute)) {
     state = { ...state, bannedUntil: now + banMs };
-    return result("key_banned", state.bannedUntil);
+    return refuse("key_banned", state.bannedUntil);
   }
-  return dayFull ? result("quota_exceeded", state.dayStart + DAY_MS) : result("rate_limited", state.minuteStart + MINUTE_MS);
+  return dayFull
+    ? refuse("quota_exceeded", state.dayStart + DAY_MS)
+    : refuse("rate_limited", state.minuteStart + MINUTE_MS);
 }
 
 /** The per-client shield against key guessing: counts failed authentications in the minute window. */
-export function countFailure(previous: UsageState, limit: number, now: number): { state: UsageState; decision: Decision } {
+export function countFailure(
+  previous: UsageState,
+  limit: number,
+  now: number,
+): { state: UsageState; decision: Decision } {
   let state = rollWindows(previous, now);
   const blocked = state.minuteCount >= limit;
   if (!blocked) state = { ...state, minuteCount: state.minuteCount + 1 };
   const minute = windowsOf(state, { perMinute: limit, perDay: Number.MAX_SAFE_INTEGER })[0]!;
-  return { state, decision: { outcome: blocked ? "rate_limited" : "allowed", windows: [minute], retryAt: blocked ? minute.resetAt : undefined, now } };
+  const decision: Decision = blocked
+    ? { outcome: "rate_limited", windows: [minute], retryAt: minute.resetAt, now }
+    : { outcome: "allowed", windows: [minute], now };
+  return { state, decision };
 }

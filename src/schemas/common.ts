@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { ERROR_CODES } from "../errors";
+import { ERROR_CODES } from "../lib/errors";
 import { RATE_LIMIT_HEADERS, RETRY_AFTER_HEADER } from "./headers";
 
 /** Largest integer that D1 (JS numbers) and JSON clients can hold exactly: 2^53 − 1. */
@@ -20,8 +20,18 @@ export function positiveIdString(name: string) {
     .regex(/^[0-9]+$/, `must be a positive integer`)
     .transform(Number)
     .refine((n) => n >= 1, `must be at least 1`)
-    .refine((n) => n <= MAX_ID, `must be at most ${MAX_ID} (2^53−1); larger int64 values cannot be represented exactly`)
-    .openapi({ param: { name, in: "path" }, type: "integer", format: "int64", minimum: 1, maximum: MAX_ID, example: 1 });
+    .refine(
+      (n) => n <= MAX_ID,
+      `must be at most ${MAX_ID} (2^53−1); larger int64 values cannot be represented exactly`,
+    )
+    .openapi({
+      param: { name, in: "path" },
+      type: "integer",
+      format: "int64",
+      minimum: 1,
+      maximum: MAX_ID,
+      example: 1,
+    });
 }
 
 /**
@@ -51,7 +61,10 @@ export function pageLimit(description: string) {
 /** A JSON request or response body. */
 export const json = <T>(schema: T) => ({ "application/json": { schema } });
 
-type HeaderObjects = Record<string, { description: string; schema: { type: "string" } | { type: "integer"; minimum?: number } }>;
+type HeaderObjects = Record<
+  string,
+  { description: string; schema: { type: "string" } | { type: "integer"; minimum?: number } }
+>;
 
 /** Error responses for `statuses`, optionally with headers the operation adds to every answer. */
 export function errorResponses(first: number | HeaderObjects, ...rest: number[]) {
@@ -75,7 +88,12 @@ export function errorResponses(first: number | HeaderObjects, ...rest: number[])
       s,
       {
         description: descriptions[s] ?? "Error",
-        headers: { ...(s === 429 || s === 503 ? { ...RATE_LIMIT_HEADERS, ...RETRY_AFTER_HEADER } : RATE_LIMIT_HEADERS), ...extra },
+        headers: {
+          ...(s === 429 || s === 503
+            ? { ...RATE_LIMIT_HEADERS, ...RETRY_AFTER_HEADER }
+            : RATE_LIMIT_HEADERS),
+          ...extra,
+        },
         content: json(ErrorSchema),
       },
     ]),

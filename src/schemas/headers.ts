@@ -1,19 +1,29 @@
 // Response headers as documented in the OpenAPI document (plain OpenAPI header objects).
-import { DEPRECATION_VALUES } from "../middleware/deprecation";
+import { DEPRECATION_VALUES } from "./deprecation";
 
 type Schema = { type: "string" } | { type: "integer"; minimum?: number };
-const header = (description: string, schema: Schema = { type: "string" }) => ({ description, schema });
+const header = (description: string, schema: Schema = { type: "string" }) => ({
+  description,
+  schema,
+});
 const integer: Schema = { type: "integer" };
 
 export const RATE_LIMIT_HEADERS = {
-  "X-RateLimit-Limit": header("Limit in force for the current usage window (the one closest to exhaustion)", integer),
+  "X-RateLimit-Limit": header(
+    "Limit in force for the current usage window (the one closest to exhaustion)",
+    integer,
+  ),
   "X-RateLimit-Remaining": header("Requests remaining in that window", integer),
   "X-RateLimit-Reset": header("Unix time (seconds) at which that window resets", integer),
-  RateLimit: header('IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";…'),
+  RateLimit: header(
+    'IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";…',
+  ),
   "RateLimit-Policy": header('IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400'),
 };
 
-export const RETRY_AFTER_HEADER = { "Retry-After": header("Seconds to wait before retrying", { type: "integer", minimum: 1 }) };
+export const RETRY_AFTER_HEADER = {
+  "Retry-After": header("Seconds to wait before retrying", { type: "integer", minimum: 1 }),
+};
 
 export const DEPRECATION_HEADERS = {
   Deprecation: header("RFC 9745 deprecation date"),

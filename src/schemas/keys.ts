@@ -2,7 +2,9 @@ import { z } from "@hono/zod-openapi";
 import { PLANS } from "../quota/plans";
 import { DisplayNameSchema, pageLimit } from "./common";
 
-const PlanSchema = z.enum(PLANS, { error: "must be one of: free, pro, business, enterprise" }).openapi("Plan");
+const PlanSchema = z
+  .enum(PLANS, { error: "must be one of: free, pro, business, enterprise" })
+  .openapi("Plan");
 
 const count = (what: string) =>
   z
@@ -11,16 +13,29 @@ const count = (what: string) =>
     .min(1, "must be at least 1")
     .max(Number.MAX_SAFE_INTEGER, "is too large");
 
-const LimitsSchema = z.strictObject({ perMinute: count("minute"), perDay: count("day") }).openapi("Limits");
+const LimitsSchema = z
+  .strictObject({ perMinute: count("minute"), perDay: count("day") })
+  .openapi("Limits");
 
-const isoDate = z.union([z.iso.datetime({ offset: true }), z.iso.date()], { error: "must be an ISO 8601 date or date-time" });
+const isoDate = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
+  error: "must be an ISO 8601 date or date-time",
+});
 
 export const CreateKeySchema = z
-  .strictObject({ name: DisplayNameSchema, plan: PlanSchema, limits: LimitsSchema.optional(), expiresAt: isoDate.optional() })
+  .strictObject({
+    name: DisplayNameSchema,
+    plan: PlanSchema,
+    limits: LimitsSchema.optional(),
+    expiresAt: isoDate.optional(),
+  })
   .openapi("CreateKey");
 
 export const UpdateKeySchema = z
-  .strictObject({ name: DisplayNameSchema.optional(), plan: PlanSchema.optional(), limits: LimitsSchema.optional() })
+  .strictObject({
+    name: DisplayNameSchema.optional(),
+    plan: PlanSchema.optional(),
+    limits: LimitsSchema.optional(),
+  })
   .refine((b) => Object.keys(b).length > 0, "give at least one of: name, plan, limits")
   .openapi("UpdateKey");
 
@@ -28,7 +43,9 @@ export const KeySchema = z
   .object({
     id: z.string(),
     name: z.string(),
-    prefix: z.string().openapi({ description: "The first characters of the key, for recognising it" }),
+    prefix: z
+      .string()
+      .openapi({ description: "The first characters of the key, for recognising it" }),
     plan: PlanSchema,
     limits: LimitsSchema,
     status: z.enum(["active", "revoked", "expired"]),
@@ -43,20 +60,32 @@ export const CreatedKeySchema = KeySchema.extend({
   key: z.string().openapi({ description: "The secret API key. Shown once, never stored." }),
 }).openapi("CreatedKey");
 
-const UsageWindow = z.object({ count: z.number().int(), limit: z.number().int().nullable(), resetAt: z.string() });
+const UsageWindow = z.object({
+  count: z.number().int(),
+  limit: z.number().int().nullable(),
+  resetAt: z.string(),
+});
 
 export const KeyDetailSchema = KeySchema.extend({
   usage: z
     .object({ minute: UsageWindow, day: UsageWindow, bannedUntil: z.string().nullable() })
     .nullable()
-    .openapi({ description: "Current usage from the key's quota object; null if it could not be reached" }),
+    .openapi({
+      description: "Current usage from the key's quota object; null if it could not be reached",
+    }),
 }).openapi("KeyDetail");
 
-export const KeyPageSchema = z.object({ data: z.array(KeySchema), nextCursor: z.string().nullable() }).openapi("KeyPage");
+export const KeyPageSchema = z
+  .object({ data: z.array(KeySchema), nextCursor: z.string().nullable() })
+  .openapi("KeyPage");
 
 export const ListKeysQuerySchema = z.object({
   limit: pageLimit("Maximum number of keys returned"),
-  cursor: z.string().max(200).optional().openapi({ description: "nextCursor of the previous page" }),
+  cursor: z
+    .string()
+    .max(200)
+    .optional()
+    .openapi({ description: "nextCursor of the previous page" }),
 });
 
 export const KeyIdParamSchema = z.object({

@@ -10,15 +10,30 @@ const PetStatusSchema = z
 export const NewPetSchema = z
   .strictObject(
     {
-      name: DisplayNameSchema.openapi({ description: "The animal's name (trimmed)", example: "Rex" }),
+      name: DisplayNameSchema.openapi({
+        description: "The animal's name (trimmed)",
+        example: "Rex",
+      }),
       categoryId: z
         .number({ error: (i) => (i.input === undefined ? "is required" : "must be an integer") })
         // Not .int(): it also refuses unsafe integers, which max() below explains better.
         .refine(Number.isInteger, "must be an integer")
         .min(1, "must be at least 1")
-        .max(MAX_ID, `must be at most ${MAX_ID} (2^53−1); larger int64 values cannot be represented exactly and are refused rather than rounded`)
-        .openapi({ type: "integer", format: "int64", minimum: 1, maximum: MAX_ID, description: "Identifier of the category the animal belongs to", example: 1 }),
-      status: PetStatusSchema.default("available").openapi({ description: "Availability status; `available` when omitted" }),
+        .max(
+          MAX_ID,
+          `must be at most ${MAX_ID} (2^53−1); larger int64 values cannot be represented exactly and are refused rather than rounded`,
+        )
+        .openapi({
+          type: "integer",
+          format: "int64",
+          minimum: 1,
+          maximum: MAX_ID,
+          description: "Identifier of the category the animal belongs to",
+          example: 1,
+        }),
+      status: PetStatusSchema.default("available").openapi({
+        description: "Availability status; `available` when omitted",
+      }),
     },
     { error: (i) => (i.code === "invalid_type" ? "must be a JSON object" : undefined) },
   )
@@ -26,7 +41,12 @@ export const NewPetSchema = z
 
 export const PetSchema = z
   .object({
-    id: z.number().int().min(1).max(MAX_ID).openapi({ format: "int64", description: "Assigned by the service", example: 1 }),
+    id: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_ID)
+      .openapi({ format: "int64", description: "Assigned by the service", example: 1 }),
     name: z.string().openapi({ example: "Rex" }),
     categoryId: z.number().int().openapi({ format: "int64", example: 1 }),
     status: PetStatusSchema,
@@ -38,10 +58,9 @@ export const PetsSchema = z.array(PetSchema).openapi("Pets");
 export const ListPetsQuerySchema = z.object({
   limit: pageLimit("Maximum number of animals returned"),
   status: PetStatusSchema.optional().openapi({ description: "Filters by availability status" }),
-  cursor: z
-    .string()
-    .optional()
-    .openapi({ description: 'Opaque; copy it from the `Link: <…>; rel="next"` header of the previous page' }),
+  cursor: z.string().optional().openapi({
+    description: 'Opaque; copy it from the `Link: <…>; rel="next"` header of the previous page',
+  }),
 });
 
 export const CreatePetHeadersSchema = z.object({
@@ -51,7 +70,10 @@ export const CreatePetHeadersSchema = z.object({
     .transform((v) => (v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v))
     .pipe(z.string().regex(/^[\x20-\x7E]{1,255}$/, "must be 1–255 printable ASCII characters"))
     .optional()
-    .openapi({ description: "Makes retries safe: the same key and body within 24 h return the first answer (Idempotent-Replayed: true)" }),
+    .openapi({
+      description:
+        "Makes retries safe: the same key and body within 24 h return the first answer (Idempotent-Replayed: true)",
+    }),
 });
 
 export const PetIdParamSchema = z.object({ petId: positiveIdString("petId") });

@@ -8,10 +8,10 @@
  *   console.log(store.rateLimit); // the quota headers of the latest response
  */
 import createFetchClient from "openapi-fetch";
-import { retryingFetch, type RetryOptions } from "./retry.js";
+import { type RetryOptions, retryingFetch } from "./retry.js";
 import type { components, operations, paths } from "./schema.js";
 
-export { abortableSleep, retryAfterMs, retryingFetch, type RetryOptions } from "./retry.js";
+export { abortableSleep, type RetryOptions, retryAfterMs, retryingFetch } from "./retry.js";
 export type { components, operations, paths } from "./schema.js";
 
 export type Pet = components["schemas"]["Pet"];
@@ -37,9 +37,19 @@ export interface RateLimit {
 
 /** The rate-limit headers of `headers`, or undefined when it has none. */
 export function readRateLimit(headers: Headers): RateLimit | undefined {
-  const [limit, remaining, reset] = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"].map((h) => headers.get(h));
+  const [limit, remaining, reset] = [
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+  ].map((h) => headers.get(h));
   if (limit == null || remaining == null || reset == null) return undefined;
-  return { limit: Number(limit), remaining: Number(remaining), reset: Number(reset), rateLimit: headers.get("RateLimit"), policy: headers.get("RateLimit-Policy") };
+  return {
+    limit: Number(limit),
+    remaining: Number(remaining),
+    reset: Number(reset),
+    rateLimit: headers.get("RateLimit"),
+    policy: headers.get("RateLimit-Policy"),
+  };
 }
 
 /** A response that was not a success, with its `{code, message, status}` body. */
@@ -51,7 +61,9 @@ export class AnimalStoreError extends Error {
   readonly response: Response;
   constructor(response: Response, body: unknown) {
     const error = body as Partial<ErrorBody> | undefined;
-    super(`${response.status} ${error?.code ?? response.statusText}: ${error?.message ?? "request failed"}`);
+    super(
+      `${response.status} ${error?.code ?? response.statusText}: ${error?.message ?? "request failed"}`,
+    );
     this.status = response.status;
     this.code = error?.code;
     this.body = body;
@@ -117,10 +129,17 @@ export function createAnimalStoreClient(options: ClientOptions) {
     throw new AnimalStoreError(response, error);
   };
 
-  async function listPets(query: ListPetsQuery = {}, { signal }: RequestOptions = {}): Promise<Page> {
+  async function listPets(
+    query: ListPetsQuery = {},
+    { signal }: RequestOptions = {},
+  ): Promise<Page> {
     const { data, error, response } = await api.GET("/pets", { params: { query }, signal });
     if (!data) return fail(response, error);
-    return { pets: data, nextCursor: nextCursor(response.headers), rateLimit: readRateLimit(response.headers) };
+    return {
+      pets: data,
+      nextCursor: nextCursor(response.headers),
+      rateLimit: readRateLimit(response.headers),
+    };
   }
 
   return {
@@ -132,7 +151,10 @@ export function createAnimalStoreClient(options: ClientOptions) {
     /** One page of pets (`GET /v1/pets`). */
     listPets,
     /** Every pet matching `status`, fetched page by page as you iterate. */
-    async *pets(query: Omit<ListPetsQuery, "cursor"> = {}, options: RequestOptions = {}): AsyncGenerator<Pet, void, undefined> {
+    async *pets(
+      query: Omit<ListPetsQuery, "cursor"> = {},
+      options: RequestOptions = {},
+    ): AsyncGenerator<Pet, void, undefined> {
       let cursor: string | null = null;
       do {
         const page: Page = await listPets(cursor ? { ...query, cursor } : query, options);
@@ -144,14 +166,19 @@ export function createAnimalStoreClient(options: ClientOptions) {
     async createPet(pet: NewPet, { idempotencyKey, signal }: CreateOptions = {}): Promise<Pet> {
       const { data, error, response } = await api.POST("/pets", {
         body: pet,
-        params: { header: idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey } },
+        params: {
+          header: idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey },
+        },
         signal,
       });
       return data ?? fail(response, error);
     },
     /** One pet by id (`GET /v1/pets/{petId}`; deprecated, removed 5 December 2030). */
     async getPet(petId: number, { signal }: RequestOptions = {}): Promise<Pet> {
-      const { data, error, response } = await api.GET("/pets/{petId}", { params: { path: { petId } }, signal });
+      const { data, error, response } = await api.GET("/pets/{petId}", {
+        params: { path: { petId } },
+        signal,
+      });
       return data ?? fail(response, error);
     },
   };

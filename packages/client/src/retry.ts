@@ -78,7 +78,14 @@ async function isInFlight(res: Response): Promise<boolean> {
 }
 
 export function retryingFetch(options: RetryOptions = {}): typeof fetch {
-  const { maxRetries = 5, baseDelayMs = 500, maxDelayMs = 60_000, sleep = abortableSleep, random = Math.random, onResponse } = options;
+  const {
+    maxRetries = 5,
+    baseDelayMs = 500,
+    maxDelayMs = 60_000,
+    sleep = abortableSleep,
+    random = Math.random,
+    onResponse,
+  } = options;
   const inner = options.fetch ?? ((input, init) => fetch(input, init));
 
   return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
@@ -95,7 +102,8 @@ export function retryingFetch(options: RetryOptions = {}): typeof fetch {
       const res = await inner(request && canRetry ? request.clone() : input, init);
       onResponse?.(res);
       if (!canRetry || attempt >= maxRetries) return res;
-      const retryable = res.status === 429 || res.status === 503 || (res.status === 409 && (await isInFlight(res)));
+      const retryable =
+        res.status === 429 || res.status === 503 || (res.status === 409 && (await isInFlight(res)));
       if (!retryable) return res;
       const after = retryAfterMs(res.headers);
       if (after !== undefined && after > maxDelayMs) return res;

@@ -1,4 +1,4 @@
-import { DAY_MS, MINUTE_MS } from "../clock";
+import { DAY_MS, MINUTE_MS } from "../lib/clock";
 
 /** A stored outcome of an idempotent request, replayed to retries. */
 export interface StoredResponse {
@@ -26,13 +26,13 @@ type Row = {
   location: string | null;
 };
 
+export const CREATE_IDEMPOTENCY_TABLE = `CREATE TABLE IF NOT EXISTS idempotency (
+  idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, created_at INTEGER NOT NULL,
+  claimed_at INTEGER NOT NULL, status INTEGER, body TEXT, location TEXT) STRICT`;
+
 /** Idempotency-Key records of one API key, in its quota object's SQLite storage. */
-export class IdempotencyStore {
-  constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS idempotency (
-      idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, created_at INTEGER NOT NULL,
-      claimed_at INTEGER NOT NULL, status INTEGER, body TEXT, location TEXT) STRICT`);
-  }
+export class IdempotencyTable {
+  constructor(private readonly sql: SqlStorage) {}
 
   /** Atomic (the object runs one call at a time, and this does no I/O in between). */
   claim(key: string, fingerprint: string, now: number): Claim {
@@ -47,12 +47,19 @@ export class IdempotencyStore {
         `INSERT INTO idempotency (idem_key, fingerprint, created_at, claimed_at) VALUES (?, ?, ?, ?)
          ON CONFLICT (idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, created_at = excluded.created_at,
            claimed_at = excluded.claimed_at, status = NULL, body = NULL, location = NULL`,
-        key, fingerprint, now, now,
+        key,
+        fingerprint,
+        now,
+        now,
       );
       return { state: "proceed" };
     }
     if (row.fingerprint !== fingerprint) return { state: "mismatch" };
-    if (row.status !== null) return { state: "replay", response: { status: row.status, body: row.body ?? "", location: row.location } };
+    if (row.status !== null)
+      return {
+        state: "replay",
+        response: { status: row.status, body: row.body ?? "", location: row.location },
+      };
     if (now - row.claimedAt < IN_FLIGHT_TIMEOUT_MS) return { state: "in_flight" };
     // The first request died unanswered: take over its claim (keeping its 24 h). If it did create
     // the pet, the database guard returns that pet instead of making a second one.
@@ -61,7 +68,13 @@ export class IdempotencyStore {
   }
 
   complete(key: string, response: StoredResponse): void {
-    this.sql.exec("UPDATE idempotency SET status = ?, body = ?, location = ? WHERE idem_key = ?", response.status, response.body, response.location, key);
+    this.sql.exec(
+      "UPDATE idempotency SET status = ?, body = ?, location = ? WHERE idem_key = ?",
+      response.status,
+      response.body,
+      response.location,
+      key,
+    );
   }
 
   release(key: string): void {
@@ -71,7 +84,9 @@ export class IdempotencyStore {
   /** Deletes expired records; returns when the oldest remaining one expires, if any. */
   purge(now: number): number | null {
     this.sql.exec("DELETE FROM idempotency WHERE created_at <= ?", now - IDEMPOTENCY_TTL_MS);
-    const oldest = this.sql.exec<{ t: number | null }>("SELECT MIN(created_at) AS t FROM idempotency").one().t;
+    const oldest = this.sql
+      .exec<{ t: number | null }>("SELECT MIN(created_at) AS t FROM idempotency")
+      .one().t;
     return oldest === null ? null : oldest + IDEMPOTENCY_TTL_MS;
   }
 }

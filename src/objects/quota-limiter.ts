@@ -1,8 +1,37 @@
 import { DurableObject } from "cloudflare:workers";
-import { clock, DAY_MS, MINUTE_MS } from "../clock";
-import { IDEMPOTENCY_TTL_MS, IdempotencyStore, type Claim, type StoredResponse } from "./idempotency-store";
-import { UsageStore } from "./usage-store";
-import { decide, EMPTY_USAGE, rollWindows, windowsOf, type Decision, type Policy, type UsageState } from "./windows";
+import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
+import { configOrThrow } from "../lib/config";
+import { log } from "../lib/log";
+import {
+  decide,
+  EMPTY_USAGE,
+  type KeyDecision,
+  type Policy,
+  rollWindows,
+  type UsageState,
+  windowsOf,
+} from "../quota/windows";
+import {
+  type Claim,
+  CREATE_IDEMPOTENCY_TABLE,
+  IDEMPOTENCY_TTL_MS,
+  IdempotencyTable,
+  type StoredResponse,
+} from "./idempotency-table";
+import { migrateSchema } from "./schema-migrations";
+import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
+
+const CREATE_POLICY_TABLE = `CREATE TABLE IF NOT EXISTS policy (
+  id INTEGER PRIMARY KEY CHECK (id = 1), per_minute INTEGER NOT NULL, per_day INTEGER NOT NULL,
+  version INTEGER NOT NULL, revoked INTEGER NOT NULL) STRICT`;
+
+/**
+ * The object's storage schema, oldest first; append to change it (never edit a shipped entry).
+ * Version 1 is the schema objects had before versioning, hence IF NOT EXISTS.
+ */
+export const QUOTA_LIMITER_MIGRATIONS = [
+  [CREATE_USAGE_TABLE, CREATE_IDEMPOTENCY_TABLE, CREATE_POLICY_TABLE].join(";\n"),
+] as const;
 
 export interface KeyUsage {
   policy: Policy | null;
@@ -13,50 +42,50 @@ export interface KeyUsage {
 
 /**
  * One per API key (named by the key's id). Every API request makes one call here, `admit`,
- * which both enforces and counts (an idempotent create adds two: claim and complete). The object also keeps the key's current policy
+ * which both enforces and counts (an idempotent create adds two: claim and complete). The
+ * object also keeps the key's current policy
  * (limits and revocation), pushed by the admin API, so plan changes and revocations take
  * effect on the next request even while Workers still hold a cached key record.
  */
 export class QuotaLimiter extends DurableObject<Env> {
-  readonly #store: UsageStore;
-  readonly #idempotency: IdempotencyStore;
-  #usage: UsageState;
-  #policy: Policy | null;
-  /** How long a ban lasts (BAN_MINUTES, default 15), read once per object. */
+  readonly #usageTable: UsageTable;
+  readonly #idempotency: IdempotencyTable;
+  #usage: UsageState = { ...EMPTY_USAGE };
+  #policy: Policy | null = null;
+  /** How long a ban lasts (BAN_MINUTES). */
   readonly #banMs: number;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#store = new UsageStore(ctx.storage.sql);
-    this.#idempotency = new IdempotencyStore(ctx.storage.sql);
-    const banMinutes = Number(env.BAN_MINUTES);
-    this.#banMs = (Number.isFinite(banMinutes) && banMinutes > 0 ? banMinutes : 15) * MINUTE_MS;
-    ctx.storage.sql.exec(`CREATE TABLE IF NOT EXISTS policy (
-      id INTEGER PRIMARY KEY CHECK (id = 1), per_minute INTEGER NOT NULL, per_day INTEGER NOT NULL,
-      version INTEGER NOT NULL, revoked INTEGER NOT NULL) STRICT`);
-    this.#usage = this.#store.load();
-    const row = ctx.storage.sql
-      .exec<{ perMinute: number; perDay: number; version: number; revoked: number }>(
-        "SELECT per_minute AS perMinute, per_day AS perDay, version, revoked FROM policy WHERE id = 1",
-      )
-      .toArray()[0];
-    this.#policy = row ? { ...row, revoked: row.revoked === 1 } : null;
+    this.#usageTable = new UsageTable(ctx.storage.sql);
+    this.#idempotency = new IdempotencyTable(ctx.storage.sql);
+    this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
+    ctx.blockConcurrencyWhile(async () => {
+      migrateSchema(ctx.storage, QUOTA_LIMITER_MIGRATIONS);
+      this.#usage = this.#usageTable.load();
+      const row = ctx.storage.sql
+        .exec<{ perMinute: number; perDay: number; version: number; revoked: number }>(
+          "SELECT per_minute AS perMinute, per_day AS perDay, version, revoked FROM policy WHERE id = 1",
+        )
+        .toArray()[0];
+      this.#policy = row ? { ...row, revoked: row.revoked === 1 } : null;
+    });
   }
 
   /** Decides and counts one request. `policy` is the caller's view of the key; a newer stored one wins. */
-  admit(policy: Policy): Decision {
+  admit(policy: Policy): KeyDecision {
     const now = clock.now();
     const effective = this.#adopt(policy);
     const previousDay = this.#usage.dayStart;
     const { state, decision } = decide(this.#usage, effective, now, this.#banMs);
     if (state !== this.#usage) {
       this.#usage = state;
-      this.#store.save(state);
+      this.#usageTable.save(state);
     }
     // Once a day per active key: an alarm after the day ends deletes the stale row.
     if (state.dayStart !== previousDay) {
       this.#alarmNoLaterThan(state.dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
-        console.error(JSON.stringify({ level: "error", msg: "could not schedule usage cleanup", error: String(err) })),
+        log("error", "could not schedule usage cleanup", { error: String(err) }),
       );
     }
     return decision;
@@ -71,7 +100,10 @@ export class QuotaLimiter extends DurableObject<Env> {
   usage(offered?: Policy): KeyUsage {
     const now = clock.now();
     const u = rollWindows(this.#usage, now);
-    const policy = this.#policy && (!offered || this.#policy.version >= offered.version) ? this.#policy : (offered ?? null);
+    const policy =
+      this.#policy && (!offered || this.#policy.version >= offered.version)
+        ? this.#policy
+        : (offered ?? null);
     const [minute, day] = windowsOf(u, policy ?? { perMinute: 0, perDay: 0 });
     return {
       policy,
@@ -84,7 +116,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   /** Lifts the ban and returns the usage after it, in one call. */
   unban(offered?: Policy): KeyUsage {
     this.#usage = { ...this.#usage, bannedUntil: 0, minuteRejected: 0 };
-    this.#store.save(this.#usage);
+    this.#usageTable.save(this.#usage);
     return this.usage(offered);
   }
 
@@ -115,7 +147,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (this.#usage.dayStart !== 0) {
       const idleFrom = Math.max(this.#usage.bannedUntil, this.#usage.dayStart + DAY_MS);
       if (now >= idleFrom) {
-        this.#store.clear();
+        this.#usageTable.clear();
         this.#usage = { ...EMPTY_USAGE };
       } else {
         nextUsageCleanup = idleFrom + MINUTE_MS;
@@ -137,7 +169,10 @@ export class QuotaLimiter extends DurableObject<Env> {
       `INSERT INTO policy (id, per_minute, per_day, version, revoked) VALUES (1, ?, ?, ?, ?)
        ON CONFLICT (id) DO UPDATE SET per_minute = excluded.per_minute, per_day = excluded.per_day,
          version = excluded.version, revoked = excluded.revoked`,
-      offered.perMinute, offered.perDay, offered.version, offered.revoked ? 1 : 0,
+      offered.perMinute,
+      offered.perDay,
+      offered.version,
+      offered.revoked ? 1 : 0,
     );
     return offered;
   }

@@ -1,18 +1,19 @@
-import { EMPTY_USAGE, type UsageState } from "./windows";
+import { EMPTY_USAGE, type UsageState } from "../quota/windows";
+
+/** Migration 1 of both objects that keep usage (see schema-migrations.ts). */
+export const CREATE_USAGE_TABLE = `CREATE TABLE IF NOT EXISTS usage (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  minute_start INTEGER NOT NULL, minute_count INTEGER NOT NULL, minute_rejected INTEGER NOT NULL,
+  day_start INTEGER NOT NULL, day_count INTEGER NOT NULL, banned_until INTEGER NOT NULL
+) STRICT`;
 
 /**
  * The one-row usage table of a quota object. SQLite in a Durable Object is synchronous and
  * its writes are durable before the object's reply leaves (output gate), so a count that a
  * client has seen survives eviction and restarts. One row per object: storage stays bounded.
  */
-export class UsageStore {
-  constructor(private readonly sql: SqlStorage) {
-    sql.exec(`CREATE TABLE IF NOT EXISTS usage (
-      id INTEGER PRIMARY KEY CHECK (id = 1),
-      minute_start INTEGER NOT NULL, minute_count INTEGER NOT NULL, minute_rejected INTEGER NOT NULL,
-      day_start INTEGER NOT NULL, day_count INTEGER NOT NULL, banned_until INTEGER NOT NULL
-    ) STRICT`);
-  }
+export class UsageTable {
+  constructor(private readonly sql: SqlStorage) {}
 
   load(): UsageState {
     const row = this.sql
@@ -31,7 +32,12 @@ export class UsageStore {
        ON CONFLICT (id) DO UPDATE SET minute_start = excluded.minute_start, minute_count = excluded.minute_count,
          minute_rejected = excluded.minute_rejected, day_start = excluded.day_start, day_count = excluded.day_count,
          banned_until = excluded.banned_until`,
-      s.minuteStart, s.minuteCount, s.minuteRejected, s.dayStart, s.dayCount, s.bannedUntil,
+      s.minuteStart,
+      s.minuteCount,
+      s.minuteRejected,
+      s.dayStart,
+      s.dayCount,
+      s.bannedUntil,
     );
   }
 

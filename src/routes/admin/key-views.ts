@@ -1,9 +1,9 @@
 import type { z } from "@hono/zod-openapi";
-import { fromBase64Url, toBase64Url } from "../encoding";
-import { keyStatus, type KeyRecord } from "../db/keys";
-import { ApiError } from "../errors";
-import type { KeyUsage } from "../quota/limiter";
-import type { KeyDetailSchema, KeySchema } from "../schemas/keys";
+import { type KeyRecord, keyStatus } from "../../db/keys";
+import { fromBase64Url, toBase64Url } from "../../lib/encoding";
+import { ApiError } from "../../lib/errors";
+import type { KeyUsage } from "../../objects/quota-limiter";
+import type { KeyDetailSchema, KeySchema } from "../../schemas/keys";
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
@@ -36,9 +36,11 @@ export function encodeKeyCursor(k: KeyRecord): string {
   return toBase64Url(new TextEncoder().encode(JSON.stringify([k.createdAt, k.id])));
 }
 
-export function decodeKeyCursor(cursor: string): { createdAt: number; id: string } {
+export function decodeKeyCursorOrThrow(cursor: string): { createdAt: number; id: string } {
   try {
-    const [createdAt, id] = JSON.parse(new TextDecoder().decode(fromBase64Url(cursor))) as unknown[];
+    const [createdAt, id] = JSON.parse(
+      new TextDecoder().decode(fromBase64Url(cursor)),
+    ) as unknown[];
     if (typeof createdAt === "number" && typeof id === "string") return { createdAt, id };
   } catch {
     // fall through to the 400 below

@@ -10,7 +10,7 @@ const newer = (a: string, b: string) => (a.toLowerCase() > b.toLowerCase() ? a :
  * every read sees at least the bookmarks it was given (the client's, a page cursor's). Created on
  * first use, so requests that never touch D1 open none.
  */
-export class D1Sessions {
+export class D1Session {
   #session: D1DatabaseSession | undefined;
   #atLeast: string | undefined;
 

@@ -1,8 +1,14 @@
-import type { Context } from "hono";
 import type { z } from "@hono/zod-openapi";
-import { ApiError, errorResponse } from "./errors";
+import type { Context } from "hono";
+import { ApiError } from "../lib/errors";
+import { errorResponse } from "./error-handler";
 
-const TARGET_NAMES: Record<string, string> = { json: "body", query: "query", param: "path", header: "header" };
+const TARGET_NAMES: Record<string, string> = {
+  json: "body",
+  query: "query",
+  param: "path",
+  header: "header",
+};
 
 /** One readable sentence per zod issue, naming the field or parameter and the rule it broke. */
 function describeIssues(error: z.ZodError, target: string): string {
@@ -24,5 +30,8 @@ export function validationHook(
   c: Context,
 ): Response | undefined {
   if (result.success) return undefined;
-  return errorResponse(c, new ApiError("invalid_request", describeIssues(result.error, result.target)));
+  return errorResponse(
+    c,
+    new ApiError("invalid_request", describeIssues(result.error, result.target)),
+  );
 }

@@ -17,7 +17,8 @@ export class ExpiringMap<K, V> {
 
   set(key: K, value: V, until: number): void {
     this.#entries.delete(key);
-    if (this.#entries.size >= this.maxEntries) this.#entries.delete(this.#entries.keys().next().value!);
+    if (this.#entries.size >= this.maxEntries)
+      this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(key, { value, until });
   }
 

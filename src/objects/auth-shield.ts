@@ -1,7 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
-import { clock, MINUTE_MS } from "../clock";
-import { UsageStore } from "./usage-store";
-import { countFailure, EMPTY_USAGE, type Decision, type UsageState } from "./windows";
+import { clock, MINUTE_MS } from "../lib/clock";
+import { log } from "../lib/log";
+import { countFailure, type Decision, EMPTY_USAGE, type UsageState } from "../quota/windows";
+import { migrateSchema } from "./schema-migrations";
+import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
+
+/** The object's storage schema, oldest first (see schema-migrations.ts). */
+export const AUTH_SHIELD_MIGRATIONS = [CREATE_USAGE_TABLE] as const;
 
 /** Failed authentications a client may make per minute before it gets 429. */
 const AUTH_FAILURES_PER_MINUTE = 30;
@@ -11,13 +16,16 @@ const AUTH_FAILURES_PER_MINUTE = 30;
  * (The Workers rate-limiting binding cannot do this: it reports neither remaining nor reset.)
  */
 export class AuthShield extends DurableObject<Env> {
-  readonly #store: UsageStore;
-  #usage: UsageState;
+  readonly #usageTable: UsageTable;
+  #usage: UsageState = { ...EMPTY_USAGE };
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#store = new UsageStore(ctx.storage.sql);
-    this.#usage = this.#store.load();
+    this.#usageTable = new UsageTable(ctx.storage.sql);
+    ctx.blockConcurrencyWhile(async () => {
+      migrateSchema(ctx.storage, AUTH_SHIELD_MIGRATIONS);
+      this.#usage = this.#usageTable.load();
+    });
   }
 
   recordFailure(): Decision {
@@ -26,12 +34,14 @@ export class AuthShield extends DurableObject<Env> {
     if (state !== this.#usage) {
       const newWindow = state.minuteStart !== this.#usage.minuteStart;
       this.#usage = state;
-      this.#store.save(state);
+      this.#usageTable.save(state);
       // Once per window, not per failure: the alarm deletes the row after the window.
       if (newWindow) {
-        this.ctx.storage.setAlarm(state.minuteStart + 2 * MINUTE_MS).catch((err: unknown) =>
-          console.error(JSON.stringify({ level: "error", msg: "could not schedule shield cleanup", error: String(err) })),
-        );
+        this.ctx.storage
+          .setAlarm(state.minuteStart + 2 * MINUTE_MS)
+          .catch((err: unknown) =>
+            log("error", "could not schedule shield cleanup", { error: String(err) }),
+          );
       }
     }
     return decision;
@@ -39,7 +49,7 @@ export class AuthShield extends DurableObject<Env> {
 
   override async alarm(): Promise<void> {
     if (clock.now() >= this.#usage.minuteStart + MINUTE_MS) {
-      this.#store.clear();
+      this.#usageTable.clear();
       this.#usage = { ...EMPTY_USAGE };
     }
   }

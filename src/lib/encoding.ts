@@ -7,7 +7,13 @@ declare global {
     toHex(): string;
   }
   interface Uint8ArrayConstructor {
-    fromBase64(text: string, options?: { alphabet?: "base64" | "base64url"; lastChunkHandling?: "loose" | "strict" | "stop-before-partial" }): Uint8Array;
+    fromBase64(
+      text: string,
+      options?: {
+        alphabet?: "base64" | "base64url";
+        lastChunkHandling?: "loose" | "strict" | "stop-before-partial";
+      },
+    ): Uint8Array;
   }
 }
 

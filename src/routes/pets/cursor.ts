@@ -1,7 +1,7 @@
-import { fromBase64Url, toBase64Url } from "./encoding";
-import { BOOKMARK_PATTERN } from "./db/sessions";
-import { ApiError } from "./errors";
-import type { PetStatus } from "./schemas/pets";
+import { BOOKMARK_PATTERN } from "../../db/session";
+import { fromBase64Url, toBase64Url } from "../../lib/encoding";
+import { ApiError } from "../../lib/errors";
+import type { PetStatus } from "../../schemas/pets";
 
 /**
  * Opaque page cursors for GET /v1/pets. A cursor holds the last id of its page, the status filter
@@ -19,24 +19,34 @@ const encoder = new TextEncoder();
 const keys = new Map<string, Promise<CryptoKey>>();
 const MAC_BYTES = 16;
 
-function signingKey(secret: string | undefined): Promise<CryptoKey> {
-  if (!secret) {
-    // A deployment without the secret would sign with a guessable key: refuse to page instead.
-    throw new Error("CURSOR_SECRET is not set: run `wrangler secret put CURSOR_SECRET --env …`");
-  }
+function signingKey(secret: string): Promise<CryptoKey> {
   let key = keys.get(secret);
   if (!key) {
-    key = crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    key = crypto.subtle.importKey(
+      "raw",
+      encoder.encode(secret),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign"],
+    );
     keys.set(secret, key);
   }
   return key;
 }
 
-async function mac(secret: string | undefined, payload: Uint8Array): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.sign("HMAC", await signingKey(secret), payload)).slice(0, MAC_BYTES);
+async function mac(secret: string, payload: Uint8Array): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.sign("HMAC", await signingKey(secret), payload)).slice(
+    0,
+    MAC_BYTES,
+  );
 }
 
-export async function encodeCursor(secret: string | undefined, lastId: number, status: PetStatus | undefined, bookmark: string | null): Promise<string> {
+export async function encodeCursor(
+  secret: string,
+  lastId: number,
+  status: PetStatus | undefined,
+  bookmark: string | null,
+): Promise<string> {
   const payload = encoder.encode(`${lastId}:${status ?? ""}:${bookmark ?? ""}`);
   const token = new Uint8Array(payload.length + MAC_BYTES);
   token.set(payload);
@@ -45,8 +55,16 @@ export async function encodeCursor(secret: string | undefined, lastId: number, s
 }
 
 /** Where to continue, if `cursor` is genuine and was made for this status filter. */
-export async function decodeCursor(secret: string | undefined, cursor: string, status: PetStatus | undefined): Promise<CursorState> {
-  const invalid = () => new ApiError("invalid_request", "cursor: is not a cursor returned by this API (malformed or altered); restart from the first page.");
+export async function decodeCursorOrThrow(
+  secret: string,
+  cursor: string,
+  status: PetStatus | undefined,
+): Promise<CursorState> {
+  const invalid = () =>
+    new ApiError(
+      "invalid_request",
+      "cursor: is not a cursor returned by this API (malformed or altered); restart from the first page.",
+    );
   if (!/^[A-Za-z0-9_-]{20,400}$/.test(cursor)) throw invalid();
   let token: Uint8Array;
   try {
@@ -57,17 +75,37 @@ export async function decodeCursor(secret: string | undefined, cursor: string, s
   // Decoding ignores the unused low bits of the last character: only the canonical spelling is ours.
   if (token.length <= MAC_BYTES || toBase64Url(token) !== cursor) throw invalid();
   const payload = token.slice(0, token.length - MAC_BYTES);
-  if (!crypto.subtle.timingSafeEqual(await mac(secret, payload), token.slice(token.length - MAC_BYTES))) throw invalid();
+  if (
+    !crypto.subtle.timingSafeEqual(
+      await mac(secret, payload),
+      token.slice(token.length - MAC_BYTES),
+    )
+  )
+    throw invalid();
   const [id, madeFor, bookmark, ...rest] = new TextDecoder().decode(payload).split(":");
-  if (!id || !/^[1-9][0-9]{0,15}$/.test(id) || rest.length || (bookmark && !BOOKMARK_PATTERN.test(bookmark))) throw invalid();
+  if (
+    !id ||
+    !/^[1-9][0-9]{0,15}$/.test(id) ||
+    rest.length ||
+    (bookmark && !BOOKMARK_PATTERN.test(bookmark))
+  )
+    throw invalid();
   if ((madeFor || undefined) !== status) {
-    throw new ApiError("invalid_request", "cursor: was made for another status filter; keep the status of the page that returned it.");
+    throw new ApiError(
+      "invalid_request",
+      "cursor: was made for another status filter; keep the status of the page that returned it.",
+    );
   }
   return { afterId: Number(id), bookmark: bookmark || null };
 }
 
 /** RFC 8288 `Link: <…>; rel="next"`, absolute, keeping the client's limit and status. */
-export function nextLink(requestUrl: string, limit: number, status: PetStatus | undefined, cursor: string): string {
+export function nextLink(
+  requestUrl: string,
+  limit: number,
+  status: PetStatus | undefined,
+  cursor: string,
+): string {
   const url = new URL(requestUrl);
   const query = new URLSearchParams({ limit: String(limit) });
   if (status) query.set("status", status);

@@ -1,0 +1,54 @@
+import { clock } from "../lib/clock";
+import { ApiError } from "../lib/errors";
+import { ExpiringMap } from "../lib/expiring-map";
+import { recordAuthFailure } from "../objects/auth-shield-client";
+import { rateLimitHeaders } from "../quota/headers";
+import type { Decision, WindowStatus } from "../quota/windows";
+
+// Clients refused in this isolate, with the full window their shield object refused them for.
+// They are answered here, without a call to the object or a D1 lookup, so a guessing client
+// costs almost nothing.
+const refused = new ExpiringMap<string, WindowStatus>(10_000);
+
+/** Whether this isolate has seen the AuthShield `shieldName` refuse its client in this window. */
+export function isRefused(shieldName: string, now = clock.now()): boolean {
+  return refused.get(shieldName, now) !== undefined;
+}
+
+function tooManyFailures(decision: Decision): ApiError {
+  const message = "Too many failed authentication attempts from this client; wait for Retry-After.";
+  return new ApiError("rate_limited", message, rateLimitHeaders(decision));
+}
+
+/**
+ * The error for a failed authentication: 401, or 429 once this client has failed too often in
+ * this minute. Either carries the X-RateLimit-* headers of the client's failure window.
+ */
+export async function authFailure(
+  env: Env,
+  shieldName: string,
+  message: string,
+  challenge: string,
+): Promise<ApiError> {
+  const now = clock.now();
+  const window = refused.get(shieldName, now);
+  if (window) {
+    return tooManyFailures({
+      outcome: "rate_limited",
+      retryAt: window.resetAt,
+      now,
+      windows: [window],
+    });
+  }
+  const decision = await recordAuthFailure(env.AUTH_SHIELD, shieldName);
+  if (!decision) return new ApiError("unauthorized", message, { "WWW-Authenticate": challenge });
+  if (decision.outcome !== "allowed") {
+    const window = decision.windows[0]!;
+    refused.set(shieldName, window, window.resetAt);
+    return tooManyFailures(decision);
+  }
+  return new ApiError("unauthorized", message, {
+    ...rateLimitHeaders(decision),
+    "WWW-Authenticate": challenge,
+  });
+}

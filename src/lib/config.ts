@@ -1,0 +1,73 @@
+import { z } from "zod";
+import { log } from "./log";
+
+/** An empty secret is no secret: treat it as unset. */
+const secret = z
+  .string()
+  .optional()
+  .transform((s) => (s ? s : undefined));
+
+/** Comma-separated origins (`https://app.example.com`); empty turns CORS off. */
+const origins = z
+  .string()
+  .default("")
+  .transform((s) =>
+    s
+      .split(",")
+      .map((o) => o.trim())
+      .filter(Boolean),
+  )
+  .pipe(
+    z.array(
+      z.url({ protocol: /^https?$/ }).refine((o) => new URL(o).origin === o, "must be an origin"),
+    ),
+  );
+
+const ConfigSchema = z.object({
+  ENVIRONMENT: z.enum(["local", "staging", "production"]),
+  /** How long a key stays banned after hammering while throttled. */
+  BAN_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
+  /** One JSON line per request ("on") or none ("off"). */
+  ACCESS_LOG: z.enum(["on", "off"]).default("on"),
+  CORS_ORIGINS: origins,
+  ADMIN_TOKEN: secret,
+  CURSOR_SECRET: secret,
+});
+
+/** The service's settings, validated: read them from here, never from `env` directly. */
+export type Config = z.infer<typeof ConfigSchema>;
+
+/** A missing or invalid setting: the service answers 500 and logs which one. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+// One parse per env object (an isolate keeps its env; tests swap in their own).
+const parsed = new WeakMap<object, Config | ConfigError>();
+
+/** The validated settings of `env`, parsed once per isolate; throws ConfigError if any is invalid. */
+export function configOrThrow(env: Env): Config {
+  let result = parsed.get(env);
+  if (!result) {
+    const check = ConfigSchema.safeParse(env);
+    result = check.success ? check.data : new ConfigError(describe(check.error));
+    if (result instanceof ConfigError)
+      log("error", "invalid configuration", { problem: result.message });
+    parsed.set(env, result);
+  }
+  if (result instanceof ConfigError) throw result;
+  return result;
+}
+
+/** A secret the operation cannot do without; throws ConfigError (and logs it) when unset. */
+export function secretOrThrow(config: Config, name: "ADMIN_TOKEN" | "CURSOR_SECRET"): string {
+  const value = config[name];
+  if (value) return value;
+  const problem = `${name} is not set: run \`wrangler secret put ${name} --env …\` (locally: .dev.vars)`;
+  log("error", "invalid configuration", { problem });
+  throw new ConfigError(problem);
+}
+
+function describe(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join(".") || "env"}: ${i.message}`).join("; ");
+}

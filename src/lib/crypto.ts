@@ -1,0 +1,27 @@
+import { toHex } from "./encoding";
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const encoder = new TextEncoder();
+
+/** `length` base62 characters from the CSPRNG, unbiased (bytes ≥ 248 are rejected). */
+export function randomBase62(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    for (const byte of crypto.getRandomValues(new Uint8Array(length * 2))) {
+      if (byte < 248 && out.length < length) out += BASE62[byte % 62];
+    }
+  }
+  return out;
+}
+
+const sha256 = (text: string) => crypto.subtle.digest("SHA-256", encoder.encode(text));
+
+export async function sha256Hex(text: string): Promise<string> {
+  return toHex(await sha256(text));
+}
+
+/** Compares two secrets in constant time (hashing first makes the lengths equal). */
+export async function secretsEqual(given: string, expected: string): Promise<boolean> {
+  const [a, b] = await Promise.all([sha256(given), sha256(expected)]);
+  return crypto.subtle.timingSafeEqual(a, b);
+}

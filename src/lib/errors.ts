@@ -1,0 +1,43 @@
+/** The closed list of error codes and the HTTP status each one always carries. */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  idempotency_key_in_flight: 409,
+  endpoint_removed: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  idempotency_key_reused: 422,
+  rate_limited: 429,
+  quota_exceeded: 429,
+  key_banned: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]];
+
+export interface ErrorBody {
+  code: ErrorCode;
+  message: string;
+  status: number;
+}
+
+export class ApiError extends Error {
+  readonly status: (typeof ERROR_STATUS)[ErrorCode];
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.status = ERROR_STATUS[code];
+  }
+}
+
+/** 503 with Retry-After: a dependency is unavailable, and the same request may succeed shortly. */
+export function unavailable(message: string): ApiError {
+  return new ApiError("service_unavailable", message, { "Retry-After": "1" });
+}

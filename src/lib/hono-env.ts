@@ -1,0 +1,17 @@
+import type { TimingVariables } from "hono/timing";
+
+/**
+ * What every request of the service has: the Worker's bindings, a request id (hono/request-id)
+ * and Server-Timing (hono/timing). Middleware that sets more declares it where it sets it
+ * (for example `ApiKeyVariables` in auth/api-key.ts), and routes add those they rely on.
+ */
+export interface BaseEnv {
+  Bindings: Env;
+  Variables: TimingVariables & { requestId: string };
+}
+
+/** BaseEnv plus the variables `V` that middleware earlier in the chain has set. */
+export interface EnvWith<V extends object> {
+  Bindings: Env;
+  Variables: TimingVariables & { requestId: string } & V;
+}

@@ -1,0 +1,31 @@
+import { tryGetContext } from "hono/context-storage";
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+type Fields = Record<string, unknown>;
+
+const WRITERS: Record<LogLevel, (line: string) => void> = {
+  debug: (line) => console.debug(line),
+  info: (line) => console.log(line),
+  warn: (line) => console.warn(line),
+  error: (line) => console.error(line),
+};
+
+/** An error as one log field: name, message and stack, never a circular structure. */
+export function describeError(err: unknown): string {
+  return err instanceof Error
+    ? `${err.name}: ${err.message}${err.stack ? `\n${err.stack}` : ""}`
+    : String(err);
+}
+
+/**
+ * Writes one JSON line (Workers Logs indexes its fields). Inside a request it carries that
+ * request's id, found through Hono's context storage, so no call site has to pass it along.
+ * Durable Objects run outside the Worker's request context and log without one.
+ */
+export function log(level: LogLevel, msg: string, fields: Fields = {}): void {
+  const requestId = tryGetContext<{ Variables: { requestId?: string } }>()?.var.requestId;
+  WRITERS[level](
+    JSON.stringify(requestId ? { level, msg, requestId, ...fields } : { level, msg, ...fields }),
+  );
+}

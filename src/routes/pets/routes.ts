@@ -1,0 +1,160 @@
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { wrapTime } from "hono/timing";
+import type { ApiKeyVariables } from "../../auth/api-key";
+import { createPet, createPetOnce, getPet, listPets } from "../../db/pets";
+import { clock } from "../../lib/clock";
+import { configOrThrow, secretOrThrow } from "../../lib/config";
+import { ApiError } from "../../lib/errors";
+import type { EnvWith } from "../../lib/hono-env";
+import { withETag } from "../../middleware/conditional";
+import type { D1SessionVariables } from "../../middleware/d1-session";
+import { jsonBody } from "../../middleware/json-body";
+import { validationHook } from "../../middleware/validation-hook";
+import { errorResponses, json } from "../../schemas/common";
+import { DEPRECATION_HEADERS, RATE_LIMIT_HEADERS } from "../../schemas/headers";
+import {
+  CreatePetHeadersSchema,
+  ListPetsQuerySchema,
+  NewPetSchema,
+  type Pet,
+  PetIdParamSchema,
+  PetSchema,
+  PetsSchema,
+} from "../../schemas/pets";
+import { decodeCursorOrThrow, encodeCursor, nextLink } from "./cursor";
+import { createIdempotently } from "./idempotent-create";
+
+/** What the pets routes rely on: an authenticated key and a D1 session (see app.ts). */
+export type PetsEnv = EnvWith<ApiKeyVariables & D1SessionVariables>;
+
+const security = [{ bearerAuth: [] }];
+/** The answer to a create: the pet, where it lives, and whether this repeats an earlier answer. */
+const createdAnswer = (pet: Pet, { replayed }: { replayed: boolean }) => ({
+  body: pet,
+  location: `/v1/pets/${pet.id}`,
+  replayed,
+});
+
+const listPetsRoute = createRoute({
+  method: "get",
+  path: "/pets",
+  operationId: "listPets",
+  summary: "List animals",
+  description:
+    'Animals in ascending id order, at most `limit` of them, optionally filtered by status. When more exist, `Link: <…>; rel="next"` gives the next page.',
+  security,
+  request: { query: ListPetsQuerySchema },
+  responses: {
+    200: {
+      description: "A page of animals",
+      headers: {
+        ...RATE_LIMIT_HEADERS,
+        Link: {
+          description: 'rel="next": the next page, absolute, when more exist',
+          schema: { type: "string" as const },
+        },
+      },
+      content: json(PetsSchema),
+    },
+    ...errorResponses(400, 401, 405, 429, 500, 503),
+  },
+});
+
+const createPetRoute = createRoute({
+  method: "post",
+  path: "/pets",
+  operationId: "createPet",
+  summary: "Add an animal",
+  security,
+  middleware: jsonBody,
+  request: {
+    headers: CreatePetHeadersSchema,
+    body: { required: true, content: json(NewPetSchema) },
+  },
+  responses: {
+    201: {
+      description: "The created animal (or, for a retried Idempotency-Key, the first answer again)",
+      headers: {
+        ...RATE_LIMIT_HEADERS,
+        Location: { description: "/v1/pets/{id}", schema: { type: "string" as const } },
+        "Idempotent-Replayed": {
+          description:
+            "true when this repeats the answer to an earlier request with the same Idempotency-Key",
+          schema: { type: "string" as const },
+        },
+      },
+      content: json(PetSchema),
+    },
+    ...errorResponses(400, 401, 405, 409, 413, 415, 422, 429, 500, 503),
+  },
+});
+
+const getPetRoute = createRoute({
+  method: "get",
+  path: "/pets/{petId}",
+  operationId: "getPet",
+  summary:
+    "Fetch one animal (deprecated: removed on 5 December 2030; use listPets with a status filter)",
+  deprecated: true,
+  security,
+  request: { params: PetIdParamSchema },
+  responses: {
+    200: {
+      description: "The animal",
+      headers: { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS },
+      content: json(PetSchema),
+    },
+    ...errorResponses(DEPRECATION_HEADERS, 400, 401, 404, 405, 410, 429, 500, 503),
+  },
+});
+
+export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
+  .openapi(listPetsRoute, async (c) => {
+    const { limit, status, cursor } = c.req.valid("query");
+    const cursorSecret = () => secretOrThrow(configOrThrow(c.env), "CURSOR_SECRET");
+    const from =
+      cursor === undefined ? null : await decodeCursorOrThrow(cursorSecret(), cursor, status);
+    if (from?.bookmark) c.var.d1.atLeast(from.bookmark);
+    // One row more than asked tells whether a next page exists without a second query.
+    const rows = await wrapTime(
+      c,
+      "db",
+      listPets(c.var.d1.session, { limit: limit + 1, status, afterId: from?.afterId ?? 0 }),
+    );
+    const page = rows.slice(0, limit);
+    if (rows.length > limit) {
+      const lastId = page[page.length - 1]!.id;
+      const next = await encodeCursor(cursorSecret(), lastId, status, c.var.d1.bookmark());
+      c.header("Link", nextLink(c.req.url, limit, status, next));
+    }
+    return c.json(withETag(c, page), 200);
+  })
+  .openapi(createPetRoute, async (c) => {
+    const newPet = c.req.valid("json");
+    const idempotencyKey = c.req.valid("header")["idempotency-key"];
+    const { body, location, replayed } =
+      idempotencyKey === undefined
+        ? createdAnswer(await wrapTime(c, "db", createPet(c.var.d1.session, newPet)), {
+            replayed: false,
+          })
+        : await createIdempotently(c, idempotencyKey, newPet, async (ref, notBefore) => {
+            const guard = { ref, notBefore, now: clock.now() };
+            const once = await wrapTime(c, "db", createPetOnce(c.var.d1.session, newPet, guard));
+            return createdAnswer(once.pet, { replayed: !once.created });
+          });
+    if (replayed) c.header("Idempotent-Replayed", "true");
+    c.header("Location", location);
+    return c.json(body, 201);
+  })
+  .openapi(getPetRoute, async (c) => {
+    const { petId } = c.req.valid("param");
+    const pet = await wrapTime(c, "db", getPet(c.var.d1.session, petId));
+    if (!pet) throw new ApiError("not_found", `No pet with id ${petId}.`);
+    return c.json(withETag(c, pet), 200);
+  });
+
+petsApi.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {
+  type: "http",
+  scheme: "bearer",
+  description: "An API key issued by the operator: pet_live_… in production, pet_test_… elsewhere.",
+});
