@@ -94,6 +94,8 @@ export function snapshotProject() {
     "src",
     "migrations",
     "wrangler.toml",
+    "public",
+    "scripts/docs-assets.mjs",
     "package.json",
     "tsconfig.json",
     "worker-configuration.d.ts",

@@ -30,6 +30,11 @@ const ConfigSchema = z.object({
   /** One JSON line per request ("on") or none ("off"). */
   ACCESS_LOG: z.enum(["on", "off"]).default("on"),
   CORS_ORIGINS: origins,
+  /** This environment's public origin (`https://api.example.com`): the OpenAPI `servers` entry. */
+  PUBLIC_ORIGIN: z
+    .url({ protocol: /^https?$/ })
+    .refine((o) => new URL(o).origin === o, "must be an origin")
+    .optional(),
   ADMIN_TOKEN: secret,
   CURSOR_SECRET: secret,
 });

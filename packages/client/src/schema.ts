@@ -17,7 +17,10 @@ export interface paths {
          */
         get: operations["listPets"];
         put?: never;
-        /** Add an animal */
+        /**
+         * Add an animal
+         * @description Adds an animal and answers 201 with it and its `Location`. `status` defaults to `available`; unknown fields are refused. Send an `Idempotency-Key` to make retries safe: the same key and body within 24 h return the first answer again (`Idempotent-Replayed: true`) instead of adding a second animal; the same key with another body is 422, and while the first request is still running 409.
+         */
         post: operations["createPet"];
         delete?: never;
         options?: never;
@@ -35,6 +38,7 @@ export interface paths {
         /**
          * Fetch one animal (deprecated: removed on 5 December 2030; use listPets with a status filter)
          * @deprecated
+         * @description One animal by id, or 404. Deprecated: every answer carries `Deprecation`, `Sunset` and a `successor-version` link, and from the sunset (2030-12-05T00:00:00Z) on it answers 410 `endpoint_removed`.
          */
         get: operations["getPet"];
         put?: never;
@@ -94,13 +98,47 @@ export interface components {
              * @example 1
              */
             categoryId: number;
-            status?: components["schemas"]["PetStatus"] & unknown;
+            /** @description Availability status; `available` when omitted */
+            status?: components["schemas"]["PetStatus"];
         };
     };
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description RFC 9745 deprecation date */
+        Deprecation: string;
+        /** @description Weak entity tag of the body; send it as If-None-Match to get 304 when unchanged */
+        ETag: string;
+        /** @description true when this repeats the answer to an earlier request with the same Idempotency-Key */
+        "Idempotent-Replayed": string;
+        /** @description rel="next": the next page, absolute, when more exist */
+        Link: string;
+        /** @description </v1/pets>; rel="successor-version" */
+        "Link.getPet": string;
+        /** @description /v1/pets/{id} */
+        Location: string;
+        /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
+        RateLimit: string;
+        /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
+        "RateLimit-Policy": string;
+        /** @description Seconds to wait before retrying */
+        "Retry-After": number;
+        /** @description Time spent per hop: auth, quota, db */
+        "Server-Timing": string;
+        /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
+        Sunset: string;
+        /** @description D1 bookmark of this request's session; send it back to read your own writes */
+        "x-d1-bookmark": string;
+        /** @description Limit in force for the current usage window (the one closest to exhaustion) */
+        "X-RateLimit-Limit": number;
+        /** @description Requests remaining in that window */
+        "X-RateLimit-Remaining": number;
+        /** @description Unix time (seconds) at which that window resets */
+        "X-RateLimit-Reset": number;
+        /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
+        "X-Request-Id": string;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -111,7 +149,7 @@ export interface operations {
                 /** @description Maximum number of animals returned */
                 limit?: number;
                 /** @description Filters by availability status */
-                status?: components["schemas"]["PetStatus"] & unknown;
+                status?: components["schemas"]["PetStatus"];
                 /** @description Opaque; copy it from the `Link: <…>; rel="next"` header of the previous page */
                 cursor?: string;
             };
@@ -129,26 +167,16 @@ export interface operations {
             /** @description A page of animals */
             200: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description rel="next": the next page, absolute, when more exist */
-                    Link?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
-                    /** @description Entity tag of the body */
-                    ETag?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Link: components["headers"]["Link"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -158,24 +186,15 @@ export interface operations {
             /** @description Not modified: If-None-Match matched (still counted against the quota) */
             304: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Entity tag */
-                    ETag?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -183,22 +202,14 @@ export interface operations {
             /** @description Invalid request (parameter or body) */
             400: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -208,22 +219,14 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -233,22 +236,14 @@ export interface operations {
             /** @description Method not allowed */
             405: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -258,24 +253,15 @@ export interface operations {
             /** @description Rate limit, daily quota or temporary ban */
             429: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -285,22 +271,14 @@ export interface operations {
             /** @description Unexpected error */
             500: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -310,24 +288,15 @@ export interface operations {
             /** @description Database temporarily unavailable (see Retry-After) */
             503: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -357,26 +326,16 @@ export interface operations {
             /** @description The created animal (or, for a retried Idempotency-Key, the first answer again) */
             201: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description /v1/pets/{id} */
-                    Location?: string;
-                    /** @description true when this repeats the answer to an earlier request with the same Idempotency-Key */
-                    "Idempotent-Replayed"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -386,22 +345,14 @@ export interface operations {
             /** @description Invalid request (parameter or body) */
             400: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -411,22 +362,14 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -436,22 +379,14 @@ export interface operations {
             /** @description Method not allowed */
             405: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -461,22 +396,14 @@ export interface operations {
             /** @description Idempotency-Key request still in flight */
             409: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -486,22 +413,14 @@ export interface operations {
             /** @description Body larger than 16 KiB */
             413: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -511,22 +430,14 @@ export interface operations {
             /** @description Body is not application/json */
             415: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -536,22 +447,14 @@ export interface operations {
             /** @description Idempotency-Key reused with a different body */
             422: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -561,24 +464,15 @@ export interface operations {
             /** @description Rate limit, daily quota or temporary ban */
             429: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -588,22 +482,14 @@ export interface operations {
             /** @description Unexpected error */
             500: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -613,24 +499,15 @@ export interface operations {
             /** @description Database temporarily unavailable (see Retry-After) */
             503: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -649,6 +526,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description The animal's id (an integer from 1 to 2^53−1) */
                 petId: number;
             };
             cookie?: never;
@@ -658,30 +536,18 @@ export interface operations {
             /** @description The animal */
             200: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description RFC 9745 deprecation date */
-                    Deprecation?: string;
-                    /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
-                    Sunset?: string;
-                    /** @description </v1/pets>; rel="successor-version" */
-                    Link?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
-                    /** @description Entity tag of the body */
-                    ETag?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link.getPet"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -691,24 +557,15 @@ export interface operations {
             /** @description Not modified: If-None-Match matched (still counted against the quota) */
             304: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Entity tag */
-                    ETag?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    ETag: components["headers"]["ETag"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -716,28 +573,17 @@ export interface operations {
             /** @description Invalid request (parameter or body) */
             400: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description RFC 9745 deprecation date */
-                    Deprecation?: string;
-                    /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
-                    Sunset?: string;
-                    /** @description </v1/pets>; rel="successor-version" */
-                    Link?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link.getPet"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -747,28 +593,17 @@ export interface operations {
             /** @description Missing or invalid API key */
             401: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description RFC 9745 deprecation date */
-                    Deprecation?: string;
-                    /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
-                    Sunset?: string;
-                    /** @description </v1/pets>; rel="successor-version" */
-                    Link?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link.getPet"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -778,28 +613,17 @@ export interface operations {
             /** @description Not found */
             404: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description RFC 9745 deprecation date */
-                    Deprecation?: string;
-                    /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
-                    Sunset?: string;
-                    /** @description </v1/pets>; rel="successor-version" */
-                    Link?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link.getPet"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -809,28 +633,17 @@ export interface operations {
             /** @description Method not allowed */
             405: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description RFC 9745 deprecation date */
-                    Deprecation?: string;
-                    /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
-                    Sunset?: string;
-                    /** @description </v1/pets>; rel="successor-version" */
-                    Link?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link.getPet"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -840,28 +653,17 @@ export interface operations {
             /** @description Endpoint removed after its sunset */
             410: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description RFC 9745 deprecation date */
-                    Deprecation?: string;
-                    /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
-                    Sunset?: string;
-                    /** @description </v1/pets>; rel="successor-version" */
-                    Link?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link.getPet"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -871,30 +673,18 @@ export interface operations {
             /** @description Rate limit, daily quota or temporary ban */
             429: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
-                    /** @description RFC 9745 deprecation date */
-                    Deprecation?: string;
-                    /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
-                    Sunset?: string;
-                    /** @description </v1/pets>; rel="successor-version" */
-                    Link?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link.getPet"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -904,28 +694,17 @@ export interface operations {
             /** @description Unexpected error */
             500: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description RFC 9745 deprecation date */
-                    Deprecation?: string;
-                    /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
-                    Sunset?: string;
-                    /** @description </v1/pets>; rel="successor-version" */
-                    Link?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link.getPet"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -935,30 +714,18 @@ export interface operations {
             /** @description Database temporarily unavailable (see Retry-After) */
             503: {
                 headers: {
-                    /** @description Limit in force for the current usage window (the one closest to exhaustion) */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests remaining in that window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time (seconds) at which that window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
-                    RateLimit?: string;
-                    /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying */
-                    "Retry-After"?: number;
-                    /** @description RFC 9745 deprecation date */
-                    Deprecation?: string;
-                    /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
-                    Sunset?: string;
-                    /** @description </v1/pets>; rel="successor-version" */
-                    Link?: string;
-                    /** @description Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID */
-                    "X-Request-Id"?: string;
-                    /** @description Time spent per hop: auth, quota, db */
-                    "Server-Timing"?: string;
-                    /** @description D1 bookmark of this request's session; send it back to read your own writes */
-                    "x-d1-bookmark"?: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["Link.getPet"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
