@@ -10,5 +10,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 // The package's exports map hides package.json and dist/browser: take them from the install.
 const pkgDir = path.join(root, "node_modules/@scalar/api-reference");
 const { version } = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8"));
-copyFileSync(path.join(pkgDir, "dist/browser/standalone.js"), path.join(root, "public/docs/scalar.js"));
+copyFileSync(
+  path.join(pkgDir, "dist/browser/standalone.js"),
+  path.join(root, "public/docs/scalar.js"),
+);
 console.log(`public/docs/scalar.js: @scalar/api-reference ${version}`);

@@ -5,6 +5,7 @@ import { readDevVars } from "./lib/dev-vars.mjs";
 
 const USAGE = `Usage: npm run keys -- <command> [options]
   create   --name NAME --plan free|pro|business|enterprise [--per-minute N --per-day N] [--expires ISO-DATE]
+           [--key-only: print nothing but the new key, e.g. KEY=$(npm run -s keys -- create … --key-only)]
   list     [--limit N] [--cursor C]
   get      --id KEY_ID
   set-plan --id KEY_ID --plan PLAN [--per-minute N --per-day N]
@@ -27,6 +28,7 @@ const { values, positionals } = parseArgs({
     expires: { type: "string" },
     limit: { type: "string" },
     cursor: { type: "string" },
+    "key-only": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -42,6 +44,7 @@ if (values.help) {
   process.exit(0);
 }
 if (!command) fail("No command given.");
+if (values["key-only"] && command !== "create") fail("--key-only is for create.");
 const base = (values.url ?? process.env.ANIMAL_STORE_URL ?? "http://localhost:8787").replace(
   /\/$/,
   "",
@@ -92,6 +95,10 @@ try {
   process.exit(1);
 }
 const text = await res.text();
+if (values["key-only"] && command === "create" && res.ok) {
+  console.log(JSON.parse(text).key);
+  process.exit(0);
+}
 let out = text;
 try {
   out = JSON.stringify(JSON.parse(text), null, 2);
