@@ -30,6 +30,8 @@ const WRANGLER = path.join(
 const ENV = {
   ...process.env,
   WRANGLER_SEND_METRICS: "false",
+  // No download of the sample Request.cf object (see scripts/dev.mjs): nothing leaves the machine.
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
   NO_D1_WARNING: "true",
   FORCE_COLOR: "0",
 };
