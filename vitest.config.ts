@@ -22,6 +22,8 @@ export default defineConfig(async () => {
       // e2e/ runs under node --test against wrangler dev (npm run test:e2e).
       exclude: [...configDefaults.exclude, "e2e/**"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
+      // Some tests send hundreds of requests; on a loaded 2-core machine 5 s is too tight.
+      testTimeout: 30_000,
       // The access log prints one JSON line per request; keep test output readable.
       onConsoleLog: (log) => !log.includes('"msg":"request"'),
     },

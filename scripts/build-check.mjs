@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // Builds staging and production offline (`wrangler deploy --dry-run`), which validates the
 // configuration and bundles the Worker exactly as a deploy would (minify comes from wrangler.toml),
 // and reports the gzipped size of each bundle.

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // `npm run dev`: apply local D1 migrations, make sure .dev.vars exists, then run `wrangler dev`.
 // Extra arguments pass through (`npm run dev -- --port 9000`). State persists under .wrangler/.
 import { spawn, spawnSync } from "node:child_process";
@@ -57,5 +58,7 @@ Animal Store API (local) on ${url}
 `);
 
 const dev = spawn("wrangler", devArgs, { stdio: "inherit" });
-for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => dev.kill(signal));
+for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM"])) {
+  process.on(signal, () => dev.kill(signal));
+}
 dev.on("exit", (code, signal) => process.exit(code ?? (signal ? 130 : 0)));

@@ -1,3 +1,4 @@
+// @ts-check
 // `npm run soak -- --seconds N` (default 20, at most 600): mixed traffic (list, filtered list,
 // create, get) from keys of every plan against a local `wrangler dev`, concurrently, for N
 // seconds; loopback only, bounded in time and in requests per key. Exits non-zero if a check fails:
@@ -88,7 +89,22 @@ const isError = (b, status) =>
   b && typeof b.code === "string" && typeof b.message === "string" && b.status === status;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * @typedef {{ method: string, path: string, send: number, recv: number, status: number,
+ *   rateLimit: string | null, retryAfter: string | null, body: any, error: string | null,
+ *   mismatch?: string }} SentRecord
+ */
+
+/**
+ * @param {{ url: string }} api
+ * @param {string} key
+ * @param {string} method
+ * @param {string} path
+ * @param {unknown} [body]
+ * @returns {Promise<SentRecord>}
+ */
 async function send(api, key, method, path, body) {
+  /** @type {SentRecord} */
   const rec = {
     method,
     path,
@@ -264,6 +280,7 @@ function checkQuota(k, records) {
     problems.push(
       `${open.length} banned responses straddle a minute boundary; too many placements to try`,
     );
+  /** @type {ReturnType<typeof model> | null} */
   let result = null;
   const tries = open.length > 12 ? 1 : 2 ** open.length;
   for (let mask = 0; mask < tries; mask++) {
@@ -274,6 +291,7 @@ function checkQuota(k, records) {
     if (!result || attempt.mismatches.length === 0) result = attempt;
     if (attempt.mismatches.length === 0) break;
   }
+  if (!result) throw new Error("no placement of the banned responses was tried");
   problems.push(...result.mismatches);
   const admitted = result.rows.reduce((s, r) => s + r.admitted, 0);
   const expected = result.rows.reduce((s, r) => s + r.expected, 0);
@@ -341,9 +359,8 @@ async function main() {
   const keyRows = [];
   for (const [i, k] of keys.entries()) {
     const q = checkQuota(k, perKey[i]);
-    const detail = await (
-      await fetch(`${api.url}/admin/v1/keys/${k.id}`, { headers: admin })
-    ).json();
+    const response = await fetch(`${api.url}/admin/v1/keys/${k.id}`, { headers: admin });
+    const detail = /** @type {{ usage?: { day?: { count: number } } }} */ (await response.json());
     const doDay = detail?.usage?.day?.count;
     const clientToday = q.days.get(Date.now() - (Date.now() % DAY)) ?? 0;
     if (doDay !== clientToday)

@@ -1,3 +1,4 @@
+// @ts-check
 // Reads .dev.vars (the local secrets wrangler dev loads) for the scripts: the names it sets, and
 // their values, in the dotenv forms wrangler accepts (`NAME=value`, `export NAME = "value"`).
 import { existsSync, readFileSync } from "node:fs";

@@ -1,3 +1,4 @@
+// @ts-check
 // Starts Workers locally for `npm run bench` and `npm run soak`, the way `npm run dev` does
 // (local D1 migrations, then `wrangler dev`), but with a temporary persistence directory and a
 // temporary ADMIN_TOKEN, so a run never touches the developer's .wrangler state or .dev.vars.
@@ -163,6 +164,8 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs) {
 /**
  * `wrangler dev` on 127.0.0.1:port. Its output (including the API's access log) goes to a log
  * file in the temp dir, read but not parsed, so a full pipe never stalls the server.
+ * @param {{ name: string, config: string, port: number, inspectorPort: number, dir: string,
+ *   extraArgs?: string[], probePath: string, cwd?: string, localObservability?: boolean }} options
  */
 async function startWranglerDev({
   name,
@@ -239,6 +242,10 @@ async function startWranglerDev({
  * `localObservability: false` turns off wrangler dev's local trace collector, which streams every
  * invocation's tail events (each span: fetch, Durable Object call, D1 query) into a SQLite-backed
  * object in the same workerd process, on the same cores as the Worker it measures.
+ */
+/**
+ * @param {{ port: number, inspectorPort: number, vars?: Record<string, string>, root?: string,
+ *   localObservability?: boolean }} options
  */
 export async function startApi({
   port,
@@ -326,14 +333,24 @@ function migrateLocal(config, persist, cwd) {
 /** Limits for keys that must never be refused (benchmark and seeding keys). */
 export const UNLIMITED = { perMinute: 1_000_000_000_000, perDay: 1_000_000_000_000 };
 
-/** Issues a key through the admin API, as an operator would. */
+/**
+ * @typedef {{ id: string, key: string, plan: string, usage?: unknown }} IssuedKey
+ * A key as the admin API returns it on creation (with its secret).
+ */
+
+/**
+ * Issues a key through the admin API, as an operator would.
+ * @param {{ url: string, adminToken: string }} api
+ * @param {{ name: string, plan: string, limits?: { perMinute: number, perDay: number } }} spec
+ * @returns {Promise<IssuedKey>}
+ */
 export async function issueKey(api, { name, plan, limits }) {
   const res = await fetch(`${api.url}/admin/v1/keys`, {
     method: "POST",
     headers: { Authorization: `Bearer ${api.adminToken}`, "Content-Type": "application/json" },
     body: JSON.stringify({ name, plan, ...(limits ? { limits } : {}) }),
   });
-  const body = await res.json();
+  const body = /** @type {IssuedKey} */ (await res.json());
   if (res.status !== 201)
     throw new Error(`issuing a ${plan} key failed: ${res.status} ${JSON.stringify(body)}`);
   return body;
@@ -382,14 +399,16 @@ export function parseArgs(argv, defaults) {
 /** A TCP port that was free a moment ago on 127.0.0.1 (for tests that start their own server). */
 export async function freePort() {
   const { createServer } = await import("node:net");
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
+  return /** @type {Promise<number>} */ (
+    new Promise((resolve, reject) => {
+      const server = createServer();
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => {
+        const address = /** @type {import("node:net").AddressInfo} */ (server.address());
+        server.close(() => resolve(address.port));
+      });
+    })
+  );
 }
 
 /** The API under `wrangler dev` on free ports (server and inspector), for tests and tools. */

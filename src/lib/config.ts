@@ -19,7 +19,9 @@ const origins = z
   )
   .pipe(
     z.array(
-      z.url({ protocol: /^https?$/ }).refine((o) => new URL(o).origin === o, "must be an origin"),
+      z
+        .url({ protocol: /^https?$/ })
+        .refine((o) => URL.canParse(o) && new URL(o).origin === o, "must be an origin"),
     ),
   );
 
@@ -33,7 +35,7 @@ const ConfigSchema = z.object({
   /** This environment's public origin (`https://api.example.com`): the OpenAPI `servers` entry. */
   PUBLIC_ORIGIN: z
     .url({ protocol: /^https?$/ })
-    .refine((o) => new URL(o).origin === o, "must be an origin")
+    .refine((o) => URL.canParse(o) && new URL(o).origin === o, "must be an origin")
     .optional(),
   ADMIN_TOKEN: secret,
   CURSOR_SECRET: secret,
@@ -49,6 +51,14 @@ export class ConfigError extends Error {
 
 // One parse per env object (an isolate keeps its env; tests swap in their own).
 const parsed = new WeakMap<object, Config | ConfigError>();
+// Each distinct problem is logged once per isolate, not on every request that meets it.
+const logged = new Set<string>();
+
+function logOnce(problem: string): void {
+  if (logged.has(problem)) return;
+  logged.add(problem);
+  log("error", "invalid configuration", { problem });
+}
 
 /** The validated settings of `env`, parsed once per isolate; throws ConfigError if any is invalid. */
 export function configOrThrow(env: Env): Config {
@@ -56,8 +66,7 @@ export function configOrThrow(env: Env): Config {
   if (!result) {
     const check = ConfigSchema.safeParse(env);
     result = check.success ? check.data : new ConfigError(describe(check.error));
-    if (result instanceof ConfigError)
-      log("error", "invalid configuration", { problem: result.message });
+    if (result instanceof ConfigError) logOnce(result.message);
     parsed.set(env, result);
   }
   if (result instanceof ConfigError) throw result;
@@ -69,7 +78,7 @@ export function secretOrThrow(config: Config, name: "ADMIN_TOKEN" | "CURSOR_SECR
   const value = config[name];
   if (value) return value;
   const problem = `${name} is not set: run \`wrangler secret put ${name} --env …\` (locally: .dev.vars)`;
-  log("error", "invalid configuration", { problem });
+  logOnce(problem);
   throw new ConfigError(problem);
 }
 

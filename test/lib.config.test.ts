@@ -1,0 +1,76 @@
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { ConfigError, configOrThrow, secretOrThrow } from "../src/lib/config";
+import { ADMIN, auth, callWith, expectError, issueKey } from "./helpers";
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("configOrThrow", () => {
+  it("parses the test environment's settings into typed values", () => {
+    const config = configOrThrow(env);
+    expect(config).toMatchObject({ ENVIRONMENT: "local", BAN_MINUTES: 15, ACCESS_LOG: "on" });
+    expect(config.CORS_ORIGINS).toEqual([]);
+    expect(config.PUBLIC_ORIGIN).toBe("http://127.0.0.1:8787");
+  });
+
+  it("splits CORS_ORIGINS and applies defaults", () => {
+    const config = configOrThrow({
+      ...env,
+      CORS_ORIGINS: " https://a.example , http://localhost:5173 ",
+      BAN_MINUTES: undefined as unknown as string,
+      ACCESS_LOG: undefined as unknown as string,
+    });
+    expect(config.CORS_ORIGINS).toEqual(["https://a.example", "http://localhost:5173"]);
+    expect([config.BAN_MINUTES, config.ACCESS_LOG]).toEqual([15, "on"]);
+  });
+
+  it.each([
+    ["BAN_MINUTES", "abc"],
+    ["BAN_MINUTES", "0"],
+    ["ACCESS_LOG", "yes"],
+    ["ENVIRONMENT", "prod"],
+    ["CORS_ORIGINS", "example.com"],
+    ["CORS_ORIGINS", "https://a.example/path"],
+    ["PUBLIC_ORIGIN", "api.example.com"],
+    ["PUBLIC_ORIGIN", "https://api.example.com/v1"],
+  ])("%s=%j is refused with a ConfigError naming it", (name, value) => {
+    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    expect(() => configOrThrow({ ...env, [name]: value })).toThrow(ConfigError);
+    expect(() => configOrThrow({ ...env, [name]: value })).toThrow(name);
+  });
+
+  it("an empty secret is an unset one, and secretOrThrow says which", () => {
+    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const config = configOrThrow({ ...env, CURSOR_SECRET: "" });
+    expect(config.CURSOR_SECRET).toBeUndefined();
+    expect(() => secretOrThrow(config, "CURSOR_SECRET")).toThrow(/CURSOR_SECRET is not set/);
+  });
+});
+
+describe("a misconfigured deployment", () => {
+  it("answers every request 500 with an Error body, and logs the setting once per isolate", async () => {
+    const error = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const { key } = await issueKey();
+    const broken = { ...env, BAN_MINUTES: "1441" }; // a problem no other test meets
+    for (const path of ["/v1/pets", "/v1/openapi.json", "/admin/v1/keys", "/nowhere"]) {
+      const res = await callWith(broken, path, { headers: auth(key) });
+      const body = await expectError(res, 500, "internal_error");
+      expect(body.message).toMatch(/misconfigured/);
+      expect(body.message).not.toContain("1441");
+    }
+    const lines = error.mock.calls.map((args) => String(args[0]));
+    expect(lines.filter((l) => l.includes("BAN_MINUTES"))).toHaveLength(1);
+  });
+
+  it("without ADMIN_TOKEN the admin API answers 500 and the public API keeps working", async () => {
+    const error = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const { key } = await issueKey();
+    const res = await callWith({ ADMIN_TOKEN: "" }, "/admin/v1/keys", { headers: ADMIN });
+    await expectError(res, 500, "internal_error");
+    expect(error.mock.calls.some(([line]) => String(line).includes("ADMIN_TOKEN is not set"))).toBe(
+      true,
+    );
+    const pets = await callWith({ ADMIN_TOKEN: "" }, "/v1/pets", { headers: auth(key) });
+    expect(pets.status).toBe(200);
+  });
+});
