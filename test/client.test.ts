@@ -300,15 +300,23 @@ describe("retry policy", () => {
     expect(get.calls).toHaveLength(1);
   });
 
-  it("passes the AbortSignal through the client", async () => {
-    const controller = new AbortController();
-    controller.abort(new Error("cancelled"));
+  it("passes the AbortSignal through the client to fetch", async () => {
+    let seen: AbortSignal | undefined;
     const store = createAnimalStoreClient({
       baseUrl: BASE,
       apiKey: "k",
-      fetch: (input, init) => fetch(input, init),
+      fetch: async (input, init) => {
+        seen = new Request(input, init).signal;
+        return new Response("[]", { headers: { "Content-Type": "application/json" } });
+      },
     });
-    await expect(store.listPets({}, { signal: controller.signal })).rejects.toThrow();
+    const controller = new AbortController();
+    await store.listPets({}, { signal: controller.signal });
+    expect(seen?.aborted).toBe(false);
+    controller.abort(new Error("cancelled"));
+    expect(seen?.aborted).toBe(true);
+    const aborted = AbortSignal.abort(new Error("already"));
+    await expect(store.getPet(1, { signal: aborted })).rejects.toThrow();
   });
 
   it("types limit as a number and Idempotency-Key as optional", () => {

@@ -99,6 +99,7 @@ export function retryingFetch(options: RetryOptions = {}): typeof fetch {
     const canRetry = repeatable && replayable;
 
     for (let attempt = 0; ; attempt++) {
+      signal?.throwIfAborted(); // whatever fetch is plugged in, an aborted request is not sent
       const res = await inner(request && canRetry ? request.clone() : input, init);
       onResponse?.(res);
       if (!canRetry || attempt >= maxRetries) return res;
