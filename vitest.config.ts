@@ -14,6 +14,8 @@ export default defineConfig(async () => {
             TEST_MIGRATIONS: migrations,
             ADMIN_TOKEN: "test-admin-token",
             CURSOR_SECRET: "test-cursor-secret",
+            // The tests' requests go to https://api.example.com (test/helpers.ts BASE).
+            PUBLIC_ORIGIN: "https://api.example.com",
           },
         },
       }),

@@ -97,28 +97,49 @@ describe("npm run deploy:*", () => {
     });
   }
 
-  it("with real-looking configuration, reports a missing login as a missing login", () => {
+  /** deploy.mjs staging in a copy of the project whose wrangler.toml is `edit`ed. */
+  function deployWith(edit) {
     const dir = mkdtempSync(path.join(tmpdir(), "animal-store-deploy-"));
     try {
-      const toml = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8")
-        .replace(/database_id = "[^"]+"/g, () => `database_id = "${randomUUID()}"`)
-        .replace(/PUBLIC_ORIGIN = "[^"]+"/g, 'PUBLIC_ORIGIN = "https://pets.animal-store.dev"');
+      const toml = edit(readFileSync(path.join(ROOT, "wrangler.toml"), "utf8"));
       writeFileSync(path.join(dir, "wrangler.toml"), toml);
       mkdirSync(path.join(dir, "scripts"));
       copyFileSync(path.join(ROOT, "scripts/deploy.mjs"), path.join(dir, "scripts/deploy.mjs"));
       symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
-      const run = spawnSync(process.execPath, ["scripts/deploy.mjs", "staging"], {
+      return spawnSync(process.execPath, ["scripts/deploy.mjs", "staging"], {
         cwd: dir,
         encoding: "utf8",
         env: env(),
       });
-      assert.equal(run.status, 1);
-      assert.match(run.stderr, /not logged in/);
-      assert.match(run.stderr, /wrangler -- login/);
-      assert.match(run.stderr, /CLOUDFLARE_API_TOKEN/);
-      assert.doesNotMatch(run.stderr, /secret/i);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  }
+  const realIds = (toml) =>
+    toml.replace(/database_id = "[^"]+"/g, () => `database_id = "${randomUUID()}"`);
+
+  it("refuses an empty or example.* PUBLIC_ORIGIN", () => {
+    const empty = deployWith(realIds);
+    assert.equal(empty.status, 1);
+    assert.match(empty.stderr, /PUBLIC_ORIGIN is empty/);
+    const example = deployWith((t) =>
+      realIds(t).replace(/PUBLIC_ORIGIN = "[^"]*"/g, 'PUBLIC_ORIGIN = "https://api.example.com"'),
+    );
+    assert.equal(example.status, 1);
+    assert.match(example.stderr, /PUBLIC_ORIGIN is the placeholder https:\/\/api\.example\.com/);
+  });
+
+  it("with real-looking configuration, reports a missing login as a missing login", () => {
+    const run = deployWith((t) =>
+      realIds(t).replace(
+        /PUBLIC_ORIGIN = "[^"]*"/g,
+        'PUBLIC_ORIGIN = "https://pets.animal-store.dev"',
+      ),
+    );
+    assert.equal(run.status, 1);
+    assert.match(run.stderr, /not logged in/);
+    assert.match(run.stderr, /wrangler -- login/);
+    assert.match(run.stderr, /CLOUDFLARE_API_TOKEN/);
+    assert.doesNotMatch(run.stderr, /secret/i);
   });
 });

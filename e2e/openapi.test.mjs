@@ -41,7 +41,7 @@ describe("OpenAPI documents", () => {
     const doc = await fetchDocument(api.url, DOCUMENTS[0]);
     assert.deepEqual(
       doc.servers.map((s) => s.url),
-      ["http://127.0.0.1:8787/v1"], // PUBLIC_ORIGIN of the top-level (local) wrangler.toml vars
+      ["/v1"], // PUBLIC_ORIGIN is "" in the top-level (local) wrangler.toml vars: relative
     );
     assert.equal(doc.info.license.identifier, "MIT");
     assert.ok(doc.info.contact.name);

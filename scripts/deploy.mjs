@@ -42,7 +42,8 @@ for (const db of config.d1_databases ?? []) {
 }
 if (isPlaceholderOrigin(config.vars?.PUBLIC_ORIGIN))
   refuse(
-    `[env.${env}.vars] PUBLIC_ORIGIN is the placeholder ${config.vars?.PUBLIC_ORIGIN}: set it to the origin this environment is served from.`,
+    `[env.${env}.vars] PUBLIC_ORIGIN is ${config.vars?.PUBLIC_ORIGIN ? `the placeholder ${config.vars.PUBLIC_ORIGIN}` : "empty"}: ` +
+      "set it to the origin this environment is served from (its links and OpenAPI servers name it).",
   );
 
 // 2. Login: a missing login is reported as such, not as missing secrets.

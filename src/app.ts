@@ -8,8 +8,9 @@ import { authenticate } from "./auth/api-key";
 import { configOrThrow } from "./lib/config";
 import type { BaseEnv } from "./lib/hono-env";
 import { accessLog } from "./middleware/access-log";
+import { apiResponseHeaders } from "./middleware/api-response-headers";
 import { conditional } from "./middleware/conditional";
-import { corsFromConfig } from "./middleware/cors";
+import { corsFromConfig, timingAllowOrigin } from "./middleware/cors";
 import { d1Session } from "./middleware/d1-session";
 import { deprecated } from "./middleware/deprecation";
 import { enforceQuota } from "./middleware/enforce-quota";
@@ -38,13 +39,15 @@ export function createApp() {
       generator: (c) => rayId(c.req.header("cf-ray")) ?? crypto.randomUUID(),
     }),
   );
+  // Outside everything that can answer, so errors, 304s, 404s and 405s get the headers too.
+  app.use(apiResponseHeaders);
   // Every setting is checked before any work: a misconfigured deployment answers 500 and logs why.
   app.use((c, next) => {
     configOrThrow(c.env);
     return next();
   });
   app.use(accessLog);
-  app.use(timing({ crossOrigin: true }));
+  app.use(timing({ crossOrigin: timingAllowOrigin }));
   app.use(corsFromConfig);
   // If-None-Match → 304, after the quota has counted the request; a 304 keeps all other headers.
   app.use(conditional);
@@ -53,7 +56,7 @@ export function createApp() {
   // Public, and registered before the /v1 middleware so they need no key.
   const document = openApiDocument(petsApi);
   app.get("/v1/openapi.json", (c) => {
-    const { text, etag } = document(configOrThrow(c.env).PUBLIC_ORIGIN);
+    const { text, etag } = document(configOrThrow(c.env));
     return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
   });
   // Its script and styles are static assets (public/docs), served without the Worker.

@@ -86,10 +86,11 @@ describe("401 unauthorized", () => {
     await expectError(res, 401, "unauthorized");
   });
 
-  it("an empty Bearer token or a token with spaces is refused", async () => {
+  it("an empty Bearer token or a token with spaces is a malformed request: 400 invalid_request", async () => {
     for (const value of ["Bearer", "Bearer ", "Bearer a b"]) {
       const res = await call("/v1/pets", { headers: fromNewClient({ Authorization: value }) });
-      await expectError(res, 401, "unauthorized");
+      await expectError(res, 400, "invalid_request");
+      expect(res.headers.get("WWW-Authenticate")).toMatch(/error="invalid_request"/);
     }
   });
 

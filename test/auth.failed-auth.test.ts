@@ -70,16 +70,18 @@ describe("clients the shield refused", () => {
     const net = `2001:db8:${(++seq).toString(16)}:1`;
     for (let i = 0; i < 30; i++)
       await call("/v1/pets", {
-        headers: { "CF-Connecting-IP": `${net}::${(i + 1).toString(16)}` },
+        headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": `${net}::${(i + 1).toString(16)}` },
       });
     await expectError(
-      await call("/v1/pets", { headers: { "CF-Connecting-IP": `${net}:0:0:0:ffff` } }),
+      await call("/v1/pets", {
+        headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": `${net}:0:0:0:ffff` },
+      }),
       429,
       "rate_limited",
     );
     await expectError(
       await call("/v1/pets", {
-        headers: { "CF-Connecting-IP": `2001:db8:${seq.toString(16)}:2::1` },
+        headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": `2001:db8:${seq.toString(16)}:2::1` },
       }),
       401,
       "unauthorized",
@@ -90,9 +92,13 @@ describe("clients the shield refused", () => {
 describe("client addresses", () => {
   it("an IPv4-mapped IPv6 client shares its IPv4 address's window (one HTTP check of the wiring)", async () => {
     for (let i = 0; i < 30; i++)
-      await call("/v1/pets", { headers: { "CF-Connecting-IP": "::ffff:198.51.100.7" } });
+      await call("/v1/pets", {
+        headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": "::ffff:198.51.100.7" },
+      });
     await expectError(
-      await call("/v1/pets", { headers: { "CF-Connecting-IP": "198.51.100.7" } }),
+      await call("/v1/pets", {
+        headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": "198.51.100.7" },
+      }),
       429,
       "rate_limited",
     );

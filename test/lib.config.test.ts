@@ -10,7 +10,6 @@ describe("configOrThrow", () => {
     const config = configOrThrow(env);
     expect(config).toMatchObject({ ENVIRONMENT: "local", BAN_MINUTES: 15, ACCESS_LOG: "on" });
     expect(config.CORS_ORIGINS).toEqual([]);
-    expect(config.PUBLIC_ORIGIN).toBe("http://127.0.0.1:8787");
   });
 
   it("splits CORS_ORIGINS and applies defaults", () => {

@@ -5,7 +5,8 @@ import { auth, call, callWith, expectError, issueKey, postJson } from "./helpers
 afterEach(() => vi.restoreAllMocks());
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const BOOKMARK = /^[0-9a-f]{8}(-[0-9a-f]{8,64}){1,8}$/i;
+// A D1 bookmark and the tag that shows this API issued it.
+const BOOKMARK = /^[0-9a-f]{8}(-[0-9a-f]{8,64}){1,8}\.[A-Za-z0-9_-]{22}$/i;
 const ALLOWED = "https://app.example";
 
 const withCors = (path: string, init: RequestInit = {}, origins = ALLOWED) =>

@@ -17,7 +17,7 @@ describe("per-client shield against key guessing", () => {
     const ip = freshIp();
     time.now = T0 + 15_000;
     for (let i = 1; i <= 30; i++) {
-      const res = await listFrom(ip, i % 2 ? auth(WRONG_KEY) : {});
+      const res = await listFrom(ip, auth(i % 2 ? WRONG_KEY : "nonsense"));
       await expectError(res, 401, "unauthorized");
       expect(res.headers.get("WWW-Authenticate")).toMatch(/^Bearer realm=/);
       expect(res.headers.get("X-RateLimit-Limit")).toBe("30");
@@ -35,9 +35,12 @@ describe("per-client shield against key guessing", () => {
     expect(refused.headers.get("X-RateLimit-Remaining")).toBe("0");
     expect(refused.headers.get("X-RateLimit-Reset")).toBe(String((T0 + MINUTE_MS) / 1000));
 
-    // Without a key as well, and with malformed tokens.
-    await expectError(await listFrom(ip), 429, "rate_limited");
+    // Any token that matches no key is refused now, even one that could not be a key…
     await expectError(await listFrom(ip, auth("nonsense")), 429, "rate_limited");
+    // … but a request without credentials is not a guess: its 401, without the shield's headers.
+    const keyless = await listFrom(ip);
+    await expectError(keyless, 401, "unauthorized");
+    expect(keyless.headers.get("X-RateLimit-Limit")).toBeNull();
   });
 
   it("does not affect other clients", async () => {
@@ -91,19 +94,45 @@ describe("per-client shield against key guessing", () => {
     expect((await listFrom(ip, auth(key))).status).toBe(200);
   });
 
-  it("counts a revoked key's attempts as failures", async () => {
+  it("does not count a revoked key's attempts: 401 invalid_token, no shield window, guesses unaffected", async () => {
     const ip = freshIp();
     const { id, key } = await issueKey("pro");
     await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: ADMIN });
-    const res = await listFrom(ip, auth(key));
-    await expectError(res, 401, "unauthorized");
-    expect(res.headers.get("X-RateLimit-Limit")).toBe("30");
-    expect(res.headers.get("X-RateLimit-Remaining")).toBe("29");
+    for (let i = 0; i < 40; i++) {
+      const res = await listFrom(ip, auth(key));
+      await expectError(res, 401, "unauthorized");
+      expect(res.headers.get("WWW-Authenticate")).toBe(
+        'Bearer realm="animal-store", error="invalid_token"',
+      );
+      expect(res.headers.get("X-RateLimit-Limit")).toBeNull();
+    }
+    const guess = await listFrom(ip, auth(WRONG_KEY));
+    await expectError(guess, 401, "unauthorized");
+    expect(guess.headers.get("X-RateLimit-Remaining")).toBe("29");
+  });
+
+  it("does not count an expired key's attempts, nor requests without credentials or with malformed ones", async () => {
+    const ip = freshIp();
+    const { key } = await issueKey("pro", undefined, {
+      expiresAt: new Date(T0 + 1_000).toISOString(),
+    });
+    time.now = T0 + 2_000;
+    for (let i = 0; i < 40; i++) {
+      await expectError(await listFrom(ip, auth(key)), 401, "unauthorized");
+      await expectError(await listFrom(ip), 401, "unauthorized");
+      await expectError(await listFrom(ip, { Authorization: "Basic dTpw" }), 401, "unauthorized");
+      await expectError(await listFrom(ip, { Authorization: "Bearer" }), 400, "invalid_request");
+    }
+    // 160 failures that were not guesses: a valid key not cached yet still gets in.
+    const fresh = await issueKey("pro");
+    expect((await listFrom(ip, auth(fresh.key))).status).toBe(200);
+    const guess = await listFrom(ip, auth(WRONG_KEY));
+    expect(guess.headers.get("X-RateLimit-Remaining")).toBe("29");
   });
 
   it("leaves the public documents and paths outside /v1 alone", async () => {
     const ip = freshIp();
-    for (let i = 0; i < 31; i++) await listFrom(ip);
+    for (let i = 0; i < 31; i++) await listFrom(ip, auth(WRONG_KEY));
     expect((await call("/v1/openapi.json", { headers: { "CF-Connecting-IP": ip } })).status).toBe(
       200,
     );

@@ -3,8 +3,10 @@ import { clientAddress } from "../lib/client-address";
 import { configOrThrow, secretOrThrow } from "../lib/config";
 import { secretsEqual } from "../lib/crypto";
 import type { BaseEnv } from "../lib/hono-env";
-import { authFailure, isRefused } from "./failed-auth";
-import { bearerToken } from "./key-format";
+import { credentialsError, parseAuthorization } from "./authorization-header";
+import { failedGuess, isRefused } from "./failed-auth";
+
+const REALM = "animal-store-admin";
 
 /**
  * The operator API takes `Authorization: Bearer <ADMIN_TOKEN>` (a Worker secret), compared in
@@ -18,12 +20,14 @@ import { bearerToken } from "./key-format";
  */
 export const requireAdmin = createMiddleware<BaseEnv>(async (c, next) => {
   const expected = secretOrThrow(configOrThrow(c.env), "ADMIN_TOKEN");
-  const given = bearerToken(c.req.header("Authorization"));
+  const credentials = parseAuthorization(c.req.header("Authorization"));
+  if (credentials.kind !== "bearer")
+    throw credentialsError(credentials, { realm: REALM, secretName: "ADMIN_TOKEN" });
   const shieldName = `admin:${clientAddress(c.req.header("CF-Connecting-IP"))}`;
-  if (!given || isRefused(shieldName) || !(await secretsEqual(given, expected))) {
-    const challenge = `Bearer realm="animal-store-admin"${given ? ', error="invalid_token"' : ""}`;
+  if (isRefused(shieldName) || !(await secretsEqual(credentials.token, expected))) {
+    const challenge = `Bearer realm="${REALM}", error="invalid_token"`;
     const message = "The admin API needs Authorization: Bearer <ADMIN_TOKEN>.";
-    throw await authFailure(c.env, shieldName, message, challenge);
+    throw await failedGuess(c.env, shieldName, message, challenge);
   }
   await next();
 });

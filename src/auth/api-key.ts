@@ -5,12 +5,15 @@ import { findKeyByHash, type KeyRecord, keyStatus } from "../db/keys";
 import { clientAddress } from "../lib/client-address";
 import { clock } from "../lib/clock";
 import { sha256Hex } from "../lib/crypto";
+import { ApiError } from "../lib/errors";
 import type { BaseEnv, EnvWith } from "../lib/hono-env";
-import { authFailure, isRefused } from "./failed-auth";
+import { credentialsError, parseAuthorization } from "./authorization-header";
+import { failedGuess, isRefused } from "./failed-auth";
 import { cachedKey, cacheKey } from "./key-cache";
-import { bearerToken, looksLikeApiKey } from "./key-format";
+import { looksLikeApiKey } from "./key-format";
 
-const REALM = 'Bearer realm="animal-store"';
+const REALM = "animal-store";
+const INVALID_TOKEN_CHALLENGE = `Bearer realm="${REALM}", error="invalid_token"`;
 
 export const KEY_PROBLEMS = {
   unknown: "The API key is not valid.",
@@ -30,14 +33,22 @@ export function whyKeyUnusable(record: KeyRecord | null, now: number): string | 
   return status === "active" ? null : KEY_PROBLEMS[status];
 }
 
-/** 401 (or 429 for a client that keeps failing) for an API request that did not authenticate. */
-export function apiAuthFailure<E extends BaseEnv>(
-  c: Context<E>,
-  message: string,
-  { tokenGiven }: { tokenGiven: boolean },
-): Promise<Error> {
-  const challenge = tokenGiven ? `${REALM}, error="invalid_token"` : REALM;
-  return authFailure(c.env, clientAddress(c.req.header("CF-Connecting-IP")), message, challenge);
+/**
+ * 401 for a key the service knows but may not use now (revoked, expired). Not a guess, so the
+ * client's failed-authentication shield does not count it: one stale client behind a shared
+ * address must not lock everyone else there out.
+ */
+export function unusableKeyError(problem: string): ApiError {
+  return new ApiError("unauthorized", problem, { "WWW-Authenticate": INVALID_TOKEN_CHALLENGE });
+}
+
+/**
+ * 401 for a token that matches no key: a guess, counted in the client's shield (429 once the
+ * client has guessed too often this minute).
+ */
+function unknownKeyFailure<E extends BaseEnv>(c: Context<E>): Promise<ApiError> {
+  const client = clientAddress(c.req.header("CF-Connecting-IP"));
+  return failedGuess(c.env, client, KEY_PROBLEMS.unknown, INVALID_TOKEN_CHALLENGE);
 }
 
 /** The key for `token`: from this isolate's cache when warm, else from D1 (none for refused clients). */
@@ -65,14 +76,13 @@ async function lookUp<E extends BaseEnv>(c: Context<E>, token: string): Promise<
  * ```
  */
 export const authenticate = createMiddleware<EnvWith<ApiKeyVariables>>(async (c, next) => {
-  const token = bearerToken(c.req.header("Authorization"));
-  const record = token ? await wrapTime(c, "auth", lookUp(c, token)) : null;
-  const problem = token
-    ? whyKeyUnusable(record, clock.now())
-    : "Missing API key: send Authorization: Bearer <API key>.";
-  if (problem || !record) {
-    throw await apiAuthFailure(c, problem ?? KEY_PROBLEMS.unknown, { tokenGiven: token !== null });
-  }
+  const credentials = parseAuthorization(c.req.header("Authorization"));
+  if (credentials.kind !== "bearer")
+    throw credentialsError(credentials, { realm: REALM, secretName: "API key" });
+  const record = await wrapTime(c, "auth", lookUp(c, credentials.token));
+  if (!record) throw await unknownKeyFailure(c);
+  const problem = whyKeyUnusable(record, clock.now());
+  if (problem) throw unusableKeyError(problem);
   c.set("apiKey", record);
   await next();
 });

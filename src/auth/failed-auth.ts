@@ -21,10 +21,12 @@ function tooManyFailures(decision: Decision): ApiError {
 }
 
 /**
- * The error for a failed authentication: 401, or 429 once this client has failed too often in
- * this minute. Either carries the X-RateLimit-* headers of the client's failure window.
+ * The error for a failed guess (a secret that matches nothing): counted in the client's shield,
+ * 401, or 429 once this client has guessed too often in this minute. Either carries the
+ * X-RateLimit-* headers of the client's failure window. Only guesses count: a missing or
+ * malformed header, or a known key that may no longer be used, is not an attempt at a secret.
  */
-export async function authFailure(
+export async function failedGuess(
   env: Env,
   shieldName: string,
   message: string,

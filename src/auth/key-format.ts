@@ -18,8 +18,3 @@ export function generateApiKey(environment: string): { key: string; displayPrefi
 export function looksLikeApiKey(token: string): boolean {
   return KEY_PATTERN.test(token);
 }
-
-/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive), or null. */
-export function bearerToken(header: string | undefined): string | null {
-  return header?.match(/^Bearer +(\S+) *$/i)?.[1] ?? null;
-}

@@ -25,6 +25,20 @@ const origins = z
     ),
   );
 
+/**
+ * The API's public origin (`https://api.example.com`), for absolute links such as the next page's;
+ * empty: links are relative references (`</v1/pets?…>`). Never taken from the request's Host.
+ */
+const publicOrigin = z
+  .string()
+  .default("")
+  .refine(
+    (s) =>
+      s === "" ||
+      (URL.canParse(s) && /^https?:$/.test(new URL(s).protocol) && new URL(s).origin === s),
+    "must be an origin such as https://api.example.com (no path or trailing slash), or empty",
+  );
+
 const ConfigSchema = z.object({
   ENVIRONMENT: z.enum(["local", "staging", "production"]),
   /** How long a key stays banned after hammering while throttled. */
@@ -32,11 +46,7 @@ const ConfigSchema = z.object({
   /** One JSON line per request ("on") or none ("off"). */
   ACCESS_LOG: z.enum(["on", "off"]).default("on"),
   CORS_ORIGINS: origins,
-  /** This environment's public origin (`https://api.example.com`): the OpenAPI `servers` entry. */
-  PUBLIC_ORIGIN: z
-    .url({ protocol: /^https?$/ })
-    .refine((o) => URL.canParse(o) && new URL(o).origin === o, "must be an origin")
-    .optional(),
+  PUBLIC_ORIGIN: publicOrigin,
   ADMIN_TOKEN: secret,
   CURSOR_SECRET: secret,
 });

@@ -25,3 +25,30 @@ export async function secretsEqual(given: string, expected: string): Promise<boo
   const [a, b] = await Promise.all([sha256(given), sha256(expected)]);
   return crypto.subtle.timingSafeEqual(a, b);
 }
+
+const hmacKeys = new Map<string, Promise<CryptoKey>>();
+
+function hmacKey(secret: string): Promise<CryptoKey> {
+  let key = hmacKeys.get(secret);
+  if (!key) {
+    key = crypto.subtle.importKey(
+      "raw",
+      encoder.encode(secret),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign"],
+    );
+    hmacKeys.set(secret, key);
+  }
+  return key;
+}
+
+/** HMAC-SHA-256 of `payload` under `secret`, truncated to `bytes` bytes (for opaque tokens). */
+export async function hmacTag(
+  secret: string,
+  payload: Uint8Array,
+  bytes: number,
+): Promise<Uint8Array> {
+  const tag = await crypto.subtle.sign("HMAC", await hmacKey(secret), payload);
+  return new Uint8Array(tag).slice(0, bytes);
+}

@@ -1,5 +1,4 @@
-import type { MiddlewareHandler } from "hono";
-import { cors } from "hono/cors";
+import type { Context, MiddlewareHandler } from "hono";
 import { configOrThrow } from "../lib/config";
 import type { BaseEnv } from "../lib/hono-env";
 import { BOOKMARK_HEADER } from "./d1-session";
@@ -21,7 +20,7 @@ const EXPOSED_HEADERS = [
   "X-Request-Id",
   "Server-Timing",
   BOOKMARK_HEADER,
-];
+].join(", ");
 
 const ALLOWED_HEADERS = [
   "Authorization",
@@ -30,29 +29,67 @@ const ALLOWED_HEADERS = [
   "If-None-Match",
   "X-Request-Id",
   BOOKMARK_HEADER,
+].join(", ");
+
+const PREFLIGHT_MAX_AGE_S = 600;
+
+/**
+ * The public API's routes and their methods: the only paths a browser on another origin may use.
+ * The operator API (/admin/v1) is not here, so it never answers a cross-origin preflight.
+ */
+const PUBLIC_ROUTES: Array<[RegExp, string[]]> = [
+  [/^\/v1\/pets$/, ["GET", "HEAD", "POST"]],
+  [/^\/v1\/pets\/[^/]+$/, ["GET", "HEAD"]],
+  [/^\/v1\/openapi\.json$/, ["GET", "HEAD"]],
 ];
 
-// One handler per distinct origin list (the list is per environment, so this holds one or two).
-const byOrigins = new Map<string, MiddlewareHandler>();
-
-function corsFor(origins: string[]): MiddlewareHandler {
-  const id = origins.join(",");
-  let handler = byOrigins.get(id);
-  if (!handler) {
-    handler = cors({
-      origin: origins,
-      allowMethods: ["GET", "POST", "OPTIONS"],
-      allowHeaders: ALLOWED_HEADERS,
-      exposeHeaders: EXPOSED_HEADERS,
-      maxAge: 600,
-    });
-    byOrigins.set(id, handler);
-  }
-  return handler;
+/** The methods of the public route at `path`, or null if no public route is there. */
+function publicRouteMethods(path: string): string[] | null {
+  return PUBLIC_ROUTES.find(([pattern]) => pattern.test(path))?.[1] ?? null;
 }
 
-/** CORS for the origins in CORS_ORIGINS (comma-separated; empty: CORS off). Preflights need no key. */
-export const corsFromConfig: MiddlewareHandler<BaseEnv> = (c, next) => {
-  const origins = configOrThrow(c.env).CORS_ORIGINS;
-  return origins.length ? corsFor(origins)(c, next) : next();
+/** The request's Origin if CORS_ORIGINS allows it and the path is a public route, else null. */
+function allowedOrigin(c: Context<BaseEnv>): string | null {
+  const origin = c.req.header("Origin");
+  if (!origin || !publicRouteMethods(c.req.path)) return null;
+  return configOrThrow(c.env).CORS_ORIGINS.includes(origin) ? origin : null;
+}
+
+/** For hono's timing(): Server-Timing is readable by the origins CORS allows, and only there. */
+export const timingAllowOrigin = (c: Context<BaseEnv>): string | false => allowedOrigin(c) ?? false;
+
+/**
+ * CORS for the origins in CORS_ORIGINS (comma-separated; empty: CORS off), on the public /v1
+ * routes only. A preflight (OPTIONS with Origin and Access-Control-Request-Method) from an
+ * allowed origin, for a method the route has, gets 204 and needs no key. Any other OPTIONS goes
+ * on to routing like any other method (401, 404 or 405): an unknown path or the operator API
+ * never answers 204.
+ */
+export const corsFromConfig: MiddlewareHandler<BaseEnv> = async (c, next) => {
+  const methods = publicRouteMethods(c.req.path);
+  if (!methods || configOrThrow(c.env).CORS_ORIGINS.length === 0) return next();
+  const origin = allowedOrigin(c);
+  const requestedMethod = c.req.header("Access-Control-Request-Method");
+  if (
+    c.req.method === "OPTIONS" &&
+    origin &&
+    requestedMethod &&
+    methods.includes(requestedMethod)
+  ) {
+    return c.body(null, 204, {
+      "Access-Control-Allow-Origin": origin,
+      "Access-Control-Allow-Methods": methods.join(", "),
+      "Access-Control-Allow-Headers": ALLOWED_HEADERS,
+      "Access-Control-Max-Age": String(PREFLIGHT_MAX_AGE_S),
+      Vary: "Origin",
+    });
+  }
+  await next();
+  // Whether or not this origin is allowed, the answer depends on Origin.
+  c.res.headers.append("Vary", "Origin");
+  // An OPTIONS that was not a preflight we answer is refused (401/404/405): no grant on it.
+  if (origin && c.req.method !== "OPTIONS") {
+    c.res.headers.set("Access-Control-Allow-Origin", origin);
+    c.res.headers.set("Access-Control-Expose-Headers", EXPOSED_HEADERS);
+  }
 };

@@ -3,8 +3,8 @@ import { createMiddleware } from "hono/factory";
 import { wrapTime } from "hono/timing";
 import {
   type ApiKeyVariables,
-  apiAuthFailure,
   KEY_PROBLEMS,
+  unusableKeyError,
   whyKeyUnusable,
 } from "../auth/api-key";
 import { forgetKey } from "../auth/key-cache";
@@ -82,7 +82,7 @@ async function headersOrThrowRefusal(
     const problem = await rereadKeyProblem(c.env, key.id);
     if (problem) {
       forgetKey(key.id);
-      throw await apiAuthFailure(c, problem, { tokenGiven: true });
+      throw unusableKeyError(problem);
     }
     return {};
   }
@@ -91,7 +91,7 @@ async function headersOrThrowRefusal(
   // revocation made elsewhere): drop the record so the next request reads the key afresh.
   if (decision.outcome === "revoked" || decision.policyVersion > key.version) forgetKey(key.id);
   if (decision.outcome === "revoked") {
-    throw await apiAuthFailure(c, KEY_PROBLEMS.revoked, { tokenGiven: true });
+    throw unusableKeyError(KEY_PROBLEMS.revoked);
   }
   const headers = rateLimitHeaders(decision);
   if (decision.outcome !== "allowed") {

@@ -25,5 +25,21 @@ const limitSize = bodyLimit({
   },
 });
 
-/** For operations that take a JSON body: 415 for other media types, 413 past 16 KiB. */
-export const jsonBody: MiddlewareHandler[] = [requireJsonType, limitSize];
+// Request.json() and .text() replace malformed UTF-8 with U+FFFD, so "a\xffb" would be stored as
+// "a�b" and answered 201. JSON text must be UTF-8 (RFC 8259 §8.1): decode fatally and refuse with
+// 400. The validator's c.req.json() then decodes the same cached bytes, now known to be sound.
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
+const requireUtf8: MiddlewareHandler = async (c, next) => {
+  try {
+    utf8.decode(await c.req.arrayBuffer());
+  } catch {
+    throw new ApiError("invalid_request", "body: must be well-formed UTF-8 (RFC 8259 §8.1).");
+  }
+  await next();
+};
+
+/**
+ * For operations that take a JSON body: 415 for other media types, 413 past 16 KiB, 400 for a
+ * body that is not well-formed UTF-8.
+ */
+export const jsonBody: MiddlewareHandler[] = [requireJsonType, limitSize, requireUtf8];

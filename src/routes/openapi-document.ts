@@ -21,7 +21,7 @@ const COMMON_RESPONSE_HEADERS = {
   "X-Request-Id": text("Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID"),
   "Server-Timing": text("Time spent per hop: auth, quota, db"),
   [BOOKMARK_HEADER]: text(
-    "D1 bookmark of this request's session; send it back to read your own writes",
+    "D1 bookmark of this request's session, signed; send it back unchanged to read your own writes",
   ),
 };
 
@@ -38,7 +38,8 @@ function documentMiddleware(doc: Document): Document {
           name: BOOKMARK_HEADER,
           in: "header",
           required: false,
-          description: "The latest x-d1-bookmark you received (read-your-writes)",
+          description:
+            "The latest x-d1-bookmark you received, unchanged (read-your-writes); any other value is 400",
           schema: { type: "string" },
         },
       ];
@@ -72,13 +73,18 @@ export const DOCUMENT_INFO = {
   contact: { name: "Animal Store API team" },
 };
 
-/** The document's `servers`: this environment's configured PUBLIC_ORIGIN, else relative. */
-export const serversFor = (origin: string | undefined, prefix: string) => [
+/** The document's `servers`: this environment's configured PUBLIC_ORIGIN; relative while it is "". */
+export const serversFor = (
+  { PUBLIC_ORIGIN, ENVIRONMENT }: { PUBLIC_ORIGIN: string; ENVIRONMENT: string },
+  prefix: string,
+) => [
   {
-    url: `${origin ?? ""}${prefix}`,
-    description: origin ? `This environment (${origin})` : "This deployment",
+    url: `${PUBLIC_ORIGIN}${prefix}`,
+    description: `The ${ENVIRONMENT} environment${PUBLIC_ORIGIN ? "" : " (this origin)"}`,
   },
 ];
+
+type ServerConfig = Parameters<typeof serversFor>[0];
 
 type Json = unknown;
 type HeaderMap = Record<string, Json>;
@@ -152,11 +158,11 @@ export function finishDocument(doc: Document): Document {
 
 /**
  * OpenAPI 3.1 of the public API, as JSON text with its ETag, generated from the zod schemas once
- * per isolate (per public origin).
+ * per isolate (per environment and public origin).
  */
 export function openApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
-  const cached = new Map<string | undefined, { text: string; etag: string }>();
-  const build = (origin: string | undefined) =>
+  const cached = new Map<string, { text: string; etag: string }>();
+  const build = (config: ServerConfig) =>
     finishDocument(
       documentMiddleware(
         api.getOpenAPI31Document({
@@ -173,17 +179,18 @@ export function openApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
             ].join("\n"),
             ...DOCUMENT_INFO,
           },
-          servers: serversFor(origin, "/v1"),
+          servers: serversFor(config, "/v1"),
           tags: [{ name: "Pets", description: "The animals in the store: list, add, fetch" }],
         }),
       ),
     );
-  return (origin: string | undefined) => {
-    let entry = cached.get(origin);
+  return (config: ServerConfig) => {
+    const cacheKey = `${config.ENVIRONMENT} ${config.PUBLIC_ORIGIN}`;
+    let entry = cached.get(cacheKey);
     if (!entry) {
-      const text = JSON.stringify(build(origin));
+      const text = JSON.stringify(build(config));
       entry = { text, etag: etagOfText(text) };
-      cached.set(origin, entry);
+      cached.set(cacheKey, entry);
     }
     return entry;
   };

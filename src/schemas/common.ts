@@ -34,9 +34,24 @@ export function positiveIdString(name: string, description: string) {
     });
 }
 
+/** C0 and C1 control characters and DEL (U+0000–U+001F, U+007F–U+009F). */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+/** Bidi embeddings, overrides and isolates: they reorder the text around them ("Trojan Source"). */
+const BIDI_CONTROL = /[\u202a-\u202e\u2066-\u2069]/;
+/** Line and paragraph separators: a line break inside a one-line name. */
+const LINE_SEPARATOR = /[\u2028\u2029]/;
 /**
- * A display name: trimmed, 1–200 characters, well-formed Unicode without control characters
- * (a lone surrogate would be stored altered, and NUL cuts strings short in SQLite).
+ * A character that draws something: not a default-ignorable or format character (U+200B, ZWJ,
+ * U+2060, U+FEFF, U+3164…), separator, combining mark, control or unassigned code point, and not
+ * the blank Braille pattern U+2800.
+ */
+const VISIBLE = /[^\p{Default_Ignorable_Code_Point}\p{Cf}\p{Z}\p{M}\p{Cc}\p{Cs}\p{Cn}\s\u2800]/u;
+
+/**
+ * A display name: trimmed, 1–200 characters of well-formed Unicode (a lone surrogate would be
+ * stored altered) with at least one visible character and no control characters (NUL cuts
+ * strings short in SQLite), bidi overrides or isolates, or line separators. Invisible characters
+ * inside a visible name stay allowed: emoji sequences join with ZWJ (U+200D).
  */
 export const DisplayNameSchema = z
   .string({ error: (i) => (i.input === undefined ? "is required" : "must be a string") })
@@ -44,7 +59,22 @@ export const DisplayNameSchema = z
   .min(1, "must not be empty or only whitespace")
   .max(200, "must be at most 200 characters")
   .refine((s) => s.isWellFormed(), "must be well-formed Unicode (no lone surrogates)")
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters")
+  .refine(
+    (s) => !CONTROL.test(s),
+    "must not contain control characters (U+0000–U+001F, U+007F–U+009F)",
+  )
+  .refine(
+    (s) => !BIDI_CONTROL.test(s),
+    "must not contain bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069)",
+  )
+  .refine(
+    (s) => !LINE_SEPARATOR.test(s),
+    "must not contain line or paragraph separators (U+2028, U+2029)",
+  )
+  .refine(
+    (s) => s === "" || VISIBLE.test(s),
+    "must contain at least one visible character (not only invisible ones such as U+200B)",
+  )
   // The refinements hide the length bounds from the OpenAPI generator: state them for it.
   .openapi({ type: "string", minLength: 1, maxLength: 200 });
 
@@ -70,7 +100,7 @@ type HeaderObjects = Record<
 export function errorResponses(first: number | HeaderObjects, ...rest: number[]) {
   const [extra, statuses] = typeof first === "number" ? [{}, [first, ...rest]] : [first, rest];
   const descriptions: Record<number, string> = {
-    400: "Invalid request (parameter or body)",
+    400: "Invalid request (parameter, header or body; also a malformed Authorization header)",
     401: "Missing or invalid API key",
     404: "Not found",
     405: "Method not allowed",

@@ -112,7 +112,7 @@ export interface components {
         ETag: string;
         /** @description true when this repeats the answer to an earlier request with the same Idempotency-Key */
         "Idempotent-Replayed": string;
-        /** @description rel="next": the next page, absolute, when more exist */
+        /** @description rel="next": the next page, when more exist (absolute on the configured public origin, or a relative reference) */
         Link: string;
         /** @description </v1/pets>; rel="successor-version" */
         "Link.getPet": string;
@@ -128,7 +128,7 @@ export interface components {
         "Server-Timing": string;
         /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
         Sunset: string;
-        /** @description D1 bookmark of this request's session; send it back to read your own writes */
+        /** @description D1 bookmark of this request's session, signed; send it back unchanged to read your own writes */
         "x-d1-bookmark": string;
         /** @description Limit in force for the current usage window (the one closest to exhaustion) */
         "X-RateLimit-Limit": number;
@@ -154,7 +154,7 @@ export interface operations {
                 cursor?: string;
             };
             header?: {
-                /** @description The latest x-d1-bookmark you received (read-your-writes) */
+                /** @description The latest x-d1-bookmark you received, unchanged (read-your-writes); any other value is 400 */
                 "x-d1-bookmark"?: string;
                 /** @description An ETag from an earlier response */
                 "If-None-Match"?: string;
@@ -199,7 +199,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request (parameter or body) */
+            /** @description Invalid request (parameter, header or body; also a malformed Authorization header) */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -311,7 +311,7 @@ export interface operations {
             header?: {
                 /** @description Makes retries safe: the same key and body within 24 h return the first answer (Idempotent-Replayed: true) */
                 "idempotency-key"?: string;
-                /** @description The latest x-d1-bookmark you received (read-your-writes) */
+                /** @description The latest x-d1-bookmark you received, unchanged (read-your-writes); any other value is 400 */
                 "x-d1-bookmark"?: string;
             };
             path?: never;
@@ -342,7 +342,7 @@ export interface operations {
                     "application/json": components["schemas"]["Pet"];
                 };
             };
-            /** @description Invalid request (parameter or body) */
+            /** @description Invalid request (parameter, header or body; also a malformed Authorization header) */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -520,7 +520,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description The latest x-d1-bookmark you received (read-your-writes) */
+                /** @description The latest x-d1-bookmark you received, unchanged (read-your-writes); any other value is 400 */
                 "x-d1-bookmark"?: string;
                 /** @description An ETag from an earlier response */
                 "If-None-Match"?: string;
@@ -570,7 +570,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Invalid request (parameter or body) */
+            /** @description Invalid request (parameter, header or body; also a malformed Authorization header) */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

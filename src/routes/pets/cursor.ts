@@ -1,4 +1,5 @@
 import { BOOKMARK_PATTERN } from "../../db/session";
+import { hmacTag } from "../../lib/crypto";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
 import { ApiError } from "../../lib/errors";
 import type { PetStatus } from "../../schemas/pets";
@@ -16,30 +17,9 @@ interface CursorState {
 }
 
 const encoder = new TextEncoder();
-const keys = new Map<string, Promise<CryptoKey>>();
 const MAC_BYTES = 16;
 
-function signingKey(secret: string): Promise<CryptoKey> {
-  let key = keys.get(secret);
-  if (!key) {
-    key = crypto.subtle.importKey(
-      "raw",
-      encoder.encode(secret),
-      { name: "HMAC", hash: "SHA-256" },
-      false,
-      ["sign"],
-    );
-    keys.set(secret, key);
-  }
-  return key;
-}
-
-async function mac(secret: string, payload: Uint8Array): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.sign("HMAC", await signingKey(secret), payload)).slice(
-    0,
-    MAC_BYTES,
-  );
-}
+const mac = (secret: string, payload: Uint8Array) => hmacTag(secret, payload, MAC_BYTES);
 
 export async function encodeCursor(
   secret: string,
@@ -99,16 +79,20 @@ export async function decodeCursorOrThrow(
   return { afterId: Number(id), bookmark: bookmark || null };
 }
 
-/** RFC 8288 `Link: <…>; rel="next"`, absolute, keeping the client's limit and status. */
+/**
+ * RFC 8288 `Link: <…>; rel="next"`, keeping the client's limit and status: absolute on
+ * `publicOrigin` (the PUBLIC_ORIGIN setting), or a relative reference when that is empty. Never
+ * built from the request's Host header, which the client chooses.
+ */
 export function nextLink(
-  requestUrl: string,
+  publicOrigin: string,
+  path: string,
   limit: number,
   status: PetStatus | undefined,
   cursor: string,
 ): string {
-  const url = new URL(requestUrl);
   const query = new URLSearchParams({ limit: String(limit) });
   if (status) query.set("status", status);
   query.set("cursor", cursor);
-  return `<${url.origin}${url.pathname}?${query}>; rel="next"`;
+  return `<${publicOrigin}${path}?${query}>; rel="next"`;
 }

@@ -51,7 +51,8 @@ const listPetsRoute = createRoute({
       headers: {
         ...RATE_LIMIT_HEADERS,
         Link: {
-          description: 'rel="next": the next page, absolute, when more exist',
+          description:
+            'rel="next": the next page, when more exist (absolute on the configured public origin, or a relative reference)',
           schema: { type: "string" as const },
         },
       },
@@ -132,7 +133,8 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
     if (rows.length > limit) {
       const lastId = page[page.length - 1]!.id;
       const next = await encodeCursor(cursorSecret(), lastId, status, c.var.d1.bookmark());
-      c.header("Link", nextLink(c.req.url, limit, status, next));
+      const { PUBLIC_ORIGIN } = configOrThrow(c.env);
+      c.header("Link", nextLink(PUBLIC_ORIGIN, c.req.path, limit, status, next));
     }
     return c.json(withETag(c, page), 200);
   })

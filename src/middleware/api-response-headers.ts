@@ -1,0 +1,45 @@
+import type { MiddlewareHandler } from "hono";
+
+/** A JSON API answer is never a page: nothing may frame it, load from it or sniff its type. */
+const API_CSP = "default-src 'none'; frame-ancestors 'none'";
+
+/** Whether `path` is the interactive reference, which sends its own page headers (and CSP). */
+const isDocsPage = (path: string) => path === "/docs" || path.startsWith("/docs/");
+
+/**
+ * The cache policy of an API answer. Bodies and rate-limit headers depend on the caller's key,
+ * so no shared cache may keep one: a successful read may be kept by the caller's own cache but
+ * must be revalidated (its ETag makes that a cheap 304); everything else, the operator API's
+ * answers (which may carry a new key's secret) and every error, must not be stored at all.
+ */
+function cacheControlFor(method: string, path: string, status: number): string {
+  const revalidatable =
+    (method === "GET" || method === "HEAD") && (status === 200 || status === 304);
+  return revalidatable && !path.startsWith("/admin/") ? "private, no-cache" : "no-store";
+}
+
+/** Adds `token` to the comma-separated Vary of `headers` unless it is already there. */
+function addVary(headers: Headers, token: string): void {
+  const present = (headers.get("Vary") ?? "")
+    .split(",")
+    .map((t) => t.trim().toLowerCase())
+    .filter(Boolean);
+  if (!present.includes(token.toLowerCase()) && !present.includes("*"))
+    headers.append("Vary", token);
+}
+
+/**
+ * Security and caching headers on every API answer, errors and 304s included (REST security
+ * guidance): `Cache-Control` (see cacheControlFor), `X-Content-Type-Options: nosniff`,
+ * `Vary: Authorization` (the answer depends on the key) and a CSP that forbids framing. The
+ * /docs page is left to set its own.
+ */
+export const apiResponseHeaders: MiddlewareHandler = async (c, next) => {
+  await next();
+  if (isDocsPage(c.req.path)) return;
+  const headers = c.res.headers;
+  headers.set("Cache-Control", cacheControlFor(c.req.method, c.req.path, c.res.status));
+  headers.set("X-Content-Type-Options", "nosniff");
+  headers.set("Content-Security-Policy", API_CSP);
+  addVary(headers, "Authorization");
+};

@@ -1,0 +1,75 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { signBookmark } from "../src/middleware/d1-session";
+import { auth, call, callWith, expectError, issueKey, postJson } from "./helpers";
+
+const FUTURE = `ffffffff-ffffffff-ffffffff-${"f".repeat(32)}`;
+const SIGNED = /^[0-9a-f]{8}(-[0-9a-f]{8,64}){1,8}\.[A-Za-z0-9_-]{22}$/i;
+
+/** Records the bookmark each D1 session of a request started from. */
+function recordingDb() {
+  const opened: string[] = [];
+  const db = new Proxy(env.DB, {
+    get: (target, prop) =>
+      prop === "withSession"
+        ? (b: string) => (opened.push(b), target.withSession(b))
+        : Reflect.get(target, prop).bind(target),
+  });
+  return { db, opened };
+}
+
+describe("x-d1-bookmark: only bookmarks this API returned are honoured", () => {
+  it("a bookmark from the future (ffffffff-…) → 400 naming the header; no session opens from it", async () => {
+    const { key } = await issueKey();
+    const { db, opened } = recordingDb();
+    for (const value of [FUTURE, `${FUTURE}.${"A".repeat(22)}`]) {
+      const res = await callWith({ DB: db }, "/v1/pets", {
+        headers: auth(key, { "x-d1-bookmark": value }),
+      });
+      const body = await expectError(res, 400, "invalid_request");
+      expect(body.message).toMatch(/^x-d1-bookmark: must be a bookmark returned by this API/);
+      expect(res.headers.get("x-d1-bookmark")).toBeNull();
+    }
+    expect(opened).toEqual([]);
+  });
+
+  it("a real bookmark with its tag altered, or signed under another secret, → 400", async () => {
+    const { key } = await issueKey();
+    const created = await postJson("/v1/pets", { name: "B", categoryId: 1 }, auth(key));
+    const issued = created.headers.get("x-d1-bookmark")!;
+    expect(issued).toMatch(SIGNED);
+    const [bookmark, tag] = issued.split(".") as [string, string];
+    const flipped = `${bookmark}.${tag[0] === "A" ? "B" : "A"}${tag.slice(1)}`;
+    const foreign = await signBookmark("another-environment's-secret", bookmark);
+    const later = `${bookmark.slice(0, -1)}${bookmark.endsWith("f") ? "e" : "f"}.${tag}`;
+    for (const value of [bookmark, flipped, foreign, later]) {
+      const res = await call("/v1/pets", { headers: auth(key, { "x-d1-bookmark": value }) });
+      await expectError(res, 400, "invalid_request");
+    }
+  });
+
+  it("the bookmark a response returned, sent back unchanged, is honoured: the session starts from it", async () => {
+    const { key } = await issueKey();
+    const created = await postJson("/v1/pets", { name: "Mine", categoryId: 1 }, auth(key));
+    const issued = created.headers.get("x-d1-bookmark")!;
+    const { db, opened } = recordingDb();
+    const res = await callWith({ DB: db }, "/v1/pets?limit=100", {
+      headers: auth(key, { "x-d1-bookmark": issued }),
+    });
+    expect(res.status).toBe(200);
+    expect(opened).toEqual([issued.split(".")[0]]);
+    expect(res.headers.get("x-d1-bookmark")).toMatch(SIGNED);
+  });
+
+  it("without CURSOR_SECRET no bookmark is returned, and none is accepted", async () => {
+    const { key } = await issueKey();
+    const issued = (await call("/v1/pets", { headers: auth(key) })).headers.get("x-d1-bookmark")!;
+    const res = await callWith({ CURSOR_SECRET: "" }, "/v1/pets", { headers: auth(key) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-d1-bookmark")).toBeNull();
+    const sent = await callWith({ CURSOR_SECRET: "" }, "/v1/pets", {
+      headers: auth(key, { "x-d1-bookmark": issued }),
+    });
+    await expectError(sent, 400, "invalid_request");
+  });
+});

@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest";
+import { ADMIN, auth, call, expectError, issueKey, petCount } from "./helpers";
+
+const encoder = new TextEncoder();
+
+/** `before` + raw `bytes` + `after`, as one body: the bytes are not re-encoded. */
+function bodyWith(before: string, bytes: number[], after: string): Uint8Array {
+  return new Uint8Array([...encoder.encode(before), ...bytes, ...encoder.encode(after)]);
+}
+
+const MALFORMED: Array<[string, number[]]> = [
+  ["invalid bytes 0xFF 0xFE", [0x61, 0xff, 0xfe, 0x62]],
+  ["a lone continuation byte", [0x61, 0x80]],
+  ["an overlong NUL (C0 80)", [0xc0, 0x80]],
+  ["a UTF-16 surrogate encoded in UTF-8 (ED A0 80)", [0xed, 0xa0, 0x80]],
+  ["a truncated 3-byte sequence", [0xe2, 0x82]],
+  ["a code point past U+10FFFF (F4 90 80 80)", [0xf4, 0x90, 0x80, 0x80]],
+];
+
+describe("JSON bodies must be well-formed UTF-8", () => {
+  for (const [what, bytes] of MALFORMED) {
+    it(`POST /v1/pets with ${what} in a name → 400 naming the rule, nothing stored`, async () => {
+      const { key } = await issueKey();
+      const before = await petCount();
+      const res = await call("/v1/pets", {
+        method: "POST",
+        headers: auth(key, { "Content-Type": "application/json" }),
+        body: bodyWith('{"name":"', bytes, '","categoryId":1}'),
+      });
+      const body = await expectError(res, 400, "invalid_request");
+      expect(body.message).toMatch(/UTF-8/);
+      expect(await petCount()).toBe(before);
+    });
+  }
+
+  it("well-formed multi-byte names (accents, CJK, astral emoji) are still created as sent", async () => {
+    const { key } = await issueKey();
+    const name = "Zoë 犬 🐕‍🦺";
+    const res = await call("/v1/pets", {
+      method: "POST",
+      headers: auth(key, { "Content-Type": "application/json" }),
+      body: encoder.encode(JSON.stringify({ name, categoryId: 1 })),
+    });
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as { name: string }).name).toBe(name);
+  });
+
+  it("the operator API refuses malformed UTF-8 too (POST and PATCH /admin/v1/keys)", async () => {
+    const post = await call("/admin/v1/keys", {
+      method: "POST",
+      headers: { ...ADMIN, "Content-Type": "application/json" },
+      body: bodyWith('{"name":"', [0xff], '","plan":"free"}'),
+    });
+    expect((await expectError(post, 400, "invalid_request")).message).toMatch(/UTF-8/);
+
+    const { id } = await issueKey("free");
+    const patch = await call(`/admin/v1/keys/${id}`, {
+      method: "PATCH",
+      headers: { ...ADMIN, "Content-Type": "application/json" },
+      body: bodyWith('{"name":"', [0xc3], '"}'),
+    });
+    expect((await expectError(patch, 400, "invalid_request")).message).toMatch(/UTF-8/);
+  });
+});
