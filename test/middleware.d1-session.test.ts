@@ -73,3 +73,54 @@ describe("x-d1-bookmark: only bookmarks this API returned are honoured", () => {
     await expectError(sent, 400, "invalid_request");
   });
 });
+
+// A D1 bookmark and the tag that shows this API issued it.
+const BOOKMARK = SIGNED;
+
+describe("D1 sessions: x-d1-bookmark", () => {
+  it("is returned on /v1 responses (list, create, get)", async () => {
+    const { key } = await issueKey();
+    const created = await postJson("/v1/pets", { name: "Bookmarked", categoryId: 1 }, auth(key));
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: number };
+    for (const res of [
+      created,
+      await call("/v1/pets", { headers: auth(key) }),
+      await call(`/v1/pets/${id}`, { headers: auth(key) }),
+    ]) {
+      expect(res.headers.get("x-d1-bookmark")).toMatch(BOOKMARK);
+    }
+  });
+
+  it("a bookmark sent back is accepted, and the write it followed is visible", async () => {
+    const { key } = await issueKey();
+    const created = await postJson("/v1/pets", { name: "ReadMyWrite", categoryId: 2 }, auth(key));
+    const { id } = (await created.json()) as { id: number };
+    const bookmark = created.headers.get("x-d1-bookmark")!;
+    const list = await call("/v1/pets?limit=100", {
+      headers: auth(key, { "x-d1-bookmark": bookmark }),
+    });
+    expect(list.status).toBe(200);
+    expect(((await list.json()) as Array<{ id: number }>).map((p) => p.id)).toContain(id);
+    expect(list.headers.get("x-d1-bookmark")).toMatch(BOOKMARK);
+  });
+
+  it("a malformed bookmark → 400 invalid_request naming the header", async () => {
+    const { key } = await issueKey();
+    for (const bad of [
+      "not-a-bookmark",
+      "00000000",
+      "zzzzzzzz-00000000",
+      "00000000-0000",
+      "00000000-00000000; DROP TABLE pets",
+      "x".repeat(600),
+    ]) {
+      const body = await expectError(
+        await call("/v1/pets", { headers: auth(key, { "x-d1-bookmark": bad }) }),
+        400,
+        "invalid_request",
+      );
+      expect(body.message).toContain("x-d1-bookmark");
+    }
+  });
+});

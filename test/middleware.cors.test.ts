@@ -1,5 +1,6 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { ADMIN, auth, callWith, issueKey } from "./helpers";
+import { ADMIN, auth, call, callWith, issueKey } from "./helpers";
 
 const ALLOWED = "https://app.example";
 const withCors = (path: string, init: RequestInit = {}) =>
@@ -106,5 +107,115 @@ describe("CORS covers only the public /v1 routes that exist", () => {
     expect(other.headers.get("Timing-Allow-Origin")).toBeNull();
     const sameOrigin = await withCors("/v1/pets", { headers: auth(key) });
     expect(sameOrigin.headers.get("Timing-Allow-Origin")).toBeNull();
+  });
+});
+
+const withCorsFrom = (path: string, init: RequestInit = {}, origins = ALLOWED) =>
+  callWith({ CORS_ORIGINS: origins }, path, init);
+
+const preflightFrom = (origin: string, method = "POST") => ({
+  method: "OPTIONS",
+  headers: {
+    Origin: origin,
+    "Access-Control-Request-Method": method,
+    "Access-Control-Request-Headers": "authorization, content-type, idempotency-key, x-d1-bookmark",
+  },
+});
+
+const listOf = (header: string | null) =>
+  (header ?? "")
+    .split(",")
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
+
+describe("CORS", () => {
+  it("a preflight from an allowed origin → 204 with ACAO, needing no key", async () => {
+    const res = await withCorsFrom("/v1/pets", preflightFrom(ALLOWED));
+    expect(res.status).toBe(204);
+    expect(res.headers.get("Access-Control-Allow-Origin")).toBe(ALLOWED);
+    expect(listOf(res.headers.get("Access-Control-Allow-Methods"))).toEqual(
+      expect.arrayContaining(["get", "post"]),
+    );
+    expect(listOf(res.headers.get("Access-Control-Allow-Headers"))).toEqual(
+      expect.arrayContaining(["authorization", "content-type", "idempotency-key", "x-d1-bookmark"]),
+    );
+    expect(res.headers.get("WWW-Authenticate")).toBeNull();
+  });
+
+  it("several configured origins are each allowed", async () => {
+    const origins = "https://a.example, https://b.example";
+    for (const origin of ["https://a.example", "https://b.example"]) {
+      expect(
+        (await withCorsFrom("/v1/pets", preflightFrom(origin), origins)).headers.get(
+          "Access-Control-Allow-Origin",
+        ),
+      ).toBe(origin);
+    }
+  });
+
+  it("a disallowed origin gets no Access-Control-Allow-Origin", async () => {
+    const { key } = await issueKey();
+    for (const origin of [
+      "https://evil.example",
+      "https://app.example.evil.example",
+      "http://app.example",
+      "null",
+    ]) {
+      expect(
+        (await withCorsFrom("/v1/pets", preflightFrom(origin))).headers.get(
+          "Access-Control-Allow-Origin",
+        ),
+      ).toBeNull();
+      const res = await withCorsFrom("/v1/pets", { headers: auth(key, { Origin: origin }) });
+      expect(res.status).toBe(200);
+      expect(res.headers.get("Access-Control-Allow-Origin")).toBeNull();
+    }
+  });
+
+  it("exposes the quota, paging, creation, deprecation and tracing headers to the allowed origin, errors included", async () => {
+    const { key } = await issueKey();
+    const ok = await withCorsFrom("/v1/pets", { headers: auth(key, { Origin: ALLOWED }) });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("Access-Control-Allow-Origin")).toBe(ALLOWED);
+    const exposed = listOf(ok.headers.get("Access-Control-Expose-Headers"));
+    for (const h of [
+      "X-RateLimit-Limit",
+      "X-RateLimit-Remaining",
+      "X-RateLimit-Reset",
+      "Retry-After",
+      "Link",
+      "Location",
+      "Deprecation",
+      "Sunset",
+      "Idempotent-Replayed",
+      "X-Request-Id",
+      "x-d1-bookmark",
+    ]) {
+      expect(exposed).toContain(h.toLowerCase());
+    }
+    // A browser can read the error too.
+    const unauthorized = await withCorsFrom("/v1/pets", { headers: { Origin: ALLOWED } });
+    expect(unauthorized.status).toBe(401);
+    expect(unauthorized.headers.get("Access-Control-Allow-Origin")).toBe(ALLOWED);
+  });
+
+  it("no CORS headers at all when CORS_ORIGINS is empty (the default)", async () => {
+    const { key } = await issueKey();
+    expect(env.CORS_ORIGINS ?? "").toBe("");
+    for (const origins of ["", "  "]) {
+      for (const res of [
+        await withCorsFrom("/v1/pets", preflightFrom(ALLOWED), origins),
+        await withCorsFrom("/v1/pets", { headers: auth(key, { Origin: ALLOWED }) }, origins),
+      ]) {
+        for (const h of [
+          "Access-Control-Allow-Origin",
+          "Access-Control-Allow-Methods",
+          "Access-Control-Expose-Headers",
+        ])
+          expect(res.headers.get(h), `${JSON.stringify(origins)} ${h}`).toBeNull();
+      }
+    }
+    const viaWorker = await call("/v1/pets", { headers: auth(key, { Origin: ALLOWED }) });
+    expect(viaWorker.headers.get("Access-Control-Allow-Origin")).toBeNull();
   });
 });
