@@ -63,13 +63,11 @@ describe("/docs in headless Chromium", () => {
     const summaries = operations.map((op) => op.summary);
     const shown = (texts) => {
       window.scrollBy(0, 600);
-      // biome-ignore lint/performance/useDomNodeTextContent: what the reader sees, not hidden nodes
       return texts.every((t) => document.body.innerText.includes(t));
     };
     await page
       .waitForFunction(shown, { timeout: 30_000, polling: 250 }, summaries)
       .catch(async () => {
-        // biome-ignore lint/performance/useDomNodeTextContent: what the reader sees
         const text = await page.evaluate(() => document.body.innerText);
         const missing = summaries.filter((t) => !text.includes(t));
         assert.fail(`the page does not show ${missing.join(" | ")}:\n${text.slice(0, 1500)}`);
