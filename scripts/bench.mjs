@@ -9,7 +9,15 @@
 // that drifts over time hits all alike.
 // Options: --rounds 6 --seconds 4 --connections 10 --warmup 1 --limiter-seconds 5
 //          --limiter-connections 50 --api-port 8801 --ref-port 8802 --floor-port 8805
+//          --inspector-port P (API P, reference P+1, floor P+2; default each Worker's port + 2)
 //          --access-log off --local-observability off --out latest
+//          --limiter-rtt 0 --d1-rtt 0 --sequential 40
+//
+// --limiter-rtt MS and --d1-rtt MS put the network back in: the API (and the floor) run with
+// BENCH_LIMITER_RTT_MS / BENCH_D1_RTT_MS, so every call to a key's QuotaLimiter and every D1
+// query waits that long (src/lib/simulated-network.ts; a measurement aid, 0 in every
+// environment). The API then reports per response how many of each it made (X-Bench-Calls), and
+// the report gives them per 1,000 requests, per operation, with one-request-at-a-time p50/p99.
 //
 // The API runs with ACCESS_LOG=off unless `--access-log on`: under wrangler dev every console.log
 // line costs ~2.5 ms of CPU in wrangler's log forwarding (measured with a one-character line),
@@ -21,6 +29,7 @@
 // SQLite-backed object inside the same workerd process, so it costs the API more the more spans a
 // request has, and more as its store grows; at the edge traces leave after the invocation.
 
+import { randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -52,10 +61,21 @@ const opts = parseArgs(process.argv.slice(2), {
   apiPort: 8801,
   refPort: 8802,
   floorPort: 8805,
+  inspectorPort: 0,
   accessLog: "off",
   localObservability: "off",
   out: "latest",
+  limiterRtt: 0,
+  d1Rtt: 0,
+  sequential: 40,
 });
+for (const name of ["limiterRtt", "d1Rtt", "sequential", "inspectorPort"]) {
+  if (!Number.isInteger(opts[name]) || opts[name] < 0 || opts[name] > 65_535)
+    throw new Error(
+      `--${name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} must be a whole number`,
+    );
+}
+const inspectorOf = (port, offset) => (opts.inspectorPort ? opts.inspectorPort + offset : port + 2);
 if (!/^[a-z0-9][a-z0-9-]{0,60}$/.test(opts.out))
   throw new Error("--out must be a short file name (a-z, 0-9, -)");
 for (const name of ["accessLog", "localObservability"]) {
@@ -85,12 +105,14 @@ function cannon({ url, requests, connections, seconds, headers, sample }) {
     const latencies = [];
     const statuses = {};
     const timings = [];
+    const calls = [];
     let n = 0;
     const withSampling = sample
       ? requests.map((r) => ({
           ...r,
           onResponse: (_status, _body, _ctx, h) => {
             if (n++ % 4 === 0) timings.push(headerValue(h, "server-timing"));
+            calls.push(headerValue(h, "x-bench-calls"));
           },
         }))
       : requests;
@@ -104,6 +126,7 @@ function cannon({ url, requests, connections, seconds, headers, sample }) {
           latencies,
           statuses,
           timings,
+          calls,
           elapsed,
           errors: result.errors,
           timeouts: result.timeouts,
@@ -122,6 +145,7 @@ function emptyStats() {
     latencies: [],
     statuses: {},
     timings: [],
+    calls: [],
     elapsed: 0,
     errors: 0,
     timeouts: 0,
@@ -133,6 +157,7 @@ function merge(into, run) {
   for (const l of run.latencies) into.latencies.push(l);
   for (const [s, c] of Object.entries(run.statuses)) into.statuses[s] = (into.statuses[s] ?? 0) + c;
   for (const t of run.timings) into.timings.push(t);
+  for (const c of run.calls ?? []) into.calls.push(c);
   into.elapsed += run.elapsed;
   into.errors += run.errors;
   into.timeouts += run.timeouts;
@@ -173,6 +198,24 @@ function serverTiming(samples) {
       ];
     }),
   );
+}
+
+/**
+ * Limiter calls and D1 queries per 1,000 responses, from each sampled response's X-Bench-Calls
+ * (`limiter=N, d1=M`, sent only while the simulated network is on); null when none carried it.
+ */
+function callsPerThousand(headers) {
+  let limiter = 0;
+  let d1 = 0;
+  let n = 0;
+  for (const h of headers) {
+    const m = h?.match(/^limiter=(\d+), d1=(\d+)$/);
+    if (!m) continue;
+    limiter += Number(m[1]);
+    d1 += Number(m[2]);
+    n++;
+  }
+  return n ? { limiter: (1000 * limiter) / n, d1: (1000 * d1) / n, n } : null;
 }
 
 // ------------------------------------------------------------------ bundle size
@@ -296,23 +339,31 @@ const loadAtStart = os.loadavg()[0];
 const servers = [];
 
 /** Client latency and Server-Timing with one request in flight: the cost of a request without queueing. */
-async function oneAtATime(url, op, headers, n = 25) {
+async function oneAtATime(url, op, headers, n = opts.sequential) {
   const latencies = [];
   const timings = [];
+  const calls = [];
   for (let i = 0; i < n; i++) {
     const r = op.requests[i % op.requests.length];
+    const extra = r.freshHeaders?.() ?? {};
     const t0 = performance.now();
     const res = await fetch(url + r.path, {
       method: r.method,
-      headers: r.headers ?? headers,
+      headers: { ...(r.headers ?? headers), ...extra },
       body: r.body,
     });
     await res.arrayBuffer();
     latencies.push(performance.now() - t0);
     timings.push(res.headers.get("Server-Timing"));
+    calls.push(res.headers.get("X-Bench-Calls"));
   }
   const sorted = Float64Array.from(latencies).sort();
-  return { p50: percentile(sorted, 0.5), timing: serverTiming(timings) };
+  return {
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    timing: serverTiming(timings),
+    calls: callsPerThousand(calls),
+  };
 }
 
 /** Who runs in a round of `op`, in ABBA order: reference, API (, floor), then the reverse. */
@@ -330,17 +381,26 @@ async function main() {
   const [api, ref, floor, bundle] = await Promise.all([
     startApi({
       port: opts.apiPort,
-      inspectorPort: opts.apiPort + 2,
+      inspectorPort: inspectorOf(opts.apiPort, 0),
       root,
-      vars: { ACCESS_LOG: opts.accessLog },
+      vars: {
+        ACCESS_LOG: opts.accessLog,
+        BENCH_LIMITER_RTT_MS: opts.limiterRtt,
+        BENCH_D1_RTT_MS: opts.d1Rtt,
+      },
       localObservability,
     }),
-    startReference({ port: opts.refPort, inspectorPort: opts.refPort + 2, localObservability }),
+    startReference({
+      port: opts.refPort,
+      inspectorPort: inspectorOf(opts.refPort, 1),
+      localObservability,
+    }),
     startFloor({
       port: opts.floorPort,
-      inspectorPort: opts.floorPort + 2,
+      inspectorPort: inspectorOf(opts.floorPort, 2),
       localObservability,
       pets: 200,
+      vars: { BENCH_LIMITER_RTT_MS: opts.limiterRtt, BENCH_D1_RTT_MS: opts.d1Rtt },
     }),
     bundleSize(root),
   ]);
@@ -353,12 +413,43 @@ async function main() {
 
   const headers = { Authorization: `Bearer ${benchKey.key}` };
   const ids = seeded.slice(0, 20).map((p) => p.id);
+  // Pages 2–9 of the unfiltered list (each full: 20 pets and a next) and the last page of the sold
+  // pets (a tail: 66 of the 200 seeded are sold, and the bench only creates pending pets).
+  const walk = async (first) => {
+    const paths = [];
+    let next = first;
+    while (next) {
+      paths.push(next);
+      const res = await fetch(api.url + next, { headers });
+      if (res.status !== 200) throw new Error(`walking ${next}: ${res.status}`);
+      const link = res.headers.get("Link")?.match(/^<([^>]+)>; rel="next"$/)?.[1];
+      // Absolute with PUBLIC_ORIGIN set, else a relative reference: resolve it either way.
+      const url = link && new URL(link, api.url);
+      next = url && url.pathname + url.search;
+    }
+    return paths;
+  };
+  const fullPages = (await walk("/v1/pets?limit=20")).slice(1, 9);
+  const tailPage = (await walk("/v1/pets?limit=20&status=sold")).at(-1);
+  log(
+    `walked the list: ${fullPages.length} full pages after the first; the sold tail is ${tailPage}`,
+  );
   const ops = [
     {
-      label: "`GET /v1/pets?limit=20`",
+      label: "`GET /v1/pets?limit=20` (first page)",
       short: "list",
       requests: [{ method: "GET", path: "/v1/pets?limit=20" }],
       floor: true,
+    },
+    {
+      label: "`GET /v1/pets?limit=20&cursor=…` (pages 2–9, full)",
+      short: "pages",
+      requests: fullPages.map((path) => ({ method: "GET", path })),
+    },
+    {
+      label: "`GET /v1/pets?limit=20&status=sold&cursor=…` (tail page)",
+      short: "tail",
+      requests: [{ method: "GET", path: tailPage }],
     },
     {
       label: "`GET /v1/pets?status=available`",
@@ -366,7 +457,7 @@ async function main() {
       requests: [{ method: "GET", path: "/v1/pets?status=available" }],
     },
     {
-      label: "`POST /v1/pets`",
+      label: "`POST /v1/pets` (new `Idempotency-Key` each)",
       short: "create",
       requests: [
         {
@@ -374,6 +465,12 @@ async function main() {
           path: "/v1/pets",
           headers: { ...headers, "Content-Type": "application/json" },
           body: JSON.stringify({ name: "Bench", categoryId: 3, status: "pending" }),
+          // A fresh key per request: every create is a first create (one D1 batch), not a replay.
+          setupRequest: (req) => ({
+            ...req,
+            headers: { ...req.headers, "Idempotency-Key": randomUUID() },
+          }),
+          freshHeaders: () => ({ "Idempotency-Key": randomUUID() }),
         },
       ],
     },
@@ -421,7 +518,7 @@ async function main() {
     }
   }
 
-  log("one request at a time (no queueing), 25 per operation");
+  log(`one request at a time (no queueing), ${opts.sequential} per operation`);
   const sequential = [];
   for (const op of ops)
     sequential.push({
@@ -439,6 +536,7 @@ async function main() {
     api: summarize(stats[i].api),
     floor: stats[i].floor && summarize(stats[i].floor),
     timing: serverTiming(stats[i].api.timings),
+    calls: callsPerThousand(stats[i].api.calls),
     sequential: sequential[i],
   }));
   const when = new Date();

@@ -1,4 +1,6 @@
 import { createApp } from "./app";
+import { configOrThrow } from "./lib/config";
+import { fetchBehindSimulatedNetwork } from "./lib/simulated-network";
 
 export { AuthShield } from "./objects/auth-shield";
 export { QuotaLimiter } from "./objects/quota-limiter";
@@ -6,5 +8,23 @@ export { QuotaLimiter } from "./objects/quota-limiter";
 const app = createApp();
 
 export default {
-  fetch: app.fetch,
+  fetch(request, env, ctx) {
+    // The bench's simulated network (off everywhere but in `npm run bench --limiter-rtt/--d1-rtt`).
+    // A configuration error is left for the app to answer (500 with a log line).
+    let rtt: { limiterMs: number; d1Ms: number } | undefined;
+    try {
+      const config = configOrThrow(env);
+      if (config.BENCH_LIMITER_RTT_MS > 0 || config.BENCH_D1_RTT_MS > 0)
+        rtt = { limiterMs: config.BENCH_LIMITER_RTT_MS, d1Ms: config.BENCH_D1_RTT_MS };
+    } catch {
+      rtt = undefined;
+    }
+    if (!rtt) return app.fetch(request, env, ctx);
+    return fetchBehindSimulatedNetwork(
+      (req, benchEnv) => Promise.resolve(app.fetch(req, benchEnv, ctx)),
+      request,
+      env,
+      rtt,
+    );
+  },
 } satisfies ExportedHandler<Env>;

@@ -103,4 +103,32 @@ describe("src/ layout", () => {
     );
     expect(outside).toEqual([]);
   });
+
+  it("pets are only ever inserted: no SQL in src/ updates or deletes them (the page cache relies on it)", () => {
+    // Any statement that could change or remove a stored pet. `INSERT … ON CONFLICT … DO UPDATE`
+    // and `REPLACE` overwrite rows too.
+    const CHANGES_PETS =
+      /\b(UPDATE\s+(OR\s+\w+\s+)?pets\b|DELETE\s+FROM\s+pets\b|REPLACE\s+INTO\s+pets\b|INSERT\s+OR\s+REPLACE\s+INTO\s+pets\b|DROP\s+TABLE\s+(IF\s+EXISTS\s+)?pets\b|ALTER\s+TABLE\s+pets\b|INSERT\s+INTO\s+pets\b[^;`"]*?DO\s+UPDATE)/i;
+    // The guard itself must catch each form (and not flag an ordinary insert or read).
+    for (const sql of [
+      "UPDATE pets SET idempotency_ref = NULL",
+      "update  pets set name = ?",
+      "UPDATE OR IGNORE pets SET status = 'sold'",
+      "DELETE FROM pets WHERE id = 1",
+      "REPLACE INTO pets (id, name) VALUES (1, 'x')",
+      "INSERT OR REPLACE INTO pets (id) VALUES (1)",
+      "INSERT INTO pets (id, name) VALUES (1, 'x') ON CONFLICT (id) DO UPDATE SET name = excluded.name",
+      "DROP TABLE IF EXISTS pets",
+    ])
+      expect(CHANGES_PETS.test(sql), sql).toBe(true);
+    for (const sql of [
+      "INSERT INTO pets (name) VALUES (?1) RETURNING id",
+      "SELECT id FROM pets WHERE id = ?1",
+      "DELETE FROM idempotency_records WHERE key_id = ?1",
+      "UPDATE petsitters SET x = 1",
+    ])
+      expect(CHANGES_PETS.test(sql), sql).toBe(false);
+    const offenders = Object.keys(files).filter((f) => CHANGES_PETS.test(files[f]!));
+    expect(offenders).toEqual([]);
+  });
 });

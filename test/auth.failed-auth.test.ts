@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { cacheKey } from "../src/auth/key-cache";
 import { getKey } from "../src/db/keys";
 import { sha256Hex } from "../src/lib/crypto";
@@ -117,5 +117,39 @@ describe("limiter unreachable", () => {
     const res = await callWith({ QUOTA: broken }, "/v1/pets", { headers: auth(k.key) });
     expect(res.headers.get("WWW-Authenticate")).toContain('error="invalid_token"');
     await expectError(res, 401, "unauthorized");
+  });
+});
+
+describe("shield not answering", () => {
+  const failingShield = (error: Error) => ({
+    getByName: () => ({ recordFailure: () => Promise.reject(error) }),
+  });
+  const guessWith = (shield: unknown, ip: string) =>
+    callWith({ AUTH_SHIELD: shield }, "/v1/pets", {
+      headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": ip },
+    });
+
+  it("overloaded by the client's own failures: the client is refused until its minute ends", async () => {
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const overloaded = failingShield(
+      Object.assign(new Error("Durable Object is overloaded."), { overloaded: true }),
+    );
+    const ip = `203.0.113.${++seq}`;
+    time.now = T0 + 15_000;
+    const res = await guessWith(overloaded, ip);
+    await expectError(res, 429, "rate_limited");
+    expect(res.headers.get("Retry-After")).toBe("45");
+  });
+
+  it("unreachable: the isolate counts the client's failures itself, 30 a minute, then 429", async () => {
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const down = failingShield(new Error("Durable Object unreachable"));
+    const ip = `203.0.113.${++seq}`;
+    for (let i = 0; i < 30; i++) await expectError(await guessWith(down, ip), 401, "unauthorized");
+    await expectError(await guessWith(down, ip), 429, "rate_limited");
+    // Another client is unaffected, and the next minute brings a new allowance.
+    await expectError(await guessWith(down, `203.0.113.${++seq}`), 401, "unauthorized");
+    time.now = T0 + 60_000;
+    await expectError(await guessWith(down, ip), 401, "unauthorized");
   });
 });

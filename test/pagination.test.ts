@@ -253,7 +253,9 @@ describe("invalid cursors → 400 invalid_request", () => {
 describe("cursors and read replicas", () => {
   it("the next page's D1 session starts from the bookmark its cursor carries", async () => {
     const key = await bigKey();
-    const first = await call(listUrl(1), { headers: auth(key) });
+    // A fresh PAGE_CACHE_EPOCH: neither page is served from the cache, so both read D1.
+    const epoch = crypto.randomUUID();
+    const first = await callWith({ PAGE_CACHE_EPOCH: epoch }, listUrl(1), { headers: auth(key) });
     // The header is the D1 bookmark and its tag: the session opens from the bookmark itself.
     const pageBookmark = first.headers.get("x-d1-bookmark")?.split(".")[0];
     expect(pageBookmark).toMatch(/^[0-9a-f-]+$/);
@@ -264,7 +266,8 @@ describe("cursors and read replicas", () => {
           ? (b: string) => (opened.push(b), target.withSession(b))
           : Reflect.get(target, prop).bind(target),
     });
-    const res = await callWith({ DB: db }, nextUrl(first)!, { headers: auth(key) });
+    const fresh = { DB: db, PAGE_CACHE_EPOCH: epoch };
+    const res = await callWith(fresh, nextUrl(first)!, { headers: auth(key) });
     expect(res.status).toBe(200);
     expect(opened).toEqual([pageBookmark]);
   });

@@ -14,6 +14,7 @@ import {
   keyDetail,
   mockClock,
   patchKey,
+  petCount,
   T0,
 } from "./helpers";
 
@@ -112,40 +113,138 @@ describe("revocation", () => {
 });
 
 describe("limiter unreachable", () => {
-  const brokenNamespace = {
-    getByName: () => ({
-      admit: () => Promise.reject(new Error("Durable Object unreachable")),
-    }),
-  } as unknown as Env["QUOTA"];
+  const RATE_HEADERS = [
+    "X-RateLimit-Limit",
+    "X-RateLimit-Remaining",
+    "X-RateLimit-Reset",
+    "RateLimit",
+    "RateLimit-Policy",
+  ];
+  /** A QUOTA namespace whose every stub's admit() rejects with `error`; counts getByName calls. */
+  function failingWith(error: unknown): { namespace: Env["QUOTA"]; stubs: () => number } {
+    let stubs = 0;
+    const namespace = {
+      getByName: () => {
+        stubs++;
+        return { admit: () => Promise.reject(error) };
+      },
+    } as unknown as Env["QUOTA"];
+    return { namespace, stubs: () => stubs };
+  }
+  const marked = (message: string, marks: Record<string, boolean>) =>
+    Object.assign(new Error(message), marks);
+  const outage = () => failingWith(new Error("Durable Object unreachable")).namespace;
+  const listWith = (QUOTA: Env["QUOTA"], key: string) =>
+    callWith({ QUOTA }, "/v1/pets", { headers: auth(key) });
 
-  it("fails open: the request is served without rate limit headers and a warning is logged", async () => {
-    const { key } = await issueKey("enterprise", { perMinute: 1, perDay: 1 });
+  it("fails open within the key's per-minute limit, without rate limit headers, with a warning", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 3, perDay: 1000 });
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const broken = outage();
     for (let i = 0; i < 3; i++) {
-      const res = await callWith({ QUOTA: brokenNamespace }, "/v1/pets", { headers: auth(key) });
+      const res = await listWith(broken, key);
       expect(res.status).toBe(200);
-      for (const h of [
-        "X-RateLimit-Limit",
-        "X-RateLimit-Remaining",
-        "X-RateLimit-Reset",
-        "RateLimit",
-        "RateLimit-Policy",
-        "Retry-After",
-      ]) {
-        expect(res.headers.get(h), h).toBeNull();
-      }
+      for (const h of [...RATE_HEADERS, "Retry-After"]) expect(res.headers.get(h), h).toBeNull();
       await res.arrayBuffer();
     }
-    expect(warn).toHaveBeenCalled();
     expect(
       warn.mock.calls.some(([line]) => String(line).includes("quota limiter unreachable")),
     ).toBe(true);
+    // The allowance of this minute is used up: 503 until the minute ends, not admitted.
+    time.now += 20_000;
+    const refused = await listWith(broken, key);
+    await expectError(refused, 503, "service_unavailable");
+    expect(refused.headers.get("Retry-After")).toBe("40");
+    // A new minute window brings a new allowance.
+    time.now = T0 + 60_000;
+    expect((await listWith(broken, key)).status).toBe(200);
+  });
+
+  it("never fails open for a key this isolate saw refused in the current window", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 2, perDay: 1000 });
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    for (let i = 0; i < 2; i++) expect((await list(key)).status).toBe(200);
+    await expectError(await list(key), 429, "rate_limited");
+    time.now += 15_000;
+    const res = await listWith(outage(), key);
+    await expectError(res, 429, "rate_limited");
+    expect(res.headers.get("Retry-After")).toBe("45");
+    // From the next window on, the outage allowance applies again.
+    time.now = T0 + 60_000;
+    expect((await listWith(outage(), key)).status).toBe(200);
+  });
+
+  it("never fails open for a key this isolate saw banned, until the ban ends", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 1, perDay: 1000 });
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    expect((await list(key)).status).toBe(200);
+    for (let i = 0; i < 10; i++) await expectError(await list(key), 429, "rate_limited");
+    await expectError(await list(key), 429, "key_banned");
+    time.now += 5 * 60_000; // a later minute, still within the 15-minute ban
+    const res = await listWith(outage(), key);
+    await expectError(res, 429, "key_banned");
+    expect(res.headers.get("Retry-After")).toBe(String(10 * 60));
+  });
+
+  it("answers 429 with Retry-After, not admitted, when the key's own object is overloaded", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 100, perDay: 1000 });
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const overloaded = failingWith(
+      marked("Durable Object is overloaded. Too many requests queued.", { overloaded: true }),
+    );
+    const before = await petCount();
+    const res = await callWith({ QUOTA: overloaded.namespace }, "/v1/pets", {
+      method: "POST",
+      headers: auth(key, { "Content-Type": "application/json" }),
+      body: JSON.stringify({ name: "Flood", categoryId: 1 }),
+    });
+    await expectError(res, 429, "rate_limited");
+    expect(res.headers.get("Retry-After")).toBe("1");
+    expect(await petCount()).toBe(before); // not admitted: the handler never ran
+    expect(overloaded.stubs()).toBe(1); // and not retried: that would only add load
+  });
+
+  it("retries a .retryable error once with a fresh stub, then decides with the object", async () => {
+    const { id, key } = await issueKey("enterprise", { perMinute: 5, perDay: 1000 });
+    let stubs = 0;
+    const flaky = {
+      getByName: (name: string) =>
+        ++stubs === 1
+          ? { admit: () => Promise.reject(marked("Network connection lost.", { retryable: true })) }
+          : env.QUOTA.getByName(name),
+    } as unknown as Env["QUOTA"];
+    const res = await listWith(flaky, key);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("4"); // decided and counted once
+    expect(stubs).toBe(2);
+    const detail = (await (await keyDetail(id)).json()) as { usage: { minute: { count: number } } };
+    expect(detail.usage.minute.count).toBe(1);
+  });
+
+  it("treats a .retryable error that happens again as an outage (bounded fail open)", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 1, perDay: 1000 });
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const lost = failingWith(marked("Network connection lost.", { retryable: true }));
+    const res = await listWith(lost.namespace, key);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("X-RateLimit-Limit")).toBeNull();
+    expect(lost.stubs()).toBe(2);
+    await expectError(await listWith(lost.namespace, key), 503, "service_unavailable");
+  });
+
+  it("treats an exception from the object's own code (.remote) as an outage", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 1, perDay: 1000 });
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const failing = failingWith(marked("TypeError: x is undefined", { remote: true }));
+    expect((await listWith(failing.namespace, key)).status).toBe(200);
+    expect(failing.stubs()).toBe(1);
+    await expectError(await listWith(failing.namespace, key), 503, "service_unavailable");
   });
 
   it("still requires authentication when the limiter is unreachable", async () => {
     vi.spyOn(console, "warn").mockImplementation(() => {});
     await expectError(
-      await callWith({ QUOTA: brokenNamespace }, "/v1/pets", {
+      await callWith({ QUOTA: outage() }, "/v1/pets", {
         headers: { "CF-Connecting-IP": "192.0.2.44" },
       }),
       401,

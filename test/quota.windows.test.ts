@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { bindingWindow, rateLimitHeaders } from "../src/quota/headers";
 import {
+  bannedRetryAt,
   banThreshold,
   countFailure,
   type Decision,
@@ -12,7 +13,7 @@ import {
   type UsageState,
   type WindowStatus,
 } from "../src/quota/windows";
-import { BAN_MS, DAY0, retryAtOf, T0 } from "./helpers";
+import { BAN_MS, DAY0, MIDNIGHT, retryAtOf, T0 } from "./helpers";
 
 const policy = (perMinute: number, perDay: number, extra: Partial<Policy> = {}): Policy => ({
   perMinute,
@@ -201,6 +202,55 @@ describe("ban", () => {
     const after = decide(during.state, p, until, BAN_MS);
     expect(after.decision.outcome).toBe("allowed");
     expect(after.state.dayCount).toBe(2);
+  });
+});
+
+describe("ban while a window is used up", () => {
+  // perDay 3: three admitted, then ten refusals (quota_exceeded), and the eleventh bans.
+  const p = policy(5, 3);
+  const banAt = T0 + 30_000;
+  const usedUpThenBanned = () => {
+    const { state } = run(EMPTY_USAGE, p, T0, 3);
+    const refused = run(state, p, banAt, 10);
+    expect(refused.decisions.every((d) => d.outcome === "quota_exceeded")).toBe(true);
+    return decide(refused.state, p, banAt, BAN_MS);
+  };
+
+  it("names the next UTC midnight, not the ban's end, when the day is used up at the ban", () => {
+    const banned = usedUpThenBanned();
+    expect(banned.decision.outcome).toBe("key_banned");
+    expect(banned.state.bannedUntil).toBe(banAt + BAN_MS);
+    expect(retryAtOf(banned.decision)).toBe(MIDNIGHT);
+    const h = rateLimitHeaders(banned.decision);
+    expect(h["X-RateLimit-Reset"]).toBe(String(MIDNIGHT / 1000));
+    expect(h["Retry-After"]).toBe(String(Math.ceil((MIDNIGHT - banAt) / 1000)));
+  });
+
+  it("keeps naming midnight for every request during the ban", () => {
+    const { state } = usedUpThenBanned();
+    const during = decide(state, p, banAt + 5 * MINUTE_MS, BAN_MS);
+    expect(during.decision.outcome).toBe("key_banned");
+    expect(retryAtOf(during.decision)).toBe(MIDNIGHT);
+  });
+
+  it("names the ban's end when the ban outlasts every used-up window", () => {
+    // Banned at 23:55 UTC: the day resets at midnight, the ban ends ten minutes later.
+    const late = MIDNIGHT - 5 * MINUTE_MS;
+    const { state } = run(EMPTY_USAGE, p, late, 3);
+    const banned = decide(run(state, p, late, 10).state, p, late, BAN_MS);
+    expect(retryAtOf(banned.decision)).toBe(late + BAN_MS);
+  });
+
+  it("bannedRetryAt ignores windows that still have room", () => {
+    const state = {
+      ...EMPTY_USAGE,
+      minuteStart: T0,
+      dayStart: DAY0,
+      dayCount: 2,
+      bannedUntil: T0 + BAN_MS,
+    };
+    expect(bannedRetryAt(state, p)).toBe(T0 + BAN_MS);
+    expect(bannedRetryAt({ ...state, dayCount: 3 }, p)).toBe(MIDNIGHT);
   });
 });
 

@@ -8,6 +8,18 @@ import { DurableObject } from "cloudflare:workers";
 interface Env {
   DB: D1Database;
   COUNTER: DurableObjectNamespace<Counter>;
+  /** `npm run bench --limiter-rtt/--d1-rtt`: the same simulated round trips as the API's. */
+  BENCH_LIMITER_RTT_MS?: string;
+  BENCH_D1_RTT_MS?: string;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** `call` as a round trip of `rttMs` (half before, half after), as src/lib/simulated-network.ts. */
+async function roundTrip<T>(rttMs: number, call: () => Promise<T>): Promise<T> {
+  if (rttMs > 0) await sleep(rttMs / 2);
+  const result = await call();
+  if (rttMs > 0) await sleep(rttMs / 2);
+  return result;
 }
 
 export class Counter extends DurableObject<Env> {
@@ -44,8 +56,10 @@ export default {
       // Both at once, as the API overlaps them for a key with room left.
       const session = env.DB.withSession("first-unconstrained");
       const [{ count }, { results }] = await Promise.all([
-        env.COUNTER.getByName("bench").admit(),
-        session.prepare(LIST).bind(0, 21).all(),
+        roundTrip(Number(env.BENCH_LIMITER_RTT_MS ?? 0), () =>
+          env.COUNTER.getByName("bench").admit(),
+        ),
+        roundTrip(Number(env.BENCH_D1_RTT_MS ?? 0), () => session.prepare(LIST).bind(0, 21).all()),
       ]);
       return Response.json(results.slice(0, 20), {
         headers: {

@@ -118,6 +118,59 @@ function medianOf(values) {
   return sorted.length % 2 ? sorted[Math.floor(mid)] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
+/**
+ * Limiter calls and D1 queries per 1,000 requests (X-Bench-Calls of every response under load)
+ * and one-request-at-a-time p50/p99 of API and reference, with the issue's targets.
+ */
+function hopsSection(opts, rows) {
+  const out = [
+    "",
+    `## Hops per request and latency with the network put back in (${opts.limiterRtt} ms limiter, ${opts.d1Rtt} ms D1)`,
+    "",
+    "Calls per 1,000 requests are counted by the API itself (`X-Bench-Calls` on every response under load, a key with room). Latency is one request at a time, so it is the path's own cost without queueing.",
+    "",
+    "| Operation | Limiter calls / 1,000 | D1 queries / 1,000 | Reference p50 / p99 (ms) | API p50 / p99 (ms) | API p50 − reference p50 |",
+    "|---|---:|---:|---:|---:|---:|",
+  ];
+  for (const r of rows) {
+    const c = r.calls ?? r.sequential.calls;
+    const q = r.sequential;
+    out.push(
+      `| ${r.label} | ${c ? fmt(c.limiter, 0) : "–"} | ${c ? fmt(c.d1, 0) : "–"} | ${fmt(q.ref.p50)} / ${fmt(q.ref.p99)} | ${fmt(q.api.p50)} / ${fmt(q.api.p99)} | ${fmt(q.api.p50 - q.ref.p50)} |`,
+    );
+  }
+  const by = Object.fromEntries(rows.map((r) => [r.short, r]));
+  const readOps = ["list", "pages", "get"].filter((k) => by[k]);
+  const delta = (k) => by[k].sequential.api.p50 - by[k].sequential.ref.p50;
+  const calls = (k) => by[k].calls ?? by[k].sequential.calls;
+  out.push("", "Targets (issue 11 §4):", "");
+  for (const k of readOps) {
+    const c = calls(k);
+    if (c)
+      out.push(
+        `- ${by[k].label}: ≤ 10 limiter calls per 1,000 — ${fmt(c.limiter, 0)}: **${pass(c.limiter <= 10)}**`,
+      );
+  }
+  for (const k of ["pages", "get"].filter((x) => by[x])) {
+    const c = calls(k);
+    if (c)
+      out.push(
+        `- ${by[k].label}: 0 D1 queries — ${fmt(c.d1, 1)} per 1,000: **${pass(c.d1 === 0)}**`,
+      );
+  }
+  if (opts.limiterRtt === 100 && opts.d1Rtt === 30) {
+    for (const k of readOps)
+      out.push(
+        `- ${by[k].label}: p50 within 5 ms of the reference — ${fmt(delta(k))} ms: **${pass(delta(k) <= 5)}**`,
+      );
+    if (by.create)
+      out.push(
+        `- ${by.create.label}: p50 ≤ reference + 35 ms — +${fmt(delta("create"))} ms: **${pass(delta("create") <= 35)}**`,
+      );
+  }
+  return out;
+}
+
 export function markdown({ opts, rows, bundle, limiter, v, when, totalSeconds, load }) {
   const list = rows[0];
   const cpu = os.cpus();
@@ -141,6 +194,13 @@ export function markdown({ opts, rows, bundle, limiter, v, when, totalSeconds, l
   );
   lines.push(
     `- wrangler dev's local trace collector: **${opts.localObservability}** for all three Workers (\`X_LOCAL_OBSERVABILITY\`; \`--local-observability on|off\`). When on, every span of every invocation is written to a SQLite-backed object in the same workerd process; at the edge traces are shipped after the invocation.`,
+  );
+  lines.push(
+    `- Simulated network: ${
+      opts.limiterRtt || opts.d1Rtt
+        ? `**${opts.limiterRtt} ms round trip per limiter call, ${opts.d1Rtt} ms per D1 query** (\`--limiter-rtt ${opts.limiterRtt} --d1-rtt ${opts.d1Rtt}\`; the API and the floor wait that long around each call, the reference makes none)`
+        : "**off** (`--limiter-rtt MS --d1-rtt MS` to put it in)"
+    }`,
   );
   lines.push(
     "",
@@ -210,7 +270,12 @@ export function markdown({ opts, rows, bundle, limiter, v, when, totalSeconds, l
     lines.push(
       `| ${r.label} | ${metrics.map((m) => (r.timing[m] ? `${fmt(r.timing[m].p50, 1)} / ${fmt(r.timing[m].p99, 1)}` : "–")).join(" | ")} |`,
     );
-  lines.push("", "One request at a time (25 per operation, after the rounds; p50, ms):", "");
+  if (rows.some((r) => r.calls || r.sequential.calls)) lines.push(...hopsSection(opts, rows));
+  lines.push(
+    "",
+    `One request at a time (${opts.sequential} per operation, after the rounds; p50, ms):`,
+    "",
+  );
   lines.push(
     `| Operation | Reference client p50 | API client p50 | API ${metrics.map((m) => `${m}`).join(" / ")} (Server-Timing p50) |`,
     "|---|---:|---:|---:|",

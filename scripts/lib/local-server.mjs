@@ -300,7 +300,13 @@ export async function startReference({ port, inspectorPort, localObservability =
  * The floor Worker in bench/floor (one Durable Object RPC + one D1 query per list), under
  * `wrangler dev` with the API's migrations in a temporary persistence dir and `pets` pets.
  */
-export async function startFloor({ port, inspectorPort, localObservability = true, pets = 200 }) {
+export async function startFloor({
+  port,
+  inspectorPort,
+  localObservability = true,
+  pets = 200,
+  vars = {},
+}) {
   const dir = makeTempDir("animal-store-floor-");
   const cwd = path.join(ROOT, "bench/floor");
   const config = path.join(cwd, "wrangler.toml");
@@ -312,6 +318,7 @@ export async function startFloor({ port, inspectorPort, localObservability = tru
     port,
     inspectorPort,
     dir,
+    extraArgs: Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
     probePath: "/v1/pets",
     cwd,
     localObservability,
@@ -383,7 +390,7 @@ export async function seedPets(api, key, count, { concurrency = 8, prefix = "see
 export function parseArgs(argv, defaults) {
   const out = { ...defaults };
   for (let i = 0; i < argv.length; i++) {
-    const m = argv[i].match(/^--([a-z-]+)(?:=(.*))?$/);
+    const m = argv[i].match(/^--([a-z][a-z0-9-]*)(?:=(.*))?$/);
     if (!m) throw new Error(`unknown argument ${argv[i]}`);
     const name = m[1].replace(/-([a-z])/g, (_, c) => c.toUpperCase());
     if (!(name in defaults))

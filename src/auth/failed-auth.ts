@@ -43,7 +43,6 @@ export async function failedGuess(
     });
   }
   const decision = await recordAuthFailure(env.AUTH_SHIELD, shieldName);
-  if (!decision) return new ApiError("unauthorized", message, { "WWW-Authenticate": challenge });
   if (decision.outcome !== "allowed") {
     const window = decision.windows[0]!;
     refused.set(shieldName, window, window.resetAt);

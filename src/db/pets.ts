@@ -42,44 +42,93 @@ export function createPet(db: Queryable, pet: NewPet): Promise<Pet> {
   });
 }
 
-export interface IdempotencyGuard {
-  ref: string;
+/** What identifies an idempotent create, and how long its record lasts. */
+export interface IdempotencyRecordKey {
+  /** The API key the Idempotency-Key belongs to (keys are scoped per API key). */
+  keyId: string;
+  /** SHA-256 (hex) of the Idempotency-Key. */
+  idemKeyHash: string;
+  /** SHA-256 (hex) of the validated request; another body under the same key is refused. */
+  fingerprint: string;
   now: number;
-  /** References recorded before this instant have lapsed and no longer match. */
-  notBefore: number;
+  /** How long the record answers retries; after that the next request replaces it. */
+  ttlMs: number;
 }
 
+export type IdempotentCreate =
+  | { outcome: "created"; pet: Pet }
+  | { outcome: "replayed"; pet: Pet }
+  | { outcome: "key_reused" };
+
+type RecordRow = Pet & { fingerprint: string };
+
+// Expired records deleted by each idempotent create, oldest first: more than the one it adds, so
+// the table stays about one day of creates deep without a scheduled job.
+const EXPIRED_RECORDS_SWEPT_PER_CREATE = 8;
+
 /**
- * Inserts a pet unless one was made under the same reference since `notBefore`; that pet is
- * then returned (`created: false`). One atomic batch: lapse the old reference, then insert.
+ * Creates a pet under an idempotency record, or finds the record a previous request left: one D1
+ * batch, which D1 runs as one transaction, so the pet and its record are written together or not
+ * at all (no claim can be left behind) and concurrent requests with the same key serialize. Pets
+ * are only ever inserted here: a replay reads the pet the record names.
  */
-export function createPetOnce(
+export function createPetIdempotently(
   db: Queryable,
   pet: NewPet,
-  guard: IdempotencyGuard,
-): Promise<{ pet: Pet; created: boolean }> {
-  return guarded(async () => {
-    const [, insert] = await db.batch<Pet>([
+  record: IdempotencyRecordKey,
+): Promise<IdempotentCreate> {
+  const { keyId, idemKeyHash, fingerprint, now, ttlMs } = record;
+  const batch = guarded(() =>
+    db.batch([
+      // A record past its 24 h no longer answers: make room for this request's.
       db
         .prepare(
-          "UPDATE pets SET idempotency_ref = NULL WHERE idempotency_ref = ?1 AND idempotency_at < ?2",
+          "DELETE FROM idempotency_records WHERE key_id = ?1 AND idem_key_hash = ?2 AND expires_at <= ?3",
         )
-        .bind(guard.ref, guard.notBefore),
+        .bind(keyId, idemKeyHash, now),
       db
         .prepare(
-          `INSERT INTO pets (name, category_id, status, idempotency_ref, idempotency_at) VALUES (?1, ?2, ?3, ?4, ?5)
-           ON CONFLICT (idempotency_ref) WHERE idempotency_ref IS NOT NULL DO NOTHING RETURNING ${PET_COLUMNS}`,
+          `DELETE FROM idempotency_records WHERE (key_id, idem_key_hash) IN (
+             SELECT key_id, idem_key_hash FROM idempotency_records WHERE expires_at <= ?1
+             ORDER BY expires_at LIMIT ?2)`,
         )
-        .bind(pet.name, pet.categoryId, pet.status, guard.ref, guard.now),
-    ]);
-    const inserted = insert?.results[0];
-    if (inserted) return { pet: inserted, created: true };
-    const existing = await db
-      .prepare(`SELECT ${PET_COLUMNS} FROM pets WHERE idempotency_ref = ?1`)
-      .bind(guard.ref)
-      .first<Pet>();
-    if (!existing) throw new Error("idempotent insert neither inserted nor found a pet");
-    return { pet: existing, created: false };
+        .bind(now, EXPIRED_RECORDS_SWEPT_PER_CREATE),
+      db
+        .prepare(
+          `INSERT INTO pets (name, category_id, status) SELECT ?1, ?2, ?3
+           WHERE NOT EXISTS (SELECT 1 FROM idempotency_records WHERE key_id = ?4 AND idem_key_hash = ?5)
+           RETURNING ${PET_COLUMNS}`,
+        )
+        .bind(pet.name, pet.categoryId, pet.status, keyId, idemKeyHash),
+      // Runs only when the insert above did (same condition, same transaction), naming its row.
+      db
+        .prepare(
+          `INSERT INTO idempotency_records (key_id, idem_key_hash, fingerprint, pet_id, created_at, expires_at)
+           SELECT ?1, ?2, ?3, last_insert_rowid(), ?4, ?5
+           WHERE NOT EXISTS (SELECT 1 FROM idempotency_records WHERE key_id = ?1 AND idem_key_hash = ?2)`,
+        )
+        .bind(keyId, idemKeyHash, fingerprint, now, now + ttlMs),
+      db
+        .prepare(
+          `SELECT p.id, p.name, p.category_id AS categoryId, p.status, r.fingerprint
+           FROM idempotency_records r JOIN pets p ON p.id = r.pet_id
+           WHERE r.key_id = ?1 AND r.idem_key_hash = ?2`,
+        )
+        .bind(keyId, idemKeyHash),
+    ]),
+  );
+  // Outside `guarded`: a contradiction here is a bug (500), not an unavailable database (503).
+  return batch.then(([, , insert, , found]): IdempotentCreate => {
+    const created = (insert?.results as Pet[] | undefined)?.[0];
+    const existing = (found?.results as RecordRow[] | undefined)?.[0];
+    if (!existing) throw new Error("idempotent create neither inserted nor found a record");
+    if (created) {
+      if (existing.id !== created.id) throw new Error("idempotency record names another pet");
+      return { outcome: "created", pet: created };
+    }
+    if (existing.fingerprint !== fingerprint) return { outcome: "key_reused" };
+    const { fingerprint: _, ...stored } = existing;
+    return { outcome: "replayed", pet: stored };
   });
 }
 

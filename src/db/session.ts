@@ -37,6 +37,17 @@ export class D1Session {
     return this.#session;
   }
 
+  /**
+   * The freshest bookmark this request knows: its session's latest, or, when the answer came from
+   * a cache without opening one, the newest it was given (the client's, a page cursor's). A cursor
+   * carries it so the next page is never older than what the client has seen.
+   */
+  freshestKnownBookmark(): string | null {
+    const latest = this.bookmark();
+    if (latest && this.#atLeast) return newer(latest, this.#atLeast);
+    return latest ?? this.#atLeast ?? null;
+  }
+
   /** The latest bookmark of this request's session, for the client to send back. */
   bookmark(): string | null {
     return this.#session?.getBookmark() ?? null;

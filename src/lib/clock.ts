@@ -5,6 +5,8 @@
  */
 export const clock = {
   now: (): number => Date.now(),
+  /** Waits `ms` of real time (tests replace it to hold or release background work at will). */
+  sleep: (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
 export const MINUTE_MS = 60_000;

@@ -4,7 +4,6 @@ export const ERROR_STATUS = {
   unauthorized: 401,
   not_found: 404,
   method_not_allowed: 405,
-  idempotency_key_in_flight: 409,
   endpoint_removed: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,

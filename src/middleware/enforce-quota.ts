@@ -9,19 +9,23 @@ import {
 } from "../auth/api-key";
 import { forgetKey } from "../auth/key-cache";
 import { getKey, type KeyRecord } from "../db/keys";
-import { clock } from "../lib/clock";
+import { clock, MINUTE_MS } from "../lib/clock";
 import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import type { EnvWith } from "../lib/hono-env";
 import { log } from "../lib/log";
 import { type AdmitResult, policyOf, QuotaLimiterClient } from "../objects/quota-limiter-client";
 import { rateLimitHeaders } from "../quota/headers";
+import { type FallbackState, fallbackVerdict } from "../quota/lease";
 import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
 
-/** Set by `enforceQuota`, for the access log: what the limiter decided, or "unavailable". */
+/**
+ * Set by `enforceQuota`, for the access log: what the limiter decided, "overloaded" (the key's
+ * object refused to take more calls), or "unavailable" (let through on the outage allowance).
+ */
 export interface QuotaVariables {
-  quota: Outcome | "unavailable";
+  quota: Outcome | "overloaded" | "unavailable";
 }
 
 type QuotaEnv = EnvWith<ApiKeyVariables & QuotaVariables>;
@@ -67,25 +71,73 @@ async function rereadKeyProblem(env: Env, keyId: string): Promise<string | null>
   return problem;
 }
 
+// Per key, what this isolate let through while the key's object was unreachable (a bounded
+// fallback allowance, see fallbackVerdict).
+const fallbacks = new ExpiringMap<string, FallbackState>(10_000);
+
+const retryAfter = (retryAt: number, now: number) =>
+  String(Math.max(1, Math.ceil((retryAt - now) / 1000)));
+
+/**
+ * No decision from the object. Overloaded: the key's own traffic is more than its object takes,
+ * so the key waits (429), never admitted. Unreachable: a real outage, let through within the
+ * fallback allowance, never for a key refused here in the current window.
+ */
+async function headersOrThrowWithoutObject(
+  c: Context<QuotaEnv>,
+  key: KeyRecord,
+  result: Extract<AdmitResult, { reached: false }>,
+): Promise<Record<string, string>> {
+  const now = clock.now();
+  if (result.overloaded) {
+    c.set("quota", "overloaded");
+    throw new ApiError(
+      "rate_limited",
+      "Too many requests for this API key right now; wait for Retry-After, then back off exponentially.",
+      { "Retry-After": "1" },
+    );
+  }
+  const verdict = fallbackVerdict(
+    fallbacks.get(key.id, now) ?? { minuteStart: 0, admitted: 0 },
+    key.limits,
+    result.refusal?.retryAt ?? 0,
+    now,
+  );
+  if (!verdict.admit) {
+    c.set("quota", result.refusal?.outcome ?? "unavailable");
+    const headers = { "Retry-After": retryAfter(verdict.retryAt, now) };
+    if (result.refusal) {
+      throw new ApiError(result.refusal.outcome, REFUSALS[result.refusal.outcome], headers);
+    }
+    log("warn", "quota limiter unreachable; fallback allowance used up", { keyId: key.id });
+    throw new ApiError(
+      "service_unavailable",
+      "The rate limiter is unavailable; wait for Retry-After.",
+      headers,
+    );
+  }
+  c.set("quota", "unavailable");
+  fallbacks.set(key.id, verdict.state, verdict.state.minuteStart + MINUTE_MS);
+  // Failing open skips the object, which is what makes a cached key's revocation immediate,
+  // so re-read the key (at most every few seconds per key, to spare D1 during the outage).
+  log("warn", "quota limiter unreachable; failing open", { keyId: key.id });
+  const problem = await rereadKeyProblem(c.env, key.id);
+  if (problem) {
+    forgetKey(key.id);
+    throw unusableKeyError(problem);
+  }
+  return {};
+}
+
 /** Throws the answer for a refused request; returns the rate-limit headers of an admitted one. */
 async function headersOrThrowRefusal(
   c: Context<QuotaEnv>,
   key: KeyRecord,
   result: AdmitResult,
 ): Promise<Record<string, string>> {
-  c.set("quota", result.reached ? result.decision.outcome : "unavailable");
   noteRoomLeft(key.id, result);
-  if (!result.reached) {
-    // Failing open skips the object, which is what makes a cached key's revocation immediate,
-    // so re-read the key (at most every few seconds per key, to spare D1 during the outage).
-    log("warn", "quota limiter unreachable; failing open", { keyId: key.id });
-    const problem = await rereadKeyProblem(c.env, key.id);
-    if (problem) {
-      forgetKey(key.id);
-      throw unusableKeyError(problem);
-    }
-    return {};
-  }
+  if (!result.reached) return headersOrThrowWithoutObject(c, key, result);
+  c.set("quota", result.decision.outcome);
   const { decision } = result;
   // The object applied a newer policy than this isolate's cached record (a plan change or a
   // revocation made elsewhere): drop the record so the next request reads the key afresh.
@@ -101,9 +153,12 @@ async function headersOrThrowRefusal(
 }
 
 /**
- * Every /v1 request is decided and counted by the key's quota object before it is answered. If
- * the object cannot be reached the request is let through (fail open) with a logged warning and
- * no X-RateLimit-* headers: an outage of the limiter must not become an outage of the API.
+ * Every /v1 request is decided before it is answered: by the key's quota object, which counts
+ * it, or from a lease of permits the object counted for this isolate (a busy key; see
+ * objects/quota-leases.ts). An overloaded object gets the key a 429; an unreachable one lets
+ * the request through (fail open) within a bounded allowance, with a logged warning and no
+ * X-RateLimit-* headers: an outage of the limiter must not become an outage of the API, and
+ * flooding the limiter must not switch it off.
  *
  * Reads by a key with room left run alongside the limiter call rather than after it (they have no
  * side effects, and the answer still waits for the decision): the two hops overlap instead of
@@ -112,7 +167,17 @@ async function headersOrThrowRefusal(
 export const enforceQuota = createMiddleware<QuotaEnv>(async (c, next) => {
   const key = c.var.apiKey;
   const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id);
-  const admitted = wrapTime(c, "quota", limiter.admit(policyOf(key)));
+  const policy = policyOf(key);
+  const admitted = wrapTime(
+    c,
+    "quota",
+    limiter.admit(policy).then((result) => {
+      // The lease's unused permits go back when it expires (≤ LEASE_MS), if no request has.
+      if (result.reached && result.leaseGranted)
+        c.executionCtx.waitUntil(limiter.giveBackLeaseAtExpiry(policy));
+      return result;
+    }),
+  );
   const isRead =
     (c.req.method === "GET" || c.req.method === "HEAD") && SIDE_EFFECT_FREE_ROUTES.test(c.req.path);
   if (!(isRead && keysWithRoom.get(key.id, 0))) {

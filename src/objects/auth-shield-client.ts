@@ -1,24 +1,51 @@
+import { clock, MINUTE_MS } from "../lib/clock";
+import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
-import type { Decision } from "../quota/windows";
-import type { AuthShield } from "./auth-shield";
-import { callWithOneRetry } from "./stub-call";
+import { countFailure, type Decision, EMPTY_USAGE, type UsageState } from "../quota/windows";
+import { AUTH_FAILURES_PER_MINUTE, type AuthShield } from "./auth-shield";
+import { callWithOneRetry, isOverloaded } from "./stub-call";
+
+// Per client, the failures this isolate counted itself while the client's shield was unreachable.
+const countedHere = new ExpiringMap<string, UsageState>(10_000);
 
 /**
  * Counts one failed authentication in the client's AuthShield (the only code that calls its
- * stub). Unreachable: null, and the caller answers 401 without a failure window (fail open:
- * an outage of the shield must not lock every client out).
+ * stub) and returns its decision. When the shield does not answer, the limit still holds:
+ * - overloaded: the client's own failures flood it, so the client is refused until its minute
+ *   window ends (never let through, or flooding would switch the shield off);
+ * - unreachable (an outage): this isolate counts the client's failures itself, with the same
+ *   rule and limit, so a guessing client gets at most that many per isolate and minute, while
+ *   the 401s go on (an outage of the shield must not lock every client out).
  */
 export async function recordAuthFailure(
   namespace: DurableObjectNamespace<AuthShield>,
   shieldName: string,
-): Promise<Decision | null> {
+): Promise<Decision> {
   try {
     return await callWithOneRetry<DurableObjectStub<AuthShield>, Decision>(
       () => namespace.getByName(shieldName),
       async (stub) => stub.recordFailure(),
     );
   } catch (err) {
-    log("warn", "auth shield unreachable; failing open", { error: String(err) });
-    return null;
+    const now = clock.now();
+    if (isOverloaded(err)) {
+      log("warn", "auth shield overloaded; refusing the client", { error: String(err) });
+      const resetAt = now - (now % MINUTE_MS) + MINUTE_MS;
+      return {
+        outcome: "rate_limited",
+        retryAt: resetAt,
+        now,
+        windows: [
+          { name: "minute", limit: AUTH_FAILURES_PER_MINUTE, remaining: 0, resetAt, seconds: 60 },
+        ],
+      };
+    }
+    log("warn", "auth shield unreachable; counting failures in the isolate", {
+      error: String(err),
+    });
+    const previous = countedHere.get(shieldName, now) ?? EMPTY_USAGE;
+    const { state, decision } = countFailure(previous, AUTH_FAILURES_PER_MINUTE, now);
+    countedHere.set(shieldName, state, state.minuteStart + MINUTE_MS);
+    return decision;
   }
 }

@@ -9,7 +9,7 @@ import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
 export const AUTH_SHIELD_MIGRATIONS = [CREATE_USAGE_TABLE] as const;
 
 /** Failed authentications a client may make per minute before it gets 429. */
-const AUTH_FAILURES_PER_MINUTE = 30;
+export const AUTH_FAILURES_PER_MINUTE = 30;
 
 /**
  * One per client IP. Counts failed authentications so API keys cannot be guessed at speed.

@@ -1,9 +1,11 @@
 import type { KeyRecord } from "../db/keys";
+import { clock } from "../lib/clock";
 import { unavailable } from "../lib/errors";
+import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
-import type { KeyDecision, Policy } from "../quota/windows";
-import type { Claim, StoredResponse } from "./idempotency-table";
-import type { KeyUsage, QuotaLimiter } from "./quota-limiter";
+import type { KeyDecision, Policy, Refusal } from "../quota/windows";
+import { type LeaseCalls, LeaseHolder } from "./quota-leases";
+import type { Admission, KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
 /** What a key's quota object enforces for it: the key's limits, version and revocation. */
@@ -11,10 +13,31 @@ export function policyOf(key: KeyRecord): Policy {
   return { ...key.limits, version: key.version, revoked: key.revokedAt !== null };
 }
 
-/** The object's answer, or why there is none. */
+/**
+ * The decision (from the object, or from this isolate's lease), or why there is none: the
+ * object is overloaded (the key's own traffic), or unreachable; with the last refusal this
+ * isolate saw for the key, if it still lasts.
+ */
 export type AdmitResult =
-  | { reached: true; decision: KeyDecision }
-  | { reached: false; overloaded: boolean };
+  | { reached: true; decision: KeyDecision; local: boolean; leaseGranted: boolean }
+  | {
+      reached: false;
+      overloaded: boolean;
+      refusal: { outcome: Refusal; retryAt: number } | null;
+    };
+
+// This isolate's lease holder per key (bounded: a dropped holder's unused permits stay counted
+// until their minute ends, the same as an isolate that goes away).
+const holders = new ExpiringMap<string, LeaseHolder>(10_000);
+
+function holderOf(keyId: string): LeaseHolder {
+  let holder = holders.get(keyId, 0);
+  if (!holder) {
+    holder = new LeaseHolder();
+    holders.set(keyId, holder, Infinity);
+  }
+  return holder;
+}
 
 /**
  * The Worker's side of one key's QuotaLimiter: the only code that calls its stub. Every call is
@@ -27,47 +50,41 @@ export class QuotaLimiterClient {
     private readonly keyId: string,
   ) {}
 
-  /** Decides and counts one request. Unreachable: `{ reached: false }` (the caller decides). */
+  /**
+   * Decides one request: from this isolate's lease when it holds one, else by the object (which
+   * counts it). Unreachable: `{ reached: false }` (the caller decides).
+   */
   async admit(policy: Policy): Promise<AdmitResult> {
+    const holder = holderOf(this.keyId);
     try {
-      return {
-        reached: true,
-        decision: await this.#call<KeyDecision>(async (stub) => stub.admit(policy)),
-      };
+      return { reached: true, ...(await holder.admit(policy, this.#leaseCalls(policy))) };
     } catch (err) {
-      log("warn", "quota limiter unreachable", { keyId: this.keyId, error: String(err) });
-      return { reached: false, overloaded: isOverloaded(err) };
-    }
-  }
-
-  /** Unreachable: null, and the create relies on the database's unique reference alone. */
-  async claimIdempotencyKey(idempotencyKey: string, fingerprint: string): Promise<Claim | null> {
-    try {
-      return await this.#call<Claim>(async (stub) =>
-        stub.claimIdempotencyKey(idempotencyKey, fingerprint),
-      );
-    } catch (err) {
-      log("warn", "idempotency records unreachable; relying on the database guard", {
+      const overloaded = isOverloaded(err);
+      log("warn", overloaded ? "quota limiter overloaded" : "quota limiter unreachable", {
         keyId: this.keyId,
         error: String(err),
       });
-      return null;
+      return { reached: false, overloaded, refusal: holder.refusal(clock.now()) };
     }
   }
 
-  /** Unreachable: ignored; a retry then takes the claim over and the database guard replays. */
-  async completeIdempotencyKey(idempotencyKey: string, response: StoredResponse): Promise<void> {
-    await this.#call((stub) => stub.completeIdempotencyKey(idempotencyKey, response)).catch(
-      (err: unknown) =>
-        log("warn", "could not complete an idempotency record", { error: String(err) }),
-    );
+  /**
+   * After a request that was granted a lease (for `waitUntil`): hands the lease's unused permits
+   * back when it expires, unless a later request has already. Never throws.
+   */
+  async giveBackLeaseAtExpiry(policy: Policy): Promise<void> {
+    await holderOf(this.keyId)
+      .giveBackAtExpiry(this.#leaseCalls(policy))
+      .catch((err: unknown) =>
+        log("warn", "could not give a lease back", { keyId: this.keyId, error: String(err) }),
+      );
   }
 
-  /** Unreachable: ignored; the claim lapses on its own. */
-  async releaseIdempotencyKey(idempotencyKey: string): Promise<void> {
-    await this.#call((stub) => stub.releaseIdempotencyKey(idempotencyKey)).catch((err: unknown) =>
-      log("warn", "could not release an idempotency claim", { error: String(err) }),
-    );
+  #leaseCalls(policy: Policy): LeaseCalls {
+    return {
+      admit: (request) => this.#call<Admission>(async (stub) => stub.admit(policy, request)),
+      giveBack: (returned) => this.#call(async (stub) => stub.returnLease(returned)),
+    };
   }
 
   /** Current usage for the admin views. Unreachable: null (the view says so). */
@@ -83,6 +100,11 @@ export class QuotaLimiterClient {
 
   /** Pushes a newer policy. Unreachable: throws 503, since the change is not enforced yet. */
   async configureOrThrow(policy: Policy): Promise<void> {
+    // In this isolate the change applies from the very next request: no more admissions from
+    // a lease granted under the old policy. Other isolates' leases end within LEASE_MS.
+    const holder = holderOf(this.keyId);
+    holder.dropLease();
+    holder.forgetRefusals();
     await this.#call((stub) => stub.configure(policy)).catch((err: unknown) => {
       log("error", "could not push key policy", { keyId: this.keyId, error: String(err) });
       throw unavailable("The change is saved but not yet enforced everywhere; repeat the request.");
@@ -91,6 +113,7 @@ export class QuotaLimiterClient {
 
   /** Lifts the ban. Unreachable: throws 503. */
   async unbanOrThrow(offered: Policy): Promise<KeyUsage> {
+    holderOf(this.keyId).forgetRefusals();
     return this.#call<KeyUsage>(async (stub) => stub.unban(offered)).catch((err: unknown) => {
       log("error", "could not unban", { keyId: this.keyId, error: String(err) });
       throw unavailable("The key's quota object could not be reached; repeat the request.");

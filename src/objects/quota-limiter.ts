@@ -3,6 +3,13 @@ import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
 import {
+  type GrantedLease,
+  givePermitsBack,
+  leaseExpiry,
+  permitsToLease,
+  takePermits,
+} from "../quota/lease";
+import {
   decide,
   EMPTY_USAGE,
   type KeyDecision,
@@ -11,13 +18,6 @@ import {
   type UsageState,
   windowsOf,
 } from "../quota/windows";
-import {
-  type Claim,
-  CREATE_IDEMPOTENCY_TABLE,
-  IDEMPOTENCY_TTL_MS,
-  IdempotencyTable,
-  type StoredResponse,
-} from "./idempotency-table";
 import { migrateSchema } from "./schema-migrations";
 import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
 
@@ -25,13 +25,56 @@ const CREATE_POLICY_TABLE = `CREATE TABLE IF NOT EXISTS policy (
   id INTEGER PRIMARY KEY CHECK (id = 1), per_minute INTEGER NOT NULL, per_day INTEGER NOT NULL,
   version INTEGER NOT NULL, revoked INTEGER NOT NULL) STRICT`;
 
+// Idempotency records lived here until they moved to D1 (migrations/0004); version 1 created the
+// table, version 3 drops it. Kept verbatim because version 1 must stay as shipped.
+const CREATE_IDEMPOTENCY_TABLE = `CREATE TABLE IF NOT EXISTS idempotency (
+  idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, created_at INTEGER NOT NULL,
+  claimed_at INTEGER NOT NULL, status INTEGER, body TEXT, location TEXT) STRICT`;
+
 /**
  * The object's storage schema, oldest first; append to change it (never edit a shipped entry).
  * Version 1 is the schema objects had before versioning, hence IF NOT EXISTS.
  */
 export const QUOTA_LIMITER_MIGRATIONS = [
   [CREATE_USAGE_TABLE, CREATE_IDEMPOTENCY_TABLE, CREATE_POLICY_TABLE].join(";\n"),
+  // 2: admission leases granted and not yet given back (see quota/lease.ts). IF NOT EXISTS
+  // because an object whose version row is missing re-runs every migration from the first.
+  `CREATE TABLE IF NOT EXISTS leases (
+    id TEXT PRIMARY KEY, minute_start INTEGER NOT NULL, day_start INTEGER NOT NULL,
+    permits INTEGER NOT NULL, expires_at INTEGER NOT NULL) STRICT`,
+  // 3: idempotency records moved to D1 (migrations/0004_idempotency_records.sql).
+  "DROP TABLE IF EXISTS idempotency",
 ] as const;
+
+/** A lease's unused permits, handed back. Handing back the same lease twice credits it once. */
+export interface ReturnedLease {
+  id: string;
+  unused: number;
+}
+
+/** What an isolate asks for along with one request. */
+export interface LeaseRequest {
+  /** Permits wanted on top of this request (0: decide this request only). */
+  want: number;
+  /** The isolate's previous lease, if it has unused permits to give back. */
+  returning: ReturnedLease | null;
+}
+
+/** Permits counted as used for the isolate, valid until `expiresAt` (epoch ms). */
+export interface Lease {
+  id: string;
+  permits: number;
+  expiresAt: number;
+}
+
+/**
+ * The decision on one request, plus the lease granted with it, if any. The decision's windows
+ * are the object's after this request and before the lease: the isolate subtracts what it admits
+ * from the lease, so its headers read as if each request had been decided here.
+ */
+export type Admission = KeyDecision & { lease: Lease | null };
+
+const NO_LEASE: LeaseRequest = { want: 0, returning: null };
 
 export interface KeyUsage {
   policy: Policy | null;
@@ -41,15 +84,15 @@ export interface KeyUsage {
 }
 
 /**
- * One per API key (named by the key's id). Every API request makes one call here, `admit`,
- * which both enforces and counts (an idempotent create adds two: claim and complete). The
- * object also keeps the key's current policy
+ * One per API key (named by the key's id). `admit` both enforces and counts; a busy isolate
+ * also gets a lease of permits with it and admits from the lease without calling
+ * (objects/quota-leases.ts), so not every request reaches the object. The object also keeps
+ * the key's current policy
  * (limits and revocation), pushed by the admin API, so plan changes and revocations take
  * effect on the next request even while Workers still hold a cached key record.
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageTable: UsageTable;
-  readonly #idempotency: IdempotencyTable;
   #usage: UsageState = { ...EMPTY_USAGE };
   #policy: Policy | null = null;
   /** How long a ban lasts (BAN_MINUTES). */
@@ -58,7 +101,6 @@ export class QuotaLimiter extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#usageTable = new UsageTable(ctx.storage.sql);
-    this.#idempotency = new IdempotencyTable(ctx.storage.sql);
     this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
     ctx.blockConcurrencyWhile(async () => {
       migrateSchema(ctx.storage, QUOTA_LIMITER_MIGRATIONS);
@@ -72,12 +114,40 @@ export class QuotaLimiter extends DurableObject<Env> {
     });
   }
 
-  /** Decides and counts one request. `policy` is the caller's view of the key; a newer stored one wins. */
-  admit(policy: Policy): KeyDecision {
+  /**
+   * Decides and counts one request; first takes back the caller's returned lease, and when the
+   * request is admitted with room to spare, grants the lease asked for (counted as used here,
+   * in the same synchronous step). `policy` is the caller's view of the key; a newer stored one
+   * wins.
+   */
+  admit(policy: Policy, request: LeaseRequest = NO_LEASE): Admission {
     const now = clock.now();
     const effective = this.#adopt(policy);
     const previousDay = this.#usage.dayStart;
-    const { state, decision } = decide(this.#usage, effective, now, this.#banMs);
+    let usage = rollWindows(this.#usage, now);
+    if (request.returning) usage = this.#takeBack(usage, request.returning);
+    const decided = decide(usage, effective, now, this.#banMs);
+    let { state } = decided;
+    const { decision } = decided;
+    let lease: Lease | null = null;
+    const permits =
+      decision.outcome === "allowed"
+        ? permitsToLease(decision.windows, effective, request.want)
+        : 0;
+    if (permits > 0) {
+      lease = { id: crypto.randomUUID(), permits, expiresAt: leaseExpiry(state, now) };
+      state = takePermits(state, permits);
+      // Leases of past minutes can no longer be credited back (see givePermitsBack): forget them.
+      this.ctx.storage.sql.exec("DELETE FROM leases WHERE minute_start < ?", state.minuteStart);
+      this.ctx.storage.sql.exec(
+        "INSERT INTO leases (id, minute_start, day_start, permits, expires_at) VALUES (?, ?, ?, ?, ?)",
+        lease.id,
+        state.minuteStart,
+        state.dayStart,
+        permits,
+        lease.expiresAt,
+      );
+    }
     if (state !== this.#usage) {
       this.#usage = state;
       this.#usageTable.save(state);
@@ -88,7 +158,29 @@ export class QuotaLimiter extends DurableObject<Env> {
         log("error", "could not schedule usage cleanup", { error: String(err) }),
       );
     }
-    return decision;
+    return { ...decision, lease };
+  }
+
+  /** Takes back a lease's unused permits (a holder whose lease expired before its next request). */
+  returnLease(returned: ReturnedLease): void {
+    const usage = this.#takeBack(rollWindows(this.#usage, clock.now()), returned);
+    if (usage !== this.#usage) {
+      this.#usage = usage;
+      this.#usageTable.save(usage);
+    }
+  }
+
+  /** Credits a returned lease once: its row goes with the credit, so a repeated return is a no-op. */
+  #takeBack(usage: UsageState, returned: ReturnedLease): UsageState {
+    const row = this.ctx.storage.sql
+      .exec<{ minuteStart: number; dayStart: number; permits: number }>(
+        "SELECT minute_start AS minuteStart, day_start AS dayStart, permits FROM leases WHERE id = ?",
+        returned.id,
+      )
+      .toArray()[0] as GrantedLease | undefined;
+    if (!row) return usage;
+    this.ctx.storage.sql.exec("DELETE FROM leases WHERE id = ?", returned.id);
+    return givePermitsBack(usage, row, returned.unused);
   }
 
   /** Stores a newer policy (plan change, new limits, revocation) pushed by the admin API. */
@@ -120,29 +212,13 @@ export class QuotaLimiter extends DurableObject<Env> {
     return this.usage(offered);
   }
 
-  /** Idempotency-Key of a create: proceed, replay the stored answer, or refuse (mismatch, in flight). */
-  async claimIdempotencyKey(key: string, fingerprint: string): Promise<Claim> {
-    const now = clock.now();
-    const claim = this.#idempotency.claim(key, fingerprint, now);
-    if (claim.state === "proceed") await this.#alarmNoLaterThan(now + IDEMPOTENCY_TTL_MS);
-    return claim;
-  }
-
-  completeIdempotencyKey(key: string, response: StoredResponse): void {
-    this.#idempotency.complete(key, response);
-  }
-
-  releaseIdempotencyKey(key: string): void {
-    this.#idempotency.release(key);
-  }
-
   /**
-   * Keeps storage bounded: expired idempotency records go, and the usage row goes once its day
-   * (and any ban) is over, so an idle key holds nothing. Re-arms for whatever remains.
+   * Keeps storage bounded: the usage row goes once its day (and any ban) is over, so an idle key
+   * holds nothing. Re-arms while the row remains.
    */
   override async alarm(): Promise<void> {
     const now = clock.now();
-    const nextRecordExpiry = this.#idempotency.purge(now);
+    this.ctx.storage.sql.exec("DELETE FROM leases WHERE minute_start < ?", now - (now % MINUTE_MS));
     let nextUsageCleanup: number | null = null;
     if (this.#usage.dayStart !== 0) {
       const idleFrom = Math.max(this.#usage.bannedUntil, this.#usage.dayStart + DAY_MS);
@@ -153,8 +229,7 @@ export class QuotaLimiter extends DurableObject<Env> {
         nextUsageCleanup = idleFrom + MINUTE_MS;
       }
     }
-    const next = Math.min(nextRecordExpiry ?? Infinity, nextUsageCleanup ?? Infinity);
-    if (next !== Infinity) await this.ctx.storage.setAlarm(next);
+    if (nextUsageCleanup !== null) await this.ctx.storage.setAlarm(nextUsageCleanup);
   }
 
   async #alarmNoLaterThan(at: number): Promise<void> {

@@ -93,6 +93,18 @@ export function banThreshold(perMinute: number): number {
 }
 
 /**
+ * When a banned key's request could really succeed: the latest of the ban's end and the reset of
+ * every window that is used up. A ban that ends before midnight on a key whose day is used up
+ * would otherwise send the client back only to be refused with quota_exceeded.
+ */
+export function bannedRetryAt(state: UsageState, policy: Limits): number {
+  const exhaustedResets = windowsOf(state, policy)
+    .filter((w) => w.remaining === 0)
+    .map((w) => w.resetAt);
+  return Math.max(state.bannedUntil, ...exhaustedResets);
+}
+
+/**
  * Decides one request. Admitting increments both windows together; a refusal increments
  * neither (it only counts towards the ban). Pure, so the rules are testable on their own.
  */
@@ -110,7 +122,7 @@ export function decide(
   });
 
   if (policy.revoked) return { state, decision: { ...base(), outcome: "revoked" } };
-  if (state.bannedUntil > now) return refuse("key_banned", state.bannedUntil);
+  if (state.bannedUntil > now) return refuse("key_banned", bannedRetryAt(state, policy));
 
   const dayFull = state.dayCount >= policy.perDay;
   const minuteFull = state.minuteCount >= policy.perMinute;
@@ -122,7 +134,7 @@ export function decide(
   state = { ...state, minuteRejected: state.minuteRejected + 1 };
   if (state.minuteRejected > banThreshold(policy.perMinute)) {
     state = { ...state, bannedUntil: now + banMs };
-    return refuse("key_banned", state.bannedUntil);
+    return refuse("key_banned", bannedRetryAt(state, policy));
   }
   return dayFull
     ? refuse("quota_exceeded", state.dayStart + DAY_MS)

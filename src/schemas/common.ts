@@ -104,7 +104,6 @@ export function errorResponses(first: number | HeaderObjects, ...rest: number[])
     401: "Missing or invalid API key",
     404: "Not found",
     405: "Method not allowed",
-    409: "Idempotency-Key request still in flight",
     410: "Endpoint removed after its sunset",
     413: "Body larger than 16 KiB",
     415: "Body is not application/json",

@@ -1,9 +1,17 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import { wrapTime } from "hono/timing";
+import type { Context } from "hono";
+import { setMetric, wrapTime } from "hono/timing";
 import type { ApiKeyVariables } from "../../auth/api-key";
-import { createPet, createPetOnce, getPet, listPets } from "../../db/pets";
-import { clock } from "../../lib/clock";
-import { configOrThrow, secretOrThrow } from "../../lib/config";
+import {
+  type CacheScope,
+  type PageKey,
+  storedFullPage,
+  storedPet,
+  storeFoundPet,
+  storeFullPage,
+} from "../../db/immutable-reads";
+import { createPet, getPet, listPets } from "../../db/pets";
+import { type Config, configOrThrow, secretOrThrow } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import type { EnvWith } from "../../lib/hono-env";
 import { withETag } from "../../middleware/conditional";
@@ -22,18 +30,54 @@ import {
   PetsSchema,
 } from "../../schemas/pets";
 import { decodeCursorOrThrow, encodeCursor, nextLink } from "./cursor";
-import { createIdempotently } from "./idempotent-create";
+import { createIdempotentlyOrThrow } from "./idempotent-create";
 
 /** What the pets routes rely on: an authenticated key and a D1 session (see app.ts). */
 export type PetsEnv = EnvWith<ApiKeyVariables & D1SessionVariables>;
 
 const security = [{ bearerAuth: [] }];
-/** The answer to a create: the pet, where it lives, and whether this repeats an earlier answer. */
-const createdAnswer = (pet: Pet, { replayed }: { replayed: boolean }) => ({
-  body: pet,
-  location: `/v1/pets/${pet.id}`,
-  replayed,
+
+const cacheScopeOf = (config: Config): CacheScope => ({
+  environment: config.ENVIRONMENT,
+  epoch: config.PAGE_CACHE_EPOCH,
 });
+
+// The cache write finishes after the answer. Without an execution context (the app called
+// directly, as some tests do) it simply runs unawaited; its errors are logged where it is made.
+const waitUntilOf = (c: Context) => (work: Promise<unknown>) => {
+  try {
+    c.executionCtx.waitUntil(work);
+  } catch {
+    void work;
+  }
+};
+
+/**
+ * A page of pets and whether more exist. A full page (one with a next) never changes, so it comes
+ * from the cache when it can (Server-Timing `cache`) and is stored there after a D1 read; a tail
+ * page always reads D1 (`db`), because the next pet to be added will join it.
+ */
+async function readPage(
+  c: Context<PetsEnv>,
+  scope: CacheScope,
+  key: PageKey,
+): Promise<{ page: Pet[]; hasNext: boolean }> {
+  const stored = await storedFullPage(scope, key);
+  if (stored) {
+    setMetric(c, "cache", stored.tier);
+    return { page: stored.value, hasNext: true };
+  }
+  // One row more than asked tells whether a next page exists without a second query.
+  const rows = await wrapTime(
+    c,
+    "db",
+    listPets(c.var.d1.session, { limit: key.limit + 1, status: key.status, afterId: key.afterId }),
+  );
+  const page = rows.slice(0, key.limit);
+  const hasNext = rows.length > key.limit;
+  if (hasNext) storeFullPage(scope, key, page, waitUntilOf(c));
+  return { page, hasNext };
+}
 
 const listPetsRoute = createRoute({
   method: "get",
@@ -90,7 +134,7 @@ const createPetRoute = createRoute({
       },
       content: json(PetSchema),
     },
-    ...errorResponses(400, 401, 405, 409, 413, 415, 422, 429, 500, 503),
+    ...errorResponses(400, 401, 405, 413, 415, 422, 429, 500, 503),
   },
 });
 
@@ -119,46 +163,44 @@ const getPetRoute = createRoute({
 export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
   .openapi(listPetsRoute, async (c) => {
     const { limit, status, cursor } = c.req.valid("query");
-    const cursorSecret = () => secretOrThrow(configOrThrow(c.env), "CURSOR_SECRET");
+    const config = configOrThrow(c.env);
+    const cursorSecret = () => secretOrThrow(config, "CURSOR_SECRET");
     const from =
       cursor === undefined ? null : await decodeCursorOrThrow(cursorSecret(), cursor, status);
     if (from?.bookmark) c.var.d1.atLeast(from.bookmark);
-    // One row more than asked tells whether a next page exists without a second query.
-    const rows = await wrapTime(
-      c,
-      "db",
-      listPets(c.var.d1.session, { limit: limit + 1, status, afterId: from?.afterId ?? 0 }),
-    );
-    const page = rows.slice(0, limit);
-    if (rows.length > limit) {
+    const scope = cacheScopeOf(config);
+    const key = { status, limit, afterId: from?.afterId ?? 0 };
+    const { page, hasNext } = await readPage(c, scope, key);
+    if (hasNext) {
       const lastId = page[page.length - 1]!.id;
-      const next = await encodeCursor(cursorSecret(), lastId, status, c.var.d1.bookmark());
-      const { PUBLIC_ORIGIN } = configOrThrow(c.env);
-      c.header("Link", nextLink(PUBLIC_ORIGIN, c.req.path, limit, status, next));
+      const bookmark = c.var.d1.freshestKnownBookmark();
+      const next = await encodeCursor(cursorSecret(), lastId, status, bookmark);
+      c.header("Link", nextLink(config.PUBLIC_ORIGIN, c.req.path, limit, status, next));
     }
     return c.json(withETag(c, page), 200);
   })
   .openapi(createPetRoute, async (c) => {
     const newPet = c.req.valid("json");
     const idempotencyKey = c.req.valid("header")["idempotency-key"];
-    const { body, location, replayed } =
+    const { pet, replayed } =
       idempotencyKey === undefined
-        ? createdAnswer(await wrapTime(c, "db", createPet(c.var.d1.session, newPet)), {
-            replayed: false,
-          })
-        : await createIdempotently(c, idempotencyKey, newPet, async (ref, notBefore) => {
-            const guard = { ref, notBefore, now: clock.now() };
-            const once = await wrapTime(c, "db", createPetOnce(c.var.d1.session, newPet, guard));
-            return createdAnswer(once.pet, { replayed: !once.created });
-          });
+        ? { pet: await wrapTime(c, "db", createPet(c.var.d1.session, newPet)), replayed: false }
+        : await createIdempotentlyOrThrow(c, idempotencyKey, newPet);
     if (replayed) c.header("Idempotent-Replayed", "true");
-    c.header("Location", location);
-    return c.json(body, 201);
+    c.header("Location", `/v1/pets/${pet.id}`);
+    return c.json(pet, 201);
   })
   .openapi(getPetRoute, async (c) => {
     const { petId } = c.req.valid("param");
+    const scope = cacheScopeOf(configOrThrow(c.env));
+    const stored = await storedPet(scope, petId);
+    if (stored) {
+      setMetric(c, "cache", stored.tier);
+      return c.json(withETag(c, stored.value), 200);
+    }
     const pet = await wrapTime(c, "db", getPet(c.var.d1.session, petId));
     if (!pet) throw new ApiError("not_found", `No pet with id ${petId}.`);
+    storeFoundPet(scope, pet, waitUntilOf(c));
     return c.json(withETag(c, pet), 200);
   });
 

@@ -1,0 +1,138 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+
+/**
+ * A measurement aid for `npm run bench`, never for service: locally the key's Durable Object and
+ * D1 are in the same process as the Worker, so a hop costs CPU but no network time. With
+ * BENCH_LIMITER_RTT_MS or BENCH_D1_RTT_MS above 0 (both are 0 in every environment, and the
+ * config refuses them in production), the bindings are wrapped once per isolate so that every
+ * call to a QuotaLimiter and every D1 query (each statement run, or one batch) waits that long,
+ * half before and half after, like a round trip. Each response then says how many of each its
+ * request made, in `X-Bench-Calls: limiter=N, d1=M`.
+ *
+ * Off (both 0) the Worker gets its real bindings and this module does nothing per request.
+ */
+export interface SimulatedRtt {
+  limiterMs: number;
+  d1Ms: number;
+}
+
+export const BENCH_CALLS_HEADER = "X-Bench-Calls";
+
+interface Calls {
+  limiter: number;
+  d1: number;
+}
+
+const callsOfRequest = new AsyncLocalStorage<Calls>();
+const wrapped = new WeakMap<Env, Env>();
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Runs `call` as a round trip of `rttMs`, counted against the current request. */
+async function roundTrip<T>(rttMs: number, kind: keyof Calls, call: () => Promise<T>): Promise<T> {
+  const calls = callsOfRequest.getStore();
+  if (calls) calls[kind]++;
+  await sleep(rttMs / 2);
+  const result = await call();
+  await sleep(rttMs / 2);
+  return result;
+}
+
+/** A Durable Object stub whose method calls are delayed round trips. */
+function delayedStub<T extends object>(stub: T, rttMs: number): T {
+  return new Proxy(stub, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop);
+      // `then` must stay undefined, or awaiting the stub would call the object.
+      if (typeof prop !== "string" || prop === "then" || typeof value !== "function") return value;
+      return (...args: unknown[]) =>
+        roundTrip(rttMs, "limiter", () => Reflect.apply(value, target, args) as Promise<unknown>);
+    },
+  });
+}
+
+function delayedNamespace<T extends object>(namespace: T, rttMs: number): T {
+  return new Proxy(namespace, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop);
+      if (prop === "getByName" || prop === "get")
+        return (...args: unknown[]) =>
+          delayedStub(Reflect.apply(value as (...a: unknown[]) => object, target, args), rttMs);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+const RUNS = new Set(["first", "all", "run", "raw"]);
+
+/** The real statement behind a delayed one, for `batch`, which needs D1's own objects. */
+const realStatements = new WeakMap<object, D1PreparedStatement>();
+
+function delayedStatement(stmt: D1PreparedStatement, rttMs: number): D1PreparedStatement {
+  const proxy = new Proxy(stmt, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop);
+      if (typeof value !== "function") return value;
+      if (prop === "bind")
+        return (...args: unknown[]) =>
+          delayedStatement(Reflect.apply(value, target, args) as D1PreparedStatement, rttMs);
+      if (typeof prop === "string" && RUNS.has(prop))
+        return (...args: unknown[]) =>
+          roundTrip(rttMs, "d1", () => Reflect.apply(value, target, args) as Promise<unknown>);
+      return value.bind(target);
+    },
+  });
+  realStatements.set(proxy, stmt);
+  return proxy;
+}
+
+function delayedQueryable<T extends D1Database | D1DatabaseSession>(db: T, rttMs: number): T {
+  return new Proxy(db, {
+    get(target, prop) {
+      const value = Reflect.get(target, prop);
+      if (prop === "prepare") return (sql: string) => delayedStatement(target.prepare(sql), rttMs);
+      if (prop === "batch")
+        return (stmts: D1PreparedStatement[]) =>
+          roundTrip(rttMs, "d1", () => target.batch(stmts.map((s) => realStatements.get(s) ?? s)));
+      if (prop === "withSession")
+        return (...args: unknown[]) =>
+          delayedQueryable(
+            Reflect.apply(value as (...a: unknown[]) => D1DatabaseSession, target, args),
+            rttMs,
+          );
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** `env` with its QUOTA and DB bindings behind the simulated network (made once per env object). */
+function envBehindSimulatedNetwork(env: Env, rtt: SimulatedRtt): Env {
+  const known = wrapped.get(env);
+  if (known) return known;
+  const result: Env = {
+    ...env,
+    QUOTA: rtt.limiterMs > 0 ? delayedNamespace(env.QUOTA, rtt.limiterMs) : env.QUOTA,
+    DB: rtt.d1Ms > 0 ? delayedQueryable(env.DB, rtt.d1Ms) : env.DB,
+  };
+  wrapped.set(env, result);
+  return result;
+}
+
+/**
+ * Serves `request` with `env` behind the simulated network, and adds `X-Bench-Calls` (the
+ * limiter calls and D1 queries the request made) to the response.
+ */
+export async function fetchBehindSimulatedNetwork(
+  serve: (request: Request, env: Env) => Promise<Response>,
+  request: Request,
+  env: Env,
+  rtt: SimulatedRtt,
+): Promise<Response> {
+  const calls: Calls = { limiter: 0, d1: 0 };
+  const response = await callsOfRequest.run(calls, () =>
+    serve(request, envBehindSimulatedNetwork(env, rtt)),
+  );
+  const counted = new Response(response.body, response);
+  counted.headers.set(BENCH_CALLS_HEADER, `limiter=${calls.limiter}, d1=${calls.d1}`);
+  return counted;
+}

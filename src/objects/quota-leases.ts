@@ -1,0 +1,241 @@
+import { clock } from "../lib/clock";
+import { LEASE_MS, leaseWanted, neverAbove, windowsAfterLocalAdmissions } from "../quota/lease";
+import type { KeyDecision, Policy, Refusal, WindowStatus } from "../quota/windows";
+import type { Admission, LeaseRequest, ReturnedLease } from "./quota-limiter";
+
+/** How a holder reaches its key's object (quota-limiter-client.ts supplies the stub calls). */
+export interface LeaseCalls {
+  admit(request: LeaseRequest): Promise<Admission>;
+  giveBack(returned: ReturnedLease): Promise<void>;
+}
+
+/** A decision, and whether it came from the isolate's lease rather than from the object. */
+export interface HolderDecision {
+  decision: KeyDecision;
+  /** Decided here, from the lease, with no call. */
+  local: boolean;
+  /** This call was granted a new lease (its unused permits go back at expiry). */
+  leaseGranted: boolean;
+}
+
+interface HeldLease {
+  id: string;
+  left: number;
+  expiresAt: number;
+  policyVersion: number;
+}
+
+// Enough arrivals to size any lease; older ones fall out after LEASE_MS anyway.
+const MAX_ARRIVALS = 1_000;
+
+/**
+ * One isolate's admissions for one key. Decides from its lease when it holds one, else calls
+ * the object, asking for a lease when the key has been busy here.
+ *
+ * Exact within the isolate: a lease is asked for (or a used one handed back) only by a call
+ * made while no other call for the key is in flight from this isolate, and requests arriving
+ * meanwhile wait for that call. Requests decided one by one are sent only while the isolate
+ * holds no unused permits. So the object never refuses this isolate's request while this
+ * isolate sits on permits it could have used: N simultaneous requests on a key with room R are
+ * admitted exactly min(N, R) times, as without leases.
+ */
+export class LeaseHolder {
+  #lease: HeldLease | null = null;
+  /** A lease that may no longer be used, whose unused permits go back on the next call. */
+  #unreturned: ReturnedLease | null = null;
+  #inFlight = 0;
+  /** The call that asks for a lease or hands one back; others wait for it. */
+  #exclusive: Promise<unknown> | null = null;
+  #arrivals: number[] = [];
+  /** The object's windows at the last contact, and what this isolate admitted since. */
+  #atContact: WindowStatus[] = [];
+  #admittedSince = 0;
+  /** The windows as last shown in a response, so remaining never goes up within a window. */
+  #shown: WindowStatus[] = [];
+  /** Refused, banned, or too close to the limit: no lease is asked for before this time. */
+  #noLeaseUntil = 0;
+  #refusal: { outcome: Refusal; retryAt: number } | null = null;
+
+  /** Decides one request; throws what the object's call throws. */
+  async admit(policy: Policy, calls: LeaseCalls): Promise<HolderDecision> {
+    this.#noteArrival(clock.now());
+    for (;;) {
+      if (this.#exclusive) {
+        await this.#exclusive.catch(() => undefined);
+        continue;
+      }
+      const now = clock.now();
+      const local = this.#admitFromLease(policy, now);
+      if (local) return { decision: local, local: true, leaseGranted: false };
+      this.#retireLease(policy, now);
+      const want = now < this.#noLeaseUntil ? 0 : leaseWanted(this.#recentArrivals(now));
+      if ((want > 0 || this.#unreturned) && this.#inFlight === 0) {
+        return this.#exclusiveCall(calls, { want, returning: this.#unreturned });
+      }
+      return this.#plainCall(calls);
+    }
+  }
+
+  /**
+   * Hands the lease granted last back at its expiry if it still has unused permits and no
+   * request has handed it back since (meant for `waitUntil`). `sleep` waits that long, in ms.
+   */
+  async giveBackAtExpiry(
+    calls: LeaseCalls,
+    sleep: (ms: number) => Promise<void> = clock.sleep,
+  ): Promise<void> {
+    const lease = this.#lease;
+    if (!lease) return;
+    await sleep(Math.max(0, lease.expiresAt - clock.now()));
+    // Only once the lease has really expired: before, a request of this isolate may still use it.
+    if (this.#lease === lease && clock.now() >= lease.expiresAt) await this.giveBackUnused(calls);
+  }
+
+  /**
+   * Hands back every unused permit now (the lease's, and a retired lease's not yet handed back).
+   * Waits for a lease call in flight; skipped while requests decided one by one are in flight
+   * (the isolate holds no unused permits then).
+   */
+  async giveBackUnused(calls: LeaseCalls): Promise<void> {
+    while (this.#exclusive) await this.#exclusive.catch(() => undefined);
+    if (this.#inFlight) return;
+    if (this.#lease) {
+      if (this.#lease.left > 0) this.#unreturned = { id: this.#lease.id, unused: this.#lease.left };
+      this.#lease = null;
+    }
+    const returned = this.#unreturned;
+    if (!returned) return;
+    this.#unreturned = null;
+    const call = calls
+      .giveBack(returned)
+      .catch(() => {
+        this.#unreturned ??= returned; // the next call hands it back instead
+      })
+      .finally(() => {
+        this.#exclusive = null;
+      });
+    this.#exclusive = call;
+    await call;
+  }
+
+  /**
+   * Stops admitting from the lease (a plan change or revocation made in this isolate): the next
+   * request asks the object, which hands back the lease's unused permits first.
+   */
+  dropLease(): void {
+    if (this.#lease && this.#lease.left > 0)
+      this.#unreturned = { id: this.#lease.id, unused: this.#lease.left };
+    this.#lease = null;
+    this.#noLeaseUntil = 0;
+  }
+
+  /** Forgets refusals seen here (after an unban or a plan change made in this isolate). */
+  forgetRefusals(): void {
+    this.#refusal = null;
+    this.#noLeaseUntil = 0;
+  }
+
+  /** The last refusal the object gave this isolate, while it lasts. */
+  refusal(now: number): { outcome: Refusal; retryAt: number } | null {
+    return this.#refusal && this.#refusal.retryAt > now ? this.#refusal : null;
+  }
+
+  /** Unused permits this isolate holds (in a live lease or waiting to go back). */
+  get unusedPermits(): number {
+    return (this.#lease?.left ?? 0) + (this.#unreturned?.unused ?? 0);
+  }
+
+  #admitFromLease(policy: Policy, now: number): KeyDecision | null {
+    const lease = this.#lease;
+    if (!lease || !this.#usable(lease, policy, now)) return null;
+    lease.left--;
+    this.#admittedSince++;
+    return this.#show({
+      outcome: "allowed",
+      windows: windowsAfterLocalAdmissions(this.#atContact, this.#admittedSince),
+      now,
+      policyVersion: lease.policyVersion,
+    });
+  }
+
+  #usable(lease: HeldLease, policy: Policy, now: number): boolean {
+    // A newer policy than the lease was granted under (this isolate re-read the key) ends it.
+    return lease.left > 0 && now < lease.expiresAt && policy.version <= lease.policyVersion;
+  }
+
+  #retireLease(policy: Policy, now: number): void {
+    const lease = this.#lease;
+    if (!lease || this.#usable(lease, policy, now)) return;
+    if (lease.left > 0) this.#unreturned = { id: lease.id, unused: lease.left };
+    this.#lease = null;
+  }
+
+  #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
+    this.#unreturned = null;
+    const call = calls
+      .admit(request)
+      .then(
+        (admission) => this.#contact(admission, request.want),
+        (err: unknown) => {
+          // The object may not have taken it back; a repeated return is credited once.
+          if (request.returning) this.#unreturned ??= request.returning;
+          throw err;
+        },
+      )
+      .finally(() => {
+        this.#exclusive = null;
+      });
+    this.#exclusive = call;
+    return call;
+  }
+
+  async #plainCall(calls: LeaseCalls): Promise<HolderDecision> {
+    this.#inFlight++;
+    try {
+      return this.#contact(await calls.admit({ want: 0, returning: null }), 0);
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  #contact(admission: Admission, wanted: number): HolderDecision {
+    const { lease, ...decision } = admission;
+    if (decision.outcome === "revoked") {
+      this.#lease = null;
+    } else if (decision.outcome !== "allowed") {
+      this.#refusal = { outcome: decision.outcome, retryAt: decision.retryAt };
+      this.#noLeaseUntil = Math.max(this.#noLeaseUntil, decision.retryAt);
+    } else if (wanted > 0 && !lease) {
+      // Too close to the limit for a lease: one call per request until the minute is over.
+      const minute = decision.windows.find((w) => w.name === "minute");
+      this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
+    }
+    if (lease) {
+      this.#lease = {
+        id: lease.id,
+        left: lease.permits,
+        expiresAt: lease.expiresAt,
+        policyVersion: decision.policyVersion,
+      };
+    }
+    this.#atContact = decision.windows;
+    this.#admittedSince = 0;
+    return { decision: this.#show(decision), local: false, leaseGranted: lease !== null };
+  }
+
+  #show(decision: KeyDecision): KeyDecision {
+    const windows = neverAbove(decision.windows, this.#shown);
+    this.#shown = windows;
+    return { ...decision, windows };
+  }
+
+  #noteArrival(now: number): void {
+    this.#arrivals.push(now);
+    if (this.#arrivals.length > MAX_ARRIVALS) this.#arrivals.shift();
+  }
+
+  #recentArrivals(now: number): number {
+    while (this.#arrivals.length && this.#arrivals[0]! <= now - LEASE_MS) this.#arrivals.shift();
+    return this.#arrivals.length;
+  }
+}

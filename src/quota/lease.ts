@@ -1,0 +1,134 @@
+import { MINUTE_MS } from "../lib/clock";
+import type { Limits } from "./plans";
+import type { UsageState, WindowStatus } from "./windows";
+
+/**
+ * Admission leases. The key's object counts a lease's permits as used, durably, when it grants
+ * them; the isolate then admits up to that many requests with no call. Nothing is ever admitted
+ * that was not counted first, so the windows are never over-admitted; what a lease can cost is
+ * under-admission, bounded below.
+ */
+
+/** How long a lease lives; it also ends with its minute window. */
+export const LEASE_MS = 1_000;
+
+/** A lease takes at most a quarter of the room left in the tighter window… */
+const ROOM_SHARE = 4;
+/** …and at most a tenth of the per-minute limit (6 for a free key). */
+const LIMIT_SHARE = 10;
+
+/**
+ * The permits an isolate asks for: as many requests as it saw for the key in the last
+ * LEASE_MS, on the guess that the next one looks the same. A key that sent fewer than two asks
+ * for none and is decided request by request, so a quiet key locks up nothing.
+ */
+export function leaseWanted(recentRequests: number): number {
+  return recentRequests >= 2 ? recentRequests : 0;
+}
+
+/**
+ * The permits the object grants on top of an admitted request, given its windows after that
+ * request. Near the limit (room below ROOM_SHARE × the lease) this shrinks to 0 and the isolate
+ * goes back to one call per request, so 429s, Retry-After and the ban stay exact.
+ */
+export function permitsToLease(windows: WindowStatus[], limits: Limits, want: number): number {
+  const room = Math.min(...windows.map((w) => w.remaining));
+  const most = Math.min(Math.floor(room / ROOM_SHARE), Math.floor(limits.perMinute / LIMIT_SHARE));
+  return Math.max(0, Math.min(want, most));
+}
+
+/** When a lease granted at `now` ends: LEASE_MS later, or when its minute window ends if sooner. */
+export function leaseExpiry(state: UsageState, now: number): number {
+  return Math.min(now + LEASE_MS, state.minuteStart + MINUTE_MS);
+}
+
+/** What the object remembers of a lease it granted. */
+export interface GrantedLease {
+  minuteStart: number;
+  dayStart: number;
+  permits: number;
+}
+
+/** Counts `permits` as used in both windows (a grant). */
+export function takePermits(state: UsageState, permits: number): UsageState {
+  return {
+    ...state,
+    minuteCount: state.minuteCount + permits,
+    dayCount: state.dayCount + permits,
+  };
+}
+
+/**
+ * Gives a lease's unused permits back to the windows it was granted in. A window that has rolled
+ * over since starts from zero anyway, so only the windows still current are credited.
+ */
+export function givePermitsBack(
+  state: UsageState,
+  lease: GrantedLease,
+  unused: number,
+): UsageState {
+  const n = Math.max(0, Math.min(unused, lease.permits));
+  const next = { ...state };
+  if (lease.minuteStart === state.minuteStart)
+    next.minuteCount = Math.max(0, state.minuteCount - n);
+  if (lease.dayStart === state.dayStart) next.dayCount = Math.max(0, state.dayCount - n);
+  return next;
+}
+
+/**
+ * The windows an isolate reports for a request it admitted from its lease: the object's
+ * remaining at the last contact minus what this isolate admitted since.
+ */
+export function windowsAfterLocalAdmissions(
+  atContact: WindowStatus[],
+  admittedSince: number,
+): WindowStatus[] {
+  return atContact.map((w) => ({ ...w, remaining: Math.max(0, w.remaining - admittedSince) }));
+}
+
+/**
+ * Keeps a window's remaining from going up within the window in one isolate's responses: another
+ * isolate handing back unused permits raises the object's remaining, which would otherwise show
+ * as a jump. A new window or a new limit (a plan change) starts afresh.
+ */
+export function neverAbove(windows: WindowStatus[], shown: WindowStatus[]): WindowStatus[] {
+  return windows.map((w) => {
+    const before = shown.find(
+      (s) => s.name === w.name && s.resetAt === w.resetAt && s.limit === w.limit,
+    );
+    return before && before.remaining < w.remaining ? { ...w, remaining: before.remaining } : w;
+  });
+}
+
+/** What an isolate remembers of a key while its limiter cannot be reached. */
+export interface FallbackState {
+  /** Start of the minute window `admitted` counts in. */
+  minuteStart: number;
+  /** Requests this isolate let through without the object in that minute. */
+  admitted: number;
+}
+
+export type FallbackVerdict =
+  | { admit: true; state: FallbackState }
+  | { admit: false; reason: "refused_before" | "allowance_used"; retryAt: number };
+
+/**
+ * Failing open, bounded. While the key's object is unreachable (a real outage, not an overloaded
+ * object), an isolate lets through at most the key's per-minute limit per minute window, and
+ * nothing for a key it has seen refused or banned until that refusal's retryAt: flooding the
+ * object cannot buy a client more than its own plan.
+ */
+export function fallbackVerdict(
+  previous: FallbackState,
+  limits: Limits,
+  refusedUntil: number,
+  now: number,
+): FallbackVerdict {
+  if (refusedUntil > now) return { admit: false, reason: "refused_before", retryAt: refusedUntil };
+  const minuteStart = now - (now % MINUTE_MS);
+  const admitted = previous.minuteStart === minuteStart ? previous.admitted : 0;
+  if (admitted >= limits.perMinute) {
+    return { admit: false, reason: "allowance_used", retryAt: minuteStart + MINUTE_MS };
+  }
+  return { admit: true, state: { minuteStart, admitted: admitted + 1 } };
+}

@@ -1,0 +1,260 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { pageCacheUrl } from "../src/db/immutable-reads";
+import { fromBase64Url } from "../src/lib/encoding";
+import {
+  auth,
+  BASE,
+  brokenDb,
+  call,
+  callWith,
+  createPets,
+  expect503,
+  issueKey,
+  postJson,
+} from "./helpers";
+
+type Pet = { id: number; name: string; categoryId: number; status: string };
+
+const bigKey = async () =>
+  (await issueKey("enterprise", { perMinute: 10_000, perDay: 100_000 })).key;
+
+/** The next-page URL of a response's Link header, if any. */
+const nextUrl = (res: Response) => res.headers.get("Link")?.match(/^<([^>]+)>; rel="next"$/)?.[1];
+
+/** What a cursor carries: "lastId:status:bookmark" (the payload before its 16-byte MAC). */
+function cursorPayload(url: string): { lastId: number; bookmark: string } {
+  const cursor = new URL(url, BASE).searchParams.get("cursor")!;
+  const token = fromBase64Url(cursor);
+  const [lastId, , bookmark] = new TextDecoder().decode(token.slice(0, -16)).split(":");
+  return { lastId: Number(lastId), bookmark: bookmark! };
+}
+
+/** Server-Timing metric names of a response (`cache`, `db`, `quota`, …). */
+const metrics = (res: Response) =>
+  (res.headers.get("Server-Timing") ?? "").split(",").map((m) => m.trim().split(";")[0]);
+
+/** A fresh cache generation, so each test starts with nothing cached (and leaves others alone). */
+const freshEpoch = () => ({ PAGE_CACHE_EPOCH: crypto.randomUUID() });
+
+/** Follows Link from `path` to the last page, through an app with `bindings`; every response. */
+async function walk(key: string, path: string, bindings: object) {
+  const pages: Response[] = [];
+  let url: string | undefined = path;
+  while (url) {
+    const res = await callWith(bindings, url, { headers: auth(key) }, { wait: true });
+    pages.push(res);
+    if (res.status !== 200) break;
+    url = nextUrl(res);
+  }
+  return pages;
+}
+
+describe("full pages and found pets are served without D1", () => {
+  it("after one walk, every full page and each found pet answers with D1 down; the tail page and unknown pets need D1", async () => {
+    const key = await bigKey();
+    await createPets(
+      key,
+      [1, 2, 3, 4, 5].map((i) => ({ name: `walk-${i}`, categoryId: i })),
+    );
+    const epoch = freshEpoch();
+    const warm = await walk(key, "/v1/pets?limit=2", epoch);
+    expect(warm.length).toBeGreaterThanOrEqual(3);
+    expect(warm.every((r) => r.status === 200)).toBe(true);
+    const bodies = await Promise.all(warm.map((r) => r.clone().json()));
+
+    const down = { ...epoch, DB: brokenDb() };
+    const again = await walk(key, "/v1/pets?limit=2", down);
+    // Every full page again, identical, from the cache; then the tail page fails (503) on D1.
+    expect(again).toHaveLength(warm.length);
+    for (let i = 0; i < warm.length - 1; i++) {
+      expect(again[i]!.status).toBe(200);
+      expect(await again[i]!.json()).toEqual(bodies[i]);
+      expect(again[i]!.headers.get("ETag")).toBe(warm[i]!.headers.get("ETag"));
+      expect(metrics(again[i]!)).toContain("cache");
+      expect(metrics(again[i]!)).not.toContain("db");
+    }
+    await expect503(again.at(-1)!, "the tail page reads D1");
+
+    const pet = (bodies[0] as Pet[])[0]!;
+    expect(
+      (await callWith(epoch, `/v1/pets/${pet.id}`, { headers: auth(key) }, { wait: true })).status,
+    ).toBe(200);
+    const found = await callWith(down, `/v1/pets/${pet.id}`, { headers: auth(key) });
+    expect(found.status).toBe(200);
+    expect(await found.json()).toEqual(pet);
+    expect(metrics(found)).toContain("cache");
+    await expect503(
+      await callWith(down, `/v1/pets/${pet.id + 1_000_000}`, { headers: auth(key) }),
+      "an unknown pet reads D1",
+    );
+  });
+
+  it("a page with exactly `limit` pets and no next is a tail page: not cached, so its Link appears once a pet is added", async () => {
+    const key = await bigKey();
+    const epoch = freshEpoch();
+    const sold = (name: string) =>
+      postJson("/v1/pets", { name, categoryId: 1, status: "sold" }, auth(key));
+    expect((await sold("tail-0")).status).toBe(201);
+    const pages = await walk(key, "/v1/pets?limit=2&status=sold", epoch);
+    const tailUrl = pages.length > 1 ? nextUrl(pages.at(-2)!)! : "/v1/pets?limit=2&status=sold";
+    const onTail = ((await pages.at(-1)!.json()) as Pet[]).length;
+    expect(onTail).toBeGreaterThanOrEqual(1);
+    // Fill the tail page to exactly `limit` pets: full-looking, but nothing after it yet.
+    for (let i = onTail; i < 2; i++) expect((await sold(`tail-${i}`)).status).toBe(201);
+    const exactlyFull = await callWith(epoch, tailUrl, { headers: auth(key) }, { wait: true });
+    expect(((await exactlyFull.json()) as Pet[]).length).toBe(2);
+    expect(nextUrl(exactlyFull)).toBeUndefined();
+    // Asked again, still no next: the page was not stored as if it were full.
+    const again = await callWith(epoch, tailUrl, { headers: auth(key) });
+    expect(metrics(again)).toContain("db");
+    expect(nextUrl(again)).toBeUndefined();
+    expect((await sold("late")).status).toBe(201);
+    const later = await callWith(epoch, tailUrl, { headers: auth(key) }, { wait: true });
+    expect(later.status).toBe(200);
+    const next = nextUrl(later);
+    expect(next).toBeDefined();
+    const after = await callWith(epoch, next!, { headers: auth(key) });
+    expect(((await after.json()) as Pet[]).map((p) => p.name)).toEqual(["late"]);
+  });
+
+  it("If-None-Match on a cached page → 304, still counted by the quota and carrying its headers", async () => {
+    const key = await bigKey();
+    await createPets(
+      key,
+      [1, 2, 3].map((i) => ({ name: `etag-${i}`, categoryId: i })),
+    );
+    const epoch = freshEpoch();
+    const first = await callWith(epoch, "/v1/pets?limit=2", { headers: auth(key) }, { wait: true });
+    const etag = first.headers.get("ETag")!;
+    const link = nextUrl(first);
+    const down = { ...epoch, DB: brokenDb() };
+    const res = await callWith(down, "/v1/pets?limit=2", {
+      headers: auth(key, { "If-None-Match": etag }),
+    });
+    expect(res.status).toBe(304);
+    expect(res.headers.get("ETag")).toBe(etag);
+    // The next page continues from the same pet (the cursor's bookmark may differ: see README).
+    expect(cursorPayload(nextUrl(res)!).lastId).toBe(cursorPayload(link!).lastId);
+    expect(Number(res.headers.get("X-RateLimit-Remaining"))).toBe(
+      Number(first.headers.get("X-RateLimit-Remaining")) - 1,
+    );
+  });
+});
+
+describe("cursors and bookmarks", () => {
+  it("a cursor made from a cached page carries the freshest bookmark the request knew (the client's)", async () => {
+    const key = await bigKey();
+    await createPets(
+      key,
+      [1, 2, 3].map((i) => ({ name: `bm-${i}`, categoryId: i })),
+    );
+    const epoch = freshEpoch();
+    const warm = await callWith(epoch, "/v1/pets?limit=2", { headers: auth(key) }, { wait: true });
+    expect(warm.status).toBe(200);
+    // A write's bookmark, newer than the page was read at.
+    const write = await postJson("/v1/pets", { name: "bm-write", categoryId: 1 }, auth(key));
+    // The header is D1's bookmark, "." and its signature; cursors carry the bookmark itself.
+    const written = write.headers.get("x-d1-bookmark")!;
+    const writtenBookmark = written.split(".")[0];
+    expect(writtenBookmark).toMatch(/^[0-9a-f-]+$/);
+
+    const down = { ...epoch, DB: brokenDb() }; // proves the page is a cache hit
+    const res = await callWith(down, "/v1/pets?limit=2", {
+      headers: auth(key, { "x-d1-bookmark": written }),
+    });
+    expect(res.status).toBe(200);
+    expect(cursorPayload(nextUrl(res)!).bookmark).toBe(writtenBookmark);
+
+    // And from a cached page reached by a cursor: the cursor's own bookmark is carried on.
+    const second = await callWith(down, nextUrl(res)!, { headers: auth(key) });
+    if (second.status === 200 && nextUrl(second))
+      expect(cursorPayload(nextUrl(second)!).bookmark).toBe(writtenBookmark);
+  });
+});
+
+describe("PAGE_CACHE_EPOCH", () => {
+  it("an operator's hand edit stays hidden behind the cache until the epoch is bumped", async () => {
+    const key = await bigKey();
+    const [a] = await createPets(
+      key,
+      [1, 2, 3].map((i) => ({ name: `epoch-${i}`, categoryId: i })),
+    );
+    const epoch = freshEpoch();
+    const get = (bindings: object) =>
+      callWith(bindings, `/v1/pets/${a!.id}`, { headers: auth(key) }, { wait: true });
+    const firstPage = (bindings: object) =>
+      callWith(bindings, "/v1/pets?limit=1", { headers: auth(key) }, { wait: true });
+    expect(((await (await get(epoch)).json()) as Pet).name).toBe("epoch-1");
+    const cachedFirst = (await (await firstPage(epoch)).json()) as Pet[];
+
+    // The operator renames pets by hand (the API never does).
+    await env.DB.prepare("UPDATE pets SET name = 'renamed' || id WHERE id IN (?1, ?2)")
+      .bind(a!.id, cachedFirst[0]!.id)
+      .run();
+    expect(((await (await get(epoch)).json()) as Pet).name).toBe("epoch-1");
+    expect(await (await firstPage(epoch)).json()).toEqual(cachedFirst);
+
+    const bumped = freshEpoch();
+    expect(((await (await get(bumped)).json()) as Pet).name).toBe(`renamed${a!.id}`);
+    expect(((await (await firstPage(bumped)).json()) as Pet[])[0]!.name).toBe(
+      `renamed${cachedFirst[0]!.id}`,
+    );
+  });
+
+  it("is validated: an empty epoch is a configuration error (500), not an unkeyed cache", async () => {
+    const key = await bigKey();
+    const res = await callWith({ PAGE_CACHE_EPOCH: " " }, "/v1/pets?limit=1", {
+      headers: auth(key),
+    });
+    expect(res.status).toBe(500);
+  });
+});
+
+describe("the location's cache (Cache API)", () => {
+  it("a full page is stored in the Cache API too, where another isolate finds it without D1", async () => {
+    const key = await bigKey();
+    await createPets(
+      key,
+      [1, 2, 3].map((i) => ({ name: `colo-${i}`, categoryId: i })),
+    );
+    const epoch = freshEpoch();
+    const res = await callWith(epoch, "/v1/pets?limit=2", { headers: auth(key) }, { wait: true });
+    const body = await res.json();
+    const stored = await (await caches.open("immutable-reads")).match(
+      pageCacheUrl(
+        { environment: "local", epoch: epoch.PAGE_CACHE_EPOCH },
+        { status: undefined, afterId: 0, limit: 2 },
+      ),
+    );
+    expect(stored).toBeDefined();
+    expect(await stored!.json()).toEqual(body);
+  });
+
+  it("the Worker's own isolate (a separate module instance from the test's app) answers from it", async () => {
+    const key = await bigKey();
+    await createPets(
+      key,
+      [1, 2, 3, 4].map((i) => ({ name: `iso-${i}`, categoryId: i })),
+    );
+    // The default epoch, as the Worker under test has it: warm through the test's app…
+    const warm = await callWith(
+      {},
+      "/v1/pets?limit=3&status=available",
+      { headers: auth(key) },
+      {
+        wait: true,
+      },
+    );
+    const body = (await warm.json()) as Pet[];
+    expect(nextUrl(warm), "a full page (four available pets exist)").toBeDefined();
+    // …then hide the change from D1 readers and ask the Worker itself.
+    await env.DB.prepare("UPDATE pets SET name = 'hidden' WHERE id = ?1").bind(body[0]!.id).run();
+    const res = await call("/v1/pets?limit=3&status=available", { headers: auth(key) });
+    expect(await res.json()).toEqual(body);
+    // Put the name back for later tests of this file.
+    await env.DB.prepare("UPDATE pets SET name = ?2 WHERE id = ?1")
+      .bind(body[0]!.id, body[0]!.name)
+      .run();
+  });
+});

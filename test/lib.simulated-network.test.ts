@@ -1,0 +1,79 @@
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import worker from "../src/index";
+import { auth, BASE, issueKey } from "./helpers";
+
+/** The Worker's own fetch (src/index.ts) with `vars` over the test env. */
+async function send(vars: Record<string, string>, path: string, init: RequestInit = {}) {
+  const ctx = createExecutionContext();
+  const t0 = performance.now();
+  // An incoming request, as the runtime hands it to the Worker.
+  const request = new Request(`${BASE}${path}`, init) as Request<
+    unknown,
+    IncomingRequestCfProperties
+  >;
+  const res = await worker.fetch(request, { ...env, ...vars }, ctx);
+  const ms = performance.now() - t0;
+  await waitOnExecutionContext(ctx);
+  return { res, ms };
+}
+
+const DELAYS = { BENCH_LIMITER_RTT_MS: "60", BENCH_D1_RTT_MS: "40", PAGE_CACHE_EPOCH: "sim" };
+
+describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
+  it("off (0, as in every environment): real bindings, no X-Bench-Calls", async () => {
+    const { key } = await issueKey();
+    const { res } = await send({}, "/v1/pets?limit=1", { headers: auth(key) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("X-Bench-Calls")).toBeNull();
+  });
+
+  it("on: each limiter call and D1 query waits its round trip, and the response counts them", async () => {
+    const { key } = await issueKey();
+    const headers = auth(key);
+    // Cold: the key is read from D1 (1 query), the page too (1 query), one limiter call.
+    const cold = await send(DELAYS, "/v1/pets?limit=1", { headers });
+    expect(cold.res.status).toBe(200);
+    expect(cold.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=2");
+    // The limiter call and the page read overlap for a key with room; the key read comes first.
+    expect(cold.ms).toBeGreaterThanOrEqual(40 + 60 - 5);
+    // Two pets make the first page full; once read, it is cached: no D1 query at all.
+    const pet = (await (
+      await send(DELAYS, "/v1/pets", {
+        method: "POST",
+        headers: { ...headers, "Content-Type": "application/json", "Idempotency-Key": "sim-1" },
+        body: '{"name":"Sim","categoryId":1}',
+      })
+    ).res.json()) as { id: number };
+    await send(DELAYS, "/v1/pets", {
+      method: "POST",
+      headers: { ...headers, "Content-Type": "application/json" },
+      body: '{"name":"Sim2","categoryId":1}',
+    });
+    const reads = await send(DELAYS, "/v1/pets?limit=1", { headers });
+    expect(reads.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=1"); // full now: stored
+    const warm = await send(DELAYS, "/v1/pets?limit=1", { headers });
+    expect(warm.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=0");
+    expect(warm.ms).toBeGreaterThanOrEqual(60 - 5);
+    // An idempotent create (replayed here): one limiter call, one D1 batch.
+    const replay = await send(DELAYS, "/v1/pets", {
+      method: "POST",
+      headers: { ...headers, "Content-Type": "application/json", "Idempotency-Key": "sim-1" },
+      body: '{"name":"Sim","categoryId":1}',
+    });
+    expect(replay.res.headers.get("Idempotent-Replayed")).toBe("true");
+    expect(((await replay.res.json()) as { id: number }).id).toBe(pet.id);
+    expect(replay.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=1");
+  });
+
+  it("refused in production: the Worker answers 500 rather than slow every request down", async () => {
+    const { key } = await issueKey();
+    const { res } = await send(
+      { ENVIRONMENT: "production", BENCH_D1_RTT_MS: "30" },
+      "/v1/pets?limit=1",
+      { headers: auth(key) },
+    );
+    expect(res.status).toBe(500);
+  });
+});

@@ -1,0 +1,296 @@
+// Admission leases end to end on one real QuotaLimiter: simulated isolates, each with its own
+// LeaseHolder (src/objects/quota-leases.ts), racing on one key's object under fake time.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { MINUTE_MS } from "../src/lib/clock";
+import { type LeaseCalls, LeaseHolder } from "../src/objects/quota-leases";
+import { LEASE_MS } from "../src/quota/lease";
+import type { KeyDecision, Policy } from "../src/quota/windows";
+import { MIDNIGHT, mockClock, T0 } from "./helpers";
+
+const time = mockClock(T0);
+let seq = 0;
+
+const policyOf = (perMinute: number, perDay: number, extra: Partial<Policy> = {}): Policy => ({
+  perMinute,
+  perDay,
+  version: 1,
+  revoked: false,
+  ...extra,
+});
+const newObject = () => env.QUOTA.getByName(`lease_holders_${++seq}`);
+type Stub = ReturnType<typeof newObject>;
+
+/** One simulated isolate: its own LeaseHolder calling the shared object, counting its calls. */
+function isolate(stub: Stub, policy: () => Policy) {
+  const holder = new LeaseHolder();
+  let calls = 0;
+  const leaseCalls: LeaseCalls = {
+    admit: (request) => {
+      calls++;
+      return stub.admit(policy(), request);
+    },
+    giveBack: (returned) => {
+      calls++;
+      return stub.returnLease(returned);
+    },
+  };
+  return {
+    holder,
+    leaseCalls,
+    admit: () => holder.admit(policy(), leaseCalls),
+    giveBack: () => holder.giveBackUnused(leaseCalls),
+    calls: () => calls,
+  };
+}
+
+/** Deterministic pseudo-random numbers in [0, 1) (mulberry32), so a failure can be replayed. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Sends requests at the current instant until the isolate holds unused leased permits. */
+async function holdLease(iso: ReturnType<typeof isolate>): Promise<void> {
+  for (let i = 0; i < 50 && iso.holder.unusedPermits === 0; i++) await iso.admit();
+  expect(iso.holder.unusedPermits).toBeGreaterThan(0);
+}
+
+const allowed = (ds: { decision: KeyDecision }[]) =>
+  ds.filter((d) => d.decision.outcome === "allowed").length;
+const remainingOf = (d: KeyDecision) => d.windows.map((w) => w.remaining);
+
+describe("lease holders racing on one object", () => {
+  it("5 isolates over 23:58–00:01 UTC never over-admit, under-admit at most 5 leases, and account exactly", {
+    timeout: 60_000,
+  }, async () => {
+    const perMinute = 600;
+    const perDay = 1000;
+    const maxLease = perMinute / 10; // permitsToLease: at most a tenth of the per-minute limit
+    const policy = policyOf(perMinute, perDay);
+    const stub = newObject();
+    const isolates = Array.from({ length: 5 }, () => isolate(stub, () => policy));
+    const next = random(11);
+    const STEP_MS = 250;
+    let admittedToday = 0;
+    let requests = 0;
+    let local = 0;
+
+    // Minutes 23:58 (the minute binds), 23:59 (the day binds: 400 left) and 00:00 (a new day).
+    for (const [minute, minuteStart] of [
+      MIDNIGHT - 2 * MINUTE_MS,
+      MIDNIGHT - MINUTE_MS,
+      MIDNIGHT,
+    ].entries()) {
+      if (minuteStart === MIDNIGHT) admittedToday = 0;
+      const room = Math.min(perMinute, perDay - admittedToday);
+      let admitted = 0;
+      let refused = 0;
+      for (let t = 0; t < MINUTE_MS; t += STEP_MS) {
+        time.now = minuteStart + t;
+        // Each isolate gets 0–2 simultaneous requests per step: ~720 a minute in all, racing.
+        const burst = isolates.flatMap((iso) =>
+          Array.from({ length: [0, 0, 0, 1, 2][Math.floor(next() * 5)]! }, () => iso.admit()),
+        );
+        const results = await Promise.all(burst);
+        requests += results.length;
+        local += results.filter((r) => r.local).length;
+        admitted += allowed(results);
+        refused += results.length - allowed(results);
+        expect(admitted, `minute ${minute} at +${t} ms`).toBeLessThanOrEqual(perMinute);
+        expect(admittedToday + admitted, `day at minute ${minute}`).toBeLessThanOrEqual(perDay);
+      }
+      admittedToday += admitted;
+      expect(refused, `minute ${minute}: demand exceeded the room`).toBeGreaterThan(0);
+      // Bounded under-admission: at most one outstanding lease per isolate went unused.
+      expect(admitted, `minute ${minute}`).toBeGreaterThanOrEqual(
+        room - isolates.length * maxLease,
+      );
+      expect(admitted).toBeLessThanOrEqual(room);
+      const unused = isolates.reduce((n, iso) => n + iso.holder.unusedPermits, 0);
+      expect(unused).toBeLessThanOrEqual(isolates.length * maxLease);
+      expect(admitted + unused, `minute ${minute}: room locked up`).toBeGreaterThanOrEqual(
+        room - isolates.length * maxLease,
+      );
+      // 23:59's leases cross midnight unreturned: handing them back must not touch the new day.
+      if (minute === 1) continue;
+      await Promise.all(isolates.map((iso) => iso.giveBack()));
+      const usage = await stub.usage();
+      expect(usage.minute.count, `minute ${minute}: object count = admitted`).toBe(admitted);
+      expect(usage.day.count, `minute ${minute}: day count = admitted today`).toBe(admittedToday);
+    }
+    // Leases did their job: most requests were decided without a call.
+    expect(local).toBeGreaterThan(requests / 4);
+    const calls = isolates.reduce((n, iso) => n + iso.calls(), 0);
+    expect(calls).toBeLessThan(requests);
+  });
+
+  it("one isolate with a lease in hand admits exactly min(N, R) of N simultaneous requests", async () => {
+    const stub = newObject();
+    const iso = isolate(stub, () => policyOf(200, 100_000));
+    for (let i = 0; i < 30; i++) expect((await iso.admit()).decision.outcome).toBe("allowed");
+    expect(iso.holder.unusedPermits).toBeGreaterThan(0); // it holds a lease now
+    const results = await Promise.all(Array.from({ length: 250 }, () => iso.admit()));
+    expect(allowed(results)).toBe(170);
+    await iso.giveBack();
+    expect((await stub.usage()).minute.count).toBe(200);
+  });
+
+  it("4 isolates whose demand fits the room are all admitted, every one", async () => {
+    const stub = newObject();
+    const isolates = Array.from({ length: 4 }, () => isolate(stub, () => policyOf(400, 100_000)));
+    let admitted = 0;
+    for (let t = 0; t < 20; t++) {
+      time.now = T0 + t * 100;
+      const results = await Promise.all(
+        isolates.flatMap((iso) => Array.from({ length: 4 }, () => iso.admit())),
+      );
+      admitted += allowed(results);
+    }
+    expect(admitted).toBe(4 * 4 * 20);
+  });
+});
+
+describe("one lease holder", () => {
+  it("admits from its lease without calls, remaining going down by one per request", async () => {
+    const stub = newObject();
+    const iso = isolate(stub, () => policyOf(600, 10_000));
+    const results = [];
+    for (let i = 0; i < 40; i++) results.push(await iso.admit());
+    expect(results.map((r) => remainingOf(r.decision)[0])).toEqual(
+      Array.from({ length: 40 }, (_, i) => 599 - i),
+    );
+    expect(results.map((r) => remainingOf(r.decision)[1])).toEqual(
+      Array.from({ length: 40 }, (_, i) => 9999 - i),
+    );
+    expect(results.filter((r) => r.local).length).toBeGreaterThan(20);
+    expect(iso.calls()).toBe(40 - results.filter((r) => r.local).length);
+  });
+
+  it("never shows remaining going up when another isolate hands permits back", async () => {
+    const stub = newObject();
+    const a = isolate(stub, () => policyOf(600, 10_000));
+    const b = isolate(stub, () => policyOf(600, 10_000));
+    await holdLease(b);
+    const before = remainingOf((await a.admit()).decision)[0]!;
+    await b.giveBack(); // the object's remaining goes up
+    const after = remainingOf((await a.admit()).decision)[0]!;
+    expect(after).toBeLessThanOrEqual(before);
+  });
+
+  it("hands unused permits back at expiry, after at most LEASE_MS", async () => {
+    const stub = newObject();
+    const iso = isolate(stub, () => policyOf(600, 10_000));
+    await holdLease(iso);
+    const counted = (await stub.usage()).minute.count;
+    const unused = iso.holder.unusedPermits;
+    const waits: number[] = [];
+    await iso.holder.giveBackAtExpiry(iso.leaseCalls, async (ms) => {
+      waits.push(ms);
+      time.now += ms;
+    });
+    expect(waits).toHaveLength(1);
+    expect(waits[0]).toBeLessThanOrEqual(LEASE_MS);
+    expect(iso.holder.unusedPermits).toBe(0);
+    expect((await stub.usage()).minute.count).toBe(counted - unused);
+  });
+
+  it("keeps a lease that has not expired yet when its timer wakes early", async () => {
+    const stub = newObject();
+    const iso = isolate(stub, () => policyOf(600, 10_000));
+    await holdLease(iso);
+    const unused = iso.holder.unusedPermits;
+    await iso.holder.giveBackAtExpiry(iso.leaseCalls, async () => {});
+    expect(iso.holder.unusedPermits).toBe(unused);
+    expect((await iso.admit()).local).toBe(true);
+  });
+
+  it("a lease handed back twice is credited once", async () => {
+    const stub = newObject();
+    const first = await stub.admit(policyOf(600, 10_000), { want: 20, returning: null });
+    expect(first.lease?.permits).toBe(20);
+    expect((await stub.usage()).minute.count).toBe(21);
+    const returned = { id: first.lease!.id, unused: 20 };
+    await stub.returnLease(returned);
+    await stub.returnLease(returned);
+    await stub.admit(policyOf(600, 10_000), { want: 0, returning: returned });
+    expect((await stub.usage()).minute.count).toBe(2);
+  });
+
+  it("a quiet key (one request every 2 s) never takes a lease: one call per request", async () => {
+    const stub = newObject();
+    const iso = isolate(stub, () => policyOf(60, 1000));
+    for (let i = 0; i < 20; i++) {
+      time.now = T0 + i * 2_000;
+      expect((await iso.admit()).local).toBe(false);
+      expect(iso.holder.unusedPermits).toBe(0);
+    }
+    expect(iso.calls()).toBe(20);
+  });
+
+  it("goes back to one call per request once refused, so the 429s and the ban stay exact", async () => {
+    const stub = newObject();
+    const iso = isolate(stub, () => policyOf(20, 1000));
+    const outcomes = [];
+    for (let i = 0; i < 60; i++) outcomes.push((await iso.admit()).decision.outcome);
+    expect(outcomes.filter((o) => o === "allowed")).toHaveLength(20);
+    // 20 refusals are tolerated (threshold max(10, 20)); the 21st and later ones are bans.
+    expect(outcomes.slice(20, 40).every((o) => o === "rate_limited")).toBe(true);
+    expect(outcomes.slice(40).every((o) => o === "key_banned")).toBe(true);
+    const callsBefore = iso.calls();
+    for (let i = 0; i < 5; i++) expect((await iso.admit()).local).toBe(false);
+    expect(iso.calls()).toBe(callsBefore + 5);
+    expect((await stub.usage()).minute.count).toBe(20);
+  });
+
+  it("stops using its lease once the isolate holds a newer policy than the lease's", async () => {
+    const stub = newObject();
+    let policy = policyOf(600, 10_000);
+    const iso = isolate(stub, () => policy);
+    await holdLease(iso);
+    policy = policyOf(1000, 100_000, { version: 2 }); // this isolate re-read the key: a new plan
+    const next = await iso.admit();
+    expect(next.local).toBe(false);
+    expect(next.decision.windows[0]!.limit).toBe(1000);
+  });
+
+  it("stops using its lease when the isolate made a plan change or revocation (dropLease)", async () => {
+    const stub = newObject();
+    let policy = policyOf(600, 10_000);
+    const iso = isolate(stub, () => policy);
+    await holdLease(iso);
+    const admitted = (await stub.usage()).minute.count - iso.holder.unusedPermits;
+
+    // Revoked in this isolate: the next request goes to the object and is refused.
+    policy = policyOf(600, 10_000, { version: 2, revoked: true });
+    await stub.configure(policy);
+    iso.holder.dropLease();
+    const calls = iso.calls();
+    const next = await iso.admit();
+    expect(next.local).toBe(false);
+    expect(next.decision.outcome).toBe("revoked");
+    expect(iso.calls()).toBe(calls + 1);
+    // The dropped lease's unused permits went back with that call.
+    expect((await stub.usage()).minute.count).toBe(admitted);
+  });
+
+  it("elsewhere, a revocation takes effect when the lease expires, within LEASE_MS", async () => {
+    const stub = newObject();
+    const iso = isolate(stub, () => policyOf(600, 10_000)); // another isolate: a stale policy
+    await holdLease(iso);
+    await stub.configure(policyOf(600, 10_000, { version: 2, revoked: true }));
+    const revokedAt = time.now;
+    let outcome = "allowed";
+    while (outcome === "allowed") {
+      time.now += 100;
+      expect(time.now - revokedAt).toBeLessThanOrEqual(LEASE_MS);
+      outcome = (await iso.admit()).decision.outcome;
+    }
+    expect(outcome).toBe("revoked");
+  });
+});

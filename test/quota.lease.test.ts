@@ -1,0 +1,155 @@
+// The pure lease rules (src/quota/lease.ts), without an object.
+import { describe, expect, it } from "vitest";
+import { MINUTE_MS } from "../src/lib/clock";
+import {
+  fallbackVerdict,
+  givePermitsBack,
+  LEASE_MS,
+  leaseExpiry,
+  leaseWanted,
+  neverAbove,
+  permitsToLease,
+  takePermits,
+  windowsAfterLocalAdmissions,
+} from "../src/quota/lease";
+import { EMPTY_USAGE, rollWindows, windowsOf } from "../src/quota/windows";
+import { DAY0, MIDNIGHT, T0 } from "./helpers";
+
+const limits = (perMinute: number, perDay: number) => ({ perMinute, perDay });
+const used = (minuteCount: number, dayCount: number, now = T0) => ({
+  ...rollWindows(EMPTY_USAGE, now),
+  minuteCount,
+  dayCount,
+});
+
+describe("leaseWanted", () => {
+  it("asks for nothing for a key that sent fewer than two requests in the last second", () => {
+    expect(leaseWanted(0)).toBe(0);
+    expect(leaseWanted(1)).toBe(0);
+  });
+
+  it("asks for as many permits as requests arrived in the last second", () => {
+    expect(leaseWanted(2)).toBe(2);
+    expect(leaseWanted(37)).toBe(37);
+  });
+});
+
+describe("permitsToLease", () => {
+  const windows = (perMinute: number, perDay: number, minuteCount: number, dayCount: number) =>
+    windowsOf(used(minuteCount, dayCount), limits(perMinute, perDay));
+
+  it("grants what was asked when there is plenty of room", () => {
+    expect(permitsToLease(windows(1000, 100_000, 0, 0), limits(1000, 100_000), 20)).toBe(20);
+  });
+
+  it("never grants more than a tenth of the per-minute limit: a free key locks up at most 6", () => {
+    expect(permitsToLease(windows(60, 1000, 1, 1), limits(60, 1000), 50)).toBe(6);
+  });
+
+  it("never grants more than a quarter of the room left in the tighter window", () => {
+    // Minute: 1000 − 900 = 100 left → 25. Day: 100,000 − 99,960 = 40 left → 10.
+    expect(permitsToLease(windows(1000, 100_000, 900, 900), limits(1000, 100_000), 80)).toBe(25);
+    expect(permitsToLease(windows(1000, 100_000, 0, 99_960), limits(1000, 100_000), 80)).toBe(10);
+  });
+
+  it("grants nothing near the limit, so the isolate goes back to one call per request", () => {
+    expect(permitsToLease(windows(1000, 100_000, 997, 997), limits(1000, 100_000), 80)).toBe(0);
+    expect(permitsToLease(windows(1000, 100_000, 1000, 1000), limits(1000, 100_000), 80)).toBe(0);
+  });
+
+  it("grants nothing to a key that asked for none", () => {
+    expect(permitsToLease(windows(1000, 100_000, 0, 0), limits(1000, 100_000), 0)).toBe(0);
+  });
+});
+
+describe("leaseExpiry", () => {
+  it("lasts LEASE_MS", () => {
+    expect(leaseExpiry(used(0, 0), T0 + 5_000)).toBe(T0 + 5_000 + LEASE_MS);
+  });
+
+  it("ends with its minute window, so a permit never crosses into the next minute or day", () => {
+    const now = MIDNIGHT - 300;
+    expect(leaseExpiry(used(0, 0, now), now)).toBe(MIDNIGHT);
+  });
+});
+
+describe("takePermits and givePermitsBack", () => {
+  const lease = { minuteStart: T0, dayStart: DAY0, permits: 10 };
+
+  it("counts granted permits in both windows and credits unused ones back exactly", () => {
+    const granted = takePermits(used(5, 50), 10);
+    expect(granted).toMatchObject({ minuteCount: 15, dayCount: 60 });
+    expect(givePermitsBack(granted, lease, 4)).toMatchObject({ minuteCount: 11, dayCount: 56 });
+  });
+
+  it("never credits more than the lease held", () => {
+    expect(givePermitsBack(used(15, 60), lease, 99)).toMatchObject({
+      minuteCount: 5,
+      dayCount: 50,
+    });
+  });
+
+  it("credits only the day once the minute the lease was granted in is over", () => {
+    const nextMinute = rollWindows(used(15, 60), T0 + MINUTE_MS);
+    expect(givePermitsBack(nextMinute, lease, 4)).toMatchObject({ minuteCount: 0, dayCount: 56 });
+  });
+
+  it("credits nothing once the day is over too", () => {
+    const nextDay = rollWindows(used(15, 60), MIDNIGHT);
+    expect(givePermitsBack(nextDay, lease, 4)).toMatchObject({ minuteCount: 0, dayCount: 0 });
+  });
+});
+
+describe("headers of local admissions", () => {
+  const atContact = windowsOf(used(10, 100), limits(60, 1000));
+
+  it("subtract what the isolate admitted since the last contact from the object's remaining", () => {
+    expect(windowsAfterLocalAdmissions(atContact, 3).map((w) => w.remaining)).toEqual([47, 897]);
+    expect(windowsAfterLocalAdmissions(atContact, 80).map((w) => w.remaining)).toEqual([0, 820]);
+  });
+
+  it("never go up within a window, even when the object's remaining does", () => {
+    const shown = windowsAfterLocalAdmissions(atContact, 5); // 45, 895
+    const higher = windowsOf(used(12, 102), limits(60, 1000)); // 48, 898: another isolate gave back
+    expect(neverAbove(higher, shown).map((w) => w.remaining)).toEqual([45, 895]);
+    const lower = windowsOf(used(20, 110), limits(60, 1000));
+    expect(neverAbove(lower, shown).map((w) => w.remaining)).toEqual([40, 890]);
+  });
+
+  it("start afresh in a new window and under a new limit", () => {
+    const shown = windowsAfterLocalAdmissions(atContact, 5);
+    const nextMinute = windowsOf(rollWindows(used(10, 100), T0 + MINUTE_MS), limits(60, 1000));
+    expect(neverAbove(nextMinute, shown).map((w) => w.remaining)).toEqual([60, 895]);
+    const raised = windowsOf(used(12, 102), limits(300, 10_000));
+    expect(neverAbove(raised, shown).map((w) => w.remaining)).toEqual([288, 9898]);
+  });
+});
+
+describe("fallbackVerdict (limiter unreachable)", () => {
+  const fresh = { minuteStart: 0, admitted: 0 };
+
+  it("lets through at most the per-minute limit in one minute window", () => {
+    let state = fresh;
+    for (let i = 0; i < 3; i++) {
+      const v = fallbackVerdict(state, limits(3, 1000), 0, T0 + i);
+      if (!v.admit) throw new Error(`refused request ${i}`);
+      state = v.state;
+    }
+    expect(fallbackVerdict(state, limits(3, 1000), 0, T0 + 10_000)).toEqual({
+      admit: false,
+      reason: "allowance_used",
+      retryAt: T0 + MINUTE_MS,
+    });
+    expect(fallbackVerdict(state, limits(3, 1000), 0, T0 + MINUTE_MS).admit).toBe(true);
+  });
+
+  it("lets nothing through for a key refused in this isolate until that refusal's retryAt", () => {
+    const until = T0 + 30_000;
+    expect(fallbackVerdict(fresh, limits(3, 1000), until, T0)).toEqual({
+      admit: false,
+      reason: "refused_before",
+      retryAt: until,
+    });
+    expect(fallbackVerdict(fresh, limits(3, 1000), until, until).admit).toBe(true);
+  });
+});
