@@ -1,3 +1,4 @@
+// @ts-check
 // `npm run bench`: the API next to a do-nothing reference Worker (bench/reference) and, for the
 // list, a floor Worker that makes only the two hops a list needs (bench/floor), all under
 // `wrangler dev` on loopback, measured in alternating rounds with autocannon. Absolute numbers on
@@ -24,10 +25,11 @@
 // more than the Durable Object and D1 hops together, while at the edge Workers Logs collects
 // log lines off the request path. Measure both; the report says which one it is.
 //
-// Likewise all three Workers run with wrangler dev's local trace collector off (X_LOCAL_OBSERVABILITY=
-// false) unless `--local-observability on`. That collector writes every invocation's spans into a
-// SQLite-backed object inside the same workerd process, so it costs the API more the more spans a
-// request has, and more as its store grows; at the edge traces leave after the invocation.
+// Likewise all three Workers run with wrangler dev's local trace collector off
+// (X_LOCAL_OBSERVABILITY=false) unless `--local-observability on`. That collector writes every
+// invocation's spans into a SQLite-backed object inside the same workerd process, so it costs the
+// API more the more spans a request has, and more as its store grows; at the edge traces leave
+// after the invocation.
 
 import { randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -99,8 +101,15 @@ function headerValue(headers, name) {
   return undefined;
 }
 
-/** One autocannon run; latencies and statuses are recorded per response so rounds can be merged exactly. */
-function cannon({ url, requests, connections, seconds, headers, sample }) {
+/**
+ * One autocannon run; latencies and statuses are recorded per response so rounds can be merged
+ * exactly.
+ */
+/**
+ * @param {{ url: string, requests: object[], connections: number, seconds: number,
+ *   headers?: Record<string, string>, sample?: boolean }} options
+ */
+function cannon({ url, requests, connections, seconds, headers, sample = false }) {
   return new Promise((resolve, reject) => {
     const latencies = [];
     const statuses = {};
@@ -178,7 +187,10 @@ function summarize(s) {
   };
 }
 
-/** Median and p99 of each Server-Timing metric (auth, quota, db, total …) over the sampled responses. */
+/**
+ * Median and p99 of each Server-Timing metric (auth, quota, db, total …) over the sampled
+ * responses.
+ */
 function serverTiming(samples) {
   const byMetric = {};
   for (const header of samples) {
@@ -300,11 +312,10 @@ async function limiterBench(api) {
       }),
     ),
   );
-  const usage = await (
-    await fetch(`${api.url}/admin/v1/keys/${admitKey.id}`, {
-      headers: { Authorization: `Bearer ${api.adminToken}` },
-    })
-  ).json();
+  const usageResponse = await fetch(`${api.url}/admin/v1/keys/${admitKey.id}`, {
+    headers: { Authorization: `Bearer ${api.adminToken}` },
+  });
+  const usage = /** @type {{ usage?: { day?: { count: number } } }} */ (await usageResponse.json());
 
   // Refused decisions: a key allowed 1 request a day; everything after the first is a 429
   // (quota_exceeded, then key_banned), so the rate is the limiter's refusal path.
@@ -338,7 +349,10 @@ function withOne(run) {
 const loadAtStart = os.loadavg()[0];
 const servers = [];
 
-/** Client latency and Server-Timing with one request in flight: the cost of a request without queueing. */
+/**
+ * Client latency and Server-Timing with one request in flight: the cost of a request without
+ * queueing.
+ */
 async function oneAtATime(url, op, headers, n = opts.sequential) {
   const latencies = [];
   const timings = [];
@@ -375,7 +389,8 @@ function sides(op, round) {
 async function main() {
   const localObservability = opts.localObservability === "on";
   log(
-    `starting the API (port ${opts.apiPort}) and the reference Worker (port ${opts.refPort}); bundling for the size check`,
+    `starting the API (port ${opts.apiPort}) and the reference Worker (port ${opts.refPort}); ` +
+      "bundling for the size check",
   );
   const root = snapshotProject();
   const [api, ref, floor, bundle] = await Promise.all([
@@ -413,8 +428,8 @@ async function main() {
 
   const headers = { Authorization: `Bearer ${benchKey.key}` };
   const ids = seeded.slice(0, 20).map((p) => p.id);
-  // Pages 2–9 of the unfiltered list (each full: 20 pets and a next) and the last page of the sold
-  // pets (a tail: 66 of the 200 seeded are sold, and the bench only creates pending pets).
+  // Pages 2–9 of the unfiltered list (each full: 20 pets and a next) and the last page of the
+  // sold pets (a tail: 66 of the 200 seeded are sold, and the bench only creates pending pets).
   const walk = async (first) => {
     const paths = [];
     let next = first;
@@ -507,13 +522,16 @@ async function main() {
         const result = await run(who, op, opts.seconds);
         if (result.latencies.length === 0)
           throw new Error(
-            `the ${who} Worker answered nothing in a ${opts.seconds} s round of ${op.short} (${result.errors} errors, ${result.timeouts} timeouts)`,
+            `the ${who} Worker answered nothing in a ${opts.seconds} s round of ${op.short} ` +
+              `(${result.errors} errors, ${result.timeouts} timeouts)`,
           );
         merge(stats[i][who], result);
       }
       const last = (w) => stats[i][w].rounds.at(-1);
+      const floorRps = op.floor ? `, floor ${fmt(last("floor"), 0)} req/s` : "";
       log(
-        `round ${round}/${opts.rounds} ${op.short.padEnd(6)} reference ${fmt(last("ref"), 0)} req/s, API ${fmt(last("api"), 0)} req/s${op.floor ? `, floor ${fmt(last("floor"), 0)} req/s` : ""}`,
+        `round ${round}/${opts.rounds} ${op.short.padEnd(6)} ` +
+          `reference ${fmt(last("ref"), 0)} req/s, API ${fmt(last("api"), 0)} req/s${floorRps}`,
       );
     }
   }
@@ -554,17 +572,16 @@ async function main() {
   const outDir = path.join(ROOT, "bench/results");
   mkdirSync(outDir, { recursive: true });
   writeFileSync(path.join(outDir, `${opts.out}.md`), md);
-  writeFileSync(
-    path.join(outDir, `${opts.out}.svg`),
-    svgChart(
-      rows,
-      `npm run bench, ${when.toISOString().slice(0, 16).replace("T", " ")} UTC, ${os.cpus().length} cores, ${opts.connections} connections, wrangler dev on loopback`,
-    ),
-  );
+  const minute = when.toISOString().slice(0, 16).replace("T", " ");
+  const caption =
+    `npm run bench, ${minute} UTC, ${os.cpus().length} cores, ` +
+    `${opts.connections} connections, wrangler dev on loopback`;
+  writeFileSync(path.join(outDir, `${opts.out}.svg`), svgChart(rows, caption));
 
   console.log(`\n${md}`);
   console.log(
-    `Wrote bench/results/${opts.out}.md and bench/results/${opts.out}.svg (${totalSeconds.toFixed(0)} s).`,
+    `Wrote bench/results/${opts.out}.md and bench/results/${opts.out}.svg ` +
+      `(${totalSeconds.toFixed(0)} s).`,
   );
   await Promise.all(servers.map((s) => s.stop()));
 }

@@ -30,7 +30,8 @@ for (const env of ["staging", "production"]) {
   // The size budget is reported, not enforced here: the benchmark issue tracks it.
   const ok = gzipped <= BUDGET_KIB;
   console.log(
-    `✓ ${env}: dry-run deploy OK; bundle ${gzipped.toFixed(1)} KiB gzipped (${ok ? "within" : "OVER"} the ${BUDGET_KIB} KiB budget)`,
+    `✓ ${env}: dry-run deploy OK; bundle ${gzipped.toFixed(1)} KiB gzipped ` +
+      `(${ok ? "within" : "OVER"} the ${BUDGET_KIB} KiB budget)`,
   );
   rmSync(outdir, { recursive: true, force: true });
 }

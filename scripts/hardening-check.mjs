@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // Black-box checks of issue 10's hardening against a running server:
 //   npm run dev -- --port 8830 --var CORS_ORIGINS:https://app.example
 //   node scripts/hardening-check.mjs --url http://localhost:8830
@@ -33,6 +34,10 @@ const newClient = () => ({
   "CF-Connecting-IP": `198.18.${++ipSeq % 250}.${Math.floor(Math.random() * 250)}`,
 });
 
+/**
+ * @param {string} plan
+ * @returns {Promise<{ id: string, key: string }>}
+ */
 async function issueKey(plan, extra = {}) {
   const res = await send("/admin/v1/keys", {
     method: "POST",
@@ -40,7 +45,7 @@ async function issueKey(plan, extra = {}) {
     body: JSON.stringify({ name: `hardening-${plan}`, plan, ...extra }),
   });
   if (res.status !== 201) throw new Error(`issuing a key: ${res.status} ${await res.text()}`);
-  return res.json();
+  return /** @type {Promise<{ id: string, key: string }>} */ (res.json());
 }
 
 /** Sends raw header lines (two Authorization lines, say), which fetch would merge. */
@@ -66,6 +71,11 @@ function rawGet(path, headerLines) {
   });
 }
 
+/**
+ * @param {string} key
+ * @param {string} name
+ * @returns {Promise<{ res: Response, body: any }>}
+ */
 async function createPet(key, name) {
   const res = await send("/v1/pets", {
     method: "POST",
@@ -247,6 +257,7 @@ async function link(key) {
 
 // --------------------------------------------------------------------------- #10 Authorization
 async function authorization(key) {
+  /** @type {Array<[Record<string, string | string[]>, number, string | null, string]>} */
   const cases = [
     [{ Authorization: "Bearer" }, 400, 'error="invalid_request"', "no token"],
     [{ Authorization: "Bearer " }, 400, 'error="invalid_request"', "no token"],
@@ -286,7 +297,7 @@ async function authorization(key) {
 // --------------------------------------------------------------------------- #11 bookmarks
 async function bookmarks(key) {
   const { res } = await createPet(key, "bookmark");
-  const issued = res.headers.get("x-d1-bookmark");
+  const issued = res.headers.get("x-d1-bookmark") ?? "";
   const [bm, tag] = issued.split(".");
   const future = `ffffffff-ffffffff-ffffffff-${"f".repeat(32)}`;
   const bad = [
@@ -313,6 +324,7 @@ async function headers(key) {
   const limited = await issueKey("enterprise", { limits: { perMinute: 1, perDay: 100 } });
   const created = (await createPet(key, "headers")).res;
   const list = await send("/v1/pets", { headers: bearer(key) });
+  /** @type {Array<[string, Response]>} */
   const cases = [
     ["200 list", list],
     ["201 create", created],

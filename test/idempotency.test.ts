@@ -313,7 +313,7 @@ describe("no claim can get stuck, and records expire", () => {
 });
 
 describe("one round trip", () => {
-  it("an idempotent create makes one limiter call (admit) and one D1 round trip; so does a replay", async () => {
+  it("an idempotent create makes at most one limiter call (none from a lease) and one D1 round trip; so does a replay", async () => {
     const { key } = await issueKey();
     const pet = { name: uniqueName(), categoryId: 3 };
     const idem = crypto.randomUUID();
@@ -324,7 +324,9 @@ describe("one round trip", () => {
       const res = await send(key, pet, idem);
       expect(res.status).toBe(201);
       expect(res.headers.get("Idempotent-Replayed")).toBe(replayed);
-      expect(counts).toEqual({ limiterCalls: 1, d1RoundTrips: 1 });
+      expect(counts.d1RoundTrips).toBe(1);
+      // Admission leases (quota/lease.ts) may admit a warm key's request with no call at all.
+      expect(counts.limiterCalls).toBeLessThanOrEqual(1);
     }
     expect(await petsNamed(pet.name)).toBe(1);
   });
