@@ -1,6 +1,6 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
@@ -23,8 +23,9 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
-      // Browser and CLI tests run in Node against wrangler dev (npm run test:browser, test:cli).
-      exclude: ["**/node_modules/**", "test/browser/**", "test/cli/**"],
+      // e2e/ runs under node --test against wrangler dev (npm run test:e2e, test:browser,
+      // test:cli).
+      exclude: [...configDefaults.exclude, "e2e/**"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       // Some tests send hundreds of requests; on a loaded 2-core machine 5 s is too tight.
       testTimeout: 30_000,

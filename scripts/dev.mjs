@@ -7,6 +7,11 @@ import { appendFileSync, copyFileSync, existsSync, readFileSync } from "node:fs"
 import { parseDevVars, readDevVars } from "./lib/dev-vars.mjs";
 
 process.env.WRANGLER_SEND_METRICS = "false";
+// Wrangler downloads a sample `Request.cf` object (the country, colo, … Cloudflare adds to every
+// request) and, offline, prints a warning with two stack traces when it cannot. The API reads
+// nothing from request.cf, so use the built-in sample without asking; set
+// CLOUDFLARE_CF_FETCH_ENABLED=true to fetch the real one.
+process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 const args = process.argv.slice(2);
 
 if (!existsSync(".dev.vars")) {

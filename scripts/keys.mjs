@@ -7,6 +7,7 @@ const USAGE = `Usage: npm run keys -- <command> [options]
 Keys:
   create     --name NAME --plan free|pro|business|enterprise [--per-minute N --per-day N]
              [--expires ISO-DATE] [--owner OWNER_ID] [--meta JSON-OBJECT]
+             [--key-only: print only the new key: KEY=$(npm run -s keys -- create … --key-only)]
   list       [--plan PLAN] [--state active|disabled|revoked|expired] [--owner OWNER_ID]
              [--q NAME-PREFIX] [--limit N] [--cursor C]
   get        KEY_ID
@@ -50,6 +51,7 @@ const { values, positionals } = parseArgs({
     csv: { type: "boolean" },
     limit: { type: "string" },
     cursor: { type: "string" },
+    "key-only": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
 });
@@ -65,6 +67,7 @@ if (values.help) {
   process.exit(0);
 }
 if (!command) fail("No command given.");
+if (values["key-only"] && command !== "create") fail("--key-only is for create.");
 const base = (values.url ?? process.env.ANIMAL_STORE_URL ?? "http://localhost:8787").replace(
   /\/$/,
   "",
@@ -169,6 +172,10 @@ try {
   process.exit(1);
 }
 const text = await res.text();
+if (values["key-only"] && command === "create" && res.ok) {
+  console.log(JSON.parse(text).key);
+  process.exit(0);
+}
 let out = text;
 try {
   out = JSON.stringify(JSON.parse(text), null, 2);

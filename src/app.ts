@@ -1,4 +1,3 @@
-import { Scalar } from "@scalar/hono-api-reference";
 import { Hono } from "hono";
 import { contextStorage } from "hono/context-storage";
 import { methodNotAllowed } from "hono/method-not-allowed";
@@ -18,6 +17,7 @@ import { enforceQuota } from "./middleware/enforce-quota";
 import { methodNotAllowedResponse, notFound, onError } from "./middleware/error-handler";
 import { adminApi } from "./routes/admin/routes";
 import { consolePages } from "./routes/console/routes";
+import { docsPage } from "./routes/docs-page";
 import { adminOpenApiDocument, openApiDocument } from "./routes/openapi-document";
 import { petsApi } from "./routes/pets/routes";
 
@@ -57,10 +57,11 @@ export function createApp() {
   // Public, and registered before the /v1 middleware so they need no key.
   const document = openApiDocument(petsApi);
   app.get("/v1/openapi.json", (c) => {
-    const { text, etag } = document();
+    const { text, etag } = document(configOrThrow(c.env));
     return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
   });
-  app.get("/docs", Scalar({ url: "/v1/openapi.json", pageTitle: "Animal Store API" }));
+  // Its script and styles are static assets (public/docs), served without the Worker.
+  app.get("/docs", docsPage);
 
   app.get("/v1/pets/:petId", deprecated);
   app.use("/v1/*", authenticate, enforceQuota, d1Session);

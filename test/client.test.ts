@@ -1,36 +1,83 @@
+// The @animal-store/client package (packages/client/src) against the app in workerd, and its
+// retry policy against stub servers. e2e/client-package.test.mjs checks the packed package itself.
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { allPets, createAnimalStoreClient, nextCursor, retryingFetch } from "../src/client";
+import {
+  AnimalStoreError,
+  createAnimalStoreClient,
+  retryAfterMs,
+  retryingFetch,
+} from "../packages/client/src/index";
 import { BASE, createPets, fixClock, issueKey } from "./helpers";
 
 const viaWorker: typeof fetch = (input, init) => exports.default.fetch(new Request(input, init));
 
-describe("typed client", () => {
-  it("creates, lists and pages through pets against the app", async () => {
+describe("client against the app", () => {
+  it("creates, lists, pages and fetches pets, and exposes the rate-limit headers", async () => {
     const k = await issueKey("pro");
-    const client = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });
-    const created = await client.pets.$post({
-      json: { name: "Client Rex", categoryId: 7, status: "pending" },
-      header: { "idempotency-key": crypto.randomUUID() },
+    const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });
+    expect(store.rateLimit).toBeUndefined();
+    const rex = await store.createPet(
+      { name: "Client Rex", categoryId: 7, status: "pending" },
+      { idempotencyKey: crypto.randomUUID() },
+    );
+    expect(rex).toMatchObject({
+      id: expect.any(Number),
+      name: "Client Rex",
+      categoryId: 7,
+      status: "pending",
     });
-    expect(created.status).toBe(201);
-    const pet = await created.json();
-    expect(pet).toMatchObject({ name: "Client Rex", categoryId: 7, status: "pending" });
+    expect(store.rateLimit).toMatchObject({
+      limit: 300,
+      remaining: 299,
+      reset: expect.any(Number),
+    });
+    expect(store.rateLimit?.policy).toContain('"minute";q=300;w=60');
 
     await createPets(
       k.key,
       Array.from({ length: 4 }, (_, i) => ({ name: `p${i}`, categoryId: 1, status: "pending" })),
     );
-    const first = await client.pets.$get({ query: { status: "pending", limit: "2" } });
-    expect(first.status).toBe(200);
-    expect(nextCursor(first)).toEqual(expect.any(String));
+    const first = await store.listPets({ status: "pending", limit: 2 });
+    expect(first.pets).toHaveLength(2);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    expect(first.rateLimit?.remaining).toBe(294); // 1 create + 4 seeded + this list
 
     const names: string[] = [];
-    for await (const p of allPets(client, { status: "pending", limit: "2" })) names.push(p.name);
+    for await (const p of store.pets({ status: "pending", limit: 2 })) names.push(p.name);
     expect(names).toEqual(["Client Rex", "p0", "p1", "p2", "p3"]);
+    expect(store.rateLimit?.remaining).toBe(291); // three pages
+
+    expect(await store.getPet(rex.id)).toEqual(rex);
   });
 
-  it("waits Retry-After on 429, with exponential backoff, then succeeds", async () => {
+  it("replays a create with the same Idempotency-Key instead of creating a second pet", async () => {
+    const k = await issueKey("pro");
+    const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });
+    const idempotencyKey = crypto.randomUUID();
+    const a = await store.createPet({ name: "Once", categoryId: 3 }, { idempotencyKey });
+    const b = await store.createPet({ name: "Once", categoryId: 3 }, { idempotencyKey });
+    expect(b).toEqual(a);
+    expect(a.status).toBe("available");
+  });
+
+  it("throws AnimalStoreError with the error body", async () => {
+    const k = await issueKey("pro");
+    const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });
+    const missing = await store.getPet(987654321).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(AnimalStoreError);
+    expect(missing).toMatchObject({ status: 404, code: "not_found" });
+    const bad = await store.createPet({ name: "", categoryId: 1 }).catch((e: unknown) => e);
+    expect(bad).toMatchObject({ status: 400, code: "invalid_request" });
+    const wrongKey = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: "pet_test_nope",
+      fetch: viaWorker,
+    });
+    await expect(wrongKey.listPets()).rejects.toMatchObject({ status: 401, code: "unauthorized" });
+  });
+
+  it("waits Retry-After on 429, then succeeds", async () => {
     const time = fixClock(Date.UTC(2027, 2, 1, 10, 0, 0));
     const k = await issueKey("enterprise", { perMinute: 1, perDay: 100 });
     const waits: number[] = [];
@@ -38,124 +85,250 @@ describe("typed client", () => {
       waits.push(ms);
       time.now += ms; // time passes only when the client waits
     };
-    const client = createAnimalStoreClient({
+    const store = createAnimalStoreClient({
       baseUrl: BASE,
       apiKey: k.key,
       fetch: viaWorker,
       sleep,
       baseDelayMs: 100,
     });
-    expect((await client.pets.$get({ query: {} })).status).toBe(200);
+    await store.listPets();
     time.now += 1_000; // 1 s into the minute: the next request is over the per-minute limit
-    const res = await client.pets.$get({ query: {} });
-    expect(res.status).toBe(200);
-    expect(waits).toHaveLength(1);
-    expect(waits[0]).toBe(59_000); // Retry-After (59 s) beats the 100 ms backoff step
+    await store.listPets();
+    expect(waits).toEqual([59_000]); // Retry-After (59 s) beats the 100 ms backoff step
   });
 
-  it("gives up after maxRetries and returns the last 429", async () => {
-    const always429: typeof fetch = async () =>
-      new Response("{}", { status: 429, headers: { "Retry-After": "0" } });
+  it("returns a 429 whose Retry-After is longer than maxDelayMs as an error, without waiting", async () => {
+    fixClock(Date.UTC(2027, 2, 1, 10, 0, 0));
+    const k = await issueKey("enterprise", { perMinute: 1, perDay: 100 });
     const waits: number[] = [];
-    const f = retryingFetch({
-      fetch: always429,
-      maxRetries: 3,
-      baseDelayMs: 100,
+    const store = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: k.key,
+      fetch: viaWorker,
       sleep: async (ms) => void waits.push(ms),
+      maxDelayMs: 10_000,
     });
-    expect((await f("https://x.example/v1/pets")).status).toBe(429);
-    expect(waits).toHaveLength(3);
-    // exponential: each step is within [0.5, 1] × 100 × 2^attempt
-    waits.forEach((w, i) => {
-      expect(w).toBeGreaterThanOrEqual(50 * 2 ** i);
-      expect(w).toBeLessThanOrEqual(100 * 2 ** i);
-    });
+    await store.listPets();
+    const err = await store.listPets().catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 429, code: "rate_limited", retryAfter: 60 });
+    expect(waits).toEqual([]);
+    expect(store.rateLimit).toMatchObject({ limit: 1, remaining: 0 });
   });
 });
 
 describe("retry policy", () => {
   const answering =
-    (status: number, retryAfter?: string): typeof fetch =>
+    (status: number, headers: Record<string, string> = {}, body = "{}"): typeof fetch =>
     async () =>
-      new Response("{}", {
-        status,
-        headers: retryAfter === undefined ? {} : { "Retry-After": retryAfter },
-      });
+      new Response(body, { status, headers });
   const counted = (inner: typeof fetch) => {
-    const calls: string[] = [];
-    const f: typeof fetch = (input, init) => (
-      calls.push(init?.method ?? "GET"), inner(input, init)
-    );
+    const calls: Array<{ method: string; body: string | null }> = [];
+    const f: typeof fetch = async (input, init) => {
+      const req = new Request(input, init);
+      calls.push({ method: req.method, body: req.body ? await req.text() : null });
+      return inner(input, init);
+    };
     return { calls, f };
   };
   const noSleep = async () => undefined;
+  const url = "https://x.example/v1/pets";
 
-  it("retries a 503 for a read, but not for a create without Idempotency-Key", async () => {
-    const get = counted(answering(503, "1"));
-    await retryingFetch({ fetch: get.f, maxRetries: 2, sleep: noSleep })(
-      "https://x.example/v1/pets",
-    );
-    expect(get.calls).toHaveLength(3);
-    const post = counted(answering(503, "1"));
-    await retryingFetch({ fetch: post.f, maxRetries: 2, sleep: noSleep })(
-      "https://x.example/v1/pets",
-      { method: "POST", body: "{}" },
-    );
-    expect(post.calls).toHaveLength(1);
-    const idempotent = counted(answering(503, "1"));
-    await retryingFetch({ fetch: idempotent.f, maxRetries: 2, sleep: noSleep })(
-      "https://x.example/v1/pets",
-      { method: "POST", body: "{}", headers: { "Idempotency-Key": "k1" } },
-    );
-    expect(idempotent.calls).toHaveLength(3);
+  it("retries 429 and 503 for a read, up to maxRetries, with exponential backoff and jitter", async () => {
+    for (const status of [429, 503]) {
+      const get = counted(answering(status));
+      const waits: number[] = [];
+      const res = await retryingFetch({
+        fetch: get.f,
+        maxRetries: 3,
+        baseDelayMs: 100,
+        sleep: async (ms) => void waits.push(ms),
+      })(url);
+      expect(res.status).toBe(status);
+      expect(get.calls).toHaveLength(4);
+      waits.forEach((w, i) => {
+        expect(w).toBeGreaterThanOrEqual(50 * 2 ** i);
+        expect(w).toBeLessThanOrEqual(100 * 2 ** i);
+      });
+      expect(waits).toHaveLength(3);
+    }
   });
 
-  it("returns a 429 whose Retry-After is longer than maxDelayMs (a ban) instead of blocking", async () => {
-    const banned = counted(answering(429, "900"));
-    const res = await retryingFetch({ fetch: banned.f, maxDelayMs: 60_000, sleep: noSleep })(
-      "https://x.example/v1/pets",
-    );
+  it("uses the random source for jitter", async () => {
+    const waits: number[] = [];
+    await retryingFetch({
+      fetch: answering(503),
+      maxRetries: 2,
+      baseDelayMs: 100,
+      random: () => 0,
+      sleep: async (ms) => void waits.push(ms),
+    })(url);
+    expect(waits).toEqual([50, 100]);
+    waits.length = 0;
+    await retryingFetch({
+      fetch: answering(503),
+      maxRetries: 2,
+      baseDelayMs: 100,
+      random: () => 0.999999,
+      sleep: async (ms) => void waits.push(ms),
+    })(url);
+    expect(waits.map(Math.round)).toEqual([100, 200]);
+  });
+
+  it("never retries a POST without Idempotency-Key, whatever the answer", async () => {
+    for (const [status, body] of [
+      [429, "{}"],
+      [503, "{}"],
+      [409, '{"code":"idempotency_key_in_flight"}'],
+    ] as const) {
+      const post = counted(answering(status, { "Retry-After": "1" }, body));
+      const res = await retryingFetch({ fetch: post.f, maxRetries: 2, sleep: noSleep })(url, {
+        method: "POST",
+        body: "{}",
+      });
+      expect(res.status).toBe(status);
+      expect(post.calls).toHaveLength(1);
+    }
+  });
+
+  it("retries a POST with Idempotency-Key on 429, 503 and 409 idempotency_key_in_flight, sending the same body", async () => {
+    for (const [status, body] of [
+      [429, "{}"],
+      [503, "{}"],
+      [409, '{"code":"idempotency_key_in_flight","message":"…","status":409}'],
+    ] as const) {
+      const post = counted(answering(status, { "Retry-After": "2" }, body));
+      const waits: number[] = [];
+      await retryingFetch({
+        fetch: post.f,
+        maxRetries: 2,
+        baseDelayMs: 10,
+        sleep: async (ms) => void waits.push(ms),
+      })(url, { method: "POST", body: '{"name":"Rex"}', headers: { "Idempotency-Key": "k1" } });
+      expect(post.calls).toEqual(Array(3).fill({ method: "POST", body: '{"name":"Rex"}' }));
+      expect(waits).toEqual([2000, 2000]); // Retry-After beats the 10 ms backoff
+    }
+  });
+
+  it("does not retry any other 409", async () => {
+    const post = counted(answering(409, {}, '{"code":"conflict"}'));
+    const res = await retryingFetch({ fetch: post.f, sleep: noSleep })(url, {
+      method: "POST",
+      body: "{}",
+      headers: { "Idempotency-Key": "k1" },
+    });
+    expect(post.calls).toHaveLength(1);
+    expect(await res.json()).toEqual({ code: "conflict" }); // the body is still readable
+  });
+
+  it("retries a POST Request object with Idempotency-Key, resending its body (cloned)", async () => {
+    const post = counted(answering(429));
+    const req = new Request(url, {
+      method: "POST",
+      body: '{"name":"Rex"}',
+      headers: { "Idempotency-Key": "k1" },
+    });
+    await retryingFetch({ fetch: post.f, maxRetries: 2, sleep: noSleep })(req);
+    expect(post.calls).toEqual(Array(3).fill({ method: "POST", body: '{"name":"Rex"}' }));
+  });
+
+  it("returns the response instead of retrying when the body is a stream that cannot be replayed", async () => {
+    for (const status of [429, 503]) {
+      const post = counted(answering(status));
+      const body = new ReadableStream({
+        start: (c) => (c.enqueue(new TextEncoder().encode("{}")), c.close()),
+      });
+      const res = await retryingFetch({ fetch: post.f, sleep: noSleep })(url, {
+        method: "PUT",
+        body,
+        headers: { "Idempotency-Key": "k1" },
+      });
+      expect(res.status).toBe(status);
+      expect(post.calls).toHaveLength(1);
+    }
+  });
+
+  it("does not retry other statuses", async () => {
+    for (const status of [200, 400, 401, 404, 500]) {
+      const get = counted(answering(status));
+      expect((await retryingFetch({ fetch: get.f, sleep: noSleep })(url)).status).toBe(status);
+      expect(get.calls).toHaveLength(1);
+    }
+  });
+
+  it("returns a Retry-After longer than maxDelayMs (a ban) instead of blocking", async () => {
+    const banned = counted(answering(429, { "Retry-After": "900" }));
+    const res = await retryingFetch({ fetch: banned.f, maxDelayMs: 60_000, sleep: noSleep })(url);
     expect(res.status).toBe(429);
     expect(banned.calls).toHaveLength(1);
   });
 
-  it("treats a non-numeric Retry-After as absent and backs off", async () => {
+  it("reads Retry-After as seconds or an HTTP date, and treats anything else as absent", () => {
+    const now = Date.UTC(2030, 0, 1, 0, 0, 0);
+    expect(retryAfterMs(new Headers({ "Retry-After": "7" }), now)).toBe(7000);
+    expect(retryAfterMs(new Headers({ "Retry-After": "Tue, 01 Jan 2030 00:00:30 GMT" }), now)).toBe(
+      30_000,
+    );
+    expect(retryAfterMs(new Headers({ "Retry-After": "Mon, 31 Dec 2029 00:00:00 GMT" }), now)).toBe(
+      0,
+    );
+    expect(retryAfterMs(new Headers({ "Retry-After": "soon" }), now)).toBeUndefined();
+    expect(retryAfterMs(new Headers(), now)).toBeUndefined();
+  });
+
+  it("backs off when Retry-After is unreadable", async () => {
     const waits: number[] = [];
     await retryingFetch({
-      fetch: answering(429, "soon"),
+      fetch: answering(429, { "Retry-After": "soon" }),
       maxRetries: 1,
       baseDelayMs: 100,
       sleep: async (ms) => void waits.push(ms),
-    })("https://x.example/v1/pets");
+    })(url);
     expect(waits).toHaveLength(1);
     expect(waits[0]).toBeGreaterThanOrEqual(50);
     expect(waits[0]).toBeLessThanOrEqual(100);
   });
-});
 
-describe("retry policy for Request objects", () => {
-  it("does not retry a 503 answer to a POST Request without Idempotency-Key", async () => {
-    let calls = 0;
-    const f = retryingFetch({
-      sleep: async () => undefined,
-      fetch: async () => (
-        calls++, new Response(null, { status: 503, headers: { "Retry-After": "1" } })
-      ),
-    });
-    expect(
-      (await f(new Request("https://x.example/v1/pets", { method: "POST", body: "{}" }))).status,
-    ).toBe(503);
-    expect(calls).toBe(1);
+  it("stops waiting when the AbortSignal fires, with its reason", async () => {
+    const get = counted(answering(503, { "Retry-After": "30" }));
+    const controller = new AbortController();
+    const started = Date.now();
+    const pending = retryingFetch({ fetch: get.f })(url, { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error("stop")), 20);
+    await expect(pending).rejects.toThrow("stop");
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(get.calls).toHaveLength(1);
   });
 
-  it("retries a 503 answer to a GET Request", async () => {
-    let calls = 0;
-    const f = retryingFetch({
-      maxRetries: 2,
-      sleep: async () => undefined,
-      fetch: async () => (calls++, new Response(null, { status: 503 })),
+  it("passes the AbortSignal through the client to fetch", async () => {
+    let seen: AbortSignal | undefined;
+    const store = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: "k",
+      fetch: async (input, init) => {
+        seen = new Request(input, init).signal;
+        return new Response("[]", { headers: { "Content-Type": "application/json" } });
+      },
     });
-    await f(new Request("https://x.example/v1/pets"));
-    expect(calls).toBe(3);
+    const controller = new AbortController();
+    await store.listPets({}, { signal: controller.signal });
+    expect(seen?.aborted).toBe(false);
+    controller.abort(new Error("cancelled"));
+    expect(seen?.aborted).toBe(true);
+    const aborted = AbortSignal.abort(new Error("already"));
+    await expect(store.getPet(1, { signal: aborted })).rejects.toThrow();
+  });
+
+  it("types limit as a number and Idempotency-Key as optional", () => {
+    const store = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: "k",
+      fetch: answering(200, {}, "[]"),
+    });
+    // @ts-expect-error limit is a number, not a string
+    void store.listPets({ limit: "50" });
+    void store.listPets({ limit: 50 });
+    void store.createPet({ name: "Rex", categoryId: 1 });
+    expect(true).toBe(true);
   });
 });

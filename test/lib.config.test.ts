@@ -30,6 +30,8 @@ describe("configOrThrow", () => {
     ["ENVIRONMENT", "prod"],
     ["CORS_ORIGINS", "example.com"],
     ["CORS_ORIGINS", "https://a.example/path"],
+    ["PUBLIC_ORIGIN", "api.example.com"],
+    ["PUBLIC_ORIGIN", "https://api.example.com/v1"],
   ])("%s=%j is refused with a ConfigError naming it", (name, value) => {
     vi.spyOn(console, "error").mockImplementation(() => undefined);
     expect(() => configOrThrow({ ...env, [name]: value })).toThrow(ConfigError);

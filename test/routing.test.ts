@@ -244,4 +244,29 @@ describe("contract documentation", () => {
     expect(html.toLowerCase()).toContain("<html");
     expect(html).toContain("/v1/openapi.json");
   });
+
+  it("GET /docs loads only same-origin scripts, under a CSP that allows nothing else", async () => {
+    const res = await call("/docs");
+    const csp = res.headers.get("Content-Security-Policy") ?? "";
+    const directives = Object.fromEntries(
+      csp.split(";").map((d) => {
+        const [name, ...values] = d.trim().split(/\s+/);
+        return [name, values];
+      }),
+    );
+    expect(directives["default-src"]).toEqual(["'none'"]);
+    expect(directives["script-src"]).toEqual(["'self'"]);
+    expect(directives["connect-src"]).toEqual(["'self'"]);
+    expect(directives["frame-ancestors"]).toEqual(["'none'"]);
+    expect(csp).not.toMatch(/https?:|unsafe-eval|\*/);
+    expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+    const html = await res.text();
+    expect(html).not.toMatch(/https?:\/\//); // no third-party URL at all
+    const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
+    expect(scripts.map(([, attrs]) => attrs!.trim())).toEqual([
+      'src="/docs/scalar.js"',
+      'src="/docs/init.js"',
+    ]);
+    expect(scripts.every(([, , body]) => body === "")).toBe(true); // nothing inline
+  });
 });

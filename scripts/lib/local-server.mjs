@@ -31,6 +31,8 @@ const WRANGLER = path.join(
 const ENV = {
   ...process.env,
   WRANGLER_SEND_METRICS: "false",
+  // No download of the sample Request.cf object (see scripts/dev.mjs): nothing leaves the machine.
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
   NO_D1_WARNING: "true",
   FORCE_COLOR: "0",
 };
@@ -95,6 +97,8 @@ export function snapshotProject() {
     "src",
     "migrations",
     "wrangler.toml",
+    "public",
+    "scripts/docs-assets.mjs",
     "package.json",
     "tsconfig.json",
     "worker-configuration.d.ts",
@@ -137,7 +141,9 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null)
-      throw new Error(`wrangler dev exited (${child.exitCode}); see ${logFile}`);
+      throw new Error(
+        `wrangler dev exited (${child.exitCode}):\n${existsSync(logFile) ? readFileSync(logFile, "utf8").slice(-4000) : ""}`,
+      );
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
       await res.arrayBuffer();
@@ -147,7 +153,12 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs) {
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  throw new Error(`${url} did not answer within ${timeoutMs / 1000} s; see ${logFile}`);
+  const tail = existsSync(logFile)
+    ? readFileSync(logFile, "utf8").split("\n").slice(-40).join("\n")
+    : "";
+  throw new Error(
+    `${url} did not answer within ${timeoutMs / 1000} s; the end of ${logFile}:\n${tail}`,
+  );
 }
 
 /**
@@ -390,4 +401,24 @@ export function parseArgs(argv, defaults) {
       throw new Error(`--${m[1]} needs a number`);
   }
   return out;
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1 (for tests that start their own server). */
+export async function freePort() {
+  const { createServer } = await import("node:net");
+  return /** @type {Promise<number>} */ (
+    new Promise((resolve, reject) => {
+      const server = createServer();
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => {
+        const address = /** @type {import("node:net").AddressInfo} */ (server.address());
+        server.close(() => resolve(address.port));
+      });
+    })
+  );
+}
+
+/** The API under `wrangler dev` on free ports (server and inspector), for tests and tools. */
+export async function startApiOnFreePorts(options = {}) {
+  return startApi({ port: await freePort(), inspectorPort: await freePort(), ...options });
 }

@@ -12,6 +12,10 @@ type Operation = {
 
 const text = (description: string) => ({ description, schema: { type: "string" } });
 
+const ETAG = text(
+  "Weak entity tag of the body; send it as If-None-Match to get 304 when unchanged",
+);
+
 /** Headers every /v1 response carries, added here once rather than on every route. */
 const COMMON_RESPONSE_HEADERS = {
   "X-Request-Id": text("Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID"),
@@ -50,12 +54,12 @@ function documentMiddleware(doc: Document): Document {
         schema: { type: "string" },
       });
       const ok = op.responses?.["200"];
-      if (ok) ok.headers = { ...ok.headers, ETag: text("Entity tag of the body") };
+      if (ok) ok.headers = { ...ok.headers, ETag: ETAG };
       op.responses = {
         ...op.responses,
         304: {
           description: "Not modified: If-None-Match matched (still counted against the quota)",
-          headers: { ...RATE_LIMIT_HEADERS, ETag: text("Entity tag"), ...COMMON_RESPONSE_HEADERS },
+          headers: { ...RATE_LIMIT_HEADERS, ETag: ETAG, ...COMMON_RESPONSE_HEADERS },
         },
       };
     }
@@ -63,33 +67,132 @@ function documentMiddleware(doc: Document): Document {
   return doc;
 }
 
-/** OpenAPI 3.1 of the public API, as JSON text with its ETag, generated once per isolate from the zod schemas. */
-export function openApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
-  let cached: { text: string; etag: string } | undefined;
-  const build = () =>
-    documentMiddleware(
-      api.getOpenAPI31Document({
-        openapi: "3.1.0",
-        info: {
-          title: "Animal Store API",
-          version: "1.0.0",
-          description:
-            "List, add and fetch animals. Every operation needs `Authorization: Bearer <API key>`. Errors are `{code, message, status}`.",
-        },
-        servers: [
-          {
-            url: "/v1",
-            description: "This deployment (production: pet_live_ keys; elsewhere pet_test_)",
-          },
-        ],
-      }),
-    );
-  return () => {
-    if (!cached) {
-      const text = JSON.stringify(build());
-      cached = { text, etag: etagOfText(text) };
+/** Who runs the API, under which licence: the same for every document the service serves. */
+export const DOCUMENT_INFO = {
+  license: { name: "MIT", identifier: "MIT" },
+  contact: { name: "Animal Store API team" },
+};
+
+/** The document's `servers`: this environment's configured PUBLIC_ORIGIN; relative while it is "". */
+export const serversFor = (
+  { PUBLIC_ORIGIN, ENVIRONMENT }: { PUBLIC_ORIGIN: string; ENVIRONMENT: string },
+  prefix: string,
+) => [
+  {
+    url: `${PUBLIC_ORIGIN}${prefix}`,
+    description: `The ${ENVIRONMENT} environment${PUBLIC_ORIGIN ? "" : " (this origin)"}`,
+  },
+];
+
+type ServerConfig = Parameters<typeof serversFor>[0];
+
+type Json = unknown;
+type HeaderMap = Record<string, Json>;
+type Responses = Record<string, { headers?: HeaderMap }>;
+
+/**
+ * `allOf: [{$ref}, {description}]` (what zod-to-openapi makes of a described reference) becomes
+ * `{$ref, description, …}`, which OpenAPI 3.1 allows: generators then see the plain reference
+ * (openapi-typescript turned the wrapper into `T & unknown`).
+ */
+function unwrapDescribedRefs(node: Json): Json {
+  if (Array.isArray(node)) return node.map(unwrapDescribedRefs);
+  if (!node || typeof node !== "object") return node;
+  const obj = Object.fromEntries(
+    Object.entries(node).map(([k, v]) => [k, unwrapDescribedRefs(v)]),
+  ) as Record<string, Json>;
+  const allOf = obj.allOf;
+  if (!Array.isArray(allOf) || allOf.length !== 2) return obj;
+  const [ref, extra] = allOf as [Record<string, Json>, Record<string, Json>];
+  const annotations = ["description", "default", "example", "deprecated"];
+  if (typeof ref?.$ref !== "string" || Object.keys(ref).length !== 1) return obj;
+  if (!extra || !Object.keys(extra).every((k) => annotations.includes(k))) return obj;
+  const { allOf: _, ...rest } = obj;
+  return { $ref: ref.$ref, ...extra, ...rest };
+}
+
+/**
+ * Every response header becomes a `$ref` to one `components/headers` entry, named after the
+ * header; a header whose definition differs between operations gets `<Header>.<operationId>`.
+ */
+function shareHeaders(doc: Document): void {
+  doc.components ??= {};
+  const components = doc.components as { headers?: Record<string, Json> };
+  const shared: Record<string, Json> = {};
+  const nameFor = (header: string, definition: Json, operationId: string) => {
+    const text = JSON.stringify(definition);
+    for (const name of [header, `${header}.${operationId}`]) {
+      if (shared[name] === undefined) shared[name] = definition;
+      if (JSON.stringify(shared[name]) === text) return name;
     }
-    return cached;
+    throw new Error(`header ${header} defined three ways`);
+  };
+  for (const item of Object.values(doc.paths ?? {})) {
+    for (const op of Object.values(
+      item as Record<string, { operationId?: string; responses?: Responses }>,
+    )) {
+      for (const response of Object.values(op.responses ?? {})) {
+        if (!response.headers) continue;
+        response.headers = Object.fromEntries(
+          Object.entries(response.headers).map(([header, definition]) => [
+            header,
+            {
+              $ref: `#/components/headers/${nameFor(header, definition, op.operationId ?? "operation")}`,
+            },
+          ]),
+        );
+      }
+    }
+  }
+  components.headers = Object.fromEntries(
+    Object.entries(shared).sort(([a], [b]) => a.localeCompare(b)),
+  );
+}
+
+/** Shared finishing of a generated document: plain references and header components. */
+export function finishDocument(doc: Document): Document {
+  const finished = unwrapDescribedRefs(doc) as Document;
+  shareHeaders(finished);
+  return finished;
+}
+
+/**
+ * OpenAPI 3.1 of the public API, as JSON text with its ETag, generated from the zod schemas once
+ * per isolate (per environment and public origin).
+ */
+export function openApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
+  const cached = new Map<string, { text: string; etag: string }>();
+  const build = (config: ServerConfig) =>
+    finishDocument(
+      documentMiddleware(
+        api.getOpenAPI31Document({
+          openapi: "3.1.0",
+          info: {
+            title: "Animal Store API",
+            version: "1.0.0",
+            description: [
+              "List, add and fetch animals. This document is the API's contract; the interactive reference is at `/docs`.",
+              "",
+              "Every operation needs `Authorization: Bearer <API key>` (`pet_live_…` in production, `pet_test_…` elsewhere).",
+              "Errors are `{code, message, status}` with `Content-Type: application/json`.",
+              "Every response carries the quota headers; 429 and 503 carry `Retry-After` (seconds).",
+            ].join("\n"),
+            ...DOCUMENT_INFO,
+          },
+          servers: serversFor(config, "/v1"),
+          tags: [{ name: "Pets", description: "The animals in the store: list, add, fetch" }],
+        }),
+      ),
+    );
+  return (config: ServerConfig) => {
+    const cacheKey = `${config.ENVIRONMENT} ${config.PUBLIC_ORIGIN}`;
+    let entry = cached.get(cacheKey);
+    if (!entry) {
+      const text = JSON.stringify(build(config));
+      entry = { text, etag: etagOfText(text) };
+      cached.set(cacheKey, entry);
+    }
+    return entry;
   };
 }
 

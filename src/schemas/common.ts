@@ -14,7 +14,7 @@ export const ErrorSchema = z
   .openapi("Error");
 
 /** A path or query integer in 1..2^53−1, given as decimal digits (no sign, no exponent, no fraction). */
-export function positiveIdString(name: string) {
+export function positiveIdString(name: string, description: string) {
   return z
     .string()
     .regex(/^[0-9]+$/, `must be a positive integer`)
@@ -25,7 +25,7 @@ export function positiveIdString(name: string) {
       `must be at most ${MAX_ID} (2^53−1); larger int64 values cannot be represented exactly`,
     )
     .openapi({
-      param: { name, in: "path" },
+      param: { name, in: "path", description },
       type: "integer",
       format: "int64",
       minimum: 1,

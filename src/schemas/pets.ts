@@ -76,7 +76,9 @@ export const CreatePetHeadersSchema = z.object({
     }),
 });
 
-export const PetIdParamSchema = z.object({ petId: positiveIdString("petId") });
+export const PetIdParamSchema = z.object({
+  petId: positiveIdString("petId", "The animal's id (an integer from 1 to 2^53−1)"),
+});
 
 export type NewPet = z.infer<typeof NewPetSchema>;
 export type Pet = z.infer<typeof PetSchema>;

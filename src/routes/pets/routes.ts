@@ -83,6 +83,7 @@ const listPetsRoute = createRoute({
   method: "get",
   path: "/pets",
   operationId: "listPets",
+  tags: ["Pets"],
   summary: "List animals",
   description:
     'Animals in ascending id order, at most `limit` of them, optionally filtered by status. When more exist, `Link: <…>; rel="next"` gives the next page.',
@@ -109,7 +110,10 @@ const createPetRoute = createRoute({
   method: "post",
   path: "/pets",
   operationId: "createPet",
+  tags: ["Pets"],
   summary: "Add an animal",
+  description:
+    "Adds an animal and answers 201 with it and its `Location`. `status` defaults to `available`; unknown fields are refused. Send an `Idempotency-Key` to make retries safe: the same key and body within 24 h return the first answer again (`Idempotent-Replayed: true`) instead of adding a second animal; the same key with another body is 422, and while the first request is still running 409.",
   security,
   middleware: jsonBody,
   request: {
@@ -138,6 +142,9 @@ const getPetRoute = createRoute({
   method: "get",
   path: "/pets/{petId}",
   operationId: "getPet",
+  tags: ["Pets"],
+  description:
+    "One animal by id, or 404. Deprecated: every answer carries `Deprecation`, `Sunset` and a `successor-version` link, and from the sunset (2030-12-05T00:00:00Z) on it answers 410 `endpoint_removed`.",
   summary:
     "Fetch one animal (deprecated: removed on 5 December 2030; use listPets with a status filter)",
   deprecated: true,

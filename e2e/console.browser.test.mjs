@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import puppeteer from "puppeteer-core";
-import { startApi } from "../../scripts/lib/local-server.mjs";
+import { startApi } from "../scripts/lib/local-server.mjs";
 
 // This test's own ports (wrangler dev and its inspector), apart from `npm run dev`'s 8787.
 const PORT = Number(process.env.CONSOLE_TEST_PORT ?? 8840);

@@ -5,7 +5,7 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
-import { ROOT, startApi } from "../../scripts/lib/local-server.mjs";
+import { ROOT, startApi } from "../scripts/lib/local-server.mjs";
 
 // This test's own ports, apart from `npm run dev` (8787) and the console's browser test (8840).
 const PORT = Number(process.env.CLI_TEST_PORT ?? 8841);

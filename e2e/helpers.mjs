@@ -1,0 +1,27 @@
+// Shared by the end-to-end tests (node --test): the project's Node binaries and a local API.
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { ROOT } from "../scripts/lib/local-server.mjs";
+
+export { ROOT };
+
+const major = (bin) =>
+  Number(execFileSync(bin, ["-p", "process.versions.node"], { encoding: "utf8" }).split(".")[0]);
+
+/** The first `node` on PATH outside node_modules whose major version is `want` (the machine's own Node). */
+export function systemNode(want) {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    if (!dir || dir.includes("node_modules")) continue;
+    const bin = path.join(dir, "node");
+    if (existsSync(bin) && major(bin) === want) return bin;
+  }
+  throw new Error(`no Node ${want} on PATH outside node_modules (PATH=${process.env.PATH})`);
+}
+
+/** Node 22 from the `node` devDependency (what every `npm run …` script runs on). */
+export function projectNode22() {
+  const bin = path.join(ROOT, "node_modules/node/bin/node");
+  if (major(bin) !== 22) throw new Error(`${bin} is not Node 22`);
+  return bin;
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env node
+// Copies the pinned Scalar API reference bundle (the @scalar/api-reference devDependency, exact
+// version) into public/docs/, where Workers Static Assets serves it at /docs/scalar.js. Wrangler
+// runs this as the [build] command before `wrangler dev` and `wrangler deploy`.
+import { copyFileSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+// The package's exports map hides package.json and dist/browser: take them from the install.
+const pkgDir = path.join(root, "node_modules/@scalar/api-reference");
+const { version } = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8"));
+copyFileSync(
+  path.join(pkgDir, "dist/browser/standalone.js"),
+  path.join(root, "public/docs/scalar.js"),
+);
+console.log(`public/docs/scalar.js: @scalar/api-reference ${version}`);
