@@ -5,10 +5,9 @@ import {
   findKeyByHash,
   getKey,
   insertKey,
-  type KeyRecord,
-  type KeySettings,
   listKeys,
   type NewKey,
+  settingsOf,
 } from "../src/db/keys";
 import { createPet, getPet, listPets } from "../src/db/pets";
 import { sha256Hex } from "../src/lib/crypto";
@@ -38,16 +37,7 @@ function newKey(over: Partial<NewKey> = {}): NewKey {
   };
 }
 
-const settings = (k: KeyRecord): KeySettings => ({
-  name: k.name,
-  plan: k.plan,
-  ownLimits: k.plan === "enterprise" ? k.limits : null,
-  expiresAt: k.expiresAt,
-  disabledAt: k.disabledAt,
-  revokedAt: k.revokedAt,
-  ownerId: k.ownerId,
-  meta: k.meta,
-});
+const settings = settingsOf;
 
 const audit = (keyId: string, at: number) => ({
   at,

@@ -231,6 +231,18 @@ export interface KeySettings {
   meta: KeyMeta | null;
 }
 
+/** A key's current settings, the starting point of a change. */
+export const settingsOf = (k: KeyRecord): KeySettings => ({
+  name: k.name,
+  plan: k.plan,
+  ownLimits: k.plan === "enterprise" ? k.limits : null,
+  expiresAt: k.expiresAt,
+  disabledAt: k.disabledAt,
+  revokedAt: k.revokedAt,
+  ownerId: k.ownerId,
+  meta: k.meta,
+});
+
 /**
  * Writes `next` over the key if it is still at `expectedVersion`, bumping the version, and
  * appends `audit` in the same batch. Null if the key is gone or another change came first

@@ -11,6 +11,7 @@ import {
   type KeySettings,
   listKeys,
   rollKeySecret,
+  settingsOf,
 } from "../../db/keys";
 import { clock } from "../../lib/clock";
 import { configOrThrow } from "../../lib/config";
@@ -72,17 +73,6 @@ async function pushPolicyOrThrow(env: Env, key: KeyRecord): Promise<void> {
   forgetKey(key.id);
   await new QuotaLimiterClient(env.QUOTA, key.id).configureOrThrow(policyOf(key));
 }
-
-const settingsOf = (k: KeyRecord): KeySettings => ({
-  name: k.name,
-  plan: k.plan,
-  ownLimits: k.plan === "enterprise" ? k.limits : null,
-  expiresAt: k.expiresAt,
-  disabledAt: k.disabledAt,
-  revokedAt: k.revokedAt,
-  ownerId: k.ownerId,
-  meta: k.meta,
-});
 
 // A write that lost a race to another admin write is decided again on the fresh record.
 const WRITE_ATTEMPTS = 3;
