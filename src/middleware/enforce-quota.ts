@@ -175,7 +175,7 @@ export const enforceQuota = createMiddleware<QuotaEnv>(async (c, next) => {
     c,
     "quota",
     limiter.admit(policy).then((result) => {
-      // The lease's unused permits go back when it expires (≤ LEASE_MS), if no request has.
+      // The lease's unused permits go back ≤ GIVE_BACK_GRACE_MS after it expires, if no request has.
       if (result.reached && result.leaseGranted)
         c.executionCtx.waitUntil(limiter.giveBackLeaseAtExpiry(policy));
       return result;

@@ -1,5 +1,11 @@
 import { clock } from "../lib/clock";
-import { LEASE_MS, leaseWanted, neverAbove, windowsAfterLocalAdmissions } from "../quota/lease";
+import {
+  GIVE_BACK_GRACE_MS,
+  leaseWanted,
+  neverAbove,
+  RATE_HORIZON_MS,
+  windowsAfterLocalAdmissions,
+} from "../quota/lease";
 import type { KeyDecision, Policy, Refusal, WindowStatus } from "../quota/windows";
 import type { Admission, LeaseRequest, ReturnedLease } from "./quota-limiter";
 
@@ -25,8 +31,9 @@ interface HeldLease {
   policyVersion: number;
 }
 
-// Enough arrivals to size any lease; older ones fall out after LEASE_MS anyway.
-const MAX_ARRIVALS = 1_000;
+// Enough arrivals to size any lease; older ones fall out after RATE_HORIZON_MS anyway (when
+// more arrive in the horizon, the oldest are dropped and the rate is measured over the rest).
+const MAX_ARRIVALS = 2_000;
 
 /**
  * One isolate's admissions for one key. Decides from its lease when it holds one, else calls
@@ -34,8 +41,10 @@ const MAX_ARRIVALS = 1_000;
  *
  * Exact within the isolate: a lease is asked for (or a used one handed back) only by a call
  * made while no other call for the key is in flight from this isolate, and requests arriving
- * meanwhile wait for that call. Requests decided one by one are sent only while the isolate
- * holds no unused permits. So the object never refuses this isolate's request while this
+ * meanwhile wait for that call. A busy key's request that finds requests decided one by one in
+ * flight waits for them too (rather than adding one more call), so an isolate whose calls
+ * overlap still gets to ask for a lease. Requests decided one by one are sent only while the
+ * isolate holds no unused permits. So the object never refuses this isolate's request while this
  * isolate sits on permits it could have used: N simultaneous requests on a key with room R are
  * admitted exactly min(N, R) times, as without leases.
  */
@@ -44,6 +53,8 @@ export class LeaseHolder {
   /** A lease that may no longer be used, whose unused permits go back on the next call. */
   #unreturned: ReturnedLease | null = null;
   #inFlight = 0;
+  /** The calls for requests decided one by one now in flight (each made by its own request). */
+  #plainCalls = new Set<Promise<unknown>>();
   /** The call that asks for a lease or hands one back; others wait for it. */
   #exclusive: Promise<unknown> | null = null;
   #arrivals: number[] = [];
@@ -68,17 +79,28 @@ export class LeaseHolder {
       const local = this.#admitFromLease(policy, now);
       if (local) return { decision: local, local: true, leaseGranted: false };
       this.#retireLease(policy, now);
-      const want = now < this.#noLeaseUntil ? 0 : leaseWanted(this.#recentArrivals(now));
+      const want = now < this.#noLeaseUntil ? 0 : leaseWanted(this.#recentArrivals(now), now);
       if ((want > 0 || this.#unreturned) && this.#inFlight === 0) {
         return this.#exclusiveCall(calls, { want, returning: this.#unreturned });
+      }
+      if (want > 0) {
+        // A busy key with requests decided one by one in flight (it was quiet, or had no lease
+        // yet): wait for them rather than add one more, then ask for a lease. Without this, a
+        // busy isolate whose calls overlap never sees none in flight and never takes a lease.
+        // (Awaits a promise its own request made: a Worker may wait on another request's
+        // promise, not settle one made by another request.)
+        const [first] = this.#plainCalls;
+        await first?.catch(() => undefined);
+        continue;
       }
       return this.#plainCall(calls);
     }
   }
 
   /**
-   * Hands the lease granted last back at its expiry if it still has unused permits and no
-   * request has handed it back since (meant for `waitUntil`). `sleep` waits that long, in ms.
+   * Hands the lease granted last back GIVE_BACK_GRACE_MS after its expiry if it still has unused
+   * permits and no request has handed it back since (meant for `waitUntil`). `sleep` waits that
+   * long, in ms.
    */
   async giveBackAtExpiry(
     calls: LeaseCalls,
@@ -86,7 +108,9 @@ export class LeaseHolder {
   ): Promise<void> {
     const lease = this.#lease;
     if (!lease) return;
-    await sleep(Math.max(0, lease.expiresAt - clock.now()));
+    // A request after the expiry hands the lease back with its own call; only if none came
+    // within GIVE_BACK_GRACE_MS does the lease go back in a call of its own.
+    await sleep(Math.max(0, lease.expiresAt + GIVE_BACK_GRACE_MS - clock.now()));
     // Only once the lease has really expired: before, a request of this isolate may still use it.
     if (this.#lease === lease && clock.now() >= lease.expiresAt) await this.giveBackUnused(calls);
   }
@@ -189,13 +213,17 @@ export class LeaseHolder {
     return call;
   }
 
-  async #plainCall(calls: LeaseCalls): Promise<HolderDecision> {
+  #plainCall(calls: LeaseCalls): Promise<HolderDecision> {
     this.#inFlight++;
-    try {
-      return this.#contact(await calls.admit({ want: 0, returning: null }), 0);
-    } finally {
-      this.#inFlight--;
-    }
+    const call = calls
+      .admit({ want: 0, returning: null })
+      .then((admission) => this.#contact(admission, 0))
+      .finally(() => {
+        this.#inFlight--;
+        this.#plainCalls.delete(call);
+      });
+    this.#plainCalls.add(call);
+    return call;
   }
 
   #contact(admission: Admission, wanted: number): HolderDecision {
@@ -234,8 +262,9 @@ export class LeaseHolder {
     if (this.#arrivals.length > MAX_ARRIVALS) this.#arrivals.shift();
   }
 
-  #recentArrivals(now: number): number {
-    while (this.#arrivals.length && this.#arrivals[0]! <= now - LEASE_MS) this.#arrivals.shift();
-    return this.#arrivals.length;
+  #recentArrivals(now: number): readonly number[] {
+    while (this.#arrivals.length && this.#arrivals[0]! <= now - RATE_HORIZON_MS)
+      this.#arrivals.shift();
+    return this.#arrivals;
   }
 }
