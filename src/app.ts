@@ -70,7 +70,7 @@ export function createApp() {
   // The operator API's own document: no data in it, so no token needed.
   const adminDocument = adminOpenApiDocument(adminApi);
   app.get("/admin/v1/openapi.json", (c) => {
-    const { text, etag } = adminDocument();
+    const { text, etag } = adminDocument(configOrThrow(c.env));
     return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
   });
   // The operator console: a public page that asks for the token and calls the admin API.

@@ -1,4 +1,5 @@
 // GET /admin/v1/openapi.json: the operator API, documented from the same zod schemas.
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES } from "../src/lib/errors";
 import { call } from "./helpers";
@@ -6,12 +7,16 @@ import { call } from "./helpers";
 type Doc = {
   openapi: string;
   servers: Array<{ url: string }>;
+  tags: Array<{ name: string; description: string }>;
   paths: Record<
     string,
     Record<
       string,
       {
         operationId: string;
+        tags?: string[];
+        summary?: string;
+        description?: string;
         security?: unknown[];
         responses: Record<string, { content?: Record<string, unknown> }>;
       }
@@ -31,7 +36,8 @@ describe("GET /admin/v1/openapi.json", () => {
     expect(res.headers.get("ETag")).toBeTruthy();
     const doc = (await res.json()) as Doc;
     expect(doc.openapi).toBe("3.1.0");
-    expect(doc.servers[0]!.url).toBe("/admin/v1");
+    // Like the public document's: this environment's PUBLIC_ORIGIN, relative while it is "".
+    expect(doc.servers[0]!.url).toBe(`${env.PUBLIC_ORIGIN}/admin/v1`);
   });
 
   it("documents every admin operation, each behind the admin token", async () => {
@@ -58,6 +64,10 @@ describe("GET /admin/v1/openapi.json", () => {
     for (const methods of Object.values(doc.paths))
       for (const op of Object.values(methods)) {
         expect(op.security).toEqual([{ adminToken: [] }]);
+        expect(op.summary).toBeTruthy();
+        expect(op.description).toBeTruthy();
+        expect(op.tags).toHaveLength(1);
+        expect(doc.tags.map((t) => t.name)).toContain(op.tags![0]);
         expect(op.responses["401"]).toBeDefined();
       }
     expect(doc.components.securitySchemes.adminToken).toMatchObject({

@@ -196,34 +196,61 @@ export function openApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
   };
 }
 
+/** The operator document's tags: one per kind of resource. */
+const ADMIN_TAGS = [
+  {
+    name: "Keys",
+    description:
+      "API keys: issue, list, read, change, disable, revoke, roll the secret, lift a ban",
+  },
+  {
+    name: "Usage",
+    description: "Usage history: a key's requests per UTC day, and every key's totals for one day",
+  },
+  { name: "Audit", description: "The audit trail: who changed which key, when, and how" },
+];
+
 /**
- * OpenAPI 3.1 of the operator API, from the same zod schemas, as JSON text with its ETag. It
- * holds no data, so it is served without a token; it is separate from the public document.
+ * OpenAPI 3.1 of the operator API, from the same zod schemas, as JSON text with its ETag, once per
+ * isolate (per environment and public origin). It holds no data, so it is served without a token;
+ * it is separate from the public document.
  */
 export function adminOpenApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
-  let cached: { text: string; etag: string } | undefined;
-  return () => {
-    if (!cached) {
-      const doc = api.getOpenAPI31Document({
-        openapi: "3.1.0",
-        info: {
-          title: "Animal Store API — operator (admin) API",
-          version: "1.0.0",
-          description:
-            "Issue and manage API keys, read usage history and the audit trail. Every operation needs `Authorization: Bearer <admin token>` (ADMIN_TOKEN, or a named token of ADMIN_TOKENS); the token's name is the actor in the audit trail. Errors are `{code, message, status}`.",
-        },
-        servers: [{ url: "/admin/v1", description: "This deployment" }],
-      });
-      for (const path of Object.values(doc.paths ?? {}))
-        for (const op of Object.values(path as Record<string, Operation>))
-          for (const response of Object.values(op.responses ?? {}))
-            response.headers = {
-              ...response.headers,
-              "X-Request-Id": COMMON_RESPONSE_HEADERS["X-Request-Id"],
-            };
-      const text = JSON.stringify(doc);
-      cached = { text, etag: etagOfText(text) };
+  const cached = new Map<string, { text: string; etag: string }>();
+  const build = (config: ServerConfig) => {
+    const doc = api.getOpenAPI31Document({
+      openapi: "3.1.0",
+      info: {
+        title: "Animal Store API — operator (admin) API",
+        version: "1.0.0",
+        description: [
+          "Issue and manage API keys, read usage history and the audit trail.",
+          "",
+          "Every operation needs `Authorization: Bearer <admin token>` (ADMIN_TOKEN, or a named token of ADMIN_TOKENS); the token's name is the actor in the audit trail.",
+          "Errors are `{code, message, status}` with `Content-Type: application/json`.",
+        ].join("\n"),
+        ...DOCUMENT_INFO,
+      },
+      servers: serversFor(config, "/admin/v1"),
+      tags: ADMIN_TAGS,
+    });
+    for (const path of Object.values(doc.paths ?? {}))
+      for (const op of Object.values(path as Record<string, Operation>))
+        for (const response of Object.values(op.responses ?? {}))
+          response.headers = {
+            ...response.headers,
+            "X-Request-Id": COMMON_RESPONSE_HEADERS["X-Request-Id"],
+          };
+    return finishDocument(doc);
+  };
+  return (config: ServerConfig) => {
+    const cacheKey = `${config.ENVIRONMENT} ${config.PUBLIC_ORIGIN}`;
+    let entry = cached.get(cacheKey);
+    if (!entry) {
+      const text = JSON.stringify(build(config));
+      entry = { text, etag: etagOfText(text) };
+      cached.set(cacheKey, entry);
     }
-    return cached;
+    return entry;
   };
 }

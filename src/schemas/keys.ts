@@ -177,5 +177,9 @@ export const KeyIdParamSchema = z.object({
   id: z
     .string()
     .regex(/^key_[0-9A-Za-z]{20}$/, "must be a key id (key_…)")
-    .openapi({ param: { name: "id", in: "path" } }),
+    .openapi({
+      param: { name: "id", in: "path" },
+      description: "The key's id: key_ and 20 letters or digits",
+      example: "key_0123456789abcdefABCD",
+    }),
 });

@@ -72,8 +72,9 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       method: "get",
       path: "/keys/{id}/usage",
       operationId: "getKeyUsage",
+      tags: ["Usage"],
       summary: "A key's requests per UTC day: admitted, and refused by reason",
-      description: `Every day from \`from\` to \`to\` (at most ${MAX_USAGE_DAYS}), oldest first, with zeros where nothing happened. Today is read live from the key's quota object.`,
+      description: `Every day from \`from\` to \`to\` (at most ${MAX_USAGE_DAYS}), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with \`Accept: text/csv\`. 400 for a reversed or too long range; 404 if no key has this id.`,
       security,
       request: { params: KeyIdParamSchema, query: KeyUsageQuerySchema },
       responses: {
@@ -100,6 +101,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       method: "get",
       path: "/usage",
       operationId: "listUsageOfDay",
+      tags: ["Usage"],
       summary: "Every key's totals for one UTC day, for invoicing",
       description:
         "Every key that existed on the day, in id order, zeros where it made no request. Totals reach this list when the day ends (and whenever the key's own usage is read), so the current day may lag; GET /keys/{id}/usage is live. As CSV, the next page's cursor is in the Next-Cursor header.",
@@ -135,7 +137,10 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       method: "get",
       path: "/audit",
       operationId: "listAudit",
+      tags: ["Audit"],
       summary: "The audit trail of admin writes, newest first",
+      description:
+        "One entry per admin write (create, update, disable, enable, revoke, roll, unban): when, which admin token (by name), which key, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` narrows it to one key.",
       security,
       request: { query: AuditQuerySchema },
       responses: {

@@ -109,6 +109,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       method: "post",
       path: "/keys",
       operationId: "createKey",
+      tags: ["Keys"],
+      summary: "Issue a new API key",
+      description:
+        "Creates a key on a plan and returns it with its secret, which is shown only this once (only its hash is stored); Location points at the new key. Enterprise keys need their own `limits`, other plans must not give any; `expiresAt` must be in the future. The creation is recorded in the audit trail.",
       security,
       middleware: jsonBody,
       request: { body: { required: true, content: json(CreateKeySchema) } },
@@ -162,6 +166,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       method: "get",
       path: "/keys",
       operationId: "listKeys",
+      tags: ["Keys"],
+      summary: "List keys",
+      description:
+        "Keys in creation order, a page at a time (`cursor` is the previous page's `nextCursor`), optionally only those of one plan, state or owner, or whose name starts with `q`. Secrets are never returned.",
       security,
       request: { query: ListKeysQuerySchema },
       responses: {
@@ -196,6 +204,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       method: "get",
       path: "/keys/{id}",
       operationId: "getKey",
+      tags: ["Keys"],
+      summary: "Get a key with its current usage",
+      description:
+        "The key, plus its current minute and day counts and any ban, read live from the key's quota object (`usage` is null if that object could not be reached). 404 if no key has this id.",
       security,
       request: byId,
       responses: {
@@ -218,6 +230,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       method: "patch",
       path: "/keys/{id}",
       operationId: "updateKey",
+      tags: ["Keys"],
+      summary: "Change a key's settings",
+      description:
+        "Changes any of name, plan, limits, enabled, expiresAt, ownerId and meta; fields not given keep their value. The change applies from the key's next request, in every isolate. `enabled: false` refuses the key at once; a revoked key cannot be enabled again (400). Recorded in the audit trail as update, disable or enable. 404 if no key has this id; 503 if the key kept changing under concurrent writes.",
       security,
       middleware: jsonBody,
       request: { ...byId, body: { required: true, content: json(UpdateKeySchema) } },
@@ -275,6 +291,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       method: "delete",
       path: "/keys/{id}",
       operationId: "revokeKey",
+      tags: ["Keys"],
+      summary: "Revoke a key",
+      description:
+        "Revokes the key for good: it is refused (401) from its next request on and cannot be enabled or rolled afterwards. Idempotent: revoking a revoked key keeps its first revocation time. Recorded in the audit trail. 404 if no key has this id.",
       security,
       request: byId,
       responses: {
@@ -301,6 +321,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       method: "post",
       path: "/keys/{id}/unban",
       operationId: "unbanKey",
+      tags: ["Keys"],
+      summary: "Lift a key's temporary ban",
+      description:
+        "Lifts the temporary ban held in the key's quota object (during which its requests get 429), so its next request is counted as usual. Idempotent; recorded in the audit trail. Answers with the key and its current usage. 404 if no key has this id.",
       security,
       request: byId,
       responses: {
@@ -331,6 +355,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       method: "post",
       path: "/keys/{id}/roll",
       operationId: "rollKey",
+      tags: ["Keys"],
+      summary: "Roll a key's secret",
+      description:
+        "Issues a new secret for the same key (same id, plan, counters and quota object) and returns it, shown only this once. The old secret keeps working for `gracePeriodSeconds` (default one day, 0 ends it at once), then gets 401. A revoked key cannot be rolled (400). Recorded in the audit trail. 404 if no key has this id.",
       security,
       middleware: jsonBody,
       request: { ...byId, body: { required: true, content: json(RollKeySchema) } },
