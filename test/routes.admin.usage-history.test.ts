@@ -172,6 +172,17 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
     await expectError(await call(`/admin/v1/keys/${id}/usage`), 401, "unauthorized");
   });
 
+  it("counts requests admitted from leases, whether a lease was used up or handed back", async () => {
+    fixClock(Date.UTC(2033, 0, 2, 9));
+    const { id, key } = await issueKey("free");
+    const day = emptyDay("2033-01-02");
+    // Sequential requests at a frozen clock: the isolate takes leases of ⌊60/10⌋ permits and
+    // uses them up, so most of these never reach the object one by one.
+    await send(key, 45, day);
+    expect(day.admitted).toBe(45);
+    expect((await usageData(id, "?from=2033-01-02&to=2033-01-02"))[0]).toEqual(day);
+  });
+
   it("a day D1 does not take stays in the object, is still reported, and is written on a later alarm", async () => {
     const time = fixClock(START_A + 3600_000);
     const { id, key } = await issueKey("pro");

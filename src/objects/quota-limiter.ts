@@ -161,9 +161,10 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#usage = state;
       this.#usageTable.save(state);
     }
-    // The history counts requests really admitted: this one now, a lease's permits when the
-    // lease comes back and says how many it used (see #takeBack and #expireLeasesBefore).
-    this.#countInHistory(decision.outcome, now, 1);
+    // The history counts what the day window counts: this request, and a lease's permits when
+    // granted; unused ones come off again when the lease is handed back (see #takeBack). A lease
+    // used up is never handed back, so counting at grant is what keeps it in the history.
+    this.#countInHistory(decision.outcome, now, 1 + permits);
     // Once a day per active key: an alarm after the day ends deletes the stale row.
     if (state.dayStart !== previousDay) {
       this.#alarmNoLaterThan(state.dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
@@ -192,8 +193,8 @@ export class QuotaLimiter extends DurableObject<Env> {
       .toArray()[0] as GrantedLease | undefined;
     if (!row) return usage;
     this.ctx.storage.sql.exec("DELETE FROM leases WHERE id = ?", returned.id);
-    const used = row.permits - Math.max(0, Math.min(returned.unused, row.permits));
-    this.#countInHistory("allowed", row.dayStart, used);
+    const unused = Math.max(0, Math.min(returned.unused, row.permits));
+    this.#usageHistory.uncountAdmitted(row.dayStart, unused);
     return givePermitsBack(usage, row, returned.unused);
   }
 
@@ -266,17 +267,11 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Forgets leases of minutes before `minuteStart` that were never handed back (their isolate
-   * went away): their permits stay used in the windows, so the history counts them as admitted.
+   * Forgets leases of minutes before `minuteStart`: they can no longer be credited back (see
+   * givePermitsBack), and the history already counted their permits when they were granted.
    */
   #expireLeasesBefore(minuteStart: number): void {
-    const expired = this.ctx.storage.sql
-      .exec<{ dayStart: number; permits: number }>(
-        "DELETE FROM leases WHERE minute_start < ? RETURNING day_start AS dayStart, permits",
-        minuteStart,
-      )
-      .toArray();
-    for (const lease of expired) this.#countInHistory("allowed", lease.dayStart, lease.permits);
+    this.ctx.storage.sql.exec("DELETE FROM leases WHERE minute_start < ?", minuteStart);
   }
 
   /** Counts `requests` decisions with `outcome` in the history of the day starting at `at`'s day. */

@@ -31,8 +31,8 @@ export class UsageHistoryTable {
   constructor(private readonly sql: SqlStorage) {}
 
   /**
-   * Counts `requests` decisions with `outcome` in their day (a returned lease reports all the
-   * permits it used at once); true when this started the day's row. Revocations are not counted.
+   * Counts `requests` decisions with `outcome` in their day (a lease's permits are counted with
+   * the request that was granted it); true when this started the day's row. Revocations are not counted.
    */
   count(outcome: Outcome, dayStart: number, requests = 1): boolean {
     const column = COLUMN_OF[outcome];
@@ -48,6 +48,16 @@ export class UsageHistoryTable {
       )
       .toArray();
     return row?.total === requests;
+  }
+
+  /** Takes back `requests` admissions of a day still held (a lease's unused permits). */
+  uncountAdmitted(dayStart: number, requests: number): void {
+    if (requests <= 0) return;
+    this.sql.exec(
+      "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?",
+      requests,
+      dayStart,
+    );
   }
 
   /** Every day held, oldest first, with its day start. */
