@@ -161,7 +161,6 @@ export function finishDocument(doc: Document): Document {
  * per isolate (per environment and public origin).
  */
 export function openApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
-  const cached = new Map<string, { text: string; etag: string }>();
   const build = (config: ServerConfig) =>
     finishDocument(
       documentMiddleware(
@@ -184,16 +183,7 @@ export function openApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
         }),
       ),
     );
-  return (config: ServerConfig) => {
-    const cacheKey = `${config.ENVIRONMENT} ${config.PUBLIC_ORIGIN}`;
-    let entry = cached.get(cacheKey);
-    if (!entry) {
-      const text = JSON.stringify(build(config));
-      entry = { text, etag: etagOfText(text) };
-      cached.set(cacheKey, entry);
-    }
-    return entry;
-  };
+  return servedOncePerServer(build);
 }
 
 /** The operator document's tags: one per kind of resource. */
@@ -216,7 +206,6 @@ const ADMIN_TAGS = [
  * it is separate from the public document.
  */
 export function adminOpenApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
-  const cached = new Map<string, { text: string; etag: string }>();
   const build = (config: ServerConfig) => {
     const doc = api.getOpenAPI31Document({
       openapi: "3.1.0",
@@ -243,6 +232,15 @@ export function adminOpenApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
           };
     return finishDocument(doc);
   };
+  return servedOncePerServer(build);
+}
+
+/**
+ * A document's JSON text and ETag, serialised once per isolate for each environment and public
+ * origin (the only settings the document depends on).
+ */
+function servedOncePerServer(build: (config: ServerConfig) => Document) {
+  const cached = new Map<string, { text: string; etag: string }>();
   return (config: ServerConfig) => {
     const cacheKey = `${config.ENVIRONMENT} ${config.PUBLIC_ORIGIN}`;
     let entry = cached.get(cacheKey);
