@@ -14,19 +14,11 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
-import { cleanupNow, startApiOnFreePorts } from "../scripts/lib/local-server.mjs";
-import { ROOT } from "./helpers.mjs";
+import { describe, it } from "node:test";
+import { localApiForTests, ROOT } from "./helpers.mjs";
 
 describe("npm run keys -- create --key-only", () => {
-  let api;
-  before(async () => {
-    api = await startApiOnFreePorts({ localObservability: false });
-  });
-  after(async () => {
-    await api?.stop();
-    cleanupNow();
-  });
+  const server = localApiForTests();
 
   it("prints only the new key, which then works", async () => {
     const run = spawnSync(
@@ -40,15 +32,15 @@ describe("npm run keys -- create --key-only", () => {
         "pro",
         "--key-only",
         "--url",
-        api.url,
+        server.api.url,
         "--token",
-        api.adminToken,
+        server.api.adminToken,
       ],
       { cwd: ROOT, encoding: "utf8" },
     );
     assert.equal(run.status, 0, run.stderr);
     assert.match(run.stdout, /^pet_test_[0-9A-Za-z]{43}\n$/);
-    const res = await fetch(`${api.url}/v1/pets`, {
+    const res = await fetch(`${server.api.url}/v1/pets`, {
       headers: { Authorization: `Bearer ${run.stdout.trim()}` },
     });
     assert.equal(res.status, 200);
@@ -57,7 +49,7 @@ describe("npm run keys -- create --key-only", () => {
   it("refuses --key-only for other commands", () => {
     const run = spawnSync(
       process.execPath,
-      ["scripts/keys.mjs", "list", "--key-only", "--url", api.url],
+      ["scripts/keys.mjs", "list", "--key-only", "--url", server.api.url],
       { cwd: ROOT, encoding: "utf8" },
     );
     assert.equal(run.status, 2);

@@ -2,7 +2,8 @@
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
-import { ROOT } from "../scripts/lib/local-server.mjs";
+import { after, before } from "node:test";
+import { cleanupNow, ROOT, startApiOnFreePorts } from "../scripts/lib/local-server.mjs";
 
 export { ROOT };
 
@@ -24,4 +25,21 @@ export function projectNode22() {
   const bin = path.join(ROOT, "node_modules/node/bin/node");
   if (major(bin) !== 22) throw new Error(`${bin} is not Node 22`);
   return bin;
+}
+
+/**
+ * A local API for the tests of the calling file: started before them, stopped after them.
+ * `server.api` holds it (url, adminToken, stop) once the tests run.
+ */
+export function localApiForTests() {
+  /** @type {{ api: Awaited<ReturnType<typeof startApiOnFreePorts>> | undefined }} */
+  const server = { api: undefined };
+  before(async () => {
+    server.api = await startApiOnFreePorts({ localObservability: false });
+  });
+  after(async () => {
+    await server.api?.stop();
+    cleanupNow();
+  });
+  return server;
 }

@@ -2,8 +2,7 @@
 // `redocly lint` (recommended-strict + descriptions) over the public and the admin document.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, describe, it } from "node:test";
-import { cleanupNow, startApiOnFreePorts } from "../scripts/lib/local-server.mjs";
+import { describe, it } from "node:test";
 import {
   DOCUMENTS,
   fetchDocument,
@@ -12,24 +11,18 @@ import {
   lintDocument,
   readSnapshot,
 } from "../scripts/lib/openapi.mjs";
+import { localApiForTests } from "./helpers.mjs";
 
 describe("OpenAPI documents", () => {
-  let api;
-  before(async () => {
-    api = await startApiOnFreePorts({ localObservability: false });
-  });
-  after(async () => {
-    await api?.stop();
-    cleanupNow();
-  });
+  const server = localApiForTests();
 
   it("the served public document is the client's snapshot (else: npm run openapi -- update)", async () => {
-    const served = await fetchDocument(api.url, DOCUMENTS[0]);
+    const served = await fetchDocument(server.api.url, DOCUMENTS[0]);
     assert.deepEqual(served, readSnapshot());
   });
 
   it("the client's types are what openapi-typescript generates from the served document", async () => {
-    const served = await fetchDocument(api.url, DOCUMENTS[0]);
+    const served = await fetchDocument(server.api.url, DOCUMENTS[0]);
     const types = await generateTypes(served);
     assert.equal(types, readFileSync(GENERATED_TYPES, "utf8"));
     assert.doesNotMatch(types, /& unknown/);
@@ -38,7 +31,7 @@ describe("OpenAPI documents", () => {
   });
 
   it("lists this environment's server, a license, a contact and tags", async () => {
-    const doc = await fetchDocument(api.url, DOCUMENTS[0]);
+    const doc = await fetchDocument(server.api.url, DOCUMENTS[0]);
     assert.deepEqual(
       doc.servers.map((s) => s.url),
       ["/v1"], // PUBLIC_ORIGIN is "" in the top-level (local) wrangler.toml vars: relative
@@ -56,7 +49,7 @@ describe("OpenAPI documents", () => {
 
   for (const spec of DOCUMENTS) {
     it(`${spec.name} document: redocly lint has 0 errors and 0 warnings`, async (t) => {
-      const doc = await fetchDocument(api.url, spec, { adminToken: api.adminToken });
+      const doc = await fetchDocument(server.api.url, spec, { adminToken: server.api.adminToken });
       if (!doc) return t.skip(`${spec.path} answers 404: not served yet`);
       const { totals, problems } = lintDocument(doc, spec.name);
       assert.deepEqual(

@@ -234,3 +234,15 @@ export function fixClock(at: number): { now: number } {
 /** A decision's retryAt (refusals have one; admissions and revocations do not). */
 export const retryAtOf = (decision: object): number | undefined =>
   "retryAt" in decision ? (decision.retryAt as number) : undefined;
+
+/** Records the bookmark each D1 session of a request started from. */
+export function recordingDb() {
+  const opened: string[] = [];
+  const db = new Proxy(env.DB, {
+    get: (target, prop) =>
+      prop === "withSession"
+        ? (b: string) => (opened.push(b), target.withSession(b))
+        : Reflect.get(target, prop).bind(target),
+  });
+  return { db, opened };
+}

@@ -1,22 +1,9 @@
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { signBookmark } from "../src/middleware/d1-session";
-import { auth, call, callWith, expectError, issueKey, postJson } from "./helpers";
+import { auth, call, callWith, expectError, issueKey, postJson, recordingDb } from "./helpers";
 
 const FUTURE = `ffffffff-ffffffff-ffffffff-${"f".repeat(32)}`;
 const SIGNED = /^[0-9a-f]{8}(-[0-9a-f]{8,64}){1,8}\.[A-Za-z0-9_-]{22}$/i;
-
-/** Records the bookmark each D1 session of a request started from. */
-function recordingDb() {
-  const opened: string[] = [];
-  const db = new Proxy(env.DB, {
-    get: (target, prop) =>
-      prop === "withSession"
-        ? (b: string) => (opened.push(b), target.withSession(b))
-        : Reflect.get(target, prop).bind(target),
-  });
-  return { db, opened };
-}
 
 describe("x-d1-bookmark: only bookmarks this API returned are honoured", () => {
   it("a bookmark from the future (ffffffff-…) → 400 naming the header; no session opens from it", async () => {

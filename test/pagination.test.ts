@@ -1,7 +1,7 @@
 import { env, exports } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toBase64Url } from "../src/lib/encoding";
-import { auth, BASE, call, callWith, expectError, issueKey } from "./helpers";
+import { auth, BASE, call, callWith, expectError, issueKey, recordingDb } from "./helpers";
 
 type Status = "available" | "pending" | "sold";
 const STATUSES: Status[] = ["available", "pending", "sold"];
@@ -259,13 +259,7 @@ describe("cursors and read replicas", () => {
     // The header is the D1 bookmark and its tag: the session opens from the bookmark itself.
     const pageBookmark = first.headers.get("x-d1-bookmark")?.split(".")[0];
     expect(pageBookmark).toMatch(/^[0-9a-f-]+$/);
-    const opened: string[] = [];
-    const db = new Proxy(env.DB, {
-      get: (target, prop) =>
-        prop === "withSession"
-          ? (b: string) => (opened.push(b), target.withSession(b))
-          : Reflect.get(target, prop).bind(target),
-    });
+    const { db, opened } = recordingDb();
     const fresh = { DB: db, PAGE_CACHE_EPOCH: epoch };
     const res = await callWith(fresh, nextUrl(first)!, { headers: auth(key) });
     expect(res.status).toBe(200);
