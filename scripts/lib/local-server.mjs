@@ -404,7 +404,7 @@ export function parseArgs(argv, defaults) {
 }
 
 /** A TCP port that was free a moment ago on 127.0.0.1 (for tests that start their own server). */
-export async function freePort() {
+async function freePort() {
   const { createServer } = await import("node:net");
   return /** @type {Promise<number>} */ (
     new Promise((resolve, reject) => {

@@ -41,7 +41,7 @@ export async function generateTypes(doc) {
 const require = createRequire(import.meta.url);
 const REDOCLY = path.join(path.dirname(require.resolve("@redocly/cli/package.json")), "bin/cli.js");
 /** Never phone home: no telemetry, no update check (the lint must work offline). */
-export const REDOCLY_ENV = {
+const REDOCLY_ENV = {
   ...process.env,
   REDOCLY_TELEMETRY: "off",
   REDOCLY_SUPPRESS_UPDATE_NOTICE: "true",

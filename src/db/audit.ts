@@ -1,8 +1,7 @@
-import { AUDIT_ACTION_NAMES } from "../schemas/audit";
+import type { AUDIT_ACTION_NAMES } from "../schemas/audit";
 import { guarded, type Queryable } from "./database-error";
 
-export const AUDIT_ACTIONS = AUDIT_ACTION_NAMES;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+export type AuditAction = (typeof AUDIT_ACTION_NAMES)[number];
 
 /** A changed field, as the admin views show it: before → after (never a secret or a hash). */
 export type FieldChanges = Record<string, { before: unknown; after: unknown }>;

@@ -1,4 +1,5 @@
 import { type Limits, limitsOrThrow, type Plan } from "../quota/plans";
+import type { KEY_STATE_NAMES } from "../schemas/keys";
 import { type AuditEntry, appendAuditIfChangedStatement, appendAuditStatement } from "./audit";
 import { guarded, type Queryable } from "./database-error";
 
@@ -25,8 +26,7 @@ export interface KeyRecord {
   previousSecretExpiresAt: number | null;
 }
 
-export const KEY_STATES = ["active", "disabled", "revoked", "expired"] as const;
-export type KeyStatus = (typeof KEY_STATES)[number];
+export type KeyStatus = (typeof KEY_STATE_NAMES)[number];
 
 /**
  * Whether a key may be used at `now`; the one rule the admin views, the list filter and

@@ -11,3 +11,10 @@ export const clock = {
 
 export const MINUTE_MS = 60_000;
 export const DAY_MS = 86_400_000;
+
+/** "YYYY-MM-DD" of the UTC day that contains `ms`. */
+export const dayName = (ms: number): string =>
+  new Date(ms - (ms % DAY_MS)).toISOString().slice(0, 10);
+
+/** The start (epoch ms) of the UTC day named "YYYY-MM-DD". */
+export const dayStartOf = (day: string): number => Date.parse(`${day}T00:00:00Z`);

@@ -1,4 +1,5 @@
 import type { UsageDay } from "../db/usage-history";
+import { dayName } from "../lib/clock";
 import type { Outcome } from "../quota/windows";
 
 /**
@@ -18,9 +19,6 @@ const COLUMN_OF: Partial<Record<Outcome, string>> = {
   quota_exceeded: "quota_exceeded",
   key_banned: "key_banned",
 };
-
-/** "YYYY-MM-DD" of the UTC day starting at `dayStart`. */
-export const dayName = (dayStart: number) => new Date(dayStart).toISOString().slice(0, 10);
 
 /**
  * Per UTC day, how many requests the object admitted and refused by reason. Rows stay until

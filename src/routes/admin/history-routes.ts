@@ -3,7 +3,7 @@ import type { Context } from "hono";
 import { listAudit } from "../../db/audit";
 import { getKey } from "../../db/keys";
 import { listUsageOfDay, readUsageDays, type UsageDay } from "../../db/usage-history";
-import { clock, DAY_MS } from "../../lib/clock";
+import { clock, DAY_MS, dayName, dayStartOf } from "../../lib/clock";
 import { ApiError } from "../../lib/errors";
 import { validationHook } from "../../middleware/validation-hook";
 import { QuotaLimiterClient } from "../../objects/quota-limiter-client";
@@ -35,13 +35,10 @@ const jsonOrCsv = <T>(schema: T) => ({
   },
 });
 
-const dayStartOf = (day: string) => Date.parse(`${day}T00:00:00Z`);
-const dayOf = (ms: number) => new Date(ms - (ms % DAY_MS)).toISOString().slice(0, 10);
-
 /** from/to as given, defaulting to the 30 days up to today; 400 for a reversed or too long range. */
 function rangeOrThrow(query: { from?: string; to?: string }, now: number) {
-  const to = query.to ?? dayOf(now);
-  const from = query.from ?? dayOf(dayStartOf(to) - 29 * DAY_MS);
+  const to = query.to ?? dayName(now);
+  const from = query.from ?? dayName(dayStartOf(to) - 29 * DAY_MS);
   const days = (dayStartOf(to) - dayStartOf(from)) / DAY_MS + 1;
   if (days < 1)
     throw new ApiError("invalid_request", `from: must not be after to (${from} > ${to}).`);

@@ -2,7 +2,7 @@ import type { z } from "@hono/zod-openapi";
 import type { FieldChanges, StoredAuditEntry } from "../../db/audit";
 import { type KeyRecord, keyStatus } from "../../db/keys";
 import type { UsageDay } from "../../db/usage-history";
-import { DAY_MS } from "../../lib/clock";
+import { DAY_MS, dayName, dayStartOf } from "../../lib/clock";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
 import { ApiError } from "../../lib/errors";
 import type { KeyUsage } from "../../objects/quota-limiter";
@@ -71,12 +71,8 @@ export function auditEntryView(e: StoredAuditEntry): z.infer<typeof AuditEntrySc
 export function everyDay(from: string, to: string, held: UsageDay[]): UsageDay[] {
   const byDay = new Map(held.map((d) => [d.day, d]));
   const days: UsageDay[] = [];
-  for (
-    let at = Date.parse(`${from}T00:00:00Z`);
-    at <= Date.parse(`${to}T00:00:00Z`);
-    at += DAY_MS
-  ) {
-    const day = new Date(at).toISOString().slice(0, 10);
+  for (let at = dayStartOf(from); at <= dayStartOf(to); at += DAY_MS) {
+    const day = dayName(at);
     days.push(
       byDay.get(day) ?? {
         day,
@@ -105,22 +101,32 @@ export function wantsCsv(accept: string | undefined): boolean {
   return /(^|,)\s*text\/csv\b/i.test(accept ?? "");
 }
 
+/** Opaque cursors: base64url of a JSON array of the values a page continues after. */
+function encodeValues(values: (number | string)[]): string {
+  return toBase64Url(new TextEncoder().encode(JSON.stringify(values)));
+}
+
+/** The cursor's values if they have the given types, else a 400. */
+function decodeValuesOrThrow(cursor: string, types: ("number" | "string")[]): unknown[] {
+  try {
+    const values = JSON.parse(new TextDecoder().decode(fromBase64Url(cursor))) as unknown[];
+    if (Array.isArray(values) && types.every((type, i) => typeof values[i] === type)) return values;
+  } catch {
+    // fall through to the 400 below
+  }
+  throw new ApiError("invalid_request", "cursor: is not a cursor returned by this API.");
+}
+
 /** Opaque cursors over a single value (an audit id, a key id). */
 export function encodeCursor(value: number | string): string {
-  return toBase64Url(new TextEncoder().encode(JSON.stringify([value])));
+  return encodeValues([value]);
 }
 
 export function decodeCursorOrThrow<T extends "number" | "string">(
   cursor: string,
   type: T,
 ): T extends "number" ? number : string {
-  try {
-    const [value] = JSON.parse(new TextDecoder().decode(fromBase64Url(cursor))) as unknown[];
-    if (typeof value === type) return value as T extends "number" ? number : string;
-  } catch {
-    // fall through to the 400 below
-  }
-  throw new ApiError("invalid_request", "cursor: is not a cursor returned by this API.");
+  return decodeValuesOrThrow(cursor, [type])[0] as T extends "number" ? number : string;
 }
 
 export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["usage"] {
@@ -132,19 +138,12 @@ export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["
   };
 }
 
-/** Page cursors of the key list: opaque base64url of the last (createdAt, id). */
+/** Page cursors of the key list: the last (createdAt, id). */
 export function encodeKeyCursor(k: KeyRecord): string {
-  return toBase64Url(new TextEncoder().encode(JSON.stringify([k.createdAt, k.id])));
+  return encodeValues([k.createdAt, k.id]);
 }
 
 export function decodeKeyCursorOrThrow(cursor: string): { createdAt: number; id: string } {
-  try {
-    const [createdAt, id] = JSON.parse(
-      new TextDecoder().decode(fromBase64Url(cursor)),
-    ) as unknown[];
-    if (typeof createdAt === "number" && typeof id === "string") return { createdAt, id };
-  } catch {
-    // fall through to the 400 below
-  }
-  throw new ApiError("invalid_request", "cursor: is not a cursor returned by this API.");
+  const [createdAt, id] = decodeValuesOrThrow(cursor, ["number", "string"]) as [number, string];
+  return { createdAt, id };
 }
