@@ -122,9 +122,12 @@ export class QuotaLimiterClient {
   }
 
   /** Lifts the ban. Unreachable: throws 503. */
-  async unbanOrThrow(offered: Policy): Promise<KeyUsage> {
+  async unbanOrThrow(
+    offered: Policy,
+  ): Promise<{ bannedUntilBefore: number | null; usage: KeyUsage }> {
     holderOf(this.keyId).forgetRefusals();
-    return this.#call<KeyUsage>(async (stub) => stub.unban(offered)).catch((err: unknown) => {
+    type Unbanned = { bannedUntilBefore: number | null; usage: KeyUsage };
+    return this.#call<Unbanned>(async (stub) => stub.unban(offered)).catch((err: unknown) => {
       log("error", "could not unban", { keyId: this.keyId, error: String(err) });
       throw unavailable("The key's quota object could not be reached; repeat the request.");
     });

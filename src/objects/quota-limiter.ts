@@ -220,11 +220,12 @@ export class QuotaLimiter extends DurableObject<Env> {
     };
   }
 
-  /** Lifts the ban and returns the usage after it, in one call. */
-  unban(offered?: Policy): KeyUsage {
+  /** Lifts the ban; returns when it would have ended (for the audit) and the usage after it. */
+  unban(offered?: Policy): { bannedUntilBefore: number | null; usage: KeyUsage } {
+    const bannedUntilBefore = this.usage(offered).bannedUntil;
     this.#usage = { ...this.#usage, bannedUntil: 0, minuteRejected: 0 };
     this.#usageTable.save(this.#usage);
-    return this.usage(offered);
+    return { bannedUntilBefore, usage: this.usage(offered) };
   }
 
   /**

@@ -40,6 +40,7 @@ import {
   decodeKeyCursorOrThrow,
   encodeKeyCursor,
   fieldChanges,
+  iso,
   keyView,
   usageView,
 } from "./key-views";
@@ -336,15 +337,14 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const { id } = c.req.valid("param");
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
       const limiter = new QuotaLimiterClient(c.env.QUOTA, id);
-      const before = await limiter.usage(policyOf(record));
-      const usage = await limiter.unbanOrThrow(policyOf(record));
+      // One call: the object reports when the ban would have ended as it lifts it.
+      const { bannedUntilBefore, usage } = await limiter.unbanOrThrow(policyOf(record));
       // The ban lives in the key's object, not in D1, so the entry follows the unban; if D1
       // fails here the answer is 503 and the operator repeats the (idempotent) unban.
-      const bannedUntil = (u: typeof usage | null) => usageView(u)?.bannedUntil ?? null;
       await appendAudit(
         c.env.DB,
         auditOf(c, "unban", id, {
-          bannedUntil: { before: bannedUntil(before), after: bannedUntil(usage) },
+          bannedUntil: { before: iso(bannedUntilBefore), after: iso(usage.bannedUntil) },
         }),
       );
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
