@@ -1,6 +1,13 @@
 import { z } from "zod";
 import { log } from "./log";
 
+/** Whether `s` is exactly an http(s) origin: scheme, host and port, nothing more. */
+function isHttpOrigin(s: string): boolean {
+  if (!URL.canParse(s)) return false;
+  const url = new URL(s);
+  return /^https?:$/.test(url.protocol) && url.origin === s;
+}
+
 /** An empty secret is no secret: treat it as unset. */
 const secret = z
   .string()
@@ -17,13 +24,7 @@ const origins = z
       .map((o) => o.trim())
       .filter(Boolean),
   )
-  .pipe(
-    z.array(
-      z
-        .url({ protocol: /^https?$/ })
-        .refine((o) => URL.canParse(o) && new URL(o).origin === o, "must be an origin"),
-    ),
-  );
+  .pipe(z.array(z.url({ protocol: /^https?$/ }).refine(isHttpOrigin, "must be an origin")));
 
 /** One operator's admin token; `name` is the actor the audit trail records. */
 export interface AdminToken {
@@ -70,9 +71,7 @@ const publicOrigin = z
   .string()
   .default("")
   .refine(
-    (s) =>
-      s === "" ||
-      (URL.canParse(s) && /^https?:$/.test(new URL(s).protocol) && new URL(s).origin === s),
+    (s) => s === "" || isHttpOrigin(s),
     "must be an origin such as https://api.example.com (no path or trailing slash), or empty",
   );
 
@@ -141,7 +140,7 @@ export function configOrThrow(env: Env): Config {
 }
 
 /** The actor name the audit trail records for the single `ADMIN_TOKEN`. */
-export const DEFAULT_ADMIN_NAME = "admin";
+const DEFAULT_ADMIN_NAME = "admin";
 
 /**
  * Every valid admin token with its name: `ADMIN_TOKENS`, plus `ADMIN_TOKEN` as "admin". Throws
@@ -149,6 +148,19 @@ export const DEFAULT_ADMIN_NAME = "admin";
  * audit trail could not tell the operators apart).
  */
 export function adminTokensOrThrow(config: Config): AdminToken[] {
+  let result = adminTokensByConfig.get(config);
+  if (!result) {
+    result = adminTokensOf(config);
+    adminTokensByConfig.set(config, result);
+  }
+  if (result instanceof ConfigError) throw result;
+  return result;
+}
+
+// Worked out once per parsed configuration, not on every admin request.
+const adminTokensByConfig = new WeakMap<Config, AdminToken[] | ConfigError>();
+
+function adminTokensOf(config: Config): AdminToken[] | ConfigError {
   const tokens = [...config.ADMIN_TOKENS];
   if (config.ADMIN_TOKEN) tokens.push({ name: DEFAULT_ADMIN_NAME, token: config.ADMIN_TOKEN });
   let problem: string | null = null;
@@ -160,8 +172,8 @@ export function adminTokensOrThrow(config: Config): AdminToken[] {
   else if (new Set(tokens.map((t) => t.token)).size !== tokens.length)
     problem = "ADMIN_TOKENS: two admin tokens are the same";
   if (problem) {
-    log("error", "invalid configuration", { problem });
-    throw new ConfigError(problem);
+    logOnce(problem);
+    return new ConfigError(problem);
   }
   return tokens;
 }

@@ -16,7 +16,7 @@ export interface LeaseCalls {
 }
 
 /** A decision, and whether it came from the isolate's lease rather than from the object. */
-export interface HolderDecision {
+interface HolderDecision {
   decision: KeyDecision;
   /** Decided here, from the lease, with no call. */
   local: boolean;

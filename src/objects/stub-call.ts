@@ -5,7 +5,7 @@
  * object that is past its throughput, where retrying only adds load, and `.remote` for an
  * exception thrown by the object's own code.
  */
-export interface ObjectErrorMarks {
+interface ObjectErrorMarks {
   retryable?: boolean;
   overloaded?: boolean;
   remote?: boolean;
