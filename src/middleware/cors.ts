@@ -48,15 +48,15 @@ function publicRouteMethods(path: string): string[] | null {
   return PUBLIC_ROUTES.find(([pattern]) => pattern.test(path))?.[1] ?? null;
 }
 
-/** The request's Origin if CORS_ORIGINS allows it and the path is a public route, else null. */
-function allowedOrigin(c: Context<BaseEnv>): string | null {
-  const origin = c.req.header("Origin");
-  if (!origin || !publicRouteMethods(c.req.path)) return null;
-  return configOrThrow(c.env).CORS_ORIGINS.includes(origin) ? origin : null;
-}
+/** `origin` if it is one of the allowed `origins`, else null. */
+const allowedOrigin = (origin: string | undefined, origins: string[]): string | null =>
+  origin && origins.includes(origin) ? origin : null;
 
 /** For hono's timing(): Server-Timing is readable by the origins CORS allows, and only there. */
-export const timingAllowOrigin = (c: Context<BaseEnv>): string | false => allowedOrigin(c) ?? false;
+export const timingAllowOrigin = (c: Context<BaseEnv>): string | false => {
+  if (!publicRouteMethods(c.req.path)) return false;
+  return allowedOrigin(c.req.header("Origin"), configOrThrow(c.env).CORS_ORIGINS) ?? false;
+};
 
 /**
  * CORS for the origins in CORS_ORIGINS (comma-separated; empty: CORS off), on the public /v1
@@ -67,8 +67,9 @@ export const timingAllowOrigin = (c: Context<BaseEnv>): string | false => allowe
  */
 export const corsFromConfig: MiddlewareHandler<BaseEnv> = async (c, next) => {
   const methods = publicRouteMethods(c.req.path);
-  if (!methods || configOrThrow(c.env).CORS_ORIGINS.length === 0) return next();
-  const origin = allowedOrigin(c);
+  const origins = configOrThrow(c.env).CORS_ORIGINS;
+  if (!methods || origins.length === 0) return next();
+  const origin = allowedOrigin(c.req.header("Origin"), origins);
   const requestedMethod = c.req.header("Access-Control-Request-Method");
   if (
     c.req.method === "OPTIONS" &&
