@@ -14,7 +14,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import { localApiForTests, ROOT } from "./helpers.mjs";
 
 describe("npm run keys -- create --key-only", () => {
