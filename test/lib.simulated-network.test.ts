@@ -1,8 +1,9 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { KEY_CACHE_TTL_MS, KEY_REFRESH_AFTER_MS } from "../src/auth/key-cache";
 import worker from "../src/index";
-import { auth, BASE, issueKey } from "./helpers";
+import { auth, BASE, createPets, fixClock, issueKey, T0 } from "./helpers";
 
 /** The Worker's own fetch (src/index.ts) with `vars` over the test env. */
 async function send(vars: Record<string, string>, path: string, init: RequestInit = {}) {
@@ -35,7 +36,7 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
     // Cold: the key is read from D1 (1 query), the page too (1 query), one limiter call.
     const cold = await send(DELAYS, "/v1/pets?limit=1", { headers });
     expect(cold.res.status).toBe(200);
-    expect(cold.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=2");
+    expect(cold.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=2, d1-pets=1");
     // The limiter call and the page read overlap for a key with room; the key read comes first.
     expect(cold.ms).toBeGreaterThanOrEqual(40 + 60 - 5);
     // Two pets make the first page full; once read, it is cached: no D1 query at all.
@@ -52,9 +53,9 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
       body: '{"name":"Sim2","categoryId":1}',
     });
     const reads = await send(DELAYS, "/v1/pets?limit=1", { headers });
-    expect(reads.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=1"); // full now: stored
+    expect(reads.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=1, d1-pets=1"); // full now: stored
     const warm = await send(DELAYS, "/v1/pets?limit=1", { headers });
-    expect(warm.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=0");
+    expect(warm.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=0, d1-pets=0");
     expect(warm.ms).toBeGreaterThanOrEqual(60 - 5);
     // An idempotent create (replayed here): one limiter call, one D1 batch.
     const replay = await send(DELAYS, "/v1/pets", {
@@ -64,7 +65,40 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
     });
     expect(replay.res.headers.get("Idempotent-Replayed")).toBe("true");
     expect(((await replay.res.json()) as { id: number }).id).toBe(pet.id);
-    expect(replay.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=1");
+    expect(replay.res.headers.get("X-Bench-Calls")).toBe("limiter=1, d1=1, d1-pets=1");
+  });
+
+  it("a key in steady use is re-read after its response: no request waits for D1 to authenticate", async () => {
+    const time = fixClock(T0);
+    const { key } = await issueKey();
+    const headers = auth(key);
+    // D1 slow, the limiter not delayed (and not counted): a request that waited for a D1 read would take ≥ 400 ms.
+    const slowD1 = {
+      BENCH_LIMITER_RTT_MS: "0",
+      BENCH_D1_RTT_MS: "400",
+      PAGE_CACHE_EPOCH: "sim-refresh",
+    };
+    await createPets(key, [
+      { name: "Refresh1", categoryId: 1 },
+      { name: "Refresh2", categoryId: 1 },
+    ]);
+    await send(slowD1, "/v1/pets?limit=1", { headers }); // caches the key and the full page
+    time.now += KEY_REFRESH_AFTER_MS;
+    const refreshing = await send(slowD1, "/v1/pets?limit=1", { headers });
+    expect(refreshing.res.status).toBe(200);
+    // It started the key's re-read (one D1 query, not of pets) but did not wait for it.
+    expect(refreshing.res.headers.get("X-Bench-Calls")).toBe("limiter=0, d1=1, d1-pets=0");
+    expect(refreshing.ms).toBeLessThan(400);
+    // Past the first read's 30 s the re-read record is still warm: no D1 at all.
+    time.now += KEY_CACHE_TTL_MS - KEY_REFRESH_AFTER_MS + 1_000;
+    const warm = await send(slowD1, "/v1/pets?limit=1", { headers });
+    expect(warm.res.headers.get("X-Bench-Calls")).toBe("limiter=0, d1=0, d1-pets=0");
+    expect(warm.ms).toBeLessThan(400);
+    // A key idle for longer than its entry's life waits for its read, as before.
+    time.now += KEY_CACHE_TTL_MS;
+    const idle = await send(slowD1, "/v1/pets?limit=1", { headers });
+    expect(idle.res.headers.get("X-Bench-Calls")).toBe("limiter=0, d1=1, d1-pets=0");
+    expect(idle.ms).toBeGreaterThanOrEqual(400 - 5);
   });
 
   it("refused in production: the Worker answers 500 rather than slow every request down", async () => {

@@ -60,7 +60,7 @@ describe("plan change", () => {
     // request reads the key afresh (new plan name for the access log and handlers).
     expect(cachedKey(await sha256Hex(key), time.now)).toBeUndefined();
     expect((await list(key)).status).toBe(200);
-    expect(cachedKey(await sha256Hex(key), time.now)?.record.plan).toBe("pro");
+    expect(cachedKey(await sha256Hex(key), time.now)?.match.record.plan).toBe("pro");
   });
 
   it("enforces lowered enterprise limits on the next request, keeping the counts", async () => {

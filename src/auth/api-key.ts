@@ -2,14 +2,16 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { wrapTime } from "hono/timing";
 import { findKeyByHash, type KeyMatch, type KeyRecord, keyStatus } from "../db/keys";
+import { runAfterResponse } from "../lib/after-response";
 import { clientAddress } from "../lib/client-address";
 import { clock } from "../lib/clock";
 import { sha256Hex } from "../lib/crypto";
 import { ApiError } from "../lib/errors";
 import type { BaseEnv, EnvWith } from "../lib/hono-env";
+import { log } from "../lib/log";
 import { credentialsError, parseAuthorization } from "./authorization-header";
 import { failedGuess, isRefused } from "./failed-auth";
-import { cachedKey, cacheKey } from "./key-cache";
+import { cachedKey, cacheKey, refreshCachedKey } from "./key-cache";
 import { looksLikeApiKey } from "./key-format";
 
 const REALM = "animal-store";
@@ -62,13 +64,29 @@ function unknownKeyFailure<E extends BaseEnv>(c: Context<E>): Promise<ApiError> 
   return failedGuess(c.env, client, KEY_PROBLEMS.unknown, INVALID_TOKEN_CHALLENGE);
 }
 
-/** The key for `token`: from this isolate's cache when warm, else from D1 (none for refused clients). */
+/**
+ * The key for `token`: from this isolate's cache when warm (re-read after the response when the
+ * entry is getting old), else from D1 (none for refused clients).
+ */
 async function lookUp<E extends BaseEnv>(c: Context<E>, token: string): Promise<KeyMatch | null> {
   if (!looksLikeApiKey(token)) return null;
   const now = clock.now();
   const hash = await sha256Hex(token);
   const cached = cachedKey(hash, now);
-  if (cached) return cached;
+  if (cached) {
+    if (cached.wantsRefresh) {
+      const refresh = refreshCachedKey(hash, () => findKeyByHash(c.env.DB, hash), clock.now);
+      runAfterResponse(
+        c,
+        refresh.catch((err: unknown) => {
+          log("warn", "key re-read failed; the cached record is used until it expires", {
+            error: String(err),
+          });
+        }),
+      );
+    }
+    return cached.match;
+  }
   if (isRefused(clientAddress(c.req.header("CF-Connecting-IP")), now)) return null;
   const match = await findKeyByHash(c.env.DB, hash);
   if (match) cacheKey(hash, match, now);

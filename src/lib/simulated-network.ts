@@ -7,7 +7,10 @@ import { AsyncLocalStorage } from "node:async_hooks";
  * config refuses them in production), the bindings are wrapped once per isolate so that every
  * call to a QuotaLimiter and every D1 query (each statement run, or one batch) waits that long,
  * half before and half after, like a round trip. Each response then says how many of each its
- * request made, in `X-Bench-Calls: limiter=N, d1=M`.
+ * request made, in `X-Bench-Calls: limiter=N, d1=M, d1-pets=P`: P of the M D1 round trips read
+ * or wrote pets (a statement, or a batch with a statement, that names the pets table); the
+ * others are key records and operator data. Work the request left running after its response
+ * (`waitUntil`, e.g. a key re-read) is counted only if it started before the header was set.
  *
  * Off (both 0) the Worker gets its real bindings and this module does nothing per request.
  */
@@ -21,7 +24,11 @@ export const BENCH_CALLS_HEADER = "X-Bench-Calls";
 interface Calls {
   limiter: number;
   d1: number;
+  d1Pets: number;
 }
+
+/** Whether SQL names the pets table (pets themselves, not key records or operator data). */
+const PETS_TABLE = /\bpets\b/i;
 
 const callsOfRequest = new AsyncLocalStorage<Calls>();
 const wrapped = new WeakMap<Env, Env>();
@@ -29,9 +36,17 @@ const wrapped = new WeakMap<Env, Env>();
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Runs `call` as a round trip of `rttMs`, counted against the current request. */
-async function roundTrip<T>(rttMs: number, kind: keyof Calls, call: () => Promise<T>): Promise<T> {
+async function roundTrip<T>(
+  rttMs: number,
+  kind: "limiter" | "d1",
+  call: () => Promise<T>,
+  { touchesPets }: { touchesPets: boolean } = { touchesPets: false },
+): Promise<T> {
   const calls = callsOfRequest.getStore();
-  if (calls) calls[kind]++;
+  if (calls) {
+    calls[kind]++;
+    if (touchesPets) calls.d1Pets++;
+  }
   await sleep(rttMs / 2);
   const result = await call();
   await sleep(rttMs / 2);
@@ -68,21 +83,35 @@ const RUNS = new Set(["first", "all", "run", "raw"]);
 /** The real statement behind a delayed one, for `batch`, which needs D1's own objects. */
 const realStatements = new WeakMap<object, D1PreparedStatement>();
 
-function delayedStatement(stmt: D1PreparedStatement, rttMs: number): D1PreparedStatement {
+/** Delayed statements that name the pets table. */
+const petsStatements = new WeakSet<object>();
+
+function delayedStatement(
+  stmt: D1PreparedStatement,
+  rttMs: number,
+  touchesPets: boolean,
+): D1PreparedStatement {
   const proxy = new Proxy(stmt, {
     get(target, prop) {
       const value = Reflect.get(target, prop);
       if (typeof value !== "function") return value;
       if (prop === "bind")
         return (...args: unknown[]) =>
-          delayedStatement(Reflect.apply(value, target, args) as D1PreparedStatement, rttMs);
+          delayedStatement(
+            Reflect.apply(value, target, args) as D1PreparedStatement,
+            rttMs,
+            touchesPets,
+          );
       if (typeof prop === "string" && RUNS.has(prop))
         return (...args: unknown[]) =>
-          roundTrip(rttMs, "d1", () => Reflect.apply(value, target, args) as Promise<unknown>);
+          roundTrip(rttMs, "d1", () => Reflect.apply(value, target, args) as Promise<unknown>, {
+            touchesPets,
+          });
       return value.bind(target);
     },
   });
   realStatements.set(proxy, stmt);
+  if (touchesPets) petsStatements.add(proxy);
   return proxy;
 }
 
@@ -90,10 +119,13 @@ function delayedQueryable<T extends D1Database | D1DatabaseSession>(db: T, rttMs
   return new Proxy(db, {
     get(target, prop) {
       const value = Reflect.get(target, prop);
-      if (prop === "prepare") return (sql: string) => delayedStatement(target.prepare(sql), rttMs);
+      if (prop === "prepare")
+        return (sql: string) => delayedStatement(target.prepare(sql), rttMs, PETS_TABLE.test(sql));
       if (prop === "batch")
         return (stmts: D1PreparedStatement[]) =>
-          roundTrip(rttMs, "d1", () => target.batch(stmts.map((s) => realStatements.get(s) ?? s)));
+          roundTrip(rttMs, "d1", () => target.batch(stmts.map((s) => realStatements.get(s) ?? s)), {
+            touchesPets: stmts.some((s) => petsStatements.has(s)),
+          });
       if (prop === "withSession")
         return (...args: unknown[]) =>
           delayedQueryable(
@@ -128,11 +160,14 @@ export async function fetchBehindSimulatedNetwork(
   env: Env,
   rtt: SimulatedRtt,
 ): Promise<Response> {
-  const calls: Calls = { limiter: 0, d1: 0 };
+  const calls: Calls = { limiter: 0, d1: 0, d1Pets: 0 };
   const response = await callsOfRequest.run(calls, () =>
     serve(request, envBehindSimulatedNetwork(env, rtt)),
   );
   const counted = new Response(response.body, response);
-  counted.headers.set(BENCH_CALLS_HEADER, `limiter=${calls.limiter}, d1=${calls.d1}`);
+  counted.headers.set(
+    BENCH_CALLS_HEADER,
+    `limiter=${calls.limiter}, d1=${calls.d1}, d1-pets=${calls.d1Pets}`,
+  );
   return counted;
 }

@@ -9,6 +9,7 @@ import {
 } from "../auth/api-key";
 import { forgetKey } from "../auth/key-cache";
 import { getKey, type KeyRecord } from "../db/keys";
+import { runAfterResponse } from "../lib/after-response";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
@@ -177,7 +178,7 @@ export const enforceQuota = createMiddleware<QuotaEnv>(async (c, next) => {
     limiter.admit(policy).then((result) => {
       // The lease's unused permits go back ≤ GIVE_BACK_GRACE_MS after it expires, if no request has.
       if (result.reached && result.leaseGranted)
-        c.executionCtx.waitUntil(limiter.giveBackLeaseAtExpiry(policy));
+        runAfterResponse(c, limiter.giveBackLeaseAtExpiry(policy));
       return result;
     }),
   );

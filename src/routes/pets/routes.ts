@@ -11,6 +11,7 @@ import {
   storeFullPage,
 } from "../../db/immutable-reads";
 import { createPet, getPet, listPets } from "../../db/pets";
+import { runAfterResponse } from "../../lib/after-response";
 import { type Config, configOrThrow, secretOrThrow } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import type { EnvWith } from "../../lib/hono-env";
@@ -42,15 +43,8 @@ const cacheScopeOf = (config: Config): CacheScope => ({
   epoch: config.PAGE_CACHE_EPOCH,
 });
 
-// The cache write finishes after the answer. Without an execution context (the app called
-// directly, as some tests do) it simply runs unawaited; its errors are logged where it is made.
-const waitUntilOf = (c: Context) => (work: Promise<unknown>) => {
-  try {
-    c.executionCtx.waitUntil(work);
-  } catch {
-    void work;
-  }
-};
+// The cache write finishes after the answer; its errors are logged where it is made.
+const afterResponseOf = (c: Context) => (work: Promise<unknown>) => runAfterResponse(c, work);
 
 /**
  * A page of pets and whether more exist. A full page (one with a next) never changes, so it comes
@@ -75,7 +69,7 @@ async function readPage(
   );
   const page = rows.slice(0, key.limit);
   const hasNext = rows.length > key.limit;
-  if (hasNext) storeFullPage(scope, key, page, waitUntilOf(c));
+  if (hasNext) storeFullPage(scope, key, page, afterResponseOf(c));
   return { page, hasNext };
 }
 
@@ -200,7 +194,7 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
     }
     const pet = await wrapTime(c, "db", getPet(c.var.d1.session, petId));
     if (!pet) throw new ApiError("not_found", `No pet with id ${petId}.`);
-    storeFoundPet(scope, pet, waitUntilOf(c));
+    storeFoundPet(scope, pet, afterResponseOf(c));
     return c.json(withETag(c, pet), 200);
   });
 

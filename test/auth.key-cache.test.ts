@@ -1,0 +1,122 @@
+import { describe, expect, it } from "vitest";
+import {
+  cachedKey,
+  cacheKey,
+  forgetKey,
+  KEY_CACHE_TTL_MS,
+  KEY_REFRESH_AFTER_MS,
+  refreshCachedKey,
+} from "../src/auth/key-cache";
+import type { KeyMatch, KeyRecord } from "../src/db/keys";
+import { T0 } from "./helpers";
+
+let n = 0;
+/** A key record of its own for each test (the cache is module state shared by the file). */
+function match(overrides: Partial<KeyRecord> = {}): { hash: string; match: KeyMatch } {
+  n++;
+  const record: KeyRecord = {
+    id: `key_cache_${n}`,
+    name: "cache",
+    prefix: "pet_test_abc",
+    plan: "free",
+    limits: { perMinute: 60, perDay: 1000 },
+    version: 1,
+    createdAt: T0,
+    updatedAt: T0,
+    revokedAt: null,
+    expiresAt: null,
+    disabledAt: null,
+    ownerId: null,
+    meta: null,
+    rolledAt: null,
+    previousSecretExpiresAt: null,
+    ...overrides,
+  };
+  return { hash: `hash-${n}`, match: { record, secret: "current" } };
+}
+
+/** A read the test settles by hand, to look at the cache while it is in flight. */
+function pendingRead() {
+  let settle!: { resolve: (m: KeyMatch | null) => void; reject: (e: Error) => void };
+  let calls = 0;
+  const promise = new Promise<KeyMatch | null>((resolve, reject) => {
+    settle = { resolve, reject };
+  });
+  return {
+    read: () => {
+      calls++;
+      return promise;
+    },
+    settle,
+    calls: () => calls,
+  };
+}
+
+describe("the isolate's key cache", () => {
+  it("asks for a re-read from 25 s on, and ends the entry at 30 s", () => {
+    const k = match();
+    cacheKey(k.hash, k.match, T0);
+    expect(cachedKey(k.hash, T0 + KEY_REFRESH_AFTER_MS - 1)).toEqual({
+      match: k.match,
+      wantsRefresh: false,
+    });
+    expect(cachedKey(k.hash, T0 + KEY_REFRESH_AFTER_MS)?.wantsRefresh).toBe(true);
+    expect(cachedKey(k.hash, T0 + KEY_CACHE_TTL_MS - 1)?.match).toBe(k.match);
+    expect(cachedKey(k.hash, T0 + KEY_CACHE_TTL_MS)).toBeUndefined();
+  });
+
+  it("a re-read stores the record it finds, with a new 30 s; one re-read per key at a time", async () => {
+    const k = match();
+    cacheKey(k.hash, k.match, T0);
+    const at = T0 + KEY_REFRESH_AFTER_MS;
+    const read = pendingRead();
+    const first = refreshCachedKey(k.hash, read.read, () => at);
+    // While it is in flight nobody else is asked to re-read, and a second call reads nothing.
+    expect(cachedKey(k.hash, at)?.wantsRefresh).toBe(false);
+    await refreshCachedKey(k.hash, read.read, () => at);
+    expect(read.calls()).toBe(1);
+    const fresh = { ...k.match, record: { ...k.match.record, plan: "pro" as const } };
+    read.settle.resolve(fresh);
+    await first;
+    expect(cachedKey(k.hash, T0 + KEY_CACHE_TTL_MS)?.match.record.plan).toBe("pro");
+    expect(cachedKey(k.hash, at + KEY_CACHE_TTL_MS - 1)?.wantsRefresh).toBe(true);
+    expect(cachedKey(k.hash, at + KEY_CACHE_TTL_MS)).toBeUndefined();
+  });
+
+  it("a failed re-read keeps the old entry until its end, and the next request may try again", async () => {
+    const k = match();
+    cacheKey(k.hash, k.match, T0);
+    const at = T0 + KEY_REFRESH_AFTER_MS;
+    await expect(
+      refreshCachedKey(
+        k.hash,
+        () => Promise.reject(new Error("D1 down")),
+        () => at,
+      ),
+    ).rejects.toThrow("D1 down");
+    expect(cachedKey(k.hash, at)).toEqual({ match: k.match, wantsRefresh: true });
+    expect(cachedKey(k.hash, T0 + KEY_CACHE_TTL_MS)).toBeUndefined();
+  });
+
+  it("a key that is gone is dropped", async () => {
+    const k = match();
+    cacheKey(k.hash, k.match, T0);
+    await refreshCachedKey(
+      k.hash,
+      async () => null,
+      () => T0 + KEY_REFRESH_AFTER_MS,
+    );
+    expect(cachedKey(k.hash, T0 + KEY_REFRESH_AFTER_MS)).toBeUndefined();
+  });
+
+  it("a re-read that started before forgetKey does not put the old record back", async () => {
+    const k = match();
+    cacheKey(k.hash, k.match, T0);
+    const read = pendingRead();
+    const refresh = refreshCachedKey(k.hash, read.read, () => T0 + KEY_REFRESH_AFTER_MS);
+    forgetKey(k.match.record.id); // an admin change made in this isolate meanwhile
+    read.settle.resolve(k.match); // what D1 said before the change
+    await refresh;
+    expect(cachedKey(k.hash, T0 + KEY_REFRESH_AFTER_MS)).toBeUndefined();
+  });
+});
