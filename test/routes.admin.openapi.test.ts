@@ -110,3 +110,42 @@ describe("GET /admin/v1/openapi.json", () => {
     ).toBe(false);
   });
 });
+
+describe("the admin document's error responses say which headers each really carries", () => {
+  type Responses = Record<string, { headers?: Record<string, unknown> }>;
+  const responsesOf = async () => {
+    const doc = (await (await call("/admin/v1/openapi.json")).json()) as {
+      paths: Record<string, Record<string, { responses: Responses }>>;
+    };
+    return Object.values(doc.paths).flatMap((methods) =>
+      Object.values(methods).map((op) => op.responses),
+    );
+  };
+
+  it("rate-limit headers only on 401 and 429 (the failed-token window), Retry-After on 429 and 503", async () => {
+    for (const responses of await responsesOf()) {
+      expect(Object.keys(responses)).toContain("429");
+      for (const [status, response] of Object.entries(responses)) {
+        const names = Object.keys(response.headers ?? {});
+        const rateLimited = status === "401" || status === "429";
+        expect(names.includes("X-RateLimit-Limit"), `${status} X-RateLimit-Limit`).toBe(
+          rateLimited,
+        );
+        expect(names.includes("Retry-After"), `${status} Retry-After`).toBe(
+          status === "429" || status === "503",
+        );
+      }
+    }
+  });
+
+  it("as the API answers: a wrong token's 401 has them, a missing key's 404 has none", async () => {
+    const wrong = await call("/admin/v1/keys", { headers: { Authorization: "Bearer not-it" } });
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get("X-RateLimit-Limit")).not.toBeNull();
+    const missing = await call("/admin/v1/keys/key_doesnotexist00000000", {
+      headers: { Authorization: `Bearer ${env.ADMIN_TOKEN}` },
+    });
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get("X-RateLimit-Limit")).toBeNull();
+  });
+});

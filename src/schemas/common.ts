@@ -96,35 +96,66 @@ type HeaderObjects = Record<
   { description: string; schema: { type: "string" } | { type: "integer"; minimum?: number } }
 >;
 
-/** Error responses for `statuses`, optionally with headers the operation adds to every answer. */
-export function errorResponses(first: number | HeaderObjects, ...rest: number[]) {
-  const [extra, statuses] = typeof first === "number" ? [{}, [first, ...rest]] : [first, rest];
-  const descriptions: Record<number, string> = {
-    400: "Invalid request (parameter, header or body; also a malformed Authorization header)",
-    401: "Missing or invalid API key",
-    404: "Not found",
-    405: "Method not allowed",
-    410: "Endpoint removed after its sunset",
-    413: "Body larger than 16 KiB",
-    415: "Body is not application/json",
-    422: "Idempotency-Key reused with a different body",
-    429: "Rate limit, daily quota or temporary ban",
-    500: "Unexpected error",
-    503: "Database temporarily unavailable (see Retry-After)",
-  };
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: "Invalid request (parameter, header or body; also a malformed Authorization header)",
+  401: "Missing or invalid API key",
+  404: "Not found",
+  405: "Method not allowed",
+  410: "Endpoint removed after its sunset",
+  413: "Body larger than 16 KiB",
+  415: "Body is not application/json",
+  422: "Idempotency-Key reused with a different body",
+  429: "Rate limit, daily quota or temporary ban",
+  500: "Unexpected error",
+  503: "Database temporarily unavailable (see Retry-After)",
+};
+
+/** Error responses for `statuses`, each with the headers `headersOf(status)` says it carries. */
+function errorResponsesWith(
+  statuses: number[],
+  headersOf: (status: number) => HeaderObjects,
+  descriptions: Record<number, string>,
+) {
   return Object.fromEntries(
     statuses.map((s) => [
       s,
       {
-        description: descriptions[s] ?? "Error",
-        headers: {
-          ...(s === 429 || s === 503
-            ? { ...RATE_LIMIT_HEADERS, ...RETRY_AFTER_HEADER }
-            : RATE_LIMIT_HEADERS),
-          ...extra,
-        },
+        description: descriptions[s] ?? ERROR_DESCRIPTIONS[s] ?? "Error",
+        headers: headersOf(s),
         content: json(ErrorSchema),
       },
     ]),
+  );
+}
+
+const withRetryAfter = (status: number): HeaderObjects =>
+  status === 429 || status === 503 ? RETRY_AFTER_HEADER : {};
+
+/**
+ * Error responses of the public API for `statuses`: every answer carries the key's rate-limit
+ * headers (and 429/503 `Retry-After`), plus `extra` headers the operation adds to every answer.
+ */
+export function errorResponses(first: number | HeaderObjects, ...rest: number[]) {
+  const [extra, statuses] = typeof first === "number" ? [{}, [first, ...rest]] : [first, rest];
+  return errorResponsesWith(
+    statuses,
+    (s) => ({ ...RATE_LIMIT_HEADERS, ...withRetryAfter(s), ...extra }),
+    {},
+  );
+}
+
+/**
+ * Error responses of the operator API for `statuses`. It has no per-key quota: only a refused
+ * admin token (401) and the client's failed-authentication limit (429) carry rate-limit headers,
+ * those of the client's failure window; 429 and 503 carry `Retry-After`.
+ */
+export function adminErrorResponses(...statuses: number[]) {
+  return errorResponsesWith(
+    statuses,
+    (s) => ({ ...(s === 401 || s === 429 ? RATE_LIMIT_HEADERS : {}), ...withRetryAfter(s) }),
+    {
+      401: "Missing or invalid admin token",
+      429: "Too many invalid admin tokens from this client this minute",
+    },
   );
 }

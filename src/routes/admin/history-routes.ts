@@ -8,7 +8,7 @@ import { ApiError } from "../../lib/errors";
 import { validationHook } from "../../middleware/validation-hook";
 import { QuotaLimiterClient } from "../../objects/quota-limiter-client";
 import { AuditPageSchema, AuditQuerySchema } from "../../schemas/audit";
-import { errorResponses } from "../../schemas/common";
+import { adminErrorResponses } from "../../schemas/common";
 import { KeyIdParamSchema } from "../../schemas/keys";
 import {
   DayUsagePageSchema,
@@ -76,7 +76,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       request: { params: KeyIdParamSchema, query: KeyUsageQuerySchema },
       responses: {
         200: { description: "One entry per day", content: jsonOrCsv(KeyUsageHistorySchema) },
-        ...errorResponses(400, 401, 404, 503),
+        ...adminErrorResponses(400, 401, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -106,7 +106,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       request: { query: DayUsageQuerySchema },
       responses: {
         200: { description: "One entry per key", content: jsonOrCsv(DayUsagePageSchema) },
-        ...errorResponses(400, 401, 503),
+        ...adminErrorResponses(400, 401, 429, 503),
       },
     }),
     async (c) => {
@@ -145,7 +145,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
           description: "Audit entries, newest first",
           content: { "application/json": { schema: AuditPageSchema } },
         },
-        ...errorResponses(400, 401, 503),
+        ...adminErrorResponses(400, 401, 429, 503),
       },
     }),
     async (c) => {

@@ -22,7 +22,7 @@ import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import { policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
 import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
-import { errorResponses, json } from "../../schemas/common";
+import { adminErrorResponses, json } from "../../schemas/common";
 import {
   CreatedKeySchema,
   CreateKeySchema,
@@ -122,7 +122,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "The new key, with its secret (shown once)",
           content: json(CreatedKeySchema),
         },
-        ...errorResponses(400, 401, 413, 415, 503),
+        ...adminErrorResponses(400, 401, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -178,7 +178,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "Keys in creation order, narrowed by the filters given",
           content: json(KeyPageSchema),
         },
-        ...errorResponses(400, 401, 503),
+        ...adminErrorResponses(400, 401, 429, 503),
       },
     }),
     async (c) => {
@@ -216,7 +216,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "The key with its current usage and ban",
           content: json(KeyDetailSchema),
         },
-        ...errorResponses(400, 401, 404, 503),
+        ...adminErrorResponses(400, 401, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -240,7 +240,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       request: { ...byId, body: { required: true, content: json(UpdateKeySchema) } },
       responses: {
         200: { description: "The updated key", content: json(KeySchema) },
-        ...errorResponses(400, 401, 404, 413, 415, 503),
+        ...adminErrorResponses(400, 401, 404, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -303,7 +303,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "The revoked key; refused from its next request on",
           content: json(KeySchema),
         },
-        ...errorResponses(400, 401, 404, 503),
+        ...adminErrorResponses(400, 401, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -330,7 +330,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       request: byId,
       responses: {
         200: { description: "The key, no longer banned", content: json(KeyDetailSchema) },
-        ...errorResponses(400, 401, 404, 503),
+        ...adminErrorResponses(400, 401, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -368,7 +368,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
             "The key with a new secret (shown once): same id, plan, counters and quota object. The old secret works until previousSecretExpiresAt, then gets 401.",
           content: json(CreatedKeySchema),
         },
-        ...errorResponses(400, 401, 404, 413, 415, 503),
+        ...adminErrorResponses(400, 401, 404, 413, 415, 429, 503),
       },
     }),
     async (c) => {
