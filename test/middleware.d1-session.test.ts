@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { signBookmark } from "../src/middleware/d1-session";
+import { signBookmark, verifiedBookmarkOrThrow } from "../src/middleware/d1-session";
 import { auth, call, callWith, expectError, issueKey, postJson, recordingDb } from "./helpers";
 
 const FUTURE = `ffffffff-ffffffff-ffffffff-${"f".repeat(32)}`;
@@ -109,5 +109,27 @@ describe("D1 sessions: x-d1-bookmark", () => {
       );
       expect(body.message).toContain("x-d1-bookmark");
     }
+  });
+});
+
+describe("x-d1-bookmark keeps its wire format", () => {
+  // Made by the signing code as it stood before lib/crypto's signedTag/verifyTag (and agrees with
+  // node:crypto): `<bookmark>.<base64url of the first 16 bytes of HMAC-SHA-256 of "bookmark:<bookmark>">`.
+  const SECRET = "wire-format-test-secret";
+  const BOOKMARK_D1 = "0000000a-00000001-00004e2f-c1a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5";
+  const ISSUED = `${BOOKMARK_D1}.gZHtQNk8YqjbuM0HKPUKgw`;
+
+  it("signs a bookmark to the same value as before", async () => {
+    expect(await signBookmark(SECRET, BOOKMARK_D1)).toBe(ISSUED);
+  });
+
+  it("accepts a value issued before, and refuses its tag spelled another way", async () => {
+    expect(await verifiedBookmarkOrThrow(SECRET, ISSUED)).toBe(BOOKMARK_D1);
+    // The tag's last character carries 2 unused bits: "w" and "x" decode to the same 16 bytes.
+    const respelled = `${ISSUED.slice(0, -1)}x`;
+    await expect(verifiedBookmarkOrThrow(SECRET, respelled)).rejects.toThrow(/x-d1-bookmark/);
+    await expect(verifiedBookmarkOrThrow("another-secret", ISSUED)).rejects.toThrow(
+      /x-d1-bookmark/,
+    );
   });
 });

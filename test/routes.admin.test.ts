@@ -353,3 +353,115 @@ describe("usage and unban", () => {
     expect(res.headers.get("Retry-After")).toBe("1");
   });
 });
+
+/**
+ * env.DB, but each of the first `races` reads of key `id` is followed by another admin's write to
+ * that key (`SET otherWrite`; its version moves on), so a write decided on that read loses the
+ * race.
+ */
+function dbLosingRaces(
+  id: string,
+  races: number,
+  otherWrite = "version = version + 1",
+): { db: D1Database; raced: () => number } {
+  let left = races;
+  const readsKey = (sql: string) => /^SELECT .* FROM api_keys WHERE id = \?1$/s.test(sql);
+  const writeByAnother = () =>
+    env.DB.prepare(`UPDATE api_keys SET ${otherWrite} WHERE id = ?1`).bind(id).run();
+  const db = new Proxy(env.DB, {
+    get: (target, prop) =>
+      prop !== "prepare"
+        ? Reflect.get(target, prop).bind(target)
+        : (sql: string) => {
+            const statement = target.prepare(sql);
+            if (!readsKey(sql)) return statement;
+            return {
+              bind: (...values: unknown[]) => ({
+                first: async () => {
+                  const row = await statement.bind(...values).first();
+                  if (left > 0) {
+                    left--;
+                    await writeByAnother();
+                  }
+                  return row;
+                },
+              }),
+            };
+          },
+  });
+  return { db, raced: () => races - left };
+}
+
+async function auditActionsOf(id: string): Promise<string[]> {
+  const res = await call(`/admin/v1/audit?keyId=${id}&limit=100`, { headers: ADMIN });
+  return ((await res.json()) as { data: { action: string }[] }).data.map((e) => e.action);
+}
+
+describe("an admin write that loses a race to another admin write", () => {
+  const roll = (db: D1Database, id: string) =>
+    callWith({ DB: db }, `/admin/v1/keys/${id}/roll`, {
+      method: "POST",
+      headers: { ...ADMIN, "Content-Type": "application/json" },
+      body: JSON.stringify({ gracePeriodSeconds: 60 }),
+    });
+  const rename = (db: D1Database, id: string) =>
+    callWith({ DB: db }, `/admin/v1/keys/${id}`, {
+      method: "PATCH",
+      headers: { ...ADMIN, "Content-Type": "application/json" },
+      body: JSON.stringify({ name: "renamed" }),
+    });
+
+  it("roll: is decided again on the fresh key, up to three attempts", async () => {
+    const k = await issueKey("pro");
+    const { db, raced } = dbLosingRaces(k.id, 2);
+    const res = await roll(db, k.id);
+    expect(res.status, await res.clone().text()).toBe(201);
+    expect(raced()).toBe(2);
+    const { key } = (await res.json()) as { key: string };
+    expect((await call("/v1/pets?limit=1", { headers: auth(key) })).status).toBe(200);
+    expect(await auditActionsOf(k.id)).toEqual(["roll", "create"]);
+  });
+
+  it("roll: 503 when the key changed under each of the three attempts; nothing is written", async () => {
+    const k = await issueKey("pro");
+    const { db, raced } = dbLosingRaces(k.id, 3);
+    const res = await roll(db, k.id);
+    const body = await expectError(res, 503, "service_unavailable");
+    expect(body.message).toBe(
+      "The key kept changing while this request tried to roll it; repeat it.",
+    );
+    expect(raced()).toBe(3);
+    expect((await call("/v1/pets?limit=1", { headers: auth(k.key) })).status).toBe(200);
+    expect(await auditActionsOf(k.id)).toEqual(["create"]);
+  });
+
+  it("roll: a key revoked by the write it lost to is refused (400) on the fresh read", async () => {
+    const k = await issueKey("pro");
+    const { db, raced } = dbLosingRaces(
+      k.id,
+      1,
+      `revoked_at = ${Date.now()}, version = version + 1`,
+    );
+    const body = await expectError(await roll(db, k.id), 400, "invalid_request");
+    expect(body.message).toBe("The key is revoked; a revoked key cannot be rolled.");
+    expect(raced()).toBe(1);
+    expect(await auditActionsOf(k.id)).toEqual(["create"]);
+  });
+
+  it("change: is decided again on the fresh key; 503 after three lost races", async () => {
+    const k = await issueKey("pro");
+    const once = dbLosingRaces(k.id, 1);
+    const renamed = await rename(once.db, k.id);
+    expect(renamed.status, await renamed.clone().text()).toBe(200);
+    expect(((await renamed.json()) as KeyView).name).toBe("renamed");
+    expect(once.raced()).toBe(1);
+
+    const always = dbLosingRaces(k.id, 3);
+    const body = await expectError(await rename(always.db, k.id), 503, "service_unavailable");
+    expect(body.message).toBe(
+      "The key kept changing while this request tried to change it; repeat it.",
+    );
+    expect(always.raced()).toBe(3);
+    expect(await auditActionsOf(k.id)).toEqual(["update", "create"]);
+  });
+});

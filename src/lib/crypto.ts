@@ -43,12 +43,30 @@ function hmacKey(secret: string): Promise<CryptoKey> {
   return key;
 }
 
-/** HMAC-SHA-256 of `payload` under `secret`, truncated to `bytes` bytes (for opaque tokens). */
-export async function hmacTag(
+/**
+ * Bytes in the tags of this API's opaque tokens (page cursors, D1 bookmarks): HMAC-SHA-256
+ * truncated to 128 bits. Part of their wire format: tokens already handed out carry it.
+ */
+export const TAG_BYTES = 16;
+
+/**
+ * The tag that shows this API issued `payload`: its HMAC-SHA-256 under `secret`, truncated to
+ * TAG_BYTES.
+ */
+export async function signedTag(secret: string, payload: Uint8Array): Promise<Uint8Array> {
+  const tag = await crypto.subtle.sign("HMAC", await hmacKey(secret), payload);
+  return new Uint8Array(tag).slice(0, TAG_BYTES);
+}
+
+/**
+ * Whether `tag` is `payload`'s signedTag under `secret`, compared in constant time. A tag of
+ * another length is false, not an error.
+ */
+export async function verifyTag(
   secret: string,
   payload: Uint8Array,
-  bytes: number,
-): Promise<Uint8Array> {
-  const tag = await crypto.subtle.sign("HMAC", await hmacKey(secret), payload);
-  return new Uint8Array(tag).slice(0, bytes);
+  tag: Uint8Array,
+): Promise<boolean> {
+  const expected = await signedTag(secret, payload);
+  return tag.length === expected.length && crypto.subtle.timingSafeEqual(expected, tag);
 }

@@ -2,6 +2,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { configOrThrow } from "../lib/config";
 import type { BaseEnv } from "../lib/hono-env";
 import { BOOKMARK_HEADER } from "./d1-session";
+import { PET_PATH, PETS_PATH } from "./pets-paths";
 
 /** Headers a browser client may read: quotas, paging, deprecation, tracing, read-your-writes. */
 const EXPOSED_HEADERS = [
@@ -38,8 +39,8 @@ const PREFLIGHT_MAX_AGE_S = 600;
  * The operator API (/admin/v1) is not here, so it never answers a cross-origin preflight.
  */
 const PUBLIC_ROUTES: Array<[RegExp, string[]]> = [
-  [/^\/v1\/pets$/, ["GET", "HEAD", "POST"]],
-  [/^\/v1\/pets\/[^/]+$/, ["GET", "HEAD"]],
+  [PETS_PATH, ["GET", "HEAD", "POST"]],
+  [PET_PATH, ["GET", "HEAD"]],
   [/^\/v1\/openapi\.json$/, ["GET", "HEAD"]],
 ];
 

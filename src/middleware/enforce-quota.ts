@@ -20,6 +20,7 @@ import { rateLimitHeaders } from "../quota/headers";
 import { type FallbackState, fallbackVerdict } from "../quota/lease";
 import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
+import { PET_PATH, PETS_PATH } from "./pets-paths";
 
 /**
  * Set by `enforceQuota`, for the access log: what the limiter decided, "overloaded" (the key's
@@ -43,8 +44,10 @@ const REFUSALS = {
 // Headers a read's handler adds to its answer (see routes/pets and middleware/d1-session.ts).
 const READ_ANSWER_HEADERS = ["ETag", "Link", BOOKMARK_HEADER];
 
-// Routes that only read (listPets, getPet): the only ones whose handler may run before the decision.
-const SIDE_EFFECT_FREE_ROUTES = /^\/v1\/pets(\/[^/]+)?$/;
+// Requests that only read (GET or HEAD on listPets, getPet): the only ones whose handler may run
+// before the decision.
+const isSideEffectFree = (method: string, path: string) =>
+  (method === "GET" || method === "HEAD") && (PETS_PATH.test(path) || PET_PATH.test(path));
 
 // Keys whose last decision in this isolate left room: their reads run alongside the limiter call.
 const keysWithRoom = new ExpiringMap<string, true>(10_000);
@@ -182,9 +185,7 @@ export const enforceQuota = createMiddleware<QuotaEnv>(async (c, next) => {
       return result;
     }),
   );
-  const isRead =
-    (c.req.method === "GET" || c.req.method === "HEAD") && SIDE_EFFECT_FREE_ROUTES.test(c.req.path);
-  if (!(isRead && keysWithRoom.get(key.id, 0))) {
+  if (!(isSideEffectFree(c.req.method, c.req.path) && keysWithRoom.get(key.id, 0))) {
     const headers = await headersOrThrowRefusal(c, key, await admitted);
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
     return next();

@@ -79,18 +79,37 @@ async function pushPolicyOrThrow(env: Env, key: KeyRecord): Promise<void> {
 const WRITE_ATTEMPTS = 3;
 
 /**
- * Reads the key, lets `decide` compute its new settings and the audit action, and writes both
- * in one batch if nobody changed the key in between (else reads and decides again). Returns
- * the key as written. 404 for an unknown key; 503 if it keeps changing under us.
+ * Reads the key and lets `writeIfUnchanged` write it, on condition that its version is still the
+ * one read: a write that finds another admin write got there first (null) reads the key and
+ * decides again, up to WRITE_ATTEMPTS times. Returns the key as written. 404 for an unknown key;
+ * 503 if it keeps changing under us (`operation` names what this request tried in the message).
  */
-async function changeKeyOrThrow(
+async function writeKeyOrThrow(
+  c: Context<AdminEnv>,
+  id: string,
+  operation: "change" | "roll",
+  writeIfUnchanged: (current: KeyRecord, now: number) => Promise<KeyRecord | null>,
+): Promise<KeyRecord> {
+  for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
+    const current = foundOrThrow(await getKey(c.env.DB, id), id);
+    const written = await writeIfUnchanged(current, clock.now());
+    if (written) return written;
+  }
+  throw unavailable(
+    `The key kept changing while this request tried to ${operation} it; repeat it.`,
+  );
+}
+
+/**
+ * Lets `decide` compute the key's new settings and the audit action from its current record, and
+ * writes both in one batch (writeKeyOrThrow: decided again if the key changed in between).
+ */
+function changeKeyOrThrow(
   c: Context<AdminEnv>,
   id: string,
   decide: (current: KeyRecord, now: number) => { next: KeySettings; action: AuditAction },
 ): Promise<KeyRecord> {
-  for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
-    const current = foundOrThrow(await getKey(c.env.DB, id), id);
-    const now = clock.now();
+  return writeKeyOrThrow(c, id, "change", (current, now) => {
     const { next, action } = decide(current, now);
     const expected: KeyRecord = {
       ...current,
@@ -98,10 +117,8 @@ async function changeKeyOrThrow(
       limits: limitsOrThrow(next.plan, next.ownLimits),
     };
     const audit = auditOf(c, action, id, fieldChanges(current, expected));
-    const written = await changeKey(c.env.DB, id, current.version, next, audit);
-    if (written) return written;
-  }
-  throw unavailable("The key kept changing while this request tried to change it; repeat it.");
+    return changeKey(c.env.DB, id, current.version, next, audit);
+  });
 }
 
 export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook })
@@ -376,16 +393,14 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const { gracePeriodSeconds } = c.req.valid("json");
       const { key, displayPrefix } = generateApiKey(configOrThrow(c.env).ENVIRONMENT);
       const hash = await sha256Hex(key);
-      for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
-        const current = foundOrThrow(await getKey(c.env.DB, id), id);
+      const rolled = await writeKeyOrThrow(c, id, "roll", (current, now) => {
         if (current.revokedAt !== null)
           throw new ApiError(
             "invalid_request",
             "The key is revoked; a revoked key cannot be rolled.",
           );
-        const now = clock.now();
         const previousExpiresAt = now + gracePeriodSeconds * 1000;
-        const rolled = await rollKeySecret(
+        return rollKeySecret(
           c.env.DB,
           id,
           current.version,
@@ -398,19 +413,17 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
             },
           }),
         );
-        if (!rolled) continue;
-        // Isolates holding the old secret's record drop it on its next request (newer version).
-        // The new secret must reach the operator whatever happens: if the push fails, those
-        // isolates keep the old record for at most the key cache's 30 s, so it is only logged.
-        await pushPolicyOrThrow(c.env, rolled).catch((err: unknown) =>
-          log("warn", "rolled key's policy not pushed; caches expire on their own", {
-            keyId: id,
-            error: String(err),
-          }),
-        );
-        return c.json({ ...keyView(rolled, clock.now()), key }, 201);
-      }
-      throw unavailable("The key kept changing while this request tried to roll it; repeat it.");
+      });
+      // Isolates holding the old secret's record drop it on its next request (newer version).
+      // The new secret must reach the operator whatever happens: if the push fails, those
+      // isolates keep the old record for at most the key cache's 30 s, so it is only logged.
+      await pushPolicyOrThrow(c.env, rolled).catch((err: unknown) =>
+        log("warn", "rolled key's policy not pushed; caches expire on their own", {
+          keyId: id,
+          error: String(err),
+        }),
+      );
+      return c.json({ ...keyView(rolled, clock.now()), key }, 201);
     },
   );
 
