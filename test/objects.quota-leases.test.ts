@@ -4,6 +4,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import { type LeaseCalls, LeaseHolder } from "../src/objects/quota-leases";
+import type { RenewalRequest } from "../src/objects/quota-limiter";
 import { GIVE_BACK_GRACE_MS, LEASE_MS } from "../src/quota/lease";
 import type { KeyDecision, Policy } from "../src/quota/windows";
 import { MIDNIGHT, mockClock, T0 } from "./helpers";
@@ -21,10 +22,14 @@ const policyOf = (perMinute: number, perDay: number, extra: Partial<Policy> = {}
 const newObject = () => env.QUOTA.getByName(`lease_holders_${++seq}`);
 type Stub = ReturnType<typeof newObject>;
 
-/** One simulated isolate: its own LeaseHolder calling the shared object, counting its calls. */
-function isolate(stub: Stub, policy: () => Policy) {
+/**
+ * One simulated isolate: its own LeaseHolder calling the shared object, counting its calls
+ * (renewals apart). With `renewing`, it renews its lease ahead as the Worker does.
+ */
+function isolate(stub: Stub, policy: () => Policy, { renewing = false } = {}) {
   const holder = new LeaseHolder();
   let calls = 0;
+  let renewals = 0;
   const leaseCalls: LeaseCalls = {
     admit: (request) => {
       calls++;
@@ -34,6 +39,14 @@ function isolate(stub: Stub, policy: () => Policy) {
       calls++;
       return stub.returnLease(returned);
     },
+    ...(renewing
+      ? {
+          renew: (request: RenewalRequest) => {
+            renewals++;
+            return stub.renewLease(policy(), request);
+          },
+        }
+      : {}),
   };
   return {
     holder,
@@ -41,6 +54,7 @@ function isolate(stub: Stub, policy: () => Policy) {
     admit: () => holder.admit(policy(), leaseCalls),
     giveBack: () => holder.giveBackUnused(leaseCalls),
     calls: () => calls,
+    renewals: () => renewals,
   };
 }
 
@@ -66,69 +80,77 @@ const allowed = (ds: { decision: KeyDecision }[]) =>
 const remainingOf = (d: KeyDecision) => d.windows.map((w) => w.remaining);
 
 describe("lease holders racing on one object", () => {
-  it("5 isolates over 23:58–00:01 UTC never over-admit, under-admit at most 5 leases, and account exactly", {
-    timeout: 60_000,
-  }, async () => {
-    const perMinute = 600;
-    const perDay = 1000;
-    const maxLease = perMinute / 10; // permitsToLease: at most a tenth of the per-minute limit
-    const policy = policyOf(perMinute, perDay);
-    const stub = newObject();
-    const isolates = Array.from({ length: 5 }, () => isolate(stub, () => policy));
-    const next = random(11);
-    const STEP_MS = 250;
-    let admittedToday = 0;
-    let requests = 0;
-    let local = 0;
+  it.each([
+    ["asking anew when a lease is over", false],
+    ["renewing ahead", true],
+  ])(
+    "5 isolates over 23:58–00:01 UTC never over-admit, under-admit at most 5 leases, and account exactly (%s)",
+    {
+      timeout: 60_000,
+    },
+    async (_, renewing) => {
+      const perMinute = 600;
+      const perDay = 1000;
+      const maxLease = perMinute / 10; // permitsToLease: at most a tenth of the per-minute limit
+      const policy = policyOf(perMinute, perDay);
+      const stub = newObject();
+      const isolates = Array.from({ length: 5 }, () => isolate(stub, () => policy, { renewing }));
+      const next = random(11);
+      const STEP_MS = 250;
+      let admittedToday = 0;
+      let requests = 0;
+      let local = 0;
 
-    // Minutes 23:58 (the minute binds), 23:59 (the day binds: 400 left) and 00:00 (a new day).
-    for (const [minute, minuteStart] of [
-      MIDNIGHT - 2 * MINUTE_MS,
-      MIDNIGHT - MINUTE_MS,
-      MIDNIGHT,
-    ].entries()) {
-      if (minuteStart === MIDNIGHT) admittedToday = 0;
-      const room = Math.min(perMinute, perDay - admittedToday);
-      let admitted = 0;
-      let refused = 0;
-      for (let t = 0; t < MINUTE_MS; t += STEP_MS) {
-        time.now = minuteStart + t;
-        // Each isolate gets 0–2 simultaneous requests per step: ~720 a minute in all, racing.
-        const burst = isolates.flatMap((iso) =>
-          Array.from({ length: [0, 0, 0, 1, 2][Math.floor(next() * 5)]! }, () => iso.admit()),
+      // Minutes 23:58 (the minute binds), 23:59 (the day binds: 400 left) and 00:00 (a new day).
+      for (const [minute, minuteStart] of [
+        MIDNIGHT - 2 * MINUTE_MS,
+        MIDNIGHT - MINUTE_MS,
+        MIDNIGHT,
+      ].entries()) {
+        if (minuteStart === MIDNIGHT) admittedToday = 0;
+        const room = Math.min(perMinute, perDay - admittedToday);
+        let admitted = 0;
+        let refused = 0;
+        for (let t = 0; t < MINUTE_MS; t += STEP_MS) {
+          time.now = minuteStart + t;
+          // Each isolate gets 0–2 simultaneous requests per step: ~720 a minute in all, racing.
+          const burst = isolates.flatMap((iso) =>
+            Array.from({ length: [0, 0, 0, 1, 2][Math.floor(next() * 5)]! }, () => iso.admit()),
+          );
+          const results = await Promise.all(burst);
+          requests += results.length;
+          local += results.filter((r) => r.local).length;
+          admitted += allowed(results);
+          refused += results.length - allowed(results);
+          expect(admitted, `minute ${minute} at +${t} ms`).toBeLessThanOrEqual(perMinute);
+          expect(admittedToday + admitted, `day at minute ${minute}`).toBeLessThanOrEqual(perDay);
+        }
+        admittedToday += admitted;
+        expect(refused, `minute ${minute}: demand exceeded the room`).toBeGreaterThan(0);
+        // Bounded under-admission: at most one outstanding lease per isolate went unused.
+        expect(admitted, `minute ${minute}`).toBeGreaterThanOrEqual(
+          room - isolates.length * maxLease,
         );
-        const results = await Promise.all(burst);
-        requests += results.length;
-        local += results.filter((r) => r.local).length;
-        admitted += allowed(results);
-        refused += results.length - allowed(results);
-        expect(admitted, `minute ${minute} at +${t} ms`).toBeLessThanOrEqual(perMinute);
-        expect(admittedToday + admitted, `day at minute ${minute}`).toBeLessThanOrEqual(perDay);
+        expect(admitted).toBeLessThanOrEqual(room);
+        const unused = isolates.reduce((n, iso) => n + iso.holder.unusedPermits, 0);
+        expect(unused).toBeLessThanOrEqual(isolates.length * maxLease);
+        expect(admitted + unused, `minute ${minute}: room locked up`).toBeGreaterThanOrEqual(
+          room - isolates.length * maxLease,
+        );
+        // 23:59's leases cross midnight unreturned: handing them back must not touch the new day.
+        if (minute === 1) continue;
+        await Promise.all(isolates.map((iso) => iso.giveBack()));
+        const usage = await stub.usage();
+        expect(usage.minute.count, `minute ${minute}: object count = admitted`).toBe(admitted);
+        expect(usage.day.count, `minute ${minute}: day count = admitted today`).toBe(admittedToday);
       }
-      admittedToday += admitted;
-      expect(refused, `minute ${minute}: demand exceeded the room`).toBeGreaterThan(0);
-      // Bounded under-admission: at most one outstanding lease per isolate went unused.
-      expect(admitted, `minute ${minute}`).toBeGreaterThanOrEqual(
-        room - isolates.length * maxLease,
-      );
-      expect(admitted).toBeLessThanOrEqual(room);
-      const unused = isolates.reduce((n, iso) => n + iso.holder.unusedPermits, 0);
-      expect(unused).toBeLessThanOrEqual(isolates.length * maxLease);
-      expect(admitted + unused, `minute ${minute}: room locked up`).toBeGreaterThanOrEqual(
-        room - isolates.length * maxLease,
-      );
-      // 23:59's leases cross midnight unreturned: handing them back must not touch the new day.
-      if (minute === 1) continue;
-      await Promise.all(isolates.map((iso) => iso.giveBack()));
-      const usage = await stub.usage();
-      expect(usage.minute.count, `minute ${minute}: object count = admitted`).toBe(admitted);
-      expect(usage.day.count, `minute ${minute}: day count = admitted today`).toBe(admittedToday);
-    }
-    // Leases did their job: most requests were decided without a call.
-    expect(local).toBeGreaterThan(requests / 4);
-    const calls = isolates.reduce((n, iso) => n + iso.calls(), 0);
-    expect(calls).toBeLessThan(requests);
-  });
+      // Leases did their job: most requests were decided without a call.
+      expect(local).toBeGreaterThan(requests / 4);
+      const calls = isolates.reduce((n, iso) => n + iso.calls() + iso.renewals(), 0);
+      expect(calls).toBeLessThan(requests);
+      expect(isolates.some((iso) => iso.renewals() > 0)).toBe(renewing);
+    },
+  );
 
   it("a busy isolate whose calls overlap takes a lease: ≤ 10 calls per 1,000 requests", async () => {
     // 10 connections, each sending its next request when the last is answered; every call to
@@ -325,5 +347,150 @@ describe("one lease holder", () => {
       outcome = (await iso.admit()).decision.outcome;
     }
     expect(outcome).toBe("revoked");
+  });
+});
+
+describe("renewing a lease ahead", () => {
+  it("the object extends the lease in use, counting its permits and admitting no request", async () => {
+    const stub = newObject();
+    const policy = policyOf(600, 10_000);
+    const first = await stub.admit(policy, { want: 20, returning: null });
+    expect((await stub.usage()).minute.count).toBe(21);
+    time.now += 2_000;
+    const leaseId = first.lease!.id;
+    const renewal = await stub.renewLease(policy, {
+      leaseId,
+      want: 30,
+      holding: 8,
+      returning: null,
+    });
+    expect(renewal.granted).toEqual({ id: leaseId, permits: 30, expiresAt: time.now + LEASE_MS });
+    expect(renewal.windows[0]!.remaining).toBe(600 - 21); // before the grant
+    expect((await stub.usage()).minute.count).toBe(51);
+    // The isolate never holds more than a tenth of the minute limit (60): holding 50, 10 more.
+    const capped = await stub.renewLease(policy, {
+      leaseId,
+      want: 30,
+      holding: 50,
+      returning: null,
+    });
+    expect(capped.granted?.permits).toBe(10);
+    // A give-back credits every unused permit of the lease, all grants together, once.
+    await stub.returnLease({ id: leaseId, unused: 38 + 10 });
+    await stub.returnLease({ id: leaseId, unused: 38 + 10 });
+    expect((await stub.usage()).minute.count).toBe(61 - 48);
+  });
+
+  it("grants a new lease in a new minute, and nothing to a revoked or banned key", async () => {
+    const stub = newObject();
+    const policy = policyOf(600, 10_000);
+    const first = await stub.admit(policy, { want: 20, returning: null });
+    time.now += MINUTE_MS;
+    const leaseId = first.lease!.id;
+    const next = await stub.renewLease(policy, { leaseId, want: 10, holding: 0, returning: null });
+    expect(next.granted?.id).not.toBe(leaseId);
+    expect(next.granted?.permits).toBe(10);
+    const revoked = policyOf(600, 10_000, { version: 2, revoked: true });
+    const refused = await stub.renewLease(revoked, {
+      leaseId,
+      want: 10,
+      holding: 0,
+      returning: null,
+    });
+    expect(refused).toMatchObject({ revoked: true, granted: null, policyVersion: 2 });
+    expect((await stub.usage(revoked)).minute.count).toBe(10);
+  });
+
+  it("while a renewal is on its way, requests are admitted from the lease with no call and no wait", async () => {
+    const stub = newObject();
+    const policy = policyOf(6_000, 1_000_000);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    let admitCalls = 0;
+    let renewals = 0;
+    const calls: LeaseCalls = {
+      admit: (request) => {
+        admitCalls++;
+        return stub.admit(policy, request);
+      },
+      giveBack: (returned) => stub.returnLease(returned),
+      renew: async (request) => {
+        renewals++;
+        await gate;
+        return stub.renewLease(policy, request);
+      },
+    };
+    const holder = new LeaseHolder();
+    const shown: number[] = [];
+    const admit = async () => {
+      time.now += 50; // 20 requests a second
+      const d = await holder.admit(policy, calls);
+      expect(d.decision.outcome).toBe("allowed");
+      shown.push(d.decision.windows[0]!.remaining);
+      return d;
+    };
+    let renewal: Promise<boolean> | null = null;
+    for (let i = 0; i < 200 && !renewal; i++) renewal = (await admit()).renewal;
+    expect(renewal).not.toBeNull();
+    const callsBefore = admitCalls;
+    const left = holder.unusedPermits;
+    expect(left).toBeGreaterThan(3);
+    for (let i = 0; i < 3; i++) expect((await admit()).local).toBe(true); // the gate is shut
+    expect(admitCalls).toBe(callsBefore);
+    open();
+    expect(await renewal).toBe(true);
+    expect(holder.unusedPermits).toBeGreaterThan(left - 3);
+    for (let i = 0; i < 20; i++) expect((await admit()).local).toBe(true);
+    expect(admitCalls).toBe(callsBefore);
+    expect(renewals).toBeGreaterThanOrEqual(1);
+    // One isolate's headers: down by exactly one per request, across the renewal.
+    for (let i = 1; i < shown.length; i++) expect(shown[i]).toBe(shown[i - 1]! - 1);
+  });
+
+  it("when the lease runs out first, requests wait for the renewal and use it: no call each", async () => {
+    const stub = newObject();
+    const policy = policyOf(60, 1_000); // a free key: at most 6 permits unused in the isolate
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    let admitCalls = 0;
+    const calls: LeaseCalls = {
+      admit: (request) => {
+        admitCalls++;
+        return stub.admit(policy, request);
+      },
+      giveBack: (returned) => stub.returnLease(returned),
+      renew: async (request) => {
+        await gate;
+        return stub.renewLease(policy, request);
+      },
+    };
+    const holder = new LeaseHolder();
+    let renewal: Promise<boolean> | null = null;
+    let admitted = 0;
+    for (let i = 0; i < 50 && !renewal; i++) {
+      time.now += 100;
+      const d = await holder.admit(policy, calls);
+      if (d.decision.outcome === "allowed") admitted++;
+      renewal = d.renewal;
+    }
+    expect(renewal).not.toBeNull();
+    const callsBefore = admitCalls;
+    const left = holder.unusedPermits;
+    // More requests at once than the lease has left: the rest wait for the renewal.
+    const burst = Array.from({ length: left + 2 }, () => holder.admit(policy, calls));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    open();
+    const results = await Promise.all(burst);
+    expect(results.every((r) => r.decision.outcome === "allowed")).toBe(true);
+    expect(results.every((r) => r.local)).toBe(true);
+    expect(admitCalls).toBe(callsBefore);
+    // Every permit not used goes back: the object counts exactly what was admitted.
+    await holder.giveBackUnused(calls);
+    expect(holder.unusedPermits).toBe(0);
+    expect((await stub.usage()).minute.count).toBe(admitted + results.length);
   });
 });

@@ -10,6 +10,8 @@ import {
   neverAbove,
   permitsToLease,
   RATE_HORIZON_MS,
+  RENEW_AHEAD_MS,
+  renewsNow,
   takePermits,
   windowsAfterLocalAdmissions,
 } from "../src/quota/lease";
@@ -81,6 +83,45 @@ describe("permitsToLease", () => {
 
   it("grants nothing to a key that asked for none", () => {
     expect(permitsToLease(windows(1000, 100_000, 0, 0), limits(1000, 100_000), 0)).toBe(0);
+  });
+
+  it("a renewal tops the isolate up to a tenth of the per-minute limit, never past it", () => {
+    // Free key: at most 6 unused in one isolate; holding 4, a renewal adds at most 2.
+    expect(permitsToLease(windows(60, 1000, 10, 10), limits(60, 1000), 50, 4)).toBe(2);
+    expect(permitsToLease(windows(60, 1000, 10, 10), limits(60, 1000), 50, 6)).toBe(0);
+    expect(permitsToLease(windows(60, 1000, 10, 10), limits(60, 1000), 50, 9)).toBe(0);
+    // Plenty of room: the want decides.
+    expect(permitsToLease(windows(1000, 100_000, 0, 0), limits(1000, 100_000), 30, 40)).toBe(30);
+  });
+});
+
+describe("renewsNow", () => {
+  const minuteEnd = T0 + MINUTE_MS;
+  const lease = (left: number, lastGrant: number, expiresAt: number) => ({
+    left,
+    lastGrant,
+    expiresAt,
+  });
+
+  it("once half of the last grant is used", () => {
+    expect(renewsNow(lease(11, 20, T0 + LEASE_MS), minuteEnd, T0)).toBe(false);
+    expect(renewsNow(lease(10, 20, T0 + LEASE_MS), minuteEnd, T0)).toBe(true);
+    expect(renewsNow(lease(1, 20, T0 + LEASE_MS), minuteEnd, T0)).toBe(true);
+  });
+
+  it("RENEW_AHEAD_MS before the lease expires, unless it ends with its minute", () => {
+    const expiresAt = T0 + LEASE_MS;
+    expect(renewsNow(lease(19, 20, expiresAt), minuteEnd, expiresAt - RENEW_AHEAD_MS - 1)).toBe(
+      false,
+    );
+    expect(renewsNow(lease(19, 20, expiresAt), minuteEnd, expiresAt - RENEW_AHEAD_MS)).toBe(true);
+    // A lease that ends with the minute window: a renewal could not last longer.
+    expect(renewsNow(lease(19, 20, minuteEnd), minuteEnd, minuteEnd - 500)).toBe(false);
+  });
+
+  it("not a lease that is over (expired or used up): the next request asks the object", () => {
+    expect(renewsNow(lease(0, 20, T0 + LEASE_MS), minuteEnd, T0)).toBe(false);
+    expect(renewsNow(lease(5, 20, T0 + LEASE_MS), minuteEnd, T0 + LEASE_MS)).toBe(false);
   });
 });
 

@@ -179,9 +179,9 @@ export const enforceQuota = createMiddleware<QuotaEnv>(async (c, next) => {
     c,
     "quota",
     limiter.admit(policy).then((result) => {
-      // The lease's unused permits go back ≤ GIVE_BACK_GRACE_MS after it expires, if no request has.
-      if (result.reached && result.leaseGranted)
-        runAfterResponse(c, limiter.giveBackLeaseAtExpiry(policy));
+      // A lease renewal this request started, and the hand-back of a lease's unused permits
+      // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
+      if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);
       return result;
     }),
   );

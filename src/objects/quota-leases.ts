@@ -1,18 +1,31 @@
 import { clock } from "../lib/clock";
 import {
   GIVE_BACK_GRACE_MS,
+  type LeaseInUse,
   leaseWanted,
   neverAbove,
   RATE_HORIZON_MS,
+  renewsNow,
   windowsAfterLocalAdmissions,
 } from "../quota/lease";
 import type { KeyDecision, Policy, Refusal, WindowStatus } from "../quota/windows";
-import type { Admission, LeaseRequest, ReturnedLease } from "./quota-limiter";
+import type {
+  Admission,
+  LeaseRequest,
+  Renewal,
+  RenewalRequest,
+  ReturnedLease,
+} from "./quota-limiter";
 
 /** How a holder reaches its key's object (quota-limiter-client.ts supplies the stub calls). */
 export interface LeaseCalls {
   admit(request: LeaseRequest): Promise<Admission>;
   giveBack(returned: ReturnedLease): Promise<void>;
+  /**
+   * Asks for more permits on the lease in use, admitting no request. Without it (a holder that
+   * only hands permits back), a lease is asked for only once the one in use is over.
+   */
+  renew?(request: RenewalRequest): Promise<Renewal>;
 }
 
 /** A decision, and whether it came from the isolate's lease rather than from the object. */
@@ -22,12 +35,15 @@ interface HolderDecision {
   local: boolean;
   /** This call was granted a new lease (its unused permits go back at expiry). */
   leaseGranted: boolean;
+  /**
+   * A renewal of the lease this request started and does not wait for (for `waitUntil`); it
+   * settles with the renewed lease, or null when the renewal brought no lease to give back.
+   */
+  renewal: Promise<boolean> | null;
 }
 
-interface HeldLease {
+interface HeldLease extends LeaseInUse {
   id: string;
-  left: number;
-  expiresAt: number;
   policyVersion: number;
 }
 
@@ -50,13 +66,15 @@ const MAX_ARRIVALS = 2_000;
  */
 export class LeaseHolder {
   #lease: HeldLease | null = null;
-  /** A lease that may no longer be used, whose unused permits go back on the next call. */
-  #unreturned: ReturnedLease | null = null;
+  /** Leases that may no longer be used, whose unused permits go back with the next calls. */
+  #unreturned: ReturnedLease[] = [];
   #inFlight = 0;
   /** The calls for requests decided one by one now in flight (each made by its own request). */
   #plainCalls = new Set<Promise<unknown>>();
   /** The call that asks for a lease or hands one back; others wait for it. */
   #exclusive: Promise<unknown> | null = null;
+  /** The renewal in flight: requests keep admitting from the lease, and wait only if it runs out. */
+  #renewal: Promise<unknown> | null = null;
   #arrivals: number[] = [];
   /** The object's windows at the last contact, and what this isolate admitted since. */
   #atContact: WindowStatus[] = [];
@@ -77,11 +95,19 @@ export class LeaseHolder {
       }
       const now = clock.now();
       const local = this.#admitFromLease(policy, now);
-      if (local) return { decision: local, local: true, leaseGranted: false };
+      if (local) {
+        const renewal = this.#renewIfDue(calls, now);
+        return { decision: local, local: true, leaseGranted: false, renewal };
+      }
+      if (this.#renewal) {
+        // The lease ran out before its renewal came back: wait for it rather than call.
+        await this.#renewal.catch(() => undefined);
+        continue;
+      }
       this.#retireLease(policy, now);
       const want = now < this.#noLeaseUntil ? 0 : leaseWanted(this.#recentArrivals(now), now);
-      if ((want > 0 || this.#unreturned) && this.#inFlight === 0) {
-        return this.#exclusiveCall(calls, { want, returning: this.#unreturned });
+      if ((want > 0 || this.#unreturned.length > 0) && this.#inFlight === 0) {
+        return this.#exclusiveCall(calls, { want, returning: this.#unreturned.shift() ?? null });
       }
       if (want > 0) {
         // A busy key with requests decided one by one in flight (it was quiet, or had no lease
@@ -109,8 +135,10 @@ export class LeaseHolder {
     const lease = this.#lease;
     if (!lease) return;
     // A request after the expiry hands the lease back with its own call; only if none came
-    // within GIVE_BACK_GRACE_MS does the lease go back in a call of its own.
-    await sleep(Math.max(0, lease.expiresAt + GIVE_BACK_GRACE_MS - clock.now()));
+    // within GIVE_BACK_GRACE_MS does the lease go back in a call of its own. A renewal that
+    // extends the lease pushes its expiry out, and schedules a give-back of its own.
+    const expiresAt = lease.expiresAt;
+    await sleep(Math.max(0, expiresAt + GIVE_BACK_GRACE_MS - clock.now()));
     // Only once the lease has really expired: before, a request of this isolate may still use it.
     if (this.#lease === lease && clock.now() >= lease.expiresAt) await this.giveBackUnused(calls);
   }
@@ -121,23 +149,28 @@ export class LeaseHolder {
    * (the isolate holds no unused permits then).
    */
   async giveBackUnused(calls: LeaseCalls): Promise<void> {
-    while (this.#exclusive) await this.#exclusive.catch(() => undefined);
+    for (;;) {
+      const pending = this.#exclusive ?? this.#renewal;
+      if (!pending) break;
+      await pending.catch(() => undefined);
+    }
     if (this.#inFlight) return;
     if (this.#lease) {
-      if (this.#lease.left > 0) this.#unreturned = { id: this.#lease.id, unused: this.#lease.left };
+      this.#keepToReturn(this.#lease.id, this.#lease.left);
       this.#lease = null;
     }
-    const returned = this.#unreturned;
-    if (!returned) return;
-    this.#unreturned = null;
-    const call = calls
-      .giveBack(returned)
-      .catch(() => {
-        this.#unreturned ??= returned; // the next call hands it back instead
-      })
-      .finally(() => {
-        this.#exclusive = null;
-      });
+    const returning = this.#unreturned;
+    if (returning.length === 0) return;
+    this.#unreturned = [];
+    const call = Promise.all(
+      returning.map((returned) =>
+        calls.giveBack(returned).catch(() => {
+          this.#keepToReturn(returned.id, returned.unused); // the next call hands it back instead
+        }),
+      ),
+    ).finally(() => {
+      this.#exclusive = null;
+    });
     this.#exclusive = call;
     await call;
   }
@@ -147,8 +180,7 @@ export class LeaseHolder {
    * request asks the object, which hands back the lease's unused permits first.
    */
   dropLease(): void {
-    if (this.#lease && this.#lease.left > 0)
-      this.#unreturned = { id: this.#lease.id, unused: this.#lease.left };
+    if (this.#lease) this.#keepToReturn(this.#lease.id, this.#lease.left);
     this.#lease = null;
     this.#noLeaseUntil = 0;
   }
@@ -166,7 +198,7 @@ export class LeaseHolder {
 
   /** Unused permits this isolate holds (in a live lease or waiting to go back). */
   get unusedPermits(): number {
-    return (this.#lease?.left ?? 0) + (this.#unreturned?.unused ?? 0);
+    return (this.#lease?.left ?? 0) + this.#unreturned.reduce((n, r) => n + r.unused, 0);
   }
 
   #admitFromLease(policy: Policy, now: number): KeyDecision | null {
@@ -190,19 +222,108 @@ export class LeaseHolder {
   #retireLease(policy: Policy, now: number): void {
     const lease = this.#lease;
     if (!lease || this.#usable(lease, policy, now)) return;
-    if (lease.left > 0) this.#unreturned = { id: lease.id, unused: lease.left };
+    this.#keepToReturn(lease.id, lease.left);
     this.#lease = null;
   }
 
+  /** Notes `unused` permits of lease `id` to hand back (one entry per lease: credited once). */
+  #keepToReturn(id: string, unused: number): void {
+    if (unused <= 0) return;
+    const known = this.#unreturned.find((r) => r.id === id);
+    if (known) known.unused += unused;
+    else this.#unreturned.push({ id, unused });
+  }
+
+  /**
+   * Starts renewing the lease in use when it is due (see `renewsNow`), if the key is still busy
+   * here and nothing else is asking the object for this isolate. Requests go on admitting from
+   * the lease meanwhile. Returns the renewal, which settles once its answer is applied.
+   */
+  #renewIfDue(calls: LeaseCalls, now: number): Promise<boolean> | null {
+    const lease = this.#lease;
+    if (!calls.renew || !lease || this.#renewal || this.#exclusive || this.#inFlight) return null;
+    if (now < this.#noLeaseUntil) return null;
+    const minuteEnd = this.#atContact.find((w) => w.name === "minute")?.resetAt ?? Infinity;
+    if (!renewsNow(lease, minuteEnd, now)) return null;
+    const want = leaseWanted(this.#recentArrivals(now), now);
+    if (want <= 0) return null;
+    const holding = lease.left;
+    const admittedAtSend = this.#admittedSince;
+    const returning = this.#unreturned.shift() ?? null;
+    const renewal = calls
+      .renew({ leaseId: lease.id, want, holding, returning })
+      .then(
+        (answer) => this.#renewed(lease, answer, holding, admittedAtSend),
+        (err: unknown) => {
+          if (returning) this.#keepToReturn(returning.id, returning.unused);
+          throw err;
+        },
+      )
+      .finally(() => {
+        this.#renewal = null;
+      });
+    this.#renewal = renewal;
+    return renewal;
+  }
+
+  /**
+   * Applies a renewal's answer to `lease` (the lease in use when it was sent, while the isolate
+   * held `holding` of its permits and had admitted `admittedAtSend` since its last contact).
+   * Returns whether the isolate now holds a renewed lease.
+   */
+  #renewed(lease: HeldLease, answer: Renewal, holding: number, admittedAtSend: number): boolean {
+    // The object's windows, with this isolate's unused permits at the time counted as its own
+    // room, minus what it admitted since: the same reading as after any other contact.
+    this.#atContact = answer.windows.map((w) => ({
+      ...w,
+      remaining: Math.min(w.limit, w.remaining + holding),
+    }));
+    this.#admittedSince = Math.max(0, this.#admittedSince - admittedAtSend);
+    const { granted } = answer;
+    const inUse = this.#lease === lease;
+    if (answer.revoked || answer.policyVersion > lease.policyVersion) {
+      // Revoked, or the plan changed: stop admitting from leases; the next request asks.
+      if (inUse) this.dropLease();
+      if (granted) this.#keepToReturn(granted.id, granted.permits);
+      return false;
+    }
+    if (!granted) {
+      // Refused, banned or near the limit: once this lease is used, one call per request.
+      const minute = answer.windows.find((w) => w.name === "minute");
+      this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
+      return false;
+    }
+    if (inUse && granted.id === lease.id) {
+      lease.left += granted.permits;
+      lease.lastGrant = granted.permits;
+      lease.expiresAt = granted.expiresAt;
+      return true;
+    }
+    if (!inUse) {
+      // Dropped or retired while the renewal was on its way: its permits go back too.
+      this.#keepToReturn(granted.id, granted.permits);
+      return false;
+    }
+    // A new lease (the one in use was of an earlier minute): the old one's rest goes back.
+    this.#keepToReturn(lease.id, lease.left);
+    this.#lease = {
+      id: granted.id,
+      left: granted.permits,
+      lastGrant: granted.permits,
+      expiresAt: granted.expiresAt,
+      policyVersion: answer.policyVersion,
+    };
+    return true;
+  }
+
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
-    this.#unreturned = null;
     const call = calls
       .admit(request)
       .then(
         (admission) => this.#contact(admission, request.want),
         (err: unknown) => {
           // The object may not have taken it back; a repeated return is credited once.
-          if (request.returning) this.#unreturned ??= request.returning;
+          if (request.returning) this.#keepToReturn(request.returning.id, request.returning.unused);
           throw err;
         },
       )
@@ -242,13 +363,15 @@ export class LeaseHolder {
       this.#lease = {
         id: lease.id,
         left: lease.permits,
+        lastGrant: lease.permits,
         expiresAt: lease.expiresAt,
         policyVersion: decision.policyVersion,
       };
     }
     this.#atContact = decision.windows;
     this.#admittedSince = 0;
-    return { decision: this.#show(decision), local: false, leaseGranted: lease !== null };
+    const leaseGranted = lease !== null;
+    return { decision: this.#show(decision), local: false, leaseGranted, renewal: null };
   }
 
   #show(decision: KeyDecision): KeyDecision {

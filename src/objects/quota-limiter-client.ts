@@ -6,7 +6,7 @@ import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
 import type { KeyDecision, Policy, Refusal } from "../quota/windows";
 import { type LeaseCalls, LeaseHolder } from "./quota-leases";
-import type { Admission, KeyUsage, QuotaLimiter } from "./quota-limiter";
+import type { Admission, KeyUsage, QuotaLimiter, Renewal } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
 /**
@@ -28,7 +28,17 @@ export function policyOf(key: KeyRecord): Policy {
  * isolate saw for the key, if it still lasts.
  */
 export type AdmitResult =
-  | { reached: true; decision: KeyDecision; local: boolean; leaseGranted: boolean }
+  | {
+      reached: true;
+      decision: KeyDecision;
+      local: boolean;
+      /**
+       * Work on this isolate's lease that the request does not wait for, to run after the
+       * response (`waitUntil`): a renewal it started, and the hand-back of a lease's unused
+       * permits at its expiry. Null when there is none.
+       */
+      afterResponse: Promise<void> | null;
+    }
   | {
       reached: false;
       overloaded: boolean;
@@ -66,7 +76,20 @@ export class QuotaLimiterClient {
   async admit(policy: Policy): Promise<AdmitResult> {
     const holder = holderOf(this.keyId);
     try {
-      return { reached: true, ...(await holder.admit(policy, this.#leaseCalls(policy))) };
+      const { decision, local, leaseGranted, renewal } = await holder.admit(
+        policy,
+        this.#leaseCalls(policy),
+      );
+      const afterResponse = renewal
+        ? renewal.then(
+            (renewed) => (renewed ? this.#giveBackLeaseAtExpiry(policy) : undefined),
+            (err: unknown) =>
+              log("warn", "could not renew a lease", { keyId: this.keyId, error: String(err) }),
+          )
+        : leaseGranted
+          ? this.#giveBackLeaseAtExpiry(policy)
+          : null;
+      return { reached: true, decision, local, afterResponse };
     } catch (err) {
       const overloaded = isOverloaded(err);
       log("warn", overloaded ? "quota limiter overloaded" : "quota limiter unreachable", {
@@ -81,7 +104,7 @@ export class QuotaLimiterClient {
    * After a request that was granted a lease (for `waitUntil`): hands the lease's unused permits
    * back when it expires, unless a later request has already. Never throws.
    */
-  async giveBackLeaseAtExpiry(policy: Policy): Promise<void> {
+  async #giveBackLeaseAtExpiry(policy: Policy): Promise<void> {
     await holderOf(this.keyId)
       .giveBackAtExpiry(this.#leaseCalls(policy))
       .catch((err: unknown) =>
@@ -93,6 +116,7 @@ export class QuotaLimiterClient {
     return {
       admit: (request) => this.#call<Admission>(async (stub) => stub.admit(policy, request)),
       giveBack: (returned) => this.#call(async (stub) => stub.returnLease(returned)),
+      renew: (request) => this.#call<Renewal>(async (stub) => stub.renewLease(policy, request)),
     };
   }
 

@@ -17,6 +17,7 @@ import {
   type Policy,
   rollWindows,
   type UsageState,
+  type WindowStatus,
   windowsOf,
 } from "../quota/windows";
 import { migrateSchema } from "./schema-migrations";
@@ -72,6 +73,31 @@ export interface Lease {
   id: string;
   permits: number;
   expiresAt: number;
+}
+
+/** A busy isolate's request for more permits on the lease it is still using (no request). */
+export interface RenewalRequest {
+  /** The lease in use: extended when it was granted in the current minute window. */
+  leaseId: string;
+  /** Permits wanted on top of what the isolate holds. */
+  want: number;
+  /** The lease's permits the isolate has not used yet (it never holds more than one lease's worth). */
+  holding: number;
+  /** A previous lease, if it has unused permits to give back. */
+  returning: ReturnedLease | null;
+}
+
+/**
+ * The answer to a renewal. `windows` are the object's before this grant (the isolate adds back
+ * what it was holding). `granted` is null when no permits were granted: the key is refused,
+ * banned, revoked or near its limit, and the isolate goes back to asking with each request once
+ * its lease is used. `granted.id` is the lease's own id when it was extended, else a new lease's.
+ */
+export interface Renewal {
+  policyVersion: number;
+  revoked: boolean;
+  windows: WindowStatus[];
+  granted: Lease | null;
 }
 
 /**
@@ -144,34 +170,94 @@ export class QuotaLimiter extends DurableObject<Env> {
         ? permitsToLease(decision.windows, effective, request.want)
         : 0;
     if (permits > 0) {
-      lease = { id: crypto.randomUUID(), permits, expiresAt: leaseExpiry(state, now) };
+      lease = this.#grantLease(state, permits, now);
       state = takePermits(state, permits);
-      // Leases of past minutes can no longer be credited back (see givePermitsBack): forget them.
-      this.#expireLeasesBefore(state.minuteStart);
-      this.ctx.storage.sql.exec(
-        "INSERT INTO leases (id, minute_start, day_start, permits, expires_at) VALUES (?, ?, ?, ?, ?)",
-        lease.id,
-        state.minuteStart,
-        state.dayStart,
-        permits,
-        lease.expiresAt,
-      );
     }
-    if (state !== this.#usage) {
-      this.#usage = state;
-      this.#usageTable.save(state);
-    }
+    this.#keep(state, previousDay);
     // The history counts what the day window counts: this request, and a lease's permits when
     // granted; unused ones come off again when the lease is handed back (see #takeBack). A lease
     // used up is never handed back, so counting at grant is what keeps it in the history.
     this.#countInHistory(decision.outcome, now, 1 + permits);
+    return { ...decision, lease };
+  }
+
+  /**
+   * Grants a busy isolate more permits on the lease it is still using, admitting no request, so
+   * that its requests never wait for this object while the key stays busy. The permits are
+   * counted as used now, like a lease's; the isolate then holds at most a tenth of the
+   * per-minute limit unused (`holding` included). The lease is extended (more permits, a later
+   * expiry) when it was granted in the current minute, else a new one is granted.
+   */
+  renewLease(policy: Policy, request: RenewalRequest): Renewal {
+    const now = clock.now();
+    const effective = this.#adopt(policy);
+    const previousDay = this.#usage.dayStart;
+    let state = rollWindows(this.#usage, now);
+    if (request.returning) state = this.#takeBack(state, request.returning);
+    const windows = windowsOf(state, effective);
+    const refused = effective.revoked || state.bannedUntil > now;
+    const permits = refused
+      ? 0
+      : permitsToLease(windows, effective, request.want, Math.max(0, request.holding));
+    let granted: Lease | null = null;
+    if (permits > 0) {
+      granted =
+        this.#extendLease(request.leaseId, state, permits, now) ??
+        this.#grantLease(state, permits, now);
+      state = takePermits(state, permits);
+    }
+    this.#keep(state, previousDay);
+    this.#countInHistory("allowed", now, permits);
+    return { policyVersion: effective.version, revoked: effective.revoked, windows, granted };
+  }
+
+  /** Records a new lease of `permits` (the caller counts them in the windows). */
+  #grantLease(state: UsageState, permits: number, now: number): Lease {
+    const lease = { id: crypto.randomUUID(), permits, expiresAt: leaseExpiry(state, now) };
+    // Leases of past minutes can no longer be credited back (see givePermitsBack): forget them.
+    this.#expireLeasesBefore(state.minuteStart);
+    this.ctx.storage.sql.exec(
+      "INSERT INTO leases (id, minute_start, day_start, permits, expires_at) VALUES (?, ?, ?, ?, ?)",
+      lease.id,
+      state.minuteStart,
+      state.dayStart,
+      permits,
+      lease.expiresAt,
+    );
+    return lease;
+  }
+
+  /**
+   * Adds `permits` to lease `id` and pushes its expiry out, if it was granted in the current
+   * minute window and not handed back (a give-back then credits all of its unused permits);
+   * null otherwise.
+   */
+  #extendLease(id: string, state: UsageState, permits: number, now: number): Lease | null {
+    const expiresAt = leaseExpiry(state, now);
+    const extended = this.ctx.storage.sql.exec(
+      `UPDATE leases SET permits = permits + ?, expires_at = ?
+         WHERE id = ? AND minute_start = ? AND day_start = ?`,
+      permits,
+      expiresAt,
+      id,
+      state.minuteStart,
+      state.dayStart,
+    ).rowsWritten;
+    return extended > 0 ? { id, permits, expiresAt } : null;
+  }
+
+  /** Saves the windows if they changed; schedules the day's cleanup when a new day began. */
+  #keep(state: UsageState, previousDay: number): void {
+    if (state !== this.#usage) {
+      this.#usage = state;
+      this.#usageTable.save(state);
+    }
     // Once a day per active key: an alarm after the day ends deletes the stale row.
     if (state.dayStart !== previousDay) {
       this.#alarmNoLaterThan(state.dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
         log("error", "could not schedule usage cleanup", { error: String(err) }),
       );
     }
-    return { ...decision, lease };
   }
 
   /** Takes back a lease's unused permits (a holder whose lease expired before its next request). */

@@ -58,14 +58,51 @@ export function leaseWanted(arrivals: readonly number[], now: number): number {
 }
 
 /**
- * The permits the object grants on top of an admitted request, given its windows after that
- * request. Near the limit (room below ROOM_SHARE × the lease) this shrinks to 0 and the isolate
- * goes back to one call per request, so 429s, Retry-After and the ban stay exact.
+ * The permits the object grants on top of an admitted request (given its windows after that
+ * request), or to renew a lease (its windows now, with the permits the isolate still `holding`).
+ * Near the limit (room below ROOM_SHARE × the lease) this shrinks to 0 and the isolate goes back
+ * to one call per request, so 429s, Retry-After and the ban stay exact. An isolate never holds
+ * more than a tenth of the per-minute limit unused, renewals included.
  */
-export function permitsToLease(windows: WindowStatus[], limits: Limits, want: number): number {
+export function permitsToLease(
+  windows: WindowStatus[],
+  limits: Limits,
+  want: number,
+  holding = 0,
+): number {
   const room = Math.min(...windows.map((w) => w.remaining));
-  const most = Math.min(Math.floor(room / ROOM_SHARE), Math.floor(limits.perMinute / LIMIT_SHARE));
+  const most = Math.min(
+    Math.floor(room / ROOM_SHARE),
+    Math.floor(limits.perMinute / LIMIT_SHARE) - holding,
+  );
   return Math.max(0, Math.min(want, most));
+}
+
+/** A lease ending within this long is renewed ahead (see `renewsNow`). */
+export const RENEW_AHEAD_MS = 1_000;
+
+/** What an isolate knows of the lease it is using, to decide when to renew it. */
+export interface LeaseInUse {
+  /** Permits not used yet. */
+  left: number;
+  /** Permits the last grant (or renewal) added. */
+  lastGrant: number;
+  expiresAt: number;
+}
+
+/**
+ * Whether an isolate renews its lease now, in the background, while it still admits from it:
+ * once half of the last grant is used (what is left then lasts ~half a lease lifetime at the
+ * key's rate, far longer than a round trip to the object), or RENEW_AHEAD_MS before the lease
+ * expires, unless it ends with its minute window (a renewal could not outlive it). Renewing
+ * ahead is what keeps a busy key's requests from waiting for the object at all: they wait only
+ * when the lease runs out before the renewal is back.
+ */
+export function renewsNow(lease: LeaseInUse, minuteEnd: number, now: number): boolean {
+  if (now >= lease.expiresAt || lease.left <= 0) return false; // over: the next call asks anew
+  const halfUsed = lease.left * 2 <= lease.lastGrant;
+  const ending = now >= lease.expiresAt - RENEW_AHEAD_MS && lease.expiresAt < minuteEnd;
+  return halfUsed || ending;
 }
 
 /** When a lease granted at `now` ends: LEASE_MS later, or when its minute window ends if sooner. */
