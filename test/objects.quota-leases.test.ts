@@ -350,6 +350,29 @@ describe("one lease holder", () => {
   });
 });
 
+/** Lease calls on `stub` whose renewals wait until the test calls `open()`. */
+function gatedRenewals(stub: Stub, policy: Policy) {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  let admitCalls = 0;
+  let renewals = 0;
+  const calls: LeaseCalls = {
+    admit: (request) => {
+      admitCalls++;
+      return stub.admit(policy, request);
+    },
+    giveBack: (returned) => stub.returnLease(returned),
+    renew: async (request) => {
+      renewals++;
+      await gate;
+      return stub.renewLease(policy, request);
+    },
+  };
+  return { calls, open, admitCalls: () => admitCalls, renewals: () => renewals };
+}
+
 describe("renewing a lease ahead", () => {
   it("the object extends the lease in use, counting its permits and admitting no request", async () => {
     const stub = newObject();
@@ -404,24 +427,7 @@ describe("renewing a lease ahead", () => {
   it("while a renewal is on its way, requests are admitted from the lease with no call and no wait", async () => {
     const stub = newObject();
     const policy = policyOf(6_000, 1_000_000);
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      open = resolve;
-    });
-    let admitCalls = 0;
-    let renewals = 0;
-    const calls: LeaseCalls = {
-      admit: (request) => {
-        admitCalls++;
-        return stub.admit(policy, request);
-      },
-      giveBack: (returned) => stub.returnLease(returned),
-      renew: async (request) => {
-        renewals++;
-        await gate;
-        return stub.renewLease(policy, request);
-      },
-    };
+    const { calls, open, admitCalls, renewals } = gatedRenewals(stub, policy);
     const holder = new LeaseHolder();
     const shown: number[] = [];
     const admit = async () => {
@@ -434,17 +440,17 @@ describe("renewing a lease ahead", () => {
     let renewal: Promise<boolean> | null = null;
     for (let i = 0; i < 200 && !renewal; i++) renewal = (await admit()).renewal;
     expect(renewal).not.toBeNull();
-    const callsBefore = admitCalls;
+    const callsBefore = admitCalls();
     const left = holder.unusedPermits;
     expect(left).toBeGreaterThan(3);
     for (let i = 0; i < 3; i++) expect((await admit()).local).toBe(true); // the gate is shut
-    expect(admitCalls).toBe(callsBefore);
+    expect(admitCalls()).toBe(callsBefore);
     open();
     expect(await renewal).toBe(true);
     expect(holder.unusedPermits).toBeGreaterThan(left - 3);
     for (let i = 0; i < 20; i++) expect((await admit()).local).toBe(true);
-    expect(admitCalls).toBe(callsBefore);
-    expect(renewals).toBeGreaterThanOrEqual(1);
+    expect(admitCalls()).toBe(callsBefore);
+    expect(renewals()).toBeGreaterThanOrEqual(1);
     // One isolate's headers: down by exactly one per request, across the renewal.
     for (let i = 1; i < shown.length; i++) expect(shown[i]).toBe(shown[i - 1]! - 1);
   });
@@ -452,22 +458,7 @@ describe("renewing a lease ahead", () => {
   it("when the lease runs out first, requests wait for the renewal and use it: no call each", async () => {
     const stub = newObject();
     const policy = policyOf(60, 1_000); // a free key: at most 6 permits unused in the isolate
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      open = resolve;
-    });
-    let admitCalls = 0;
-    const calls: LeaseCalls = {
-      admit: (request) => {
-        admitCalls++;
-        return stub.admit(policy, request);
-      },
-      giveBack: (returned) => stub.returnLease(returned),
-      renew: async (request) => {
-        await gate;
-        return stub.renewLease(policy, request);
-      },
-    };
+    const { calls, open, admitCalls } = gatedRenewals(stub, policy);
     const holder = new LeaseHolder();
     let renewal: Promise<boolean> | null = null;
     let admitted = 0;
@@ -478,7 +469,7 @@ describe("renewing a lease ahead", () => {
       renewal = d.renewal;
     }
     expect(renewal).not.toBeNull();
-    const callsBefore = admitCalls;
+    const callsBefore = admitCalls();
     const left = holder.unusedPermits;
     // More requests at once than the lease has left: the rest wait for the renewal.
     const burst = Array.from({ length: left + 2 }, () => holder.admit(policy, calls));
@@ -487,7 +478,7 @@ describe("renewing a lease ahead", () => {
     const results = await Promise.all(burst);
     expect(results.every((r) => r.decision.outcome === "allowed")).toBe(true);
     expect(results.every((r) => r.local)).toBe(true);
-    expect(admitCalls).toBe(callsBefore);
+    expect(admitCalls()).toBe(callsBefore);
     // Every permit not used goes back: the object counts exactly what was admitted.
     await holder.giveBackUnused(calls);
     expect(holder.unusedPermits).toBe(0);
