@@ -1,6 +1,7 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { pageCacheUrl } from "../src/db/immutable-reads";
+import { clock } from "../src/lib/clock";
 import { fromBase64Url } from "../src/lib/encoding";
 import {
   auth,
@@ -212,6 +213,35 @@ describe("PAGE_CACHE_EPOCH", () => {
 });
 
 describe("the location's cache (Cache API)", () => {
+  it("a tail page read from D1 skips the location's cache for a minute (it is not there), then looks again", async () => {
+    const key = await bigKey();
+    const epoch = freshEpoch();
+    const path = "/v1/pets?limit=100&status=sold";
+    const first = await callWith(epoch, path, { headers: auth(key) }, { wait: true });
+    expect(first.status).toBe(200);
+    expect(nextUrl(first), "fewer than 100 sold pets: a tail page").toBeUndefined();
+    // As if another isolate had since read this page full and stored it.
+    const planted = [{ id: 1, name: "planted", categoryId: 1, status: "sold" }];
+    const url = pageCacheUrl(
+      { environment: "local", epoch: epoch.PAGE_CACHE_EPOCH },
+      { status: "sold", afterId: 0, limit: 100 },
+    );
+    await (await caches.open("immutable-reads")).put(
+      url,
+      Response.json(planted, { headers: { "Cache-Control": "public, max-age=600" } }),
+    );
+    // Within the minute the page goes straight to D1: a fresh answer, never a wrong one.
+    const again = await callWith(epoch, path, { headers: auth(key) });
+    expect(metrics(again)).toContain("db");
+    expect(await again.json()).toEqual(await first.json());
+    // Once the mark has expired, the location's cache is asked again (and here answers).
+    const now = Date.now();
+    vi.spyOn(clock, "now").mockReturnValue(now + 61_000);
+    const later = await callWith(epoch, path, { headers: auth(key) });
+    expect(metrics(later)).toContain("cache");
+    expect(await later.json()).toEqual(planted);
+  });
+
   it("a full page is stored in the Cache API too, where another isolate finds it without D1", async () => {
     const key = await bigKey();
     await createPets(

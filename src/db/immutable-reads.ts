@@ -1,3 +1,4 @@
+import { clock } from "../lib/clock";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
 import type { Pet, PetStatus } from "../schemas/pets";
@@ -55,6 +56,15 @@ function openColoCache(): Promise<Cache> {
 const pagesInIsolate = new ExpiringMap<string, Pet[]>(MAX_PAGES_IN_ISOLATE);
 const petsInIsolate = new ExpiringMap<string, Pet>(MAX_PETS_IN_ISOLATE);
 
+// Pages this isolate read from D1 as a tail (no next yet), for a while: asking the location's
+// cache for one again would almost surely miss (a tail is never stored, and it fills only as pets
+// with its status are added), and each miss is a Cache API round trip before the D1 read. D1
+// answers them instead, and stores the page as soon as it reads it full. The mark expires so
+// that a page another isolate has since stored is found in the cache again (during a D1 outage
+// too); losing it only costs one cache lookup.
+const tailsInIsolate = new ExpiringMap<string, true>(MAX_PAGES_IN_ISOLATE);
+const TAIL_MARK_MS = 60_000;
+
 // Part of every key: bump it when the stored JSON changes shape (a new Pet field), so a deploy
 // never reads entries an older version wrote.
 const FORMAT = "v1";
@@ -76,13 +86,18 @@ export function petCacheUrl(scope: CacheScope, id: number): string {
   return `${prefix(scope)}/pet/${id}`;
 }
 
-/** A stored answer: from this isolate, else from the location's cache, else undefined. */
+/**
+ * A stored answer: from this isolate, else (unless `colo` is false) from the location's cache, else
+ * undefined.
+ */
 async function lookup<T>(
   memory: ExpiringMap<string, T>,
   url: string,
+  colo = true,
 ): Promise<{ value: T; tier: CacheTier } | undefined> {
   const inMemory = memory.get(url, 0);
   if (inMemory !== undefined) return { value: inMemory, tier: "isolate" };
+  if (!colo) return undefined;
   let hit: Response | undefined;
   try {
     hit = await (await openColoCache()).match(url);
@@ -120,8 +135,15 @@ function store<T>(
   );
 }
 
-export const storedFullPage = (scope: CacheScope, key: PageKey) =>
-  lookup(pagesInIsolate, pageCacheUrl(scope, key));
+export function storedFullPage(scope: CacheScope, key: PageKey) {
+  const url = pageCacheUrl(scope, key);
+  return lookup(pagesInIsolate, url, !tailsInIsolate.get(url, clock.now()));
+}
+
+/** Notes that D1 answered `key` with a tail page: see tailsInIsolate. */
+export function noteTailPage(scope: CacheScope, key: PageKey): void {
+  tailsInIsolate.set(pageCacheUrl(scope, key), true, clock.now() + TAIL_MARK_MS);
+}
 
 /** Stores a full page: exactly `key.limit` pets, read together with a next one. */
 export function storeFullPage(
@@ -131,7 +153,9 @@ export function storeFullPage(
   waitUntil: (work: Promise<unknown>) => void,
 ): void {
   if (pets.length !== key.limit) throw new Error("only a full page can be stored");
-  store(pagesInIsolate, pageCacheUrl(scope, key), pets, waitUntil);
+  const url = pageCacheUrl(scope, key);
+  tailsInIsolate.delete(url);
+  store(pagesInIsolate, url, pets, waitUntil);
 }
 
 export const storedPet = (scope: CacheScope, id: number) =>

@@ -35,7 +35,17 @@ const wrapped = new WeakMap<Env, Env>();
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** Runs `call` as a round trip of `rttMs`, counted against the current request. */
+/**
+ * Runs `call` as a round trip of `rttMs`, counted against the current request: half the round
+ * trip before the call, the rest after it.
+ *
+ * A timer never fires early but often late: in wrangler dev on the 2-core bench machine,
+ * setTimeout(15) took 16.4 ms on average by Date.now(), so two sleeps of rtt/2 added ~rtt + 3 ms,
+ * not rtt. The second sleep therefore waits only what the first left of rtt. Date.now() counts
+ * whole milliseconds, so the first half may have lasted up to 1 ms less than it reads: the extra
+ * 1 ms keeps the total delay at rtt or more (the second timer's own lateness cannot be taken
+ * back, and is not). Real time, like the timers: not clock.now, which tests move at will.
+ */
 async function roundTrip<T>(
   rttMs: number,
   kind: "limiter" | "d1",
@@ -47,9 +57,11 @@ async function roundTrip<T>(
     calls[kind]++;
     if (touchesPets) calls.d1Pets++;
   }
+  const start = Date.now();
   await sleep(rttMs / 2);
+  const firstHalfMs = Date.now() - start;
   const result = await call();
-  await sleep(rttMs / 2);
+  await sleep(Math.max(0, rttMs - firstHalfMs + 1));
   return result;
 }
 

@@ -4,6 +4,7 @@ import { setMetric, wrapTime } from "hono/timing";
 import type { ApiKeyVariables } from "../../auth/api-key";
 import {
   type CacheScope,
+  noteTailPage,
   type PageKey,
   storedFullPage,
   storedPet,
@@ -49,7 +50,8 @@ const afterResponseOf = (c: Context) => (work: Promise<unknown>) => runAfterResp
 /**
  * A page of pets and whether more exist. A full page (one with a next) never changes, so it comes
  * from the cache when it can (Server-Timing `cache`) and is stored there after a D1 read; a tail
- * page always reads D1 (`db`), because the next pet to be added will join it.
+ * page always reads D1 (`db`), because the next pet to be added will join it (and for a while
+ * skips the location's cache, where it is not: see noteTailPage).
  */
 async function readPage(
   c: Context<PetsEnv>,
@@ -70,6 +72,7 @@ async function readPage(
   const page = rows.slice(0, key.limit);
   const hasNext = rows.length > key.limit;
   if (hasNext) storeFullPage(scope, key, page, afterResponseOf(c));
+  else noteTailPage(scope, key);
   return { page, hasNext };
 }
 
