@@ -119,4 +119,26 @@ describe("the isolate's key cache", () => {
     await refresh;
     expect(cachedKey(k.hash, T0 + KEY_REFRESH_AFTER_MS)).toBeUndefined();
   });
+
+  it("a re-read that never settles does not stop the key's later re-reads", async () => {
+    const k = match();
+    cacheKey(k.hash, k.match, T0);
+    const at = T0 + KEY_REFRESH_AFTER_MS;
+    const lost = pendingRead(); // its request's waitUntil was cut short: it never settles
+    void refreshCachedKey(k.hash, lost.read, () => at);
+    expect(cachedKey(k.hash, at + 1)?.wantsRefresh).toBe(false); // in flight
+    // The entry ends at 30 s; the next request reads the key (blocking) and caches it again.
+    const reread = T0 + KEY_CACHE_TTL_MS;
+    expect(cachedKey(k.hash, reread)).toBeUndefined();
+    cacheKey(k.hash, k.match, reread);
+    // 25 s on, that entry asks for a re-read again: the lost one is not waited for forever.
+    const due = reread + KEY_REFRESH_AFTER_MS;
+    expect(cachedKey(k.hash, due)?.wantsRefresh).toBe(true);
+    const next = pendingRead();
+    const retried = refreshCachedKey(k.hash, next.read, () => due);
+    expect(next.calls()).toBe(1);
+    next.settle.resolve(k.match);
+    await retried;
+    expect(cachedKey(k.hash, due + KEY_CACHE_TTL_MS - 1)?.match).toBe(k.match);
+  });
 });

@@ -1,7 +1,6 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { pageCacheUrl } from "../src/db/immutable-reads";
-import { clock } from "../src/lib/clock";
 import { fromBase64Url } from "../src/lib/encoding";
 import {
   auth,
@@ -11,6 +10,7 @@ import {
   callWith,
   createPets,
   expect503,
+  fixClock,
   issueKey,
   postJson,
 } from "./helpers";
@@ -235,8 +235,7 @@ describe("the location's cache (Cache API)", () => {
     expect(metrics(again)).toContain("db");
     expect(await again.json()).toEqual(await first.json());
     // Once the mark has expired, the location's cache is asked again (and here answers).
-    const now = Date.now();
-    vi.spyOn(clock, "now").mockReturnValue(now + 61_000);
+    fixClock(Date.now() + 61_000);
     const later = await callWith(epoch, path, { headers: auth(key) });
     expect(metrics(later)).toContain("cache");
     expect(await later.json()).toEqual(planted);

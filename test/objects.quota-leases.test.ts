@@ -267,13 +267,13 @@ describe("one lease holder", () => {
 
   it("a lease handed back twice is credited once", async () => {
     const stub = newObject();
-    const first = await stub.admit(policyOf(600, 10_000), { want: 20, returning: null });
+    const first = await stub.admit(policyOf(600, 10_000), { want: 20, returning: [] });
     expect(first.lease?.permits).toBe(20);
     expect((await stub.usage()).minute.count).toBe(21);
     const returned = { id: first.lease!.id, unused: 20 };
     await stub.returnLease(returned);
     await stub.returnLease(returned);
-    await stub.admit(policyOf(600, 10_000), { want: 0, returning: returned });
+    await stub.admit(policyOf(600, 10_000), { want: 0, returning: [returned] });
     expect((await stub.usage()).minute.count).toBe(2);
   });
 
@@ -377,7 +377,7 @@ describe("renewing a lease ahead", () => {
   it("the object extends the lease in use, counting its permits and admitting no request", async () => {
     const stub = newObject();
     const policy = policyOf(600, 10_000);
-    const first = await stub.admit(policy, { want: 20, returning: null });
+    const first = await stub.admit(policy, { want: 20, returning: [] });
     expect((await stub.usage()).minute.count).toBe(21);
     time.now += 2_000;
     const leaseId = first.lease!.id;
@@ -385,7 +385,7 @@ describe("renewing a lease ahead", () => {
       leaseId,
       want: 30,
       holding: 8,
-      returning: null,
+      returning: [],
     });
     expect(renewal.granted).toEqual({ id: leaseId, permits: 30, expiresAt: time.now + LEASE_MS });
     expect(renewal.windows[0]!.remaining).toBe(600 - 21); // before the grant
@@ -395,7 +395,7 @@ describe("renewing a lease ahead", () => {
       leaseId,
       want: 30,
       holding: 50,
-      returning: null,
+      returning: [],
     });
     expect(capped.granted?.permits).toBe(10);
     // A give-back credits every unused permit of the lease, all grants together, once.
@@ -407,10 +407,10 @@ describe("renewing a lease ahead", () => {
   it("grants a new lease in a new minute, and nothing to a revoked or banned key", async () => {
     const stub = newObject();
     const policy = policyOf(600, 10_000);
-    const first = await stub.admit(policy, { want: 20, returning: null });
+    const first = await stub.admit(policy, { want: 20, returning: [] });
     time.now += MINUTE_MS;
     const leaseId = first.lease!.id;
-    const next = await stub.renewLease(policy, { leaseId, want: 10, holding: 0, returning: null });
+    const next = await stub.renewLease(policy, { leaseId, want: 10, holding: 0, returning: [] });
     expect(next.granted?.id).not.toBe(leaseId);
     expect(next.granted?.permits).toBe(10);
     const revoked = policyOf(600, 10_000, { version: 2, revoked: true });
@@ -418,7 +418,7 @@ describe("renewing a lease ahead", () => {
       leaseId,
       want: 10,
       holding: 0,
-      returning: null,
+      returning: [],
     });
     expect(refused).toMatchObject({ revoked: true, granted: null, policyVersion: 2 });
     expect((await stub.usage(revoked)).minute.count).toBe(10);
@@ -445,9 +445,12 @@ describe("renewing a lease ahead", () => {
     expect(left).toBeGreaterThan(3);
     for (let i = 0; i < 3; i++) expect((await admit()).local).toBe(true); // the gate is shut
     expect(admitCalls()).toBe(callsBefore);
+    const countedBefore = (await stub.usage()).minute.count;
     open();
     expect(await renewal).toBe(true);
-    expect(holder.unusedPermits).toBeGreaterThan(left - 3);
+    const granted = (await stub.usage()).minute.count - countedBefore;
+    expect(granted).toBeGreaterThan(0);
+    expect(holder.unusedPermits).toBe(left - 3 + granted);
     for (let i = 0; i < 20; i++) expect((await admit()).local).toBe(true);
     expect(admitCalls()).toBe(callsBefore);
     expect(renewals()).toBeGreaterThanOrEqual(1);
@@ -483,5 +486,128 @@ describe("renewing a lease ahead", () => {
     await holder.giveBackUnused(calls);
     expect(holder.unusedPermits).toBe(0);
     expect((await stub.usage()).minute.count).toBe(admitted + results.length);
+  });
+
+  it("the object grants nothing to a caller on an older policy than its own", async () => {
+    const stub = newObject();
+    const first = await stub.admit(policyOf(600, 10_000), { want: 20, returning: [] });
+    await stub.configure(policyOf(300, 10_000, { version: 2 }));
+    const renewal = await stub.renewLease(policyOf(600, 10_000), {
+      leaseId: first.lease!.id,
+      want: 20,
+      holding: 5,
+      returning: [],
+    });
+    expect(renewal).toMatchObject({ granted: null, policyVersion: 2, revoked: false });
+    expect((await stub.usage()).minute.count).toBe(21);
+  });
+
+  describe("an answer that finds things changed", () => {
+    /** A busy holder on `stub` whose renewal has been sent and waits at the gate. */
+    async function renewalOnItsWay(stub: Stub, policy: Policy) {
+      const gated = gatedRenewals(stub, policy);
+      const holder = new LeaseHolder();
+      let renewal: Promise<boolean> | null = null;
+      let admitted = 0;
+      for (let i = 0; i < 200 && !renewal; i++) {
+        time.now += 50;
+        const d = await holder.admit(policy, gated.calls);
+        if (d.decision.outcome === "allowed") admitted++;
+        renewal = d.renewal;
+      }
+      expect(renewal).not.toBeNull();
+      return { ...gated, holder, renewal: renewal!, admitted };
+    }
+
+    it("a plan change made elsewhere ends the lease when the renewal comes back", async () => {
+      const stub = newObject();
+      const v1 = policyOf(6_000, 1_000_000);
+      const { holder, calls, open, renewal } = await renewalOnItsWay(stub, v1);
+      await stub.configure(policyOf(3_000, 1_000_000, { version: 2 })); // another isolate
+      open();
+      expect(await renewal).toBe(false);
+      // This isolate still has the old key record (v1), but no longer admits from the lease.
+      const next = await holder.admit(v1, calls);
+      expect(next.local).toBe(false);
+      expect(next.decision.policyVersion).toBe(2);
+      expect(next.decision.windows[0]!.limit).toBe(3_000);
+    });
+
+    it("a revocation made elsewhere ends the lease when the renewal comes back", async () => {
+      const stub = newObject();
+      const v1 = policyOf(6_000, 1_000_000);
+      const { holder, calls, open, renewal } = await renewalOnItsWay(stub, v1);
+      await stub.configure(policyOf(6_000, 1_000_000, { version: 2, revoked: true }));
+      open();
+      expect(await renewal).toBe(false);
+      const next = await holder.admit(v1, calls);
+      expect(next.local).toBe(false);
+      expect(next.decision.outcome).toBe("revoked");
+    });
+
+    it("permits granted to a lease dropped meanwhile go back, and the count is exact", async () => {
+      const stub = newObject();
+      const policy = policyOf(6_000, 1_000_000);
+      const { holder, calls, open, renewal, admitted } = await renewalOnItsWay(stub, policy);
+      holder.dropLease(); // a plan change made in this isolate while the renewal was out
+      open();
+      expect(await renewal).toBe(false);
+      expect(holder.unusedPermits).toBeGreaterThan(0);
+      await holder.giveBackRetired(calls);
+      expect(holder.unusedPermits).toBe(0);
+      expect((await stub.usage()).minute.count).toBe(admitted);
+    });
+
+    describe("a renewal sent late in minute M and answered in minute M+1", () => {
+      const policy = policyOf(100, 1_000_000);
+      const M = T0 + 10 * MINUTE_MS;
+
+      async function acrossTheMinute(stub: Stub, othersInNewMinute: number) {
+        const gated = gatedRenewals(stub, policy);
+        const holder = new LeaseHolder();
+        time.now = M + 55_000;
+        let renewal: Promise<boolean> | null = null;
+        for (let i = 0; i < 100 && !renewal; i++) {
+          time.now += 50;
+          renewal = (await holder.admit(policy, gated.calls)).renewal;
+        }
+        expect(renewal).not.toBeNull();
+        time.now = M + MINUTE_MS + 10;
+        for (let i = 0; i < othersInNewMinute; i++)
+          expect((await stub.admit(policy, { want: 0, returning: [] })).outcome).toBe("allowed");
+        const lastMinutesRest = holder.unusedPermits;
+        gated.open();
+        expect(await renewal).toBe(true); // a new lease in the new minute
+        return { holder, calls: gated.calls, lastMinutesRest };
+      }
+
+      it("the object never refuses this isolate while it holds permits of the minute", async () => {
+        const stub = newObject();
+        const { holder, calls } = await acrossTheMinute(stub, 0);
+        const inNewMinute = holder.unusedPermits;
+        // Other isolates use the rest of the minute.
+        for (let n = (await stub.usage()).minute.count; n < 100; n++)
+          await stub.admit(policy, { want: 0, returning: [] });
+        // The new lease expires unused; a request comes within the give-back grace.
+        time.now += LEASE_MS + 50;
+        const d = await holder.admit(policy, calls);
+        expect(inNewMinute).toBeGreaterThan(0);
+        expect(d.decision.outcome).toBe("allowed"); // its own permits, handed back and reused
+        await holder.giveBackUnused(calls);
+        expect((await stub.usage()).minute.count).toBeLessThanOrEqual(100);
+      });
+
+      it("remaining shown is never above what the minute really has left", async () => {
+        const stub = newObject();
+        const { holder, calls, lastMinutesRest } = await acrossTheMinute(stub, 50);
+        const d = await holder.admit(policy, calls);
+        expect(d.local).toBe(true);
+        const shown = d.decision.windows.find((w) => w.name === "minute")!.remaining;
+        const usage = await stub.usage();
+        // The object's room plus this isolate's permits of this minute (not last minute's rest).
+        const truth = 100 - usage.minute.count + (holder.unusedPermits - lastMinutesRest);
+        expect(shown).toBeLessThanOrEqual(truth);
+      });
+    });
   });
 });

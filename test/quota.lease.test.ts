@@ -119,6 +119,12 @@ describe("renewsNow", () => {
     expect(renewsNow(lease(19, 20, minuteEnd), minuteEnd, minuteEnd - 500)).toBe(false);
   });
 
+  it("never in the minute's last RENEW_AHEAD_MS, even half used", () => {
+    const late = lease(1, 20, minuteEnd);
+    expect(renewsNow(late, minuteEnd, minuteEnd - RENEW_AHEAD_MS - 1)).toBe(true);
+    expect(renewsNow(late, minuteEnd, minuteEnd - RENEW_AHEAD_MS)).toBe(false);
+  });
+
   it("not a lease that is over (expired or used up): the next request asks the object", () => {
     expect(renewsNow(lease(0, 20, T0 + LEASE_MS), minuteEnd, T0)).toBe(false);
     expect(renewsNow(lease(5, 20, T0 + LEASE_MS), minuteEnd, T0 + LEASE_MS)).toBe(false);

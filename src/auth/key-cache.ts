@@ -12,17 +12,26 @@ import { ExpiringMap } from "../lib/expiring-map";
 export const KEY_CACHE_TTL_MS = 30_000;
 export const KEY_REFRESH_AFTER_MS = 25_000;
 
+/** A re-read not settled after this long is taken as lost (its request's waitUntil cut short). */
+const REFRESH_GIVEN_UP_AFTER_MS = 10_000;
+
 interface Entry {
   match: KeyMatch;
   refreshAt: number;
-  /** The forget-generation when the record was read; a refresh older than a forget is dropped. */
-  generation: number;
 }
 
 const entries = new ExpiringMap<string, Entry>(10_000);
-/** Hashes whose background re-read is in flight in this isolate (one per key at a time). */
-const refreshing = new Set<string>();
+/** When each background re-read in flight in this isolate started (one per key at a time). */
+const refreshing = new Map<string, number>();
+// Bumped by every forgetKey (of any key): a re-read that started before one is not stored.
+// Coarse on purpose: a forget is rare, and the next request past the refresh time reads again.
 let generation = 0;
+
+/** Whether a re-read of `hash` is in flight and not yet taken as lost. */
+const refreshInFlight = (hash: string, now: number): boolean => {
+  const startedAt = refreshing.get(hash);
+  return startedAt !== undefined && now - startedAt < REFRESH_GIVEN_UP_AFTER_MS;
+};
 
 export interface CachedKey {
   match: KeyMatch;
@@ -33,15 +42,14 @@ export interface CachedKey {
 export function cachedKey(hash: string, now: number): CachedKey | undefined {
   const entry = entries.get(hash, now);
   if (!entry) return undefined;
-  return { match: entry.match, wantsRefresh: now >= entry.refreshAt && !refreshing.has(hash) };
+  return {
+    match: entry.match,
+    wantsRefresh: now >= entry.refreshAt && !refreshInFlight(hash, now),
+  };
 }
 
 export function cacheKey(hash: string, match: KeyMatch, now: number): void {
-  entries.set(
-    hash,
-    { match, refreshAt: now + KEY_REFRESH_AFTER_MS, generation },
-    now + KEY_CACHE_TTL_MS,
-  );
+  entries.set(hash, { match, refreshAt: now + KEY_REFRESH_AFTER_MS }, now + KEY_CACHE_TTL_MS);
 }
 
 /**
@@ -56,8 +64,9 @@ export async function refreshCachedKey(
   read: () => Promise<KeyMatch | null>,
   now: () => number,
 ): Promise<void> {
-  if (refreshing.has(hash)) return;
-  refreshing.add(hash);
+  const startedAt = now();
+  if (refreshInFlight(hash, startedAt)) return;
+  refreshing.set(hash, startedAt);
   const startedIn = generation;
   try {
     const match = await read();
@@ -65,7 +74,7 @@ export async function refreshCachedKey(
     if (match) cacheKey(hash, match, now());
     else entries.delete(hash);
   } finally {
-    refreshing.delete(hash);
+    if (refreshing.get(hash) === startedAt) refreshing.delete(hash);
   }
 }
 

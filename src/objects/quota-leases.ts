@@ -1,6 +1,7 @@
 import { clock } from "../lib/clock";
 import {
   GIVE_BACK_GRACE_MS,
+  LEASE_MS,
   type LeaseInUse,
   leaseWanted,
   neverAbove,
@@ -47,6 +48,38 @@ interface HeldLease extends LeaseInUse {
   policyVersion: number;
 }
 
+/** What an isolate had when it sent a renewal, to read the answer against. */
+interface SentRenewal {
+  /** The lease in use. */
+  lease: HeldLease;
+  /** Its permits not used yet. */
+  holding: number;
+  /** Admissions since the last contact. */
+  admitted: number;
+  /** That contact's windows. */
+  windows: WindowStatus[];
+  /** `#changes` then. */
+  changes: number;
+}
+
+/**
+ * A renewal not answered by then is given up (its request's `waitUntil` may have been cut
+ * short): requests stop waiting for it and ask the object themselves. Permits it may still have
+ * been granted stay counted until their minute ends, like a lost isolate's.
+ */
+const RENEWAL_DEADLINE_MS = LEASE_MS;
+
+/** `promise`, or a rejection once `ms` of real time have passed. */
+function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => {
+    if (timer !== null) clearTimeout(timer);
+  });
+}
+
 // Enough arrivals to size any lease; older ones fall out after RATE_HORIZON_MS anyway (when
 // more arrive in the horizon, the oldest are dropped and the rate is measured over the rest).
 const MAX_ARRIVALS = 2_000;
@@ -75,6 +108,8 @@ export class LeaseHolder {
   #exclusive: Promise<unknown> | null = null;
   /** The renewal in flight: requests keep admitting from the lease, and wait only if it runs out. */
   #renewal: Promise<unknown> | null = null;
+  /** Counts changes made in this isolate (dropLease, forgetRefusals) that an answer on its way predates. */
+  #changes = 0;
   #arrivals: number[] = [];
   /** The object's windows at the last contact, and what this isolate admitted since. */
   #atContact: WindowStatus[] = [];
@@ -107,7 +142,7 @@ export class LeaseHolder {
       this.#retireLease(policy, now);
       const want = now < this.#noLeaseUntil ? 0 : leaseWanted(this.#recentArrivals(now), now);
       if ((want > 0 || this.#unreturned.length > 0) && this.#inFlight === 0) {
-        return this.#exclusiveCall(calls, { want, returning: this.#unreturned.shift() ?? null });
+        return this.#exclusiveCall(calls, { want, returning: this.#unreturned.splice(0) });
       }
       if (want > 0) {
         // A busy key with requests decided one by one in flight (it was quiet, or had no lease
@@ -137,10 +172,22 @@ export class LeaseHolder {
     // A request after the expiry hands the lease back with its own call; only if none came
     // within GIVE_BACK_GRACE_MS does the lease go back in a call of its own. A renewal that
     // extends the lease pushes its expiry out, and schedules a give-back of its own.
-    const expiresAt = lease.expiresAt;
-    await sleep(Math.max(0, expiresAt + GIVE_BACK_GRACE_MS - clock.now()));
-    // Only once the lease has really expired: before, a request of this isolate may still use it.
-    if (this.#lease === lease && clock.now() >= lease.expiresAt) await this.giveBackUnused(calls);
+    await sleep(Math.max(0, lease.expiresAt + GIVE_BACK_GRACE_MS - clock.now()));
+    // Only once the lease has really expired: before, a request of this isolate may still use it
+    // (checked again after any call in flight, which may have renewed it).
+    const expired = () => this.#lease === lease && clock.now() >= lease.expiresAt;
+    if (!expired()) return;
+    await this.#pendingCalls();
+    if (expired()) await this.giveBackUnused(calls);
+  }
+
+  /** Waits until no lease call (a grant, a renewal or a hand-back) is in flight. */
+  async #pendingCalls(): Promise<void> {
+    for (;;) {
+      const pending = this.#exclusive ?? this.#renewal;
+      if (!pending) return;
+      await pending.catch(() => undefined);
+    }
   }
 
   /**
@@ -149,19 +196,23 @@ export class LeaseHolder {
    * (the isolate holds no unused permits then).
    */
   async giveBackUnused(calls: LeaseCalls): Promise<void> {
-    for (;;) {
-      const pending = this.#exclusive ?? this.#renewal;
-      if (!pending) break;
-      await pending.catch(() => undefined);
-    }
+    await this.#pendingCalls();
     if (this.#inFlight) return;
     if (this.#lease) {
       this.#keepToReturn(this.#lease.id, this.#lease.left);
       this.#lease = null;
     }
-    const returning = this.#unreturned;
+    await this.giveBackRetired(calls);
+  }
+
+  /**
+   * Hands back the unused permits of leases no longer in use (dropped, expired, or answered by
+   * a renewal after this isolate stopped using them), leaving a live lease alone.
+   */
+  async giveBackRetired(calls: LeaseCalls): Promise<void> {
+    await this.#pendingCalls();
+    const returning = this.#unreturned.splice(0);
     if (returning.length === 0) return;
-    this.#unreturned = [];
     const call = Promise.all(
       returning.map((returned) =>
         calls.giveBack(returned).catch(() => {
@@ -183,12 +234,14 @@ export class LeaseHolder {
     if (this.#lease) this.#keepToReturn(this.#lease.id, this.#lease.left);
     this.#lease = null;
     this.#noLeaseUntil = 0;
+    this.#changes++;
   }
 
   /** Forgets refusals seen here (after an unban or a plan change made in this isolate). */
   forgetRefusals(): void {
     this.#refusal = null;
     this.#noLeaseUntil = 0;
+    this.#changes++;
   }
 
   /** The last refusal the object gave this isolate, while it lasts. */
@@ -241,21 +294,32 @@ export class LeaseHolder {
    */
   #renewIfDue(calls: LeaseCalls, now: number): Promise<boolean> | null {
     const lease = this.#lease;
-    if (!calls.renew || !lease || this.#renewal || this.#exclusive || this.#inFlight) return null;
+    const renew = calls.renew;
+    if (!renew || !lease || this.#renewal || this.#exclusive || this.#inFlight) return null;
     if (now < this.#noLeaseUntil) return null;
     const minuteEnd = this.#atContact.find((w) => w.name === "minute")?.resetAt ?? Infinity;
     if (!renewsNow(lease, minuteEnd, now)) return null;
     const want = leaseWanted(this.#recentArrivals(now), now);
     if (want <= 0) return null;
-    const holding = lease.left;
-    const admittedAtSend = this.#admittedSince;
-    const returning = this.#unreturned.shift() ?? null;
-    const renewal = calls
-      .renew({ leaseId: lease.id, want, holding, returning })
+    const sent: SentRenewal = {
+      lease,
+      holding: lease.left,
+      admitted: this.#admittedSince,
+      windows: this.#atContact,
+      changes: this.#changes,
+    };
+    const returning = this.#unreturned.splice(0);
+    const renewal = withDeadline(
+      // A call that throws instead of rejecting must not fail the request that sent it.
+      Promise.resolve().then(() =>
+        renew({ leaseId: lease.id, want, holding: sent.holding, returning }),
+      ),
+      RENEWAL_DEADLINE_MS,
+    )
       .then(
-        (answer) => this.#renewed(lease, answer, holding, admittedAtSend),
+        (answer) => this.#renewed(answer, sent),
         (err: unknown) => {
-          if (returning) this.#keepToReturn(returning.id, returning.unused);
+          for (const r of returning) this.#keepToReturn(r.id, r.unused);
           throw err;
         },
       )
@@ -267,19 +331,29 @@ export class LeaseHolder {
   }
 
   /**
-   * Applies a renewal's answer to `lease` (the lease in use when it was sent, while the isolate
-   * held `holding` of its permits and had admitted `admittedAtSend` since its last contact).
-   * Returns whether the isolate now holds a renewed lease.
+   * Applies a renewal's answer, given what the isolate had when it sent it. Returns whether the
+   * isolate now holds a renewed lease; permits it cannot use go to the ones to hand back.
    */
-  #renewed(lease: HeldLease, answer: Renewal, holding: number, admittedAtSend: number): boolean {
-    // The object's windows, with this isolate's unused permits at the time counted as its own
-    // room, minus what it admitted since: the same reading as after any other contact.
-    this.#atContact = answer.windows.map((w) => ({
-      ...w,
-      remaining: Math.min(w.limit, w.remaining + holding),
-    }));
-    this.#admittedSince = Math.max(0, this.#admittedSince - admittedAtSend);
+  #renewed(answer: Renewal, sent: SentRenewal): boolean {
+    const { lease } = sent;
     const { granted } = answer;
+    // The object's windows, with the permits the isolate held at the time counted as its own
+    // room, minus what it admitted since: the same reading as after any other contact. Only
+    // when no window rolled over meanwhile: the held permits and those admissions belong to the
+    // old window, so a new window is shown as the object has it.
+    const sameWindows = answer.windows.every((w) =>
+      sent.windows.some((a) => a.name === w.name && a.resetAt === w.resetAt),
+    );
+    if (sameWindows) {
+      this.#atContact = answer.windows.map((w) => ({
+        ...w,
+        remaining: Math.min(w.limit, w.remaining + sent.holding),
+      }));
+      this.#admittedSince = Math.max(0, this.#admittedSince - sent.admitted);
+    } else {
+      this.#atContact = answer.windows;
+      this.#admittedSince = 0;
+    }
     const inUse = this.#lease === lease;
     if (answer.revoked || answer.policyVersion > lease.policyVersion) {
       // Revoked, or the plan changed: stop admitting from leases; the next request asks.
@@ -288,9 +362,11 @@ export class LeaseHolder {
       return false;
     }
     if (!granted) {
-      // Refused, banned or near the limit: once this lease is used, one call per request.
+      // Refused, banned or near the limit: once this lease is used, one call per request
+      // (unless this isolate changed the key's plan or lifted its ban since it asked).
       const minute = answer.windows.find((w) => w.name === "minute");
-      this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
+      if (this.#changes === sent.changes)
+        this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
       return false;
     }
     if (inUse && granted.id === lease.id) {
@@ -323,7 +399,7 @@ export class LeaseHolder {
         (admission) => this.#contact(admission, request.want),
         (err: unknown) => {
           // The object may not have taken it back; a repeated return is credited once.
-          if (request.returning) this.#keepToReturn(request.returning.id, request.returning.unused);
+          for (const r of request.returning) this.#keepToReturn(r.id, r.unused);
           throw err;
         },
       )
@@ -337,7 +413,7 @@ export class LeaseHolder {
   #plainCall(calls: LeaseCalls): Promise<HolderDecision> {
     this.#inFlight++;
     const call = calls
-      .admit({ want: 0, returning: null })
+      .admit({ want: 0, returning: [] })
       .then((admission) => this.#contact(admission, 0))
       .finally(() => {
         this.#inFlight--;

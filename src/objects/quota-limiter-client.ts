@@ -6,7 +6,7 @@ import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
 import type { KeyDecision, Policy, Refusal } from "../quota/windows";
 import { type LeaseCalls, LeaseHolder } from "./quota-leases";
-import type { Admission, KeyUsage, QuotaLimiter, Renewal } from "./quota-limiter";
+import type { Admission, KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
 /**
@@ -80,9 +80,12 @@ export class QuotaLimiterClient {
         policy,
         this.#leaseCalls(policy),
       );
+      // A renewal that brought no lease to use (the key was revoked or changed, or the lease was
+      // dropped meanwhile) may leave permits to hand back: they go now, not with a later call.
       const afterResponse = renewal
         ? renewal.then(
-            (renewed) => (renewed ? this.#giveBackLeaseAtExpiry(policy) : undefined),
+            (renewed) =>
+              renewed ? this.#giveBackLeaseAtExpiry(policy) : this.#giveBackRetired(policy),
             (err: unknown) =>
               log("warn", "could not renew a lease", { keyId: this.keyId, error: String(err) }),
           )
@@ -104,19 +107,34 @@ export class QuotaLimiterClient {
    * After a request that was granted a lease (for `waitUntil`): hands the lease's unused permits
    * back when it expires, unless a later request has already. Never throws.
    */
-  async #giveBackLeaseAtExpiry(policy: Policy): Promise<void> {
-    await holderOf(this.keyId)
-      .giveBackAtExpiry(this.#leaseCalls(policy))
-      .catch((err: unknown) =>
-        log("warn", "could not give a lease back", { keyId: this.keyId, error: String(err) }),
-      );
+  /** The holder's retired leases' unused permits, handed back now; a failure is logged. */
+  #giveBackRetired(policy: Policy): Promise<void> {
+    return this.#loggingGiveBackFailure(
+      holderOf(this.keyId).giveBackRetired(this.#leaseCalls(policy)),
+    );
+  }
+
+  /** The live lease's unused permits, handed back once it has expired; a failure is logged. */
+  #giveBackLeaseAtExpiry(policy: Policy): Promise<void> {
+    return this.#loggingGiveBackFailure(
+      holderOf(this.keyId).giveBackAtExpiry(this.#leaseCalls(policy)),
+    );
+  }
+
+  #loggingGiveBackFailure(giveBack: Promise<void>): Promise<void> {
+    return giveBack.catch((err: unknown) =>
+      log("warn", "could not give a lease back", { keyId: this.keyId, error: String(err) }),
+    );
   }
 
   #leaseCalls(policy: Policy): LeaseCalls {
     return {
       admit: (request) => this.#call<Admission>(async (stub) => stub.admit(policy, request)),
       giveBack: (returned) => this.#call(async (stub) => stub.returnLease(returned)),
-      renew: (request) => this.#call<Renewal>(async (stub) => stub.renewLease(policy, request)),
+      // Not retried: a renewal that reached the object before its connection failed has been
+      // counted, and a second one would count its permits again. A lost renewal costs nothing
+      // but a call: the lease in use runs out and the next request asks.
+      renew: (request) => this.namespace.getByName(this.keyId).renewLease(policy, request),
     };
   }
 
@@ -181,11 +199,7 @@ export class QuotaLimiterClient {
       admit: () => Promise.reject(new Error("handing a lease back asks for no admission")),
       giveBack: (returned) => this.#call(async (stub) => stub.returnLease(returned)),
     };
-    await holderOf(this.keyId)
-      .giveBackUnused(giveBackOnly)
-      .catch((err: unknown) =>
-        log("warn", "could not give a lease back", { keyId: this.keyId, error: String(err) }),
-      );
+    await this.#loggingGiveBackFailure(holderOf(this.keyId).giveBackUnused(giveBackOnly));
   }
 
   #call<T>(call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>): Promise<T> {

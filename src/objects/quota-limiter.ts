@@ -64,8 +64,8 @@ export interface ReturnedLease {
 export interface LeaseRequest {
   /** Permits wanted on top of this request (0: decide this request only). */
   want: number;
-  /** The isolate's previous lease, if it has unused permits to give back. */
-  returning: ReturnedLease | null;
+  /** The isolate's previous leases with unused permits to give back (taken back first). */
+  returning: ReturnedLease[];
 }
 
 /** Permits counted as used for the isolate, valid until `expiresAt` (epoch ms). */
@@ -83,8 +83,8 @@ export interface RenewalRequest {
   want: number;
   /** The lease's permits the isolate has not used yet (it never holds more than one lease's worth). */
   holding: number;
-  /** A previous lease, if it has unused permits to give back. */
-  returning: ReturnedLease | null;
+  /** Previous leases with unused permits to give back (taken back first). */
+  returning: ReturnedLease[];
 }
 
 /**
@@ -107,7 +107,7 @@ export interface Renewal {
  */
 export type Admission = KeyDecision & { lease: Lease | null };
 
-const NO_LEASE: LeaseRequest = { want: 0, returning: null };
+const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
 
 export interface KeyUsage {
   policy: Policy | null;
@@ -160,7 +160,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     const effective = this.#adopt(policy);
     const previousDay = this.#usage.dayStart;
     let usage = rollWindows(this.#usage, now);
-    if (request.returning) usage = this.#takeBack(usage, request.returning);
+    for (const returned of request.returning) usage = this.#takeBack(usage, returned);
     const decided = decide(usage, effective, now, this.#banMs);
     let { state } = decided;
     const { decision } = decided;
@@ -193,9 +193,12 @@ export class QuotaLimiter extends DurableObject<Env> {
     const effective = this.#adopt(policy);
     const previousDay = this.#usage.dayStart;
     let state = rollWindows(this.#usage, now);
-    if (request.returning) state = this.#takeBack(state, request.returning);
+    for (const returned of request.returning) state = this.#takeBack(state, returned);
     const windows = windowsOf(state, effective);
-    const refused = effective.revoked || state.bannedUntil > now;
+    // A caller on an older policy than the object's is told so and granted nothing: its lease
+    // was granted under the old limits and must end, not grow.
+    const refused =
+      effective.revoked || state.bannedUntil > now || effective.version > policy.version;
     const permits = refused
       ? 0
       : permitsToLease(windows, effective, request.want, Math.max(0, request.holding));

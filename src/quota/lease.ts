@@ -94,12 +94,16 @@ export interface LeaseInUse {
  * Whether an isolate renews its lease now, in the background, while it still admits from it:
  * once half of the last grant is used (what is left then lasts ~half a lease lifetime at the
  * key's rate, far longer than a round trip to the object), or RENEW_AHEAD_MS before the lease
- * expires, unless it ends with its minute window (a renewal could not outlive it). Renewing
+ * expires, unless it ends with its minute window (a renewal could not outlive it); never in the
+ * minute's last RENEW_AHEAD_MS. Renewing
  * ahead is what keeps a busy key's requests from waiting for the object at all: they wait only
  * when the lease runs out before the renewal is back.
  */
 export function renewsNow(lease: LeaseInUse, minuteEnd: number, now: number): boolean {
   if (now >= lease.expiresAt || lease.left <= 0) return false; // over: the next call asks anew
+  // In the minute's last RENEW_AHEAD_MS a renewal would add permits for a few ms only, and its
+  // answer would often come back in the next minute.
+  if (now >= minuteEnd - RENEW_AHEAD_MS) return false;
   const halfUsed = lease.left * 2 <= lease.lastGrant;
   const ending = now >= lease.expiresAt - RENEW_AHEAD_MS && lease.expiresAt < minuteEnd;
   return halfUsed || ending;

@@ -154,7 +154,7 @@ export function adminErrorResponses(...statuses: number[]) {
     statuses,
     (s) => ({ ...(s === 401 || s === 429 ? RATE_LIMIT_HEADERS : {}), ...withRetryAfter(s) }),
     {
-      401: "Missing or invalid admin token",
+      401: "Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not)",
       429: "Too many invalid admin tokens from this client this minute",
     },
   );
