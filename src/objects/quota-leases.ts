@@ -86,11 +86,13 @@ const MAX_ARRIVALS = 2_000;
 
 /**
  * One isolate's admissions for one key. Decides from its lease when it holds one, else calls
- * the object, asking for a lease when the key has been busy here.
+ * the object, asking for a lease when the key has been busy here; while the key stays busy it
+ * renews the lease ahead, in a call its requests do not wait for (see `renewsNow`).
  *
  * Exact within the isolate: a lease is asked for (or a used one handed back) only by a call
  * made while no other call for the key is in flight from this isolate, and requests arriving
- * meanwhile wait for that call. A busy key's request that finds requests decided one by one in
+ * meanwhile wait for that call (during a renewal they admit from the lease, and wait for the
+ * renewal only once the lease is used up). A busy key's request that finds requests decided one by one in
  * flight waits for them too (rather than adding one more call), so an isolate whose calls
  * overlap still gets to ask for a lease. Requests decided one by one are sent only while the
  * isolate holds no unused permits. So the object never refuses this isolate's request while this
