@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { pageLimit } from "./common";
+import { adminPageCursor, pageLimit } from "./common";
 
 export const AUDIT_ACTION_NAMES = [
   "create",
@@ -18,11 +18,7 @@ export const AuditQuerySchema = z.object({
     .optional()
     .openapi({ description: "Only entries about this key" }),
   limit: pageLimit("Maximum number of entries returned"),
-  cursor: z
-    .string()
-    .max(200)
-    .optional()
-    .openapi({ description: "nextCursor of the previous page" }),
+  cursor: adminPageCursor,
 });
 
 export const AuditEntrySchema = z

@@ -88,6 +88,13 @@ export function pageLimit(description: string) {
     .openapi({ type: "integer", minimum: 1, maximum: 100, default: 20, description });
 }
 
+/** The operator API's opaque page cursor: the `nextCursor` of the previous page. */
+export const adminPageCursor = z
+  .string()
+  .max(200)
+  .optional()
+  .openapi({ description: "nextCursor of the previous page" });
+
 /** A JSON request or response body. */
 export const json = <T>(schema: T) => ({ "application/json": { schema } });
 

@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { PLANS } from "../quota/plans";
-import { DisplayNameSchema, pageLimit } from "./common";
+import { adminPageCursor, DisplayNameSchema, pageLimit } from "./common";
 
 const PlanSchema = z
   .enum(PLANS, { error: "must be one of: free, pro, business, enterprise" })
@@ -166,11 +166,7 @@ export const ListKeysQuerySchema = z.object({
     .max(200, "must be at most 200 characters")
     .optional()
     .openapi({ description: "Only keys whose name starts with this (case-sensitive)" }),
-  cursor: z
-    .string()
-    .max(200)
-    .optional()
-    .openapi({ description: "nextCursor of the previous page" }),
+  cursor: adminPageCursor,
 });
 
 export const KeyIdParamSchema = z.object({

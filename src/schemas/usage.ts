@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { PLANS } from "../quota/plans";
-import { pageLimit } from "./common";
+import { adminPageCursor, pageLimit } from "./common";
 
 /** A calendar date YYYY-MM-DD that exists (2030-02-30 does not). */
 export function isoDay(description: string) {
@@ -45,11 +45,7 @@ export const KeyUsageHistorySchema = z
 export const DayUsageQuerySchema = z.object({
   day: isoDay("The UTC day"),
   limit: pageLimit("Maximum number of keys returned"),
-  cursor: z
-    .string()
-    .max(200)
-    .optional()
-    .openapi({ description: "nextCursor of the previous page" }),
+  cursor: adminPageCursor,
 });
 
 export const KeyDayTotalsSchema = UsageDaySchema.extend({

@@ -2,11 +2,12 @@ import type { FC } from "hono/jsx";
 import { PLANS } from "../../quota/plans";
 import { KEY_STATE_NAMES } from "../../schemas/keys";
 
-const PlanOptions: FC<{ withAny: boolean }> = ({ withAny }) => (
+/** A select's options: `values`, after an empty "any" choice when `anyLabel` names one. */
+const Options: FC<{ values: readonly string[]; anyLabel?: string }> = ({ values, anyLabel }) => (
   <>
-    {withAny && <option value="">any plan</option>}
-    {PLANS.map((p) => (
-      <option value={p}>{p}</option>
+    {anyLabel !== undefined && <option value="">{anyLabel}</option>}
+    {values.map((v) => (
+      <option value={v}>{v}</option>
     ))}
   </>
 );
@@ -57,13 +58,10 @@ export const ConsolePage: FC = () => (
           <h2>Keys</h2>
           <form id="filters">
             <select name="plan" aria-label="Plan">
-              <PlanOptions withAny={true} />
+              <Options values={PLANS} anyLabel="any plan" />
             </select>
             <select name="state" aria-label="State">
-              <option value="">any state</option>
-              {KEY_STATE_NAMES.map((s) => (
-                <option value={s}>{s}</option>
-              ))}
+              <Options values={KEY_STATE_NAMES} anyLabel="any state" />
             </select>
             <input name="q" placeholder="name starts with…" aria-label="Name prefix" />
             <input name="ownerId" placeholder="owner id" aria-label="Owner id" />
@@ -92,7 +90,7 @@ export const ConsolePage: FC = () => (
           <form id="create-form">
             <input name="name" placeholder="name" aria-label="Name" required maxlength={200} />
             <select name="plan" aria-label="Plan">
-              <PlanOptions withAny={false} />
+              <Options values={PLANS} />
             </select>
             <input
               name="perMinute"
@@ -135,7 +133,7 @@ export const ConsolePage: FC = () => (
           <h3>Actions</h3>
           <div id="actions">
             <select id="new-plan" aria-label="New plan">
-              <PlanOptions withAny={false} />
+              <Options values={PLANS} />
             </select>
             <button type="button" data-action="plan">
               Change plan
