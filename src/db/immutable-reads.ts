@@ -135,27 +135,26 @@ function store<T>(
   );
 }
 
-export function storedFullPage(scope: CacheScope, key: PageKey) {
+/**
+ * One page's place in the cache, its key worked out once for the request that reads it: look it
+ * up, then store it if D1 answered with a full page, or note that D1 answered with a tail.
+ */
+export function pageSlot(scope: CacheScope, key: PageKey) {
   const url = pageCacheUrl(scope, key);
-  return lookup(pagesInIsolate, url, !tailsInIsolate.get(url, clock.now()));
-}
-
-/** Notes that D1 answered `key` with a tail page: see tailsInIsolate. */
-export function noteTailPage(scope: CacheScope, key: PageKey): void {
-  tailsInIsolate.set(pageCacheUrl(scope, key), true, clock.now() + TAIL_MARK_MS);
-}
-
-/** Stores a full page: exactly `key.limit` pets, read together with a next one. */
-export function storeFullPage(
-  scope: CacheScope,
-  key: PageKey,
-  pets: Pet[],
-  waitUntil: (work: Promise<unknown>) => void,
-): void {
-  if (pets.length !== key.limit) throw new Error("only a full page can be stored");
-  const url = pageCacheUrl(scope, key);
-  tailsInIsolate.delete(url);
-  store(pagesInIsolate, url, pets, waitUntil);
+  return {
+    /** The stored full page (the location's cache is skipped while the page is marked a tail). */
+    stored: () => lookup(pagesInIsolate, url, !tailsInIsolate.get(url, clock.now())),
+    /** Notes that D1 answered with a tail page: see tailsInIsolate. */
+    noteTail: (): void => {
+      tailsInIsolate.set(url, true, clock.now() + TAIL_MARK_MS);
+    },
+    /** Stores a full page: exactly `key.limit` pets, read together with a next one. */
+    storeFull: (pets: Pet[], waitUntil: (work: Promise<unknown>) => void): void => {
+      if (pets.length !== key.limit) throw new Error("only a full page can be stored");
+      tailsInIsolate.delete(url);
+      store(pagesInIsolate, url, pets, waitUntil);
+    },
+  };
 }
 
 export const storedPet = (scope: CacheScope, id: number) =>

@@ -4,12 +4,10 @@ import { setMetric, wrapTime } from "hono/timing";
 import type { ApiKeyVariables } from "../../auth/api-key";
 import {
   type CacheScope,
-  noteTailPage,
   type PageKey,
-  storedFullPage,
+  pageSlot,
   storedPet,
   storeFoundPet,
-  storeFullPage,
 } from "../../db/immutable-reads";
 import { createPet, getPet, listPets } from "../../db/pets";
 import { runAfterResponse } from "../../lib/after-response";
@@ -51,14 +49,15 @@ const afterResponseOf = (c: Context) => (work: Promise<unknown>) => runAfterResp
  * A page of pets and whether more exist. A full page (one with a next) never changes, so it comes
  * from the cache when it can (Server-Timing `cache`) and is stored there after a D1 read; a tail
  * page always reads D1 (`db`), because the next pet to be added will join it (and for a while
- * skips the location's cache, where it is not: see noteTailPage).
+ * skips the location's cache, where it is not: see pageSlot).
  */
 async function readPage(
   c: Context<PetsEnv>,
   scope: CacheScope,
   key: PageKey,
 ): Promise<{ page: Pet[]; hasNext: boolean }> {
-  const stored = await storedFullPage(scope, key);
+  const slot = pageSlot(scope, key);
+  const stored = await slot.stored();
   if (stored) {
     setMetric(c, "cache", stored.tier);
     return { page: stored.value, hasNext: true };
@@ -71,8 +70,8 @@ async function readPage(
   );
   const page = rows.slice(0, key.limit);
   const hasNext = rows.length > key.limit;
-  if (hasNext) storeFullPage(scope, key, page, afterResponseOf(c));
-  else noteTailPage(scope, key);
+  if (hasNext) slot.storeFull(page, afterResponseOf(c));
+  else slot.noteTail();
   return { page, hasNext };
 }
 
