@@ -1,6 +1,6 @@
 import { createApp } from "./app";
 import { configOrThrow } from "./lib/config";
-import { fetchBehindSimulatedNetwork } from "./lib/simulated-network";
+import { fetchBehindSimulatedNetwork, type SimulatedRtt } from "./lib/simulated-network";
 
 export { AuthShield } from "./objects/auth-shield";
 export { QuotaLimiter } from "./objects/quota-limiter";
@@ -11,7 +11,7 @@ export default {
   fetch(request, env, ctx) {
     // The bench's simulated network (off everywhere but in `npm run bench --limiter-rtt/--d1-rtt`).
     // A configuration error is left for the app to answer (500 with a log line).
-    let rtt: { limiterMs: number; d1Ms: number } | undefined;
+    let rtt: SimulatedRtt | undefined;
     try {
       const config = configOrThrow(env);
       if (config.BENCH_LIMITER_RTT_MS > 0 || config.BENCH_D1_RTT_MS > 0)

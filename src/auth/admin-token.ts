@@ -1,6 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import { clientAddress } from "../lib/client-address";
-import { adminTokensOrThrow, configOrThrow } from "../lib/config";
+import { type AdminToken, adminTokensOrThrow, configOrThrow } from "../lib/config";
 import { secretsEqual } from "../lib/crypto";
 import type { EnvWith } from "../lib/hono-env";
 import { credentialsError, parseAuthorization } from "./authorization-header";
@@ -14,7 +14,7 @@ export interface AdminVariables {
 }
 
 /** The name of the token equal to `given`, comparing with every token in constant time. */
-async function actorOf(given: string, tokens: { name: string; token: string }[]) {
+async function actorOf(given: string, tokens: AdminToken[]) {
   // Every token is compared, so the time taken does not say which one (if any) matched.
   const matches = await Promise.all(tokens.map((t) => secretsEqual(given, t.token)));
   return tokens.find((_, i) => matches[i])?.name ?? null;

@@ -16,7 +16,7 @@ import { ExpiringMap } from "../lib/expiring-map";
 import type { EnvWith } from "../lib/hono-env";
 import { log } from "../lib/log";
 import { type AdmitResult, policyOf, QuotaLimiterClient } from "../objects/quota-limiter-client";
-import { rateLimitHeaders } from "../quota/headers";
+import { rateLimitHeaders, retryAfterSeconds } from "../quota/headers";
 import { type FallbackState, fallbackVerdict } from "../quota/lease";
 import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
@@ -79,9 +79,6 @@ async function rereadKeyProblem(env: Env, keyId: string): Promise<string | null>
 // fallback allowance, see fallbackVerdict).
 const fallbacks = new ExpiringMap<string, FallbackState>(10_000);
 
-const retryAfter = (retryAt: number, now: number) =>
-  String(Math.max(1, Math.ceil((retryAt - now) / 1000)));
-
 /**
  * No decision from the object. Overloaded: the key's own traffic is more than its object takes,
  * so the key waits (429), never admitted. Unreachable: a real outage, let through within the
@@ -109,7 +106,7 @@ async function headersOrThrowWithoutObject(
   );
   if (!verdict.admit) {
     c.set("quota", result.refusal?.outcome ?? "unavailable");
-    const headers = { "Retry-After": retryAfter(verdict.retryAt, now) };
+    const headers = { "Retry-After": retryAfterSeconds(verdict.retryAt, now) };
     if (result.refusal) {
       throw new ApiError(result.refusal.outcome, REFUSALS[result.refusal.outcome], headers);
     }

@@ -29,6 +29,9 @@ export interface LeaseCalls {
   renew?(request: RenewalRequest): Promise<Renewal>;
 }
 
+/** What handing permits back needs of the calls. */
+export type GiveBackCall = Pick<LeaseCalls, "giveBack">;
+
 /** A decision, and whether it came from the isolate's lease rather than from the object. */
 interface HolderDecision {
   decision: KeyDecision;
@@ -166,7 +169,7 @@ export class LeaseHolder {
    * long, in ms.
    */
   async giveBackAtExpiry(
-    calls: LeaseCalls,
+    calls: GiveBackCall,
     sleep: (ms: number) => Promise<void> = clock.sleep,
   ): Promise<void> {
     const lease = this.#lease;
@@ -197,7 +200,7 @@ export class LeaseHolder {
    * Waits for a lease call in flight; skipped while requests decided one by one are in flight
    * (the isolate holds no unused permits then).
    */
-  async giveBackUnused(calls: LeaseCalls): Promise<void> {
+  async giveBackUnused(calls: GiveBackCall): Promise<void> {
     await this.#pendingCalls();
     if (this.#inFlight) return;
     if (this.#lease) {
@@ -211,7 +214,7 @@ export class LeaseHolder {
    * Hands back the unused permits of leases no longer in use (dropped, expired, or answered by
    * a renewal after this isolate stopped using them), leaving a live lease alone.
    */
-  async giveBackRetired(calls: LeaseCalls): Promise<void> {
+  async giveBackRetired(calls: GiveBackCall): Promise<void> {
     await this.#pendingCalls();
     const returning = this.#unreturned.splice(0);
     if (returning.length === 0) return;

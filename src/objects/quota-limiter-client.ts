@@ -5,7 +5,7 @@ import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
 import type { KeyDecision, Policy, Refusal } from "../quota/windows";
-import { type LeaseCalls, LeaseHolder } from "./quota-leases";
+import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "./quota-leases";
 import type { Admission, KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
@@ -31,7 +31,6 @@ export type AdmitResult =
   | {
       reached: true;
       decision: KeyDecision;
-      local: boolean;
       /**
        * Work on this isolate's lease that the request does not wait for, to run after the
        * response (`waitUntil`): a renewal it started, and the hand-back of a lease's unused
@@ -76,7 +75,7 @@ export class QuotaLimiterClient {
   async admit(policy: Policy): Promise<AdmitResult> {
     const holder = holderOf(this.keyId);
     try {
-      const { decision, local, leaseGranted, renewal } = await holder.admit(
+      const { decision, leaseGranted, renewal } = await holder.admit(
         policy,
         this.#leaseCalls(policy),
       );
@@ -85,14 +84,14 @@ export class QuotaLimiterClient {
       const afterResponse = renewal
         ? renewal.then(
             (renewed) =>
-              renewed ? this.#giveBackLeaseAtExpiry(policy) : this.#giveBackRetired(policy),
+              renewed ? this.#giveBackLeaseAtExpiry(holder) : this.#giveBackRetired(holder),
             (err: unknown) =>
               log("warn", "could not renew a lease", { keyId: this.keyId, error: String(err) }),
           )
         : leaseGranted
-          ? this.#giveBackLeaseAtExpiry(policy)
+          ? this.#giveBackLeaseAtExpiry(holder)
           : null;
-      return { reached: true, decision, local, afterResponse };
+      return { reached: true, decision, afterResponse };
     } catch (err) {
       const overloaded = isOverloaded(err);
       log("warn", overloaded ? "quota limiter overloaded" : "quota limiter unreachable", {
@@ -103,22 +102,14 @@ export class QuotaLimiterClient {
     }
   }
 
-  /**
-   * After a request that was granted a lease (for `waitUntil`): hands the lease's unused permits
-   * back when it expires, unless a later request has already. Never throws.
-   */
   /** The holder's retired leases' unused permits, handed back now; a failure is logged. */
-  #giveBackRetired(policy: Policy): Promise<void> {
-    return this.#loggingGiveBackFailure(
-      holderOf(this.keyId).giveBackRetired(this.#leaseCalls(policy)),
-    );
+  #giveBackRetired(holder: LeaseHolder): Promise<void> {
+    return this.#loggingGiveBackFailure(holder.giveBackRetired(this.#giveBackCall));
   }
 
   /** The live lease's unused permits, handed back once it has expired; a failure is logged. */
-  #giveBackLeaseAtExpiry(policy: Policy): Promise<void> {
-    return this.#loggingGiveBackFailure(
-      holderOf(this.keyId).giveBackAtExpiry(this.#leaseCalls(policy)),
-    );
+  #giveBackLeaseAtExpiry(holder: LeaseHolder): Promise<void> {
+    return this.#loggingGiveBackFailure(holder.giveBackAtExpiry(this.#giveBackCall));
   }
 
   #loggingGiveBackFailure(giveBack: Promise<void>): Promise<void> {
@@ -127,10 +118,15 @@ export class QuotaLimiterClient {
     );
   }
 
+  /** Hands a lease's unused permits back (needs no policy: one per client). */
+  readonly #giveBackCall: GiveBackCall = {
+    giveBack: (returned) => this.#call(async (stub) => stub.returnLease(returned)),
+  };
+
   #leaseCalls(policy: Policy): LeaseCalls {
     return {
       admit: (request) => this.#call<Admission>(async (stub) => stub.admit(policy, request)),
-      giveBack: (returned) => this.#call(async (stub) => stub.returnLease(returned)),
+      giveBack: this.#giveBackCall.giveBack,
       // Not retried: a renewal that reached the object before its connection failed has been
       // counted, and a second one would count its permits again. A lost renewal costs nothing
       // but a call: the lease in use runs out and the next request asks.
@@ -195,11 +191,7 @@ export class QuotaLimiterClient {
    * as far as this isolate goes (other isolates' leases come back within LEASE_MS). Never throws.
    */
   async #handBackLease(): Promise<void> {
-    const giveBackOnly: LeaseCalls = {
-      admit: () => Promise.reject(new Error("handing a lease back asks for no admission")),
-      giveBack: (returned) => this.#call(async (stub) => stub.returnLease(returned)),
-    };
-    await this.#loggingGiveBackFailure(holderOf(this.keyId).giveBackUnused(giveBackOnly));
+    await this.#loggingGiveBackFailure(holderOf(this.keyId).giveBackUnused(this.#giveBackCall));
   }
 
   #call<T>(call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>): Promise<T> {

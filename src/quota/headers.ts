@@ -2,6 +2,10 @@ import type { Decision, WindowStatus } from "./windows";
 
 const toSeconds = (ms: number) => Math.ceil(ms / 1000);
 
+/** `Retry-After` for a refusal that lasts until `retryAt`: whole seconds, at least 1. */
+export const retryAfterSeconds = (retryAt: number, now: number): string =>
+  String(Math.max(1, toSeconds(retryAt - now)));
+
 /** The window closest to exhaustion; on a tie the longer one, since it binds for longer. */
 export function bindingWindow(windows: WindowStatus[]): WindowStatus {
   return windows.reduce((a, b) => (b.remaining <= a.remaining ? b : a));
@@ -27,6 +31,6 @@ export function rateLimitHeaders(d: Decision): Record<string, string> {
       )
       .join(", "),
   };
-  if ("retryAt" in d) headers["Retry-After"] = String(Math.max(1, toSeconds(d.retryAt - d.now)));
+  if ("retryAt" in d) headers["Retry-After"] = retryAfterSeconds(d.retryAt, d.now);
   return headers;
 }
