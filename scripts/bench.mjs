@@ -366,12 +366,13 @@ async function oneAtATime(url, op, headers, n = opts.sequential) {
   const calls = [];
   for (let i = 0; i < n; i++) {
     const r = op.requests[i % op.requests.length];
-    const extra = r.freshHeaders?.() ?? {};
+    // The same per-request hook autocannon calls (a fresh Idempotency-Key for each create).
+    const req = r.setupRequest?.({ ...r, headers: r.headers ?? headers }) ?? r;
     const t0 = performance.now();
-    const res = await fetch(url + r.path, {
-      method: r.method,
-      headers: { ...(r.headers ?? headers), ...extra },
-      body: r.body,
+    const res = await fetch(url + req.path, {
+      method: req.method,
+      headers: req.headers ?? headers,
+      body: req.body,
     });
     await res.arrayBuffer();
     latencies.push(performance.now() - t0);
@@ -492,7 +493,6 @@ async function main() {
             ...req,
             headers: { ...req.headers, "Idempotency-Key": randomUUID() },
           }),
-          freshHeaders: () => ({ "Idempotency-Key": randomUUID() }),
         },
       ],
     },

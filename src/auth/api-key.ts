@@ -38,7 +38,7 @@ export function whyKeyUnusable(record: KeyRecord | null, now: number): string | 
 }
 
 /** Why the secret that found `match` may not be used now (a rolled secret past its grace period too), or null. */
-export function whySecretUnusable(match: KeyMatch | null, now: number): string | null {
+function whySecretUnusable(match: KeyMatch | null, now: number): string | null {
   const problem = whyKeyUnusable(match?.record ?? null, now);
   if (problem || !match || match.secret === "current") return problem;
   const graceEnd = match.record.previousSecretExpiresAt;

@@ -33,7 +33,7 @@ const refreshInFlight = (hash: string, now: number): boolean => {
   return startedAt !== undefined && now - startedAt < REFRESH_GIVEN_UP_AFTER_MS;
 };
 
-export interface CachedKey {
+interface CachedKey {
   match: KeyMatch;
   /** The entry is old enough to be re-read (and no re-read is in flight yet). */
   wantsRefresh: boolean;

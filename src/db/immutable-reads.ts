@@ -26,7 +26,7 @@ export interface PageKey {
 }
 
 /** Where a stored answer came from, for Server-Timing. */
-export type CacheTier = "isolate" | "colo";
+type CacheTier = "isolate" | "colo";
 
 export interface CacheScope {
   environment: string;
@@ -82,7 +82,7 @@ export function pageCacheUrl(scope: CacheScope, { status, afterId, limit }: Page
 }
 
 /** The Cache API key of a found pet. */
-export function petCacheUrl(scope: CacheScope, id: number): string {
+function petCacheUrl(scope: CacheScope, id: number): string {
   return `${prefix(scope)}/pet/${id}`;
 }
 

@@ -19,7 +19,7 @@ export interface SimulatedRtt {
   d1Ms: number;
 }
 
-export const BENCH_CALLS_HEADER = "X-Bench-Calls";
+const BENCH_CALLS_HEADER = "X-Bench-Calls";
 
 interface Calls {
   limiter: number;

@@ -180,7 +180,7 @@ export interface FallbackState {
   admitted: number;
 }
 
-export type FallbackVerdict =
+type FallbackVerdict =
   | { admit: true; state: FallbackState }
   | { admit: false; reason: "refused_before" | "allowance_used"; retryAt: number };
 

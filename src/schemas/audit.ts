@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { adminPageCursor, pageLimit } from "./common";
+import { keyIdString } from "./keys";
 
 export const AUDIT_ACTION_NAMES = [
   "create",
@@ -12,11 +13,7 @@ export const AUDIT_ACTION_NAMES = [
 ] as const;
 
 export const AuditQuerySchema = z.object({
-  keyId: z
-    .string()
-    .regex(/^key_[0-9A-Za-z]{20}$/, "must be a key id (key_…)")
-    .optional()
-    .openapi({ description: "Only entries about this key" }),
+  keyId: keyIdString().optional().openapi({ description: "Only entries about this key" }),
   limit: pageLimit("Maximum number of entries returned"),
   cursor: adminPageCursor,
 });

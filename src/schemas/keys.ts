@@ -38,7 +38,7 @@ const OwnerIdSchema = z
   });
 
 /** At most 2 KiB of JSON (UTF-8), as stored. */
-export const MAX_META_BYTES = 2048;
+const MAX_META_BYTES = 2048;
 
 const MetaSchema = z
   .record(z.string(), z.json(), { error: "must be a JSON object" })
@@ -169,13 +169,14 @@ export const ListKeysQuerySchema = z.object({
   cursor: adminPageCursor,
 });
 
+/** A key's id as the service makes them: key_ and 20 letters or digits. */
+export const keyIdString = () =>
+  z.string().regex(/^key_[0-9A-Za-z]{20}$/, "must be a key id (key_…)");
+
 export const KeyIdParamSchema = z.object({
-  id: z
-    .string()
-    .regex(/^key_[0-9A-Za-z]{20}$/, "must be a key id (key_…)")
-    .openapi({
-      param: { name: "id", in: "path" },
-      description: "The key's id: key_ and 20 letters or digits",
-      example: "key_0123456789abcdefABCD",
-    }),
+  id: keyIdString().openapi({
+    param: { name: "id", in: "path" },
+    description: "The key's id: key_ and 20 letters or digits",
+    example: "key_0123456789abcdefABCD",
+  }),
 });

@@ -1,15 +1,16 @@
 import { z } from "@hono/zod-openapi";
+import { dayName, dayStartOf } from "../lib/clock";
 import { PLANS } from "../quota/plans";
 import { adminPageCursor, pageLimit } from "./common";
 
 /** A calendar date YYYY-MM-DD that exists (2030-02-30 does not). */
-export function isoDay(description: string) {
+function isoDay(description: string) {
   return z
     .string()
     .regex(/^\d{4}-\d{2}-\d{2}$/, "must be a date YYYY-MM-DD")
     .refine((d) => {
-      const at = Date.parse(`${d}T00:00:00Z`);
-      return Number.isFinite(at) && new Date(at).toISOString().startsWith(d);
+      const at = dayStartOf(d);
+      return Number.isFinite(at) && dayName(at) === d;
     }, "must be a real calendar date")
     .openapi({ type: "string", format: "date", description, example: "2030-06-10" });
 }

@@ -23,6 +23,7 @@ import {
   decodeCursorOrThrow,
   encodeCursor,
   everyDay,
+  pageOf,
   toCsv,
   wantsCsv,
 } from "./key-views";
@@ -86,8 +87,8 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       // The object's days win: it holds today, and any finished day D1 did not take yet.
       const live = await new QuotaLimiterClient(c.env.QUOTA, id).saveUsageHistoryOrThrow();
       const stored = await readUsageDays(c.env.DB, id, from, to);
-      const liveDays = new Set(live.map((d) => d.day));
-      const days = everyDay(from, to, [...stored.filter((d) => !liveDays.has(d.day)), ...live]);
+      // Later entries win in everyDay: the live ones go last.
+      const days = everyDay(from, to, [...stored, ...live]);
       if (wantsCsv(c.req.header("Accept")))
         return csvResponse(c, toCsv(USAGE_COLUMNS, days.map(usageCells)));
       return c.json({ data: days }, 200);
@@ -117,8 +118,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
         limit: limit + 1,
         afterKeyId: cursor ? decodeCursorOrThrow(cursor, "string") : undefined,
       });
-      const page = rows.slice(0, limit);
-      const nextCursor = rows.length > limit ? encodeCursor(page[page.length - 1]!.keyId) : null;
+      const { page, nextCursor } = pageOf(rows, limit, (last) => encodeCursor(last.keyId));
       if (wantsCsv(c.req.header("Accept"))) {
         const csv = toCsv(
           ["key_id", "name", "plan", "owner_id", ...USAGE_COLUMNS],
@@ -155,11 +155,11 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
         limit: limit + 1,
         beforeId: cursor ? decodeCursorOrThrow(cursor, "number") : undefined,
       });
-      const page = entries.slice(0, limit);
+      const { page, nextCursor } = pageOf(entries, limit, (last) => encodeCursor(last.id));
       return c.json(
         {
           data: page.map(auditEntryView),
-          nextCursor: entries.length > limit ? encodeCursor(page[page.length - 1]!.id) : null,
+          nextCursor,
         },
         200,
       );

@@ -67,7 +67,20 @@ export function auditEntryView(e: StoredAuditEntry): z.infer<typeof AuditEntrySc
   };
 }
 
-/** Every day from `from` to `to` (YYYY-MM-DD, inclusive), oldest first: `held` where it has one, else zeros. */
+/**
+ * A page of at most `limit` rows, from `rows` read with one more than `limit` (so a next page
+ * is known to exist without a second query), and the cursor of the next page or null.
+ */
+export function pageOf<T>(
+  rows: T[],
+  limit: number,
+  cursorOf: (last: T) => string,
+): { page: T[]; nextCursor: string | null } {
+  const page = rows.slice(0, limit);
+  return { page, nextCursor: rows.length > limit ? cursorOf(page[page.length - 1]!) : null };
+}
+
+/** Every day from `from` to `to` (YYYY-MM-DD, inclusive), oldest first: `held` where it has one (the last entry for a day wins), else zeros. */
 export function everyDay(from: string, to: string, held: UsageDay[]): UsageDay[] {
   const byDay = new Map(held.map((d) => [d.day, d]));
   const days: UsageDay[] = [];

@@ -42,6 +42,7 @@ import {
   fieldChanges,
   iso,
   keyView,
+  pageOf,
   usageView,
 } from "./key-views";
 
@@ -207,11 +208,11 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         cursor ? decodeKeyCursorOrThrow(cursor) : undefined,
         { plan, state, ownerId, namePrefix: q, now },
       );
-      const page = keys.slice(0, limit);
+      const { page, nextCursor } = pageOf(keys, limit, encodeKeyCursor);
       return c.json(
         {
           data: page.map((k) => keyView(k, now)),
-          nextCursor: keys.length > limit ? encodeKeyCursor(page[page.length - 1]!) : null,
+          nextCursor,
         },
         200,
       );
@@ -408,8 +409,8 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           auditOf(c, "roll", id, {
             prefix: { before: current.prefix, after: displayPrefix },
             previousSecretExpiresAt: {
-              before: keyView(current, now).previousSecretExpiresAt,
-              after: new Date(previousExpiresAt).toISOString(),
+              before: iso(current.previousSecretExpiresAt),
+              after: iso(previousExpiresAt),
             },
           }),
         );

@@ -17,7 +17,7 @@ const Options: FC<{ values: readonly string[]; anyLabel?: string }> = ({ values,
  * console.client.js fills it in from the admin API with the token the operator pastes (kept in
  * sessionStorage only). No inline script or style, so the CSP can be `default-src 'self'`.
  */
-export const ConsolePage: FC = () => (
+const ConsolePage: FC = () => (
   <html lang="en">
     <head>
       <meta charset="utf-8" />

@@ -8,7 +8,7 @@ import { renderConsolePage } from "./page";
  * Only this origin may serve anything to the page: no inline script or style, no other host
  * (no CDN at run time), no framing, no form posts elsewhere.
  */
-export const CONSOLE_CSP =
+const CONSOLE_CSP =
   "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
   "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
