@@ -3,6 +3,7 @@ import { configOrThrow } from "./lib/config";
 import { fetchBehindSimulatedNetwork, type SimulatedRtt } from "./lib/simulated-network";
 
 export { AuthShield } from "./objects/auth-shield";
+export { QuotaHolder } from "./objects/quota-holder";
 export { QuotaLimiter } from "./objects/quota-limiter";
 
 const app = createApp();

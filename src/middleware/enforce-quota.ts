@@ -15,7 +15,12 @@ import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import type { EnvWith } from "../lib/hono-env";
 import { log } from "../lib/log";
-import { type AdmitResult, policyOf, QuotaLimiterClient } from "../objects/quota-limiter-client";
+import {
+  type AdmitResult,
+  locationOf,
+  policyOf,
+  QuotaLimiterClient,
+} from "../objects/quota-limiter-client";
 import { rateLimitHeaders, retryAfterSeconds } from "../quota/headers";
 import { type FallbackState, fallbackVerdict } from "../quota/lease";
 import type { Outcome } from "../quota/windows";
@@ -170,7 +175,8 @@ async function headersOrThrowRefusal(
  */
 export const enforceQuota = createMiddleware<QuotaEnv>(async (c, next) => {
   const key = c.var.apiKey;
-  const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id);
+  const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
+  const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id, location);
   const policy = policyOf(key);
   const admitted = wrapTime(
     c,
