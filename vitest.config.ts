@@ -25,14 +25,14 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
-      // e2e/ runs under node --test against wrangler dev (npm run test:e2e, test:browser,
-      // test:cli).
-      exclude: [...configDefaults.exclude, "e2e/**"],
+      // e2e/ runs under node --test against wrangler dev (npm run test:e2e); the bench's own
+      // tests run apart from the product's (npm run test:bench, bench/vitest.config.ts).
+      exclude: [...configDefaults.exclude, "e2e/**", "bench/**"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       // Some tests send hundreds of requests; on a loaded 2-core machine 5 s is too tight.
       testTimeout: 30_000,
       // The access log prints one JSON line per request; keep test output readable.
-      onConsoleLog: (log) => !log.includes('"msg":"request"'),
+      onConsoleLog: (log: string) => !log.includes('"msg":"request"'),
     },
   };
 });

@@ -82,39 +82,26 @@ const publicOrigin = z
     "must be an origin such as https://api.example.com (no path or trailing slash), or empty",
   );
 
-const ConfigSchema = z
-  .object({
-    ENVIRONMENT: z.enum(["local", "staging", "production"]),
-    /** How long a key stays banned after hammering while throttled. */
-    BAN_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
-    /** One JSON line per request ("on") or none ("off"). */
-    ACCESS_LOG: z.enum(["on", "off"]).default("on"),
-    CORS_ORIGINS: origins,
-    PUBLIC_ORIGIN: publicOrigin,
-    /**
-     * Part of every key of the cache of full pages and found pets (db/immutable-reads.ts). Pets are
-     * never changed by the API; an operator who edits or deletes pets by hand bumps it (any new
-     * value) and redeploys, and no answer cached before is served again.
-     */
-    PAGE_CACHE_EPOCH: z.string().trim().min(1).max(64).default("1"),
-    /**
-     * Measurement aid for `npm run bench` only (lib/simulated-network.ts): a simulated round trip
-     * around every QuotaLimiter call and every D1 query. 0 (off) in every environment; refused in
-     * production.
-     */
-    BENCH_LIMITER_RTT_MS: z.coerce.number().int().min(0).max(10_000).default(0),
-    BENCH_D1_RTT_MS: z.coerce.number().int().min(0).max(10_000).default(0),
-    ADMIN_TOKEN: secret,
-    ADMIN_TOKENS: namedTokens,
-    /** Named read-only admin tokens, in ADMIN_TOKENS' form, for the people who only look. */
-    ADMIN_READ_TOKENS: namedTokens,
-    CURSOR_SECRET: secret,
-  })
-  .refine(
-    (c) =>
-      c.ENVIRONMENT !== "production" || (c.BENCH_LIMITER_RTT_MS === 0 && c.BENCH_D1_RTT_MS === 0),
-    { message: "BENCH_*_RTT_MS slow every request down on purpose; they must be 0 in production" },
-  );
+const ConfigSchema = z.object({
+  ENVIRONMENT: z.enum(["local", "staging", "production"]),
+  /** How long a key stays banned after hammering while throttled. */
+  BAN_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
+  /** One JSON line per request ("on") or none ("off"). */
+  ACCESS_LOG: z.enum(["on", "off"]).default("on"),
+  CORS_ORIGINS: origins,
+  PUBLIC_ORIGIN: publicOrigin,
+  /**
+   * Part of every key of the cache of full pages and found pets (db/immutable-reads.ts). Pets are
+   * never changed by the API; an operator who edits or deletes pets by hand bumps it (any new
+   * value) and redeploys, and no answer cached before is served again.
+   */
+  PAGE_CACHE_EPOCH: z.string().trim().min(1).max(64).default("1"),
+  ADMIN_TOKEN: secret,
+  ADMIN_TOKENS: namedTokens,
+  /** Named read-only admin tokens, in ADMIN_TOKENS' form, for the people who only look. */
+  ADMIN_READ_TOKENS: namedTokens,
+  CURSOR_SECRET: secret,
+});
 
 /** The service's settings, validated: read them from here, never from `env` directly. */
 export type Config = z.infer<typeof ConfigSchema>;
