@@ -49,8 +49,14 @@ export const QUOTA_LIMITER_MIGRATIONS = [
   "DROP TABLE IF EXISTS idempotency",
   // 4: per-day totals for the usage history (see usage-history-table.ts).
   CREATE_USAGE_HISTORY_TABLE,
-  // 5: the most permits each lease may still hold unused (see heldBound in quota/lease.ts).
-  "ALTER TABLE leases ADD COLUMN held INTEGER NOT NULL DEFAULT 0; UPDATE leases SET held = permits",
+  // 5: leases with the most permits each may still hold unused (see heldBound in
+  // quota/lease.ts). Re-created rather than altered, so that re-running every migration (a
+  // missing version row) still works. Leases live seconds; one dropped here is never credited
+  // back, its permits stay counted until its minute ends.
+  `DROP TABLE IF EXISTS leases;
+  CREATE TABLE leases (
+    id TEXT PRIMARY KEY, minute_start INTEGER NOT NULL, day_start INTEGER NOT NULL,
+    permits INTEGER NOT NULL, expires_at INTEGER NOT NULL, held INTEGER NOT NULL) STRICT`,
 ] as const;
 
 /** How soon the object tries again when D1 did not take a finished day's totals. */
