@@ -36,6 +36,7 @@ import {
   RollKeySchema,
   UpdateKeySchema,
 } from "../../schemas/keys";
+import { AdminIdentitySchema } from "../../schemas/operator";
 import { type AdminEnv, auditOf, foundOrThrow, security } from "./admin-env";
 import { historyApi } from "./history-routes";
 import {
@@ -159,6 +160,23 @@ function changeKeyOrThrow(
 export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook })
   .openapi(
     createRoute({
+      method: "get",
+      path: "/whoami",
+      operationId: "whoAmI",
+      tags: ["Operator"],
+      summary: "The admin token this request came with",
+      description:
+        'Its name (the actor the audit trail records) and its access: "full", or "read" for a read-only token of ADMIN_READ_TOKENS, whose writes answer 403. The console asks it to offer only the actions the token may take.',
+      security,
+      responses: {
+        200: { description: "The token's name and access", content: json(AdminIdentitySchema) },
+        ...adminErrorResponses(401, 429, 503),
+      },
+    }),
+    (c) => c.json({ name: c.var.adminActor, access: c.var.adminAccess }, 200),
+  )
+  .openapi(
+    createRoute({
       method: "post",
       path: "/keys",
       operationId: "createKey",
@@ -174,7 +192,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "The new key, with its secret (shown once)",
           content: json(CreatedKeySchema),
         },
-        ...adminErrorResponses(400, 401, 413, 415, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -296,7 +314,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       request: { ...byId, body: { required: true, content: json(UpdateKeySchema) } },
       responses: {
         200: { description: "The updated key", content: json(KeySchema) },
-        ...adminErrorResponses(400, 401, 404, 413, 415, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -359,7 +377,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "The revoked key; refused from its next request on",
           content: json(KeySchema),
         },
-        ...adminErrorResponses(400, 401, 404, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -386,7 +404,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       request: byId,
       responses: {
         200: { description: "The key, no longer banned", content: json(KeyDetailSchema) },
-        ...adminErrorResponses(400, 401, 404, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -425,7 +443,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
             "The key with a new secret (shown once): same id, plan, counters and quota object. The old secret works until previousSecretExpiresAt, then gets 401.",
           content: json(CreatedKeySchema),
         },
-        ...adminErrorResponses(400, 401, 404, 413, 415, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 413, 415, 429, 503),
       },
     }),
     async (c) => {
