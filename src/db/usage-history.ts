@@ -1,3 +1,4 @@
+import { DAY_MS, dayName, dayStartOf } from "../lib/clock";
 import type { Plan } from "../quota/plans";
 import { guarded, type Queryable } from "./database-error";
 
@@ -25,6 +26,23 @@ const toUsageDay = (r: UsageDayRow): UsageDay => ({
     key_banned: r.key_banned,
   },
 });
+
+/** Every day from `from` to `to` (YYYY-MM-DD, inclusive), oldest first: `held` where it has one (the last entry for a day wins), else zeros. */
+export function everyDay(from: string, to: string, held: UsageDay[]): UsageDay[] {
+  const byDay = new Map(held.map((d) => [d.day, d]));
+  const days: UsageDay[] = [];
+  for (let at = dayStartOf(from); at <= dayStartOf(to); at += DAY_MS) {
+    const day = dayName(at);
+    days.push(
+      byDay.get(day) ?? {
+        day,
+        admitted: 0,
+        refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+      },
+    );
+  }
+  return days;
+}
 
 /**
  * Stores a key's daily totals. The object's totals only grow, so a number is never lowered:
@@ -115,5 +133,22 @@ export function listUsageOfDay(
       plan: r.plan,
       ownerId: r.owner_id,
     }));
+  });
+}
+
+/** The latest day (YYYY-MM-DD) D1 holds any request of each of `keyIds` for (at most 100 ids). */
+export function lastUsedDays(db: Queryable, keyIds: string[]): Promise<Map<string, string>> {
+  if (!keyIds.length) return Promise.resolve(new Map());
+  return guarded(async () => {
+    const { results } = await db
+      .prepare(
+        `SELECT key_id, MAX(day) AS day FROM key_usage_days
+         WHERE key_id IN (${keyIds.map(() => "?").join(", ")})
+           AND admitted + rate_limited + quota_exceeded + key_banned > 0
+         GROUP BY key_id`,
+      )
+      .bind(...keyIds)
+      .all<{ key_id: string; day: string }>();
+    return new Map(results.map((r) => [r.key_id, r.day]));
   });
 }
