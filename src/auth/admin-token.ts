@@ -1,6 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import { clientAddress } from "../lib/client-address";
-import { type AdminToken, adminTokensOrThrow, configOrThrow } from "../lib/config";
+import { type AdminToken, adminTokensOrThrow } from "../lib/config";
 import { secretsEqual } from "../lib/crypto";
 import type { EnvWith } from "../lib/hono-env";
 import { credentialsError, parseAuthorization } from "./authorization-header";
@@ -32,7 +32,7 @@ async function actorOf(given: string, tokens: AdminToken[]) {
  * ```
  */
 export const requireAdmin = createMiddleware<EnvWith<AdminVariables>>(async (c, next) => {
-  const tokens = adminTokensOrThrow(configOrThrow(c.env));
+  const tokens = adminTokensOrThrow(c.var.config);
   const credentials = parseAuthorization(c.req.header("Authorization"));
   if (credentials.kind !== "bearer")
     throw credentialsError(credentials, { realm: REALM, secretName: "ADMIN_TOKEN" });
