@@ -15,6 +15,8 @@ export default defineConfig(async () => {
             ADMIN_TOKEN: "test-admin-token",
             // Named tokens beside ADMIN_TOKEN ("admin"): the audit trail tells them apart.
             ADMIN_TOKENS: "alice:test-alice-admin-token,ci:test-ci-admin-token-0",
+            // A read-only admin token: reads only, every write answers 403.
+            ADMIN_READ_TOKENS: "viewer:test-viewer-read-token",
             CURSOR_SECRET: "test-cursor-secret",
             // The tests' requests go to https://api.example.com (test/helpers.ts BASE).
             PUBLIC_ORIGIN: "https://api.example.com",

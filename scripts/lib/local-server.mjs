@@ -244,7 +244,8 @@ export async function startWranglerDev({
 
 /**
  * The API as `npm run dev` runs it: local D1 migrations into a temporary persistence dir, then
- * `wrangler dev` with random ADMIN_TOKEN and CURSOR_SECRET secrets from a temporary env file.
+ * `wrangler dev` with random ADMIN_TOKEN, ADMIN_READ_TOKENS ("viewer") and CURSOR_SECRET secrets
+ * from a temporary env file.
  * `localObservability: false` turns off wrangler dev's local trace collector, which streams every
  * invocation's tail events (each span: fetch, Durable Object call, D1 query) into a SQLite-backed
  * object in the same workerd process, on the same cores as the Worker it measures.
@@ -263,10 +264,13 @@ export async function startApi({
 }) {
   const dir = makeTempDir("animal-store-api-");
   const adminToken = `bench-admin-${randomBytes(18).toString("hex")}`;
+  // A read-only admin token ("viewer"), for tests of what such a token may and may not do.
+  const readToken = `read-only-${randomBytes(18).toString("hex")}`;
   const envFile = path.join(dir, "dev.env");
   writeFileSync(
     envFile,
-    `ADMIN_TOKEN=${adminToken}\nCURSOR_SECRET=${randomBytes(24).toString("hex")}\n`,
+    `ADMIN_TOKEN=${adminToken}\nADMIN_READ_TOKENS=viewer:${readToken}\n` +
+      `CURSOR_SECRET=${randomBytes(24).toString("hex")}\n`,
     { mode: 0o600 },
   );
   const config = path.join(root, "wrangler.toml");
@@ -285,7 +289,7 @@ export async function startApi({
     localObservability,
     entry,
   });
-  return { ...server, adminToken };
+  return { ...server, adminToken, readToken };
 }
 
 /** Local D1 migrations for `config` into the persistence dir `persist`, as `npm run dev` applies them. */

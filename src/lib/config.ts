@@ -26,10 +26,17 @@ const origins = z
   )
   .pipe(z.array(z.url({ protocol: /^https?$/ }).refine(isHttpOrigin, "must be an origin")));
 
+/**
+ * What an admin token may do: "full" (every operation) or "read" (only the operations that change
+ * nothing: key views, usage and the audit trail).
+ */
+export type AdminAccess = "full" | "read";
+
 /** One operator's admin token; `name` is the actor the audit trail records. */
 export interface AdminToken {
   name: string;
   token: string;
+  access: AdminAccess;
 }
 
 /**
@@ -91,6 +98,8 @@ const ConfigSchema = z.object({
   PAGE_CACHE_EPOCH: z.string().trim().min(1).max(64).default("1"),
   ADMIN_TOKEN: secret,
   ADMIN_TOKENS: namedTokens,
+  /** Named read-only admin tokens, in ADMIN_TOKENS' form, for the people who only look. */
+  ADMIN_READ_TOKENS: namedTokens,
   CURSOR_SECRET: secret,
 });
 
@@ -130,9 +139,10 @@ export function configOrThrow(env: Env): Config {
 const DEFAULT_ADMIN_NAME = "admin";
 
 /**
- * Every valid admin token with its name: `ADMIN_TOKENS`, plus `ADMIN_TOKEN` as "admin". Throws
- * ConfigError (and logs it) when there is none, or when a name or a token appears twice (the
- * audit trail could not tell the operators apart).
+ * Every valid admin token with its name and access: `ADMIN_TOKENS` and `ADMIN_TOKEN` (as "admin")
+ * with full access, `ADMIN_READ_TOKENS` read-only. Throws ConfigError (and logs it) when there is
+ * no full-access token, or when a name or a token appears twice (the audit trail could not tell
+ * the operators apart, nor a token's access be known).
  */
 export function adminTokensOrThrow(config: Config): AdminToken[] {
   let result = adminTokensByConfig.get(config);
@@ -148,16 +158,19 @@ export function adminTokensOrThrow(config: Config): AdminToken[] {
 const adminTokensByConfig = new WeakMap<Config, AdminToken[] | ConfigError>();
 
 function adminTokensOf(config: Config): AdminToken[] | ConfigError {
-  const tokens = [...config.ADMIN_TOKENS];
-  if (config.ADMIN_TOKEN) tokens.push({ name: DEFAULT_ADMIN_NAME, token: config.ADMIN_TOKEN });
+  const tokens: AdminToken[] = config.ADMIN_TOKENS.map((t) => ({ ...t, access: "full" }));
+  if (config.ADMIN_TOKEN)
+    tokens.push({ name: DEFAULT_ADMIN_NAME, token: config.ADMIN_TOKEN, access: "full" });
+  const fullAccessTokens = tokens.length;
+  tokens.push(...config.ADMIN_READ_TOKENS.map((t): AdminToken => ({ ...t, access: "read" })));
   let problem: string | null = null;
-  if (!tokens.length)
+  if (!fullAccessTokens)
     problem =
       "neither ADMIN_TOKEN nor ADMIN_TOKENS is set: run `wrangler secret put ADMIN_TOKENS --env …` (locally: .dev.vars)";
   else if (new Set(tokens.map((t) => t.name)).size !== tokens.length)
-    problem = `ADMIN_TOKENS: each name may appear once ("${DEFAULT_ADMIN_NAME}" is ADMIN_TOKEN's)`;
+    problem = `ADMIN_TOKENS, ADMIN_READ_TOKENS: each name may appear once ("${DEFAULT_ADMIN_NAME}" is ADMIN_TOKEN's)`;
   else if (new Set(tokens.map((t) => t.token)).size !== tokens.length)
-    problem = "ADMIN_TOKENS: two admin tokens are the same";
+    problem = "ADMIN_TOKENS, ADMIN_READ_TOKENS: two admin tokens are the same";
   if (problem) {
     logOnce(problem);
     return new ConfigError(problem);

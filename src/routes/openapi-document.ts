@@ -216,6 +216,7 @@ const ADMIN_TAGS = [
     description: "Usage history: a key's requests per UTC day, and every key's totals for one day",
   },
   { name: "Audit", description: "The audit trail: who changed which key, when, and how" },
+  { name: "Operator", description: "The admin token a request comes with: its name and access" },
 ];
 
 /**
@@ -234,6 +235,7 @@ export function adminOpenApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
           "Issue and manage API keys, read usage history and the audit trail.",
           "",
           "Every operation needs `Authorization: Bearer <admin token>` (ADMIN_TOKEN, or a named token of ADMIN_TOKENS); the token's name is the actor in the audit trail.",
+          "A read-only token (one of ADMIN_READ_TOKENS) may call the operations that read (GET); the others answer it 403 `forbidden`.",
           "Errors are `{code, message, status}` with `Content-Type: application/json`.",
         ].join("\n"),
         ...DOCUMENT_INFO,
