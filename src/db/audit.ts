@@ -13,18 +13,23 @@ export interface AuditEntry {
   action: AuditAction;
   keyId: string;
   changes: FieldChanges;
+  /** The service's own id of the request. */
   requestId: string;
+  /** The X-Request-Id the client sent, if any: the client's, not the service's. */
+  clientRequestId: string | null;
 }
 
 export interface StoredAuditEntry extends AuditEntry {
   id: number;
 }
 
-const INSERT_AUDIT = `INSERT INTO audit_log (at, actor, action, key_id, changes, request_id)`;
+const INSERT_AUDIT = `INSERT INTO audit_log (at, actor, action, key_id, changes, request_id, client_request_id)`;
 
 /** The statement that appends `entry`; run it in the same batch as the change it records. */
 export function appendAuditStatement(db: Queryable, entry: AuditEntry): D1PreparedStatement {
-  return db.prepare(`${INSERT_AUDIT} VALUES (?1, ?2, ?3, ?4, ?5, ?6)`).bind(...auditValues(entry));
+  return db
+    .prepare(`${INSERT_AUDIT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`)
+    .bind(...auditValues(entry));
 }
 
 /**
@@ -36,7 +41,7 @@ export function appendAuditIfChangedStatement(
   entry: AuditEntry,
 ): D1PreparedStatement {
   return db
-    .prepare(`${INSERT_AUDIT} SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE changes() = 1`)
+    .prepare(`${INSERT_AUDIT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE changes() = 1`)
     .bind(...auditValues(entry));
 }
 
@@ -48,7 +53,15 @@ export function appendAudit(db: Queryable, entry: AuditEntry): Promise<void> {
 }
 
 function auditValues(e: AuditEntry) {
-  return [e.at, e.actor, e.action, e.keyId, JSON.stringify(e.changes), e.requestId] as const;
+  return [
+    e.at,
+    e.actor,
+    e.action,
+    e.keyId,
+    JSON.stringify(e.changes),
+    e.requestId,
+    e.clientRequestId,
+  ] as const;
 }
 
 interface AuditRow {
@@ -59,6 +72,7 @@ interface AuditRow {
   key_id: string;
   changes: string;
   request_id: string;
+  client_request_id: string | null;
 }
 
 /** Entries newest first, optionally of one key, keyset-paginated by id (entries before `beforeId`). */
@@ -69,7 +83,7 @@ export function listAudit(
   return guarded(async () => {
     const { results } = await db
       .prepare(
-        `SELECT id, at, actor, action, key_id, changes, request_id FROM audit_log
+        `SELECT id, at, actor, action, key_id, changes, request_id, client_request_id FROM audit_log
          WHERE (?1 IS NULL OR key_id = ?1) AND id < ?2 ORDER BY id DESC LIMIT ?3`,
       )
       .bind(keyId ?? null, beforeId ?? Number.MAX_SAFE_INTEGER, limit)
@@ -82,6 +96,7 @@ export function listAudit(
       keyId: r.key_id,
       changes: JSON.parse(r.changes) as FieldChanges,
       requestId: r.request_id,
+      clientRequestId: r.client_request_id,
     }));
   });
 }

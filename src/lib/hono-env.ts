@@ -1,17 +1,23 @@
 import type { TimingVariables } from "hono/timing";
 
 /**
- * What every request of the service has: the Worker's bindings, a request id (hono/request-id)
- * and Server-Timing (hono/timing). Middleware that sets more declares it where it sets it
+ * The request's own id, and the client's X-Request-Id when it sent a sane one (set by
+ * middleware/request-id.ts).
+ */
+type RequestIdVariables = { requestId: string; clientRequestId?: string };
+
+/**
+ * What every request of the service has: the Worker's bindings, its request ids and
+ * Server-Timing (hono/timing). Middleware that sets more declares it where it sets it
  * (for example `ApiKeyVariables` in auth/api-key.ts), and routes add those they rely on.
  */
 export interface BaseEnv {
   Bindings: Env;
-  Variables: TimingVariables & { requestId: string };
+  Variables: TimingVariables & RequestIdVariables;
 }
 
 /** BaseEnv plus the variables `V` that middleware earlier in the chain has set. */
 export interface EnvWith<V extends object> {
   Bindings: Env;
-  Variables: TimingVariables & { requestId: string } & V;
+  Variables: TimingVariables & RequestIdVariables & V;
 }
