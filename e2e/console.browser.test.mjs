@@ -175,7 +175,7 @@ test("an operator logs in, creates a key, sees it listed, opens its usage and it
   assert.deepEqual(await page.evaluate(() => window.__cspViolations), []);
   assert.ok(!requests.some((url) => url.includes(api.adminToken)), "the token was in a URL");
   // The wrong-token login's 401 is the only failed response (and console error).
-  assert.deepEqual(failedResponses, ["401 /admin/v1/keys"]);
+  assert.deepEqual(failedResponses, ["401 /admin/v1/whoami"]);
   assert.equal(consoleErrors.filter((text) => !/status of 401/.test(text)).length, 0);
 
   // Logging out forgets the token.

@@ -20,6 +20,7 @@ import { consolePages } from "./routes/console/routes";
 import { docsPage } from "./routes/docs-page";
 import { adminOpenApiDocument, openApiDocument } from "./routes/openapi-document";
 import { petsApi } from "./routes/pets/routes";
+import { ownUsageApi } from "./routes/usage/routes";
 
 /**
  * Request order: context storage (for the logger), request id, configuration check, log,
@@ -46,7 +47,7 @@ export function createApp() {
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
 
   // Public, and registered before the /v1 middleware so they need no key.
-  const document = openApiDocument(petsApi);
+  const document = openApiDocument(petsApi, ownUsageApi);
   app.get("/v1/openapi.json", (c) => {
     const { text, etag } = document(configOrThrow(c.env));
     return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
@@ -54,6 +55,8 @@ export function createApp() {
   // Its script and styles are static assets (public/docs), served without the Worker.
   app.get("/docs", docsPage);
 
+  // The key's own usage: authenticated, but outside the quota it reports on (its own limit).
+  app.route("/v1", ownUsageApi);
   app.get("/v1/pets/:petId", deprecated);
   app.use("/v1/*", authenticate, enforceQuota, d1Session);
   app.route("/v1", petsApi);

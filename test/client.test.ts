@@ -51,6 +51,25 @@ describe("client against the app", () => {
     expect(await store.getPet(rex.id)).toEqual(rex);
   });
 
+  it("parses both windows of the IETF headers on every response, and reads usage() for free", async () => {
+    const k = await issueKey("enterprise", { perMinute: 50, perDay: 500 });
+    const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });
+    const page = await store.listPets({ limit: 1 });
+    expect(page.rateLimit?.windows).toEqual({
+      minute: { limit: 50, remaining: 49, resetSeconds: expect.any(Number), windowSeconds: 60 },
+      day: { limit: 500, remaining: 499, resetSeconds: expect.any(Number), windowSeconds: 86400 },
+    });
+    expect(page.rateLimit?.windows.day?.resetSeconds).toBeGreaterThan(0);
+    const usage = await store.usage();
+    expect(usage.windows.day).toMatchObject({ limit: 500, used: 1, remaining: 499 });
+    expect(usage.days).toHaveLength(30);
+    expect(usage.key.id).toBe(k.id);
+    // usage() was not counted, and its headers are the key's windows as they stand.
+    expect(store.rateLimit?.windows.day?.remaining).toBe(499);
+    await store.listPets({ limit: 1 });
+    expect(store.rateLimit?.windows.minute?.remaining).toBe(48);
+  });
+
   it("replays a create with the same Idempotency-Key instead of creating a second pet", async () => {
     const k = await issueKey("pro");
     const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });

@@ -54,6 +54,7 @@ describe("GET /admin/v1/openapi.json", () => {
         "GET /keys/{id} getKey",
         "GET /keys/{id}/usage getKeyUsage",
         "GET /usage listUsageOfDay",
+        "GET /whoami whoAmI",
         "PATCH /keys/{id} updateKey",
         "DELETE /keys/{id} revokeKey",
         "POST /keys createKey",

@@ -14,7 +14,7 @@ interface Env {
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-/** `call` as a round trip of `rttMs` (half before, half after), as src/lib/simulated-network.ts. */
+/** `call` as a round trip of `rttMs` (half before, half after), as bench/api/simulated-network.ts. */
 async function roundTrip<T>(rttMs: number, call: () => Promise<T>): Promise<T> {
   if (rttMs > 0) await sleep(rttMs / 2);
   const result = await call();

@@ -1,5 +1,6 @@
 // @ts-check
-// Starts Workers locally for `npm run bench` and `npm run soak`, the way `npm run dev` does
+// Starts Workers locally for the end-to-end tests, `npm run openapi`, `npm run bench` and
+// `npm run soak`, the way `npm run dev` does
 // (local D1 migrations, then `wrangler dev`), but with a temporary persistence directory and a
 // temporary ADMIN_TOKEN, so a run never touches the developer's .wrangler state or .dev.vars.
 // The API runs from a snapshot of the working tree taken at the start, so edits made while a run
@@ -88,12 +89,14 @@ export function makeTempDir(prefix) {
 }
 
 /**
- * Copies what the Worker is built from (src, migrations, configuration) into a temporary
- * directory, with node_modules linked, and returns that directory.
+ * Copies what the Worker is built from (src, migrations, configuration, and the `extra` paths)
+ * into a temporary directory, with node_modules linked, and returns that directory.
+ * @param {{ extra?: string[] }} [options]
  */
-export function snapshotProject() {
+export function snapshotProject({ extra = [] } = {}) {
   const dir = makeTempDir("animal-store-app-");
   for (const entry of [
+    ...extra,
     "src",
     "migrations",
     "wrangler.toml",
@@ -165,9 +168,10 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs) {
  * `wrangler dev` on 127.0.0.1:port. Its output (including the API's access log) goes to a log
  * file in the temp dir, read but not parsed, so a full pipe never stalls the server.
  * @param {{ name: string, config: string, port: number, inspectorPort: number, dir: string,
- *   extraArgs?: string[], probePath: string, cwd?: string, localObservability?: boolean }} options
+ *   extraArgs?: string[], probePath: string, cwd?: string, localObservability?: boolean,
+ *   entry?: string }} options
  */
-async function startWranglerDev({
+export async function startWranglerDev({
   name,
   config,
   port,
@@ -177,11 +181,13 @@ async function startWranglerDev({
   probePath,
   cwd = ROOT,
   localObservability = true,
+  entry,
 }) {
   const logFile = path.join(dir, `${name}.log`);
   const log = createWriteStream(logFile);
   const args = [
     "dev",
+    ...(entry ? [entry] : []),
     "--config",
     config,
     "--ip",
@@ -238,14 +244,15 @@ async function startWranglerDev({
 
 /**
  * The API as `npm run dev` runs it: local D1 migrations into a temporary persistence dir, then
- * `wrangler dev` with random ADMIN_TOKEN and CURSOR_SECRET secrets from a temporary env file.
+ * `wrangler dev` with random ADMIN_TOKEN, ADMIN_READ_TOKENS ("viewer") and CURSOR_SECRET secrets
+ * from a temporary env file.
  * `localObservability: false` turns off wrangler dev's local trace collector, which streams every
  * invocation's tail events (each span: fetch, Durable Object call, D1 query) into a SQLite-backed
  * object in the same workerd process, on the same cores as the Worker it measures.
- */
-/**
- * @param {{ port: number, inspectorPort: number, vars?: Record<string, string>, root?: string,
- *   localObservability?: boolean }} options
+ * `entry` runs another entry point with the API's configuration (the bench's, bench/api/index.ts,
+ * relative to the project root; it must be in the snapshot `root`).
+ * @param {{ port: number, inspectorPort: number, vars?: Record<string, string | number>,
+ *   root?: string, localObservability?: boolean, entry?: string }} options
  */
 export async function startApi({
   port,
@@ -253,13 +260,17 @@ export async function startApi({
   vars = {},
   root = snapshotProject(),
   localObservability = true,
+  entry,
 }) {
   const dir = makeTempDir("animal-store-api-");
   const adminToken = `bench-admin-${randomBytes(18).toString("hex")}`;
+  // A read-only admin token ("viewer"), for tests of what such a token may and may not do.
+  const readToken = `read-only-${randomBytes(18).toString("hex")}`;
   const envFile = path.join(dir, "dev.env");
   writeFileSync(
     envFile,
-    `ADMIN_TOKEN=${adminToken}\nCURSOR_SECRET=${randomBytes(24).toString("hex")}\n`,
+    `ADMIN_TOKEN=${adminToken}\nADMIN_READ_TOKENS=viewer:${readToken}\n` +
+      `CURSOR_SECRET=${randomBytes(24).toString("hex")}\n`,
     { mode: 0o600 },
   );
   const config = path.join(root, "wrangler.toml");
@@ -276,69 +287,18 @@ export async function startApi({
     probePath: "/v1/openapi.json",
     cwd: root,
     localObservability,
+    entry,
   });
-  return { ...server, adminToken };
-}
-
-/** The do-nothing reference Worker in bench/reference, also under `wrangler dev`. */
-export async function startReference({ port, inspectorPort, localObservability = true }) {
-  const dir = makeTempDir("animal-store-ref-");
-  const config = path.join(ROOT, "bench/reference/wrangler.toml");
-  return startWranglerDev({
-    name: "reference",
-    config,
-    port,
-    inspectorPort,
-    dir,
-    probePath: "/v1/pets",
-    cwd: path.join(ROOT, "bench/reference"),
-    localObservability,
-  });
-}
-
-/**
- * The floor Worker in bench/floor (one Durable Object RPC + one D1 query per list), under
- * `wrangler dev` with the API's migrations in a temporary persistence dir and `pets` pets.
- */
-export async function startFloor({
-  port,
-  inspectorPort,
-  localObservability = true,
-  pets = 200,
-  vars = {},
-}) {
-  const dir = makeTempDir("animal-store-floor-");
-  const cwd = path.join(ROOT, "bench/floor");
-  const config = path.join(cwd, "wrangler.toml");
-  const persist = path.join(dir, "floor-state");
-  await migrateLocal(config, persist, cwd);
-  const server = await startWranglerDev({
-    name: "floor",
-    config,
-    port,
-    inspectorPort,
-    dir,
-    extraArgs: Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
-    probePath: "/v1/pets",
-    cwd,
-    localObservability,
-  });
-  const res = await fetch(`${server.url}/seed?n=${pets}`, { method: "POST" });
-  if (res.status !== 201)
-    throw new Error(`seeding the floor Worker failed: ${res.status} ${await res.text()}`);
-  return server;
+  return { ...server, adminToken, readToken };
 }
 
 /** Local D1 migrations for `config` into the persistence dir `persist`, as `npm run dev` applies them. */
-function migrateLocal(config, persist, cwd) {
+export function migrateLocal(config, persist, cwd) {
   return runWrangler(
     ["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist],
     { cwd },
   );
 }
-
-/** Limits for keys that must never be refused (benchmark and seeding keys). */
-export const UNLIMITED = { perMinute: 1_000_000_000_000, perDay: 1_000_000_000_000 };
 
 /**
  * @typedef {{ id: string, key: string, plan: string, usage?: unknown }} IssuedKey
@@ -361,46 +321,6 @@ export async function issueKey(api, { name, plan, limits }) {
   if (res.status !== 201)
     throw new Error(`issuing a ${plan} key failed: ${res.status} ${JSON.stringify(body)}`);
   return body;
-}
-
-/** Creates pets with up to `concurrency` requests in flight; returns the created pets in order. */
-export async function seedPets(api, key, count, { concurrency = 8, prefix = "seed" } = {}) {
-  const statuses = ["available", "pending", "sold"];
-  const created = new Array(count);
-  let next = 0;
-  async function worker() {
-    while (next < count) {
-      const i = next++;
-      const pet = { name: `${prefix}-${i}`, categoryId: (i % 7) + 1, status: statuses[i % 3] };
-      const res = await fetch(`${api.url}/v1/pets`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
-        body: JSON.stringify(pet),
-      });
-      const body = await res.json();
-      if (res.status !== 201)
-        throw new Error(`seeding failed: ${res.status} ${JSON.stringify(body)}`);
-      created[i] = body;
-    }
-  }
-  await Promise.all(Array.from({ length: concurrency }, worker));
-  return created;
-}
-
-export function parseArgs(argv, defaults) {
-  const out = { ...defaults };
-  for (let i = 0; i < argv.length; i++) {
-    const m = argv[i].match(/^--([a-z][a-z0-9-]*)(?:=(.*))?$/);
-    if (!m) throw new Error(`unknown argument ${argv[i]}`);
-    const name = m[1].replace(/-([a-z])/g, (_, c) => c.toUpperCase());
-    if (!(name in defaults))
-      throw new Error(`unknown option --${m[1]}; known: ${Object.keys(defaults).join(", ")}`);
-    const value = m[2] ?? argv[++i];
-    out[name] = typeof defaults[name] === "number" ? Number(value) : value;
-    if (typeof defaults[name] === "number" && !Number.isFinite(out[name]))
-      throw new Error(`--${m[1]} needs a number`);
-  }
-  return out;
 }
 
 /** A TCP port that was free a moment ago on 127.0.0.1 (for tests that start their own server). */

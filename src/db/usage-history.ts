@@ -1,3 +1,4 @@
+import { DAY_MS, dayName, dayStartOf } from "../lib/clock";
 import type { Plan } from "../quota/plans";
 import { guarded, type Queryable } from "./database-error";
 
@@ -25,6 +26,23 @@ const toUsageDay = (r: UsageDayRow): UsageDay => ({
     key_banned: r.key_banned,
   },
 });
+
+/** Every day from `from` to `to` (YYYY-MM-DD, inclusive), oldest first: `held` where it has one (the last entry for a day wins), else zeros. */
+export function everyDay(from: string, to: string, held: UsageDay[]): UsageDay[] {
+  const byDay = new Map(held.map((d) => [d.day, d]));
+  const days: UsageDay[] = [];
+  for (let at = dayStartOf(from); at <= dayStartOf(to); at += DAY_MS) {
+    const day = dayName(at);
+    days.push(
+      byDay.get(day) ?? {
+        day,
+        admitted: 0,
+        refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+      },
+    );
+  }
+  return days;
+}
 
 /**
  * Stores a key's daily totals. The object's totals only grow, so a number is never lowered:

@@ -26,10 +26,17 @@ const origins = z
   )
   .pipe(z.array(z.url({ protocol: /^https?$/ }).refine(isHttpOrigin, "must be an origin")));
 
+/**
+ * What an admin token may do: "full" (every operation) or "read" (only the operations that change
+ * nothing: key views, usage and the audit trail).
+ */
+export type AdminAccess = "full" | "read";
+
 /** One operator's admin token; `name` is the actor the audit trail records. */
 export interface AdminToken {
   name: string;
   token: string;
+  access: AdminAccess;
 }
 
 /**
@@ -75,37 +82,26 @@ const publicOrigin = z
     "must be an origin such as https://api.example.com (no path or trailing slash), or empty",
   );
 
-const ConfigSchema = z
-  .object({
-    ENVIRONMENT: z.enum(["local", "staging", "production"]),
-    /** How long a key stays banned after hammering while throttled. */
-    BAN_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
-    /** One JSON line per request ("on") or none ("off"). */
-    ACCESS_LOG: z.enum(["on", "off"]).default("on"),
-    CORS_ORIGINS: origins,
-    PUBLIC_ORIGIN: publicOrigin,
-    /**
-     * Part of every key of the cache of full pages and found pets (db/immutable-reads.ts). Pets are
-     * never changed by the API; an operator who edits or deletes pets by hand bumps it (any new
-     * value) and redeploys, and no answer cached before is served again.
-     */
-    PAGE_CACHE_EPOCH: z.string().trim().min(1).max(64).default("1"),
-    /**
-     * Measurement aid for `npm run bench` only (lib/simulated-network.ts): a simulated round trip
-     * around every QuotaLimiter call and every D1 query. 0 (off) in every environment; refused in
-     * production.
-     */
-    BENCH_LIMITER_RTT_MS: z.coerce.number().int().min(0).max(10_000).default(0),
-    BENCH_D1_RTT_MS: z.coerce.number().int().min(0).max(10_000).default(0),
-    ADMIN_TOKEN: secret,
-    ADMIN_TOKENS: namedTokens,
-    CURSOR_SECRET: secret,
-  })
-  .refine(
-    (c) =>
-      c.ENVIRONMENT !== "production" || (c.BENCH_LIMITER_RTT_MS === 0 && c.BENCH_D1_RTT_MS === 0),
-    { message: "BENCH_*_RTT_MS slow every request down on purpose; they must be 0 in production" },
-  );
+const ConfigSchema = z.object({
+  ENVIRONMENT: z.enum(["local", "staging", "production"]),
+  /** How long a key stays banned after hammering while throttled. */
+  BAN_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
+  /** One JSON line per request ("on") or none ("off"). */
+  ACCESS_LOG: z.enum(["on", "off"]).default("on"),
+  CORS_ORIGINS: origins,
+  PUBLIC_ORIGIN: publicOrigin,
+  /**
+   * Part of every key of the cache of full pages and found pets (db/immutable-reads.ts). Pets are
+   * never changed by the API; an operator who edits or deletes pets by hand bumps it (any new
+   * value) and redeploys, and no answer cached before is served again.
+   */
+  PAGE_CACHE_EPOCH: z.string().trim().min(1).max(64).default("1"),
+  ADMIN_TOKEN: secret,
+  ADMIN_TOKENS: namedTokens,
+  /** Named read-only admin tokens, in ADMIN_TOKENS' form, for the people who only look. */
+  ADMIN_READ_TOKENS: namedTokens,
+  CURSOR_SECRET: secret,
+});
 
 /** The service's settings, validated: read them from here, never from `env` directly. */
 export type Config = z.infer<typeof ConfigSchema>;
@@ -143,9 +139,10 @@ export function configOrThrow(env: Env): Config {
 const DEFAULT_ADMIN_NAME = "admin";
 
 /**
- * Every valid admin token with its name: `ADMIN_TOKENS`, plus `ADMIN_TOKEN` as "admin". Throws
- * ConfigError (and logs it) when there is none, or when a name or a token appears twice (the
- * audit trail could not tell the operators apart).
+ * Every valid admin token with its name and access: `ADMIN_TOKENS` and `ADMIN_TOKEN` (as "admin")
+ * with full access, `ADMIN_READ_TOKENS` read-only. Throws ConfigError (and logs it) when there is
+ * no full-access token, or when a name or a token appears twice (the audit trail could not tell
+ * the operators apart, nor a token's access be known).
  */
 export function adminTokensOrThrow(config: Config): AdminToken[] {
   let result = adminTokensByConfig.get(config);
@@ -161,16 +158,19 @@ export function adminTokensOrThrow(config: Config): AdminToken[] {
 const adminTokensByConfig = new WeakMap<Config, AdminToken[] | ConfigError>();
 
 function adminTokensOf(config: Config): AdminToken[] | ConfigError {
-  const tokens = [...config.ADMIN_TOKENS];
-  if (config.ADMIN_TOKEN) tokens.push({ name: DEFAULT_ADMIN_NAME, token: config.ADMIN_TOKEN });
+  const tokens: AdminToken[] = config.ADMIN_TOKENS.map((t) => ({ ...t, access: "full" }));
+  if (config.ADMIN_TOKEN)
+    tokens.push({ name: DEFAULT_ADMIN_NAME, token: config.ADMIN_TOKEN, access: "full" });
+  const fullAccessTokens = tokens.length;
+  tokens.push(...config.ADMIN_READ_TOKENS.map((t): AdminToken => ({ ...t, access: "read" })));
   let problem: string | null = null;
-  if (!tokens.length)
+  if (!fullAccessTokens)
     problem =
       "neither ADMIN_TOKEN nor ADMIN_TOKENS is set: run `wrangler secret put ADMIN_TOKENS --env …` (locally: .dev.vars)";
   else if (new Set(tokens.map((t) => t.name)).size !== tokens.length)
-    problem = `ADMIN_TOKENS: each name may appear once ("${DEFAULT_ADMIN_NAME}" is ADMIN_TOKEN's)`;
+    problem = `ADMIN_TOKENS, ADMIN_READ_TOKENS: each name may appear once ("${DEFAULT_ADMIN_NAME}" is ADMIN_TOKEN's)`;
   else if (new Set(tokens.map((t) => t.token)).size !== tokens.length)
-    problem = "ADMIN_TOKENS: two admin tokens are the same";
+    problem = "ADMIN_TOKENS, ADMIN_READ_TOKENS: two admin tokens are the same";
   if (problem) {
     logOnce(problem);
     return new ConfigError(problem);

@@ -2,6 +2,7 @@
 export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
   key_revoked: 409,

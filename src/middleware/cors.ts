@@ -41,6 +41,7 @@ const PREFLIGHT_MAX_AGE_S = 600;
 const PUBLIC_ROUTES: Array<[RegExp, string[]]> = [
   [PETS_PATH, ["GET", "HEAD", "POST"]],
   [PET_PATH, ["GET", "HEAD"]],
+  [/^\/v1\/usage$/, ["GET", "HEAD"]],
   [/^\/v1\/openapi\.json$/, ["GET", "HEAD"]],
 ];
 

@@ -17,14 +17,26 @@ const countedHere = new ExpiringMap<string, UsageState>(10_000);
  *   rule and limit, so a guessing client gets at most that many per isolate and minute, while
  *   the 401s go on (an outage of the shield must not lock every client out).
  */
-export async function recordAuthFailure(
+export function recordAuthFailure(
   namespace: DurableObjectNamespace<AuthShield>,
   shieldName: string,
+): Promise<Decision> {
+  return countInShield(namespace, shieldName, AUTH_FAILURES_PER_MINUTE);
+}
+
+/**
+ * Counts one request in the shield object `shieldName` against `limit` per minute, with the
+ * same fallbacks as recordAuthFailure when the object does not answer.
+ */
+export async function countInShield(
+  namespace: DurableObjectNamespace<AuthShield>,
+  shieldName: string,
+  limit: number,
 ): Promise<Decision> {
   try {
     return await callWithOneRetry<DurableObjectStub<AuthShield>, Decision>(
       () => namespace.getByName(shieldName),
-      async (stub) => stub.recordFailure(),
+      async (stub) => stub.countRequest(limit),
     );
   } catch (err) {
     const now = clock.now();
@@ -35,16 +47,14 @@ export async function recordAuthFailure(
         outcome: "rate_limited",
         retryAt: resetAt,
         now,
-        windows: [
-          { name: "minute", limit: AUTH_FAILURES_PER_MINUTE, remaining: 0, resetAt, seconds: 60 },
-        ],
+        windows: [{ name: "minute", limit, remaining: 0, resetAt, seconds: 60 }],
       };
     }
     log("warn", "auth shield unreachable; counting failures in the isolate", {
       error: String(err),
     });
     const previous = countedHere.get(shieldName, now) ?? EMPTY_USAGE;
-    const { state, decision } = countFailure(previous, AUTH_FAILURES_PER_MINUTE, now);
+    const { state, decision } = countFailure(previous, limit, now);
     countedHere.set(shieldName, state, state.minuteStart + MINUTE_MS);
     return decision;
   }

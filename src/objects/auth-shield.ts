@@ -13,6 +13,7 @@ export const AUTH_FAILURES_PER_MINUTE = 30;
 
 /**
  * One per client IP. Counts failed authentications so API keys cannot be guessed at speed.
+ * (One per key, named `usage-reads:<key id>`, counts that key's usage reads; see countRequest.)
  * (The Workers rate-limiting binding cannot do this: it reports neither remaining nor reset.)
  */
 export class AuthShield extends DurableObject<Env> {
@@ -29,8 +30,17 @@ export class AuthShield extends DurableObject<Env> {
   }
 
   recordFailure(): Decision {
+    return this.countRequest(AUTH_FAILURES_PER_MINUTE);
+  }
+
+  /**
+   * Counts one request in the minute window, up to `limit` (then refuses it). Also what keeps a
+   * key's usage reads (GET /v1/usage) to their own limit, under the name `usage-reads:<key id>`,
+   * away from the key's quota object.
+   */
+  countRequest(limit: number): Decision {
     const now = clock.now();
-    const { state, decision } = countFailure(this.#usage, AUTH_FAILURES_PER_MINUTE, now);
+    const { state, decision } = countFailure(this.#usage, limit, now);
     if (state !== this.#usage) {
       const newWindow = state.minuteStart !== this.#usage.minuteStart;
       this.#usage = state;

@@ -146,6 +146,22 @@ export class QuotaLimiterClient {
     });
   }
 
+  /**
+   * Current usage and the days the object holds, in one call and without writing anything (the
+   * key's own usage view). Unreachable: throws 503.
+   */
+  async reportOrThrow(offered: Policy): Promise<{ usage: KeyUsage; days: UsageDay[] }> {
+    await this.#handBackLease();
+    type Report = { usage: KeyUsage; days: UsageDay[] };
+    return this.#call<Report>(async (stub) => stub.report(offered)).catch((err: unknown) => {
+      log("warn", "quota limiter unreachable for the key's usage", {
+        keyId: this.keyId,
+        error: String(err),
+      });
+      throw unavailable("The key's quota object could not be reached; repeat the request.");
+    });
+  }
+
   /** Pushes a newer policy. Unreachable: throws 503, since the change is not enforced yet. */
   async configureOrThrow(policy: Policy): Promise<void> {
     // In this isolate the change applies from the very next request: no more admissions from

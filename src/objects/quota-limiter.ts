@@ -309,6 +309,17 @@ export class QuotaLimiter extends DurableObject<Env> {
     };
   }
 
+  /**
+   * The key's own view of itself (GET /v1/usage): current usage and ban, and the days held here
+   * (today, and any finished day D1 has not taken yet). Counts nothing and writes nothing.
+   */
+  report(offered?: Policy): { usage: KeyUsage; days: UsageDay[] } {
+    return {
+      usage: this.usage(offered),
+      days: this.#usageHistory.days().map(({ dayStart: _, ...day }) => day),
+    };
+  }
+
   /** Lifts the ban; returns when it would have ended (for the audit) and the usage after it. */
   unban(offered?: Policy): { bannedUntilBefore: number | null; usage: KeyUsage } {
     const bannedUntilBefore = this.usage(offered).bannedUntil;

@@ -1,4 +1,4 @@
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Env as HonoEnv } from "hono";
 import { etagOfText } from "../lib/etag";
 import { BOOKMARK_HEADER } from "../middleware/d1-session";
@@ -6,6 +6,7 @@ import { RATE_LIMIT_HEADERS } from "../schemas/headers";
 
 type Document = ReturnType<OpenAPIHono["getOpenAPI31Document"]>;
 type Operation = {
+  tags?: string[];
   parameters?: unknown[];
   responses?: Record<string, { description?: string; headers?: Record<string, unknown> }>;
 };
@@ -25,6 +26,8 @@ const COMMON_RESPONSE_HEADERS = {
   ),
 };
 
+const { [BOOKMARK_HEADER]: _bookmark, ...headersOutsideSession } = COMMON_RESPONSE_HEADERS;
+
 /**
  * Middleware-level behaviour that the route definitions do not describe: the D1 bookmark and
  * conditional requests (If-None-Match → 304) on every operation, and the common headers.
@@ -32,6 +35,12 @@ const COMMON_RESPONSE_HEADERS = {
 function documentMiddleware(doc: Document): Document {
   for (const path of Object.values(doc.paths ?? {})) {
     for (const [method, op] of Object.entries(path as Record<string, Operation>)) {
+      // Only the pets routes run in a D1 session and answer with an ETag.
+      if (!op.tags?.includes("Pets")) {
+        for (const response of Object.values(op.responses ?? {}))
+          response.headers = { ...response.headers, ...headersOutsideSession };
+        continue;
+      }
       op.parameters = [
         ...(op.parameters ?? []),
         {
@@ -160,7 +169,10 @@ export function finishDocument(doc: Document): Document {
  * OpenAPI 3.1 of the public API, as JSON text with its ETag, generated from the zod schemas once
  * per isolate (per environment and public origin).
  */
-export function openApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
+export function openApiDocument(...apis: Pick<OpenAPIHono, "openAPIRegistry">[]) {
+  // One registry over every public route group, in the order given.
+  const api = new OpenAPIHono();
+  for (const group of apis) api.route("/", group as unknown as OpenAPIHono);
   const build = (config: ServerConfig) =>
     finishDocument(
       documentMiddleware(
@@ -179,7 +191,13 @@ export function openApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
             ...DOCUMENT_INFO,
           },
           servers: serversFor(config, "/v1"),
-          tags: [{ name: "Pets", description: "The animals in the store: list, add, fetch" }],
+          tags: [
+            { name: "Pets", description: "The animals in the store: list, add, fetch" },
+            {
+              name: "Usage",
+              description: "Your key's own quota and usage history, free of charge",
+            },
+          ],
         }),
       ),
     );
@@ -198,6 +216,7 @@ const ADMIN_TAGS = [
     description: "Usage history: a key's requests per UTC day, and every key's totals for one day",
   },
   { name: "Audit", description: "The audit trail: who changed which key, when, and how" },
+  { name: "Operator", description: "The admin token a request comes with: its name and access" },
 ];
 
 /**
@@ -216,6 +235,7 @@ export function adminOpenApiDocument<E extends HonoEnv>(api: OpenAPIHono<E>) {
           "Issue and manage API keys, read usage history and the audit trail.",
           "",
           "Every operation needs `Authorization: Bearer <admin token>` (ADMIN_TOKEN, or a named token of ADMIN_TOKENS); the token's name is the actor in the audit trail.",
+          "A read-only token (one of ADMIN_READ_TOKENS) may call the operations that read (GET); the others answer it 403 `forbidden`.",
           "Errors are `{code, message, status}` with `Content-Type: application/json`.",
         ].join("\n"),
         ...DOCUMENT_INFO,

@@ -175,6 +175,7 @@ export function adminErrorResponses(...statuses: number[]) {
     (s) => ({ ...(s === 401 || s === 429 ? RATE_LIMIT_HEADERS : {}), ...withRetryAfter(s) }),
     {
       401: "Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not)",
+      403: "The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something",
       429: "Too many invalid admin tokens from this client this minute",
     },
   );

@@ -59,3 +59,54 @@ export const KeyDayTotalsSchema = UsageDaySchema.extend({
 export const DayUsagePageSchema = z
   .object({ data: z.array(KeyDayTotalsSchema), nextCursor: z.string().nullable() })
   .openapi("DayUsagePage");
+
+const QuotaWindowSchema = z
+  .object({
+    limit: z.number().int().openapi({ description: "Requests allowed in the window" }),
+    used: z.number().int().openapi({ description: "Requests counted in the window so far" }),
+    remaining: z.number().int().openapi({ description: "limit − used, never below 0" }),
+    resetAt: z.string().openapi({ format: "date-time", description: "When the window resets" }),
+  })
+  .openapi("QuotaWindow");
+
+/** How many days of history GET /v1/usage returns (today and the days before it). */
+export const OWN_USAGE_DAYS = 30;
+
+export const OwnUsageSchema = z
+  .object({
+    key: z
+      .object({
+        id: z.string(),
+        name: z.string(),
+        prefix: z
+          .string()
+          .openapi({ description: "The first characters of the secret, for recognising it" }),
+        expiresAt: z
+          .string()
+          .nullable()
+          .openapi({ format: "date-time", description: "When the key stops working; null: never" }),
+      })
+      .openapi({ description: "The key this request authenticated with" }),
+    plan: z.enum(PLANS),
+    limits: z
+      .object({ perMinute: z.number().int(), perDay: z.number().int() })
+      .openapi({ description: "The limits in force (the plan's, or the key's own)" }),
+    windows: z.object({ minute: QuotaWindowSchema, day: QuotaWindowSchema }).openapi({
+      description: "The fixed UTC windows: the current minute, and the day from 00:00 UTC",
+    }),
+    ban: z
+      .object({
+        until: z
+          .string()
+          .openapi({ format: "date-time", description: "When the temporary ban ends" }),
+      })
+      .nullable()
+      .openapi({
+        description:
+          "A temporary ban (for requests sent on after 429 answers), during which every request is refused; null when none",
+      }),
+    days: z.array(UsageDaySchema).openapi({
+      description: `The last ${OWN_USAGE_DAYS} UTC days, oldest first and today last, zeros where nothing happened`,
+    }),
+  })
+  .openapi("Usage");

@@ -5,7 +5,8 @@
  *   const store = createAnimalStoreClient({ baseUrl: "https://api.example.com", apiKey });
  *   const rex = await store.createPet({ name: "Rex", categoryId: 1 }, { idempotencyKey: crypto.randomUUID() });
  *   for await (const pet of store.pets({ status: "available", limit: 100 })) console.log(pet.name);
- *   console.log(store.rateLimit); // the quota headers of the latest response
+ *   console.log(store.rateLimit?.windows.day); // the latest response's day window: remaining, reset
+ *   console.log((await store.usage()).windows); // both windows, without spending a request
  */
 import createFetchClient from "openapi-fetch";
 import { type RetryOptions, retryingFetch } from "./retry.js";
@@ -20,6 +21,56 @@ export type PetStatus = components["schemas"]["PetStatus"];
 /** The body of every error response: `{code, message, status}`. */
 export type ErrorBody = components["schemas"]["Error"];
 export type ListPetsQuery = NonNullable<operations["listPets"]["parameters"]["query"]>;
+/** Your key's plan, quota windows, ban and last 30 days (`GET /v1/usage`). */
+export type Usage = components["schemas"]["Usage"];
+
+/** One quota window of the IETF `RateLimit` and `RateLimit-Policy` headers. */
+export interface RateLimitWindow {
+  /** `q` of RateLimit-Policy: requests allowed in the window (undefined if the policy lacks it). */
+  limit: number | undefined;
+  /** `r` of RateLimit: requests left in the window. */
+  remaining: number;
+  /** `t` of RateLimit: seconds until the window resets. */
+  resetSeconds: number;
+  /** `w` of RateLimit-Policy: the window's length in seconds (undefined if the policy lacks it). */
+  windowSeconds: number | undefined;
+}
+
+/** `"name";key=value;…` items of a structured-field list, as name → {key: number}. */
+function parseItems(header: string | null): Map<string, Record<string, number>> {
+  const items = new Map<string, Record<string, number>>();
+  for (const item of (header ?? "").split(",")) {
+    const [rawName, ...params] = item.split(";").map((part) => part.trim());
+    const name = rawName?.replace(/^"(.*)"$/, "$1");
+    if (!name) continue;
+    const values: Record<string, number> = {};
+    for (const param of params) {
+      const [key, value] = param.split("=");
+      if (key && value !== undefined && /^-?\d+$/.test(value.trim()))
+        values[key.trim()] = Number(value);
+    }
+    items.set(name, values);
+  }
+  return items;
+}
+
+/**
+ * Every window of the IETF `RateLimit` header (`"minute";r=299;t=42, "day";r=9999;t=50000`),
+ * with its limit and length from `RateLimit-Policy`, by name (`minute`, `day`).
+ */
+export function parseRateLimitWindows(
+  rateLimit: string | null,
+  policy: string | null,
+): Record<string, RateLimitWindow> {
+  const policies = parseItems(policy);
+  const windows: Record<string, RateLimitWindow> = {};
+  for (const [name, { r, t }] of parseItems(rateLimit)) {
+    if (r === undefined || t === undefined) continue;
+    const p = policies.get(name);
+    windows[name] = { limit: p?.q, remaining: r, resetSeconds: t, windowSeconds: p?.w };
+  }
+  return windows;
+}
 
 /** The rate-limit headers of one response (absent when the limiter was not consulted). */
 export interface RateLimit {
@@ -33,6 +84,8 @@ export interface RateLimit {
   rateLimit: string | null;
   /** The IETF `RateLimit-Policy` header (e.g. `"minute";q=300;w=60, "day";q=10000;w=86400`). */
   policy: string | null;
+  /** Both windows of the IETF headers, parsed: `windows.minute`, `windows.day`. */
+  windows: Record<string, RateLimitWindow>;
 }
 
 /** The rate-limit headers of `headers`, or undefined when it has none. */
@@ -49,6 +102,7 @@ export function readRateLimit(headers: Headers): RateLimit | undefined {
     reset: Number(reset),
     rateLimit: headers.get("RateLimit"),
     policy: headers.get("RateLimit-Policy"),
+    windows: parseRateLimitWindows(headers.get("RateLimit"), headers.get("RateLimit-Policy")),
   };
 }
 
@@ -171,6 +225,14 @@ export function createAnimalStoreClient(options: ClientOptions) {
         },
         signal,
       });
+      return data ?? fail(response, error);
+    },
+    /**
+     * Your key's plan and limits, both quota windows, any ban, and its last 30 days
+     * (`GET /v1/usage`). Free: it does not count against the quota (it has its own small limit).
+     */
+    async usage({ signal }: RequestOptions = {}): Promise<Usage> {
+      const { data, error, response } = await api.GET("/usage", { signal });
       return data ?? fail(response, error);
     },
     /** One pet by id (`GET /v1/pets/{petId}`; deprecated, removed 5 December 2030). */

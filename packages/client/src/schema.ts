@@ -49,6 +49,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your key's plan, quota windows, ban and last 30 days (free of charge)
+         * @description The key this request authenticates with: its plan and limits, both quota windows (used, remaining, reset) as they stand, any temporary ban, its prefix and expiry, and its requests per UTC day for the last 30 days (admitted, and refused by reason). It does not count against the key's quota and works while the key is banned or over its limits. It has its own limit instead: 30 reads per key and minute, then 429 `rate_limited` with Retry-After (the X-RateLimit-* and RateLimit headers of that 429 describe the usage-read window). A 200 carries the key's usual quota headers, as the next request would see them before it is counted.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -100,6 +120,66 @@ export interface components {
             categoryId: number;
             /** @description Availability status; `available` when omitted */
             status?: components["schemas"]["PetStatus"];
+        };
+        Usage: {
+            /** @description The key this request authenticated with */
+            key: {
+                id: string;
+                name: string;
+                /** @description The first characters of the secret, for recognising it */
+                prefix: string;
+                /**
+                 * Format: date-time
+                 * @description When the key stops working; null: never
+                 */
+                expiresAt: string | null;
+            };
+            /** @enum {string} */
+            plan: "free" | "pro" | "business" | "enterprise";
+            /** @description The limits in force (the plan's, or the key's own) */
+            limits: {
+                perMinute: number;
+                perDay: number;
+            };
+            /** @description The fixed UTC windows: the current minute, and the day from 00:00 UTC */
+            windows: {
+                minute: components["schemas"]["QuotaWindow"];
+                day: components["schemas"]["QuotaWindow"];
+            };
+            /** @description A temporary ban (for requests sent on after 429 answers), during which every request is refused; null when none */
+            ban: {
+                /**
+                 * Format: date-time
+                 * @description When the temporary ban ends
+                 */
+                until: string;
+            } | null;
+            /** @description The last 30 UTC days, oldest first and today last, zeros where nothing happened */
+            days: components["schemas"]["UsageDay"][];
+        };
+        QuotaWindow: {
+            /** @description Requests allowed in the window */
+            limit: number;
+            /** @description Requests counted in the window so far */
+            used: number;
+            /** @description limit − used, never below 0 */
+            remaining: number;
+            /**
+             * Format: date-time
+             * @description When the window resets
+             */
+            resetAt: string;
+        };
+        UsageDay: {
+            /** Format: date */
+            day: string;
+            admitted: number;
+            refused: components["schemas"]["RefusedCounts"];
+        };
+        RefusedCounts: {
+            rate_limited: number;
+            quota_exceeded: number;
+            key_banned: number;
         };
     };
     responses: never;
@@ -709,6 +789,131 @@ export interface operations {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
                     "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key's quota and usage; not counted */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            /** @description Invalid request (parameter, header or body; also a malformed Authorization header) */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing or invalid API key */
+            401: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Method not allowed */
+            405: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Rate limit, daily quota or temporary ban */
+            429: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unexpected error */
+            500: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Database temporarily unavailable (see Retry-After) */
+            503: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -2,7 +2,7 @@ import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { listAudit } from "../../db/audit";
 import { getKey } from "../../db/keys";
-import { listUsageOfDay, readUsageDays, type UsageDay } from "../../db/usage-history";
+import { everyDay, listUsageOfDay, readUsageDays, type UsageDay } from "../../db/usage-history";
 import { clock, DAY_MS, dayName, dayStartOf } from "../../lib/clock";
 import { ApiError } from "../../lib/errors";
 import { validationHook } from "../../middleware/validation-hook";
@@ -22,7 +22,6 @@ import {
   auditEntryView,
   decodeCursorOrThrow,
   encodeCursor,
-  everyDay,
   pageOf,
   toCsv,
   wantsCsv,

@@ -1,8 +1,6 @@
 import type { z } from "@hono/zod-openapi";
 import type { FieldChanges, StoredAuditEntry } from "../../db/audit";
 import { type KeyRecord, keyStatus } from "../../db/keys";
-import type { UsageDay } from "../../db/usage-history";
-import { DAY_MS, dayName, dayStartOf } from "../../lib/clock";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
 import { ApiError } from "../../lib/errors";
 import type { KeyUsage } from "../../objects/quota-limiter";
@@ -79,23 +77,6 @@ export function pageOf<T>(
 ): { page: T[]; nextCursor: string | null } {
   const page = rows.slice(0, limit);
   return { page, nextCursor: rows.length > limit ? cursorOf(page[page.length - 1]!) : null };
-}
-
-/** Every day from `from` to `to` (YYYY-MM-DD, inclusive), oldest first: `held` where it has one (the last entry for a day wins), else zeros. */
-export function everyDay(from: string, to: string, held: UsageDay[]): UsageDay[] {
-  const byDay = new Map(held.map((d) => [d.day, d]));
-  const days: UsageDay[] = [];
-  for (let at = dayStartOf(from); at <= dayStartOf(to); at += DAY_MS) {
-    const day = dayName(at);
-    days.push(
-      byDay.get(day) ?? {
-        day,
-        admitted: 0,
-        refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
-      },
-    );
-  }
-  return days;
 }
 
 /** A formula trigger at the start of a cell, after any leading whitespace a spreadsheet skips. */

@@ -34,6 +34,7 @@ import {
   RollKeySchema,
   UpdateKeySchema,
 } from "../../schemas/keys";
+import { AdminIdentitySchema } from "../../schemas/operator";
 import { type AdminEnv, auditOf, foundOrThrow, security } from "./admin-env";
 import { historyApi } from "./history-routes";
 import {
@@ -139,6 +140,24 @@ async function changeKeyOrThrow(
 export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook })
   .openapi(
     createRoute({
+      method: "get",
+      path: "/whoami",
+      operationId: "whoAmI",
+      tags: ["Operator"],
+      summary: "The admin token this request came with",
+      description:
+        'Its name (the actor the audit trail records) and its access: "full", or "read" for a read-only token of ADMIN_READ_TOKENS, whose writes answer 403. The console asks it to offer only the actions the token may take.',
+      security,
+      request: { query: NoQuerySchema },
+      responses: {
+        200: { description: "The token's name and access", content: json(AdminIdentitySchema) },
+        ...adminErrorResponses(400, 401, 429, 503),
+      },
+    }),
+    (c) => c.json({ name: c.var.adminActor, access: c.var.adminAccess }, 200),
+  )
+  .openapi(
+    createRoute({
       method: "post",
       path: "/keys",
       operationId: "createKey",
@@ -154,7 +173,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "The new key, with its secret (shown once)",
           content: json(CreatedKeySchema),
         },
-        ...adminErrorResponses(400, 401, 413, 415, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -272,7 +291,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       request: { ...byId, body: { required: true, content: json(UpdateKeySchema) } },
       responses: {
         200: { description: "The updated key", content: json(KeySchema) },
-        ...adminErrorResponses(400, 401, 404, 409, 413, 415, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 409, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -334,7 +353,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "The revoked key; refused from its next request on",
           content: json(KeySchema),
         },
-        ...adminErrorResponses(400, 401, 404, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -362,7 +381,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       request: byId,
       responses: {
         200: { description: "The key, no longer banned", content: json(KeyDetailSchema) },
-        ...adminErrorResponses(400, 401, 404, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -402,7 +421,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
             "The key with a new secret (shown once): same id, plan, counters and quota object. The old secret works until previousSecretExpiresAt, then gets 401.",
           content: json(CreatedKeySchema),
         },
-        ...adminErrorResponses(400, 401, 404, 409, 413, 415, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 409, 413, 415, 429, 503),
       },
     }),
     async (c) => {

@@ -74,8 +74,19 @@
     $("#logout").hidden = !loggedIn;
   }
 
+  /**
+   * Asks the API what the session's token may do and offers the write actions (elements marked
+   * data-writes) only to a full-access token; until the answer, and for a read-only token, the
+   * stylesheet hides them.
+   */
+  async function loadAccess() {
+    const me = await api("GET", "/whoami");
+    document.body.dataset.access = me.access;
+  }
+
   function logOut(reason) {
     session.clear();
+    delete document.body.dataset.access;
     showApp(false);
     $("#login-form").reset();
     if (reason) $("#login .hint").textContent = reason;
@@ -88,7 +99,7 @@
     session.set(token);
     $("#token").value = "";
     try {
-      await api("GET", "/keys?limit=1");
+      await loadAccess();
     } catch (err) {
       session.clear();
       $("#login .hint").textContent =
@@ -337,7 +348,7 @@
     $("#confirm-revoke").addEventListener("close", guarded(confirmRevoke));
     if (session.get()) {
       showApp(true);
-      guarded(() => Promise.all([loadKeys(), loadAudit()]))();
+      guarded(() => Promise.all([loadAccess(), loadKeys(), loadAudit()]))();
     } else {
       showApp(false);
     }

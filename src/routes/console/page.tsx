@@ -85,7 +85,7 @@ const ConsolePage: FC = () => (
           </button>
         </section>
 
-        <section id="create">
+        <section id="create" data-writes>
           <h2>Create a key</h2>
           <form id="create-form">
             <input name="name" placeholder="name" aria-label="Name" required maxlength={200} />
@@ -130,8 +130,8 @@ const ConsolePage: FC = () => (
             <svg id="usage-chart" role="img" aria-label="Requests per day" viewBox="0 0 300 120" />
             <figcaption id="usage-summary" />
           </figure>
-          <h3>Actions</h3>
-          <div id="actions">
+          <h3 data-writes>Actions</h3>
+          <div id="actions" data-writes>
             <select id="new-plan" aria-label="New plan">
               <Options values={PLANS} />
             </select>

@@ -22,22 +22,24 @@
 // never banned); "aggressive" keys keep sending and get banned once they pass the threshold.
 // A banned key's 429 carries the ban's reset, not the minute's; the few such responses sent
 // across a minute boundary are refusals on either side of it, and every placement is tried.
-import {
-  cleanupNow,
-  issueKey,
-  parseArgs,
-  seedPets,
-  startApi,
-  UNLIMITED,
-} from "./lib/local-server.mjs";
+import { cleanupNow, issueKey, startApi } from "../scripts/lib/local-server.mjs";
+import { optionsOrExit } from "./lib/options.mjs";
+import { seedPets, UNLIMITED } from "./lib/workers.mjs";
 
-const opts = parseArgs(process.argv.slice(2), {
-  seconds: 20,
-  port: 8811,
-  concurrency: 2,
-  maxPerKey: 5000,
-});
-if (!(opts.seconds > 0 && opts.seconds <= 600)) throw new Error("--seconds must be in (0, 600]");
+const opts = optionsOrExit(
+  process.argv.slice(2),
+  {
+    seconds: { default: 20, min: 1, max: 600 },
+    port: { default: 8811, min: 1 },
+    concurrency: { default: 2, min: 1, max: 64 },
+    "max-per-key": { default: 5000, min: 1, max: 1_000_000 },
+  },
+  `Usage: npm run soak -- [--seconds 20] [--port 8811] [--concurrency 2] [--max-per-key 5000]
+  --seconds      traffic for this long (1–600)
+  --port         the API's port (its inspector: port + 2)
+  --concurrency  requests in flight per key
+  --max-per-key  requests per key at most`,
+);
 const BAN_MINUTES = 15;
 const MINUTE = 60_000;
 const DAY = 86_400_000;

@@ -1,23 +1,32 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 
 /**
- * A measurement aid for `npm run bench`, never for service: locally the key's Durable Object and
- * D1 are in the same process as the Worker, so a hop costs CPU but no network time. With
- * BENCH_LIMITER_RTT_MS or BENCH_D1_RTT_MS above 0 (both are 0 in every environment, and the
- * config refuses them in production), the bindings are wrapped once per isolate so that every
- * call to a QuotaLimiter and every D1 query (each statement run, or one batch) waits that long,
- * half before and half after, like a round trip. Each response then says how many of each its
+ * The bench's simulated network (bench/api/index.ts): locally the key's Durable Object and D1 are
+ * in the same process as the Worker, so a hop costs CPU but no network time. With a round trip
+ * above 0 for a binding, the bindings are wrapped once per isolate so that every call to a
+ * QuotaLimiter and every D1 query (each statement run, or one batch) waits that long, half before
+ * and half after, like a round trip. Each response then says how many of each its
  * request made, in `X-Bench-Calls: limiter=N, d1=M, d1-pets=P`: P of the M D1 round trips read
  * or wrote pets (a statement, or a batch with a statement, that names the pets table); the
  * others are key records and operator data. Work the request left running after its response
  * (`waitUntil`, e.g. a key re-read) is counted only if it started before the header was set.
  *
- * Off (both 0) the Worker gets its real bindings and this module does nothing per request.
+ * Off (every round trip 0) the Worker gets its real bindings and this module does nothing per
+ * request.
+ *
+ * A new distance is one more field here, a `Hop` that names it, and the wrapping of whatever it
+ * delays in `envBehindSimulatedNetwork` (or around the whole request in
+ * `fetchBehindSimulatedNetwork`).
  */
-export interface SimulatedRtt {
+export interface SimulatedNetwork {
+  /** Round trip of every call to a key's QuotaLimiter (a Durable Object), in ms. */
   limiterMs: number;
+  /** Round trip of every D1 query or batch, in ms. */
   d1Ms: number;
 }
+
+/** What a round trip goes to; each is counted in X-Bench-Calls. */
+type Hop = "limiter" | "d1";
 
 const BENCH_CALLS_HEADER = "X-Bench-Calls";
 
@@ -44,11 +53,11 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * not rtt. The second sleep therefore waits only what the first left of rtt. Date.now() counts
  * whole milliseconds, so the first half may have lasted up to 1 ms less than it reads: the extra
  * 1 ms keeps the total delay at rtt or more (the second timer's own lateness cannot be taken
- * back, and is not). Real time, like the timers: not clock.now, which tests move at will.
+ * back, and is not). Real time, like the timers: not the product's clock, which tests move at will.
  */
 async function roundTrip<T>(
   rttMs: number,
-  kind: "limiter" | "d1",
+  kind: Hop,
   call: () => Promise<T>,
   { touchesPets }: { touchesPets: boolean } = { touchesPets: false },
 ): Promise<T> {
@@ -150,7 +159,7 @@ function delayedQueryable<T extends D1Database | D1DatabaseSession>(db: T, rttMs
 }
 
 /** `env` with its QUOTA and DB bindings behind the simulated network (made once per env object). */
-function envBehindSimulatedNetwork(env: Env, rtt: SimulatedRtt): Env {
+function envBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork): Env {
   const known = wrapped.get(env);
   if (known) return known;
   const result: Env = {
@@ -170,8 +179,9 @@ export async function fetchBehindSimulatedNetwork(
   serve: (request: Request, env: Env) => Promise<Response>,
   request: Request,
   env: Env,
-  rtt: SimulatedRtt,
+  rtt: SimulatedNetwork,
 ): Promise<Response> {
+  if (Object.values(rtt).every((ms) => ms === 0)) return serve(request, env);
   const calls: Calls = { limiter: 0, d1: 0, d1Pets: 0 };
   const response = await callsOfRequest.run(calls, () =>
     serve(request, envBehindSimulatedNetwork(env, rtt)),

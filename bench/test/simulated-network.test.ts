@@ -1,11 +1,11 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { KEY_CACHE_TTL_MS, KEY_REFRESH_AFTER_MS } from "../src/auth/key-cache";
-import worker from "../src/index";
-import { auth, BASE, createPets, fixClock, issueKey, T0 } from "./helpers";
+import { KEY_CACHE_TTL_MS, KEY_REFRESH_AFTER_MS } from "../../src/auth/key-cache";
+import { auth, BASE, createPets, fixClock, issueKey, T0 } from "../../test/helpers";
+import worker from "../api/index";
 
-/** The Worker's own fetch (src/index.ts) with `vars` over the test env. */
+/** The bench entry Worker's fetch (bench/api/index.ts) with `vars` over the test env. */
 async function send(vars: Record<string, string>, path: string, init: RequestInit = {}) {
   const ctx = createExecutionContext();
   const t0 = performance.now();
@@ -23,7 +23,7 @@ async function send(vars: Record<string, string>, path: string, init: RequestIni
 const DELAYS = { BENCH_LIMITER_RTT_MS: "60", BENCH_D1_RTT_MS: "40", PAGE_CACHE_EPOCH: "sim" };
 
 describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
-  it("off (0, as in every environment): real bindings, no X-Bench-Calls", async () => {
+  it("off (0, the default): real bindings, no X-Bench-Calls", async () => {
     const { key } = await issueKey();
     const { res } = await send({}, "/v1/pets?limit=1", { headers: auth(key) });
     expect(res.status).toBe(200);
@@ -101,13 +101,22 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
     expect(idle.ms).toBeGreaterThanOrEqual(400 - 5);
   });
 
-  it("refused in production: the Worker answers 500 rather than slow every request down", async () => {
+  it("refused outside local development, and with a malformed round trip: 500 with a clear body", async () => {
     const { key } = await issueKey();
-    const { res } = await send(
+    const refused: Record<string, string>[] = [
       { ENVIRONMENT: "production", BENCH_D1_RTT_MS: "30" },
-      "/v1/pets?limit=1",
-      { headers: auth(key) },
-    );
-    expect(res.status).toBe(500);
+      { ENVIRONMENT: "staging" },
+      { BENCH_D1_RTT_MS: "-1" },
+      { BENCH_LIMITER_RTT_MS: "1.5" },
+    ];
+    for (const vars of refused) {
+      const { res } = await send(vars, "/v1/pets?limit=1", { headers: auth(key) });
+      expect(res.status).toBe(500);
+      const body = (await res.json()) as { code: string; message: string; status: number };
+      expect(body).toMatchObject({ code: "internal_error", status: 500 });
+      expect(body.message).toMatch(
+        /^Bench misconfigured: (the bench Worker runs locally only|BENCH_)/,
+      );
+    }
   });
 });

@@ -4,9 +4,9 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ROOT } from "./local-server.mjs";
+import { BUDGET_KIB } from "../../scripts/lib/bundle-budget.mjs";
+import { ROOT } from "../../scripts/lib/local-server.mjs";
 
-export const BUDGET_KIB = 120;
 export const TARGETS = { throughput: 0.6, p99: 2 };
 
 export const fmt = (n, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "n/a");
