@@ -118,7 +118,7 @@ describe("limiter unreachable", () => {
 
 describe("shield not answering", () => {
   const failingShield = (error: Error) => ({
-    getByName: () => ({ recordFailure: () => Promise.reject(error) }),
+    getByName: () => ({ countRequest: () => Promise.reject(error) }),
   });
   const guessWith = (shield: unknown, ip: string) =>
     callWith({ AUTH_SHIELD: shield }, "/v1/pets", {
