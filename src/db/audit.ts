@@ -45,10 +45,17 @@ export function appendAuditIfChangedStatement(
     .bind(...auditValues(entry));
 }
 
-/** Appends `entry` on its own, for a change made outside D1 (an unban in the key's object). */
-export function appendAudit(db: Queryable, entry: AuditEntry): Promise<void> {
+/**
+ * Appends `entry` on its own, for a change made outside D1 (an unban in the key's object), with
+ * any `alongside` statements in the same batch.
+ */
+export function appendAudit(
+  db: Queryable,
+  entry: AuditEntry,
+  alongside: D1PreparedStatement[] = [],
+): Promise<void> {
   return guarded(async () => {
-    await appendAuditStatement(db, entry).run();
+    await db.batch([...alongside, appendAuditStatement(db, entry)]);
   });
 }
 
@@ -75,18 +82,37 @@ interface AuditRow {
   client_request_id: string | null;
 }
 
-/** Entries newest first, optionally of one key, keyset-paginated by id (entries before `beforeId`). */
+/** What the audit trail can be narrowed to; `from`/`until` bound `at` (epoch ms, until exclusive). */
+export interface AuditFilters {
+  keyId?: string;
+  actor?: string;
+  action?: AuditAction;
+  from?: number;
+  until?: number;
+}
+
+/** Entries newest first, optionally filtered, keyset-paginated by id (entries before `beforeId`). */
 export function listAudit(
   db: Queryable,
-  { keyId, limit, beforeId }: { keyId?: string; limit: number; beforeId?: number },
+  { limit, beforeId, ...filters }: AuditFilters & { limit: number; beforeId?: number },
 ): Promise<StoredAuditEntry[]> {
   return guarded(async () => {
     const { results } = await db
       .prepare(
         `SELECT id, at, actor, action, key_id, changes, request_id, client_request_id FROM audit_log
-         WHERE (?1 IS NULL OR key_id = ?1) AND id < ?2 ORDER BY id DESC LIMIT ?3`,
+         WHERE (?1 IS NULL OR key_id = ?1) AND (?4 IS NULL OR actor = ?4)
+           AND (?5 IS NULL OR action = ?5) AND (?6 IS NULL OR at >= ?6) AND (?7 IS NULL OR at < ?7)
+           AND id < ?2 ORDER BY id DESC LIMIT ?3`,
       )
-      .bind(keyId ?? null, beforeId ?? Number.MAX_SAFE_INTEGER, limit)
+      .bind(
+        filters.keyId ?? null,
+        beforeId ?? Number.MAX_SAFE_INTEGER,
+        limit,
+        filters.actor ?? null,
+        filters.action ?? null,
+        filters.from ?? null,
+        filters.until ?? null,
+      )
       .all<AuditRow>();
     return results.map((r) => ({
       id: r.id,
@@ -99,4 +125,74 @@ export function listAudit(
       clientRequestId: r.client_request_id,
     }));
   });
+}
+
+/** The actor of entries the service writes on its own (automatic bans and their ends). */
+export const SYSTEM_ACTOR = "system";
+
+const isoOf = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * Appends `entry` unless an entry with the same key, action and request id exists: for writes a
+ * Durable Object may repeat after a failure (its request id names the event, not a request).
+ */
+function appendAuditOnceStatement(db: Queryable, entry: AuditEntry): D1PreparedStatement {
+  return db
+    .prepare(
+      `${INSERT_AUDIT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS (
+         SELECT 1 FROM audit_log WHERE key_id = ?4 AND action = ?3 AND request_id = ?6)`,
+    )
+    .bind(...auditValues(entry));
+}
+
+/**
+ * Records an automatic ban of key `keyId` from `startedAt` until `until` (epoch ms): the key's
+ * banned_until, and a `ban` entry by `system`. Idempotent (the key's object retries it).
+ */
+export function recordBanStart(
+  db: Queryable,
+  keyId: string,
+  { startedAt, until }: { startedAt: number; until: number },
+): Promise<void> {
+  return guarded(async () => {
+    await db.batch([
+      db
+        .prepare("UPDATE api_keys SET banned_until = ?2 WHERE id = ?1 AND revoked_at IS NULL")
+        .bind(keyId, until),
+      appendAuditOnceStatement(db, {
+        at: startedAt,
+        actor: SYSTEM_ACTOR,
+        action: "ban",
+        keyId,
+        changes: { bannedUntil: { before: null, after: isoOf(until) } },
+        requestId: `ban:${keyId}:${until}`,
+        clientRequestId: null,
+      }),
+    ]);
+  });
+}
+
+/** Records that the ban until `until` has ended (a `ban_end` entry by `system`). Idempotent. */
+export function recordBanEnd(db: Queryable, keyId: string, until: number): Promise<void> {
+  return guarded(async () => {
+    await db.batch([
+      db
+        .prepare("UPDATE api_keys SET banned_until = NULL WHERE id = ?1 AND banned_until = ?2")
+        .bind(keyId, until),
+      appendAuditOnceStatement(db, {
+        at: until,
+        actor: SYSTEM_ACTOR,
+        action: "ban_end",
+        keyId,
+        changes: { bannedUntil: { before: isoOf(until), after: null } },
+        requestId: `ban-end:${keyId}:${until}`,
+        clientRequestId: null,
+      }),
+    ]);
+  });
+}
+
+/** The statement that forgets a key's ban in D1 (an operator lifted it). */
+export function clearBanStatement(db: Queryable, keyId: string): D1PreparedStatement {
+  return db.prepare("UPDATE api_keys SET banned_until = NULL WHERE id = ?1").bind(keyId);
 }

@@ -167,18 +167,32 @@ export function getKey(db: Queryable, id: string): Promise<KeyRecord | null> {
   });
 }
 
-/** What the key list can be narrowed to; `namePrefix` matches the start of the name, case-sensitively. */
+// A search that starts like a secret (what a consumer reads out) also looks at the secrets' prefixes.
+const SECRET_START = /^pet_(live|test)_./;
+
+/** The key list's state filter: a key's status, or `banned` (an automatic ban D1 has heard of). */
+export type KeyListState = KeyStatus | "banned";
+
+/**
+ * What the key list can be narrowed to. `search` matches, case-sensitively, the start of the name;
+ * one that starts like a secret (pet_live_…, pet_test_…) also the start of the secret's shown
+ * prefix, or a secret read out further than the stored prefix.
+ */
 export interface KeyFilters {
   plan?: Plan;
-  state?: KeyStatus;
+  state?: KeyListState;
   ownerId?: string;
-  namePrefix?: string;
+  search?: string;
   /** The time `state` is judged at (expiry). */
   now?: number;
 }
 
 // keyStatus() as SQL, for the state filter (`?` is the time the state is judged at).
-const STATE_CONDITIONS: Record<KeyStatus, { sql: string; atTime: boolean }> = {
+const STATE_CONDITIONS: Record<KeyListState, { sql: string; atTime: boolean }> = {
+  banned: {
+    sql: "revoked_at IS NULL AND disabled_at IS NULL AND banned_until IS NOT NULL AND banned_until > ?",
+    atTime: true,
+  },
   revoked: { sql: "revoked_at IS NOT NULL", atTime: false },
   disabled: { sql: "revoked_at IS NULL AND disabled_at IS NOT NULL", atTime: false },
   expired: {
@@ -213,8 +227,15 @@ export function listKeys(
       else where(sql);
     }
     if (filters.ownerId !== undefined) where("owner_id = ?", filters.ownerId);
-    if (filters.namePrefix !== undefined)
-      where("substr(name, 1, length(?)) = ?", filters.namePrefix, filters.namePrefix);
+    const { search } = filters;
+    if (search !== undefined && !SECRET_START.test(search))
+      where("substr(name, 1, length(?)) = ?", search, search);
+    else if (search !== undefined)
+      where(
+        `(substr(name, 1, length(?)) = ? OR substr(key_prefix, 1, length(?)) = ?
+          OR substr(?, 1, length(key_prefix)) = key_prefix)`,
+        ...Array(5).fill(search),
+      );
     const { results } = await db
       .prepare(
         `SELECT ${KEY_COLUMNS} FROM api_keys

@@ -135,3 +135,20 @@ export function listUsageOfDay(
     }));
   });
 }
+
+/** The latest day (YYYY-MM-DD) D1 holds any request of each of `keyIds` for (at most 100 ids). */
+export function lastUsedDays(db: Queryable, keyIds: string[]): Promise<Map<string, string>> {
+  if (!keyIds.length) return Promise.resolve(new Map());
+  return guarded(async () => {
+    const { results } = await db
+      .prepare(
+        `SELECT key_id, MAX(day) AS day FROM key_usage_days
+         WHERE key_id IN (${keyIds.map(() => "?").join(", ")})
+           AND admitted + rate_limited + quota_exceeded + key_banned > 0
+         GROUP BY key_id`,
+      )
+      .bind(...keyIds)
+      .all<{ key_id: string; day: string }>();
+    return new Map(results.map((r) => [r.key_id, r.day]));
+  });
+}

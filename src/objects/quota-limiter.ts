@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { recordBanEnd, recordBanStart } from "../db/audit";
 import { saveUsageDays, type UsageDay } from "../db/usage-history";
 import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
@@ -49,6 +50,11 @@ export const QUOTA_LIMITER_MIGRATIONS = [
   "DROP TABLE IF EXISTS idempotency",
   // 4: per-day totals for the usage history (see usage-history-table.ts).
   CREATE_USAGE_HISTORY_TABLE,
+  // 5: bans D1 has not fully heard of yet: their start (start_written 0) or their end (the row
+  // goes once D1 has both). See #recordBans.
+  `CREATE TABLE IF NOT EXISTS ban_records (
+    banned_until INTEGER PRIMARY KEY, started_at INTEGER NOT NULL,
+    start_written INTEGER NOT NULL DEFAULT 0) STRICT`,
 ] as const;
 
 /** How soon the object tries again when D1 did not take a finished day's totals. */
@@ -173,7 +179,9 @@ export class QuotaLimiter extends DurableObject<Env> {
       lease = this.#grantLease(state, permits, now);
       state = takePermits(state, permits);
     }
+    const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
     this.#keep(state, previousDay);
+    if (banStarted) this.#noteBan(now, state.bannedUntil);
     // The history counts what the day window counts: this request, and a lease's permits when
     // granted; unused ones come off again when the lease is handed back (see #takeBack). A lease
     // used up is never handed back, so counting at grant is what keeps it in the history.
@@ -325,6 +333,8 @@ export class QuotaLimiter extends DurableObject<Env> {
     const bannedUntilBefore = this.usage(offered).bannedUntil;
     this.#usage = { ...this.#usage, bannedUntil: 0, minuteRejected: 0 };
     this.#usageTable.save(this.#usage);
+    // The operator's unban is audited (and clears D1's ban) by the admin API: no ban_end follows.
+    this.ctx.storage.sql.exec("DELETE FROM ban_records");
     return { bannedUntilBefore, usage: this.usage(offered) };
   }
 
@@ -347,6 +357,58 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
     if (nextUsageCleanup !== null) await this.ctx.storage.setAlarm(nextUsageCleanup);
     await this.#flushFinishedDays(now);
+    await this.#recordBans(now);
+  }
+
+  // ---------------------------------------------------------------- bans in D1 and the audit
+  // A ban starts here, on the request that earns it; D1 hears of it from the alarm (never from
+  // the request, which must not wait for D1): the key's banned_until and a `ban` entry by
+  // `system`, then at its end a `ban_end` entry. Each write is idempotent, so a failed one is
+  // simply tried again later.
+
+  /** Keeps a new ban for D1 and wakes the alarm now to write it. */
+  #noteBan(now: number, bannedUntil: number): void {
+    this.ctx.storage.sql.exec(
+      "INSERT OR IGNORE INTO ban_records (banned_until, started_at) VALUES (?, ?)",
+      bannedUntil,
+      now,
+    );
+    this.#alarmNoLaterThan(now).catch((err: unknown) =>
+      log("error", "could not schedule the ban's record", { error: String(err) }),
+    );
+  }
+
+  /** Writes the bans' starts and the ends that have come; re-arms for the next end or a retry. */
+  async #recordBans(now: number): Promise<void> {
+    const keyId = this.ctx.id.name;
+    const rows = this.ctx.storage.sql
+      .exec<{ until: number; startedAt: number; startWritten: number }>(
+        "SELECT banned_until AS until, started_at AS startedAt, start_written AS startWritten FROM ban_records",
+      )
+      .toArray();
+    if (!rows.length || !keyId) return;
+    let next = Number.POSITIVE_INFINITY;
+    for (const row of rows) {
+      try {
+        if (!row.startWritten) {
+          await recordBanStart(this.env.DB, keyId, row);
+          this.ctx.storage.sql.exec(
+            "UPDATE ban_records SET start_written = 1 WHERE banned_until = ?",
+            row.until,
+          );
+        }
+        if (row.until > now) {
+          next = Math.min(next, row.until);
+          continue;
+        }
+        await recordBanEnd(this.env.DB, keyId, row.until);
+        this.ctx.storage.sql.exec("DELETE FROM ban_records WHERE banned_until = ?", row.until);
+      } catch (err) {
+        log("warn", "could not record a ban in D1; retrying", { keyId, error: String(err) });
+        next = Math.min(next, now + USAGE_FLUSH_RETRY_MS);
+      }
+    }
+    if (next !== Number.POSITIVE_INFINITY) await this.#alarmNoLaterThan(next);
   }
 
   // ---------------------------------------------------------------- usage history (issue 12)

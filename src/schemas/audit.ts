@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { adminPageCursor, pageLimit } from "./common";
+import { adminPageCursor, isoDay, pageLimit } from "./common";
 import { keyIdString } from "./keys";
 
 export const AUDIT_ACTION_NAMES = [
@@ -10,10 +10,24 @@ export const AUDIT_ACTION_NAMES = [
   "disable",
   "enable",
   "unban",
+  "ban",
+  "ban_end",
 ] as const;
 
 export const AuditQuerySchema = z.strictObject({
   keyId: keyIdString().optional().openapi({ description: "Only entries about this key" }),
+  actor: z
+    .string()
+    .min(1, "must not be empty")
+    .max(200, "must be at most 200 characters")
+    .optional()
+    .openapi({ description: "Only entries by this actor (an admin token's name, or system)" }),
+  action: z
+    .enum(AUDIT_ACTION_NAMES, { error: `must be one of: ${AUDIT_ACTION_NAMES.join(", ")}` })
+    .optional()
+    .openapi({ description: "Only entries of this action" }),
+  from: isoDay("Only entries from this UTC day on (inclusive)").optional(),
+  to: isoDay("Only entries up to this UTC day (inclusive)").optional(),
   limit: pageLimit("Maximum number of entries returned"),
   cursor: adminPageCursor,
 });
@@ -22,7 +36,10 @@ export const AuditEntrySchema = z
   .object({
     id: z.number().int(),
     at: z.string().openapi({ format: "date-time" }),
-    actor: z.string().openapi({ description: "The name of the admin token used" }),
+    actor: z.string().openapi({
+      description:
+        "The name of the admin token used, or system for what the service did on its own (automatic bans and their ends)",
+    }),
     action: z.enum(AUDIT_ACTION_NAMES),
     keyId: z.string(),
     changes: z

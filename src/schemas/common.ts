@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { dayName, dayStartOf } from "../lib/clock";
 import { ERROR_CODES } from "../lib/errors";
 import { RATE_LIMIT_HEADERS, RETRY_AFTER_HEADER } from "./headers";
 
@@ -82,6 +83,18 @@ export const DisplayNameSchema = z
   )
   // The refinements hide the length bounds from the OpenAPI generator: state them for it.
   .openapi({ type: "string", minLength: 1, maxLength: 200 });
+
+/** A calendar date YYYY-MM-DD that exists (2030-02-30 does not). */
+export function isoDay(description: string) {
+  return z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, "must be a date YYYY-MM-DD")
+    .refine((d) => {
+      const at = dayStartOf(d);
+      return Number.isFinite(at) && dayName(at) === d;
+    }, "must be a real calendar date")
+    .openapi({ type: "string", format: "date", description, example: "2030-06-10" });
+}
 
 /** A page size query parameter: an integer 1–100 given as digits without leading zeros, 20 when absent. */
 export function pageLimit(description: string) {

@@ -24,6 +24,9 @@ const isoDate = z.union([z.iso.datetime({ offset: true }), z.iso.date()], {
 /** The states a key can be in; the list filter takes the same names. */
 export const KEY_STATE_NAMES = ["active", "disabled", "revoked", "expired"] as const;
 
+/** The key list's state filter: the states, and banned (an automatic ban is on). */
+export const KEY_LIST_STATES = [...KEY_STATE_NAMES, "banned"] as const;
+
 /** Held to the same rules as a name: trimmed, visible, no control, bidi or line-separator characters. */
 const OwnerIdSchema = DisplayNameSchema.openapi({
   description: "Who the key belongs to, in your own terms (a customer or account id); trimmed",
@@ -156,8 +159,29 @@ export const KeyDetailSchema = KeySchema.extend({
     }),
 }).openapi("KeyDetail");
 
+export const ListedKeySchema = KeySchema.extend({
+  activity: z
+    .object({
+      lastUsedDay: z
+        .string()
+        .nullable()
+        .openapi({ format: "date", description: "The last UTC day with any request; null: never" }),
+      today: z
+        .object({ used: z.number().int(), limit: z.number().int() })
+        .openapi({ description: "Requests counted today against the day quota" }),
+      bannedUntil: z
+        .string()
+        .nullable()
+        .openapi({ description: "When the key's automatic ban ends; null: not banned" }),
+    })
+    .nullable()
+    .openapi({
+      description: "Read live from the key's quota object; null if it could not be reached",
+    }),
+}).openapi("ListedKey");
+
 export const KeyPageSchema = z
-  .object({ data: z.array(KeySchema), nextCursor: z.string().nullable() })
+  .object({ data: z.array(ListedKeySchema), nextCursor: z.string().nullable() })
   .openapi("KeyPage");
 
 export const ListKeysQuerySchema = z.strictObject({
@@ -167,16 +191,22 @@ export const ListKeysQuerySchema = z.strictObject({
     .optional()
     .openapi({ description: "Only keys of this plan" }),
   state: z
-    .enum(KEY_STATE_NAMES, { error: "must be one of: active, disabled, revoked, expired" })
+    .enum(KEY_LIST_STATES, { error: `must be one of: ${KEY_LIST_STATES.join(", ")}` })
     .optional()
-    .openapi({ description: "Only keys in this state" }),
+    .openapi({
+      description:
+        "Only keys in this state; banned: an automatic ban is on (for keys neither revoked nor disabled)",
+    }),
   ownerId: z.string().max(200).optional().openapi({ description: "Only keys of this owner" }),
   q: z
     .string()
     .min(1, "must not be empty")
     .max(200, "must be at most 200 characters")
     .optional()
-    .openapi({ description: "Only keys whose name starts with this (case-sensitive)" }),
+    .openapi({
+      description:
+        "Only keys whose name starts with this (case-sensitive); a search that starts like a secret (pet_live_…, pet_test_…) also finds the key whose secret starts with it",
+    }),
   cursor: adminPageCursor,
 });
 

@@ -1,19 +1,6 @@
 import { z } from "@hono/zod-openapi";
-import { dayName, dayStartOf } from "../lib/clock";
 import { PLANS } from "../quota/plans";
-import { adminPageCursor, pageLimit } from "./common";
-
-/** A calendar date YYYY-MM-DD that exists (2030-02-30 does not). */
-function isoDay(description: string) {
-  return z
-    .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/, "must be a date YYYY-MM-DD")
-    .refine((d) => {
-      const at = dayStartOf(d);
-      return Number.isFinite(at) && dayName(at) === d;
-    }, "must be a real calendar date")
-    .openapi({ type: "string", format: "date", description, example: "2030-06-10" });
-}
+import { adminPageCursor, isoDay, pageLimit } from "./common";
 
 /** The longest range GET /keys/{id}/usage answers, in days. */
 export const MAX_USAGE_DAYS = 400;

@@ -134,9 +134,9 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       path: "/audit",
       operationId: "listAudit",
       tags: ["Audit"],
-      summary: "The audit trail of admin writes, newest first",
+      summary: "The audit trail of admin writes and automatic bans, newest first",
       description:
-        "One entry per admin write (create, update, disable, enable, revoke, roll, unban): when, which admin token (by name), which key, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` narrows it to one key.",
+        "One entry per admin write (create, update, disable, enable, revoke, roll, unban) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.",
       security,
       request: { query: AuditQuerySchema },
       responses: {
@@ -148,9 +148,15 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       },
     }),
     async (c) => {
-      const { keyId, limit, cursor } = c.req.valid("query");
+      const { keyId, actor, action, from, to, limit, cursor } = c.req.valid("query");
+      if (from && to && from > to)
+        throw new ApiError("invalid_request", `from: must not be after to (${from} > ${to}).`);
       const entries = await listAudit(c.env.DB, {
         keyId,
+        actor,
+        action,
+        from: from === undefined ? undefined : dayStartOf(from),
+        until: to === undefined ? undefined : dayStartOf(to) + DAY_MS,
         limit: limit + 1,
         beforeId: cursor ? decodeCursorOrThrow(cursor, "number") : undefined,
       });

@@ -1,8 +1,8 @@
-import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { forgetKey } from "../../auth/key-cache";
 import { generateApiKey } from "../../auth/key-format";
-import { type AuditAction, appendAudit } from "../../db/audit";
+import { type AuditAction, appendAudit, clearBanStatement } from "../../db/audit";
 import {
   changeKey,
   getKey,
@@ -13,6 +13,7 @@ import {
   rollKeySecret,
   settingsOf,
 } from "../../db/keys";
+import { lastUsedDays } from "../../db/usage-history";
 import { clock } from "../../lib/clock";
 import { configOrThrow } from "../../lib/config";
 import { randomBase62, sha256Hex } from "../../lib/crypto";
@@ -30,6 +31,7 @@ import {
   KeyIdParamSchema,
   KeyPageSchema,
   KeySchema,
+  type ListedKeySchema,
   ListKeysQuerySchema,
   RollKeySchema,
   UpdateKeySchema,
@@ -48,6 +50,38 @@ import {
 } from "./key-views";
 
 const byId = { params: KeyIdParamSchema, query: NoQuerySchema };
+
+/**
+ * What a listed key has been doing, from its quota object (one call per listed key, in
+ * parallel; null for a key whose object could not be reached) and `storedLastDay`, the last day
+ * D1 holds a request for. No D1 write on the key's requests: today lives in the object.
+ */
+async function activityOf(
+  env: Env,
+  key: KeyRecord,
+  storedLastDay: string | null,
+): Promise<z.infer<typeof ListedKeySchema>["activity"]> {
+  try {
+    const { usage, days } = await new QuotaLimiterClient(env.QUOTA, key.id).reportOrThrow(
+      policyOf(key),
+    );
+    const used = days.filter(
+      (d) =>
+        d.admitted + d.refused.rate_limited + d.refused.quota_exceeded + d.refused.key_banned > 0,
+    );
+    const heldLastDay = used.at(-1)?.day ?? null;
+    return {
+      lastUsedDay:
+        heldLastDay !== null && (storedLastDay === null || heldLastDay > storedLastDay)
+          ? heldLastDay
+          : storedLastDay,
+      today: { used: usage.day.count, limit: usage.day.limit ?? key.limits.perDay },
+      bannedUntil: iso(usage.bannedUntil),
+    };
+  } catch {
+    return null;
+  }
+}
 
 /** Enterprise keys need their own limits; the other plans take the plan table's and refuse any. */
 function ownLimitsOrThrow(plan: Plan, limits: Limits | undefined): Limits | null {
@@ -221,7 +255,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "List keys",
       description:
-        "Keys in creation order, a page at a time (`cursor` is the previous page's `nextCursor`), optionally only those of one plan, state or owner, or whose name starts with `q`. Secrets are never returned.",
+        "Keys in creation order, a page at a time (`cursor` is the previous page's `nextCursor`), optionally only those of one plan, state (or banned) or owner, or found by `q` (the start of the name, or of the secret). Each key comes with its activity, read live from its quota object: the last day it was used, today's requests against the day quota, and any ban. Secrets are never returned.",
       security,
       request: { query: ListKeysQuerySchema },
       responses: {
@@ -239,16 +273,20 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         c.env.DB,
         limit + 1,
         cursor ? decodeKeyCursorOrThrow(cursor) : undefined,
-        { plan, state, ownerId, namePrefix: q, now },
+        { plan, state, ownerId, search: q, now },
       );
       const { page, nextCursor } = pageOf(keys, limit, encodeKeyCursor);
-      return c.json(
-        {
-          data: page.map((k) => keyView(k, now)),
-          nextCursor,
-        },
-        200,
+      const lastUsed = await lastUsedDays(
+        c.env.DB,
+        page.map((k) => k.id),
       );
+      const data = await Promise.all(
+        page.map(async (k) => ({
+          ...keyView(k, now),
+          activity: await activityOf(c.env, k, lastUsed.get(k.id) ?? null),
+        })),
+      );
+      return c.json({ data, nextCursor }, 200);
     },
   )
   .openapi(
@@ -399,6 +437,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           auditOf(c, "unban", id, {
             bannedUntil: { before: iso(bannedUntilBefore), after: iso(usage.bannedUntil) },
           }),
+          [clearBanStatement(c.env.DB, id)],
         );
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
