@@ -145,8 +145,10 @@ describe("limiter unreachable", () => {
 });
 
 describe("shield not answering", () => {
+  // Every method of the shield's stub rejects with `error`, whatever the client calls.
   const failingShield = (error: Error) => ({
-    getByName: () => ({ countRequest: () => Promise.reject(error) }),
+    getByName: () =>
+      new Proxy({}, { get: (_t, p) => (p === "then" ? undefined : () => Promise.reject(error)) }),
   });
   const guessWith = (shield: unknown, ip: string) =>
     callWith({ AUTH_SHIELD: shield }, "/v1/pets", {
