@@ -2,9 +2,9 @@ import { z } from "@hono/zod-openapi";
 import { PLANS } from "../quota/plans";
 import { adminPageCursor, DisplayNameSchema, pageLimit } from "./common";
 
-const PlanSchema = z
-  .enum(PLANS, { error: "must be one of: free, pro, business, enterprise" })
-  .openapi("Plan");
+const planError = { error: `must be one of: ${PLANS.join(", ")}` };
+
+const PlanSchema = z.enum(PLANS, planError).openapi("Plan");
 
 const count = (what: string) =>
   z
@@ -186,10 +186,7 @@ export const KeyPageSchema = z
 
 export const ListKeysQuerySchema = z.strictObject({
   limit: pageLimit("Maximum number of keys returned"),
-  plan: z
-    .enum(PLANS, { error: "must be one of: free, pro, business, enterprise" })
-    .optional()
-    .openapi({ description: "Only keys of this plan" }),
+  plan: z.enum(PLANS, planError).optional().openapi({ description: "Only keys of this plan" }),
   state: z
     .enum(KEY_LIST_STATES, { error: `must be one of: ${KEY_LIST_STATES.join(", ")}` })
     .optional()

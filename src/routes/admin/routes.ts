@@ -20,7 +20,7 @@ import { ApiError, unavailable } from "../../lib/errors";
 import { log } from "../../lib/log";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
-import { policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
+import { locationOf, policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
 import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
 import { adminErrorResponses, json, NoQuerySchema } from "../../schemas/common";
 import {
@@ -310,7 +310,8 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const { id } = c.req.valid("param");
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
-      const usage = await new QuotaLimiterClient(c.env.QUOTA, id).usage(policyOf(record));
+      const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
+      const usage = await new QuotaLimiterClient(c.env.QUOTA, id, location).usage(policyOf(record));
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
   )
