@@ -66,6 +66,34 @@ describe("clients the shield refused", () => {
     expect(calls).toHaveLength(31);
   });
 
+  it("are answered without looking their keys up in D1, even a valid key this isolate has not cached", async () => {
+    const ip = `192.0.2.${++seq}`;
+    for (let i = 0; i < 31; i++)
+      await call("/v1/pets", { headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": ip } });
+    const { key } = await issueKey("pro"); // issued through the admin API: not cached by lookups
+    const keyReads: string[] = [];
+    const db = new Proxy(env.DB, {
+      get: (target, prop) =>
+        prop === "prepare"
+          ? (sql: string) => {
+              if (sql.includes("api_keys")) keyReads.push(sql);
+              return target.prepare(sql);
+            }
+          : Reflect.get(target, prop).bind(target),
+    });
+    const res = await callWith({ DB: db }, "/v1/pets", {
+      headers: { ...auth(key), "CF-Connecting-IP": ip },
+    });
+    await expectError(res, 429, "rate_limited");
+    expect(keyReads).toEqual([]);
+    // The same key from another client is looked up and works.
+    const other = await callWith({ DB: db }, "/v1/pets", {
+      headers: { ...auth(key), "CF-Connecting-IP": `192.0.2.${++seq}` },
+    });
+    expect(other.status).toBe(200);
+    expect(keyReads.length).toBeGreaterThan(0);
+  });
+
   it("IPv6 clients are counted by /64: other addresses of the same network share the window", async () => {
     const net = `2001:db8:${(++seq).toString(16)}:1`;
     for (let i = 0; i < 30; i++)
@@ -121,8 +149,10 @@ describe("limiter unreachable", () => {
 });
 
 describe("shield not answering", () => {
+  // Every method of the shield's stub rejects with `error`, whatever the client calls.
   const failingShield = (error: Error) => ({
-    getByName: () => ({ recordFailure: () => Promise.reject(error) }),
+    getByName: () =>
+      new Proxy({}, { get: (_t, p) => (p === "then" ? undefined : () => Promise.reject(error)) }),
   });
   const guessWith = (shield: unknown, ip: string) =>
     callWith({ AUTH_SHIELD: shield }, "/v1/pets", {

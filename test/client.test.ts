@@ -338,16 +338,31 @@ describe("retry policy", () => {
     await expect(store.getPet(1, { signal: aborted })).rejects.toThrow();
   });
 
-  it("types limit as a number and Idempotency-Key as optional", () => {
+  it("types limit as a number and Idempotency-Key as optional, and sends them as given", async () => {
+    const sent: Request[] = [];
     const store = createAnimalStoreClient({
       baseUrl: BASE,
       apiKey: "k",
-      fetch: answering(200, {}, "[]"),
+      fetch: async (input, init) => {
+        const req = new Request(input, init);
+        sent.push(req);
+        return req.method === "POST"
+          ? new Response('{"id":1,"name":"Rex","categoryId":1,"status":"available"}', {
+              status: 201,
+              headers: { "Content-Type": "application/json" },
+            })
+          : new Response("[]", { headers: { "Content-Type": "application/json" } });
+      },
     });
+    // Never called: `npm run typecheck` fails if a string limit type-checks.
     // @ts-expect-error limit is a number, not a string
-    void store.listPets({ limit: "50" });
-    void store.listPets({ limit: 50 });
-    void store.createPet({ name: "Rex", categoryId: 1 });
-    expect(true).toBe(true);
+    const _stringLimit = () => store.listPets({ limit: "50" });
+    await store.listPets({ limit: 50 });
+    await store.createPet({ name: "Rex", categoryId: 1 });
+    await store.createPet({ name: "Rex", categoryId: 1 }, { idempotencyKey: "retry-1" });
+    expect(sent.map((r) => r.method)).toEqual(["GET", "POST", "POST"]);
+    expect(new URL(sent[0]!.url).searchParams.get("limit")).toBe("50");
+    expect(sent[1]!.headers.has("Idempotency-Key")).toBe(false);
+    expect(sent[2]!.headers.get("Idempotency-Key")).toBe("retry-1");
   });
 });

@@ -156,6 +156,11 @@ describe("retries with the same Idempotency-Key", () => {
       422,
       "idempotency_key_reused",
     );
+    await expectError(
+      await create(key, { name: a, categoryId: 1, status: "sold" }, idem),
+      422,
+      "idempotency_key_reused",
+    );
     expect(await petsNamed(b)).toBe(0);
     expect(
       (await create(key, { name: a, categoryId: 1 }, idem)).headers.get("Idempotent-Replayed"),
@@ -293,6 +298,31 @@ describe("no claim can get stuck, and records expire", () => {
     const res = await create(key, other, idem);
     expect(res.status).toBe(201);
     expect(await petsNamed(other.name)).toBe(1);
+  });
+
+  it("a create removes its own key's expired record even when the sweep takes older ones first", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 1_000, perDay: 10_000 });
+    const other = await issueKey("enterprise", { perMinute: 1_000, perDay: 10_000 });
+    // Nine records of another key expire before this key's: a sweep of eight leaves this one.
+    for (let i = 0; i < 9; i++)
+      expect(
+        (await create(other.key, { name: uniqueName(), categoryId: 1 }, `o-${i}`)).status,
+      ).toBe(201);
+    time.now += 1;
+    const idem = crypto.randomUUID();
+    expect((await create(key, { name: uniqueName(), categoryId: 1 }, idem)).status).toBe(201);
+    time.now += DAY; // this key's record has just expired
+    const { n } = (await env.DB.prepare(
+      "SELECT COUNT(*) AS n FROM idempotency_records WHERE expires_at < ?1",
+    )
+      .bind(time.now)
+      .first<{ n: number }>())!;
+    expect(n, "expired records older than this key's").toBeGreaterThanOrEqual(9);
+    const reused = { name: uniqueName(), categoryId: 2 };
+    const res = await create(key, reused, idem);
+    expect(res.status).toBe(201);
+    expect(res.headers.get("Idempotent-Replayed")).toBeNull();
+    expect(await petsNamed(reused.name)).toBe(1);
   });
 
   it("later creates sweep expired records, so the table holds about one day of creates", async () => {

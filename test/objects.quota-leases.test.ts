@@ -1,10 +1,11 @@
 // Admission leases end to end on one real QuotaLimiter: simulated isolates, each with its own
 // LeaseHolder (src/objects/quota-leases.ts), racing on one key's object under fake time.
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
-import { MINUTE_MS } from "../src/lib/clock";
+import { describe, expect, it, vi } from "vitest";
+import { clock, MINUTE_MS } from "../src/lib/clock";
 import { type LeaseCalls, LeaseHolder } from "../src/objects/quota-leases";
-import type { RenewalRequest } from "../src/objects/quota-limiter";
+import type { RenewalRequest, ReturnedLease } from "../src/objects/quota-limiter";
+import { type AdmitResult, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { GIVE_BACK_GRACE_MS, LEASE_MS } from "../src/quota/lease";
 import type { KeyDecision, Policy } from "../src/quota/windows";
 import { MIDNIGHT, mockClock, T0 } from "./helpers";
@@ -404,7 +405,7 @@ describe("renewing a lease ahead", () => {
     expect((await stub.usage()).minute.count).toBe(61 - 48);
   });
 
-  it("grants a new lease in a new minute, and nothing to a revoked or banned key", async () => {
+  it("grants a new lease in a new minute, and nothing to a revoked key", async () => {
     const stub = newObject();
     const policy = policyOf(600, 10_000);
     const first = await stub.admit(policy, { want: 20, returning: [] });
@@ -422,6 +423,31 @@ describe("renewing a lease ahead", () => {
     });
     expect(refused).toMatchObject({ revoked: true, granted: null, policyVersion: 2 });
     expect((await stub.usage(revoked)).minute.count).toBe(10);
+  });
+
+  it("grants nothing to a banned key, even in a new minute with room to spare", async () => {
+    const stub = newObject();
+    const policy = policyOf(20, 1_000);
+    const first = await stub.admit(policy, { want: 2, returning: [] });
+    expect(first.lease?.permits).toBe(2);
+    let outcome = first.outcome as string;
+    for (let i = 0; i < 100 && outcome !== "key_banned"; i++)
+      outcome = (await stub.admit(policy)).outcome;
+    expect(outcome).toBe("key_banned");
+    time.now += MINUTE_MS; // a new minute: 20 of room, and the ban (15 minutes) still on
+    const before = await stub.usage();
+    expect(before.bannedUntil).toBeGreaterThan(time.now);
+    expect(before.minute.count).toBe(0);
+    const renewal = await stub.renewLease(policy, {
+      leaseId: first.lease!.id,
+      want: 2,
+      holding: 0,
+      returning: [],
+    });
+    expect(renewal).toMatchObject({ granted: null, revoked: false, policyVersion: 1 });
+    const after = await stub.usage();
+    expect(after.minute.count).toBe(0);
+    expect(after.day.count).toBe(before.day.count);
   });
 
   it("while a renewal is on its way, requests are admitted from the lease with no call and no wait", async () => {
@@ -609,5 +635,252 @@ describe("renewing a lease ahead", () => {
         expect(shown).toBeLessThanOrEqual(truth);
       });
     });
+  });
+});
+
+describe("the holder's own rules", () => {
+  it("asks for a lease only while no other call for the key is in flight from the isolate", async () => {
+    // The busy isolate of "calls overlap" above, watching every call it makes: a call that asks
+    // for a lease (or hands one back) never overlaps another, in either order.
+    const stub = newObject();
+    const policy = policyOf(1_000_000, 100_000_000);
+    let active = 0;
+    let leaseCallActive = false;
+    let leaseCalls = 0;
+    const overlaps: string[] = [];
+    const calls: LeaseCalls = {
+      admit: async (request) => {
+        const asksLease = request.want > 0 || request.returning.length > 0;
+        if (asksLease ? active > 0 : leaseCallActive)
+          overlaps.push(`${asksLease ? "lease" : "plain"} call with ${active} in flight`);
+        active++;
+        if (asksLease) {
+          leaseCalls++;
+          leaseCallActive = true;
+        }
+        try {
+          await new Promise((r) => setTimeout(r, 5));
+          return await stub.admit(policy, request);
+        } finally {
+          active--;
+          if (asksLease) leaseCallActive = false;
+        }
+      },
+      giveBack: (returned) => stub.returnLease(returned),
+    };
+    const holder = new LeaseHolder();
+    const connection = async () => {
+      for (let i = 0; i < 30; i++) {
+        expect((await holder.admit(policy, calls)).decision.outcome).toBe("allowed");
+        time.now += 1;
+      }
+    };
+    await Promise.all(Array.from({ length: 10 }, connection));
+    expect(leaseCalls).toBeGreaterThan(0);
+    expect(overlaps).toEqual([]);
+  });
+
+  it("a renewal that never answers is given up after LEASE_MS: the requests waiting for it ask the object", async () => {
+    const realSetTimeout = globalThis.setTimeout;
+    const realWait = (ms: number) => new Promise((resolve) => realSetTimeout(resolve, ms));
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      const stub = newObject();
+      const policy = policyOf(60, 1_000); // a free key: at most 6 permits unused in the isolate
+      const { calls, admitCalls } = gatedRenewals(stub, policy); // the gate never opens
+      const holder = new LeaseHolder();
+      let renewal: Promise<boolean> | null = null;
+      for (let i = 0; i < 50 && !renewal; i++) {
+        time.now += 100;
+        renewal = (await holder.admit(policy, calls)).renewal;
+      }
+      expect(renewal).not.toBeNull();
+      const given = renewal!.then(
+        () => "answered",
+        () => "given up",
+      );
+      const left = holder.unusedPermits;
+      expect(left).toBeGreaterThan(0);
+      // Two more requests than the lease has left: they wait for the renewal.
+      let settled = 0;
+      const burst = Array.from({ length: left + 2 }, () =>
+        holder.admit(policy, calls).then((d) => {
+          settled++;
+          return d;
+        }),
+      );
+      await vi.advanceTimersByTimeAsync(LEASE_MS - 1);
+      await realWait(20);
+      expect(settled).toBe(left);
+      const callsBefore = admitCalls();
+      await vi.advanceTimersByTimeAsync(1);
+      const results = await Promise.race([Promise.all(burst), realWait(2_000).then(() => null)]);
+      expect(results, "requests still waiting for the renewal").not.toBeNull();
+      expect(await given).toBe("given up");
+      // The first of the two asks the object (for a lease: the key is busy); the other waits
+      // for that call and admits from what it brought.
+      expect(results!.slice(left).some((r) => !r.local)).toBe(true);
+      expect(results!.every((r) => r.decision.outcome === "allowed")).toBe(true);
+      expect(admitCalls()).toBeGreaterThan(callsBefore);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("a renewal that fails keeps the permits it was handing back: they go back with a later call", async () => {
+    const stub = newObject();
+    const policy = policyOf(100, 1_000_000);
+    const M = T0 + 10 * MINUTE_MS;
+    let failRenewals = false;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const handedBack: ReturnedLease[] = [];
+    let oldLease = "";
+    const calls: LeaseCalls = {
+      admit: async (request) => {
+        const admission = await stub.admit(policy, request);
+        if (admission.lease) oldLease = admission.lease.id;
+        return admission;
+      },
+      giveBack: (returned) => {
+        handedBack.push(returned);
+        return stub.returnLease(returned);
+      },
+      renew: async (request) => {
+        if (failRenewals) throw new Error("connection lost");
+        await gate;
+        return stub.renewLease(policy, request);
+      },
+    };
+    const holder = new LeaseHolder();
+    const admit = async () => {
+      time.now += 50;
+      return holder.admit(policy, calls);
+    };
+    // A renewal sent late in minute M and answered in M+1 brings a new lease: the old lease's
+    // rest waits to go back, with the next call.
+    time.now = M + 55_000;
+    let renewal: Promise<boolean> | null = null;
+    for (let i = 0; i < 100 && !renewal; i++) renewal = (await admit()).renewal;
+    expect(renewal).not.toBeNull();
+    time.now = M + MINUTE_MS + 10;
+    const lastMinutesRest = holder.unusedPermits;
+    expect(lastMinutesRest).toBeGreaterThan(0);
+    open();
+    expect(await renewal).toBe(true);
+    // The next renewal carries that rest back, and fails.
+    failRenewals = true;
+    let failed: Promise<boolean> | null = null;
+    let before = 0;
+    for (let i = 0; i < 100 && !failed; i++) {
+      before = holder.unusedPermits;
+      failed = (await admit()).renewal;
+    }
+    expect(failed).not.toBeNull();
+    await expect(failed).rejects.toThrow("connection lost");
+    expect(holder.unusedPermits).toBe(before - 1); // only the request's own permit is gone
+    await holder.giveBackUnused(calls);
+    expect(holder.unusedPermits).toBe(0);
+    // Both leases' rests went back: the new lease's, and the old one the failed renewal carried.
+    expect(handedBack).toHaveLength(2);
+    expect(handedBack).toContainEqual({ id: oldLease, unused: lastMinutesRest });
+  });
+
+  it("a plan raised in this isolate while a renewal's answer was on its way: the next request takes a lease under it", async () => {
+    const stub = newObject();
+    const v1 = policyOf(100, 1_000_000);
+    const v2 = policyOf(1_000, 1_000_000, { version: 2 });
+    let policy = v1;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const calls: LeaseCalls = {
+      admit: (request) => stub.admit(policy, request),
+      giveBack: (returned) => stub.returnLease(returned),
+      // The object answers at once; the answer reaches the isolate when the gate opens.
+      renew: async (request) => {
+        const answer = await stub.renewLease(policy, request);
+        await gate;
+        return answer;
+      },
+    };
+    const holder = new LeaseHolder();
+    const admit = async () => {
+      time.now += 50; // 20 requests a second
+      return holder.admit(policy, calls);
+    };
+    for (let i = 0; i < 50 && holder.unusedPermits === 0; i++) await admit();
+    expect(holder.unusedPermits).toBeGreaterThan(0);
+    // Other isolates leave the minute 3 requests of room: the renewal brings no permits.
+    while ((await stub.usage()).minute.count < 97) await stub.admit(v1);
+    const counted = (await stub.usage()).minute.count;
+    let renewal: Promise<boolean> | null = null;
+    for (let i = 0; i < 20 && !renewal && holder.unusedPermits > 0; i++)
+      renewal = (await admit()).renewal;
+    expect(renewal).not.toBeNull();
+    expect((await stub.usage()).minute.count).toBe(counted); // nothing granted
+    // The plan is raised here (what QuotaLimiterClient.configureOrThrow does) before the answer.
+    policy = v2;
+    holder.dropLease();
+    holder.forgetRefusals();
+    await stub.configure(v2);
+    open();
+    expect(await renewal).toBe(false);
+    const next = await admit();
+    expect(next.decision.outcome).toBe("allowed");
+    expect(next.leaseGranted).toBe(true);
+    expect((await admit()).local).toBe(true);
+  });
+});
+
+describe("QuotaLimiterClient's hand-backs", () => {
+  it("a renewal that brings no lease to use hands the dropped lease's permits back at once", async () => {
+    // Expiry timers never fire here: only the hand-back the renewal's answer starts can run.
+    vi.spyOn(clock, "sleep").mockReturnValue(new Promise<void>(() => {}));
+    const keyId = `client_handback_${++seq}`;
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    let renewals = 0;
+    // The real namespace, with renewals held at the gate.
+    const getByName = (name: string) => {
+      const stub = env.QUOTA.getByName(name) as unknown as Record<
+        string,
+        (...a: unknown[]) => Promise<unknown>
+      >;
+      const get = (_t: object, p: string | symbol) =>
+        p === "then" || typeof p !== "string"
+          ? undefined
+          : async (...args: unknown[]) => {
+              if (p === "renewLease") {
+                renewals++;
+                await gate;
+              }
+              return stub[p]!(...args);
+            };
+      return new Proxy({}, { get });
+    };
+    const client = new QuotaLimiterClient({ getByName } as unknown as Env["QUOTA"], keyId);
+    const v1 = policyOf(6_000, 1_000_000);
+    let admitted = 0;
+    let started: AdmitResult | null = null;
+    for (let i = 0; i < 200 && renewals === 0; i++) {
+      time.now += 50;
+      const result = await client.admit(v1);
+      if (result.reached && result.decision.outcome === "allowed") admitted++;
+      if (renewals > 0) started = result;
+    }
+    expect(started?.reached && started.afterResponse).toBeTruthy();
+    // A plan change made in this isolate while the renewal is on its way drops the lease.
+    await client.configureOrThrow(policyOf(3_000, 1_000_000, { version: 2 }));
+    const stub = env.QUOTA.getByName(keyId);
+    expect((await stub.usage()).minute.count).toBeGreaterThan(admitted);
+    open();
+    await (started as Extract<AdmitResult, { reached: true }>).afterResponse;
+    expect((await stub.usage()).minute.count).toBe(admitted);
   });
 });

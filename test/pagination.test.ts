@@ -118,11 +118,16 @@ describe("walking all pages", () => {
 
   it("keeps the default limit in Link when the client gave none", async () => {
     const key = await bigKey();
+    const pending = (await idsInDb("pending")).length;
+    // More than one default page (20) of pending pets, so there is a next page.
+    if (pending <= 20) await insertPets(Array(21 - pending).fill("pending"), "default-limit");
+    expect((await idsInDb("pending")).length).toBeGreaterThan(20);
     const res = await call("/v1/pets?status=pending", { headers: auth(key) });
+    expect(await res.json()).toHaveLength(20);
     const next = nextUrl(res);
-    if ((await idsInDb("pending")).length > 20)
-      expect(new URL(next!).searchParams.get("limit")).toBe("20");
-    else expect(next).toBeNull();
+    expect(next).not.toBeNull();
+    expect(new URL(next!).searchParams.get("limit")).toBe("20");
+    expect(new URL(next!).searchParams.get("status")).toBe("pending");
   });
 });
 

@@ -265,3 +265,24 @@ describe("a read refused while it ran", () => {
     expect(await speculative.json()).toEqual(await decidedFirst.json());
   });
 });
+
+describe("writes are decided before they run", () => {
+  it("a create by a key that had room when last seen, refused now, stores nothing", async () => {
+    const k = await issueKey("enterprise", { perMinute: 3, perDay: 100 });
+    expect((await list(k.key)).status).toBe(200); // 2 left: this isolate notes room for the key
+    const rec = (await getKey(env.DB, k.id))!;
+    const object = env.QUOTA.getByName(k.id);
+    // The minute's last 2 requests, spent behind this isolate's back.
+    for (let i = 0; i < 2; i++) expect((await object.admit(policyOf(rec))).outcome).toBe("allowed");
+    const name = `decided-first-${crypto.randomUUID()}`;
+    await expectError(
+      await postJson("/v1/pets", { name, categoryId: 1 }, auth(k.key)),
+      429,
+      "rate_limited",
+    );
+    const stored = await env.DB.prepare("SELECT COUNT(*) AS n FROM pets WHERE name = ?1")
+      .bind(name)
+      .first<{ n: number }>();
+    expect(stored!.n).toBe(0);
+  });
+});

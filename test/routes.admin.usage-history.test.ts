@@ -273,3 +273,95 @@ describe("GET /admin/v1/usage?day=", () => {
     );
   });
 });
+
+/** Parses RFC 4180 CSV strictly: a quote inside a quoted field must be doubled. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let i = 0;
+  const field = (): string => {
+    if (text[i] !== '"') {
+      const end = text.slice(i).search(/,|\r\n/);
+      const value = end < 0 ? text.slice(i) : text.slice(i, i + end);
+      if (value.includes('"')) throw new Error(`a bare quote in an unquoted field: ${value}`);
+      i += value.length;
+      return value;
+    }
+    let value = "";
+    i++;
+    for (;;) {
+      const q = text.indexOf('"', i);
+      if (q < 0) throw new Error("an unterminated quoted field");
+      value += text.slice(i, q);
+      i = q + 1;
+      if (text[i] === '"') {
+        value += '"';
+        i++;
+        continue;
+      }
+      if (i < text.length && text[i] !== "," && !text.startsWith("\r\n", i))
+        throw new Error(`a lone quote inside a quoted field, before ${text.slice(i, i + 10)}`);
+      return value;
+    }
+  };
+  while (i < text.length) {
+    row.push(field());
+    if (text[i] === ",") {
+      i++;
+      continue;
+    }
+    if (!text.startsWith("\r\n", i)) throw new Error(`no CRLF after a record at ${i}`);
+    i += 2;
+    rows.push(row);
+    row = [];
+  }
+  return rows;
+}
+
+describe("usage CSV cells", () => {
+  it("round-trip commas and quotes, and neutralise formula triggers (=, +, -, @)", async () => {
+    fixClock(Date.UTC(2034, 6, 1, 9));
+    const names = [
+      'Acme "West", Inc.',
+      "-2+3",
+      '=HYPERLINK("http://x")',
+      "+SUM(1,2)",
+      "@cmd",
+      "plain",
+    ];
+    const made = [];
+    for (const name of names) {
+      const { id } = await issueKey("pro", undefined, { name, ownerId: name });
+      made.push({ id, name });
+    }
+    const rows: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await call(
+        `/admin/v1/usage?day=2034-07-01&limit=100${cursor ? `&cursor=${cursor}` : ""}`,
+        { headers: { ...ADMIN, Accept: "text/csv" } },
+      );
+      expect(res.status).toBe(200);
+      const [header, ...body] = parseCsv(await res.text());
+      expect(header).toEqual([
+        "key_id",
+        "name",
+        "plan",
+        "owner_id",
+        "day",
+        "admitted",
+        "rate_limited",
+        "quota_exceeded",
+        "key_banned",
+      ]);
+      rows.push(...body);
+      cursor = res.headers.get("Next-Cursor");
+    } while (cursor);
+    for (const { id, name } of made) {
+      const row = rows.find((r) => r[0] === id);
+      expect(row, id).toHaveLength(9);
+      const shown = /^[=+\-@]/.test(name) ? `'${name}` : name;
+      expect([row![1], row![3]], name).toEqual([shown, shown]);
+    }
+  });
+});

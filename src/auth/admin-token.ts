@@ -1,11 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import { clientAddress } from "../lib/client-address";
-import {
-  type AdminAccess,
-  type AdminToken,
-  adminTokensOrThrow,
-  configOrThrow,
-} from "../lib/config";
+import { type AdminAccess, type AdminToken, adminTokensOrThrow } from "../lib/config";
 import { secretsEqual } from "../lib/crypto";
 import { ApiError } from "../lib/errors";
 import type { EnvWith } from "../lib/hono-env";
@@ -51,7 +46,7 @@ export function mayUseMethod(access: AdminAccess, method: string): boolean {
  * ```
  */
 export const requireAdmin = createMiddleware<EnvWith<AdminVariables>>(async (c, next) => {
-  const tokens = adminTokensOrThrow(configOrThrow(c.env));
+  const tokens = adminTokensOrThrow(c.var.config);
   const credentials = parseAuthorization(c.req.header("Authorization"));
   if (credentials.kind !== "bearer")
     throw credentialsError(credentials, { realm: REALM, secretName: "ADMIN_TOKEN" });

@@ -15,7 +15,6 @@ import {
 } from "../../db/keys";
 import { lastUsedDays } from "../../db/usage-history";
 import { clock } from "../../lib/clock";
-import { configOrThrow } from "../../lib/config";
 import { randomBase62, sha256Hex } from "../../lib/crypto";
 import { ApiError, unavailable } from "../../lib/errors";
 import { log } from "../../lib/log";
@@ -198,7 +197,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const body = c.req.valid("json");
       const now = clock.now();
-      const { key, displayPrefix } = generateApiKey(configOrThrow(c.env).ENVIRONMENT);
+      const { key, displayPrefix } = generateApiKey(c.var.config.ENVIRONMENT);
       const id = `key_${randomBase62(20)}`;
       const fields = {
         id,
@@ -449,7 +448,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const { id } = c.req.valid("param");
       const { gracePeriodSeconds } = c.req.valid("json");
-      const { key, displayPrefix } = generateApiKey(configOrThrow(c.env).ENVIRONMENT);
+      const { key, displayPrefix } = generateApiKey(c.var.config.ENVIRONMENT);
       const hash = await sha256Hex(key);
       const rolled = await writeKeyOrThrow(c, id, "roll", (current, now) => {
         if (current.revokedAt !== null)
