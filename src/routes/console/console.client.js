@@ -387,8 +387,11 @@
     if (peak <= 0) return { max: 4, step: 1 };
     const rough = peak / 4;
     const magnitude = 10 ** Math.floor(Math.log10(rough));
-    const step =
-      [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => s >= rough) ?? 10 * magnitude;
+    // Requests are whole: never a step below 1.
+    const step = Math.max(
+      1,
+      [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => s >= rough) ?? 10 * magnitude,
+    );
     return { max: Math.ceil(peak / step) * step, step };
   }
 
@@ -429,7 +432,7 @@
         ),
       );
     }
-    yAxis.append(svg("text", { x: 4, y: margin.top - 4, class: "axis-title" }, "requests/day"));
+    yAxis.append(svg("text", { x: 4, y: 12, class: "axis-title" }, "requests per day"));
     chart.append(yAxis);
 
     const band = plotW / Math.max(1, days.length);
@@ -733,9 +736,9 @@
     });
   }
 
-  async function refreshAfter(change) {
+  /** Shows the key, the list and the audit trail as the action left them. */
+  async function refreshAfter() {
     await Promise.all([loadKeys(), loadAudit(), openKey(current.id)]);
-    return change;
   }
 
   /** The body of a PATCH from an action form, or throws with what is wrong in it. */
@@ -786,17 +789,18 @@
     if (action === "roll") {
       const grace = Number(form.elements.gracePeriodSeconds.value);
       const rolled = await api("POST", `${path}/roll`, { gracePeriodSeconds: grace });
+      await refreshAfter();
       showSecret($("#roll-secret"), rolled.key);
       report(
         output,
         `New secret issued; the old one works until ${localDateTime.format(new Date(rolled.previousSecretExpiresAt))}.`,
       );
-      await refreshAfter();
       return;
     }
     if (action === "state") {
       if (key.status === "disabled") {
         await api("PATCH", path, { enabled: true });
+        await refreshAfter();
         report(output, `${key.name} is enabled.`);
       } else {
         const sure = await confirmed(
@@ -805,28 +809,28 @@
         );
         if (!sure) return report(output, "Not disabled.", "");
         await api("PATCH", path, { enabled: false });
+        await refreshAfter();
         report(output, `${key.name} is disabled.`);
       }
-      await refreshAfter();
       return;
     }
     const updated = await api("PATCH", path, patchOf(action, form));
-    report(output, SAID[action](updated));
     await refreshAfter();
+    report(output, SAID[action](updated));
   }
 
   async function clearExpiry(button) {
     const output = $(".result", button.form);
     const updated = await api("PATCH", `/keys/${current.id}`, { expiresAt: null });
-    report(output, SAID.expiry(updated));
     await refreshAfter();
+    report(output, SAID.expiry(updated));
   }
 
   async function unban(button) {
     const output = $(".result", button.form);
     await api("POST", `/keys/${current.id}/unban`);
-    report(output, `${current.name} is no longer banned.`);
     await refreshAfter();
+    report(output, `${current.name} is no longer banned.`);
   }
 
   async function revoke(button) {
@@ -838,8 +842,8 @@
     );
     if (!sure) return report(output, "Not revoked.", "");
     await api("DELETE", `/keys/${key.id}`);
-    say(`${key.name} is revoked.`);
     await refreshAfter();
+    report(output, `${key.name} is revoked.`);
   }
 
   // ------------------------------------------------------------------ wiring
@@ -890,7 +894,7 @@
       "click",
       guarded(() => unban(unbanButton), $(".result", unbanButton.form)),
     );
-    const revokeButton = $("#actions [data-revoke]");
+    const revokeButton = $(`#actions button[data-action="revoke"]`);
     revokeButton.addEventListener(
       "click",
       guarded(() => revoke(revokeButton), $(".result", revokeButton.form)),

@@ -273,7 +273,7 @@ const ConsolePage: FC = () => (
               <button type="button" data-unban>
                 Unban
               </button>
-              <button type="button" data-revoke class="danger">
+              <button type="button" data-action="revoke" class="danger">
                 Revoke…
               </button>
               <output class="result" />
