@@ -25,6 +25,7 @@ const ROUTES: readonly Route[] = [
   { path: "/admin/v1/keys/:id/usage", methods: { GET: "read" }, audience: "operator" },
   { path: "/admin/v1/usage", methods: { GET: "read" }, audience: "operator" },
   { path: "/admin/v1/audit", methods: { GET: "read" }, audience: "operator" },
+  { path: "/admin/v1/whoami", methods: { GET: "read" }, audience: "operator" },
   // Pages, which send their own headers: the API reference and the operator console.
   { path: "/docs", methods: { GET: "read" }, audience: "page" },
   { path: "/admin", methods: { GET: "read" }, audience: "page" },
