@@ -16,7 +16,12 @@ import { ExpiringMap } from "../lib/expiring-map";
 import type { EnvWith } from "../lib/hono-env";
 import { log } from "../lib/log";
 import type { RouteTable } from "../lib/route-table";
-import { type AdmitResult, policyOf, QuotaLimiterClient } from "../objects/quota-limiter-client";
+import {
+  type AdmitResult,
+  locationOf,
+  policyOf,
+  QuotaLimiterClient,
+} from "../objects/quota-limiter-client";
 import { rateLimitHeaders, retryAfterSeconds } from "../quota/headers";
 import { type FallbackState, fallbackVerdict } from "../quota/lease";
 import type { Outcome } from "../quota/windows";
@@ -167,7 +172,8 @@ async function headersOrThrowRefusal(
 export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
   createMiddleware<QuotaEnv>(async (c, next) => {
     const key = c.var.apiKey;
-    const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id);
+    const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
+    const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id, location);
     const policy = policyOf(key);
     const admitted = wrapTime(
       c,

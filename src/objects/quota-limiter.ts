@@ -59,7 +59,15 @@ export const QUOTA_LIMITER_MIGRATIONS = [
   `CREATE TABLE IF NOT EXISTS ban_records (
     banned_until INTEGER PRIMARY KEY, started_at INTEGER NOT NULL,
     start_written INTEGER NOT NULL DEFAULT 0) STRICT`,
-  // 6: the revision of each held day's totals, so D1 keeps the latest (usage-history-table.ts).
+  // 6: leases with the most permits each may still hold unused (see heldBound in
+  // quota/lease.ts). Re-created rather than altered, so that re-running every migration (a
+  // missing version row) still works. Leases live seconds; one dropped here is never credited
+  // back, its permits stay counted until its minute ends.
+  `DROP TABLE IF EXISTS leases;
+  CREATE TABLE leases (
+    id TEXT PRIMARY KEY, minute_start INTEGER NOT NULL, day_start INTEGER NOT NULL,
+    permits INTEGER NOT NULL, expires_at INTEGER NOT NULL, held INTEGER NOT NULL) STRICT`,
+  // 7: the revision of each held day's totals, so D1 keeps the latest (usage-history-table.ts).
   CREATE_USAGE_REVISIONS_TABLE,
 ] as const;
 
@@ -186,7 +194,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     let lease: Lease | null = null;
     const permits =
       decision.outcome === "allowed"
-        ? permitsToLease(decision.windows, effective, request.want)
+        ? permitsToLease(decision.windows, effective, request.want, 0, this.#heldBy(state))
         : 0;
     if (permits > 0) {
       lease = this.#grantLease(state, permits, now);
@@ -220,13 +228,20 @@ export class QuotaLimiter extends DurableObject<Env> {
     // was granted under the old limits and must end, not grow.
     const refused =
       effective.revoked || state.bannedUntil > now || effective.version > policy.version;
+    const holding = Math.max(0, request.holding);
     const permits = refused
       ? 0
-      : permitsToLease(windows, effective, request.want, Math.max(0, request.holding));
+      : permitsToLease(
+          windows,
+          effective,
+          request.want,
+          holding,
+          this.#heldBy(state, request.leaseId),
+        );
     let granted: Lease | null = null;
     if (permits > 0) {
       granted =
-        this.#extendLease(request.leaseId, state, permits, now) ??
+        this.#extendLease(request.leaseId, state, permits, holding, now) ??
         this.#grantLease(state, permits, now);
       state = takePermits(state, permits);
     }
@@ -235,18 +250,39 @@ export class QuotaLimiter extends DurableObject<Env> {
     return { policyVersion: effective.version, revoked: effective.revoked, windows, granted };
   }
 
+  /**
+   * The most permits the current minute's leases may hold unused (leaving out lease `except`):
+   * each lease's last known holding plus what was granted to it since. A lease counts until it
+   * is handed back, used up or not, and so does one whose holder went away, until its minute
+   * ends: what leases hold unused never exceeds heldBound, whatever happens to the holders.
+   */
+  #heldBy(state: UsageState, except = ""): number {
+    const row = this.ctx.storage.sql
+      .exec<{ held: number }>(
+        `SELECT COALESCE(SUM(held), 0) AS held FROM leases
+           WHERE minute_start = ? AND day_start = ? AND id != ?`,
+        state.minuteStart,
+        state.dayStart,
+        except,
+      )
+      .toArray()[0];
+    return row?.held ?? 0;
+  }
+
   /** Records a new lease of `permits` (the caller counts them in the windows). */
   #grantLease(state: UsageState, permits: number, now: number): Lease {
     const lease = { id: crypto.randomUUID(), permits, expiresAt: leaseExpiry(state, now) };
     // Leases of past minutes can no longer be credited back (see givePermitsBack): forget them.
     this.#expireLeasesBefore(state.minuteStart);
     this.ctx.storage.sql.exec(
-      "INSERT INTO leases (id, minute_start, day_start, permits, expires_at) VALUES (?, ?, ?, ?, ?)",
+      `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held)
+         VALUES (?, ?, ?, ?, ?, ?)`,
       lease.id,
       state.minuteStart,
       state.dayStart,
       permits,
       lease.expiresAt,
+      permits,
     );
     return lease;
   }
@@ -254,15 +290,23 @@ export class QuotaLimiter extends DurableObject<Env> {
   /**
    * Adds `permits` to lease `id` and pushes its expiry out, if it was granted in the current
    * minute window and not handed back (a give-back then credits all of its unused permits);
-   * null otherwise.
+   * null otherwise. The lease then holds at most `holding` (its holder's unused) + `permits`.
    */
-  #extendLease(id: string, state: UsageState, permits: number, now: number): Lease | null {
+  #extendLease(
+    id: string,
+    state: UsageState,
+    permits: number,
+    holding: number,
+    now: number,
+  ): Lease | null {
     const expiresAt = leaseExpiry(state, now);
     const extended = this.ctx.storage.sql.exec(
-      `UPDATE leases SET permits = permits + ?, expires_at = ?
+      `UPDATE leases SET permits = permits + ?, expires_at = ?, held = MIN(held, ?) + ?
          WHERE id = ? AND minute_start = ? AND day_start = ?`,
       permits,
       expiresAt,
+      holding,
+      permits,
       id,
       state.minuteStart,
       state.dayStart,

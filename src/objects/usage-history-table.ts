@@ -13,7 +13,7 @@ export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE IF NOT EXISTS usage_hist
 ) STRICT`;
 
 /**
- * QuotaLimiter migration 6: each held day's revision, raised by every change to its totals, so
+ * QuotaLimiter migration 7: each held day's revision, raised by every change to its totals, so
  * D1 can tell a newer snapshot from an older one (totals go down too: a lease's unused permits
  * come off when it is handed back). A table of its own rather than a column: migrations must
  * run again safely on an object whose version row is missing, and SQLite has no ADD COLUMN IF
