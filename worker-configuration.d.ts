@@ -14,6 +14,7 @@ interface __BaseEnv_Env {
 	CURSOR_SECRET: string;
 	QUOTA: DurableObjectNamespace<import("./src/index").QuotaLimiter>;
 	AUTH_SHIELD: DurableObjectNamespace<import("./src/index").AuthShield>;
+	QUOTA_HOLDER: DurableObjectNamespace<import("./src/index").QuotaHolder>;
 }
 declare namespace Cloudflare {
 	interface GlobalProps {
@@ -34,6 +35,7 @@ declare namespace Cloudflare {
 		CURSOR_SECRET: string;
 		QUOTA: DurableObjectNamespace<import("./src/index").QuotaLimiter>;
 		AUTH_SHIELD: DurableObjectNamespace<import("./src/index").AuthShield>;
+		QUOTA_HOLDER: DurableObjectNamespace<import("./src/index").QuotaHolder>;
 	}
 	interface ProductionEnv {
 		DB: D1Database;
@@ -49,6 +51,7 @@ declare namespace Cloudflare {
 		CURSOR_SECRET: string;
 		QUOTA: DurableObjectNamespace<import("./src/index").QuotaLimiter>;
 		AUTH_SHIELD: DurableObjectNamespace<import("./src/index").AuthShield>;
+		QUOTA_HOLDER: DurableObjectNamespace<import("./src/index").QuotaHolder>;
 	}
 	interface Env extends __BaseEnv_Env {}
 }

@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import { contextStorage } from "hono/context-storage";
 import { methodNotAllowed } from "hono/method-not-allowed";
-import { requestId } from "hono/request-id";
 import { timing } from "hono/timing";
 import { requireAdmin } from "./auth/admin-token";
 import { authenticate } from "./auth/api-key";
@@ -15,16 +14,14 @@ import { d1Session } from "./middleware/d1-session";
 import { deprecated } from "./middleware/deprecation";
 import { enforceQuota } from "./middleware/enforce-quota";
 import { methodNotAllowedResponse, notFound, onError } from "./middleware/error-handler";
+import { requestIds } from "./middleware/request-id";
 import { adminApi } from "./routes/admin/routes";
 import { consolePages } from "./routes/console/routes";
 import { docsPage } from "./routes/docs-page";
 import { adminOpenApiDocument, openApiDocument } from "./routes/openapi-document";
 import { petsApi } from "./routes/pets/routes";
+import { routeTable } from "./routes/table";
 import { ownUsageApi } from "./routes/usage/routes";
-
-/** Cloudflare's ray id (e.g. 8f1d2c3b4a5e6f70-AMS), if the header holds one. */
-const rayId = (ray: string | undefined) =>
-  ray && /^[0-9a-f]{16}(-[A-Z]{3})?$/i.test(ray) ? ray : undefined;
 
 /**
  * Request order: context storage (for the logger), request id, configuration check, log,
@@ -35,22 +32,18 @@ const rayId = (ray: string | undefined) =>
 export function createApp() {
   const app = new Hono<BaseEnv>();
   app.use(contextStorage());
-  app.use(
-    requestId({
-      headerName: "X-Request-Id",
-      generator: (c) => rayId(c.req.header("cf-ray")) ?? crypto.randomUUID(),
-    }),
-  );
+  app.use(requestIds);
   // Outside everything that can answer, so errors, 304s, 404s and 405s get the headers too.
-  app.use(apiResponseHeaders);
+  app.use(apiResponseHeaders({ routes: routeTable }));
   // Every setting is checked before any work: a misconfigured deployment answers 500 and logs why.
+  // The rest of the request reads the validated settings from c.var.config.
   app.use((c, next) => {
-    configOrThrow(c.env);
+    c.set("config", configOrThrow(c.env));
     return next();
   });
   app.use(accessLog);
-  app.use(timing({ crossOrigin: timingAllowOrigin }));
-  app.use(corsFromConfig);
+  app.use(timing({ crossOrigin: timingAllowOrigin({ routes: routeTable }) }));
+  app.use(corsFromConfig({ routes: routeTable }));
   // If-None-Match → 304, after the quota has counted the request; a 304 keeps all other headers.
   app.use(conditional);
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
@@ -58,7 +51,7 @@ export function createApp() {
   // Public, and registered before the /v1 middleware so they need no key.
   const document = openApiDocument(petsApi, ownUsageApi);
   app.get("/v1/openapi.json", (c) => {
-    const { text, etag } = document(configOrThrow(c.env));
+    const { text, etag } = document(c.var.config);
     return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
   });
   // Its script and styles are static assets (public/docs), served without the Worker.
@@ -67,13 +60,13 @@ export function createApp() {
   // The key's own usage: authenticated, but outside the quota it reports on (its own limit).
   app.route("/v1", ownUsageApi);
   app.get("/v1/pets/:petId", deprecated);
-  app.use("/v1/*", authenticate, enforceQuota, d1Session);
+  app.use("/v1/*", authenticate, enforceQuota({ routes: routeTable }), d1Session);
   app.route("/v1", petsApi);
 
   // The operator API's own document: no data in it, so no token needed.
   const adminDocument = adminOpenApiDocument(adminApi);
   app.get("/admin/v1/openapi.json", (c) => {
-    const { text, etag } = adminDocument(configOrThrow(c.env));
+    const { text, etag } = adminDocument(c.var.config);
     return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
   });
   // The operator console: a public page that asks for the token and calls the admin API.

@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 
 export { AuthShield } from "./objects/auth-shield";
+export { QuotaHolder } from "./objects/quota-holder";
 export { QuotaLimiter } from "./objects/quota-limiter";
 
 const app = createApp();

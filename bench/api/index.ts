@@ -8,6 +8,7 @@ import { createApp } from "../../src/app";
 import { fetchBehindSimulatedNetwork, type SimulatedNetwork } from "./simulated-network";
 
 export { AuthShield } from "../../src/objects/auth-shield";
+export { QuotaHolder } from "../../src/objects/quota-holder";
 export { QuotaLimiter } from "../../src/objects/quota-limiter";
 
 /** The bench's own settings, on top of the product's (`--var NAME:VALUE`). */

@@ -1,6 +1,5 @@
 import { createMiddleware } from "hono/factory";
 import type { ApiKeyVariables } from "../auth/api-key";
-import { configOrThrow } from "../lib/config";
 import type { EnvWith } from "../lib/hono-env";
 import { log } from "../lib/log";
 import type { QuotaVariables } from "./enforce-quota";
@@ -12,7 +11,7 @@ import type { QuotaVariables } from "./enforce-quota";
  */
 export const accessLog = createMiddleware<EnvWith<Partial<ApiKeyVariables & QuotaVariables>>>(
   async (c, next) => {
-    if (configOrThrow(c.env).ACCESS_LOG === "off") return next();
+    if (c.var.config.ACCESS_LOG === "off") return next();
     const started = performance.now();
     await next();
     const key = c.var.apiKey;

@@ -1,30 +1,20 @@
 import type { MiddlewareHandler } from "hono";
+import type { RouteTable } from "../lib/route-table";
 
 /** A JSON API answer is never a page: nothing may frame it, load from it or sniff its type. */
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 
-// The operator console's page and files (routes/console/routes.ts), which set their own CSP.
-const CONSOLE_PATHS = new Set([
-  "/admin",
-  "/admin/console.js",
-  "/admin/console.css",
-  "/admin/favicon.svg",
-]);
-
-/** Whether `path` is a page that sends its own page headers (and CSP): /docs or the console. */
-const isPage = (path: string) =>
-  path === "/docs" || path.startsWith("/docs/") || CONSOLE_PATHS.has(path);
-
 /**
  * The cache policy of an API answer. Bodies and rate-limit headers depend on the caller's key,
- * so no shared cache may keep one: a successful read may be kept by the caller's own cache but
- * must be revalidated (its ETag makes that a cheap 304); everything else, the operator API's
- * answers (which may carry a new key's secret) and every error, must not be stored at all.
+ * so no shared cache may keep one: a successful read of the public API may be kept by the
+ * caller's own cache but must be revalidated (its ETag makes that a cheap 304); everything else,
+ * the operator API's answers (which may carry a new key's secret) and every error, must not be
+ * stored at all.
  */
-function cacheControlFor(method: string, path: string, status: number): string {
+function cacheControlFor(method: string, isPublic: boolean, status: number): string {
   const revalidatable =
     (method === "GET" || method === "HEAD") && (status === 200 || status === 304);
-  return revalidatable && !path.startsWith("/admin/") ? "private, no-cache" : "no-store";
+  return revalidatable && isPublic ? "private, no-cache" : "no-store";
 }
 
 /** Adds `token` to the comma-separated Vary of `headers` unless it is already there. */
@@ -41,14 +31,21 @@ function addVary(headers: Headers, token: string): void {
  * Security and caching headers on every API answer, errors and 304s included (REST security
  * guidance): `Cache-Control` (see cacheControlFor), `X-Content-Type-Options: nosniff`,
  * `Vary: Authorization` (the answer depends on the key) and a CSP that forbids framing. The
- * /docs page and the operator console are left to set their own.
+ * routes for a `page` audience (the /docs page, the operator console) are left to set their own;
+ * a path with no route (a 404) is answered as an API error.
  */
-export const apiResponseHeaders: MiddlewareHandler = async (c, next) => {
-  await next();
-  if (isPage(c.req.path)) return;
-  const headers = c.res.headers;
-  headers.set("Cache-Control", cacheControlFor(c.req.method, c.req.path, c.res.status));
-  headers.set("X-Content-Type-Options", "nosniff");
-  headers.set("Content-Security-Policy", API_CSP);
-  addVary(headers, "Authorization");
-};
+export const apiResponseHeaders =
+  ({ routes }: { routes: RouteTable }): MiddlewareHandler =>
+  async (c, next) => {
+    await next();
+    const audience = routes.find(c.req.path)?.audience;
+    if (audience === "page") return;
+    const headers = c.res.headers;
+    headers.set(
+      "Cache-Control",
+      cacheControlFor(c.req.method, audience === "public", c.res.status),
+    );
+    headers.set("X-Content-Type-Options", "nosniff");
+    headers.set("Content-Security-Policy", API_CSP);
+    addVary(headers, "Authorization");
+  };

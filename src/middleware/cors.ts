@@ -1,8 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
-import { configOrThrow } from "../lib/config";
 import type { BaseEnv } from "../lib/hono-env";
+import { RouteTable } from "../lib/route-table";
 import { BOOKMARK_HEADER } from "./d1-session";
-import { PET_PATH, PETS_PATH } from "./pets-paths";
 
 /** Headers a browser client may read: quotas, paging, deprecation, tracing, read-your-writes. */
 const EXPOSED_HEADERS = [
@@ -35,19 +34,13 @@ const ALLOWED_HEADERS = [
 const PREFLIGHT_MAX_AGE_S = 600;
 
 /**
- * The public API's routes and their methods: the only paths a browser on another origin may use.
- * The operator API (/admin/v1) is not here, so it never answers a cross-origin preflight.
+ * The methods of the public route at `path`, or null if no public route is there: the only
+ * paths a browser on another origin may use. The operator API and the pages are not public, so
+ * they never answer a cross-origin preflight.
  */
-const PUBLIC_ROUTES: Array<[RegExp, string[]]> = [
-  [PETS_PATH, ["GET", "HEAD", "POST"]],
-  [PET_PATH, ["GET", "HEAD"]],
-  [/^\/v1\/usage$/, ["GET", "HEAD"]],
-  [/^\/v1\/openapi\.json$/, ["GET", "HEAD"]],
-];
-
-/** The methods of the public route at `path`, or null if no public route is there. */
-function publicRouteMethods(path: string): string[] | null {
-  return PUBLIC_ROUTES.find(([pattern]) => pattern.test(path))?.[1] ?? null;
+function publicRouteMethods(routes: RouteTable, path: string): string[] | null {
+  const route = routes.find(path);
+  return route?.audience === "public" ? RouteTable.methodsOf(route) : null;
 }
 
 /** `origin` if it is one of the allowed `origins`, else null. */
@@ -55,10 +48,12 @@ const allowedOrigin = (origin: string | undefined, origins: string[]): string | 
   origin && origins.includes(origin) ? origin : null;
 
 /** For hono's timing(): Server-Timing is readable by the origins CORS allows, and only there. */
-export const timingAllowOrigin = (c: Context<BaseEnv>): string | false => {
-  if (!publicRouteMethods(c.req.path)) return false;
-  return allowedOrigin(c.req.header("Origin"), configOrThrow(c.env).CORS_ORIGINS) ?? false;
-};
+export const timingAllowOrigin =
+  ({ routes }: { routes: RouteTable }) =>
+  (c: Context<BaseEnv>): string | false => {
+    if (!publicRouteMethods(routes, c.req.path)) return false;
+    return allowedOrigin(c.req.header("Origin"), c.var.config.CORS_ORIGINS) ?? false;
+  };
 
 /**
  * CORS for the origins in CORS_ORIGINS (comma-separated; empty: CORS off), on the public /v1
@@ -67,32 +62,34 @@ export const timingAllowOrigin = (c: Context<BaseEnv>): string | false => {
  * on to routing like any other method (401, 404 or 405): an unknown path or the operator API
  * never answers 204.
  */
-export const corsFromConfig: MiddlewareHandler<BaseEnv> = async (c, next) => {
-  const methods = publicRouteMethods(c.req.path);
-  const origins = configOrThrow(c.env).CORS_ORIGINS;
-  if (!methods || origins.length === 0) return next();
-  const origin = allowedOrigin(c.req.header("Origin"), origins);
-  const requestedMethod = c.req.header("Access-Control-Request-Method");
-  if (
-    c.req.method === "OPTIONS" &&
-    origin &&
-    requestedMethod &&
-    methods.includes(requestedMethod)
-  ) {
-    return c.body(null, 204, {
-      "Access-Control-Allow-Origin": origin,
-      "Access-Control-Allow-Methods": methods.join(", "),
-      "Access-Control-Allow-Headers": ALLOWED_HEADERS,
-      "Access-Control-Max-Age": String(PREFLIGHT_MAX_AGE_S),
-      Vary: "Origin",
-    });
-  }
-  await next();
-  // Whether or not this origin is allowed, the answer depends on Origin.
-  c.res.headers.append("Vary", "Origin");
-  // An OPTIONS that was not a preflight we answer is refused (401/404/405): no grant on it.
-  if (origin && c.req.method !== "OPTIONS") {
-    c.res.headers.set("Access-Control-Allow-Origin", origin);
-    c.res.headers.set("Access-Control-Expose-Headers", EXPOSED_HEADERS);
-  }
-};
+export const corsFromConfig =
+  ({ routes }: { routes: RouteTable }): MiddlewareHandler<BaseEnv> =>
+  async (c, next) => {
+    const methods = publicRouteMethods(routes, c.req.path);
+    const origins = c.var.config.CORS_ORIGINS;
+    if (!methods || origins.length === 0) return next();
+    const origin = allowedOrigin(c.req.header("Origin"), origins);
+    const requestedMethod = c.req.header("Access-Control-Request-Method");
+    if (
+      c.req.method === "OPTIONS" &&
+      origin &&
+      requestedMethod &&
+      methods.includes(requestedMethod)
+    ) {
+      return c.body(null, 204, {
+        "Access-Control-Allow-Origin": origin,
+        "Access-Control-Allow-Methods": methods.join(", "),
+        "Access-Control-Allow-Headers": ALLOWED_HEADERS,
+        "Access-Control-Max-Age": String(PREFLIGHT_MAX_AGE_S),
+        Vary: "Origin",
+      });
+    }
+    await next();
+    // Whether or not this origin is allowed, the answer depends on Origin.
+    c.res.headers.append("Vary", "Origin");
+    // An OPTIONS that was not a preflight we answer is refused (401/404/405): no grant on it.
+    if (origin && c.req.method !== "OPTIONS") {
+      c.res.headers.set("Access-Control-Allow-Origin", origin);
+      c.res.headers.set("Access-Control-Expose-Headers", EXPOSED_HEADERS);
+    }
+  };

@@ -1,6 +1,5 @@
 import { createMiddleware } from "hono/factory";
 import { BOOKMARK_PATTERN, D1Session } from "../db/session";
-import { configOrThrow } from "../lib/config";
 import { signedTag, verifyTag } from "../lib/crypto";
 import { fromBase64Url, toBase64Url } from "../lib/encoding";
 import { ApiError } from "../lib/errors";
@@ -57,7 +56,7 @@ export async function verifiedBookmarkOrThrow(
  * bookmark is returned, and none can be accepted).
  */
 export const d1Session = createMiddleware<EnvWith<D1SessionVariables>>(async (c, next) => {
-  const secret = configOrThrow(c.env).CURSOR_SECRET;
+  const secret = c.var.config.CURSOR_SECRET;
   const header = c.req.header(BOOKMARK_HEADER);
   const bookmark = header === undefined ? undefined : await verifiedBookmarkOrThrow(secret, header);
   const d1 = new D1Session(c.env.DB, bookmark);

@@ -15,12 +15,17 @@ import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import type { EnvWith } from "../lib/hono-env";
 import { log } from "../lib/log";
-import { type AdmitResult, policyOf, QuotaLimiterClient } from "../objects/quota-limiter-client";
+import type { RouteTable } from "../lib/route-table";
+import {
+  type AdmitResult,
+  locationOf,
+  policyOf,
+  QuotaLimiterClient,
+} from "../objects/quota-limiter-client";
 import { rateLimitHeaders, retryAfterSeconds } from "../quota/headers";
 import { type FallbackState, fallbackVerdict } from "../quota/lease";
 import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
-import { PET_PATH, PETS_PATH } from "./pets-paths";
 
 /**
  * Set by `enforceQuota`, for the access log: what the limiter decided, "overloaded" (the key's
@@ -43,11 +48,6 @@ const REFUSALS = {
 
 // Headers a read's handler adds to its answer (see routes/pets and middleware/d1-session.ts).
 const READ_ANSWER_HEADERS = ["ETag", "Link", BOOKMARK_HEADER];
-
-// Requests that only read (GET or HEAD on listPets, getPet): the only ones whose handler may run
-// before the decision.
-const isSideEffectFree = (method: string, path: string) =>
-  (method === "GET" || method === "HEAD") && (PETS_PATH.test(path) || PET_PATH.test(path));
 
 // Keys whose last decision in this isolate left room: their reads run alongside the limiter call.
 const keysWithRoom = new ExpiringMap<string, true>(10_000);
@@ -164,37 +164,41 @@ async function headersOrThrowRefusal(
  * X-RateLimit-* headers: an outage of the limiter must not become an outage of the API, and
  * flooding the limiter must not switch it off.
  *
- * Reads by a key with room left run alongside the limiter call rather than after it (they have no
- * side effects, and the answer still waits for the decision): the two hops overlap instead of
- * adding up. A refused read's work is discarded; a key near or past its limit is decided first.
+ * Reads by a key with room left run alongside the limiter call rather than after it (the route
+ * table marks them: a read changes nothing stored, and the answer still waits for the decision):
+ * the two hops overlap instead of adding up. A refused read's work is discarded; a key near or
+ * past its limit is decided first.
  */
-export const enforceQuota = createMiddleware<QuotaEnv>(async (c, next) => {
-  const key = c.var.apiKey;
-  const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id);
-  const policy = policyOf(key);
-  const admitted = wrapTime(
-    c,
-    "quota",
-    limiter.admit(policy).then((result) => {
-      // A lease renewal this request started, and the hand-back of a lease's unused permits
-      // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
-      if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);
-      return result;
-    }),
-  );
-  if (!(isSideEffectFree(c.req.method, c.req.path) && keysWithRoom.get(key.id, 0))) {
-    const headers = await headersOrThrowRefusal(c, key, await admitted);
-    for (const [name, value] of Object.entries(headers)) c.header(name, value);
-    return next();
-  }
-  await next();
-  let headers: Record<string, string>;
-  try {
-    headers = await headersOrThrowRefusal(c, key, await admitted);
-  } catch (refusal) {
-    // The refusal replaces the read's answer: drop what describes that answer, keep the rest.
-    for (const name of READ_ANSWER_HEADERS) c.res.headers.delete(name);
-    throw refusal;
-  }
-  for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
-});
+export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
+  createMiddleware<QuotaEnv>(async (c, next) => {
+    const key = c.var.apiKey;
+    const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
+    const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id, location);
+    const policy = policyOf(key);
+    const admitted = wrapTime(
+      c,
+      "quota",
+      limiter.admit(policy).then((result) => {
+        // A lease renewal this request started, and the hand-back of a lease's unused permits
+        // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
+        if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);
+        return result;
+      }),
+    );
+    const isRead = routes.effectOf(c.req.method, c.req.path) === "read";
+    if (!(isRead && keysWithRoom.get(key.id, 0))) {
+      const headers = await headersOrThrowRefusal(c, key, await admitted);
+      for (const [name, value] of Object.entries(headers)) c.header(name, value);
+      return next();
+    }
+    await next();
+    let headers: Record<string, string>;
+    try {
+      headers = await headersOrThrowRefusal(c, key, await admitted);
+    } catch (refusal) {
+      // The refusal replaces the read's answer: drop what describes that answer, keep the rest.
+      for (const name of READ_ANSWER_HEADERS) c.res.headers.delete(name);
+      throw refusal;
+    }
+    for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
+  });

@@ -33,7 +33,7 @@ export interface LeaseCalls {
 export type GiveBackCall = Pick<LeaseCalls, "giveBack">;
 
 /** A decision, and whether it came from the isolate's lease rather than from the object. */
-interface HolderDecision {
+export interface HolderDecision {
   decision: KeyDecision;
   /** Decided here, from the lease, with no call. */
   local: boolean;
@@ -124,6 +124,34 @@ export class LeaseHolder {
   /** Refused, banned, or too close to the limit: no lease is asked for before this time. */
   #noLeaseUntil = 0;
   #refusal: { outcome: Refusal; retryAt: number } | null = null;
+  /** Permits asked for even while the key is quiet (0: a quiet key asks for none). */
+  readonly #stock: number;
+
+  /**
+   * `stock`: the permits to ask for whenever a lease is asked for or renewed, even for a quiet
+   * key (a location holder's stock, see objects/quota-holder.ts); an isolate keeps none.
+   */
+  constructor({ stock = 0 }: { stock?: number } = {}) {
+    this.#stock = stock;
+  }
+
+  /** The permits to ask for now: the key's recent rate here, and at least the stock. */
+  #wanted(now: number): number {
+    return Math.max(leaseWanted(this.#recentArrivals(now), now), this.#stock);
+  }
+
+  /**
+   * The work an admission leaves on the lease, not waited for by its request: a renewal it
+   * started, then the hand-back of the lease's unused permits at expiry (or of leases retired
+   * meanwhile); null when there is none. Rejects with what a call rejects with.
+   */
+  upkeep(decided: HolderDecision, calls: GiveBackCall): Promise<void> | null {
+    if (decided.renewal)
+      return decided.renewal.then((renewed) =>
+        renewed ? this.giveBackAtExpiry(calls) : this.giveBackRetired(calls),
+      );
+    return decided.leaseGranted ? this.giveBackAtExpiry(calls) : null;
+  }
 
   /** Decides one request; throws what the object's call throws. */
   async admit(policy: Policy, calls: LeaseCalls): Promise<HolderDecision> {
@@ -145,7 +173,7 @@ export class LeaseHolder {
         continue;
       }
       this.#retireLease(policy, now);
-      const want = now < this.#noLeaseUntil ? 0 : leaseWanted(this.#recentArrivals(now), now);
+      const want = now < this.#noLeaseUntil ? 0 : this.#wanted(now);
       if ((want > 0 || this.#unreturned.length > 0) && this.#inFlight === 0) {
         return this.#exclusiveCall(calls, { want, returning: this.#unreturned.splice(0) });
       }
@@ -284,9 +312,13 @@ export class LeaseHolder {
     this.#lease = null;
   }
 
-  /** Notes `unused` permits of lease `id` to hand back (one entry per lease: credited once). */
+  /**
+   * Notes `unused` permits of lease `id` to hand back (one entry per lease: credited once). A
+   * used-up lease goes back too: until it does, the object counts it as holding permits (see
+   * heldBound in quota/lease.ts).
+   */
   #keepToReturn(id: string, unused: number): void {
-    if (unused <= 0) return;
+    if (unused < 0) return;
     const known = this.#unreturned.find((r) => r.id === id);
     if (known) known.unused += unused;
     else this.#unreturned.push({ id, unused });
@@ -304,7 +336,7 @@ export class LeaseHolder {
     if (now < this.#noLeaseUntil) return null;
     const minuteEnd = this.#atContact.find((w) => w.name === "minute")?.resetAt ?? Infinity;
     if (!renewsNow(lease, minuteEnd, now)) return null;
-    const want = leaseWanted(this.#recentArrivals(now), now);
+    const want = this.#wanted(now);
     if (want <= 0) return null;
     const sent: SentRenewal = {
       lease,
@@ -333,6 +365,68 @@ export class LeaseHolder {
       });
     this.#renewal = renewal;
     return renewal;
+  }
+
+  /**
+   * Asks for a fresh lease of the stock with no request to decide, when the holder has no usable
+   * lease and nothing else is asking the object (a location holder's refill once a new minute
+   * began: the minute's first requests then find stock). Requests arriving meanwhile wait for
+   * it, as for a renewal. Returns the refill, settling with whether it brought a lease, or null
+   * when none was sent.
+   */
+  refill(policy: Policy, calls: LeaseCalls): Promise<boolean> | null {
+    const renew = calls.renew;
+    const now = clock.now();
+    if (!renew || this.#stock <= 0 || this.#exclusive || this.#renewal || this.#inFlight)
+      return null;
+    if (now < this.#noLeaseUntil) return null;
+    if (this.#lease && this.#usable(this.#lease, policy, now)) return null;
+    this.#retireLease(policy, now);
+    const returning = this.#unreturned.splice(0);
+    const changes = this.#changes;
+    const refill = withDeadline(
+      Promise.resolve().then(() =>
+        renew({ leaseId: "", want: this.#stock, holding: 0, returning }),
+      ),
+      RENEWAL_DEADLINE_MS,
+    )
+      .then(
+        (answer) => this.#refilled(answer, policy, changes),
+        (err: unknown) => {
+          for (const r of returning) this.#keepToReturn(r.id, r.unused);
+          throw err;
+        },
+      )
+      .finally(() => {
+        this.#renewal = null;
+      });
+    this.#renewal = refill;
+    return refill;
+  }
+
+  /** Applies a refill's answer (see `refill`); permits it cannot use go to the ones to hand back. */
+  #refilled(answer: Renewal, policy: Policy, changes: number): boolean {
+    const { granted } = answer;
+    this.#atContact = answer.windows;
+    this.#admittedSince = 0;
+    const changed = this.#changes !== changes;
+    if (answer.revoked || answer.policyVersion > policy.version || changed || this.#lease) {
+      if (granted) this.#keepToReturn(granted.id, granted.permits);
+      return false;
+    }
+    if (!granted) {
+      const minute = answer.windows.find((w) => w.name === "minute");
+      this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
+      return false;
+    }
+    this.#lease = {
+      id: granted.id,
+      left: granted.permits,
+      lastGrant: granted.permits,
+      expiresAt: granted.expiresAt,
+      policyVersion: answer.policyVersion,
+    };
+    return true;
   }
 
   /**

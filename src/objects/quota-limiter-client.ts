@@ -5,8 +5,9 @@ import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
 import type { KeyDecision, Policy, Refusal } from "../quota/windows";
+import { type HolderAnswer, holderName, type QuotaHolder } from "./quota-holder";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "./quota-leases";
-import type { Admission, KeyUsage, QuotaLimiter } from "./quota-limiter";
+import type { Admission, KeyUsage, LeaseRequest, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
 /**
@@ -57,23 +58,57 @@ function holderOf(keyId: string): LeaseHolder {
   return holder;
 }
 
+/** Where a request arrived: its location's holders (objects/quota-holder.ts) and its name. */
+export interface RequestLocation {
+  holders: DurableObjectNamespace<QuotaHolder>;
+  /** The Cloudflare location (`request.cf.colo`). */
+  name: string;
+}
+
+/** Where `request` arrived (its Cloudflare location), or null when it does not say. */
+export function locationOf(
+  request: Request,
+  holders: DurableObjectNamespace<QuotaHolder>,
+): RequestLocation | null {
+  const colo = (request.cf as { colo?: unknown } | undefined)?.colo;
+  return typeof colo === "string" && colo !== "" ? { holders, name: colo } : null;
+}
+
+/** An error that says why a location holder had no decision (read by `isOverloaded`). */
+class HolderWithoutDecision extends Error {
+  constructor(readonly overloaded: boolean) {
+    super(
+      overloaded ? "the key's quota object is overloaded" : "the key's quota object is unreachable",
+    );
+  }
+}
+
 /**
- * The Worker's side of one key's QuotaLimiter: the only code that calls its stub. Every call is
- * retried once on a `.retryable` error (stub-call.ts); what happens when it still fails is the
- * call site's policy, stated on each method.
+ * The Worker's side of one key's QuotaLimiter and of its holder in the request's location: the
+ * only code that calls their stubs. Every call to the key's object is retried once on a
+ * `.retryable` error (stub-call.ts); what happens when it still fails is the call site's policy,
+ * stated on each method.
  */
 export class QuotaLimiterClient {
   constructor(
     private readonly namespace: DurableObjectNamespace<QuotaLimiter>,
     private readonly keyId: string,
+    /** The request's location; without one (never in production), the key's object decides. */
+    private readonly location: RequestLocation | null = null,
+    /** This isolate's leases of the key (another only for a test that plays several isolates). */
+    private readonly leases: LeaseHolder | null = null,
   ) {}
+
+  #isolateLeases(): LeaseHolder {
+    return this.leases ?? holderOf(this.keyId);
+  }
 
   /**
    * Decides one request: from this isolate's lease when it holds one, else by the object (which
    * counts it). Unreachable: `{ reached: false }` (the caller decides).
    */
   async admit(policy: Policy): Promise<AdmitResult> {
-    const holder = holderOf(this.keyId);
+    const holder = this.#isolateLeases();
     try {
       const { decision, leaseGranted, renewal } = await holder.admit(
         policy,
@@ -125,7 +160,7 @@ export class QuotaLimiterClient {
 
   #leaseCalls(policy: Policy): LeaseCalls {
     return {
-      admit: (request) => this.#call<Admission>(async (stub) => stub.admit(policy, request)),
+      admit: (request) => this.#admitCall(policy, request),
       giveBack: this.#giveBackCall.giveBack,
       // Not retried: a renewal that reached the object before its connection failed has been
       // counted, and a second one would count its permits again. A lost renewal costs nothing
@@ -166,7 +201,7 @@ export class QuotaLimiterClient {
   async configureOrThrow(policy: Policy): Promise<void> {
     // In this isolate the change applies from the very next request: no more admissions from
     // a lease granted under the old policy. Other isolates' leases end within LEASE_MS.
-    const holder = holderOf(this.keyId);
+    const holder = this.#isolateLeases();
     holder.dropLease();
     holder.forgetRefusals();
     await this.#call((stub) => stub.configure(policy)).catch((err: unknown) => {
@@ -179,7 +214,7 @@ export class QuotaLimiterClient {
   async unbanOrThrow(
     offered: Policy,
   ): Promise<{ bannedUntilBefore: number | null; usage: KeyUsage }> {
-    holderOf(this.keyId).forgetRefusals();
+    this.#isolateLeases().forgetRefusals();
     type Unbanned = { bannedUntilBefore: number | null; usage: KeyUsage };
     return this.#call<Unbanned>(async (stub) => stub.unban(offered)).catch((err: unknown) => {
       log("error", "could not unban", { keyId: this.keyId, error: String(err) });
@@ -203,11 +238,56 @@ export class QuotaLimiterClient {
   }
 
   /**
-   * Hands this isolate's unused leased permits back before a usage read, so the read is exact
-   * as far as this isolate goes (other isolates' leases come back within LEASE_MS). Never throws.
+   * Hands this isolate's unused leased permits and its location holder's stock back before a
+   * usage read, so the read is exact as far as this location goes (other leases come back
+   * within LEASE_MS). Never throws.
    */
   async #handBackLease(): Promise<void> {
-    await this.#loggingGiveBackFailure(holderOf(this.keyId).giveBackUnused(this.#giveBackCall));
+    await Promise.all([
+      this.#loggingGiveBackFailure(this.#isolateLeases().giveBackUnused(this.#giveBackCall)),
+      this.#handBackLocationStock(),
+    ]);
+  }
+
+  /**
+   * A request this isolate cannot decide from a lease of its own: decided by the key's holder in
+   * this location (from its stock, or forwarded), over a local hop. A call that asks for a lease
+   * or hands one back goes to the key's object, and so does a request whose holder cannot be
+   * reached (the object decides it exactly, one far call).
+   */
+  async #admitCall(policy: Policy, request: LeaseRequest): Promise<Admission> {
+    const location = this.location;
+    if (location && request.want === 0 && request.returning.length === 0) {
+      let answer: HolderAnswer | null = null;
+      try {
+        answer = await location.holders
+          .getByName(holderName(this.keyId, location.name))
+          .admit(this.keyId, policy);
+      } catch (err) {
+        log("warn", "location holder unreachable; asking the key's object", {
+          keyId: this.keyId,
+          error: String(err),
+        });
+      }
+      if (answer?.reached) return { ...answer.decision, lease: null };
+      if (answer) throw new HolderWithoutDecision(answer.overloaded);
+    }
+    return this.#call<Admission>(async (stub) => stub.admit(policy, request));
+  }
+
+  /** Hands the stock of this location's holder back to the key's object; never throws. */
+  async #handBackLocationStock(): Promise<void> {
+    const location = this.location;
+    if (!location) return;
+    await location.holders
+      .getByName(holderName(this.keyId, location.name))
+      .giveBack(this.keyId)
+      .catch((err: unknown) =>
+        log("warn", "could not hand a location holder's stock back", {
+          keyId: this.keyId,
+          error: String(err),
+        }),
+      );
   }
 
   #call<T>(call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { recordBanEnd, recordBanStart } from "../db/audit";
-import { saveUsageDays, type UsageDay } from "../db/usage-history";
+import { type RevisedUsageDay, saveUsageDays, type UsageDay } from "../db/usage-history";
 import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
@@ -22,7 +22,11 @@ import {
   windowsOf,
 } from "../quota/windows";
 import { migrateSchema } from "./schema-migrations";
-import { CREATE_USAGE_HISTORY_TABLE, UsageHistoryTable } from "./usage-history-table";
+import {
+  CREATE_USAGE_HISTORY_TABLE,
+  CREATE_USAGE_REVISIONS_TABLE,
+  UsageHistoryTable,
+} from "./usage-history-table";
 import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
 
 const CREATE_POLICY_TABLE = `CREATE TABLE IF NOT EXISTS policy (
@@ -55,7 +59,24 @@ export const QUOTA_LIMITER_MIGRATIONS = [
   `CREATE TABLE IF NOT EXISTS ban_records (
     banned_until INTEGER PRIMARY KEY, started_at INTEGER NOT NULL,
     start_written INTEGER NOT NULL DEFAULT 0) STRICT`,
+  // 6: leases with the most permits each may still hold unused (see heldBound in
+  // quota/lease.ts). Re-created rather than altered, so that re-running every migration (a
+  // missing version row) still works. Leases live seconds; one dropped here is never credited
+  // back, its permits stay counted until its minute ends.
+  `DROP TABLE IF EXISTS leases;
+  CREATE TABLE leases (
+    id TEXT PRIMARY KEY, minute_start INTEGER NOT NULL, day_start INTEGER NOT NULL,
+    permits INTEGER NOT NULL, expires_at INTEGER NOT NULL, held INTEGER NOT NULL) STRICT`,
+  // 7: the revision of each held day's totals, so D1 keeps the latest (usage-history-table.ts).
+  CREATE_USAGE_REVISIONS_TABLE,
 ] as const;
+
+/** A held day as the history reports it (without its day start and revision). */
+const usageDayOf = ({ day, admitted, refused }: RevisedUsageDay): UsageDay => ({
+  day,
+  admitted,
+  refused,
+});
 
 /** How soon the object tries again when D1 did not take a finished day's totals. */
 const USAGE_FLUSH_RETRY_MS = 5 * MINUTE_MS;
@@ -173,7 +194,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     let lease: Lease | null = null;
     const permits =
       decision.outcome === "allowed"
-        ? permitsToLease(decision.windows, effective, request.want)
+        ? permitsToLease(decision.windows, effective, request.want, 0, this.#heldBy(state))
         : 0;
     if (permits > 0) {
       lease = this.#grantLease(state, permits, now);
@@ -207,13 +228,20 @@ export class QuotaLimiter extends DurableObject<Env> {
     // was granted under the old limits and must end, not grow.
     const refused =
       effective.revoked || state.bannedUntil > now || effective.version > policy.version;
+    const holding = Math.max(0, request.holding);
     const permits = refused
       ? 0
-      : permitsToLease(windows, effective, request.want, Math.max(0, request.holding));
+      : permitsToLease(
+          windows,
+          effective,
+          request.want,
+          holding,
+          this.#heldBy(state, request.leaseId),
+        );
     let granted: Lease | null = null;
     if (permits > 0) {
       granted =
-        this.#extendLease(request.leaseId, state, permits, now) ??
+        this.#extendLease(request.leaseId, state, permits, holding, now) ??
         this.#grantLease(state, permits, now);
       state = takePermits(state, permits);
     }
@@ -222,18 +250,39 @@ export class QuotaLimiter extends DurableObject<Env> {
     return { policyVersion: effective.version, revoked: effective.revoked, windows, granted };
   }
 
+  /**
+   * The most permits the current minute's leases may hold unused (leaving out lease `except`):
+   * each lease's last known holding plus what was granted to it since. A lease counts until it
+   * is handed back, used up or not, and so does one whose holder went away, until its minute
+   * ends: what leases hold unused never exceeds heldBound, whatever happens to the holders.
+   */
+  #heldBy(state: UsageState, except = ""): number {
+    const row = this.ctx.storage.sql
+      .exec<{ held: number }>(
+        `SELECT COALESCE(SUM(held), 0) AS held FROM leases
+           WHERE minute_start = ? AND day_start = ? AND id != ?`,
+        state.minuteStart,
+        state.dayStart,
+        except,
+      )
+      .toArray()[0];
+    return row?.held ?? 0;
+  }
+
   /** Records a new lease of `permits` (the caller counts them in the windows). */
   #grantLease(state: UsageState, permits: number, now: number): Lease {
     const lease = { id: crypto.randomUUID(), permits, expiresAt: leaseExpiry(state, now) };
     // Leases of past minutes can no longer be credited back (see givePermitsBack): forget them.
     this.#expireLeasesBefore(state.minuteStart);
     this.ctx.storage.sql.exec(
-      "INSERT INTO leases (id, minute_start, day_start, permits, expires_at) VALUES (?, ?, ?, ?, ?)",
+      `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held)
+         VALUES (?, ?, ?, ?, ?, ?)`,
       lease.id,
       state.minuteStart,
       state.dayStart,
       permits,
       lease.expiresAt,
+      permits,
     );
     return lease;
   }
@@ -241,15 +290,23 @@ export class QuotaLimiter extends DurableObject<Env> {
   /**
    * Adds `permits` to lease `id` and pushes its expiry out, if it was granted in the current
    * minute window and not handed back (a give-back then credits all of its unused permits);
-   * null otherwise.
+   * null otherwise. The lease then holds at most `holding` (its holder's unused) + `permits`.
    */
-  #extendLease(id: string, state: UsageState, permits: number, now: number): Lease | null {
+  #extendLease(
+    id: string,
+    state: UsageState,
+    permits: number,
+    holding: number,
+    now: number,
+  ): Lease | null {
     const expiresAt = leaseExpiry(state, now);
     const extended = this.ctx.storage.sql.exec(
-      `UPDATE leases SET permits = permits + ?, expires_at = ?
+      `UPDATE leases SET permits = permits + ?, expires_at = ?, held = MIN(held, ?) + ?
          WHERE id = ? AND minute_start = ? AND day_start = ?`,
       permits,
       expiresAt,
+      holding,
+      permits,
       id,
       state.minuteStart,
       state.dayStart,
@@ -324,7 +381,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   report(offered?: Policy): { usage: KeyUsage; days: UsageDay[] } {
     return {
       usage: this.usage(offered),
-      days: this.#usageHistory.days().map(({ dayStart: _, ...day }) => day),
+      days: this.#usageHistory.days().map(usageDayOf),
     };
   }
 
@@ -426,7 +483,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     await this.#saveToDatabase(days).catch((err: unknown) =>
       log("warn", "could not write usage history to D1", { error: String(err) }),
     );
-    return days.map(({ dayStart: _, ...day }) => day);
+    return days.map(usageDayOf);
   }
 
   /**
@@ -459,6 +516,8 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (!finished.length) return;
     try {
       await this.#saveToDatabase(finished);
+      // Nothing changes a finished day during the write: its leases, the only thing that could
+      // still take permits off it, were forgotten when the alarm began (#expireLeasesBefore).
       this.#usageHistory.forgetDaysBefore(today);
     } catch (err) {
       log("warn", "could not write finished usage days to D1; retrying", { error: String(err) });
@@ -466,7 +525,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
   }
 
-  async #saveToDatabase(days: UsageDay[]): Promise<void> {
+  async #saveToDatabase(days: RevisedUsageDay[]): Promise<void> {
     const keyId = this.ctx.id.name;
     if (!keyId) throw new Error("the quota object has no name (key id)");
     await saveUsageDays(this.env.DB, keyId, days);

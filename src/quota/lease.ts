@@ -24,8 +24,23 @@ export const RATE_HORIZON_MS = 10_000;
 
 /** A lease takes at most a quarter of the room left in the tighter window… */
 const ROOM_SHARE = 4;
-/** …and at most a tenth of the per-minute limit (6 for a free key). */
+/** …and all leases of a key together hold at most a tenth of the per-minute limit (see heldBound). */
 const LIMIT_SHARE = 10;
+
+/**
+ * The most permits a key's leases may hold unused at once, across every location holder and
+ * isolate together: a tenth of the per-minute limit, at least 2 (6 for a free key). The key's
+ * object grants no permit past it, so this is also the most capacity leases can strand.
+ */
+export function heldBound(limits: Limits): number {
+  return Math.max(2, Math.floor(limits.perMinute / LIMIT_SHARE));
+}
+
+/**
+ * The stock a location holder keeps for a key used in its location: enough for a quiet key's
+ * next requests to be admitted there while a refill is on its way.
+ */
+export const QUIET_STOCK = 2;
 
 /** Below two requests a second (in the last second and on average over the horizon): quiet. */
 const BUSY_PER_SECOND = 2;
@@ -59,22 +74,21 @@ export function leaseWanted(arrivals: readonly number[], now: number): number {
 
 /**
  * The permits the object grants on top of an admitted request (given its windows after that
- * request), or to renew a lease (its windows now, with the permits the isolate still `holding`).
- * Near the limit (room below ROOM_SHARE × the lease) this shrinks to 0 and the isolate goes back
- * to one call per request, so 429s, Retry-After and the ban stay exact. An isolate never holds
- * more than a tenth of the per-minute limit unused, renewals included.
+ * request), or to renew a lease (its windows now, with the permits the caller still `holding`),
+ * while other leases of the key may hold up to `heldElsewhere` unused. Near the limit (room
+ * below ROOM_SHARE × the lease) this shrinks to 0 and the caller goes back to one call per
+ * request, so 429s, Retry-After and the ban stay exact. All leases of the key together never
+ * hold more than `heldBound` unused, renewals included.
  */
 export function permitsToLease(
   windows: WindowStatus[],
   limits: Limits,
   want: number,
   holding = 0,
+  heldElsewhere = 0,
 ): number {
   const room = Math.min(...windows.map((w) => w.remaining));
-  const most = Math.min(
-    Math.floor(room / ROOM_SHARE),
-    Math.floor(limits.perMinute / LIMIT_SHARE) - holding,
-  );
+  const most = Math.min(Math.floor(room / ROOM_SHARE), heldBound(limits) - heldElsewhere - holding);
   return Math.max(0, Math.min(want, most));
 }
 

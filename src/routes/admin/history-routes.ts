@@ -6,7 +6,7 @@ import { everyDay, listUsageOfDay, readUsageDays, type UsageDay } from "../../db
 import { clock, DAY_MS, dayName, dayStartOf } from "../../lib/clock";
 import { ApiError } from "../../lib/errors";
 import { validationHook } from "../../middleware/validation-hook";
-import { QuotaLimiterClient } from "../../objects/quota-limiter-client";
+import { locationOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
 import { AuditPageSchema, AuditQuerySchema } from "../../schemas/audit";
 import { adminErrorResponses } from "../../schemas/common";
 import { KeyIdParamSchema } from "../../schemas/keys";
@@ -84,7 +84,12 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       const { from, to } = rangeOrThrow(c.req.valid("query"), clock.now());
       foundOrThrow(await getKey(c.env.DB, id), id);
       // The object's days win: it holds today, and any finished day D1 did not take yet.
-      const live = await new QuotaLimiterClient(c.env.QUOTA, id).saveUsageHistoryOrThrow();
+      const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
+      const live = await new QuotaLimiterClient(
+        c.env.QUOTA,
+        id,
+        location,
+      ).saveUsageHistoryOrThrow();
       const stored = await readUsageDays(c.env.DB, id, from, to);
       // Later entries win in everyDay: the live ones go last.
       const days = everyDay(from, to, [...stored, ...live]);

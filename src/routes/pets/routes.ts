@@ -11,7 +11,7 @@ import {
 } from "../../db/immutable-reads";
 import { createPet, getPet, listPets } from "../../db/pets";
 import { runAfterResponse } from "../../lib/after-response";
-import { type Config, configOrThrow, secretOrThrow } from "../../lib/config";
+import { type Config, secretOrThrow } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import type { EnvWith } from "../../lib/hono-env";
 import { withETag } from "../../middleware/conditional";
@@ -159,7 +159,7 @@ const getPetRoute = createRoute({
 export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
   .openapi(listPetsRoute, async (c) => {
     const { limit, status, cursor } = c.req.valid("query");
-    const config = configOrThrow(c.env);
+    const config = c.var.config;
     const cursorSecret = () => secretOrThrow(config, "CURSOR_SECRET");
     const from =
       cursor === undefined ? null : await decodeCursorOrThrow(cursorSecret(), cursor, status);
@@ -188,7 +188,7 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
   })
   .openapi(getPetRoute, async (c) => {
     const { petId } = c.req.valid("param");
-    const scope = cacheScopeOf(configOrThrow(c.env));
+    const scope = cacheScopeOf(c.var.config);
     const stored = await storedPet(scope, petId);
     if (stored) {
       setMetric(c, "cache", stored.tier);

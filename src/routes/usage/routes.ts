@@ -15,7 +15,7 @@ import type { EnvWith } from "../../lib/hono-env";
 import { validationHook } from "../../middleware/validation-hook";
 import { countInShield } from "../../objects/auth-shield-client";
 import type { KeyUsage } from "../../objects/quota-limiter";
-import { policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
+import { locationOf, policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
 import { rateLimitHeaders } from "../../quota/headers";
 import type { Decision, WindowStatus } from "../../quota/windows";
 import { errorResponses, json } from "../../schemas/common";
@@ -121,9 +121,12 @@ export const ownUsageApi = new OpenAPIHono<EnvWith<ApiKeyVariables>>({
 }).openapi({ ...usageRoute, middleware: authenticate }, async (c) => {
   const key = c.var.apiKey;
   await countUsageReadOrThrow(c.env, key.id);
-  const { usage, days: held } = await new QuotaLimiterClient(c.env.QUOTA, key.id).reportOrThrow(
-    policyOf(key),
-  );
+  const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
+  const { usage, days: held } = await new QuotaLimiterClient(
+    c.env.QUOTA,
+    key.id,
+    location,
+  ).reportOrThrow(policyOf(key));
   const now = clock.now();
   // This isolate's record of the key may be up to the key cache's age; the object is told of a
   // revocation or a disabling at once.

@@ -1,0 +1,262 @@
+// The location tier end to end: real QuotaHolder objects (one per key per location) between
+// simulated isolates (each with its own LeaseHolder and QuotaLimiterClient) and the key's real
+// QuotaLimiter, under fake time. Background work (renewals, hand-backs at expiry, the refill
+// when a minute turns) sleeps on clock.sleep, which these tests release as fake time passes.
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { clock, MINUTE_MS } from "../src/lib/clock";
+import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
+import { LeaseHolder } from "../src/objects/quota-leases";
+import { type AdmitResult, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
+import { GIVE_BACK_GRACE_MS, heldBound, LEASE_MS } from "../src/quota/lease";
+import type { Policy } from "../src/quota/windows";
+import { auth, call, issueKey, keyDetail, MIDNIGHT, mockClock, T0 } from "./helpers";
+
+const time = mockClock(T0);
+let seq = 0;
+
+/** Background sleeps waiting for fake time to reach `at`. */
+const sleeping: { at: number; wake: () => void }[] = [];
+beforeEach(() => {
+  sleeping.length = 0;
+  vi.spyOn(clock, "sleep").mockImplementation(
+    (ms) => new Promise<void>((wake) => sleeping.push({ at: clock.now() + ms, wake })),
+  );
+});
+
+/** Wakes the sleeps fake time has reached, and lets the work they start run (real time). */
+async function passTime(): Promise<void> {
+  const due = sleeping.filter((s) => s.at <= time.now);
+  for (const s of due) sleeping.splice(sleeping.indexOf(s), 1);
+  for (const s of due) s.wake();
+  await new Promise((resolve) => setTimeout(resolve, due.length ? 30 : 1));
+}
+
+const policyOf = (perMinute: number, perDay: number): Policy => ({
+  perMinute,
+  perDay,
+  version: 1,
+  revoked: false,
+});
+
+const holderOf = (keyId: string, location: string) =>
+  env.QUOTA_HOLDER.getByName(holderName(keyId, location));
+
+/** One simulated isolate in `location`: its own leases, its own client. */
+function isolate(keyId: string, location: string, policy: Policy) {
+  const leases = new LeaseHolder();
+  const client = new QuotaLimiterClient(
+    env.QUOTA,
+    keyId,
+    { holders: env.QUOTA_HOLDER, name: location },
+    leases,
+  );
+  return {
+    leases,
+    admit: async (): Promise<AdmitResult> => {
+      const result = await client.admit(policy);
+      // Run as the Worker runs it: after the response (the test does not wait for it).
+      if (result.reached) result.afterResponse?.catch(() => undefined);
+      return result;
+    },
+    giveBack: () =>
+      leases.giveBackUnused({ giveBack: (r) => env.QUOTA.getByName(keyId).returnLease(r) }),
+  };
+}
+
+const admittedIn = (results: AdmitResult[]) =>
+  results.filter((r) => {
+    expect(r.reached, "every request was decided").toBe(true);
+    return r.reached && r.decision.outcome === "allowed";
+  }).length;
+
+/** Deterministic pseudo-random numbers in [0, 1) (mulberry32), so a failure can be replayed. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+describe("location holders racing on one key", () => {
+  it("4 locations × 4 isolates over 23:58–00:01 UTC never over-admit, strand at most heldBound, and account exactly", {
+    timeout: 120_000,
+  }, async () => {
+    const perMinute = 1_200;
+    const perDay = 2_000;
+    const policy = policyOf(perMinute, perDay);
+    const bound = heldBound(policy); // 120
+    const keyId = `holders_race_${++seq}`;
+    const locations = ["AMS", "FRA", "SIN", "IAD"];
+    const isolates = locations.flatMap((location) =>
+      Array.from({ length: 4 }, () => isolate(keyId, location, policy)),
+    );
+    const next = random(19);
+    const STEP_MS = 250;
+    const unusedEverywhere = async () => {
+      let unused = isolates.reduce((n, iso) => n + iso.leases.unusedPermits, 0);
+      for (const location of locations) unused += await holderOf(keyId, location).unusedPermits();
+      return unused;
+    };
+    let admittedToday = 0;
+    let mostHeld = 0;
+
+    // 23:58 (the minute binds), 23:59 (the day binds: 800 left), 00:00 (a new day).
+    for (const [minute, minuteStart] of [
+      MIDNIGHT - 2 * MINUTE_MS,
+      MIDNIGHT - MINUTE_MS,
+      MIDNIGHT,
+    ].entries()) {
+      if (minuteStart === MIDNIGHT) admittedToday = 0;
+      const room = Math.min(perMinute, perDay - admittedToday);
+      let admitted = 0;
+      let refused = 0;
+      for (let t = 0; t < MINUTE_MS; t += STEP_MS) {
+        time.now = minuteStart + t;
+        await passTime();
+        // The first isolate of each location is busy (≈5 a second: it takes leases of its
+        // own), the other three are quiet (≈0.4 a second: their holder decides for them).
+        const burst = isolates.flatMap((iso, i) => {
+          const sizes = i % 4 === 0 ? [0, 0, 1, 2, 3] : [0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+          return Array.from({ length: sizes[Math.floor(next() * sizes.length)]! }, () =>
+            iso.admit(),
+          );
+        });
+        const results = await Promise.all(burst);
+        const n = admittedIn(results);
+        admitted += n;
+        refused += results.length - n;
+        expect(admitted, `minute ${minute} at +${t} ms`).toBeLessThanOrEqual(perMinute);
+        expect(admittedToday + admitted, `day at minute ${minute}`).toBeLessThanOrEqual(perDay);
+        if (t % 5_000 === 0) {
+          const held = await unusedEverywhere();
+          expect(held, `held unused at +${t} ms`).toBeLessThanOrEqual(bound);
+          mostHeld = Math.max(mostHeld, held);
+        }
+      }
+      admittedToday += admitted;
+      const unused = await unusedEverywhere();
+      expect(refused, `minute ${minute}: demand exceeded the room`).toBeGreaterThan(0);
+      expect(unused, `minute ${minute}: held unused`).toBeLessThanOrEqual(bound);
+      // Under-admission is bounded by what leases hold, all of them together.
+      expect(admitted, `minute ${minute}`).toBeGreaterThanOrEqual(room - bound);
+      expect(admitted).toBeLessThanOrEqual(room);
+      // 23:59's leases cross midnight unreturned: handing them back must not touch the new day.
+      if (minute === 1) continue;
+      await Promise.all(isolates.map((iso) => iso.giveBack()));
+      await Promise.all(locations.map((location) => holderOf(keyId, location).giveBack(keyId)));
+      const usage = await usageOf(keyId);
+      expect(usage.minute.count, `minute ${minute}: object count = admitted`).toBe(admitted);
+      expect(usage.day.count, `minute ${minute}: day count = admitted today`).toBe(admittedToday);
+    }
+    // Leases and stock were held (the test raced them, not one call per request).
+    expect(mostHeld).toBeGreaterThan(0);
+  });
+});
+
+const usageOf = (keyId: string) => env.QUOTA.getByName(keyId).usage();
+
+describe("a quiet key in one location", () => {
+  it("one request every 1.5 s for 3 minutes waits for the key's object once, and is counted exactly", {
+    timeout: 60_000,
+  }, async () => {
+    const keyId = `holders_quiet_${++seq}`;
+    const policy = policyOf(60, 1_000);
+    const holder = holderOf(keyId, "AMS");
+    const answers: HolderAnswer[] = [];
+    for (let t = 0; t < 3 * MINUTE_MS; t += 1_500) {
+      time.now = T0 + t;
+      await passTime();
+      answers.push(await holder.admit(keyId, policy));
+      await passTime(); // the renewal it may have started comes back
+    }
+    expect(answers).toHaveLength(120);
+    const forwarded = answers.filter((a) => !(a.reached && a.fromStock)).length;
+    expect(answers.every((a) => a.reached && a.decision.outcome === "allowed")).toBe(true);
+    // Only the first request of all: later ones, in the next minutes too, find stock.
+    expect(forwarded).toBe(1);
+    await holder.giveBack(keyId);
+    const usage = await usageOf(keyId);
+    expect(usage.minute.count).toBe(40);
+    expect(usage.day.count).toBe(120);
+  });
+
+  it("its stock comes back to the key's object within LEASE_MS + GIVE_BACK_GRACE_MS of the last request", async () => {
+    const keyId = `holders_back_${++seq}`;
+    const policy = policyOf(60, 1_000);
+    const locations = ["AMS", "FRA", "SIN", "IAD"];
+    time.now = T0 + 1_000;
+    for (const location of locations) {
+      const answer = await holderOf(keyId, location).admit(keyId, policy);
+      expect(answer.reached && answer.decision.outcome).toBe("allowed");
+    }
+    let unused = 0;
+    for (const location of locations) unused += await holderOf(keyId, location).unusedPermits();
+    // Every location asked for stock; all of them together hold no more than the bound.
+    expect(unused).toBeGreaterThan(0);
+    expect(unused).toBeLessThanOrEqual(heldBound(policy));
+    expect((await usageOf(keyId)).minute.count).toBe(4 + unused);
+
+    time.now = T0 + 1_000 + LEASE_MS + GIVE_BACK_GRACE_MS - 1;
+    await passTime();
+    expect((await usageOf(keyId)).minute.count).toBe(4 + unused); // not yet expired
+    time.now = T0 + 1_000 + LEASE_MS + GIVE_BACK_GRACE_MS;
+    await passTime();
+    await passTime();
+    for (const location of locations)
+      expect(await holderOf(keyId, location).unusedPermits()).toBe(0);
+    expect((await usageOf(keyId)).minute.count).toBe(4);
+  });
+});
+
+describe("a key near its limit", () => {
+  it("the holders never refuse on their own: the object's 429s, Retry-After and ban stay exact", async () => {
+    const keyId = `holders_limit_${++seq}`;
+    const policy = policyOf(10, 1_000);
+    time.now = T0 + 30_000;
+    const answers: HolderAnswer[] = [];
+    for (let i = 0; i < 24; i++) {
+      answers.push(await holderOf(keyId, i % 2 ? "AMS" : "FRA").admit(keyId, policy));
+      await passTime();
+    }
+    const outcomes = answers.map((a) => (a.reached ? a.decision.outcome : "unreached"));
+    expect(outcomes.slice(0, 10)).toEqual(Array(10).fill("allowed"));
+    // Refusals 1–10 are rate_limited; the 11th (past max(10, perMinute)) bans the key.
+    expect(outcomes.slice(10, 20)).toEqual(Array(10).fill("rate_limited"));
+    expect(outcomes.slice(20)).toEqual(Array(4).fill("key_banned"));
+    const first = answers[10]!;
+    expect(first.reached && "retryAt" in first.decision && first.decision.retryAt).toBe(
+      T0 + MINUTE_MS,
+    );
+    expect((await usageOf(keyId)).minute.count).toBe(10);
+  });
+});
+
+describe("through the API, requests marked with their location", () => {
+  const list = (key: string, colo: string) =>
+    call("/v1/pets", { headers: auth(key), cf: { colo } } as RequestInit);
+
+  it("admits exactly 50 of 200 simultaneous requests from 2 locations on a key allowing 50 a minute", {
+    timeout: 60_000,
+  }, async () => {
+    const { id, key } = await issueKey("enterprise", { perMinute: 50, perDay: 10_000 });
+    time.now = T0 + 5_000;
+    const responses = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => list(key, i % 2 ? "AMS" : "FRA")),
+    );
+    const ok = responses.filter((r) => r.status === 200);
+    expect(ok).toHaveLength(50);
+    const refused = responses.filter((r) => r.status === 429);
+    expect(refused).toHaveLength(150);
+    const codes = await Promise.all(
+      refused.map(async (r) => ((await r.json()) as { code: string }).code),
+    );
+    expect(new Set(codes)).toEqual(new Set(["rate_limited", "key_banned"]));
+    await Promise.all(ok.map((r) => r.arrayBuffer()));
+    const detail = (await (await keyDetail(id)).json()) as { usage: { day: { count: number } } };
+    expect(detail.usage.day.count).toBe(50);
+  });
+});
