@@ -1,7 +1,6 @@
 import { Hono } from "hono";
 import { contextStorage } from "hono/context-storage";
 import { methodNotAllowed } from "hono/method-not-allowed";
-import { requestId } from "hono/request-id";
 import { timing } from "hono/timing";
 import { requireAdmin } from "./auth/admin-token";
 import { authenticate } from "./auth/api-key";
@@ -15,6 +14,7 @@ import { d1Session } from "./middleware/d1-session";
 import { deprecated } from "./middleware/deprecation";
 import { enforceQuota } from "./middleware/enforce-quota";
 import { methodNotAllowedResponse, notFound, onError } from "./middleware/error-handler";
+import { requestIds } from "./middleware/request-id";
 import { adminApi } from "./routes/admin/routes";
 import { consolePages } from "./routes/console/routes";
 import { docsPage } from "./routes/docs-page";
@@ -22,10 +22,6 @@ import { adminOpenApiDocument, openApiDocument } from "./routes/openapi-document
 import { petsApi } from "./routes/pets/routes";
 import { routeTable } from "./routes/table";
 import { ownUsageApi } from "./routes/usage/routes";
-
-/** Cloudflare's ray id (e.g. 8f1d2c3b4a5e6f70-AMS), if the header holds one. */
-const rayId = (ray: string | undefined) =>
-  ray && /^[0-9a-f]{16}(-[A-Z]{3})?$/i.test(ray) ? ray : undefined;
 
 /**
  * Request order: context storage (for the logger), request id, configuration check, log,
@@ -36,12 +32,7 @@ const rayId = (ray: string | undefined) =>
 export function createApp() {
   const app = new Hono<BaseEnv>();
   app.use(contextStorage());
-  app.use(
-    requestId({
-      headerName: "X-Request-Id",
-      generator: (c) => rayId(c.req.header("cf-ray")) ?? crypto.randomUUID(),
-    }),
-  );
+  app.use(requestIds);
   // Outside everything that can answer, so errors, 304s, 404s and 405s get the headers too.
   app.use(apiResponseHeaders({ routes: routeTable }));
   // Every setting is checked before any work: a misconfigured deployment answers 500 and logs why.

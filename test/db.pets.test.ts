@@ -46,6 +46,7 @@ const audit = (keyId: string, at: number) => ({
   keyId,
   changes: {},
   requestId: "req-1",
+  clientRequestId: null,
 });
 
 async function auditCount(keyId: string): Promise<number> {

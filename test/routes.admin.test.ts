@@ -404,11 +404,11 @@ describe("an admin write that loses a race to another admin write", () => {
       headers: { ...ADMIN, "Content-Type": "application/json" },
       body: JSON.stringify({ gracePeriodSeconds: 60 }),
     });
-  const rename = (db: D1Database, id: string) =>
+  const rename = (db: D1Database, id: string, name = "renamed") =>
     callWith({ DB: db }, `/admin/v1/keys/${id}`, {
       method: "PATCH",
       headers: { ...ADMIN, "Content-Type": "application/json" },
-      body: JSON.stringify({ name: "renamed" }),
+      body: JSON.stringify({ name }),
     });
 
   it("roll: is decided again on the fresh key, up to three attempts", async () => {
@@ -435,15 +435,15 @@ describe("an admin write that loses a race to another admin write", () => {
     expect(await auditActionsOf(k.id)).toEqual(["create"]);
   });
 
-  it("roll: a key revoked by the write it lost to is refused (400) on the fresh read", async () => {
+  it("roll: a key revoked by the write it lost to is refused (409) on the fresh read", async () => {
     const k = await issueKey("pro");
     const { db, raced } = dbLosingRaces(
       k.id,
       1,
       `revoked_at = ${Date.now()}, version = version + 1`,
     );
-    const body = await expectError(await roll(db, k.id), 400, "invalid_request");
-    expect(body.message).toBe("The key is revoked; a revoked key cannot be rolled.");
+    const body = await expectError(await roll(db, k.id), 409, "key_revoked");
+    expect(body.message).toMatch(/^The key was revoked at .*; a revoked key cannot be rolled\.$/);
     expect(raced()).toBe(1);
     expect(await auditActionsOf(k.id)).toEqual(["create"]);
   });
@@ -457,7 +457,11 @@ describe("an admin write that loses a race to another admin write", () => {
     expect(once.raced()).toBe(1);
 
     const always = dbLosingRaces(k.id, 3);
-    const body = await expectError(await rename(always.db, k.id), 503, "service_unavailable");
+    const body = await expectError(
+      await rename(always.db, k.id, "renamed again"),
+      503,
+      "service_unavailable",
+    );
     expect(body.message).toBe(
       "The key kept changing while this request tried to change it; repeat it.",
     );

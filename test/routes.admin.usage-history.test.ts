@@ -147,7 +147,12 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toMatch(/^text\/csv/);
     expect(await res.text()).toBe(
-      "day,admitted,rate_limited,quota_exceeded,key_banned\r\n2031-03-13,0,0,0,0\r\n2031-03-14,3,0,0,0\r\n",
+      [
+        '"day","admitted","rate_limited","quota_exceeded","key_banned"',
+        '"2031-03-13","0","0","0","0"',
+        '"2031-03-14","3","0","0","0"',
+        "",
+      ].join("\r\n"),
     );
   });
 
@@ -255,9 +260,11 @@ describe("GET /admin/v1/usage?day=", () => {
     expect(csv.headers.get("Content-Type")).toMatch(/^text\/csv/);
     const lines = (await csv.text()).trim().split("\r\n");
     expect(lines[0]).toBe(
-      "key_id,name,plan,owner_id,day,admitted,rate_limited,quota_exceeded,key_banned",
+      '"key_id","name","plan","owner_id","day","admitted","rate_limited","quota_exceeded","key_banned"',
     );
-    expect(lines).toContain(`${made[2]!.id},test-business,business,,2032-01-05,3,0,0,0`);
+    expect(lines).toContain(
+      `"${made[2]!.id}","test-business","business","","2032-01-05","3","0","0","0"`,
+    );
   });
 
   it.each([

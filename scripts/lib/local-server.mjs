@@ -301,7 +301,8 @@ export function migrateLocal(config, persist, cwd) {
 }
 
 /**
- * @typedef {{ id: string, key: string, plan: string, usage?: unknown }} IssuedKey
+ * @typedef {{ id: string, key: string, plan: string, limits: { perMinute: number, perDay: number },
+ *   usage?: unknown }} IssuedKey
  * A key as the admin API returns it on creation (with its secret).
  */
 

@@ -23,6 +23,8 @@ export const KEY_PROBLEMS = {
   expired: "The API key has expired.",
   disabled: "The API key is disabled; the operator can enable it again.",
   rolled: "The API key was rolled and this secret's grace period is over; use the new secret.",
+  retired:
+    "The API key was rolled more than once since this secret was issued; use its current secret.",
 } as const;
 
 /** Set by `authenticate`: the key the request authenticated with. */
@@ -37,17 +39,21 @@ export function whyKeyUnusable(record: KeyRecord | null, now: number): string | 
   return status === "active" ? null : KEY_PROBLEMS[status];
 }
 
-/** Why the secret that found `match` may not be used now (a rolled secret past its grace period too), or null. */
+/**
+ * Why the secret that found `match` may not be used now (a rolled secret past its grace period,
+ * or one a later roll retired, too), or null.
+ */
 function whySecretUnusable(match: KeyMatch | null, now: number): string | null {
   const problem = whyKeyUnusable(match?.record ?? null, now);
   if (problem || !match || match.secret === "current") return problem;
+  if (match.secret === "retired") return KEY_PROBLEMS.retired;
   const graceEnd = match.record.previousSecretExpiresAt;
   return graceEnd !== null && now < graceEnd ? null : KEY_PROBLEMS.rolled;
 }
 
 /**
  * 401 for a key the service knows but may not use now (revoked, disabled, expired, or a rolled
- * secret past its grace period). Not a guess, so the
+ * secret past its grace period or retired by a later roll). Not a guess, so the
  * client's failed-authentication shield does not count it: one stale client behind a shared
  * address must not lock everyone else there out.
  */

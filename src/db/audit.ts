@@ -13,18 +13,23 @@ export interface AuditEntry {
   action: AuditAction;
   keyId: string;
   changes: FieldChanges;
+  /** The service's own id of the request. */
   requestId: string;
+  /** The X-Request-Id the client sent, if any: the client's, not the service's. */
+  clientRequestId: string | null;
 }
 
 export interface StoredAuditEntry extends AuditEntry {
   id: number;
 }
 
-const INSERT_AUDIT = `INSERT INTO audit_log (at, actor, action, key_id, changes, request_id)`;
+const INSERT_AUDIT = `INSERT INTO audit_log (at, actor, action, key_id, changes, request_id, client_request_id)`;
 
 /** The statement that appends `entry`; run it in the same batch as the change it records. */
 export function appendAuditStatement(db: Queryable, entry: AuditEntry): D1PreparedStatement {
-  return db.prepare(`${INSERT_AUDIT} VALUES (?1, ?2, ?3, ?4, ?5, ?6)`).bind(...auditValues(entry));
+  return db
+    .prepare(`${INSERT_AUDIT} VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`)
+    .bind(...auditValues(entry));
 }
 
 /**
@@ -36,7 +41,7 @@ export function appendAuditIfChangedStatement(
   entry: AuditEntry,
 ): D1PreparedStatement {
   return db
-    .prepare(`${INSERT_AUDIT} SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE changes() = 1`)
+    .prepare(`${INSERT_AUDIT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE changes() = 1`)
     .bind(...auditValues(entry));
 }
 
@@ -55,7 +60,15 @@ export function appendAudit(
 }
 
 function auditValues(e: AuditEntry) {
-  return [e.at, e.actor, e.action, e.keyId, JSON.stringify(e.changes), e.requestId] as const;
+  return [
+    e.at,
+    e.actor,
+    e.action,
+    e.keyId,
+    JSON.stringify(e.changes),
+    e.requestId,
+    e.clientRequestId,
+  ] as const;
 }
 
 interface AuditRow {
@@ -66,6 +79,7 @@ interface AuditRow {
   key_id: string;
   changes: string;
   request_id: string;
+  client_request_id: string | null;
 }
 
 /** What the audit trail can be narrowed to; `from`/`until` bound `at` (epoch ms, until exclusive). */
@@ -85,7 +99,7 @@ export function listAudit(
   return guarded(async () => {
     const { results } = await db
       .prepare(
-        `SELECT id, at, actor, action, key_id, changes, request_id FROM audit_log
+        `SELECT id, at, actor, action, key_id, changes, request_id, client_request_id FROM audit_log
          WHERE (?1 IS NULL OR key_id = ?1) AND (?4 IS NULL OR actor = ?4)
            AND (?5 IS NULL OR action = ?5) AND (?6 IS NULL OR at >= ?6) AND (?7 IS NULL OR at < ?7)
            AND id < ?2 ORDER BY id DESC LIMIT ?3`,
@@ -108,6 +122,7 @@ export function listAudit(
       keyId: r.key_id,
       changes: JSON.parse(r.changes) as FieldChanges,
       requestId: r.request_id,
+      clientRequestId: r.client_request_id,
     }));
   });
 }
@@ -124,7 +139,7 @@ const isoOf = (ms: number) => new Date(ms).toISOString();
 function appendAuditOnceStatement(db: Queryable, entry: AuditEntry): D1PreparedStatement {
   return db
     .prepare(
-      `${INSERT_AUDIT} SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE NOT EXISTS (
+      `${INSERT_AUDIT} SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE NOT EXISTS (
          SELECT 1 FROM audit_log WHERE key_id = ?4 AND action = ?3 AND request_id = ?6)`,
     )
     .bind(...auditValues(entry));
@@ -151,6 +166,7 @@ export function recordBanStart(
         keyId,
         changes: { bannedUntil: { before: null, after: isoOf(until) } },
         requestId: `ban:${keyId}:${until}`,
+        clientRequestId: null,
       }),
     ]);
   });
@@ -170,6 +186,7 @@ export function recordBanEnd(db: Queryable, keyId: string, until: number): Promi
         keyId,
         changes: { bannedUntil: { before: isoOf(until), after: null } },
         requestId: `ban-end:${keyId}:${until}`,
+        clientRequestId: null,
       }),
     ]);
   });

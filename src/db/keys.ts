@@ -130,23 +130,30 @@ export function insertKey(db: Queryable, k: NewKey, audit?: AuditEntry): Promise
   });
 }
 
-/** Which secret of a key a hash belongs to: the current one, or the one a roll replaced. */
+/**
+ * Which secret of a key a hash belongs to: the current one, the one the last roll replaced, or
+ * one an earlier roll retired (it never authenticates again).
+ */
 export interface KeyMatch {
   record: KeyRecord;
-  secret: "current" | "previous";
+  secret: "current" | "previous" | "retired";
 }
 
-/** The key whose current secret, or previous (rolled) secret, has this SHA-256 hash. */
+/** The key whose current, previous (rolled) or retired secret has this SHA-256 hash, in one query. */
 export function findKeyByHash(db: Queryable, hash: string): Promise<KeyMatch | null> {
   return guarded(async () => {
     const row = await db
       .prepare(
-        `SELECT ${KEY_COLUMNS}, key_hash = ?1 AS is_current FROM api_keys
-         WHERE key_hash = ?1 OR previous_key_hash = ?1`,
+        `SELECT ${KEY_COLUMNS}, CASE WHEN key_hash = ?1 THEN 'current' ELSE 'previous' END AS secret
+           FROM api_keys WHERE key_hash = ?1 OR previous_key_hash = ?1
+         UNION ALL
+         SELECT ${KEY_COLUMNS}, 'retired' AS secret FROM api_keys
+           WHERE id = (SELECT key_id FROM retired_key_secrets WHERE key_hash = ?1)
+         LIMIT 1`,
       )
       .bind(hash)
-      .first<KeyRow & { is_current: number }>();
-    return row && { record: toRecord(row), secret: row.is_current ? "current" : "previous" };
+      .first<KeyRow & { secret: KeyMatch["secret"] }>();
+    return row && { record: toRecord(row), secret: row.secret };
   });
 }
 
@@ -306,8 +313,9 @@ export function changeKey(
 
 /**
  * Gives the key a new secret (`hash`, shown as `prefix`) if it is still at `expectedVersion`;
- * the old secret's hash is kept as the previous one, valid until `previousExpiresAt`. Appends
- * `audit` in the same batch. Null if the key is gone or another change came first.
+ * the old secret's hash is kept as the previous one, valid until `previousExpiresAt`, and the
+ * previous one before it is retired (recognised, never accepted). Appends `audit` in the same
+ * batch. Null if the key is gone or another change came first.
  */
 export function rollKeySecret(
   db: Queryable,
@@ -324,7 +332,19 @@ export function rollKeySecret(
          WHERE id = ?1 AND version = ?2 AND revoked_at IS NULL RETURNING ${KEY_COLUMNS}`,
       )
       .bind(id, expectedVersion, secret.hash, secret.prefix, secret.previousExpiresAt, audit.at);
-    const [updated] = await db.batch<KeyRow>([update, appendAuditIfChangedStatement(db, audit)]);
+    // Runs first, under the update's own conditions, so it retires a secret only when the roll happens.
+    const retire = db
+      .prepare(
+        `INSERT OR IGNORE INTO retired_key_secrets (key_hash, key_id, retired_at)
+         SELECT previous_key_hash, id, ?3 FROM api_keys
+         WHERE id = ?1 AND version = ?2 AND revoked_at IS NULL AND previous_key_hash IS NOT NULL`,
+      )
+      .bind(id, expectedVersion, audit.at);
+    const [, updated] = await db.batch<KeyRow>([
+      retire,
+      update,
+      appendAuditIfChangedStatement(db, audit),
+    ]);
     const row = updated?.results[0];
     return row ? toRecord(row) : null;
   });

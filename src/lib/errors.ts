@@ -5,6 +5,7 @@ export const ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  key_revoked: 409,
   endpoint_removed: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,

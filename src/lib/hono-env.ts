@@ -2,9 +2,9 @@ import type { TimingVariables } from "hono/timing";
 import type { Config } from "./config";
 
 /**
- * What every request of the service has: the Worker's bindings, a request id (hono/request-id),
- * the validated configuration (parsed before any other work, see app.ts) and Server-Timing
- * (hono/timing). Middleware that sets more declares it where it sets it
+ * What every request of the service has: the Worker's bindings, its request ids (see
+ * middleware/request-id.ts), the validated configuration (parsed before any other work, see
+ * app.ts) and Server-Timing (hono/timing). Middleware that sets more declares it where it sets it
  * (for example `ApiKeyVariables` in auth/api-key.ts), and routes add those they rely on.
  */
 export interface BaseEnv {
@@ -12,7 +12,13 @@ export interface BaseEnv {
   Variables: BaseVariables;
 }
 
-type BaseVariables = TimingVariables & { requestId: string; config: Config };
+/**
+ * The request's own id, and the client's X-Request-Id when it sent a sane one (set by
+ * middleware/request-id.ts).
+ */
+type RequestIdVariables = { requestId: string; clientRequestId?: string };
+
+type BaseVariables = TimingVariables & RequestIdVariables & { config: Config };
 
 /** BaseEnv plus the variables `V` that middleware earlier in the chain has set. */
 export interface EnvWith<V extends object> {

@@ -20,12 +20,12 @@ export function describeError(err: unknown): string {
 
 /**
  * Writes one JSON line (Workers Logs indexes its fields). Inside a request it carries that
- * request's id, found through Hono's context storage, so no call site has to pass it along.
+ * request's id (and the client's X-Request-Id beside it), found through Hono's context storage,
+ * so no call site has to pass it along.
  * Durable Objects run outside the Worker's request context and log without one.
  */
 export function log(level: LogLevel, msg: string, fields: Fields = {}): void {
-  const requestId = tryGetContext<{ Variables: { requestId?: string } }>()?.var.requestId;
-  WRITERS[level](
-    JSON.stringify(requestId ? { level, msg, requestId, ...fields } : { level, msg, ...fields }),
-  );
+  const ids = tryGetContext<{ Variables: { requestId?: string; clientRequestId?: string } }>()?.var;
+  const { requestId, clientRequestId } = ids ?? {};
+  WRITERS[level](JSON.stringify({ level, msg, requestId, clientRequestId, ...fields }));
 }

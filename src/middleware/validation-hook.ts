@@ -16,7 +16,8 @@ function describeIssues(error: z.ZodError, target: string): string {
     .map((issue) => {
       if (issue.code === "unrecognized_keys") {
         const where = issue.path.length ? ` in ${issue.path.join(".")}` : "";
-        return `unknown field${issue.keys.length > 1 ? "s" : ""}${where}: ${issue.keys.join(", ")}`;
+        const what = target === "query" ? "query parameter" : "field";
+        return `unknown ${what}${issue.keys.length > 1 ? "s" : ""}${where}: ${issue.keys.join(", ")}`;
       }
       const field = issue.path.length ? issue.path.join(".") : (TARGET_NAMES[target] ?? target);
       return `${field}: ${issue.message}`;

@@ -14,7 +14,7 @@ export const AUDIT_ACTION_NAMES = [
   "ban_end",
 ] as const;
 
-export const AuditQuerySchema = z.object({
+export const AuditQuerySchema = z.strictObject({
   keyId: keyIdString().optional().openapi({ description: "Only entries about this key" }),
   actor: z
     .string()
@@ -45,7 +45,12 @@ export const AuditEntrySchema = z
     changes: z
       .record(z.string(), z.object({ before: z.unknown(), after: z.unknown() }))
       .openapi({ description: "Changed fields, before → after; never a secret or a hash" }),
-    requestId: z.string(),
+    requestId: z.string().openapi({
+      description: "The service's own id of the request (the one its log lines carry)",
+    }),
+    clientRequestId: z.string().nullable().openapi({
+      description: "The X-Request-Id the client sent, if any (the client's, not the service's)",
+    }),
   })
   .openapi("AuditEntry");
 

@@ -14,11 +14,16 @@ export const ErrorSchema = z
   })
   .openapi("Error");
 
-/** A path or query integer in 1..2^53−1, given as decimal digits (no sign, no exponent, no fraction). */
+/**
+ * A path or query integer in 1..2^53−1, given as decimal digits (no sign, no exponent, no
+ * fraction) without leading zeros: the one spelling of an integer everywhere in the API (`01`
+ * is refused here as `limit=05` is), so one resource has one URL.
+ */
 export function positiveIdString(name: string, description: string) {
   return z
     .string()
     .regex(/^[0-9]+$/, `must be a positive integer`)
+    .refine((s) => !/^0[0-9]/.test(s), "must be written without leading zeros")
     .transform(Number)
     .refine((n) => n >= 1, `must be at least 1`)
     .refine(
@@ -91,7 +96,7 @@ export function isoDay(description: string) {
     .openapi({ type: "string", format: "date", description, example: "2030-06-10" });
 }
 
-/** A page size query parameter: an integer 1–100 given as digits, 20 when absent. */
+/** A page size query parameter: an integer 1–100 given as digits without leading zeros, 20 when absent. */
 export function pageLimit(description: string) {
   return z
     .string()
@@ -100,6 +105,13 @@ export function pageLimit(description: string) {
     .default(20)
     .openapi({ type: "integer", minimum: 1, maximum: 100, default: 20, description });
 }
+
+/**
+ * The query of an operator API operation that takes no parameters: any parameter is refused
+ * (400 naming it), as the operations with parameters refuse unknown ones, so an operator's typo
+ * never reads as "no filter".
+ */
+export const NoQuerySchema = z.strictObject({});
 
 /** The operator API's opaque page cursor: the `nextCursor` of the previous page. */
 export const adminPageCursor = z
@@ -121,6 +133,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   401: "Missing or invalid API key",
   404: "Not found",
   405: "Method not allowed",
+  409: "The key is revoked, which is final: it cannot be changed, enabled or rolled",
   410: "Endpoint removed after its sunset",
   413: "Body larger than 16 KiB",
   415: "Body is not application/json",

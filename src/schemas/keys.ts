@@ -2,9 +2,9 @@ import { z } from "@hono/zod-openapi";
 import { PLANS } from "../quota/plans";
 import { adminPageCursor, DisplayNameSchema, pageLimit } from "./common";
 
-const PlanSchema = z
-  .enum(PLANS, { error: "must be one of: free, pro, business, enterprise" })
-  .openapi("Plan");
+const planError = { error: `must be one of: ${PLANS.join(", ")}` };
+
+const PlanSchema = z.enum(PLANS, planError).openapi("Plan");
 
 const count = (what: string) =>
   z
@@ -27,32 +27,43 @@ export const KEY_STATE_NAMES = ["active", "disabled", "revoked", "expired"] as c
 /** The key list's state filter: the states, and banned (an automatic ban is on). */
 export const KEY_LIST_STATES = [...KEY_STATE_NAMES, "banned"] as const;
 
-const OwnerIdSchema = z
-  .string({ error: "must be a string" })
-  .min(1, "must not be empty")
-  .max(200, "must be at most 200 characters")
-  .refine((s) => s.isWellFormed(), "must be well-formed Unicode (no lone surrogates)")
-  .refine((s) => !/[\u0000-\u001f\u007f]/.test(s), "must not contain control characters")
-  .openapi({
-    type: "string",
-    minLength: 1,
-    maxLength: 200,
-    description: "Who the key belongs to, in your own terms (a customer or account id)",
-  });
+/** Held to the same rules as a name: trimmed, visible, no control, bidi or line-separator characters. */
+const OwnerIdSchema = DisplayNameSchema.openapi({
+  description: "Who the key belongs to, in your own terms (a customer or account id); trimmed",
+});
 
 /** At most 2 KiB of JSON (UTF-8), as stored. */
 const MAX_META_BYTES = 2048;
+/** How deeply `meta` may nest: the object itself is level 1. */
+export const MAX_META_DEPTH = 8;
 
+/** Whether `value` nests objects or arrays more than `levels` deep (looks no deeper than that). */
+function nestsDeeperThan(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== "object") return false;
+  if (levels === 0) return true;
+  return Object.values(value).some((member) => nestsDeeperThan(member, levels - 1));
+}
+
+// The depth is checked before the JSON schema walks the value: that walk recurses once per
+// level, and a value nested thousands deep would overflow the stack (a 500, not a 400).
 const MetaSchema = z
-  .record(z.string(), z.json(), { error: "must be a JSON object" })
+  .unknown()
   .refine(
-    (m) => new TextEncoder().encode(JSON.stringify(m)).length <= MAX_META_BYTES,
-    `must be at most ${MAX_META_BYTES} bytes of JSON`,
+    (m) => !nestsDeeperThan(m, MAX_META_DEPTH),
+    `must nest at most ${MAX_META_DEPTH} levels of objects and arrays`,
+  )
+  .pipe(
+    z
+      .record(z.string(), z.json(), { error: "must be a JSON object" })
+      .refine(
+        (m) => new TextEncoder().encode(JSON.stringify(m)).length <= MAX_META_BYTES,
+        `must be at most ${MAX_META_BYTES} bytes of JSON`,
+      ),
   )
   .openapi({
     type: "object",
     additionalProperties: true,
-    description: `Your own data about the key: a JSON object of at most ${MAX_META_BYTES} bytes`,
+    description: `Your own data about the key: a JSON object of at most ${MAX_META_BYTES} bytes, nested at most ${MAX_META_DEPTH} levels deep`,
   });
 
 export const CreateKeySchema = z
@@ -173,12 +184,9 @@ export const KeyPageSchema = z
   .object({ data: z.array(ListedKeySchema), nextCursor: z.string().nullable() })
   .openapi("KeyPage");
 
-export const ListKeysQuerySchema = z.object({
+export const ListKeysQuerySchema = z.strictObject({
   limit: pageLimit("Maximum number of keys returned"),
-  plan: z
-    .enum(PLANS, { error: "must be one of: free, pro, business, enterprise" })
-    .optional()
-    .openapi({ description: "Only keys of this plan" }),
+  plan: z.enum(PLANS, planError).optional().openapi({ description: "Only keys of this plan" }),
   state: z
     .enum(KEY_LIST_STATES, { error: `must be one of: ${KEY_LIST_STATES.join(", ")}` })
     .optional()

@@ -66,13 +66,19 @@ export const ListPetsQuerySchema = z.object({
 export const CreatePetHeadersSchema = z.object({
   "idempotency-key": z
     .string()
+    // The runtime joins repeated headers with ", ": a comma in a bare value, or a quote inside a
+    // quoted one, means more than one key was sent, and joining them would make a third key.
+    .refine(
+      (v) => (/^".*"$/s.test(v) ? !v.slice(1, -1).includes('"') : !v.includes(",")),
+      "send exactly one Idempotency-Key header (a bare key cannot contain a comma)",
+    )
     // Accept the draft's structured-field form ("…") as well as a bare value.
     .transform((v) => (v.length >= 2 && v.startsWith('"') && v.endsWith('"') ? v.slice(1, -1) : v))
     .pipe(z.string().regex(/^[\x20-\x7E]{1,255}$/, "must be 1–255 printable ASCII characters"))
     .optional()
     .openapi({
       description:
-        "Makes retries safe: the same key and body within 24 h return the first answer (Idempotent-Replayed: true)",
+        "Makes retries safe: the same key and body within 24 h return the first answer (Idempotent-Replayed: true). Exactly one header; a bare key contains no comma (quote it to use one)",
     }),
 });
 

@@ -5,7 +5,7 @@ import { adminPageCursor, isoDay, pageLimit } from "./common";
 /** The longest range GET /keys/{id}/usage answers, in days. */
 export const MAX_USAGE_DAYS = 400;
 
-export const KeyUsageQuerySchema = z.object({
+export const KeyUsageQuerySchema = z.strictObject({
   from: isoDay("First day (UTC), inclusive; default 29 days before `to`").optional(),
   to: isoDay("Last day (UTC), inclusive; default today").optional(),
 });
@@ -30,7 +30,7 @@ export const KeyUsageHistorySchema = z
   .object({ data: z.array(UsageDaySchema) })
   .openapi("KeyUsageHistory");
 
-export const DayUsageQuerySchema = z.object({
+export const DayUsageQuerySchema = z.strictObject({
   day: isoDay("The UTC day"),
   limit: pageLimit("Maximum number of keys returned"),
   cursor: adminPageCursor,

@@ -100,7 +100,7 @@ export interface components {
              * @description Machine-readable error code
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "not_found" | "method_not_allowed" | "endpoint_removed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exceeded" | "key_banned" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "key_revoked" | "endpoint_removed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exceeded" | "key_banned" | "internal_error" | "service_unavailable";
             /** @description Human-readable description */
             message: string;
             /** @description The HTTP status code, repeated */
@@ -389,7 +389,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes retries safe: the same key and body within 24 h return the first answer (Idempotent-Replayed: true) */
+                /** @description Makes retries safe: the same key and body within 24 h return the first answer (Idempotent-Replayed: true). Exactly one header; a bare key contains no comma (quote it to use one) */
                 "idempotency-key"?: string;
                 /** @description The latest x-d1-bookmark you received, unchanged (read-your-writes); any other value is 400 */
                 "x-d1-bookmark"?: string;

@@ -17,7 +17,10 @@ export function foundOrThrow(record: KeyRecord | null, id: string): KeyRecord {
   return record;
 }
 
-/** The audit entry of this request's write: now, by this request's admin token, with its request id. */
+/**
+ * The audit entry of this request's write: now, by this request's admin token, with the
+ * service's own request id and, beside it, the client's X-Request-Id if it sent one.
+ */
 export function auditOf(
   c: Context<AdminEnv>,
   action: AuditAction,
@@ -31,5 +34,6 @@ export function auditOf(
     keyId,
     changes,
     requestId: c.var.requestId,
+    clientRequestId: c.var.clientRequestId ?? null,
   };
 }

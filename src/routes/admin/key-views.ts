@@ -62,6 +62,7 @@ export function auditEntryView(e: StoredAuditEntry): z.infer<typeof AuditEntrySc
     keyId: e.keyId,
     changes: e.changes,
     requestId: e.requestId,
+    clientRequestId: e.clientRequestId,
   };
 }
 
@@ -78,11 +79,18 @@ export function pageOf<T>(
   return { page, nextCursor: rows.length > limit ? cursorOf(page[page.length - 1]!) : null };
 }
 
-/** One CSV field (RFC 4180), defused against spreadsheet formulas (a leading =, +, - or @). */
+/** A formula trigger at the start of a cell, after any leading whitespace a spreadsheet skips. */
+const FORMULA_START = /^[\s\u00a0\u3000]*[=+\-@\t\r]/;
+
+/**
+ * One CSV field (RFC 4180), safe in every spreadsheet: always quoted, so no locale's separator
+ * (`,` or `;`) splits it, and defused against formulas (=, +, -, @, tab or CR at its start, also
+ * after leading whitespace) by a leading apostrophe.
+ */
 function csvField(value: unknown): string {
   let text = value === null || value === undefined ? "" : String(value);
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`;
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  if (FORMULA_START.test(text)) text = `'${text}`;
+  return `"${text.replaceAll('"', '""')}"`;
 }
 
 /** A CSV document (header row, then one row per record), CRLF line ends as RFC 4180 asks. */

@@ -22,7 +22,7 @@ import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import { locationOf, policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
 import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
-import { adminErrorResponses, json } from "../../schemas/common";
+import { adminErrorResponses, json, NoQuerySchema } from "../../schemas/common";
 import {
   CreatedKeySchema,
   CreateKeySchema,
@@ -48,7 +48,7 @@ import {
   usageView,
 } from "./key-views";
 
-const byId = { params: KeyIdParamSchema };
+const byId = { params: KeyIdParamSchema, query: NoQuerySchema };
 
 /**
  * What a listed key has been doing, from its quota object (one call per listed key, in
@@ -135,25 +135,39 @@ async function writeKeyOrThrow(
   );
 }
 
+/** A revoked key is final: every change to it is refused with 409 key_revoked. */
+function notRevokedOrThrow(current: KeyRecord, change: string): void {
+  if (current.revokedAt !== null)
+    throw new ApiError(
+      "key_revoked",
+      `The key was revoked at ${iso(current.revokedAt)}; a revoked key cannot be ${change}.`,
+    );
+}
+
 /**
  * Lets `decide` compute the key's new settings and the audit action from its current record, and
- * writes both in one batch (writeKeyOrThrow: decided again if the key changed in between).
+ * writes both in one batch (writeKeyOrThrow: decided again if the key changed in between). A
+ * decision that changes nothing writes nothing, and leaves no audit entry: `changed` is false.
  */
-function changeKeyOrThrow(
+async function changeKeyOrThrow(
   c: Context<AdminEnv>,
   id: string,
   decide: (current: KeyRecord, now: number) => { next: KeySettings; action: AuditAction },
-): Promise<KeyRecord> {
-  return writeKeyOrThrow(c, id, "change", (current, now) => {
+): Promise<{ key: KeyRecord; changed: boolean }> {
+  let changed = true;
+  const key = await writeKeyOrThrow(c, id, "change", async (current, now) => {
     const { next, action } = decide(current, now);
     const expected: KeyRecord = {
       ...current,
       ...next,
       limits: limitsOrThrow(next.plan, next.ownLimits),
     };
-    const audit = auditOf(c, action, id, fieldChanges(current, expected));
-    return changeKey(c.env.DB, id, current.version, next, audit);
+    const changes = fieldChanges(current, expected);
+    changed = Object.keys(changes).length > 0;
+    if (!changed) return current;
+    return changeKey(c.env.DB, id, current.version, next, auditOf(c, action, id, changes));
   });
+  return { key, changed };
 }
 
 export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook })
@@ -167,9 +181,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       description:
         'Its name (the actor the audit trail records) and its access: "full", or "read" for a read-only token of ADMIN_READ_TOKENS, whose writes answer 403. The console asks it to offer only the actions the token may take.',
       security,
+      request: { query: NoQuerySchema },
       responses: {
         200: { description: "The token's name and access", content: json(AdminIdentitySchema) },
-        ...adminErrorResponses(401, 429, 503),
+        ...adminErrorResponses(400, 401, 429, 503),
       },
     }),
     (c) => c.json({ name: c.var.adminActor, access: c.var.adminAccess }, 200),
@@ -185,7 +200,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         "Creates a key on a plan and returns it with its secret, which is shown only this once (only its hash is stored); Location points at the new key. Enterprise keys need their own `limits`, other plans must not give any; `expiresAt` must be in the future. The creation is recorded in the audit trail.",
       security,
       middleware: jsonBody,
-      request: { body: { required: true, content: json(CreateKeySchema) } },
+      request: { query: NoQuerySchema, body: { required: true, content: json(CreateKeySchema) } },
       responses: {
         201: {
           description: "The new key, with its secret (shown once)",
@@ -308,26 +323,25 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Change a key's settings",
       description:
-        "Changes any of name, plan, limits, enabled, expiresAt, ownerId and meta; fields not given keep their value. The change applies from the key's next request, in every isolate. `enabled: false` refuses the key at once; a revoked key cannot be enabled again (400). Recorded in the audit trail as update, disable or enable. 404 if no key has this id; 503 if the key kept changing under concurrent writes.",
+        "Changes any of name, plan, limits, enabled, expiresAt, ownerId and meta; fields not given keep their value. The change applies from the key's next request, in every isolate. `enabled: false` refuses the key at once. A revoked key is final: any change to it is 409 `key_revoked`. Recorded in the audit trail as update, disable or enable; a PATCH that changes nothing answers 200 with the key as it is and writes no audit entry. 404 if no key has this id; 503 if the key kept changing under concurrent writes.",
       security,
       middleware: jsonBody,
       request: { ...byId, body: { required: true, content: json(UpdateKeySchema) } },
       responses: {
         200: { description: "The updated key", content: json(KeySchema) },
-        ...adminErrorResponses(400, 401, 403, 404, 413, 415, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 409, 413, 415, 429, 503),
       },
     }),
     async (c) => {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
-      const updated = await changeKeyOrThrow(c, id, (current, now) => {
+      const { key: updated, changed } = await changeKeyOrThrow(c, id, (current, now) => {
+        notRevokedOrThrow(current, "changed, enabled or disabled");
         const plan = body.plan ?? current.plan;
         // Moving to enterprise without new limits keeps none to fall back on, so limits are required then.
         const limits =
           body.limits ??
           (plan === "enterprise" && current.plan === "enterprise" ? current.limits : undefined);
-        if (body.enabled === true && current.revokedAt !== null)
-          throw new ApiError("invalid_request", "enabled: a revoked key cannot be enabled again.");
         const disabledAt =
           body.enabled === undefined
             ? current.disabledAt
@@ -357,7 +371,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           : "update";
         return { next, action };
       });
-      await pushPolicyOrThrow(c.env, updated);
+      if (changed) await pushPolicyOrThrow(c.env, updated);
       return c.json(keyView(updated, clock.now()), 200);
     },
   )
@@ -369,7 +383,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Revoke a key",
       description:
-        "Revokes the key for good: it is refused (401) from its next request on and cannot be enabled or rolled afterwards. Idempotent: revoking a revoked key keeps its first revocation time. Recorded in the audit trail. 404 if no key has this id.",
+        "Revokes the key for good: it is refused (401) from its next request on and cannot be enabled or rolled afterwards. Idempotent: revoking a revoked key answers 200 with the key as it is (its first revocation time) and writes no audit entry. Recorded in the audit trail. 404 if no key has this id.",
       security,
       request: byId,
       responses: {
@@ -382,12 +396,13 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     }),
     async (c) => {
       const { id } = c.req.valid("param");
-      // Final and idempotent: a key revoked earlier keeps its first revocation time.
-      const revoked = await changeKeyOrThrow(c, id, (current, now) => ({
+      // Final and idempotent: a key revoked earlier keeps its first revocation time, and
+      // revoking it again changes nothing (no write, no audit entry).
+      const { key: revoked, changed } = await changeKeyOrThrow(c, id, (current, now) => ({
         next: { ...settingsOf(current), revokedAt: current.revokedAt ?? now },
         action: "revoke",
       }));
-      await pushPolicyOrThrow(c.env, revoked);
+      if (changed) await pushPolicyOrThrow(c.env, revoked);
       return c.json(keyView(revoked, clock.now()), 200);
     },
   )
@@ -399,7 +414,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Lift a key's temporary ban",
       description:
-        "Lifts the temporary ban held in the key's quota object (during which its requests get 429), so its next request is counted as usual. Idempotent; recorded in the audit trail. Answers with the key and its current usage. 404 if no key has this id.",
+        "Lifts the temporary ban held in the key's quota object (during which its requests get 429), so its next request is counted as usual. Recorded in the audit trail; unbanning a key that is not banned answers 200 and writes no audit entry. Answers with the key and its current usage. 404 if no key has this id.",
       security,
       request: byId,
       responses: {
@@ -414,14 +429,16 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       // One call: the object reports when the ban would have ended as it lifts it.
       const { bannedUntilBefore, usage } = await limiter.unbanOrThrow(policyOf(record));
       // The ban lives in the key's object, not in D1, so the entry follows the unban; if D1
-      // fails here the answer is 503 and the operator repeats the (idempotent) unban.
-      await appendAudit(
-        c.env.DB,
-        auditOf(c, "unban", id, {
-          bannedUntil: { before: iso(bannedUntilBefore), after: iso(usage.bannedUntil) },
-        }),
-        [clearBanStatement(c.env.DB, id)],
-      );
+      // fails here the answer is 503 and the operator repeats the (idempotent) unban. A key
+      // that was not banned is unchanged: no entry.
+      if (bannedUntilBefore !== null)
+        await appendAudit(
+          c.env.DB,
+          auditOf(c, "unban", id, {
+            bannedUntil: { before: iso(bannedUntilBefore), after: iso(usage.bannedUntil) },
+          }),
+          [clearBanStatement(c.env.DB, id)],
+        );
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
   )
@@ -433,7 +450,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Roll a key's secret",
       description:
-        "Issues a new secret for the same key (same id, plan, counters and quota object) and returns it, shown only this once. The old secret keeps working for `gracePeriodSeconds` (default one day, 0 ends it at once), then gets 401. A revoked key cannot be rolled (400). Recorded in the audit trail. 404 if no key has this id.",
+        "Issues a new secret for the same key (same id, plan, counters and quota object) and returns it, shown only this once. The old secret keeps working for `gracePeriodSeconds` (default one day, 0 ends it at once), then gets 401. A revoked key cannot be rolled (409 `key_revoked`). Recorded in the audit trail. 404 if no key has this id.",
       security,
       middleware: jsonBody,
       request: { ...byId, body: { required: true, content: json(RollKeySchema) } },
@@ -443,7 +460,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
             "The key with a new secret (shown once): same id, plan, counters and quota object. The old secret works until previousSecretExpiresAt, then gets 401.",
           content: json(CreatedKeySchema),
         },
-        ...adminErrorResponses(400, 401, 403, 404, 413, 415, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 409, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -452,11 +469,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const { key, displayPrefix } = generateApiKey(c.var.config.ENVIRONMENT);
       const hash = await sha256Hex(key);
       const rolled = await writeKeyOrThrow(c, id, "roll", (current, now) => {
-        if (current.revokedAt !== null)
-          throw new ApiError(
-            "invalid_request",
-            "The key is revoked; a revoked key cannot be rolled.",
-          );
+        notRevokedOrThrow(current, "rolled");
         const previousExpiresAt = now + gracePeriodSeconds * 1000;
         return rollKeySecret(
           c.env.DB,
