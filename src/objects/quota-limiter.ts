@@ -468,7 +468,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (next !== Number.POSITIVE_INFINITY) await this.#alarmNoLaterThan(next);
   }
 
-  // ---------------------------------------------------------------- usage history (issue 12)
+  // ---------------------------------------------------------------- usage history
   // Per UTC day: requests admitted, and refused by reason. The current day is read live from
   // here; finished days go to D1 (key_usage_days) from the alarm after the day ends, and every
   // day held goes there whenever the history is read. A day is forgotten here only once D1 has
