@@ -21,12 +21,21 @@ const ETAG = text(
 const COMMON_RESPONSE_HEADERS = {
   "X-Request-Id": text("Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID"),
   "Server-Timing": text("Time spent per hop: auth, quota, db"),
+};
+
+const BOOKMARK_RESPONSE_HEADER = {
   [BOOKMARK_HEADER]: text(
-    "D1 bookmark of this request's session, signed; send it back unchanged to read your own writes",
+    "D1 bookmark of this request's session, signed, when the answer read or wrote D1; send it back unchanged to read your own writes",
   ),
 };
 
-const { [BOOKMARK_HEADER]: _bookmark, ...headersOutsideSession } = COMMON_RESPONSE_HEADERS;
+/**
+ * The answers of the pets routes that can carry the D1 bookmark: those whose handler ran in the
+ * session (a page, a pet, a creation, a pet not found, an Idempotency-Key reused). Refusals made
+ * before the session (401, 429, the 410 after the sunset), validation errors and 304s (the
+ * isolate's cache answers them) do not.
+ */
+const BOOKMARK_STATUSES = new Set(["200", "201", "404", "422"]);
 
 /**
  * Middleware-level behaviour that the route definitions do not describe: the D1 bookmark and
@@ -38,7 +47,7 @@ function documentMiddleware(doc: Document): Document {
       // Only the pets routes run in a D1 session and answer with an ETag.
       if (!op.tags?.includes("Pets")) {
         for (const response of Object.values(op.responses ?? {}))
-          response.headers = { ...response.headers, ...headersOutsideSession };
+          response.headers = { ...response.headers, ...COMMON_RESPONSE_HEADERS };
         continue;
       }
       op.parameters = [
@@ -52,8 +61,12 @@ function documentMiddleware(doc: Document): Document {
           schema: { type: "string" },
         },
       ];
-      for (const response of Object.values(op.responses ?? {}))
-        response.headers = { ...response.headers, ...COMMON_RESPONSE_HEADERS };
+      for (const [status, response] of Object.entries(op.responses ?? {}))
+        response.headers = {
+          ...response.headers,
+          ...COMMON_RESPONSE_HEADERS,
+          ...(BOOKMARK_STATUSES.has(status) ? BOOKMARK_RESPONSE_HEADER : {}),
+        };
       if (method !== "get") continue;
       op.parameters.push({
         name: "If-None-Match",
