@@ -19,6 +19,7 @@ import { requestIds } from "./middleware/request-id";
 import { adminApi } from "./routes/admin/routes";
 import { consolePages } from "./routes/console/routes";
 import { docsPage } from "./routes/docs-page";
+import { homePage } from "./routes/home-page";
 import { adminOpenApiDocument, openApiDocument } from "./routes/openapi-document";
 import { petsApi } from "./routes/pets/routes";
 import { routeTable } from "./routes/table";
@@ -59,6 +60,8 @@ export function createApp() {
   });
   // Its script and styles are static assets (public/docs), served without the Worker.
   app.get("/docs", docsPage);
+  // The first thing a newcomer opens: links to the reference, the document and the console.
+  app.get("/", homePage);
 
   // The key's own usage: authenticated, but outside the quota it reports on (its own limit).
   app.route("/v1", ownUsageApi);

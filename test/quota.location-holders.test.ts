@@ -160,29 +160,36 @@ describe("location holders racing on one key", () => {
 const usageOf = (keyId: string) => env.QUOTA.getByName(keyId).usage();
 
 describe("a quiet key in one location", () => {
-  it("one request every 1.5 s for 3 minutes waits for the key's object once, and is counted exactly", {
-    timeout: 60_000,
-  }, async () => {
-    const keyId = `holders_quiet_${++seq}`;
-    const policy = policyOf(60, 1_000);
-    const holder = holderOf(keyId, "AMS");
-    const answers: HolderAnswer[] = [];
-    for (let t = 0; t < 3 * MINUTE_MS; t += 1_500) {
-      time.now = T0 + t;
-      await passTime();
-      answers.push(await holder.admit(keyId, policy));
-      await passTime(); // the renewal it may have started comes back
-    }
-    expect(answers).toHaveLength(120);
-    const forwarded = answers.filter((a) => !(a.reached && a.fromStock)).length;
-    expect(answers.every((a) => a.reached && a.decision.outcome === "allowed")).toBe(true);
-    // Only the first request of all: later ones, in the next minutes too, find stock.
-    expect(forwarded).toBe(1);
-    await holder.giveBack(keyId);
-    const usage = await usageOf(keyId);
-    expect(usage.minute.count).toBe(40);
-    expect(usage.day.count).toBe(120);
-  });
+  it.each([
+    [1_500, 120, 40],
+    [4_000, 45, 15],
+  ])(
+    "one request every %i ms for 3 minutes waits for the key's object once, and is counted exactly",
+    {
+      timeout: 60_000,
+    },
+    async (gapMs, requests, perMinute) => {
+      const keyId = `holders_quiet_${++seq}`;
+      const policy = policyOf(60, 1_000);
+      const holder = holderOf(keyId, "AMS");
+      const answers: HolderAnswer[] = [];
+      for (let t = 0; t < 3 * MINUTE_MS; t += gapMs) {
+        time.now = T0 + t;
+        await passTime();
+        answers.push(await holder.admit(keyId, policy));
+        await passTime(); // the renewal it may have started comes back
+      }
+      expect(answers).toHaveLength(requests);
+      const forwarded = answers.filter((a) => !(a.reached && a.fromStock)).length;
+      expect(answers.every((a) => a.reached && a.decision.outcome === "allowed")).toBe(true);
+      // Only the first request of all: later ones, in the next minutes too, find stock.
+      expect(forwarded).toBe(1);
+      await holder.giveBack(keyId);
+      const usage = await usageOf(keyId);
+      expect(usage.minute.count).toBe(perMinute);
+      expect(usage.day.count).toBe(requests);
+    },
+  );
 
   it("its stock comes back to the key's object within LEASE_MS + GIVE_BACK_GRACE_MS of the last request", async () => {
     const keyId = `holders_back_${++seq}`;

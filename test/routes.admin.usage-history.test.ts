@@ -3,8 +3,10 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { getKey } from "../src/db/keys";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
+import { policyOf } from "../src/objects/quota-limiter-client";
 import { ADMIN, auth, brokenDb, call, expectError, fixClock, issueKey, keyDetail } from "./helpers";
 
 type Day = {
@@ -219,6 +221,109 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
     expect(await storedRows(id)).toEqual([
       { day: DAY_A, admitted: 3, rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
     ]);
+  });
+});
+
+describe("stored days after a lease's unused permits come back", () => {
+  /** Another isolate's request with a lease of 20 permits: 21 counted. */
+  async function leaseOf20(id: string) {
+    const stub = env.QUOTA.getByName(id);
+    const admission = await stub.admit(policyOf((await getKey(env.DB, id))!), {
+      want: 20,
+      returning: [],
+    });
+    expect(admission.lease?.permits).toBe(20);
+    return { stub, hand: { id: admission.lease!.id, unused: 20 } };
+  }
+
+  /** The object's D1, with its first batch waiting until `release()`. */
+  async function holdObjectWrites(stub: DurableObjectStub<QuotaLimiter>) {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let batches = 0;
+    const db = new Proxy(env.DB, {
+      get: (target, prop) =>
+        prop === "batch"
+          ? async (statements: D1PreparedStatement[]) => {
+              if (++batches === 1) await gate;
+              return target.batch(statements);
+            }
+          : Reflect.get(target, prop).bind(target),
+    });
+    await runInDurableObject(stub, (instance: QuotaLimiter) => {
+      (instance as unknown as { env: Env }).env = { ...env, DB: db };
+    });
+    const started = async () => {
+      for (let i = 0; i < 500 && batches === 0; i++) await new Promise((r) => setTimeout(r, 2));
+      expect(batches, "writes sent to D1").toBe(1);
+    };
+    return { release, started };
+  }
+
+  const row = (day: string, admitted: number) => ({
+    day,
+    admitted,
+    rate_limited: 0,
+    quota_exceeded: 0,
+    key_banned: 0,
+  });
+
+  it("the finished day stores what was admitted, not what a lease held when the history was read", async () => {
+    const time = fixClock(START_A + 3600_000);
+    const { id } = await issueKey("pro");
+    const { stub, hand } = await leaseOf20(id);
+    // Read while the lease is out: the history (and D1) says 21.
+    expect((await usageData(id, `?from=${DAY_A}&to=${DAY_A}`))[0]!.admitted).toBe(21);
+    expect(await storedRows(id)).toEqual([row(DAY_A, 21)]);
+    await stub.returnLease(hand);
+    time.now = START_B + 2 * MINUTE_MS;
+    expect(await runDurableObjectAlarm(stub)).toBe(true); // the day-end flush
+    expect(await storedRows(id)).toEqual([row(DAY_A, 1)]);
+    expect(await daysHeldByObject(id)).toEqual([]);
+    expect((await usageData(id, `?from=${DAY_A}&to=${DAY_A}`))[0]!.admitted).toBe(1);
+  });
+
+  it("a day the object held before it numbered revisions replaces what D1 stored then", async () => {
+    const time = fixClock(START_A + 3600_000);
+    const { id } = await issueKey("pro");
+    const stub = env.QUOTA.getByName(id);
+    const policy = policyOf((await getKey(env.DB, id))!);
+    for (let i = 0; i < 3; i++) expect((await stub.admit(policy)).outcome).toBe("allowed");
+    // As the older code left them: D1 has the totals of an earlier read, with no revision…
+    await env.DB.prepare(
+      "INSERT INTO key_usage_days (key_id, day, admitted, rate_limited, quota_exceeded, key_banned) VALUES (?1, ?2, 1, 0, 0, 0)",
+    )
+      .bind(id, DAY_A)
+      .run();
+    // …and the object has the day's totals with no revision either.
+    await runInDurableObject(stub, (_: QuotaLimiter, state) => {
+      state.storage.sql.exec("DELETE FROM usage_history_revisions");
+    });
+    time.now = START_B + 2 * MINUTE_MS;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await storedRows(id)).toEqual([row(DAY_A, 3)]);
+  });
+
+  it("two writes of a day racing: the later totals stay, whichever reaches D1 last", async () => {
+    fixClock(START_A + 3600_000);
+    const { id } = await issueKey("pro");
+    const { stub, hand } = await leaseOf20(id);
+    const { release, started } = await holdObjectWrites(stub);
+    // A history read takes its snapshot (21) and its write waits on the way to D1…
+    const older = runInDurableObject(stub, (instance: QuotaLimiter) => instance.saveUsageHistory());
+    await started();
+    // …the lease comes back, and a second read writes the newer totals (1) first.
+    await stub.returnLease(hand);
+    const newer = await runInDurableObject(stub, (instance: QuotaLimiter) =>
+      instance.saveUsageHistory(),
+    );
+    expect(newer.map((d) => d.admitted)).toEqual([1]);
+    expect(await storedRows(id)).toEqual([row(DAY_A, 1)]);
+    release();
+    expect((await older).map((d) => d.admitted)).toEqual([21]);
+    expect(await storedRows(id)).toEqual([row(DAY_A, 1)]);
   });
 });
 

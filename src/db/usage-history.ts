@@ -45,20 +45,37 @@ export function everyDay(from: string, to: string, held: UsageDay[]): UsageDay[]
 }
 
 /**
- * Stores a key's daily totals. The object's totals only grow, so a number is never lowered:
- * a write that arrives after a newer one (two flushes racing) cannot undo it.
+ * A day's totals as the key's quota object holds them, with their revision: raised by every
+ * change, so of two snapshots of one day the later has the higher revision.
  */
-export function saveUsageDays(db: Queryable, keyId: string, days: UsageDay[]): Promise<void> {
+export interface RevisedUsageDay extends UsageDay {
+  revision: number;
+}
+
+/**
+ * Stores a key's daily totals, each day as a whole and only if it is at least as recent as the
+ * stored one: a write that arrives after a newer one (two flushes racing) cannot undo it, and
+ * totals that went down (a lease's unused permits handed back) replace the higher ones.
+ */
+export function saveUsageDays(
+  db: Queryable,
+  keyId: string,
+  days: RevisedUsageDay[],
+): Promise<void> {
   if (!days.length) return Promise.resolve();
   return guarded(async () => {
+    // An equal revision is the same snapshot: writing it again changes nothing.
     const upsert = db.prepare(
-      `INSERT INTO key_usage_days (key_id, day, admitted, rate_limited, quota_exceeded, key_banned)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+      `INSERT INTO key_usage_days
+         (key_id, day, admitted, rate_limited, quota_exceeded, key_banned, revision)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
        ON CONFLICT (key_id, day) DO UPDATE SET
-         admitted = MAX(admitted, excluded.admitted),
-         rate_limited = MAX(rate_limited, excluded.rate_limited),
-         quota_exceeded = MAX(quota_exceeded, excluded.quota_exceeded),
-         key_banned = MAX(key_banned, excluded.key_banned)`,
+         admitted = excluded.admitted,
+         rate_limited = excluded.rate_limited,
+         quota_exceeded = excluded.quota_exceeded,
+         key_banned = excluded.key_banned,
+         revision = excluded.revision
+       WHERE excluded.revision >= key_usage_days.revision`,
     );
     await db.batch(
       days.map((d) =>
@@ -69,6 +86,7 @@ export function saveUsageDays(db: Queryable, keyId: string, days: UsageDay[]): P
           d.refused.rate_limited,
           d.refused.quota_exceeded,
           d.refused.key_banned,
+          d.revision,
         ),
       ),
     );

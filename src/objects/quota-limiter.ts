@@ -1,6 +1,6 @@
 import { DurableObject } from "cloudflare:workers";
 import { recordBanEnd, recordBanStart } from "../db/audit";
-import { saveUsageDays, type UsageDay } from "../db/usage-history";
+import { type RevisedUsageDay, saveUsageDays, type UsageDay } from "../db/usage-history";
 import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
@@ -22,7 +22,11 @@ import {
   windowsOf,
 } from "../quota/windows";
 import { migrateSchema } from "./schema-migrations";
-import { CREATE_USAGE_HISTORY_TABLE, UsageHistoryTable } from "./usage-history-table";
+import {
+  CREATE_USAGE_HISTORY_TABLE,
+  CREATE_USAGE_REVISIONS_TABLE,
+  UsageHistoryTable,
+} from "./usage-history-table";
 import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
 
 const CREATE_POLICY_TABLE = `CREATE TABLE IF NOT EXISTS policy (
@@ -63,7 +67,16 @@ export const QUOTA_LIMITER_MIGRATIONS = [
   CREATE TABLE leases (
     id TEXT PRIMARY KEY, minute_start INTEGER NOT NULL, day_start INTEGER NOT NULL,
     permits INTEGER NOT NULL, expires_at INTEGER NOT NULL, held INTEGER NOT NULL) STRICT`,
+  // 7: the revision of each held day's totals, so D1 keeps the latest (usage-history-table.ts).
+  CREATE_USAGE_REVISIONS_TABLE,
 ] as const;
+
+/** A held day as the history reports it (without its day start and revision). */
+const usageDayOf = ({ day, admitted, refused }: RevisedUsageDay): UsageDay => ({
+  day,
+  admitted,
+  refused,
+});
 
 /** How soon the object tries again when D1 did not take a finished day's totals. */
 const USAGE_FLUSH_RETRY_MS = 5 * MINUTE_MS;
@@ -368,7 +381,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   report(offered?: Policy): { usage: KeyUsage; days: UsageDay[] } {
     return {
       usage: this.usage(offered),
-      days: this.#usageHistory.days().map(({ dayStart: _, ...day }) => day),
+      days: this.#usageHistory.days().map(usageDayOf),
     };
   }
 
@@ -455,7 +468,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (next !== Number.POSITIVE_INFINITY) await this.#alarmNoLaterThan(next);
   }
 
-  // ---------------------------------------------------------------- usage history (issue 12)
+  // ---------------------------------------------------------------- usage history
   // Per UTC day: requests admitted, and refused by reason. The current day is read live from
   // here; finished days go to D1 (key_usage_days) from the alarm after the day ends, and every
   // day held goes there whenever the history is read. A day is forgotten here only once D1 has
@@ -470,7 +483,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     await this.#saveToDatabase(days).catch((err: unknown) =>
       log("warn", "could not write usage history to D1", { error: String(err) }),
     );
-    return days.map(({ dayStart: _, ...day }) => day);
+    return days.map(usageDayOf);
   }
 
   /**
@@ -503,6 +516,8 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (!finished.length) return;
     try {
       await this.#saveToDatabase(finished);
+      // Nothing changes a finished day during the write: its leases, the only thing that could
+      // still take permits off it, were forgotten when the alarm began (#expireLeasesBefore).
       this.#usageHistory.forgetDaysBefore(today);
     } catch (err) {
       log("warn", "could not write finished usage days to D1; retrying", { error: String(err) });
@@ -510,7 +525,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
   }
 
-  async #saveToDatabase(days: UsageDay[]): Promise<void> {
+  async #saveToDatabase(days: RevisedUsageDay[]): Promise<void> {
     const keyId = this.ctx.id.name;
     if (!keyId) throw new Error("the quota object has no name (key id)");
     await saveUsageDays(this.env.DB, keyId, days);

@@ -1,4 +1,4 @@
-import type { UsageDay } from "../db/usage-history";
+import type { RevisedUsageDay } from "../db/usage-history";
 import { dayName } from "../lib/clock";
 import type { Outcome } from "../quota/windows";
 
@@ -10,6 +10,17 @@ export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE IF NOT EXISTS usage_hist
   day_start INTEGER PRIMARY KEY,
   admitted INTEGER NOT NULL DEFAULT 0, rate_limited INTEGER NOT NULL DEFAULT 0,
   quota_exceeded INTEGER NOT NULL DEFAULT 0, key_banned INTEGER NOT NULL DEFAULT 0
+) STRICT`;
+
+/**
+ * QuotaLimiter migration 7: each held day's revision, raised by every change to its totals, so
+ * D1 can tell a newer snapshot from an older one (totals go down too: a lease's unused permits
+ * come off when it is handed back). A table of its own rather than a column: migrations must
+ * run again safely on an object whose version row is missing, and SQLite has no ADD COLUMN IF
+ * NOT EXISTS.
+ */
+export const CREATE_USAGE_REVISIONS_TABLE = `CREATE TABLE IF NOT EXISTS usage_history_revisions (
+  day_start INTEGER PRIMARY KEY, revision INTEGER NOT NULL
 ) STRICT`;
 
 // The outcome → column map also keeps column names out of any caller's hands.
@@ -45,21 +56,32 @@ export class UsageHistoryTable {
         requests,
       )
       .toArray();
+    this.#revise(dayStart);
     return row?.total === requests;
+  }
+
+  /** Raises the revision of a day's totals (they changed). */
+  #revise(dayStart: number): void {
+    this.sql.exec(
+      `INSERT INTO usage_history_revisions (day_start, revision) VALUES (?, 1)
+       ON CONFLICT (day_start) DO UPDATE SET revision = revision + 1`,
+      dayStart,
+    );
   }
 
   /** Takes back `requests` admissions of a day still held (a lease's unused permits). */
   uncountAdmitted(dayStart: number, requests: number): void {
     if (requests <= 0) return;
-    this.sql.exec(
+    const { rowsWritten } = this.sql.exec(
       "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?",
       requests,
       dayStart,
     );
+    if (rowsWritten > 0) this.#revise(dayStart);
   }
 
-  /** Every day held, oldest first, with its day start. */
-  days(): Array<UsageDay & { dayStart: number }> {
+  /** Every day held, oldest first, with its day start and revision. */
+  days(): Array<RevisedUsageDay & { dayStart: number }> {
     return this.sql
       .exec<{
         day_start: number;
@@ -67,8 +89,12 @@ export class UsageHistoryTable {
         rate_limited: number;
         quota_exceeded: number;
         key_banned: number;
+        revision: number;
       }>(
-        "SELECT day_start, admitted, rate_limited, quota_exceeded, key_banned FROM usage_history ORDER BY day_start",
+        `SELECT h.day_start, h.admitted, h.rate_limited, h.quota_exceeded, h.key_banned,
+                COALESCE(r.revision, 0) AS revision
+         FROM usage_history h LEFT JOIN usage_history_revisions r ON r.day_start = h.day_start
+         ORDER BY h.day_start`,
       )
       .toArray()
       .map((r) => ({
@@ -80,11 +106,13 @@ export class UsageHistoryTable {
           quota_exceeded: r.quota_exceeded,
           key_banned: r.key_banned,
         },
+        revision: r.revision,
       }));
   }
 
   /** Forgets days that started before `dayStart` (D1 has them). */
   forgetDaysBefore(dayStart: number): void {
     this.sql.exec("DELETE FROM usage_history WHERE day_start < ?", dayStart);
+    this.sql.exec("DELETE FROM usage_history_revisions WHERE day_start < ?", dayStart);
   }
 }

@@ -27,6 +27,7 @@ const ROUTES: readonly Route[] = [
   { path: "/admin/v1/audit", methods: { GET: "read" }, audience: "operator" },
   { path: "/admin/v1/whoami", methods: { GET: "read" }, audience: "operator" },
   // Pages, which send their own headers: the API reference and the operator console.
+  { path: "/", methods: { GET: "read" }, audience: "page" },
   { path: "/docs", methods: { GET: "read" }, audience: "page" },
   { path: "/admin", methods: { GET: "read" }, audience: "page" },
   { path: "/admin/console.js", methods: { GET: "read" }, audience: "page" },

@@ -11,7 +11,7 @@ import {
 } from "../../db/immutable-reads";
 import { createPet, getPet, listPets } from "../../db/pets";
 import { runAfterResponse } from "../../lib/after-response";
-import { type Config, secretOrThrow } from "../../lib/config";
+import { type Config, cursorSecretsAcceptedOrThrow, secretOrThrow } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import type { EnvWith } from "../../lib/hono-env";
 import { withETag } from "../../middleware/conditional";
@@ -164,7 +164,9 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
     const config = c.var.config;
     const cursorSecret = () => secretOrThrow(config, "CURSOR_SECRET");
     const from =
-      cursor === undefined ? null : await decodeCursorOrThrow(cursorSecret(), cursor, status);
+      cursor === undefined
+        ? null
+        : await decodeCursorOrThrow(cursorSecretsAcceptedOrThrow(config), cursor, status);
     if (from?.bookmark) c.var.d1.atLeast(from.bookmark);
     const scope = cacheScopeOf(config);
     const key = { status, limit, afterId: from?.afterId ?? 0 };
