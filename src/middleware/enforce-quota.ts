@@ -26,7 +26,6 @@ import { fallbackHeaders, rateLimitHeaders, retryAfterSeconds } from "../quota/h
 import { type FallbackState, fallbackVerdict } from "../quota/lease";
 import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
-import type { RateLimitHeaderVariables } from "./rate-limit-headers";
 
 /**
  * Set by `enforceQuota`, for the access log: what the limiter decided, "overloaded" (the key's
@@ -36,7 +35,7 @@ export interface QuotaVariables {
   quota: Outcome | "overloaded" | "unavailable";
 }
 
-type QuotaEnv = EnvWith<ApiKeyVariables & QuotaVariables & RateLimitHeaderVariables>;
+type QuotaEnv = EnvWith<ApiKeyVariables & QuotaVariables>;
 
 const REFUSALS = {
   rate_limited:
@@ -199,7 +198,6 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
     const isRead = routes.effectOf(c.req.method, c.req.path) === "read";
     if (!(isRead && keysWithRoom.get(key.id, 0))) {
       const headers = await headersOrThrowRefusal(c, key, await admitted);
-      c.set("rateLimitHeaders", headers);
       for (const [name, value] of Object.entries(headers)) c.header(name, value);
       return next();
     }
@@ -212,6 +210,5 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
       for (const name of READ_ANSWER_HEADERS) c.res.headers.delete(name);
       throw refusal;
     }
-    c.set("rateLimitHeaders", headers);
     for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
   });
