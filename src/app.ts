@@ -11,9 +11,10 @@ import { apiResponseHeaders } from "./middleware/api-response-headers";
 import { conditional } from "./middleware/conditional";
 import { corsFromConfig, timingAllowOrigin } from "./middleware/cors";
 import { d1Session } from "./middleware/d1-session";
-import { deprecated } from "./middleware/deprecation";
+import { deprecated, removedAfterSunset } from "./middleware/deprecation";
 import { enforceQuota } from "./middleware/enforce-quota";
 import { methodNotAllowedResponse, notFound, onError } from "./middleware/error-handler";
+import { rateLimitHeadersOnEveryAnswer } from "./middleware/rate-limit-headers";
 import { requestIds } from "./middleware/request-id";
 import { adminApi } from "./routes/admin/routes";
 import { consolePages } from "./routes/console/routes";
@@ -26,8 +27,8 @@ import { ownUsageApi } from "./routes/usage/routes";
 
 /**
  * Request order: context storage (for the logger), request id, configuration check, log,
- * timing, CORS (preflights end here), ETag, then for /v1: 410 after a sunset, authentication
- * (401), quota (429), D1 session, validation (400), handler. Unknown paths get 404 and known
+ * timing, CORS (preflights end here), ETag, then for /v1: rate-limit headers on every answer,
+ * authentication (401), quota (429), D1 session, 410 after a sunset, validation (400), handler. Unknown paths get 404 and known
  * paths with another method 405 with Allow.
  */
 export function createApp() {
@@ -45,6 +46,8 @@ export function createApp() {
   app.use(accessLog);
   app.use(timing({ crossOrigin: timingAllowOrigin({ routes: routeTable }) }));
   app.use(corsFromConfig({ routes: routeTable }));
+  // Outside everything that can answer a /v1 request (preflights aside), 405s and errors included.
+  app.use("/v1/*", rateLimitHeadersOnEveryAnswer({ routes: routeTable }));
   // If-None-Match → 304, after the quota has counted the request; a 304 keeps all other headers.
   app.use(conditional);
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
@@ -64,6 +67,7 @@ export function createApp() {
   app.route("/v1", ownUsageApi);
   app.get("/v1/pets/:petId", deprecated);
   app.use("/v1/*", authenticate, enforceQuota({ routes: routeTable }), d1Session);
+  app.get("/v1/pets/:petId", removedAfterSunset);
   app.route("/v1", petsApi);
 
   // The operator API's own document: no data in it, so no token needed.

@@ -267,3 +267,30 @@ describe("through the API, requests marked with their location", () => {
     expect(detail.usage.day.count).toBe(50);
   });
 });
+
+describe("a change to the key", () => {
+  it("is pushed to every holder with stock: the next request there is decided by the object under the new policy", async () => {
+    const keyId = `holders_change_${++seq}`;
+    const v1 = policyOf(60, 1_000);
+    const locations = ["AMS", "FRA", "SIN"];
+    time.now = T0 + 1_000;
+    for (const location of locations) await holderOf(keyId, location).admit(keyId, v1);
+    let stocked = 0;
+    for (const location of locations)
+      if ((await holderOf(keyId, location).unusedPermits()) > 0) stocked++;
+    expect(stocked).toBe(3); // every location holds stock, all of it counted
+    expect((await usageOf(keyId)).minute.count).toBeGreaterThan(3);
+
+    // Revoked (version 2): the object tells every holder before configure returns.
+    await env.QUOTA.getByName(keyId).configure({ ...v1, version: 2, revoked: true });
+    await passTime();
+    for (const location of locations)
+      expect(await holderOf(keyId, location).unusedPermits()).toBe(0);
+    // Isolates that still hold version 1 of the key: refused at once, in every location.
+    for (const location of locations) {
+      const answer = await holderOf(keyId, location).admit(keyId, v1);
+      expect(answer.reached && answer.decision.outcome).toBe("revoked");
+    }
+    expect((await usageOf(keyId)).minute.count).toBe(3); // the stock came back
+  });
+});

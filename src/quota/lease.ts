@@ -40,7 +40,7 @@ export function heldBound(limits: Limits): number {
  * The stock a location holder keeps for a key used in its location: enough for a quiet key's
  * next requests to be admitted there while a refill is on its way.
  */
-export const QUIET_STOCK = 3;
+export const QUIET_STOCK = 2;
 
 /** Below two requests a second (in the last second and on average over the horizon): quiet. */
 const BUSY_PER_SECOND = 2;

@@ -8,7 +8,7 @@ import { type Route, RouteTable } from "../lib/route-table";
  */
 const ROUTES: readonly Route[] = [
   // The public API (/v1).
-  { path: "/v1/openapi.json", methods: { GET: "read" }, audience: "public" },
+  { path: "/v1/openapi.json", methods: { GET: "read" }, audience: "public", outsideQuota: true },
   { path: "/v1/usage", methods: { GET: "read" }, audience: "public" },
   { path: "/v1/pets", methods: { GET: "read", POST: "write" }, audience: "public" },
   { path: "/v1/pets/:petId", methods: { GET: "read" }, audience: "public" },
