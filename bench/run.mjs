@@ -50,6 +50,7 @@ const USAGE = `Usage: npm run bench -- [options]
   --limiter-connections 50 and its connections
   --limiter-rtt 0          simulated round trip of each QuotaLimiter call, in ms
   --d1-rtt 0               simulated round trip of each D1 query, in ms
+  --local-rtt 0            simulated round trip of each call to a key's location holder, in ms
   --api-port 8801 --ref-port 8802 --floor-port 8805
   --inspector-port P       API P, reference P+1, floor P+2 (default: each Worker's port + 2)
   --access-log off         the API's access log (on|off)
@@ -68,6 +69,7 @@ const opts = optionsOrExit(
     "limiter-connections": { default: 50, min: 1 },
     "limiter-rtt": { default: 0, max: 10_000 },
     "d1-rtt": { default: 0, max: 10_000 },
+    "local-rtt": { default: 0, max: 10_000 },
     "api-port": { default: 8801, min: 1 },
     "ref-port": { default: 8802, min: 1 },
     "floor-port": { default: 8805, min: 1 },
@@ -79,7 +81,7 @@ const opts = optionsOrExit(
   USAGE,
 );
 const inspectorOf = (port, offset) => (opts.inspectorPort ? opts.inspectorPort + offset : port + 2);
-const network = { limiterRtt: opts.limiterRtt, d1Rtt: opts.d1Rtt };
+const network = { limiterRtt: opts.limiterRtt, d1Rtt: opts.d1Rtt, localRtt: opts.localRtt };
 const started = Date.now();
 const log = (msg) =>
   console.log(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);

@@ -15,13 +15,20 @@ const opts = optionsOrExit(
     port: { default: 8787, min: 1 },
     "limiter-rtt": { default: 0, max: 10_000 },
     "d1-rtt": { default: 0, max: 10_000 },
+    "local-rtt": { default: 0, max: 10_000 },
   },
-  `Usage: npm run bench:serve -- [--port 8787] [--limiter-rtt 0] [--d1-rtt 0]
+  `Usage: npm run bench:serve -- [--port 8787] [--limiter-rtt 0] [--d1-rtt 0] [--local-rtt 0]
   --port         the port to serve on
   --limiter-rtt  simulated round trip of each call to a key's QuotaLimiter, in ms
-  --d1-rtt       simulated round trip of each D1 query or batch, in ms`,
+  --d1-rtt       simulated round trip of each D1 query or batch, in ms
+  --local-rtt    simulated round trip of each call to a key's holder in the request's location
+                 (X-Bench-Location: AMS marks a request as arriving in AMS), in ms`,
 );
-const vars = networkVars({ limiterRtt: opts.limiterRtt, d1Rtt: opts.d1Rtt });
+const vars = networkVars({
+  limiterRtt: opts.limiterRtt,
+  d1Rtt: opts.d1Rtt,
+  localRtt: opts.localRtt,
+});
 runLocalDev({
   entry: BENCH_ENTRY,
   args: [
@@ -29,5 +36,5 @@ runLocalDev({
     String(opts.port),
     ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
   ],
-  title: `Animal Store API (bench: QuotaLimiter round trip ${opts.limiterRtt} ms, D1 ${opts.d1Rtt} ms)`,
+  title: `Animal Store API (bench: QuotaLimiter round trip ${opts.limiterRtt} ms, D1 ${opts.d1Rtt} ms, local ${opts.localRtt} ms)`,
 });

@@ -114,14 +114,14 @@ test("create with owner and meta, list with filters, roll, disable, enable, set-
   assert.equal(csv.code, 0);
   assert.equal(
     csv.stdout,
-    `day,admitted,rate_limited,quota_exceeded,key_banned\r\n${today},2,0,0,0\r\n`,
+    `"day","admitted","rate_limited","quota_exceeded","key_banned"\r\n"${today}","2","0","0","0"\r\n`,
   );
 
   // Reading the key's usage wrote today's totals to D1, so the day's listing has them.
   const invoice = await keys("usage-day", "--day", today, "--csv", "--limit", "100");
   assert.equal(invoice.code, 0);
   assert.ok(
-    invoice.stdout.split("\r\n").includes(`${id},cli-acme,pro,,${today},2,0,0,0`),
+    invoice.stdout.split("\r\n").includes(`"${id}","cli-acme","pro","","${today}","2","0","0","0"`),
     invoice.stdout,
   );
 

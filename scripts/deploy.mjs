@@ -1,38 +1,90 @@
 #!/usr/bin/env node
-// `npm run deploy:staging` / `deploy:production`, in order, stopping at the first problem:
-//   1. the environment's wrangler.toml block has a real D1 database_id and PUBLIC_ORIGIN (not the
-//      placeholders this repository ships with);
-//   2. wrangler is logged in (`wrangler login`, or CLOUDFLARE_API_TOKEN);
-//   3. the Worker's secrets are set;
-// then applies that environment's D1 migrations remotely and deploys.
+// @ts-check
+// `npm run deploy:staging` / `deploy:production` [-- --yes] [--force] [--percentage N | --all-at-once]
+//
+// 1. Preflight, before anything remote changes; each problem stops the deploy with what to do:
+//    real D1 ids and PUBLIC_ORIGIN, an address (production: a route or custom domain serving
+//    PUBLIC_ORIGIN), a compatibility date the pinned runtime knows, a clean working tree and
+//    green tests (`--force` skips these two, and says so), wrangler logged in, the Worker's
+//    secrets set, the environment's admin token in $ADMIN_TOKEN for the smoke test, and in
+//    production D1 read replication on.
+// 2. Remote D1 migrations: the pending ones are listed, applied after a yes (or --yes), and a
+//    failure stops the deploy before any code changes.
+// 3. Gradual rollout: the new version is uploaded, deployed to N % (default 10) beside the version
+//    serving now, smoke-tested (requests pinned to it), promoted to 100 % and smoke-tested again. A
+//    failed smoke test or promotion rolls back to the version that served before. The first
+//    deploy of an environment (nothing to roll back to), and one with --all-at-once (a release
+//    with a Durable Object migration, which a version upload cannot carry), is a plain
+//    `wrangler deploy` followed by the smoke test (and the same rollback when it fails).
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline/promises";
+import { parseArgs } from "node:util";
 import { unstable_readConfig } from "wrangler";
+import {
+  addressProblem,
+  compatibilityDateProblem,
+  isPlaceholderId,
+  isPlaceholderOrigin,
+  isRolloutPercentage,
+  missingSecrets,
+  pendingMigrationsOf,
+  stableVersionOf,
+} from "./lib/deploy-checks.mjs";
+import { runSmokeOrThrow, SmokeFailure } from "./lib/smoke.mjs";
+import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
-// Each entry: the secrets of which one must be set (named ADMIN_TOKENS may replace ADMIN_TOKEN).
-const REQUIRED_SECRETS = [["ADMIN_TOKEN", "ADMIN_TOKENS"], ["CURSOR_SECRET"]];
-const env = process.argv[2];
-if (env !== "staging" && env !== "production") {
-  console.error("Usage: node scripts/deploy.mjs staging|production");
-  process.exit(2);
+const USAGE =
+  "Usage: node scripts/deploy.mjs staging|production [--yes] [--force] [--percentage 1-99 | --all-at-once]";
+
+/** @returns {{ env: string, yes: boolean, force: boolean, percentage: number, allAtOnce: boolean }} */
+function argumentsOrExit() {
+  try {
+    const { values, positionals } = parseArgs({
+      allowPositionals: true,
+      options: {
+        yes: { type: "boolean", default: false },
+        force: { type: "boolean", default: false },
+        percentage: { type: "string" },
+        "all-at-once": { type: "boolean", default: false },
+      },
+    });
+    const [env, ...rest] = positionals;
+    if ((env !== "staging" && env !== "production") || rest.length)
+      throw new Error("name one environment: staging or production");
+    if (values.percentage !== undefined && values["all-at-once"])
+      throw new Error("--percentage and --all-at-once exclude each other");
+    const percentage = values.percentage ?? "10";
+    if (!isRolloutPercentage(percentage))
+      throw new Error(`--percentage ${percentage}: an integer from 1 to 99`);
+    return {
+      env,
+      yes: values.yes,
+      force: values.force,
+      percentage: Number(percentage),
+      allAtOnce: values["all-at-once"],
+    };
+  } catch (err) {
+    console.error(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+    process.exit(2);
+  }
 }
-const refuse = (message) => {
-  console.error(`Not deploying ${env}: ${message}`);
+
+const { env, yes, force, percentage, allAtOnce } = argumentsOrExit();
+
+/** @param {string} message @returns {never} */
+function refuse(message) {
+  console.error(`✗ Not deploying ${env}: ${message}`);
   process.exit(1);
-};
-const wrangler = (args, opts = {}) =>
-  spawnSync("wrangler", [...args, "--env", env], {
-    encoding: "utf8",
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false" },
-    ...opts,
-  });
+}
+/** @param {string} title */
+const step = (title) => console.log(`\n== ${title}`);
 
-/** A UUID made of at most three distinct hex digits (00000000-0000-4000-8000-…) is a placeholder. */
-const isPlaceholderId = (id) => !id || new Set(id.replace(/-/g, "")).size <= 3;
-const isPlaceholderOrigin = (origin) =>
-  !origin ||
-  /(^|\.)example\.(com|org|net)$|\.example\.workers\.dev$/.test(new URL(origin).hostname);
-
-// 1. Configuration.
+// ------------------------------------------------------------------ 1. preflight
+step(`Preflight (${env})`);
 const config = unstable_readConfig({ config: "wrangler.toml", env });
 for (const db of config.d1_databases ?? []) {
   if (isPlaceholderId(db.database_id))
@@ -41,39 +93,65 @@ for (const db of config.d1_databases ?? []) {
         `Create the database and put its id into wrangler.toml:\n  npm run wrangler -- d1 create ${db.database_name}`,
     );
 }
-if (isPlaceholderOrigin(config.vars?.PUBLIC_ORIGIN))
+const publicOrigin = config.vars?.PUBLIC_ORIGIN;
+if (typeof publicOrigin !== "string" || isPlaceholderOrigin(publicOrigin))
   refuse(
-    `[env.${env}.vars] PUBLIC_ORIGIN is ${config.vars?.PUBLIC_ORIGIN ? `the placeholder ${config.vars.PUBLIC_ORIGIN}` : "empty"}: ` +
+    `[env.${env}.vars] PUBLIC_ORIGIN is ${publicOrigin ? `the placeholder ${publicOrigin}` : "empty"}: ` +
       "set it to the origin this environment is served from (its links and OpenAPI servers name it).",
   );
+const address = addressProblem(env, config, publicOrigin);
+if (address) refuse(address);
+const runtimeDate = createRequire(import.meta.url)("workerd").compatibilityDate;
+const compatibility = compatibilityDateProblem(
+  config.compatibility_date,
+  runtimeDate,
+  new Date().toISOString().slice(0, 10),
+);
+if (compatibility) refuse(compatibility);
+console.log(
+  `✓ configuration: D1 ids, ${publicOrigin}, compatibility date ${config.compatibility_date}`,
+);
 
-// 2. Login: a missing login is reported as such, not as missing secrets.
-const whoami = wrangler(["whoami"]);
-const whoamiText = `${whoami.stdout}\n${whoami.stderr}`;
-if (whoami.status !== 0 || /not authenticated|not logged in/i.test(whoamiText))
-  refuse(
-    "wrangler is not logged in to Cloudflare. Either run\n  npm run wrangler -- login\n" +
-      "or set an API token (with Workers, D1 and Workers Scripts edit permissions):\n" +
-      "  export CLOUDFLARE_API_TOKEN=…  CLOUDFLARE_ACCOUNT_ID=…",
-  );
+const git = spawnSync("git", ["status", "--porcelain"], { encoding: "utf8" });
+const gitProblem =
+  git.status !== 0
+    ? "this is not a git checkout, so what is deployed could not be told apart from what is committed."
+    : git.stdout.trim()
+      ? `the working tree has uncommitted changes:\n${git.stdout.trimEnd()}`
+      : null;
+if (gitProblem && !force) refuse(`${gitProblem}\nCommit them, or pass --force.`);
+if (gitProblem) console.log(`! --force: deploying anyway; ${gitProblem.split("\n")[0]}`);
+else console.log("✓ working tree clean");
 
-// 3. Secrets.
-const list = wrangler(["secret", "list", "--format", "json"]);
-let names;
+if (force) console.log("! --force: the tests were not run");
+else {
+  console.log("… npm test");
+  const tests = spawnSync("npm", ["test"], { encoding: "utf8" });
+  if (tests.status !== 0)
+    refuse(
+      `the tests fail (npm test):\n${`${tests.stdout}${tests.stderr}`.split("\n").slice(-40).join("\n")}`,
+    );
+  console.log("✓ tests green (npm test)");
+}
+
+const login = loginProblem(env);
+if (login) refuse(login);
+console.log("✓ wrangler logged in");
+
+const secretList = wrangler(env, ["secret", "list", "--format", "json"]);
+/** @type {string[]} */
+let secretNames = [];
 try {
-  names = JSON.parse(list.stdout).map((s) => s.name);
+  secretNames = JSON.parse(secretList.output).map((/** @type {{name: string}} */ s) => s.name);
 } catch {
   // The Worker may not exist yet (first deploy): then no secret is set either.
-  if (!/not found|does not exist|10007/i.test(`${list.stdout}${list.stderr}`))
-    refuse(`could not list the Worker's secrets:\n${list.stderr || list.stdout}`);
-  names = [];
+  if (!/not found|does not exist|10007/i.test(secretList.output))
+    refuse(`could not list the Worker's secrets:\n${secretList.output}`);
 }
-const missing = REQUIRED_SECRETS.filter((anyOf) => !anyOf.some((n) => names.includes(n))).map(
-  (anyOf) => anyOf[0],
-);
+const missing = missingSecrets(secretNames);
 if (missing.length)
   refuse(
-    `missing secret(s) ${missing.join(", ")}. Generate, keep and set each (see README, "Deploy"):\n` +
+    `missing secret(s) ${missing.join(", ")}. Generate, keep and set each (docs/operations.md, "First deploy"):\n` +
       missing
         .map(
           (n) =>
@@ -81,8 +159,225 @@ if (missing.length)
         )
         .join("\n"),
   );
+console.log(`✓ secrets set (${secretNames.join(", ")})`);
 
-for (const step of [["d1", "migrations", "apply", "DB", "--remote"], ["deploy"]]) {
-  const run = wrangler(step, { stdio: "inherit" });
-  if (run.status !== 0) process.exit(run.status ?? 1);
+const adminToken = process.env.ADMIN_TOKEN;
+if (!adminToken)
+  refuse(
+    `set ADMIN_TOKEN to ${env}'s admin token (one of its ADMIN_TOKEN or ADMIN_TOKENS secrets, with full access): ` +
+      "the smoke test after the rollout issues itself a key with it and revokes it.",
+  );
+
+if (env === "production") {
+  for (const db of config.d1_databases ?? []) {
+    const info = wrangler(env, ["d1", "info", db.database_name ?? db.binding, "--json"]);
+    /** @type {{ read_replication?: { mode?: string } } | null} */
+    let details = null;
+    try {
+      details = JSON.parse(info.output);
+    } catch {
+      refuse(`could not read D1 database ${db.database_name}'s settings:\n${info.output}`);
+    }
+    const mode = details?.read_replication?.mode;
+    if (mode === "disabled")
+      refuse(
+        `D1 read replication is off on ${db.database_name}: reads from far away go to the primary. ` +
+          'Turn it on (docs/operations.md, "First deploy"), then deploy again.',
+      );
+    console.log(`✓ D1 ${db.database_name}: read replication ${mode ?? "(not reported)"}`);
+  }
 }
+
+const status = wrangler(env, ["deployments", "status", "--json"]);
+/** @type {string | null} */
+let previousVersion = null;
+if (status.ok) {
+  try {
+    previousVersion = stableVersionOf(JSON.parse(status.output));
+  } catch {
+    refuse(`could not read the current deployment:\n${status.output}`);
+  }
+} else if (!/no deployments|not found|does not exist|10007/i.test(status.output))
+  refuse(`could not read the current deployment:\n${status.output}`);
+console.log(
+  previousVersion
+    ? `✓ serving now: version ${previousVersion}`
+    : "✓ first deploy of this environment (nothing serves yet)",
+);
+
+/** @param {string} question */
+async function confirmedOrRefuse(question) {
+  if (yes) return;
+  if (!process.stdin.isTTY) refuse(`${question} Not asked (no terminal): pass --yes.`);
+  const prompt = createInterface({ input: process.stdin, output: process.stdout });
+  const answer = await prompt.question(`${question} [y/N] `);
+  prompt.close();
+  if (!/^y(es)?$/i.test(answer.trim())) refuse("not confirmed.");
+}
+
+// ------------------------------------------------------------------ 2. migrations
+step("D1 migrations (remote)");
+for (const db of config.d1_databases ?? []) {
+  const list = wrangler(env, ["d1", "migrations", "list", db.binding, "--remote"]);
+  if (!list.ok) refuse(`could not list ${db.binding}'s migrations:\n${list.output}`);
+  console.log(list.output.trimEnd());
+  const pending = pendingMigrationsOf(list.output);
+  if (pending.length === 0) continue;
+  await confirmedOrRefuse(
+    `Apply ${pending.length} migration(s) to ${db.database_name} (${env}): ${pending.join(", ")}?`,
+  );
+  // CI=true: wrangler applies without asking again (asked above).
+  const apply = wrangler(env, ["d1", "migrations", "apply", db.binding, "--remote"], {
+    inherit: true,
+    extraEnv: { CI: "true" },
+  });
+  if (!apply.ok)
+    refuse(
+      `the migrations of ${db.binding} failed (wrangler exited ${apply.status}). Nothing was deployed; ` +
+        "D1 rolls back a failed migration file, the ones before it stay applied (see the list above).",
+    );
+  console.log(`✓ ${pending.length} migration(s) applied`);
+}
+
+// ------------------------------------------------------------------ 3. rollout
+const gitRevision = spawnSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" });
+const revision = gitRevision.status === 0 ? gitRevision.stdout.trim() : "uncommitted";
+const message = `deploy ${revision}${gitProblem ? " (forced)" : ""}`;
+
+/**
+ * The smoke test against PUBLIC_ORIGIN; `pinnedVersion` sends every request to that version.
+ * @param {string | null} pinnedVersion
+ */
+async function smokeFailure(pinnedVersion) {
+  /** @type {Record<string, string>} */
+  const headers = pinnedVersion
+    ? { "Cloudflare-Workers-Version-Overrides": `${config.name}="${pinnedVersion}"` }
+    : {};
+  try {
+    await runSmokeOrThrow({
+      url: /** @type {string} */ (publicOrigin),
+      adminToken: /** @type {string} */ (adminToken),
+      headers,
+      log: (line) => console.log(`  ${line}`),
+    });
+    return null;
+  } catch (err) {
+    if (err instanceof SmokeFailure) return err.message;
+    throw err;
+  }
+}
+
+/** @param {string} why @returns {never} */
+function rollBackAndExit(why) {
+  console.error(`✗ ${why}`);
+  step(`Rollback to ${previousVersion}`);
+  const back = wrangler(
+    env,
+    [
+      "rollback",
+      /** @type {string} */ (previousVersion),
+      "--yes",
+      "--message",
+      `${message}: ${why}`.slice(0, 100),
+    ],
+    { inherit: true },
+  );
+  if (!back.ok) {
+    console.error(
+      `✗ THE ROLLBACK FAILED (wrangler exited ${back.status}). Roll back by hand:\n  npm run rollback -- ${env} --to ${previousVersion}`,
+    );
+    process.exit(1);
+  }
+  console.error(`✓ rolled back: ${previousVersion} serves all traffic again. The deploy failed.`);
+  process.exit(1);
+}
+
+if (!previousVersion || allAtOnce) {
+  step(
+    previousVersion
+      ? "Deploy to all traffic at once"
+      : "Deploy (first version of this environment)",
+  );
+  const whole = wrangler(env, ["deploy", "--message", message], { inherit: true });
+  if (!whole.ok)
+    refuse(
+      `wrangler deploy failed (exit ${whole.status}).${previousVersion ? ` ${previousVersion} should still serve all traffic.` : ""}`,
+    );
+  step(`Smoke test ${publicOrigin}`);
+  const failure = await smokeFailure(null);
+  if (failure && previousVersion) rollBackAndExit(`smoke test failed: ${failure}`);
+  if (failure)
+    refuse(
+      `the smoke test failed (${failure}). There is no earlier version to roll back to: fix and deploy again.`,
+    );
+  console.log(`\n✓ ${env} deployed (${revision}) and smoke-tested.`);
+  process.exit(0);
+}
+
+step("Upload the new version");
+const outputDir = mkdtempSync(path.join(tmpdir(), "animal-store-deploy-"));
+const outputFile = path.join(outputDir, "wrangler-output.ndjson");
+const upload = wrangler(env, ["versions", "upload", "--tag", revision, "--message", message], {
+  inherit: true,
+  extraEnv: { WRANGLER_OUTPUT_FILE_PATH: outputFile },
+});
+/** @type {string | undefined} */
+let newVersion;
+try {
+  newVersion = readFileSync(outputFile, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
+    .find((entry) => entry.type === "version-upload")?.version_id;
+} catch {
+  newVersion = undefined;
+} finally {
+  rmSync(outputDir, { recursive: true, force: true });
+}
+if (!upload.ok || !newVersion)
+  refuse(
+    `the upload failed (wrangler exited ${upload.status}${upload.ok ? ", no version id reported" : ""}). ` +
+      `Nothing was deployed: ${previousVersion} still serves all traffic. ` +
+      "If wrangler named Durable Object migrations (a new class), deploy this release with --all-at-once.",
+  );
+console.log(`✓ uploaded version ${newVersion}`);
+
+step(`Deploy ${newVersion} to ${percentage} % of traffic`);
+const canary = wrangler(
+  env,
+  [
+    "versions",
+    "deploy",
+    `${newVersion}@${percentage}`,
+    `${previousVersion}@${100 - percentage}`,
+    "--yes",
+    "--message",
+    message,
+  ],
+  { inherit: true },
+);
+if (!canary.ok)
+  refuse(
+    `wrangler versions deploy failed (exit ${canary.status}). ${previousVersion} should still serve all traffic: check with\n  npm run wrangler -- deployments status --env ${env}`,
+  );
+
+step(`Smoke test ${publicOrigin} (pinned to ${newVersion})`);
+const canaryFailure = await smokeFailure(newVersion);
+if (canaryFailure) rollBackAndExit(`smoke test of the new version failed: ${canaryFailure}`);
+
+step(`Promote ${newVersion} to 100 %`);
+const promote = wrangler(
+  env,
+  ["versions", "deploy", `${newVersion}@100`, "--yes", "--message", message],
+  { inherit: true },
+);
+if (!promote.ok) rollBackAndExit(`promotion to 100 % failed (wrangler exited ${promote.status})`);
+
+step(`Smoke test ${publicOrigin}`);
+const finalFailure = await smokeFailure(null);
+if (finalFailure) rollBackAndExit(`smoke test at 100 % failed: ${finalFailure}`);
+
+console.log(
+  `\n✓ ${env}: ${newVersion} (${revision}) serves all traffic; before it: ${previousVersion}.\n` +
+    `  Watch it (docs/operations.md, "After a deploy"); roll back with: npm run rollback -- ${env}`,
+);

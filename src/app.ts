@@ -11,13 +11,15 @@ import { apiResponseHeaders } from "./middleware/api-response-headers";
 import { conditional } from "./middleware/conditional";
 import { corsFromConfig, timingAllowOrigin } from "./middleware/cors";
 import { d1Session } from "./middleware/d1-session";
-import { deprecated } from "./middleware/deprecation";
+import { deprecated, removedAfterSunset } from "./middleware/deprecation";
 import { enforceQuota } from "./middleware/enforce-quota";
 import { methodNotAllowedResponse, notFound, onError } from "./middleware/error-handler";
+import { rateLimitHeadersOnEveryAnswer } from "./middleware/rate-limit-headers";
 import { requestIds } from "./middleware/request-id";
 import { adminApi } from "./routes/admin/routes";
 import { consolePages } from "./routes/console/routes";
 import { docsPage } from "./routes/docs-page";
+import { homePage } from "./routes/home-page";
 import { adminOpenApiDocument, openApiDocument } from "./routes/openapi-document";
 import { petsApi } from "./routes/pets/routes";
 import { routeTable } from "./routes/table";
@@ -25,8 +27,8 @@ import { ownUsageApi } from "./routes/usage/routes";
 
 /**
  * Request order: context storage (for the logger), request id, configuration check, log,
- * timing, CORS (preflights end here), ETag, then for /v1: 410 after a sunset, authentication
- * (401), quota (429), D1 session, validation (400), handler. Unknown paths get 404 and known
+ * timing, CORS (preflights end here), ETag, then for /v1: rate-limit headers on every answer,
+ * authentication (401), quota (429), D1 session, 410 after a sunset, validation (400), handler. Unknown paths get 404 and known
  * paths with another method 405 with Allow.
  */
 export function createApp() {
@@ -44,6 +46,8 @@ export function createApp() {
   app.use(accessLog);
   app.use(timing({ crossOrigin: timingAllowOrigin({ routes: routeTable }) }));
   app.use(corsFromConfig({ routes: routeTable }));
+  // Outside everything that can answer a /v1 request (preflights aside), 405s and errors included.
+  app.use("/v1/*", rateLimitHeadersOnEveryAnswer({ routes: routeTable }));
   // If-None-Match → 304, after the quota has counted the request; a 304 keeps all other headers.
   app.use(conditional);
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
@@ -56,11 +60,14 @@ export function createApp() {
   });
   // Its script and styles are static assets (public/docs), served without the Worker.
   app.get("/docs", docsPage);
+  // The first thing a newcomer opens: links to the reference, the document and the console.
+  app.get("/", homePage);
 
   // The key's own usage: authenticated, but outside the quota it reports on (its own limit).
   app.route("/v1", ownUsageApi);
   app.get("/v1/pets/:petId", deprecated);
   app.use("/v1/*", authenticate, enforceQuota({ routes: routeTable }), d1Session);
+  app.get("/v1/pets/:petId", removedAfterSunset);
   app.route("/v1", petsApi);
 
   // The operator API's own document: no data in it, so no token needed.

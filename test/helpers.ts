@@ -33,7 +33,8 @@ export function postJson(
  * Sends a request straight into a fresh app whose bindings are the test env with `bindings` swapped
  * in (fault injection: a broken D1 or limiter; another CORS_ORIGINS…). `input` is a path under
  * BASE, an absolute URL (with `init`) or a ready Request. `wait: true` also waits for the
- * request's `waitUntil()` work before returning.
+ * request's `waitUntil()` work before returning, with its sleeps in virtual time (see
+ * `waitInVirtualTime`).
  */
 export async function callWith(
   bindings: { [K in keyof Env]?: unknown },
@@ -46,9 +47,93 @@ export async function callWith(
       ? new Request(input.startsWith("/") ? `${BASE}${input}` : input, init)
       : input;
   const ctx = createExecutionContext();
-  const res = await createApp().fetch(request, { ...env, ...bindings }, ctx);
-  if (wait) await waitOnExecutionContext(ctx);
-  return res;
+  if (!wait) return createApp().fetch(request, { ...env, ...bindings }, ctx);
+  return waitInVirtualTime(ctx, () => createApp().fetch(request, { ...env, ...bindings }, ctx));
+}
+
+/** How long the request's other work must have been quiet before a virtual sleep ends, in ms. */
+const QUIET_MS = 25;
+
+/**
+ * Runs `serve`, then waits for `ctx`'s `waitUntil()` work, with every `clock.sleep` it makes in
+ * virtual time. The waits a request leaves behind (a lease's give-back 250 ms after its 5 s
+ * expiry) would hold each test for seconds of real time: here a sleep ends, earliest first, as
+ * soon as the request's other work has been quiet for QUIET_MS, and moves a real clock forward by
+ * what was skipped (`skipClockTo`), so the test sees the time it would have waited. A mocked clock
+ * is left where it is, as real waiting would leave it. A test that mocks `clock.sleep` itself
+ * keeps its own.
+ */
+async function waitInVirtualTime(
+  ctx: ExecutionContext,
+  serve: () => Response | Promise<Response>,
+): Promise<Response> {
+  if (virtual.waiting === 0 && vi.isMockFunction(clock.sleep)) {
+    const res = await serve();
+    await waitOnExecutionContext(ctx);
+    return res;
+  }
+  // Requests waited for at once (Promise.all of callWith) share one queue of sleeps.
+  if (virtual.waiting++ === 0) {
+    const spy = vi
+      .spyOn(clock, "sleep")
+      .mockImplementation(
+        (ms) =>
+          new Promise<void>((resolve) => virtual.sleeps.push({ until: clock.now() + ms, resolve })),
+      );
+    virtual.restore = () => spy.mockRestore();
+  }
+  try {
+    const res = await serve();
+    let done = false;
+    const finished = waitOnExecutionContext(ctx).then(() => {
+      done = true;
+    });
+    while (!done) {
+      await Promise.race([finished, new Promise((r) => setTimeout(r, QUIET_MS))]);
+      if (done || virtual.sleeps.length === 0) continue;
+      virtual.sleeps.sort((x, y) => x.until - y.until);
+      const next = virtual.sleeps.shift()!;
+      skipClockTo(next.until);
+      next.resolve();
+    }
+    return res;
+  } finally {
+    if (--virtual.waiting === 0) {
+      virtual.restore?.();
+      virtual.restore = null;
+      // A sleep no waited-for request made (background work of an earlier request) never ends,
+      // as it would not have within the test in real time either.
+      virtual.sleeps = [];
+    }
+  }
+}
+
+/** The virtual sleeps of the requests callWith is waiting for, and how to end them. */
+const virtual: {
+  waiting: number;
+  sleeps: { until: number; resolve: () => void }[];
+  restore: (() => void) | null;
+} = { waiting: 0, sleeps: [], restore: null };
+
+/** Real time skipped by virtual sleeps in the current test (see skipClockTo). */
+let skippedMs = 0;
+
+/**
+ * Makes a real (unmocked) service clock read at least `until` for the rest of the current test,
+ * as if that much real time had passed. A mocked clock is the test's to move: left alone.
+ */
+function skipClockTo(until: number): void {
+  if (skippedMs === 0 && vi.isMockFunction(clock.now)) return;
+  const behind = until - (Date.now() + skippedMs);
+  if (behind <= 0) return;
+  if (skippedMs === 0) {
+    const spy = vi.spyOn(clock, "now").mockImplementation(() => Date.now() + skippedMs);
+    onTestFinished(() => {
+      spy.mockRestore();
+      skippedMs = 0;
+    });
+  }
+  skippedMs += behind;
 }
 
 export async function expectError(

@@ -124,11 +124,11 @@ describe("x-d1-bookmark keeps its wire format", () => {
   });
 
   it("accepts a value issued before, and refuses its tag spelled another way", async () => {
-    expect(await verifiedBookmarkOrThrow(SECRET, ISSUED)).toBe(BOOKMARK_D1);
+    expect(await verifiedBookmarkOrThrow([SECRET], ISSUED)).toBe(BOOKMARK_D1);
     // The tag's last character carries 2 unused bits: "w" and "x" decode to the same 16 bytes.
     const respelled = `${ISSUED.slice(0, -1)}x`;
-    await expect(verifiedBookmarkOrThrow(SECRET, respelled)).rejects.toThrow(/x-d1-bookmark/);
-    await expect(verifiedBookmarkOrThrow("another-secret", ISSUED)).rejects.toThrow(
+    await expect(verifiedBookmarkOrThrow([SECRET], respelled)).rejects.toThrow(/x-d1-bookmark/);
+    await expect(verifiedBookmarkOrThrow(["another-secret"], ISSUED)).rejects.toThrow(
       /x-d1-bookmark/,
     );
   });

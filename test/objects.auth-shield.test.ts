@@ -37,10 +37,13 @@ describe("per-client shield against key guessing", () => {
 
     // Any token that matches no key is refused now, even one that could not be a key…
     await expectError(await listFrom(ip, auth("nonsense")), 429, "rate_limited");
-    // … but a request without credentials is not a guess: its 401, without the shield's headers.
+    // … but a request without credentials is not a guess: its 401 shows the client's window as
+    // it stands, read and not counted.
     const keyless = await listFrom(ip);
     await expectError(keyless, 401, "unauthorized");
-    expect(keyless.headers.get("X-RateLimit-Limit")).toBeNull();
+    expect(keyless.headers.get("X-RateLimit-Limit")).toBe("30");
+    expect(keyless.headers.get("X-RateLimit-Remaining")).toBe("0");
+    expect(keyless.headers.get("Retry-After")).toBeNull();
   });
 
   it("does not affect other clients", async () => {
@@ -94,7 +97,7 @@ describe("per-client shield against key guessing", () => {
     expect((await listFrom(ip, auth(key))).status).toBe(200);
   });
 
-  it("does not count a revoked key's attempts: 401 invalid_token, no shield window, guesses unaffected", async () => {
+  it("does not count a revoked key's attempts: 401 invalid_token, the shield window read, guesses unaffected", async () => {
     const ip = freshIp();
     const { id, key } = await issueKey("pro");
     await call(`/admin/v1/keys/${id}`, { method: "DELETE", headers: ADMIN });
@@ -104,7 +107,7 @@ describe("per-client shield against key guessing", () => {
       expect(res.headers.get("WWW-Authenticate")).toBe(
         'Bearer realm="animal-store", error="invalid_token"',
       );
-      expect(res.headers.get("X-RateLimit-Limit")).toBeNull();
+      expect(res.headers.get("X-RateLimit-Remaining")).toBe("30");
     }
     const guess = await listFrom(ip, auth(WRONG_KEY));
     await expectError(guess, 401, "unauthorized");

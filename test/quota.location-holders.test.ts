@@ -160,29 +160,36 @@ describe("location holders racing on one key", () => {
 const usageOf = (keyId: string) => env.QUOTA.getByName(keyId).usage();
 
 describe("a quiet key in one location", () => {
-  it("one request every 1.5 s for 3 minutes waits for the key's object once, and is counted exactly", {
-    timeout: 60_000,
-  }, async () => {
-    const keyId = `holders_quiet_${++seq}`;
-    const policy = policyOf(60, 1_000);
-    const holder = holderOf(keyId, "AMS");
-    const answers: HolderAnswer[] = [];
-    for (let t = 0; t < 3 * MINUTE_MS; t += 1_500) {
-      time.now = T0 + t;
-      await passTime();
-      answers.push(await holder.admit(keyId, policy));
-      await passTime(); // the renewal it may have started comes back
-    }
-    expect(answers).toHaveLength(120);
-    const forwarded = answers.filter((a) => !(a.reached && a.fromStock)).length;
-    expect(answers.every((a) => a.reached && a.decision.outcome === "allowed")).toBe(true);
-    // Only the first request of all: later ones, in the next minutes too, find stock.
-    expect(forwarded).toBe(1);
-    await holder.giveBack(keyId);
-    const usage = await usageOf(keyId);
-    expect(usage.minute.count).toBe(40);
-    expect(usage.day.count).toBe(120);
-  });
+  it.each([
+    [1_500, 120, 40],
+    [4_000, 45, 15],
+  ])(
+    "one request every %i ms for 3 minutes waits for the key's object once, and is counted exactly",
+    {
+      timeout: 60_000,
+    },
+    async (gapMs, requests, perMinute) => {
+      const keyId = `holders_quiet_${++seq}`;
+      const policy = policyOf(60, 1_000);
+      const holder = holderOf(keyId, "AMS");
+      const answers: HolderAnswer[] = [];
+      for (let t = 0; t < 3 * MINUTE_MS; t += gapMs) {
+        time.now = T0 + t;
+        await passTime();
+        answers.push(await holder.admit(keyId, policy));
+        await passTime(); // the renewal it may have started comes back
+      }
+      expect(answers).toHaveLength(requests);
+      const forwarded = answers.filter((a) => !(a.reached && a.fromStock)).length;
+      expect(answers.every((a) => a.reached && a.decision.outcome === "allowed")).toBe(true);
+      // Only the first request of all: later ones, in the next minutes too, find stock.
+      expect(forwarded).toBe(1);
+      await holder.giveBack(keyId);
+      const usage = await usageOf(keyId);
+      expect(usage.minute.count).toBe(perMinute);
+      expect(usage.day.count).toBe(requests);
+    },
+  );
 
   it("its stock comes back to the key's object within LEASE_MS + GIVE_BACK_GRACE_MS of the last request", async () => {
     const keyId = `holders_back_${++seq}`;
@@ -258,5 +265,32 @@ describe("through the API, requests marked with their location", () => {
     await Promise.all(ok.map((r) => r.arrayBuffer()));
     const detail = (await (await keyDetail(id)).json()) as { usage: { day: { count: number } } };
     expect(detail.usage.day.count).toBe(50);
+  });
+});
+
+describe("a change to the key", () => {
+  it("is pushed to every holder with stock: the next request there is decided by the object under the new policy", async () => {
+    const keyId = `holders_change_${++seq}`;
+    const v1 = policyOf(60, 1_000);
+    const locations = ["AMS", "FRA", "SIN"];
+    time.now = T0 + 1_000;
+    for (const location of locations) await holderOf(keyId, location).admit(keyId, v1);
+    let stocked = 0;
+    for (const location of locations)
+      if ((await holderOf(keyId, location).unusedPermits()) > 0) stocked++;
+    expect(stocked).toBe(3); // every location holds stock, all of it counted
+    expect((await usageOf(keyId)).minute.count).toBeGreaterThan(3);
+
+    // Revoked (version 2): the object tells every holder before configure returns.
+    await env.QUOTA.getByName(keyId).configure({ ...v1, version: 2, revoked: true });
+    await passTime();
+    for (const location of locations)
+      expect(await holderOf(keyId, location).unusedPermits()).toBe(0);
+    // Isolates that still hold version 1 of the key: refused at once, in every location.
+    for (const location of locations) {
+      const answer = await holderOf(keyId, location).admit(keyId, v1);
+      expect(answer.reached && answer.decision.outcome).toBe("revoked");
+    }
+    expect((await usageOf(keyId)).minute.count).toBe(3); // the stock came back
   });
 });

@@ -137,14 +137,22 @@ describe("limiter unreachable", () => {
   const listWith = (QUOTA: Env["QUOTA"], key: string) =>
     callWith({ QUOTA }, "/v1/pets", { headers: auth(key) });
 
-  it("fails open within the key's per-minute limit, without rate limit headers, with a warning", async () => {
+  it("fails open within the key's per-minute limit, with the fallback allowance's headers (not the key's windows), with a warning", async () => {
     const { key } = await issueKey("enterprise", { perMinute: 3, perDay: 1000 });
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     const broken = outage();
     for (let i = 0; i < 3; i++) {
       const res = await listWith(broken, key);
       expect(res.status).toBe(200);
-      for (const h of [...RATE_HEADERS, "Retry-After"]) expect(res.headers.get(h), h).toBeNull();
+      // The key's windows cannot be known: the headers describe the allowance, named "fallback".
+      expect(Object.fromEntries(RATE_HEADERS.map((h) => [h, res.headers.get(h)]))).toEqual({
+        "X-RateLimit-Limit": "3",
+        "X-RateLimit-Remaining": String(2 - i),
+        "X-RateLimit-Reset": String((T0 + 60_000) / 1000),
+        RateLimit: `"fallback";r=${2 - i};t=60`,
+        "RateLimit-Policy": '"fallback";q=3;w=60',
+      });
+      expect(res.headers.get("Retry-After")).toBeNull();
       await res.arrayBuffer();
     }
     expect(
@@ -227,7 +235,7 @@ describe("limiter unreachable", () => {
     const lost = failingWith(marked("Network connection lost.", { retryable: true }));
     const res = await listWith(lost.namespace, key);
     expect(res.status).toBe(200);
-    expect(res.headers.get("X-RateLimit-Limit")).toBeNull();
+    expect(res.headers.get("RateLimit-Policy")).toBe('"fallback";q=1;w=60');
     expect(lost.stubs()).toBe(2);
     await expectError(await listWith(lost.namespace, key), 503, "service_unavailable");
   });

@@ -27,7 +27,7 @@ describe("page cursors keep their wire format", () => {
   });
 
   it.each(ISSUED)("decodes a cursor issued before ($lastId/$status)", async (issued) => {
-    expect(await decodeCursorOrThrow(SECRET, issued.cursor, issued.status)).toEqual({
+    expect(await decodeCursorOrThrow([SECRET], issued.cursor, issued.status)).toEqual({
       afterId: issued.lastId,
       bookmark: issued.bookmark,
     });
@@ -36,10 +36,10 @@ describe("page cursors keep their wire format", () => {
   it("refuses an issued cursor under another secret, or with its tag's last byte changed", async () => {
     const [issued] = ISSUED;
     await expect(
-      decodeCursorOrThrow("another-secret", issued.cursor, issued.status),
+      decodeCursorOrThrow(["another-secret"], issued.cursor, issued.status),
     ).rejects.toThrow(/cursor: is not a cursor returned by this API/);
     const altered = `${issued.cursor.slice(0, -1)}${issued.cursor.endsWith("w") ? "A" : "w"}`;
-    await expect(decodeCursorOrThrow(SECRET, altered, issued.status)).rejects.toThrow(
+    await expect(decodeCursorOrThrow([SECRET], altered, issued.status)).rejects.toThrow(
       /cursor: is not a cursor returned by this API/,
     );
   });

@@ -28,12 +28,17 @@ async function expectErrorShape(res: Response, status: number, code: string) {
 }
 
 describe("404 and 405", () => {
-  it.each(["/", "/pets", "/v2/pets", "/v1x/pets", "/admin/x", "/favicon.ico", "/docs/extra"])(
-    "%s → 404 without a key",
-    async (path) => {
-      await expectErrorShape(await call(path), 404, "not_found");
-    },
-  );
+  it.each([
+    "/index.html",
+    "/pets",
+    "/v2/pets",
+    "/v1x/pets",
+    "/admin/x",
+    "/favicon.ico",
+    "/docs/extra",
+  ])("%s → 404 without a key", async (path) => {
+    await expectErrorShape(await call(path), 404, "not_found");
+  });
 
   it.each(["/v1", "/v1/", "/v1/dogs", "/v1/pets/1/owner", "/v1/pets/1/2"])(
     "%s → 401 without a key, 404 with one",
@@ -234,6 +239,18 @@ describe("contract documentation", () => {
     expect(newPet.required).toEqual(expect.arrayContaining(["name", "categoryId"]));
     expect(newPet.required ?? []).not.toContain("status");
     expect(JSON.stringify(newPet.properties!.status)).toContain("available");
+  });
+
+  it("GET / is a small public page pointing at /docs, the OpenAPI document and /admin; it loads nothing", async () => {
+    const res = await call("/");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(/^text\/html/);
+    expect(res.headers.get("Content-Security-Policy")).toMatch(/^default-src 'none'/);
+    const html = await res.text();
+    const links = [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]);
+    expect(links).toEqual(["/docs", "/v1/openapi.json", "/admin"]);
+    expect(html).not.toMatch(/<script|<style|<img|<link/i);
+    expect((await call("/", { method: "POST" })).status).toBe(405);
   });
 
   it("GET /docs is a public HTML API reference pointing at the document", async () => {

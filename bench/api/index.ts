@@ -5,11 +5,39 @@
 // bench-only variables below, passed as `--var`. Nothing here is part of the deployed Worker
 // (scripts/build-check.mjs checks the production bundle).
 import { createApp } from "../../src/app";
-import { fetchBehindSimulatedNetwork, type SimulatedNetwork } from "./simulated-network";
+import { QuotaHolder as ProductQuotaHolder } from "../../src/objects/quota-holder";
+import {
+  callTotals,
+  fetchBehindSimulatedNetwork,
+  holderEnvBehindSimulatedNetwork,
+  type SimulatedNetwork,
+} from "./simulated-network";
 
 export { AuthShield } from "../../src/objects/auth-shield";
-export { QuotaHolder } from "../../src/objects/quota-holder";
 export { QuotaLimiter } from "../../src/objects/quota-limiter";
+
+/** The product's location holder, its calls to the key's QuotaLimiter behind the far round trip. */
+export class QuotaHolder extends ProductQuotaHolder {
+  constructor(ctx: DurableObjectState, env: BenchEnv) {
+    const network = networkOf(env);
+    super(ctx, typeof network === "string" ? env : holderEnvBehindSimulatedNetwork(env, network));
+  }
+}
+
+/**
+ * A request's simulated location: `X-Bench-Location: AMS` makes it arrive with `cf.colo` "AMS",
+ * so one server can play several locations (each with its own location holders).
+ */
+const LOCATION_HEADER = "X-Bench-Location";
+
+function inSimulatedLocation(request: Request): Request {
+  const colo = request.headers.get(LOCATION_HEADER);
+  if (!colo) return request;
+  return new Request(request, { cf: { ...(request.cf ?? {}), colo } } as RequestInit);
+}
+
+/** GET /__bench/calls: every simulated round trip so far, by hop (see `callTotals`). */
+const CALL_TOTALS_PATH = "/__bench/calls";
 
 /** The bench's own settings, on top of the product's (`--var NAME:VALUE`). */
 interface BenchEnv extends Env {
@@ -17,6 +45,8 @@ interface BenchEnv extends Env {
   BENCH_LIMITER_RTT_MS?: string;
   /** Simulated round trip of every D1 query or batch, in ms (default 0: none). */
   BENCH_D1_RTT_MS?: string;
+  /** Simulated round trip of every call to a key's holder in the request's location, in ms. */
+  BENCH_LOCAL_RTT_MS?: string;
 }
 
 const MAX_RTT_MS = 10_000;
@@ -36,9 +66,11 @@ function networkOf(env: BenchEnv): SimulatedNetwork | string {
     return `the bench Worker runs locally only (ENVIRONMENT is ${JSON.stringify(env.ENVIRONMENT)})`;
   const limiterMs = rttOf("BENCH_LIMITER_RTT_MS", env.BENCH_LIMITER_RTT_MS);
   const d1Ms = rttOf("BENCH_D1_RTT_MS", env.BENCH_D1_RTT_MS);
+  const localMs = rttOf("BENCH_LOCAL_RTT_MS", env.BENCH_LOCAL_RTT_MS);
   if (typeof limiterMs === "string") return limiterMs;
   if (typeof d1Ms === "string") return d1Ms;
-  return { limiterMs, d1Ms };
+  if (typeof localMs === "string") return localMs;
+  return { limiterMs, d1Ms, localMs };
 }
 
 const app = createApp();
@@ -51,9 +83,10 @@ export default {
         { code: "internal_error", message: `Bench misconfigured: ${network}`, status: 500 },
         { status: 500 },
       );
+    if (new URL(request.url).pathname === CALL_TOTALS_PATH) return Response.json(callTotals);
     return fetchBehindSimulatedNetwork(
       (req, benchEnv) => Promise.resolve(app.fetch(req, benchEnv, ctx)),
-      request,
+      inSimulatedLocation(request),
       env,
       network,
     );

@@ -6,7 +6,9 @@ import { AsyncLocalStorage } from "node:async_hooks";
  * above 0 for a binding, the bindings are wrapped once per isolate so that every call to a
  * QuotaLimiter and every D1 query (each statement run, or one batch) waits that long, half before
  * and half after, like a round trip. Each response then says how many of each its
- * request made, in `X-Bench-Calls: limiter=N, d1=M, d1-pets=P`: P of the M D1 round trips read
+ * request made, in `X-Bench-Calls: limiter=N, d1=M, d1-pets=P, local=L, forwarded=F` (L calls to
+ * the key's holder in the request's location, F of them answered by forwarding to the key's
+ * object, a far round trip the request waited for): P of the M D1 round trips read
  * or wrote pets (a statement, or a batch with a statement, that names the pets table); the
  * others are key records and operator data. Work the request left running after its response
  * (`waitUntil`, e.g. a key re-read) is counted only if it started before the header was set.
@@ -19,14 +21,19 @@ import { AsyncLocalStorage } from "node:async_hooks";
  * `fetchBehindSimulatedNetwork`).
  */
 export interface SimulatedNetwork {
-  /** Round trip of every call to a key's QuotaLimiter (a Durable Object), in ms. */
+  /** Round trip of every call to a key's QuotaLimiter (a Durable Object, far away), in ms. */
   limiterMs: number;
   /** Round trip of every D1 query or batch, in ms. */
   d1Ms: number;
+  /** Round trip of every call to a key's QuotaHolder (in the request's own location), in ms. */
+  localMs: number;
 }
 
-/** What a round trip goes to; each is counted in X-Bench-Calls. */
-type Hop = "limiter" | "d1";
+/**
+ * What a round trip goes to: a key's QuotaLimiter from the Worker ("limiter") or from a location
+ * holder ("relayed"), D1, or a key's holder in the request's location ("local").
+ */
+type Hop = "limiter" | "relayed" | "d1" | "local";
 
 const BENCH_CALLS_HEADER = "X-Bench-Calls";
 
@@ -34,7 +41,17 @@ interface Calls {
   limiter: number;
   d1: number;
   d1Pets: number;
+  local: number;
+  /** Calls to the location holder that it answered by forwarding to the key's object. */
+  forwarded: number;
 }
+
+/**
+ * Every simulated round trip since the Worker's isolate started, by hop, whichever request or
+ * object made it (a location holder's background renewals included): the bench reads them
+ * (GET /__bench/calls) before and after a scenario to count Durable Object requests.
+ */
+export const callTotals: Record<Hop, number> = { limiter: 0, relayed: 0, d1: 0, local: 0 };
 
 /** Whether SQL names the pets table (pets themselves, not key records or operator data). */
 const PETS_TABLE = /\bpets\b/i;
@@ -61,8 +78,9 @@ async function roundTrip<T>(
   call: () => Promise<T>,
   { touchesPets }: { touchesPets: boolean } = { touchesPets: false },
 ): Promise<T> {
+  callTotals[kind]++;
   const calls = callsOfRequest.getStore();
-  if (calls) {
+  if (calls && kind !== "relayed") {
     calls[kind]++;
     if (touchesPets) calls.d1Pets++;
   }
@@ -74,26 +92,45 @@ async function roundTrip<T>(
   return result;
 }
 
-/** A Durable Object stub whose method calls are delayed round trips. */
-function delayedStub<T extends object>(stub: T, rttMs: number): T {
+/** Whether a location holder's answer came from the key's object (see objects/quota-holder.ts). */
+const forwardedByHolder = (answer: unknown): boolean =>
+  typeof answer === "object" &&
+  answer !== null &&
+  (answer as { reached?: unknown }).reached === true &&
+  (answer as { fromStock?: unknown }).fromStock === false;
+
+/** A Durable Object stub whose method calls are delayed round trips to `hop`. */
+function delayedStub<T extends object>(stub: T, rttMs: number, hop: Hop): T {
   return new Proxy(stub, {
     get(target, prop) {
       const value = Reflect.get(target, prop);
       // `then` must stay undefined, or awaiting the stub would call the object.
       if (typeof prop !== "string" || prop === "then" || typeof value !== "function") return value;
-      return (...args: unknown[]) =>
-        roundTrip(rttMs, "limiter", () => Reflect.apply(value, target, args) as Promise<unknown>);
+      return async (...args: unknown[]) => {
+        const calls = callsOfRequest.getStore();
+        const answer = await roundTrip(
+          rttMs,
+          hop,
+          () => Reflect.apply(value, target, args) as Promise<unknown>,
+        );
+        if (calls && hop === "local" && forwardedByHolder(answer)) calls.forwarded++;
+        return answer;
+      };
     },
   });
 }
 
-function delayedNamespace<T extends object>(namespace: T, rttMs: number): T {
+function delayedNamespace<T extends object>(namespace: T, rttMs: number, hop: Hop): T {
   return new Proxy(namespace, {
     get(target, prop) {
       const value = Reflect.get(target, prop);
       if (prop === "getByName" || prop === "get")
         return (...args: unknown[]) =>
-          delayedStub(Reflect.apply(value as (...a: unknown[]) => object, target, args), rttMs);
+          delayedStub(
+            Reflect.apply(value as (...a: unknown[]) => object, target, args),
+            rttMs,
+            hop,
+          );
       return typeof value === "function" ? value.bind(target) : value;
     },
   });
@@ -158,15 +195,34 @@ function delayedQueryable<T extends D1Database | D1DatabaseSession>(db: T, rttMs
   });
 }
 
-/** `env` with its QUOTA and DB bindings behind the simulated network (made once per env object). */
+/**
+ * `env` with its QUOTA, QUOTA_HOLDER and DB bindings behind the simulated network (made once per
+ * env object); a binding whose round trip is 0 is left as it is (and its calls are not counted).
+ */
 function envBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork): Env {
   const known = wrapped.get(env);
   if (known) return known;
   const result: Env = {
     ...env,
-    QUOTA: rtt.limiterMs > 0 ? delayedNamespace(env.QUOTA, rtt.limiterMs) : env.QUOTA,
+    QUOTA: rtt.limiterMs > 0 ? delayedNamespace(env.QUOTA, rtt.limiterMs, "limiter") : env.QUOTA,
+    QUOTA_HOLDER:
+      rtt.localMs > 0 ? delayedNamespace(env.QUOTA_HOLDER, rtt.localMs, "local") : env.QUOTA_HOLDER,
     DB: rtt.d1Ms > 0 ? delayedQueryable(env.DB, rtt.d1Ms) : env.DB,
   };
+  wrapped.set(env, result);
+  return result;
+}
+
+/**
+ * A location holder's `env` with the key's QuotaLimiter behind the far round trip: the calls it
+ * forwards and its background renewals are "relayed" hops (counted in `callTotals` only, since
+ * they belong to no one request).
+ */
+export function holderEnvBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork): Env {
+  const known = wrapped.get(env);
+  if (known) return known;
+  if (rtt.limiterMs === 0) return env;
+  const result: Env = { ...env, QUOTA: delayedNamespace(env.QUOTA, rtt.limiterMs, "relayed") };
   wrapped.set(env, result);
   return result;
 }
@@ -182,14 +238,15 @@ export async function fetchBehindSimulatedNetwork(
   rtt: SimulatedNetwork,
 ): Promise<Response> {
   if (Object.values(rtt).every((ms) => ms === 0)) return serve(request, env);
-  const calls: Calls = { limiter: 0, d1: 0, d1Pets: 0 };
+  const calls: Calls = { limiter: 0, d1: 0, d1Pets: 0, local: 0, forwarded: 0 };
   const response = await callsOfRequest.run(calls, () =>
     serve(request, envBehindSimulatedNetwork(env, rtt)),
   );
   const counted = new Response(response.body, response);
   counted.headers.set(
     BENCH_CALLS_HEADER,
-    `limiter=${calls.limiter}, d1=${calls.d1}, d1-pets=${calls.d1Pets}`,
+    `limiter=${calls.limiter}, d1=${calls.d1}, d1-pets=${calls.d1Pets}, ` +
+      `local=${calls.local}, forwarded=${calls.forwarded}`,
   );
   return counted;
 }

@@ -180,7 +180,7 @@ function hopsSection(opts, rows) {
   const readOps = ["list", "pages", "get"].filter((k) => by[k]);
   const delta = (k) => by[k].sequential.api.p50 - by[k].sequential.ref.p50;
   const calls = (k) => by[k].calls ?? by[k].sequential.calls;
-  out.push("", "Targets (issue 11 §4):", "");
+  out.push("", "Targets:", "");
   for (const k of readOps) {
     const c = calls(k);
     if (c)

@@ -47,7 +47,7 @@ export function callsPerThousand(headers) {
   let d1Pets = 0;
   let n = 0;
   for (const h of headers) {
-    const m = h?.match(/^limiter=(\d+), d1=(\d+), d1-pets=(\d+)$/);
+    const m = h?.match(/^limiter=(\d+), d1=(\d+), d1-pets=(\d+)/);
     if (!m) continue;
     limiter += Number(m[1]);
     d1 += Number(m[2]);

@@ -18,17 +18,18 @@ export const BENCH_ENTRY = "bench/api/index.ts";
 
 /**
  * The bench's `--var`s for a simulated network (bench/api/simulated-network.ts).
- * @param {{ limiterRtt: number, d1Rtt: number }} network round trips in ms
+ * @param {{ limiterRtt: number, d1Rtt: number, localRtt?: number }} network round trips in ms
  */
-export function networkVars({ limiterRtt, d1Rtt }) {
-  return { BENCH_LIMITER_RTT_MS: limiterRtt, BENCH_D1_RTT_MS: d1Rtt };
+export function networkVars({ limiterRtt, d1Rtt, localRtt = 0 }) {
+  return { BENCH_LIMITER_RTT_MS: limiterRtt, BENCH_D1_RTT_MS: d1Rtt, BENCH_LOCAL_RTT_MS: localRtt };
 }
 
 /**
  * The API as the bench entry Worker, from a snapshot of the working tree, behind the simulated
  * network, with temporary state and admin token.
  * `root` is a snapshot with bench/api in it (default: a new one).
- * @param {{ port: number, inspectorPort: number, network: { limiterRtt: number, d1Rtt: number },
+ * @param {{ port: number, inspectorPort: number,
+ *   network: { limiterRtt: number, d1Rtt: number, localRtt?: number },
  *   vars?: Record<string, string | number>, localObservability?: boolean, root?: string }} options
  */
 export function startBenchApi({

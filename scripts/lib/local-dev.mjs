@@ -70,6 +70,7 @@ ${title} on ${url}
      or: curl -s -X POST ${url}/admin/v1/keys -H "Authorization: Bearer ${token}" -H "Content-Type: application/json" -d '{"name":"me","plan":"pro"}'
   Then:          curl -s ${url}/v1/pets -H "Authorization: Bearer <key>"
   API reference: ${url}/docs   (OpenAPI: ${url}/v1/openapi.json)
+  Console:       ${url}/admin   Sample pets: npm run seed
 `);
 
   const dev = spawn("wrangler", devArgs, { stdio: "inherit" });

@@ -1,6 +1,7 @@
-import { clock } from "../lib/clock";
+import { clock, MINUTE_MS } from "../lib/clock";
 import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
+import { AUTH_FAILURES_PER_MINUTE } from "../objects/auth-shield";
 import { recordAuthFailure } from "../objects/auth-shield-client";
 import { rateLimitHeaders } from "../quota/headers";
 import type { Decision, WindowStatus } from "../quota/windows";
@@ -9,6 +10,36 @@ import type { Decision, WindowStatus } from "../quota/windows";
 // They are answered here, without a call to the object or a D1 lookup, so a guessing client
 // costs almost nothing.
 const refused = new ExpiringMap<string, WindowStatus>(10_000);
+
+// Each client's failure window as this isolate last learnt it from the client's shield (the
+// answer to its last guess counted here), until the window ends. Answers that are not guesses
+// read it here rather than call the shield: they add no round trip.
+const lastSeen = new ExpiringMap<string, WindowStatus>(10_000);
+
+/**
+ * The client's failed-authentication window, read and not counted: as this isolate last learnt
+ * it from the shield, or, when it has learnt nothing in the current minute, the full window (30
+ * left until the minute ends). Other isolates' counts since then are not in it.
+ */
+export function knownFailureWindow(shieldName: string, now = clock.now()): WindowStatus {
+  const seen = lastSeen.get(shieldName, now);
+  if (seen) return seen;
+  const resetAt = now - (now % MINUTE_MS) + MINUTE_MS;
+  const limit = AUTH_FAILURES_PER_MINUTE;
+  return { name: "minute", limit, remaining: limit, resetAt, seconds: MINUTE_MS / 1000 };
+}
+
+/** The rate-limit headers of the client's failed-authentication window, read and not counted. */
+export function failureWindowHeaders(
+  shieldName: string,
+  now = clock.now(),
+): Record<string, string> {
+  return rateLimitHeaders({
+    outcome: "allowed",
+    windows: [knownFailureWindow(shieldName, now)],
+    now,
+  });
+}
 
 /** Whether this isolate has seen the AuthShield `shieldName` refuse its client in this window. */
 export function isRefused(shieldName: string, now = clock.now()): boolean {
@@ -43,6 +74,8 @@ export async function failedGuess(
     });
   }
   const decision = await recordAuthFailure(env.AUTH_SHIELD, shieldName);
+  const seen = decision.windows[0]!;
+  lastSeen.set(shieldName, seen, seen.resetAt);
   if (decision.outcome !== "allowed") {
     const window = decision.windows[0]!;
     refused.set(shieldName, window, window.resetAt);

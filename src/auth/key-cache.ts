@@ -2,8 +2,9 @@ import type { KeyMatch } from "../db/keys";
 import { ExpiringMap } from "../lib/expiring-map";
 
 // Warm keys authenticate without a D1 read. The cache may be briefly stale; that is safe because
-// the key's quota object holds the authoritative plan and revocation (see quota/limiter.ts), and
-// when that object cannot be reached the key is re-read from D1 (quota/enforce.ts).
+// the key's quota object holds the authoritative plan and revocation (objects/quota-limiter.ts),
+// and when that object cannot be reached the key is re-read from D1
+// (middleware/enforce-quota.ts).
 //
 // An entry is used for at most TTL_MS. From REFRESH_AFTER_MS on, the first request that uses it
 // also starts one re-read in the background (after its response, in waitUntil), so a key in

@@ -101,6 +101,11 @@ const ConfigSchema = z.object({
   /** Named read-only admin tokens, in ADMIN_TOKENS' form, for the people who only look. */
   ADMIN_READ_TOKENS: namedTokens,
   CURSOR_SECRET: secret,
+  /**
+   * The CURSOR_SECRET before a rotation: cursors and bookmarks signed with it are still accepted
+   * (new ones are signed with CURSOR_SECRET). Removed once the cursors clients held have expired.
+   */
+  CURSOR_SECRET_PREVIOUS: secret,
 });
 
 /** The service's settings, validated: read them from here, never from `env` directly. */
@@ -189,4 +194,14 @@ export function secretOrThrow(config: Config, name: "CURSOR_SECRET"): string {
 
 function describe(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.join(".") || "env"}: ${i.message}`).join("; ");
+}
+
+/**
+ * The secrets page cursors and D1 bookmarks are accepted under: CURSOR_SECRET, which signs every
+ * new one, then during a rotation CURSOR_SECRET_PREVIOUS, so the ones clients already hold keep
+ * working until they are replaced. Throws ConfigError (and logs it) when CURSOR_SECRET is unset.
+ */
+export function cursorSecretsAcceptedOrThrow(config: Config): string[] {
+  const current = secretOrThrow(config, "CURSOR_SECRET");
+  return config.CURSOR_SECRET_PREVIOUS ? [current, config.CURSOR_SECRET_PREVIOUS] : [current];
 }

@@ -70,3 +70,16 @@ export async function verifyTag(
   const expected = await signedTag(secret, payload);
   return tag.length === expected.length && crypto.subtle.timingSafeEqual(expected, tag);
 }
+
+/**
+ * Whether `tag` is `payload`'s signedTag under any of `secrets` (during a rotation: the new secret
+ * and the one before it). Each is checked, so the time taken does not say which one matched.
+ */
+export async function verifyTagUnderAny(
+  secrets: readonly string[],
+  payload: Uint8Array,
+  tag: Uint8Array,
+): Promise<boolean> {
+  const matches = await Promise.all(secrets.map((secret) => verifyTag(secret, payload, tag)));
+  return matches.includes(true);
+}

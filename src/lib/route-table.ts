@@ -24,6 +24,11 @@ export interface Route {
   readonly path: string;
   readonly methods: Readonly<Partial<Record<RouteMethod, MethodEffect>>>;
   readonly audience: RouteAudience;
+  /**
+   * A public route answered without a key and outside every quota (the OpenAPI document): its
+   * answers carry no rate-limit headers. Every other /v1 answer carries them.
+   */
+  readonly outsideQuota?: true;
 }
 
 /** A route and the pattern that recognises its path in `c.req.path`. */

@@ -1,6 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import { BOOKMARK_PATTERN, D1Session } from "../db/session";
-import { signedTag, verifyTag } from "../lib/crypto";
+import { cursorSecretsAcceptedOrThrow } from "../lib/config";
+import { signedTag, verifyTagUnderAny } from "../lib/crypto";
 import { fromBase64Url, toBase64Url } from "../lib/encoding";
 import { ApiError } from "../lib/errors";
 import type { EnvWith } from "../lib/hono-env";
@@ -28,10 +29,11 @@ export async function signBookmark(secret: string, bookmark: string): Promise<st
  * The D1 bookmark inside a header value this API issued; throws 400 for anything else. A bookmark
  * the API did not issue could name a point D1 has not reached (`ffffffff-…`, "from the future"):
  * a replica would wait for it in vain, and every later bookmark and cursor of that client would
- * carry it on. Signing makes such a value impossible to send.
+ * carry it on. Signing makes such a value impossible to send. `secrets`: those a bookmark may be
+ * signed with (cursorSecretsAcceptedOrThrow); none accepts no bookmark.
  */
 export async function verifiedBookmarkOrThrow(
-  secret: string | undefined,
+  secrets: readonly string[],
   header: string,
 ): Promise<string> {
   const refuse = () =>
@@ -40,12 +42,12 @@ export async function verifiedBookmarkOrThrow(
       `${BOOKMARK_HEADER}: must be a bookmark returned by this API, sent back unchanged.`,
     );
   const [, bookmark = "", tagText = ""] = header.match(SIGNED_BOOKMARK) ?? [];
-  if (!secret || !BOOKMARK_PATTERN.test(bookmark)) throw refuse();
+  if (secrets.length === 0 || !BOOKMARK_PATTERN.test(bookmark)) throw refuse();
   // 22 base64url characters (SIGNED_BOOKMARK) always decode, to 16 bytes. Decoding ignores the
   // unused low bits of the last character: only the canonical spelling is ours.
   const tag = fromBase64Url(tagText);
   if (toBase64Url(tag) !== tagText) throw refuse();
-  if (!(await verifyTag(secret, signedPayload(bookmark), tag))) throw refuse();
+  if (!(await verifyTagUnderAny(secrets, signedPayload(bookmark), tag))) throw refuse();
   return bookmark;
 }
 
@@ -58,7 +60,13 @@ export async function verifiedBookmarkOrThrow(
 export const d1Session = createMiddleware<EnvWith<D1SessionVariables>>(async (c, next) => {
   const secret = c.var.config.CURSOR_SECRET;
   const header = c.req.header(BOOKMARK_HEADER);
-  const bookmark = header === undefined ? undefined : await verifiedBookmarkOrThrow(secret, header);
+  const bookmark =
+    header === undefined
+      ? undefined
+      : await verifiedBookmarkOrThrow(
+          secret ? cursorSecretsAcceptedOrThrow(c.var.config) : [],
+          header,
+        );
   const d1 = new D1Session(c.env.DB, bookmark);
   c.set("d1", d1);
   await next();

@@ -22,7 +22,7 @@ import {
   policyOf,
   QuotaLimiterClient,
 } from "../objects/quota-limiter-client";
-import { rateLimitHeaders, retryAfterSeconds } from "../quota/headers";
+import { fallbackHeaders, rateLimitHeaders, retryAfterSeconds } from "../quota/headers";
 import { type FallbackState, fallbackVerdict } from "../quota/lease";
 import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
@@ -95,7 +95,7 @@ async function headersOrThrowWithoutObject(
     throw new ApiError(
       "rate_limited",
       "Too many requests for this API key right now; wait for Retry-After, then back off exponentially.",
-      { "Retry-After": "1" },
+      { ...fallbackHeaders(key.limits.perMinute, 0, now + 1000, now), "Retry-After": "1" },
     );
   }
   const verdict = fallbackVerdict(
@@ -106,7 +106,10 @@ async function headersOrThrowWithoutObject(
   );
   if (!verdict.admit) {
     c.set("quota", result.refusal?.outcome ?? "unavailable");
-    const headers = { "Retry-After": retryAfterSeconds(verdict.retryAt, now) };
+    const headers = {
+      ...fallbackHeaders(key.limits.perMinute, 0, verdict.retryAt, now),
+      "Retry-After": retryAfterSeconds(verdict.retryAt, now),
+    };
     if (result.refusal) {
       throw new ApiError(result.refusal.outcome, REFUSALS[result.refusal.outcome], headers);
     }
@@ -127,7 +130,13 @@ async function headersOrThrowWithoutObject(
     forgetKey(key.id);
     throw unusableKeyError(problem);
   }
-  return {};
+  const { minuteStart, admitted } = verdict.state;
+  return fallbackHeaders(
+    key.limits.perMinute,
+    key.limits.perMinute - admitted,
+    minuteStart + MINUTE_MS,
+    now,
+  );
 }
 
 /** Throws the answer for a refused request; returns the rate-limit headers of an admitted one. */
@@ -160,9 +169,10 @@ async function headersOrThrowRefusal(
  * Every /v1 request is decided before it is answered: by the key's quota object, which counts
  * it, or from a lease of permits the object counted for this isolate (a busy key; see
  * objects/quota-leases.ts). An overloaded object gets the key a 429; an unreachable one lets
- * the request through (fail open) within a bounded allowance, with a logged warning and no
- * X-RateLimit-* headers: an outage of the limiter must not become an outage of the API, and
- * flooding the limiter must not switch it off.
+ * the request through (fail open) within a bounded allowance, with a logged warning and
+ * rate-limit headers that describe that allowance under the policy name "fallback" (the key's
+ * own windows cannot be known): an outage of the limiter must not become an outage of the API,
+ * and flooding the limiter must not switch it off.
  *
  * Reads by a key with room left run alongside the limiter call rather than after it (the route
  * table marks them: a read changes nothing stored, and the answer still waits for the decision):

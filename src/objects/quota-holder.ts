@@ -71,6 +71,16 @@ export class QuotaHolder extends DurableObject<Env> {
     await this.#leases.giveBackUnused(this.#giveBackCall(keyId));
   }
 
+  /**
+   * The key's policy changed (told by the key's object): stops admitting from the stock at once,
+   * so the key's next requests here are forwarded to the object, and hands the stock back.
+   */
+  async keyChanged(keyId: string): Promise<void> {
+    this.#leases.dropLease();
+    this.#leases.forgetRefusals();
+    this.#inBackground(keyId, this.#leases.giveBackUnused(this.#giveBackCall(keyId)));
+  }
+
   /** Permits in stock or waiting to go back (for tests and the bench). */
   unusedPermits(): number {
     return this.#leases.unusedPermits;
@@ -110,6 +120,11 @@ export class QuotaHolder extends DurableObject<Env> {
     );
   }
 
+  /** This holder's name (see `holderName`), under which the key's object tells it of changes. */
+  get #name(): string | null {
+    return this.ctx.id.name ?? null;
+  }
+
   #stub(keyId: string): DurableObjectStub<QuotaLimiter> {
     return this.env.QUOTA.getByName(keyId);
   }
@@ -129,11 +144,11 @@ export class QuotaHolder extends DurableObject<Env> {
       admit: (request) =>
         callWithOneRetry(
           () => this.#stub(keyId),
-          async (stub) => stub.admit(policy, request),
+          async (stub) => stub.admit(policy, request, this.#name),
         ),
       giveBack: this.#giveBackCall(keyId).giveBack,
       // Not retried, as in the isolate's client: a renewal counted twice would strand permits.
-      renew: (request) => this.#stub(keyId).renewLease(policy, request),
+      renew: (request) => this.#stub(keyId).renewLease(policy, request, this.#name),
     };
   }
 }

@@ -6,7 +6,9 @@ import {
   leaseWanted,
   neverAbove,
   RATE_HORIZON_MS,
+  RENEW_AHEAD_MS,
   renewsNow,
+  STOCK_RENEW_AHEAD_MS,
   windowsAfterLocalAdmissions,
 } from "../quota/lease";
 import type { KeyDecision, Policy, Refusal, WindowStatus } from "../quota/windows";
@@ -135,9 +137,14 @@ export class LeaseHolder {
     this.#stock = stock;
   }
 
-  /** The permits to ask for now: the key's recent rate here, and at least the stock. */
-  #wanted(now: number): number {
-    return Math.max(leaseWanted(this.#recentArrivals(now), now), this.#stock);
+  /**
+   * The permits to ask for now, on top of `holding`: the key's recent rate here, and with a stock,
+   * what tops it up to the stock, at least one (a renewal of a stock that is full still extends
+   * its expiry, and adds no more than the request that sent it used).
+   */
+  #wanted(now: number, holding = 0): number {
+    const forRate = leaseWanted(this.#recentArrivals(now), now);
+    return this.#stock > 0 ? Math.max(forRate, this.#stock - holding, 1) : forRate;
   }
 
   /**
@@ -335,8 +342,9 @@ export class LeaseHolder {
     if (!renew || !lease || this.#renewal || this.#exclusive || this.#inFlight) return null;
     if (now < this.#noLeaseUntil) return null;
     const minuteEnd = this.#atContact.find((w) => w.name === "minute")?.resetAt ?? Infinity;
-    if (!renewsNow(lease, minuteEnd, now)) return null;
-    const want = this.#wanted(now);
+    const aheadMs = this.#stock > 0 ? STOCK_RENEW_AHEAD_MS : RENEW_AHEAD_MS;
+    if (!renewsNow(lease, minuteEnd, now, { aheadMs, stock: this.#stock })) return null;
+    const want = this.#wanted(now, lease.left);
     if (want <= 0) return null;
     const sent: SentRenewal = {
       lease,

@@ -69,7 +69,12 @@ export const QUOTA_LIMITER_MIGRATIONS = [
     permits INTEGER NOT NULL, expires_at INTEGER NOT NULL, held INTEGER NOT NULL) STRICT`,
   // 7: the revision of each held day's totals, so D1 keeps the latest (usage-history-table.ts).
   CREATE_USAGE_REVISIONS_TABLE,
+  // 8: the location holder a lease was granted to (null: an isolate), told of changes to the key.
+  "ALTER TABLE leases ADD COLUMN grantee TEXT",
 ] as const;
+
+/** How long a change to the key waits for the location holders it is pushed to. */
+const PUSH_DEADLINE_MS = 2_000;
 
 /** A held day as the history reports it (without its day start and revision). */
 const usageDayOf = ({ day, admitted, refused }: RevisedUsageDay): UsageDay => ({
@@ -182,7 +187,11 @@ export class QuotaLimiter extends DurableObject<Env> {
    * in the same synchronous step). `policy` is the caller's view of the key; a newer stored one
    * wins.
    */
-  admit(policy: Policy, request: LeaseRequest = NO_LEASE): Admission {
+  admit(
+    policy: Policy,
+    request: LeaseRequest = NO_LEASE,
+    grantee: string | null = null,
+  ): Admission {
     const now = clock.now();
     const effective = this.#adopt(policy);
     const previousDay = this.#usage.dayStart;
@@ -197,7 +206,7 @@ export class QuotaLimiter extends DurableObject<Env> {
         ? permitsToLease(decision.windows, effective, request.want, 0, this.#heldBy(state))
         : 0;
     if (permits > 0) {
-      lease = this.#grantLease(state, permits, now);
+      lease = this.#grantLease(state, permits, now, grantee);
       state = takePermits(state, permits);
     }
     const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
@@ -217,7 +226,7 @@ export class QuotaLimiter extends DurableObject<Env> {
    * per-minute limit unused (`holding` included). The lease is extended (more permits, a later
    * expiry) when it was granted in the current minute, else a new one is granted.
    */
-  renewLease(policy: Policy, request: RenewalRequest): Renewal {
+  renewLease(policy: Policy, request: RenewalRequest, grantee: string | null = null): Renewal {
     const now = clock.now();
     const effective = this.#adopt(policy);
     const previousDay = this.#usage.dayStart;
@@ -242,7 +251,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (permits > 0) {
       granted =
         this.#extendLease(request.leaseId, state, permits, holding, now) ??
-        this.#grantLease(state, permits, now);
+        this.#grantLease(state, permits, now, grantee);
       state = takePermits(state, permits);
     }
     this.#keep(state, previousDay);
@@ -269,20 +278,24 @@ export class QuotaLimiter extends DurableObject<Env> {
     return row?.held ?? 0;
   }
 
-  /** Records a new lease of `permits` (the caller counts them in the windows). */
-  #grantLease(state: UsageState, permits: number, now: number): Lease {
+  /**
+   * Records a new lease of `permits` (the caller counts them in the windows), granted to the
+   * location holder named `grantee` (null: an isolate).
+   */
+  #grantLease(state: UsageState, permits: number, now: number, grantee: string | null): Lease {
     const lease = { id: crypto.randomUUID(), permits, expiresAt: leaseExpiry(state, now) };
     // Leases of past minutes can no longer be credited back (see givePermitsBack): forget them.
     this.#expireLeasesBefore(state.minuteStart);
     this.ctx.storage.sql.exec(
-      `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held)
-         VALUES (?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
       lease.id,
       state.minuteStart,
       state.dayStart,
       permits,
       lease.expiresAt,
       permits,
+      grantee,
     );
     return lease;
   }
@@ -352,9 +365,47 @@ export class QuotaLimiter extends DurableObject<Env> {
     return givePermitsBack(usage, row, returned.unused);
   }
 
-  /** Stores a newer policy (plan change, new limits, revocation) pushed by the admin API. */
-  configure(policy: Policy): void {
-    this.#adopt(policy);
+  /**
+   * Stores a newer policy (plan change, new limits, revocation, disabling) pushed by the admin
+   * API, and tells every location holder holding a lease of the key to stop admitting from it:
+   * they forward the key's next requests here, where the new policy applies. Waits for them at
+   * most PUSH_DEADLINE_MS; a holder not reached stops on its own when its lease ends (LEASE_MS).
+   */
+  async configure(policy: Policy): Promise<void> {
+    const before = this.#policy?.version;
+    if (this.#adopt(policy).version === before) return;
+    const now = clock.now();
+    const grantees = this.ctx.storage.sql
+      .exec<{ grantee: string }>(
+        `SELECT DISTINCT grantee FROM leases
+           WHERE grantee IS NOT NULL AND minute_start = ? AND expires_at > ?`,
+        now - (now % MINUTE_MS),
+        now,
+      )
+      .toArray()
+      .map((row) => row.grantee);
+    const keyId = this.ctx.id.name;
+    if (!keyId || grantees.length === 0) return;
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const deadline = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, PUSH_DEADLINE_MS);
+    });
+    const pushes = Promise.all(
+      grantees.map((name) =>
+        this.env.QUOTA_HOLDER.getByName(name)
+          .keyChanged(keyId)
+          .catch((err: unknown) =>
+            log("warn", "could not tell a location holder of a change to its key", {
+              keyId,
+              holder: name,
+              error: String(err),
+            }),
+          ),
+      ),
+    );
+    await Promise.race([pushes, deadline]).finally(() => {
+      if (timer !== null) clearTimeout(timer);
+    });
   }
 
   /** Current counts and ban. `offered` (the key as D1 has it) supplies limits the object has not seen yet. */
@@ -468,7 +519,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (next !== Number.POSITIVE_INFINITY) await this.#alarmNoLaterThan(next);
   }
 
-  // ---------------------------------------------------------------- usage history (issue 12)
+  // ---------------------------------------------------------------- usage history
   // Per UTC day: requests admitted, and refused by reason. The current day is read live from
   // here; finished days go to D1 (key_usage_days) from the alarm after the day ends, and every
   // day held goes there whenever the history is read. A day is forgotten here only once D1 has

@@ -95,6 +95,14 @@ export function permitsToLease(
 /** A lease ending within this long is renewed ahead (see `renewsNow`). */
 export const RENEW_AHEAD_MS = 1_000;
 
+/**
+ * A location holder's stock is renewed this long ahead of its expiry: a quiet key's next request
+ * may be seconds away, and the stock must still be there for it. So a key sending a request at
+ * least every LEASE_MS in a location is answered from stock there, while permits of a key that
+ * stopped still come back within LEASE_MS of its last request.
+ */
+export const STOCK_RENEW_AHEAD_MS = LEASE_MS / 2;
+
 /** What an isolate knows of the lease it is using, to decide when to renew it. */
 export interface LeaseInUse {
   /** Permits not used yet. */
@@ -106,20 +114,27 @@ export interface LeaseInUse {
 
 /**
  * Whether an isolate renews its lease now, in the background, while it still admits from it:
- * once half of the last grant is used (what is left then lasts ~half a lease lifetime at the
- * key's rate, far longer than a round trip to the object), or RENEW_AHEAD_MS before the lease
- * expires, unless it ends with its minute window (a renewal could not outlive it); never in the
+ * once half of the last grant (or of a location holder's `stock`, if more) is used (what is left
+ * then lasts ~half a lease lifetime at the key's rate, far longer than a round trip to the
+ * object), or RENEW_AHEAD_MS before the lease
+ * expires (`aheadMs`; a location holder's stock: STOCK_RENEW_AHEAD_MS), unless it ends with its
+ * minute window (a renewal could not outlive it); never in the
  * minute's last RENEW_AHEAD_MS. Renewing
  * ahead is what keeps a busy key's requests from waiting for the object at all: they wait only
  * when the lease runs out before the renewal is back.
  */
-export function renewsNow(lease: LeaseInUse, minuteEnd: number, now: number): boolean {
+export function renewsNow(
+  lease: LeaseInUse,
+  minuteEnd: number,
+  now: number,
+  { aheadMs = RENEW_AHEAD_MS, stock = 0 }: { aheadMs?: number; stock?: number } = {},
+): boolean {
   if (now >= lease.expiresAt || lease.left <= 0) return false; // over: the next call asks anew
   // In the minute's last RENEW_AHEAD_MS a renewal would add permits for a few ms only, and its
   // answer would often come back in the next minute.
   if (now >= minuteEnd - RENEW_AHEAD_MS) return false;
-  const halfUsed = lease.left * 2 <= lease.lastGrant;
-  const ending = now >= lease.expiresAt - RENEW_AHEAD_MS && lease.expiresAt < minuteEnd;
+  const halfUsed = lease.left * 2 <= Math.max(lease.lastGrant, stock);
+  const ending = now >= lease.expiresAt - aheadMs && lease.expiresAt < minuteEnd;
   return halfUsed || ending;
 }
 

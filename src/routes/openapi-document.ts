@@ -21,12 +21,21 @@ const ETAG = text(
 const COMMON_RESPONSE_HEADERS = {
   "X-Request-Id": text("Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID"),
   "Server-Timing": text("Time spent per hop: auth, quota, db"),
+};
+
+const BOOKMARK_RESPONSE_HEADER = {
   [BOOKMARK_HEADER]: text(
-    "D1 bookmark of this request's session, signed; send it back unchanged to read your own writes",
+    "D1 bookmark of this request's session, signed, when the answer read or wrote D1; send it back unchanged to read your own writes",
   ),
 };
 
-const { [BOOKMARK_HEADER]: _bookmark, ...headersOutsideSession } = COMMON_RESPONSE_HEADERS;
+/**
+ * The answers of the pets routes that can carry the D1 bookmark: those whose handler ran in the
+ * session (a page, a pet, a creation, a pet not found, an Idempotency-Key reused). Refusals made
+ * before the session (401, 429, the 410 after the sunset), validation errors and 304s (the
+ * isolate's cache answers them) do not.
+ */
+const BOOKMARK_STATUSES = new Set(["200", "201", "404", "422"]);
 
 /**
  * Middleware-level behaviour that the route definitions do not describe: the D1 bookmark and
@@ -38,7 +47,7 @@ function documentMiddleware(doc: Document): Document {
       // Only the pets routes run in a D1 session and answer with an ETag.
       if (!op.tags?.includes("Pets")) {
         for (const response of Object.values(op.responses ?? {}))
-          response.headers = { ...response.headers, ...headersOutsideSession };
+          response.headers = { ...response.headers, ...COMMON_RESPONSE_HEADERS };
         continue;
       }
       op.parameters = [
@@ -52,8 +61,12 @@ function documentMiddleware(doc: Document): Document {
           schema: { type: "string" },
         },
       ];
-      for (const response of Object.values(op.responses ?? {}))
-        response.headers = { ...response.headers, ...COMMON_RESPONSE_HEADERS };
+      for (const [status, response] of Object.entries(op.responses ?? {}))
+        response.headers = {
+          ...response.headers,
+          ...COMMON_RESPONSE_HEADERS,
+          ...(BOOKMARK_STATUSES.has(status) ? BOOKMARK_RESPONSE_HEADER : {}),
+        };
       if (method !== "get") continue;
       op.parameters.push({
         name: "If-None-Match",
@@ -186,7 +199,12 @@ export function openApiDocument(...apis: Pick<OpenAPIHono, "openAPIRegistry">[])
               "",
               "Every operation needs `Authorization: Bearer <API key>` (`pet_live_…` in production, `pet_test_…` elsewhere).",
               "Errors are `{code, message, status}` with `Content-Type: application/json`.",
-              "Every response carries the quota headers; 429 and 503 carry `Retry-After` (seconds).",
+              "Every response carries the quota headers (`X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset`, `RateLimit-Policy`, `RateLimit`) except this document, which is public and outside every quota; 429 and 503 carry `Retry-After` (seconds).",
+              "",
+              "- With a usable key they describe the key's windows (`minute` and `day`).",
+              "- When no key could be used (none, another scheme, a malformed header, an unknown, revoked, disabled or expired key, a rolled secret) they describe the client's failed-authentication window: 30 a minute per client address (`\"minute\";q=30;w=60`). Only a token that matches no key counts in it; the other answers read it as the serving isolate last learnt it from the client's counted guesses (a full window when it has learnt nothing this minute), so `Remaining` may be higher than the shared count.",
+              "- While the key's rate limiter cannot be reached, requests are let through within a fallback allowance of the key's per-minute limit per minute (per isolate); the headers then describe that allowance and `RateLimit-Policy`/`RateLimit` name it `\"fallback\"`, since the key's own windows cannot be known.",
+              "- During a temporary ban `X-RateLimit-Remaining` is 0 and `X-RateLimit-Reset` the moment a request can succeed; `RateLimit` still shows each window as it is.",
             ].join("\n"),
             ...DOCUMENT_INFO,
           },

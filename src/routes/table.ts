@@ -8,7 +8,7 @@ import { type Route, RouteTable } from "../lib/route-table";
  */
 const ROUTES: readonly Route[] = [
   // The public API (/v1).
-  { path: "/v1/openapi.json", methods: { GET: "read" }, audience: "public" },
+  { path: "/v1/openapi.json", methods: { GET: "read" }, audience: "public", outsideQuota: true },
   { path: "/v1/usage", methods: { GET: "read" }, audience: "public" },
   { path: "/v1/pets", methods: { GET: "read", POST: "write" }, audience: "public" },
   { path: "/v1/pets/:petId", methods: { GET: "read" }, audience: "public" },
@@ -27,6 +27,7 @@ const ROUTES: readonly Route[] = [
   { path: "/admin/v1/audit", methods: { GET: "read" }, audience: "operator" },
   { path: "/admin/v1/whoami", methods: { GET: "read" }, audience: "operator" },
   // Pages, which send their own headers: the API reference and the operator console.
+  { path: "/", methods: { GET: "read" }, audience: "page" },
   { path: "/docs", methods: { GET: "read" }, audience: "page" },
   { path: "/admin", methods: { GET: "read" }, audience: "page" },
   { path: "/admin/console.js", methods: { GET: "read" }, audience: "page" },

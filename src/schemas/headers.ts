@@ -16,9 +16,11 @@ export const RATE_LIMIT_HEADERS = {
   "X-RateLimit-Remaining": header("Requests remaining in that window", integer),
   "X-RateLimit-Reset": header("Unix time (seconds) at which that window resets", integer),
   RateLimit: header(
-    'IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";…',
+    'IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… ("fallback" while the key\'s limiter cannot be reached)',
   ),
-  "RateLimit-Policy": header('IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400'),
+  "RateLimit-Policy": header(
+    'IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 (the client\'s failed-authentication window "minute";q=30;w=60 when no key could be used; "fallback";q=<per-minute limit>;w=60 while the key\'s limiter cannot be reached)',
+  ),
 };
 
 export const RETRY_AFTER_HEADER = {

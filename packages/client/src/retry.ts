@@ -1,8 +1,7 @@
 /**
  * A `fetch` that retries what is safe to retry, honouring `Retry-After`:
  *
- * - 429 (rate limit, quota, ban) and 503 (database unavailable), and 409
- *   `idempotency_key_in_flight` (the same Idempotency-Key is still being processed);
+ * - 429 (rate limit, quota, ban) and 503 (database unavailable);
  * - only requests that may be repeated: GET, HEAD, PUT, DELETE and OPTIONS, and any other method
  *   that carries an `Idempotency-Key`. A POST without one is never retried, whatever the answer;
  * - only when the body can be sent again: none, a string, bytes, a Blob, form data or a
@@ -67,16 +66,6 @@ function replayableBody(body: RequestInit["body"] | undefined): boolean {
   return body == null || !(typeof ReadableStream !== "undefined" && body instanceof ReadableStream);
 }
 
-/** Whether a 409 is `idempotency_key_in_flight` (reads a copy of the body; the original stays unread). */
-async function isInFlight(res: Response): Promise<boolean> {
-  try {
-    const body = (await res.clone().json()) as { code?: unknown };
-    return body?.code === "idempotency_key_in_flight";
-  } catch {
-    return false;
-  }
-}
-
 export function retryingFetch(options: RetryOptions = {}): typeof fetch {
   const {
     maxRetries = 5,
@@ -103,9 +92,7 @@ export function retryingFetch(options: RetryOptions = {}): typeof fetch {
       const res = await inner(request && canRetry ? request.clone() : input, init);
       onResponse?.(res);
       if (!canRetry || attempt >= maxRetries) return res;
-      const retryable =
-        res.status === 429 || res.status === 503 || (res.status === 409 && (await isInFlight(res)));
-      if (!retryable) return res;
+      if (res.status !== 429 && res.status !== 503) return res;
       const after = retryAfterMs(res.headers);
       if (after !== undefined && after > maxDelayMs) return res;
       const backoff = baseDelayMs * 2 ** attempt * (0.5 + random() / 2);

@@ -19,7 +19,7 @@ export interface paths {
         put?: never;
         /**
          * Add an animal
-         * @description Adds an animal and answers 201 with it and its `Location`. `status` defaults to `available`; unknown fields are refused. Send an `Idempotency-Key` to make retries safe: the same key and body within 24 h return the first answer again (`Idempotent-Replayed: true`) instead of adding a second animal; the same key with another body is 422, and while the first request is still running 409.
+         * @description Adds an animal and answers 201 with it and its `Location`. `status` defaults to `available`; unknown fields are refused. Send an `Idempotency-Key` to make retries safe: the same key and body within 24 h return the first answer again (`Idempotent-Replayed: true`) instead of adding a second animal; the same key with another body is 422. Two `Idempotency-Key` headers are a 400.
          */
         post: operations["createPet"];
         delete?: never;
@@ -38,7 +38,7 @@ export interface paths {
         /**
          * Fetch one animal (deprecated: removed on 5 December 2030; use listPets with a status filter)
          * @deprecated
-         * @description One animal by id, or 404. Deprecated: every answer carries `Deprecation`, `Sunset` and a `successor-version` link, and from the sunset (2030-12-05T00:00:00Z) on it answers 410 `endpoint_removed`.
+         * @description One animal by id, or 404. Deprecated: its answers carry `Deprecation`, `Sunset` and a `successor-version` link, and from the sunset (2030-12-05T00:00:00Z) on it answers 410 `endpoint_removed`, after authentication and the quota like any other answer (the request is counted).
          */
         get: operations["getPet"];
         put?: never;
@@ -198,9 +198,9 @@ export interface components {
         "Link.getPet": string;
         /** @description /v1/pets/{id} */
         Location: string;
-        /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… */
+        /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… ("fallback" while the key's limiter cannot be reached) */
         RateLimit: string;
-        /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 */
+        /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 (the client's failed-authentication window "minute";q=30;w=60 when no key could be used; "fallback";q=<per-minute limit>;w=60 while the key's limiter cannot be reached) */
         "RateLimit-Policy": string;
         /** @description Seconds to wait before retrying */
         "Retry-After": number;
@@ -208,7 +208,7 @@ export interface components {
         "Server-Timing": string;
         /** @description RFC 8594 removal date: Thu, 05 Dec 2030 00:00:00 GMT */
         Sunset: string;
-        /** @description D1 bookmark of this request's session, signed; send it back unchanged to read your own writes */
+        /** @description D1 bookmark of this request's session, signed, when the answer read or wrote D1; send it back unchanged to read your own writes */
         "x-d1-bookmark": string;
         /** @description Limit in force for the current usage window (the one closest to exhaustion) */
         "X-RateLimit-Limit": number;
@@ -274,7 +274,6 @@ export interface operations {
                     ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -289,7 +288,6 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -306,7 +304,6 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -323,7 +320,6 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -341,7 +337,6 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -358,7 +353,6 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -376,7 +370,6 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -432,7 +425,6 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -449,7 +441,6 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -466,7 +457,6 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -483,7 +473,6 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -500,7 +489,6 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -535,7 +523,6 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -552,7 +539,6 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -570,7 +556,6 @@ export interface operations {
                     "Retry-After": components["headers"]["Retry-After"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -628,7 +613,6 @@ export interface operations {
                     ETag: components["headers"]["ETag"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -646,7 +630,6 @@ export interface operations {
                     Link: components["headers"]["Link.getPet"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -666,7 +649,6 @@ export interface operations {
                     Link: components["headers"]["Link.getPet"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -701,12 +683,8 @@ export interface operations {
                     "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
-                    Deprecation: components["headers"]["Deprecation"];
-                    Sunset: components["headers"]["Sunset"];
-                    Link: components["headers"]["Link.getPet"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -726,7 +704,6 @@ export interface operations {
                     Link: components["headers"]["Link.getPet"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -747,7 +724,6 @@ export interface operations {
                     Link: components["headers"]["Link.getPet"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -767,7 +743,6 @@ export interface operations {
                     Link: components["headers"]["Link.getPet"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -788,7 +763,6 @@ export interface operations {
                     Link: components["headers"]["Link.getPet"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
-                    "x-d1-bookmark": components["headers"]["x-d1-bookmark"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -179,12 +179,13 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Operator"],
       summary: "The admin token this request came with",
       description:
-        'Its name (the actor the audit trail records) and its access: "full", or "read" for a read-only token of ADMIN_READ_TOKENS, whose writes answer 403. The console asks it to offer only the actions the token may take.',
+        'Its name (the actor the audit trail records) and its access: "full", or "read" for a read-only token of ADMIN_READ_TOKENS, whose writes are refused (`forbidden`). The console asks it to offer only the actions the token may take.',
       security,
       request: { query: NoQuerySchema },
       responses: {
         200: { description: "The token's name and access", content: json(AdminIdentitySchema) },
-        ...adminErrorResponses(400, 401, 429, 503),
+        // It reads nothing stored: no 503.
+        ...adminErrorResponses(400, 401, 429),
       },
     }),
     (c) => c.json({ name: c.var.adminActor, access: c.var.adminAccess }, 200),

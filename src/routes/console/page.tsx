@@ -1,6 +1,7 @@
 import type { FC } from "hono/jsx";
 import { PLANS } from "../../quota/plans";
-import { KEY_STATE_NAMES } from "../../schemas/keys";
+import { AUDIT_ACTION_NAMES } from "../../schemas/audit";
+import { KEY_LIST_STATES } from "../../schemas/keys";
 
 /** A select's options: `values`, after an empty "any" choice when `anyLabel` names one. */
 const Options: FC<{ values: readonly string[]; anyLabel?: string }> = ({ values, anyLabel }) => (
@@ -10,6 +11,19 @@ const Options: FC<{ values: readonly string[]; anyLabel?: string }> = ({ values,
       <option value={v}>{v}</option>
     ))}
   </>
+);
+
+/** Where a new secret is shown, once, next to the action that made it. */
+const SecretBox: FC<{ id: string }> = ({ id }) => (
+  <div id={id} class="secret" hidden>
+    <p>
+      The new secret, shown <strong>once</strong>: store it now.
+    </p>
+    <code class="secret-value" />
+    <button type="button" class="copy-secret">
+      Copy
+    </button>
+  </div>
 );
 
 /**
@@ -61,25 +75,37 @@ const ConsolePage: FC = () => (
               <Options values={PLANS} anyLabel="any plan" />
             </select>
             <select name="state" aria-label="State">
-              <Options values={KEY_STATE_NAMES} anyLabel="any state" />
+              <Options values={KEY_LIST_STATES} anyLabel="any state" />
             </select>
-            <input name="q" placeholder="name starts with…" aria-label="Name prefix" />
+            <input
+              name="q"
+              type="search"
+              placeholder="name or secret (pet_test_…)"
+              aria-label="Search by name or by the start of the secret"
+            />
             <input name="ownerId" placeholder="owner id" aria-label="Owner id" />
             <button type="submit">Filter</button>
           </form>
           <table id="key-table">
+            <caption class="hint">
+              Today: requests counted today against the day quota. Last used: the last UTC day with
+              any request.
+            </caption>
             <thead>
               <tr>
-                <th>Name</th>
-                <th>Id</th>
-                <th>Plan</th>
-                <th>State</th>
-                <th>Owner</th>
-                <th>Created</th>
+                <th scope="col">Name</th>
+                <th scope="col">Plan</th>
+                <th scope="col">State</th>
+                <th scope="col">Today</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Owner</th>
               </tr>
             </thead>
             <tbody />
           </table>
+          <p id="no-keys" class="hint" hidden>
+            No key matches these filters.
+          </p>
           <button type="button" id="more-keys" hidden>
             More
           </button>
@@ -108,16 +134,9 @@ const ConsolePage: FC = () => (
             />
             <input name="ownerId" placeholder="owner id (optional)" aria-label="Owner id" />
             <button type="submit">Create</button>
+            <output class="result" />
           </form>
-          <div id="secret" hidden>
-            <p>
-              The new secret, shown <strong>once</strong>: store it now.
-            </p>
-            <code id="secret-value" />
-            <button type="button" id="copy-secret">
-              Copy
-            </button>
-          </div>
+          <SecretBox id="create-secret" />
         </section>
 
         <section id="detail" hidden>
@@ -125,56 +144,205 @@ const ConsolePage: FC = () => (
           <dl id="detail-fields" />
           <h3>Now</h3>
           <p id="detail-now" />
-          <h3>Last 30 days</h3>
-          <figure>
-            <svg id="usage-chart" role="img" aria-label="Requests per day" viewBox="0 0 300 120" />
+          <h3 id="usage-heading">Usage</h3>
+          <form id="usage-range" class="range" aria-label="Range">
+            {[7, 30, 90].map((days) => (
+              <label class="choice">
+                <input type="radio" name="days" value={String(days)} checked={days === 30} />
+                {days} days
+              </label>
+            ))}
+            <button type="button" id="download-key-csv">
+              Download CSV
+            </button>
+          </form>
+          <figure id="usage-figure">
+            <svg
+              id="usage-chart"
+              role="img"
+              aria-labelledby="usage-summary"
+              viewBox="0 0 640 240"
+              preserveAspectRatio="none"
+            />
+            <ul class="legend" id="usage-legend">
+              <li>
+                <span class="swatch admitted" /> Admitted
+              </li>
+              <li>
+                <span class="swatch refused" /> Refused (rate limited, over quota, banned)
+              </li>
+            </ul>
             <figcaption id="usage-summary" />
           </figure>
+          <details id="usage-table-box">
+            <summary>The same numbers as a table</summary>
+            <div class="scroll">
+              <table id="usage-table">
+                <thead>
+                  <tr>
+                    <th scope="col">Day (UTC)</th>
+                    <th scope="col">Admitted</th>
+                    <th scope="col">Rate limited</th>
+                    <th scope="col">Over quota</th>
+                    <th scope="col">Banned</th>
+                  </tr>
+                </thead>
+                <tbody />
+              </table>
+            </div>
+          </details>
+
           <h3 data-writes>Actions</h3>
+          <p id="no-actions" class="hint" hidden>
+            This key is revoked: nothing about it can be changed any more.
+          </p>
           <div id="actions" data-writes>
-            <select id="new-plan" aria-label="New plan">
-              <Options values={PLANS} />
-            </select>
-            <button type="button" data-action="plan">
-              Change plan
-            </button>
-            <button type="button" data-action="toggle" id="toggle-enabled">
-              Disable
-            </button>
-            <button type="button" data-action="roll">
-              Roll secret
-            </button>
-            <button type="button" data-action="unban">
-              Unban
-            </button>
-            <button type="button" data-action="revoke" class="danger">
-              Revoke…
-            </button>
+            <form class="action" data-action="rename">
+              <label>
+                Name
+                <input name="name" required maxlength={200} />
+              </label>
+              <button type="submit">Rename</button>
+              <output class="result" />
+            </form>
+            <form class="action" data-action="owner">
+              <label>
+                Owner id
+                <input name="ownerId" maxlength={200} placeholder="none" />
+              </label>
+              <button type="submit">Save owner</button>
+              <output class="result" />
+            </form>
+            <form class="action" data-action="meta">
+              <label>
+                Metadata (a JSON object; empty clears it)
+                <textarea name="meta" rows={3} spellcheck={false} />
+              </label>
+              <button type="submit">Save metadata</button>
+              <output class="result" />
+            </form>
+            <form class="action" data-action="plan">
+              <label>
+                Plan
+                <select name="plan">
+                  <Options values={PLANS} />
+                </select>
+              </label>
+              <label class="enterprise-only">
+                Per minute
+                <input name="perMinute" type="number" min="1" />
+              </label>
+              <label class="enterprise-only">
+                Per day
+                <input name="perDay" type="number" min="1" />
+              </label>
+              <button type="submit">Change plan</button>
+              <output class="result" />
+            </form>
+            <form class="action" data-action="expiry">
+              <label>
+                Expires (your local time)
+                <input name="expiresAt" type="datetime-local" />
+              </label>
+              <button type="submit">Set expiry</button>
+              <button type="button" data-clear-expiry>
+                Clear expiry
+              </button>
+              <output class="result" />
+            </form>
+            <form class="action" data-action="roll">
+              <label>
+                Old secret keeps working for
+                <select name="gracePeriodSeconds">
+                  <option value="0">0 (ends now)</option>
+                  <option value="3600">1 hour</option>
+                  <option value="86400" selected>
+                    1 day
+                  </option>
+                  <option value="604800">7 days</option>
+                </select>
+              </label>
+              <button type="submit">Roll secret</button>
+              <output class="result" />
+              <SecretBox id="roll-secret" />
+            </form>
+            <form class="action" data-action="state">
+              <button type="submit" id="toggle-enabled">
+                Disable…
+              </button>
+              <button type="button" data-unban>
+                Unban
+              </button>
+              <button type="button" data-action="revoke" class="danger">
+                Revoke…
+              </button>
+              <output class="result" />
+            </form>
           </div>
-          <h3>Audit trail</h3>
-          <ol id="detail-audit" />
+          <h3>Audit trail of this key</h3>
+          <ol id="detail-audit" class="audit" />
+        </section>
+
+        <section id="day-usage">
+          <h2>Usage of one day (invoicing)</h2>
+          <form id="day-form">
+            <label>
+              Day (UTC)
+              <input name="day" type="date" required />
+            </label>
+            <button type="submit">Show</button>
+            <button type="button" id="download-day-csv">
+              Download CSV
+            </button>
+            <output class="result" />
+          </form>
+          <div class="scroll">
+            <table id="day-table" hidden>
+              <thead>
+                <tr>
+                  <th scope="col">Key</th>
+                  <th scope="col">Plan</th>
+                  <th scope="col">Owner</th>
+                  <th scope="col">Admitted</th>
+                  <th scope="col">Refused</th>
+                </tr>
+              </thead>
+              <tbody />
+            </table>
+          </div>
         </section>
 
         <section id="audit">
           <h2>Audit trail (all keys)</h2>
-          <button type="button" id="load-audit">
-            Refresh
-          </button>
-          <ol id="audit-list" />
+          <form id="audit-filters">
+            <input name="actor" placeholder="actor (token name, system)" aria-label="Actor" />
+            <select name="action" aria-label="Action">
+              <Options values={AUDIT_ACTION_NAMES} anyLabel="any action" />
+            </select>
+            <label>
+              From (UTC day)
+              <input name="from" type="date" />
+            </label>
+            <label>
+              To
+              <input name="to" type="date" />
+            </label>
+            <button type="submit" id="load-audit">
+              Filter
+            </button>
+          </form>
+          <ol id="audit-list" class="audit" />
         </section>
       </main>
 
-      <dialog id="confirm-revoke">
+      <dialog id="confirm">
         <form method="dialog">
-          <p>
-            Revoke <strong id="revoke-name" />? This is final: the key is refused from its next
-            request and cannot be enabled again.
-          </p>
+          <p id="confirm-text" />
           <button type="submit" value="cancel">
             Cancel
           </button>
-          <button type="submit" value="revoke" class="danger" id="confirm-revoke-button">
-            Revoke
+          <button type="submit" value="confirm" class="danger" id="confirm-button">
+            Confirm
           </button>
         </form>
       </dialog>

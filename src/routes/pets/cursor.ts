@@ -1,5 +1,5 @@
 import { BOOKMARK_PATTERN } from "../../db/session";
-import { signedTag, TAG_BYTES, verifyTag } from "../../lib/crypto";
+import { signedTag, TAG_BYTES, verifyTagUnderAny } from "../../lib/crypto";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
 import { ApiError } from "../../lib/errors";
 import type { PetStatus } from "../../schemas/pets";
@@ -31,9 +31,12 @@ export async function encodeCursor(
   return toBase64Url(token);
 }
 
-/** Where to continue, if `cursor` is genuine and was made for this status filter. */
+/**
+ * Where to continue, if `cursor` is genuine (signed with one of `secrets`, cursorSecretsAcceptedOrThrow)
+ * and was made for this status filter.
+ */
 export async function decodeCursorOrThrow(
-  secret: string,
+  secrets: readonly string[],
   cursor: string,
   status: PetStatus | undefined,
 ): Promise<CursorState> {
@@ -52,7 +55,8 @@ export async function decodeCursorOrThrow(
   // Decoding ignores the unused low bits of the last character: only the canonical spelling is ours.
   if (token.length <= TAG_BYTES || toBase64Url(token) !== cursor) throw invalid();
   const payload = token.slice(0, token.length - TAG_BYTES);
-  if (!(await verifyTag(secret, payload, token.slice(token.length - TAG_BYTES)))) throw invalid();
+  if (!(await verifyTagUnderAny(secrets, payload, token.slice(token.length - TAG_BYTES))))
+    throw invalid();
   const [id, madeFor, bookmark, ...rest] = new TextDecoder().decode(payload).split(":");
   if (
     !id ||

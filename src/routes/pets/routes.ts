@@ -11,7 +11,7 @@ import {
 } from "../../db/immutable-reads";
 import { createPet, getPet, listPets } from "../../db/pets";
 import { runAfterResponse } from "../../lib/after-response";
-import { type Config, secretOrThrow } from "../../lib/config";
+import { type Config, cursorSecretsAcceptedOrThrow, secretOrThrow } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import type { EnvWith } from "../../lib/hono-env";
 import { withETag } from "../../middleware/conditional";
@@ -109,7 +109,7 @@ const createPetRoute = createRoute({
   tags: ["Pets"],
   summary: "Add an animal",
   description:
-    "Adds an animal and answers 201 with it and its `Location`. `status` defaults to `available`; unknown fields are refused. Send an `Idempotency-Key` to make retries safe: the same key and body within 24 h return the first answer again (`Idempotent-Replayed: true`) instead of adding a second animal; the same key with another body is 422, and while the first request is still running 409.",
+    "Adds an animal and answers 201 with it and its `Location`. `status` defaults to `available`; unknown fields are refused. Send an `Idempotency-Key` to make retries safe: the same key and body within 24 h return the first answer again (`Idempotent-Replayed: true`) instead of adding a second animal; the same key with another body is 422. Two `Idempotency-Key` headers are a 400.",
   security,
   middleware: jsonBody,
   request: {
@@ -140,7 +140,7 @@ const getPetRoute = createRoute({
   operationId: "getPet",
   tags: ["Pets"],
   description:
-    "One animal by id, or 404. Deprecated: every answer carries `Deprecation`, `Sunset` and a `successor-version` link, and from the sunset (2030-12-05T00:00:00Z) on it answers 410 `endpoint_removed`.",
+    "One animal by id, or 404. Deprecated: its answers carry `Deprecation`, `Sunset` and a `successor-version` link, and from the sunset (2030-12-05T00:00:00Z) on it answers 410 `endpoint_removed`, after authentication and the quota like any other answer (the request is counted).",
   summary:
     "Fetch one animal (deprecated: removed on 5 December 2030; use listPets with a status filter)",
   deprecated: true,
@@ -152,7 +152,9 @@ const getPetRoute = createRoute({
       headers: { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS },
       content: json(PetSchema),
     },
-    ...errorResponses(DEPRECATION_HEADERS, 400, 401, 404, 405, 410, 429, 500, 503),
+    // A 405 belongs to the path, not to this operation: it is not marked deprecated.
+    ...errorResponses(DEPRECATION_HEADERS, 400, 401, 404, 410, 429, 500, 503),
+    ...errorResponses(405),
   },
 });
 
@@ -162,7 +164,9 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
     const config = c.var.config;
     const cursorSecret = () => secretOrThrow(config, "CURSOR_SECRET");
     const from =
-      cursor === undefined ? null : await decodeCursorOrThrow(cursorSecret(), cursor, status);
+      cursor === undefined
+        ? null
+        : await decodeCursorOrThrow(cursorSecretsAcceptedOrThrow(config), cursor, status);
     if (from?.bookmark) c.var.d1.atLeast(from.bookmark);
     const scope = cacheScopeOf(config);
     const key = { status, limit, afterId: from?.afterId ?? 0 };

@@ -1,0 +1,556 @@
+// npm run deploy:* and npm run rollback without a Cloudflare account: a stand-in `wrangler` on PATH
+// (e2e/fixtures/stand-in-wrangler.mjs) records every call and fails where it is told to; the smoke
+// test runs against the API under `wrangler dev`, which the environment's PUBLIC_ORIGIN names. Each
+// run happens in a git copy of the project (wrangler.toml edited per case) whose `npm test` passes
+// or fails as the case needs.
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import {
+  addressProblem,
+  compatibilityDateProblem,
+  pendingMigrationsOf,
+  routeHostsOf,
+  stableVersionOf,
+} from "../scripts/lib/deploy-checks.mjs";
+import { localApiForTests, ROOT } from "./helpers.mjs";
+
+const SERVING = "11111111-aaaa-4aaa-8aaa-111111111111";
+const NEW = "22222222-bbbb-4bbb-8bbb-222222222222";
+// Nothing listens on the discard port: a smoke test against it fails at its first check.
+const NOT_ANSWERING = "http://127.0.0.1:9";
+
+describe("deploy decisions", () => {
+  it("route hosts, from patterns and custom domains", () => {
+    assert.deepEqual(
+      routeHostsOf({
+        routes: [
+          "api.animal-store.dev/*",
+          { pattern: "pets.animal-store.dev", custom_domain: true },
+          { pattern: "https://*.animal-store.dev/v1/*", zone_name: "animal-store.dev" },
+        ],
+      }),
+      ["api.animal-store.dev", "pets.animal-store.dev", "animal-store.dev"],
+    );
+    assert.deepEqual(routeHostsOf({ route: "a.example.org/*" }), ["a.example.org"]);
+  });
+
+  it("production needs a route serving PUBLIC_ORIGIN; staging may use workers.dev", () => {
+    const origin = "https://api.animal-store.dev";
+    assert.match(
+      addressProblem("production", { workers_dev: true }, origin) ?? "",
+      /no route or custom domain/,
+    );
+    assert.equal(
+      addressProblem("production", { routes: [{ pattern: "api.animal-store.dev" }] }, origin),
+      null,
+    );
+    assert.match(
+      addressProblem("production", { routes: ["other.animal-store.dev/*"] }, origin) ?? "",
+      /not served by/,
+    );
+    assert.equal(
+      addressProblem("staging", { workers_dev: true }, "https://s.ops.workers.dev"),
+      null,
+    );
+    assert.match(
+      addressProblem("staging", { workers_dev: false }, origin) ?? "",
+      /workers_dev is off/,
+    );
+  });
+
+  it("compatibility date: at most the runtime's, not in the future", () => {
+    assert.equal(compatibilityDateProblem("2026-10-01", "2026-10-23", "2026-11-24"), null);
+    assert.match(
+      compatibilityDateProblem("2026-10-24", "2026-10-23", "2026-11-24") ?? "",
+      /newer than the pinned runtime/,
+    );
+    assert.match(
+      compatibilityDateProblem("2026-10-20", "2026-10-23", "2026-10-19") ?? "",
+      /in the future/,
+    );
+    assert.match(compatibilityDateProblem(undefined, "2026-10-23", "2026-11-24") ?? "", /unset/);
+  });
+
+  it("the stable version is the one with most traffic; pending migrations are listed", () => {
+    assert.equal(
+      stableVersionOf({
+        versions: [
+          { version_id: "new", percentage: 10 },
+          { version_id: "old", percentage: 90 },
+        ],
+      }),
+      "old",
+    );
+    assert.equal(stableVersionOf(null), null);
+    assert.deepEqual(pendingMigrationsOf("✅ No migrations to apply!"), []);
+    assert.deepEqual(
+      pendingMigrationsOf("│ 0006_more.sql │\n│ 0007_even_more.sql │\n│ 0006_more.sql │"),
+      ["0006_more.sql", "0007_even_more.sql"],
+    );
+  });
+});
+
+describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () => {
+  const server = localApiForTests();
+  let work;
+  let bin;
+  before(() => {
+    work = mkdtempSync(path.join(tmpdir(), "animal-store-deploy-test-"));
+    bin = path.join(work, "bin");
+    mkdirSync(bin);
+    const shim = path.join(bin, "wrangler");
+    writeFileSync(
+      shim,
+      `#!/bin/sh\nexec "${process.execPath}" "${path.join(ROOT, "e2e/fixtures/stand-in-wrangler.mjs")}" "$@"\n`,
+    );
+    chmodSync(shim, 0o755);
+  });
+  after(() => rmSync(work, { recursive: true, force: true }));
+
+  /**
+   * A committed git copy of the project's deploy inputs, with wrangler.toml as `edit` makes it
+   * and an `npm test` that exits `testsExit`.
+   */
+  function project({ edit = (t) => t, testsExit = 0 } = {}) {
+    const dir = mkdtempSync(path.join(work, "project-"));
+    writeFileSync(
+      path.join(dir, "wrangler.toml"),
+      edit(readFileSync(path.join(ROOT, "wrangler.toml"), "utf8")),
+    );
+    cpSync(path.join(ROOT, "scripts"), path.join(dir, "scripts"), { recursive: true });
+    symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
+    writeFileSync(
+      path.join(dir, "package.json"),
+      JSON.stringify({
+        name: "deploy-test-project",
+        private: true,
+        type: "module",
+        scripts: { test: `node -e "process.exit(${testsExit})"` },
+      }),
+    );
+    writeFileSync(path.join(dir, ".gitignore"), "node_modules\n");
+    const git = (...args) =>
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd: dir });
+    git("init", "-q");
+    git("add", "-A");
+    git("commit", "-qm", "project");
+    return dir;
+  }
+
+  /**
+   * wrangler.toml with real ids, and staging served at `origin` (its PUBLIC_ORIGIN, and a route
+   * for its host).
+   */
+  const configured =
+    (origin = server.api.url) =>
+    (toml) =>
+      toml
+        .replace(/database_id = "[^"]+"/g, () => `database_id = "${randomUUID()}"`)
+        .replace(
+          /(\[env\.staging\]\nname = "[^"]+"\n)/,
+          `$1routes = [{ pattern = "${new URL(origin).hostname}", custom_domain = true }]\n`,
+        )
+        .replace(
+          /(\[env\.staging\.vars\][^[]*?)PUBLIC_ORIGIN = "[^"]*"/,
+          `$1PUBLIC_ORIGIN = "${origin}"`,
+        );
+
+  /** Runs a script of the project in `dir` with the stand-in first on PATH; resolves with its result and calls. */
+  function run(dir, script, args, { standIn = {}, env = {} } = {}) {
+    const log = path.join(work, `calls-${randomUUID()}.ndjson`);
+    const childEnv = {
+      ...process.env,
+      PATH: `${bin}${path.delimiter}${process.env.PATH}`,
+      HOME: dir,
+      ADMIN_TOKEN: server.api.adminToken,
+      STAND_IN_LOG: log,
+      ...standIn,
+      ...env,
+    };
+    delete childEnv.CLOUDFLARE_API_TOKEN;
+    for (const [name, value] of Object.entries(env)) if (value === undefined) delete childEnv[name];
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [`scripts/${script}`, ...args], {
+        cwd: dir,
+        env: childEnv,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      child.on("exit", (status) => {
+        const calls = existsSync(log)
+          ? readFileSync(log, "utf8")
+              .split("\n")
+              .filter(Boolean)
+              .map((line) => JSON.parse(line).join(" "))
+          : [];
+        resolve({ status, stdout, stderr, calls });
+      });
+    });
+  }
+  const deploy = (dir, args, options) => run(dir, "deploy.mjs", args, options);
+  /** The calls that changed something remote (everything but the reads). */
+  const changes = (calls) =>
+    calls.filter(
+      (c) =>
+        /^(d1 migrations apply|versions upload|versions deploy|deploy|rollback)\b/.test(c) ||
+        /^secret put/.test(c),
+    );
+
+  it("staging, all well: migrations previewed and applied, uploaded, 10 %, smoke test, 100 %, smoke test", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging", "--yes"], {
+      standIn: { STAND_IN_PENDING: "0006_more.sql" },
+    });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.deepEqual(
+      r.calls.map((c) =>
+        c.replace(/ --env staging$/, "").replace(/--message deploy \S+/, "--message …"),
+      ),
+      [
+        "whoami --json",
+        "secret list --format json",
+        "deployments status --json",
+        "d1 migrations list DB --remote",
+        "d1 migrations apply DB --remote",
+        `versions upload --tag ${r.calls.find((c) => c.startsWith("versions upload")).split(" ")[3]} --message …`,
+        `versions deploy ${NEW}@10 ${SERVING}@90 --yes --message …`,
+        `versions deploy ${NEW}@100 --yes --message …`,
+      ],
+    );
+    assert.ok(r.calls.every((c) => c.endsWith("--env staging")));
+    assert.match(r.stdout, /0006_more\.sql/);
+    assert.match(r.stdout, /✓ tests green/);
+    // The smoke test ran twice (pinned to the new version, then at 100 %), all checks passing.
+    assert.equal(r.stdout.match(/✓ revoke the smoke key/g)?.length, 2);
+    assert.match(
+      r.stdout,
+      new RegExp(`${NEW} \\(\\w+\\) serves all traffic; before it: ${SERVING}`),
+    );
+  });
+
+  it("--percentage sets the canary's share", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging", "--yes", "--percentage", "25"]);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.ok(r.calls.some((c) => c.startsWith(`versions deploy ${NEW}@25 ${SERVING}@75 `)));
+    const bad = await deploy(dir, ["staging", "--percentage", "100"]);
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /an integer from 1 to 99/);
+  });
+
+  it("not logged in: stops after whoami, saying how to log in", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging", "--yes"], { standIn: { STAND_IN_FAIL: "whoami" } });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /not logged in/);
+    assert.match(r.stderr, /CLOUDFLARE_API_TOKEN/);
+    assert.deepEqual(r.calls, ["whoami --json --env staging"]);
+  });
+
+  it("a missing secret stops the deploy, naming it and how to set it", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging", "--yes"], {
+      standIn: { STAND_IN_SECRETS: "ADMIN_TOKENS" },
+    });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /missing secret\(s\) CURSOR_SECRET/);
+    assert.match(r.stderr, /secret put CURSOR_SECRET --env staging/);
+    assert.deepEqual(changes(r.calls), []);
+  });
+
+  it("without ADMIN_TOKEN for the smoke test, nothing changes", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging", "--yes"], { env: { ADMIN_TOKEN: undefined } });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /set ADMIN_TOKEN to staging's admin token/);
+    assert.deepEqual(changes(r.calls), []);
+  });
+
+  it("pending migrations are shown and, with no terminal and no --yes, not applied", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging"], { standIn: { STAND_IN_PENDING: "0006_more.sql" } });
+    assert.equal(r.status, 1);
+    assert.match(r.stdout, /Migrations to be applied:[\s\S]*0006_more\.sql/);
+    assert.match(
+      r.stderr,
+      /Apply 1 migration\(s\) to animal-store-staging \(staging\): 0006_more\.sql\? Not asked \(no terminal\): pass --yes/,
+    );
+    assert.deepEqual(changes(r.calls), []);
+  });
+
+  it("a failed migration stops the deploy before any upload", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging", "--yes"], {
+      standIn: { STAND_IN_PENDING: "0006_more.sql", STAND_IN_FAIL: "migrations-apply" },
+    });
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /the migrations of DB failed/);
+    assert.deepEqual(changes(r.calls), ["d1 migrations apply DB --remote --env staging"]);
+  });
+
+  it("a failed upload deploys nothing", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging", "--yes"], {
+      standIn: { STAND_IN_FAIL: "versions-upload" },
+    });
+    assert.equal(r.status, 1);
+    assert.match(
+      r.stderr,
+      new RegExp(`the upload failed .*Nothing was deployed: ${SERVING} still serves all traffic`),
+    );
+    assert.equal(changes(r.calls).length, 1);
+    assert.match(changes(r.calls)[0], /^versions upload /);
+  });
+
+  it("a failed smoke test of the new version rolls back to the version before, and exits 1", async () => {
+    const dir = project({ edit: configured(NOT_ANSWERING) });
+    const r = await deploy(dir, ["staging", "--yes"]);
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(
+      r.stderr,
+      /smoke test of the new version failed: OpenAPI document: .* did not answer/,
+    );
+    assert.match(r.stderr, new RegExp(`rolled back: ${SERVING} serves all traffic again`));
+    const made = changes(r.calls);
+    assert.equal(made.length, 3, made.join("\n"));
+    assert.match(made[1], new RegExp(`^versions deploy ${NEW}@10 ${SERVING}@90 `));
+    assert.match(made[2], new RegExp(`^rollback ${SERVING} --yes --message `));
+    assert.ok(!made.some((c) => c.includes("@100")));
+  });
+
+  it("a failed canary deploy changes nothing to roll back; a failed promotion rolls back", async () => {
+    const dir = project({ edit: configured() });
+    const canary = await deploy(dir, ["staging", "--yes"], {
+      standIn: { STAND_IN_FAIL: "versions-deploy" },
+    });
+    assert.equal(canary.status, 1);
+    assert.match(
+      canary.stderr,
+      /wrangler versions deploy failed .* should still serve all traffic/,
+    );
+    assert.ok(!canary.calls.some((c) => c.startsWith("rollback")));
+
+    const promotion = await deploy(dir, ["staging", "--yes"], {
+      standIn: { STAND_IN_FAIL: "versions-promote" },
+    });
+    assert.equal(promotion.status, 1);
+    assert.match(promotion.stderr, /promotion to 100 % failed/);
+    assert.match(changes(promotion.calls).at(-1), new RegExp(`^rollback ${SERVING} --yes `));
+  });
+
+  it("a failed rollback says how to roll back by hand", async () => {
+    const dir = project({ edit: configured(NOT_ANSWERING) });
+    const r = await deploy(dir, ["staging", "--yes"], { standIn: { STAND_IN_FAIL: "rollback" } });
+    assert.equal(r.status, 1);
+    assert.match(
+      r.stderr,
+      new RegExp(`THE ROLLBACK FAILED.*\\n  npm run rollback -- staging --to ${SERVING}`),
+    );
+  });
+
+  it("placeholder D1 ids and an empty or example.* PUBLIC_ORIGIN are refused before anything else", async () => {
+    for (const target of ["staging", "production"]) {
+      const placeholder = await deploy(project(), [target, "--yes"]);
+      assert.equal(placeholder.status, 1);
+      assert.match(placeholder.stderr, /placeholder database_id/);
+      assert.match(placeholder.stderr, new RegExp(`d1 create animal-store-${target}`));
+      assert.deepEqual(placeholder.calls, []);
+    }
+    const realIds = (t) =>
+      t.replace(/database_id = "[^"]+"/g, () => `database_id = "${randomUUID()}"`);
+    const empty = await deploy(project({ edit: realIds }), ["staging", "--yes"]);
+    assert.equal(empty.status, 1);
+    assert.match(empty.stderr, /PUBLIC_ORIGIN is empty/);
+    const example = await deploy(
+      project({
+        edit: (t) =>
+          realIds(t).replace(
+            /PUBLIC_ORIGIN = "[^"]*"/g,
+            'PUBLIC_ORIGIN = "https://api.example.com"',
+          ),
+      }),
+      ["staging", "--yes"],
+    );
+    assert.equal(example.status, 1);
+    assert.match(example.stderr, /PUBLIC_ORIGIN is the placeholder https:\/\/api\.example\.com/);
+  });
+
+  it("the first deploy of an environment is a plain wrangler deploy, then the smoke test", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging", "--yes"], { standIn: { STAND_IN_SERVING: "none" } });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.deepEqual(
+      changes(r.calls).map((c) => c.split(" --")[0]),
+      ["deploy"],
+    );
+    assert.match(r.stdout, /first deploy of this environment/);
+    assert.match(r.stdout, /✓ revoke the smoke key/);
+  });
+
+  it("--all-at-once: wrangler deploy, the smoke test, and a rollback when it fails", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging", "--yes", "--all-at-once"]);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.deepEqual(
+      changes(r.calls).map((c) => c.split(" --")[0]),
+      ["deploy"],
+    );
+    assert.match(r.stdout, /✓ revoke the smoke key/);
+
+    const failing = project({ edit: configured(NOT_ANSWERING) });
+    const back = await deploy(failing, ["staging", "--yes", "--all-at-once"]);
+    assert.equal(back.status, 1);
+    assert.deepEqual(
+      changes(back.calls).map((c) => c.split(" --")[0]),
+      ["deploy", `rollback ${SERVING}`],
+    );
+    const both = await deploy(dir, ["staging", "--all-at-once", "--percentage", "20"]);
+    assert.equal(both.status, 2);
+    assert.match(both.stderr, /exclude each other/);
+  });
+
+  it("a dirty working tree or failing tests stop it; --force goes on and says what it skipped", async () => {
+    const dirty = project({ edit: configured() });
+    writeFileSync(
+      path.join(dirty, "wrangler.toml"),
+      `${readFileSync(path.join(dirty, "wrangler.toml"), "utf8")}\n# edit\n`,
+    );
+    const refused = await deploy(dirty, ["staging", "--yes"]);
+    assert.equal(refused.status, 1);
+    assert.match(
+      refused.stderr,
+      /uncommitted changes:\n M wrangler\.toml\nCommit them, or pass --force/,
+    );
+    assert.deepEqual(refused.calls, []);
+
+    const forced = await deploy(dirty, ["staging", "--yes", "--force"]);
+    assert.equal(forced.status, 0, forced.stdout + forced.stderr);
+    assert.match(
+      forced.stdout,
+      /! --force: deploying anyway; the working tree has uncommitted changes/,
+    );
+    assert.match(forced.stdout, /! --force: the tests were not run/);
+    assert.ok(forced.calls.some((c) => /--message deploy \w+ \(forced\)/.test(c)));
+
+    const red = project({ edit: configured(), testsExit: 1 });
+    const failing = await deploy(red, ["staging", "--yes"]);
+    assert.equal(failing.status, 1);
+    assert.match(failing.stderr, /the tests fail \(npm test\)/);
+    assert.deepEqual(failing.calls, []);
+  });
+
+  it("production: refused without a route or custom domain, or with read replication off", async () => {
+    const origin = "https://api.animal-store.dev";
+    const noRoute = project({
+      edit: (t) =>
+        configured()(t).replace(
+          /(\[env\.production\.vars\][^[]*?)PUBLIC_ORIGIN = "[^"]*"/,
+          `$1PUBLIC_ORIGIN = "${origin}"`,
+        ),
+    });
+    const r = await deploy(noRoute, ["production", "--yes"]);
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /\[env\.production\] has no route or custom domain/);
+    assert.match(
+      r.stderr,
+      /routes = \[\{ pattern = "api\.animal-store\.dev", custom_domain = true \}\]/,
+    );
+    assert.deepEqual(r.calls, []);
+
+    const routed = project({
+      edit: (t) =>
+        configured()(t)
+          .replace(
+            /(\[env\.production\.vars\][^[]*?)PUBLIC_ORIGIN = "[^"]*"/,
+            `$1PUBLIC_ORIGIN = "${origin}"`,
+          )
+          .replace(
+            /# routes = \[\{ pattern = "api\.example\.com", custom_domain = true \}\]/,
+            'routes = [{ pattern = "api.animal-store.dev", custom_domain = true }]',
+          ),
+    });
+    const off = await deploy(routed, ["production", "--yes"], {
+      standIn: { STAND_IN_REPLICATION: "disabled" },
+    });
+    assert.equal(off.status, 1, off.stdout + off.stderr);
+    assert.match(off.stderr, /D1 read replication is off on animal-store-production/);
+    assert.deepEqual(changes(off.calls), []);
+  });
+
+  it("a compatibility date newer than the pinned runtime is refused", async () => {
+    const dir = project({
+      edit: (t) =>
+        configured()(t).replace(
+          /compatibility_date = "[^"]+"/,
+          'compatibility_date = "2099-01-01"',
+        ),
+    });
+    const r = await deploy(dir, ["staging", "--yes"]);
+    assert.equal(r.status, 1);
+    assert.match(
+      r.stderr,
+      /compatibility_date 2099-01-01 is newer than the pinned runtime supports/,
+    );
+    assert.deepEqual(r.calls, []);
+  });
+
+  it("npm run rollback: asks (or --yes), rolls back, shows what serves; refuses when logged out; reports a failure", async () => {
+    const dir = project({ edit: configured() });
+    const rollback = (args, options) => run(dir, "rollback.mjs", args, options);
+
+    const unasked = await rollback(["staging"]);
+    assert.equal(unasked.status, 1);
+    assert.match(unasked.stderr, /not asked \(no terminal\): pass --yes/);
+    assert.ok(!unasked.calls.some((c) => c.startsWith("rollback")));
+
+    const back = await rollback(["staging", "--yes"]);
+    assert.equal(back.status, 0, back.stdout + back.stderr);
+    assert.deepEqual(back.calls, [
+      "whoami --json --env staging",
+      "deployments status --env staging",
+      "rollback --yes --message manual rollback to the version deployed before the current one --env staging",
+      "deployments status --env staging",
+    ]);
+    assert.match(back.stdout, /✓ rolled back/);
+
+    const to = await rollback(["production", "--yes", "--to", SERVING]);
+    assert.equal(to.status, 0, to.stdout + to.stderr);
+    assert.ok(
+      to.calls.includes(
+        `rollback ${SERVING} --yes --message manual rollback to ${SERVING} --env production`,
+      ),
+    );
+
+    const loggedOut = await rollback(["staging", "--yes"], {
+      standIn: { STAND_IN_FAIL: "whoami" },
+    });
+    assert.equal(loggedOut.status, 1);
+    assert.match(loggedOut.stderr, /not logged in/);
+    assert.deepEqual(loggedOut.calls, ["whoami --json --env staging"]);
+
+    const failed = await rollback(["staging", "--yes"], { standIn: { STAND_IN_FAIL: "rollback" } });
+    assert.equal(failed.status, 1);
+    assert.match(failed.stderr, /wrangler rollback failed/);
+
+    const bad = await rollback(["everywhere"]);
+    assert.equal(bad.status, 2);
+  });
+});

@@ -1,0 +1,103 @@
+// @ts-check
+// The decisions of `npm run deploy:*` and `npm run rollback`, as pure functions of what wrangler,
+// git and wrangler.toml said: each returns the problem to report (a sentence), or null.
+
+/** Each entry: the secrets of which one must be set (named ADMIN_TOKENS may replace ADMIN_TOKEN). */
+export const REQUIRED_SECRETS = [["ADMIN_TOKEN", "ADMIN_TOKENS"], ["CURSOR_SECRET"]];
+
+/** A UUID made of at most three distinct hex digits (00000000-0000-4000-8000-…) is a placeholder. */
+export const isPlaceholderId = (/** @type {string | undefined} */ id) =>
+  !id || new Set(id.replace(/-/g, "")).size <= 3;
+
+export const isPlaceholderOrigin = (/** @type {string | undefined} */ origin) =>
+  !origin ||
+  !URL.canParse(origin) ||
+  /(^|\.)example\.(com|org|net)$|\.example\.workers\.dev$/.test(new URL(origin).hostname);
+
+/**
+ * The host names the environment's routes serve (`api.example.com` of "api.example.com/*" or of
+ * a custom domain), from wrangler's `route` and `routes` settings.
+ * @param {{ route?: unknown, routes?: unknown[] }} config
+ */
+export function routeHostsOf(config) {
+  const routes = [...(config.routes ?? []), ...(config.route ? [config.route] : [])];
+  return routes.map((route) => {
+    const pattern =
+      typeof route === "string" ? route : /** @type {{ pattern: string }} */ (route).pattern;
+    return pattern
+      .replace(/^https?:\/\//, "")
+      .split("/")[0]
+      .replace(/^\*\.?/, "");
+  });
+}
+
+/**
+ * Whether the environment has an address, and PUBLIC_ORIGIN is one of them: production needs a
+ * route or a custom domain (it has no workers.dev address); staging may use workers.dev.
+ * @param {string} env
+ * @param {{ route?: unknown, routes?: unknown[], workers_dev?: boolean }} config
+ * @param {string} publicOrigin
+ */
+export function addressProblem(env, config, publicOrigin) {
+  const hosts = routeHostsOf(config);
+  const workersDev = env !== "production" && config.workers_dev === true;
+  if (hosts.length === 0 && !workersDev)
+    return (
+      `[env.${env}] has no route or custom domain${env === "production" ? "" : " and workers_dev is off"}: ` +
+      "a deploy would succeed with no address. Add one to wrangler.toml, e.g.\n" +
+      `  routes = [{ pattern = "${new URL(publicOrigin).hostname}", custom_domain = true }]`
+    );
+  const host = new URL(publicOrigin).hostname;
+  if (!(workersDev && host.endsWith(".workers.dev")) && !hosts.includes(host))
+    return `PUBLIC_ORIGIN ${publicOrigin} is not served by [env.${env}]'s routes (${hosts.join(", ") || "none"}${workersDev ? ", or workers.dev" : ""}).`;
+  return null;
+}
+
+/**
+ * The compatibility date must be one the pinned runtime (workerd) knows, and not in the future.
+ * @param {string | undefined} date @param {string} runtimeDate @param {string} today (YYYY-MM-DD)
+ */
+export function compatibilityDateProblem(date, runtimeDate, today) {
+  if (!date || !/^\d{4}-\d{2}-\d{2}$/.test(date))
+    return `compatibility_date ${date ?? "(unset)"} is not a YYYY-MM-DD date.`;
+  if (date > runtimeDate)
+    return `compatibility_date ${date} is newer than the pinned runtime supports (${runtimeDate}, workerd in package.json): what was tested locally is not what would run.`;
+  if (date > today) return `compatibility_date ${date} is in the future (today is ${today}).`;
+  return null;
+}
+
+/**
+ * The required secrets not among `names` (the first name of each, the one to set).
+ * @param {string[]} names
+ */
+export const missingSecrets = (names) =>
+  REQUIRED_SECRETS.filter((anyOf) => !anyOf.some((n) => names.includes(n))).map(
+    (anyOf) => anyOf[0],
+  );
+
+/**
+ * The version serving most of the traffic in a deployment (`wrangler deployments status --json`):
+ * what a failed rollout goes back to.
+ * @param {{ versions?: Array<{ version_id: string, percentage: number }> } | null} deployment
+ */
+export function stableVersionOf(deployment) {
+  const versions = [...(deployment?.versions ?? [])];
+  versions.sort((a, b) => b.percentage - a.percentage);
+  return versions[0]?.version_id ?? null;
+}
+
+/**
+ * The migration files `wrangler d1 migrations list --remote` reports as pending.
+ * @param {string} output
+ */
+export function pendingMigrationsOf(output) {
+  if (/No migrations to apply/.test(output)) return [];
+  return [...new Set(output.match(/\b\d{4}_[\w.-]+\.sql\b/g) ?? [])];
+}
+
+/**
+ * A rollout percentage: an integer from 1 to 99 (100 is the promotion that follows the smoke test).
+ * @param {string} value
+ */
+export const isRolloutPercentage = (value) =>
+  /^\d{1,2}$/.test(value) && Number(value) >= 1 && Number(value) <= 99;
