@@ -1,3 +1,4 @@
+import os from "node:os";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
@@ -35,6 +36,9 @@ export default defineConfig(async () => {
       // tests run apart from the product's (npm run test:bench, bench/vitest.config.ts).
       exclude: [...configDefaults.exclude, "e2e/**", "bench/**"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
+      // Test files run in workerd, one per worker at a time; vitest's default leaves one core to
+      // its own process, which mostly waits for the workers here: use them all.
+      maxWorkers: os.availableParallelism(),
       // Some tests send hundreds of requests; on a loaded 2-core machine 5 s is too tight.
       testTimeout: 30_000,
       // The service's own log lines (src/lib/log.ts) are expected in tests: one access-log line per

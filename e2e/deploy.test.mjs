@@ -405,6 +405,28 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
     assert.match(r.stdout, /✓ revoke the smoke key/);
   });
 
+  it("--all-at-once: wrangler deploy, the smoke test, and a rollback when it fails", async () => {
+    const dir = project({ edit: configured() });
+    const r = await deploy(dir, ["staging", "--yes", "--all-at-once"]);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.deepEqual(
+      changes(r.calls).map((c) => c.split(" --")[0]),
+      ["deploy"],
+    );
+    assert.match(r.stdout, /✓ revoke the smoke key/);
+
+    const failing = project({ edit: configured(NOT_ANSWERING) });
+    const back = await deploy(failing, ["staging", "--yes", "--all-at-once"]);
+    assert.equal(back.status, 1);
+    assert.deepEqual(
+      changes(back.calls).map((c) => c.split(" --")[0]),
+      ["deploy", `rollback ${SERVING}`],
+    );
+    const both = await deploy(dir, ["staging", "--all-at-once", "--percentage", "20"]);
+    assert.equal(both.status, 2);
+    assert.match(both.stderr, /exclude each other/);
+  });
+
   it("a dirty working tree or failing tests stop it; --force goes on and says what it skipped", async () => {
     const dirty = project({ edit: configured() });
     writeFileSync(

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // @ts-check
-// `npm run deploy:staging` / `deploy:production` [-- --yes] [--force] [--percentage N]
+// `npm run deploy:staging` / `deploy:production` [-- --yes] [--force] [--percentage N | --all-at-once]
 //
 // 1. Preflight, before anything remote changes; each problem stops the deploy with what to do:
 //    real D1 ids and PUBLIC_ORIGIN, an address (production: a route or custom domain serving
@@ -13,7 +13,9 @@
 // 3. Gradual rollout: the new version is uploaded, deployed to N % (default 10) beside the version
 //    serving now, smoke-tested (requests pinned to it), promoted to 100 % and smoke-tested again. A
 //    failed smoke test or promotion rolls back to the version that served before. The first
-//    deploy of an environment (nothing to roll back to) is a plain `wrangler deploy`.
+//    deploy of an environment (nothing to roll back to), and one with --all-at-once (a release
+//    with a Durable Object migration, which a version upload cannot carry), is a plain
+//    `wrangler deploy` followed by the smoke test (and the same rollback when it fails).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -36,9 +38,9 @@ import { runSmokeOrThrow, SmokeFailure } from "./lib/smoke.mjs";
 import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
 const USAGE =
-  "Usage: node scripts/deploy.mjs staging|production [--yes] [--force] [--percentage 1-99]";
+  "Usage: node scripts/deploy.mjs staging|production [--yes] [--force] [--percentage 1-99 | --all-at-once]";
 
-/** @returns {{ env: string, yes: boolean, force: boolean, percentage: number }} */
+/** @returns {{ env: string, yes: boolean, force: boolean, percentage: number, allAtOnce: boolean }} */
 function argumentsOrExit() {
   try {
     const { values, positionals } = parseArgs({
@@ -46,19 +48,24 @@ function argumentsOrExit() {
       options: {
         yes: { type: "boolean", default: false },
         force: { type: "boolean", default: false },
-        percentage: { type: "string", default: "10" },
+        percentage: { type: "string" },
+        "all-at-once": { type: "boolean", default: false },
       },
     });
     const [env, ...rest] = positionals;
     if ((env !== "staging" && env !== "production") || rest.length)
       throw new Error("name one environment: staging or production");
-    if (!isRolloutPercentage(values.percentage))
-      throw new Error(`--percentage ${values.percentage}: an integer from 1 to 99`);
+    if (values.percentage !== undefined && values["all-at-once"])
+      throw new Error("--percentage and --all-at-once exclude each other");
+    const percentage = values.percentage ?? "10";
+    if (!isRolloutPercentage(percentage))
+      throw new Error(`--percentage ${percentage}: an integer from 1 to 99`);
     return {
       env,
       yes: values.yes,
       force: values.force,
-      percentage: Number(values.percentage),
+      percentage: Number(percentage),
+      allAtOnce: values["all-at-once"],
     };
   } catch (err) {
     console.error(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
@@ -66,7 +73,7 @@ function argumentsOrExit() {
   }
 }
 
-const { env, yes, force, percentage } = argumentsOrExit();
+const { env, yes, force, percentage, allAtOnce } = argumentsOrExit();
 
 /** @param {string} message @returns {never} */
 function refuse(message) {
@@ -285,12 +292,20 @@ function rollBackAndExit(why) {
   process.exit(1);
 }
 
-if (!previousVersion) {
-  step("Deploy (first version of this environment)");
-  const first = wrangler(env, ["deploy", "--message", message], { inherit: true });
-  if (!first.ok) refuse(`wrangler deploy failed (exit ${first.status}).`);
+if (!previousVersion || allAtOnce) {
+  step(
+    previousVersion
+      ? "Deploy to all traffic at once"
+      : "Deploy (first version of this environment)",
+  );
+  const whole = wrangler(env, ["deploy", "--message", message], { inherit: true });
+  if (!whole.ok)
+    refuse(
+      `wrangler deploy failed (exit ${whole.status}).${previousVersion ? ` ${previousVersion} should still serve all traffic.` : ""}`,
+    );
   step(`Smoke test ${publicOrigin}`);
   const failure = await smokeFailure(null);
+  if (failure && previousVersion) rollBackAndExit(`smoke test failed: ${failure}`);
   if (failure)
     refuse(
       `the smoke test failed (${failure}). There is no earlier version to roll back to: fix and deploy again.`,
@@ -322,7 +337,8 @@ try {
 if (!upload.ok || !newVersion)
   refuse(
     `the upload failed (wrangler exited ${upload.status}${upload.ok ? ", no version id reported" : ""}). ` +
-      `Nothing was deployed: ${previousVersion} still serves all traffic.`,
+      `Nothing was deployed: ${previousVersion} still serves all traffic. ` +
+      "If wrangler named Durable Object migrations (a new class), deploy this release with --all-at-once.",
   );
 console.log(`✓ uploaded version ${newVersion}`);
 

@@ -199,7 +199,7 @@ let ipCounter = 0;
 const freshIp = () =>
   `10.${(ipCounter >> 16) & 255}.${(ipCounter >> 8) & 255}.${ipCounter++ & 255}`;
 
-describe("POST /v1/pets with arbitrary bodies", () => {
+describe("POST /v1/pets with arbitrary bodies (slow: each property sends a real request per generated case)", () => {
   it("arbitrary JSON values: non-5xx, Error-shaped refusals, store changes only on 201", {
     timeout: TIMEOUT,
   }, async () => {
@@ -275,7 +275,7 @@ describe("names the database cannot hold as given", () => {
   }
 });
 
-describe("GET /v1/pets with arbitrary query strings", () => {
+describe("GET /v1/pets with arbitrary query strings (slow: a real request per generated case)", () => {
   const param = fc.tuple(
     fc.oneof(
       fc.constantFrom("limit", "status", "cursor", "afterId", "LIMIT", "limit[]", "cursor[]", ""),
@@ -416,7 +416,7 @@ describe("GET /v1/pets/{x} with arbitrary path segments", () => {
   });
 });
 
-describe("arbitrary headers", () => {
+describe("arbitrary headers (slow: a real request per generated case)", () => {
   it("huge, duplicated, non-ASCII headers and weird content types: non-5xx, Error-shaped, store unchanged unless 201", {
     timeout: TIMEOUT,
   }, async () => {

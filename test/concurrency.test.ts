@@ -13,7 +13,7 @@ interface Pet {
 
 const STATUSES = ["available", "pending", "sold"] as const;
 
-describe("simultaneous creates", () => {
+describe("simultaneous creates (slow: 300 real requests through D1 at once)", () => {
   it("300 parallel POST /v1/pets yield 300 distinct ids, all stored and all listed", {
     timeout: 60_000,
   }, async () => {
@@ -79,7 +79,7 @@ describe("simultaneous creates", () => {
   });
 });
 
-describe("simultaneous requests on one key", () => {
+describe("simultaneous requests on one key (slow: hundreds of real requests through the key's object)", () => {
   it("250 parallel requests on a key with perMinute 40 admit exactly 40", {
     timeout: 60_000,
   }, async () => {

@@ -80,7 +80,7 @@ const allowed = (ds: { decision: KeyDecision }[]) =>
   ds.filter((d) => d.decision.outcome === "allowed").length;
 const remainingOf = (d: KeyDecision) => d.windows.map((w) => w.remaining);
 
-describe("lease holders racing on one object", () => {
+describe("lease holders racing on one object (slow: simulated isolates make thousands of calls to a real object across three minutes)", () => {
   it.each([
     ["asking anew when a lease is over", false],
     ["renewing ahead", true],

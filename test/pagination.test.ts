@@ -199,7 +199,9 @@ describe("invalid cursors → 400 invalid_request", () => {
   });
 
   // About 250 requests in a row: 10–20 s on a shared, loaded 2-core machine, past the 5 s default.
-  it("tampered: any character of a real cursor changed", { timeout: 60_000 }, async () => {
+  it("tampered: any character of a real cursor changed (slow: one real request per character)", {
+    timeout: 60_000,
+  }, async () => {
     const key = await bigKey();
     const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     expect(new Set(real.map((r) => r.status ?? "-")).size).toBe(4);

@@ -179,7 +179,7 @@ describe("429 over the limits", () => {
   });
 });
 
-describe("exact admission under concurrency", () => {
+describe("exact admission under concurrency (slow: hundreds of simultaneous real requests)", () => {
   const statuses = (responses: Response[]) => responses.map((r) => r.status);
   const count = <T>(xs: T[], x: T) => xs.filter((y) => y === x).length;
 

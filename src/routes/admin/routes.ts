@@ -184,7 +184,8 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       request: { query: NoQuerySchema },
       responses: {
         200: { description: "The token's name and access", content: json(AdminIdentitySchema) },
-        ...adminErrorResponses(400, 401, 429, 503),
+        // It reads nothing stored: no 503.
+        ...adminErrorResponses(400, 401, 429),
       },
     }),
     (c) => c.json({ name: c.var.adminActor, access: c.var.adminAccess }, 200),

@@ -1,0 +1,126 @@
+// The operator document says only what the operator API does: every operation is walked through
+// every status it declares, and each header a response declares must be sent by at least one of
+// the answers here with that operation and status.
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { ADMIN, brokenDb, call, callWith, issueKey, mockClock, T0 } from "./helpers";
+
+mockClock(T0);
+
+const VIEWER = { Authorization: `Bearer ${env.ADMIN_READ_TOKENS.split(":")[1]}` };
+const UNKNOWN_ID = "key_AAAAAAAAAAAAAAAAAAAA";
+
+type Responses = Record<string, { headers?: Record<string, unknown> }>;
+type Operation = { operationId: string; responses: Responses };
+type Doc = { paths: Record<string, Record<string, Operation>> };
+
+/** Header names seen per "operationId status". */
+const seen = new Map<string, Set<string>>();
+
+function record(operationId: string, res: Response): void {
+  const names = seen.get(`${operationId} ${res.status}`) ?? new Set<string>();
+  res.headers.forEach((_v, name) => names.add(name.toLowerCase()));
+  seen.set(`${operationId} ${res.status}`, names);
+}
+
+/** The query an operation needs to be answered (listUsageOfDay requires its day). */
+const REQUIRED_QUERY: Record<string, string> = { listUsageOfDay: "?day=2030-06-10" };
+
+/** A valid body for the operations that take one. */
+const BODIES: Record<string, unknown> = {
+  createKey: { name: "walked", plan: "pro" },
+  updateKey: { name: "walked again" },
+  rollKey: { gracePeriodSeconds: 60 },
+};
+
+async function operations(): Promise<Array<{ method: string; path: string; op: Operation }>> {
+  const doc = (await (await call("/admin/v1/openapi.json")).json()) as Doc;
+  return Object.entries(doc.paths).flatMap(([path, methods]) =>
+    Object.entries(methods).map(([method, op]) => ({ method: method.toUpperCase(), path, op })),
+  );
+}
+
+/** Sends the operation, on key `id`, with `headers`, a body (valid unless given) and a query. */
+async function send(
+  { method, path, op }: { method: string; path: string; op: Operation },
+  {
+    id,
+    headers = ADMIN,
+    body,
+    query = "",
+    bindings,
+  }: {
+    id: string;
+    headers?: Record<string, string>;
+    body?: string;
+    query?: string;
+    bindings?: Parameters<typeof callWith>[0];
+  },
+): Promise<Response> {
+  const required = REQUIRED_QUERY[op.operationId] ?? "";
+  const extra = query && required ? query.replace("?", "&") : query;
+  const url = `/admin/v1${path.replace("{id}", id)}${required}${extra}`;
+  const hasBody = op.operationId in BODIES;
+  const init: RequestInit = {
+    method,
+    headers: hasBody ? { "Content-Type": "application/json", ...headers } : headers,
+    ...(hasBody ? { body: body ?? JSON.stringify(BODIES[op.operationId]) } : {}),
+  };
+  const res = bindings ? await callWith(bindings, url, init) : await call(url, init);
+  record(op.operationId, res);
+  await res.arrayBuffer();
+  return res;
+}
+
+describe("the operator document's responses and headers", () => {
+  it("every operation, walked through its statuses", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const ops = await operations();
+    expect(ops.length).toBeGreaterThanOrEqual(11);
+    const revoked = await issueKey("pro");
+    await call(`/admin/v1/keys/${revoked.id}`, { method: "DELETE", headers: ADMIN });
+    const guesser = { "CF-Connecting-IP": "198.51.100.250" };
+    for (let i = 0; i < 30; i++)
+      await call("/admin/v1/keys", { headers: { ...guesser, Authorization: "Bearer wrong" } });
+    for (const operation of ops) {
+      const { id } = await issueKey("pro");
+      const write = operation.method !== "GET";
+      await send(operation, { id }); // 200 or 201
+      await send(operation, { id, query: "?bogus=1" }); // 400
+      await send(operation, { id, headers: {} }); // 401, no credentials
+      await send(operation, { id, headers: { Authorization: "Bearer wrong" } }); // 401, a guess
+      await send(operation, { id, headers: { ...guesser, Authorization: "Bearer wrong" } }); // 429
+      if (write) await send(operation, { id, headers: VIEWER }); // 403
+      if (operation.path.includes("{id}")) await send(operation, { id: UNKNOWN_ID }); // 404
+      await send(operation, { id: revoked.id }); // 409 where a revoked key is refused
+      if (operation.op.operationId in BODIES) {
+        await send(operation, { id, body: JSON.stringify({ name: "x".repeat(20_000) }) }); // 413
+        await send(operation, { id, headers: { ...ADMIN, "Content-Type": "text/plain" } }); // 415
+      }
+      await send(operation, { id, bindings: { DB: brokenDb() } }); // 503
+    }
+  });
+
+  it("every status an operation declares (but 500) was produced", async () => {
+    const notProduced: string[] = [];
+    for (const { op } of await operations())
+      for (const status of Object.keys(op.responses))
+        if (status !== "500" && !seen.has(`${op.operationId} ${status}`))
+          notProduced.push(`${op.operationId} ${status}`);
+    expect(notProduced.join("\n")).toBe("");
+  });
+
+  it("every header a response declares was sent by an answer with that operation and status", async () => {
+    const missing: string[] = [];
+    for (const { op } of await operations())
+      for (const [status, response] of Object.entries(op.responses)) {
+        const names = seen.get(`${op.operationId} ${status}`);
+        if (!names) continue;
+        for (const header of Object.keys(response.headers ?? {}))
+          if (!names.has(header.toLowerCase()))
+            missing.push(`${op.operationId} ${status} ${header}`);
+      }
+    expect(missing.join("\n")).toBe("");
+  });
+});
