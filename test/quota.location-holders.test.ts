@@ -10,7 +10,17 @@ import { LeaseHolder } from "../src/objects/quota-leases";
 import { type AdmitResult, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { GIVE_BACK_GRACE_MS, heldBound, LEASE_MS } from "../src/quota/lease";
 import type { Policy } from "../src/quota/windows";
-import { auth, call, issueKey, keyDetail, MIDNIGHT, mockClock, T0 } from "./helpers";
+import {
+  auth,
+  BASE,
+  call,
+  callWith,
+  issueKey,
+  keyDetail,
+  MIDNIGHT,
+  mockClock,
+  T0,
+} from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -265,6 +275,30 @@ describe("through the API, requests marked with their location", () => {
     await Promise.all(ok.map((r) => r.arrayBuffer()));
     const detail = (await (await keyDetail(id)).json()) as { usage: { day: { count: number } } };
     expect(detail.usage.day.count).toBe(50);
+  });
+});
+
+describe("a location holder that cannot be reached", () => {
+  it("the key's object decides the request itself: counted, with its headers (not failing open)", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 5_000;
+    const unreachable = {
+      getByName: () => ({
+        admit: () => Promise.reject(new Error("the location holder is unreachable")),
+      }),
+    };
+    for (let i = 1; i <= 3; i++) {
+      const request = new Request(`${BASE}/v1/pets`, {
+        headers: auth(key),
+        cf: { colo: "AMS" },
+      } as RequestInit);
+      const res = await callWith({ QUOTA_HOLDER: unreachable }, request);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("X-RateLimit-Remaining")).toBe(String(60 - i));
+      await res.arrayBuffer();
+    }
+    const detail = (await (await keyDetail(id)).json()) as { usage: { minute: { count: number } } };
+    expect(detail.usage.minute.count).toBe(3);
   });
 });
 
