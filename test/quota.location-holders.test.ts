@@ -2,6 +2,7 @@
 // simulated isolates (each with its own LeaseHolder and QuotaLimiterClient) and the key's real
 // QuotaLimiter, under fake time. Background work (renewals, hand-backs at expiry, the refill
 // when a minute turns) sleeps on clock.sleep, which these tests release as fake time passes.
+import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { clock, MINUTE_MS } from "../src/lib/clock";
@@ -226,6 +227,39 @@ describe("a quiet key in one location", () => {
     for (const location of locations)
       expect(await holderOf(keyId, location).unusedPermits()).toBe(0);
     expect((await usageOf(keyId)).minute.count).toBe(4);
+  });
+});
+
+describe("a location holder that goes away mid-stock", () => {
+  it("strands at most heldBound until its minute ends, admits nothing uncounted, and its next instance starts afresh", async () => {
+    const keyId = `holders_evicted_${++seq}`;
+    const policy = policyOf(60, 1_000);
+    time.now = T0 + 1_000;
+    const holder = holderOf(keyId, "AMS");
+    expect((await holder.admit(keyId, policy)).reached).toBe(true);
+    const stranded = await holder.unusedPermits();
+    expect(stranded).toBeGreaterThan(0);
+    await evictDurableObject(holder); // its stock, in memory only, is gone
+
+    const fresh = holderOf(keyId, "AMS");
+    expect(await fresh.unusedPermits()).toBe(0);
+    // The lost stock stays counted (never admitted twice); the next requests are forwarded or
+    // served from new stock, within the bound with the lost stock counted.
+    let admitted = 1;
+    for (let i = 0; i < 80; i++) {
+      time.now += 100;
+      const answer = await fresh.admit(keyId, policy);
+      if (answer.reached && answer.decision.outcome === "allowed") admitted++;
+    }
+    expect(admitted + stranded).toBeLessThanOrEqual(60);
+    expect(admitted).toBeGreaterThanOrEqual(60 - heldBound(policy));
+    expect((await usageOf(keyId)).minute.count).toBe(60);
+    // The next minute starts from zero: the stranded permits cost only the minute they were in.
+    time.now = T0 + MINUTE_MS + 1_000;
+    const next = await fresh.admit(keyId, policy);
+    expect(next.reached && next.decision.outcome).toBe("allowed");
+    await fresh.giveBack(keyId);
+    expect((await usageOf(keyId)).minute.count).toBe(1);
   });
 });
 
