@@ -44,3 +44,21 @@ describe("npm run keys -- create --key-only", () => {
     assert.match(run.stderr, /--key-only is for create/);
   });
 });
+
+describe("npm run keys with a command line it cannot read", () => {
+  for (const [option, args] of [
+    ["--bogus", ["list", "--bogus"]],
+    ["--grace", ["roll", "key_AAAAAAAAAAAAAAAAAAAA", "--grace", "-5"]],
+  ]) {
+    it(`${args.join(" ")}: exits 2 with what was wrong and the usage, no stack trace`, () => {
+      const run = spawnSync(process.execPath, ["scripts/keys.mjs", ...args], {
+        cwd: ROOT,
+        encoding: "utf8",
+      });
+      assert.equal(run.status, 2, run.stderr);
+      assert.match(run.stderr, new RegExp(`'${option}'`));
+      assert.match(run.stderr, /^Usage: npm run keys -- <command>/m);
+      assert.doesNotMatch(run.stderr, /\n\s+at /);
+    });
+  }
+});

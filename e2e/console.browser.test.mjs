@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import puppeteer from "puppeteer-core";
-import { startApi } from "../scripts/lib/local-server.mjs";
+import { ROOT, startApi } from "../scripts/lib/local-server.mjs";
 
 // This test's own ports (wrangler dev and its inspector), apart from `npm run dev`'s 8787.
 const PORT = Number(process.env.CONSOLE_TEST_PORT ?? 8840);
@@ -496,4 +496,32 @@ test("no horizontal overflow at 390 px or 1366 px; nothing left the origin; no C
   await page.click("#logout");
   assert.equal(await page.evaluate(() => sessionStorage.length), 0);
   assert.equal(await page.$eval("#login", (el) => el.hidden), false);
+});
+
+test("the page's script, styles and icon are static files of this origin, with the page's security headers", async () => {
+  const pageHeaders = (await fetch(`${api.url}/admin`)).headers;
+  const SECURITY_HEADERS = [
+    "Content-Security-Policy",
+    "X-Content-Type-Options",
+    "Referrer-Policy",
+    "X-Frame-Options",
+    "Cache-Control",
+  ];
+  for (const name of SECURITY_HEADERS) assert.ok(pageHeaders.get(name), `the page has no ${name}`);
+  const FILES = [
+    ["/admin/console.js", /^text\/javascript/, "public/admin/console.js"],
+    ["/admin/console.css", /^text\/css/, "public/admin/console.css"],
+    ["/admin/favicon.svg", /^image\/svg\+xml/, "public/admin/favicon.svg"],
+  ];
+  for (const [urlPath, type, file] of FILES) {
+    const res = await fetch(`${api.url}${urlPath}`);
+    assert.equal(res.status, 200, urlPath);
+    assert.match(res.headers.get("Content-Type") ?? "", type, urlPath);
+    for (const name of SECURITY_HEADERS)
+      assert.equal(res.headers.get(name), pageHeaders.get(name), `${urlPath}: ${name}`);
+    // Workers Static Assets answers with the file as it is in public/ (and an ETag, which the
+    // Worker's own responses do not carry).
+    assert.equal(await res.text(), readFileSync(path.join(ROOT, file), "utf8"), urlPath);
+    assert.ok(res.headers.get("ETag"), `${urlPath}: no ETag, so not from the static assets`);
+  }
 });

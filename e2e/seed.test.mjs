@@ -50,3 +50,12 @@ test("npm run seed fills an empty local store with sample pets, once", () => {
   assert.match(seed(), /already holds 12 pets; nothing added/);
   assert.equal(pets().length, 12);
 });
+
+test("npm run seed -- --help prints its usage instead of running wrangler", () => {
+  const out = execFileSync(projectNode22(), ["scripts/seed.mjs", "--help"], {
+    cwd: ROOT,
+    env,
+    encoding: "utf8",
+  });
+  assert.match(out, /^Usage: npm run seed/);
+});

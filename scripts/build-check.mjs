@@ -2,20 +2,41 @@
 // @ts-check
 // Builds staging and production offline (`wrangler deploy --dry-run`), which validates the
 // configuration and bundles the Worker exactly as a deploy would (minify comes from wrangler.toml),
-// checks that no measurement code is in the bundle, and reports the gzipped size of each bundle.
-// Exits non-zero if a dry-run deploy fails or a bundle contains bench code.
+// checks each environment's static assets configuration (lib/assets-routing.mjs),
+// checks that no measurement code is in the bundle, and checks the gzipped size of each bundle
+// against the budget. Exits non-zero if a dry-run deploy fails, an environment's assets
+// configuration is wrong, a bundle contains bench code or a bundle is over the budget.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { gzipSync } from "node:zlib";
+import { unstable_readConfig } from "wrangler";
+import { assetsRoutingProblems } from "./lib/assets-routing.mjs";
 import { benchCodeIn } from "./lib/bench-code.mjs";
-import { BUDGET_KIB } from "./lib/bundle-budget.mjs";
+import { BUDGET_KIB, measureBundle } from "./lib/bundle-budget.mjs";
+
+const ROOT = join(import.meta.dirname, "..");
+/** @param {string | undefined} env */
+const assetsOf = (env) =>
+  unstable_readConfig({ config: join(ROOT, "wrangler.toml"), env }, { hideWarnings: true }).assets;
 
 let failed = false;
+const localProblems = assetsRoutingProblems(assetsOf(undefined), assetsOf(undefined), ROOT);
+if (localProblems.length) {
+  console.error(`✗ top level (local): static assets:\n  ${localProblems.join("\n  ")}`);
+  failed = true;
+}
 for (const env of ["staging", "production"]) {
-  const outdir = mkdtempSync(join(tmpdir(), `animal-store-${env}-`));
-  const metafile = join(outdir, "meta.json");
+  const assetProblems = assetsRoutingProblems(assetsOf(env), assetsOf(undefined), ROOT);
+  if (assetProblems.length) {
+    console.error(`✗ ${env}: static assets:\n  ${assetProblems.join("\n  ")}`);
+    failed = true;
+  }
+  const dir = mkdtempSync(join(tmpdir(), `animal-store-${env}-`));
+  // The metafile sits beside the output, not in it: only the Worker's modules are measured.
+  const outdir = join(dir, "dist");
+  mkdirSync(outdir);
+  const metafile = join(dir, "meta.json");
   const run = spawnSync(
     "wrangler",
     ["deploy", "--dry-run", "--env", env, "--outdir", outdir, "--metafile", metafile],
@@ -25,7 +46,7 @@ for (const env of ["staging", "production"]) {
     console.error(run.stdout, run.stderr);
     console.error(`✗ ${env}: wrangler deploy --dry-run failed`);
     failed = true;
-    rmSync(outdir, { recursive: true, force: true });
+    rmSync(dir, { recursive: true, force: true });
     continue;
   }
   const bundle = readdirSync(outdir).filter((f) => f.endsWith(".js"));
@@ -35,15 +56,14 @@ for (const env of ["staging", "production"]) {
     console.error(`✗ ${env}: the bundle contains bench code:\n  ${found.join("\n  ")}`);
     failed = true;
   }
-  const gzipped =
-    bundle.reduce((sum, f) => sum + gzipSync(readFileSync(join(outdir, f))).length, 0) / 1024;
-  // The size budget is reported, not enforced here.
-  const ok = gzipped <= BUDGET_KIB;
+  const gzipped = measureBundle(outdir).gzipKiB;
+  const withinBudget = gzipped <= BUDGET_KIB;
+  if (!withinBudget) failed = true;
   console.log(
-    `${found.length ? "✗" : "✓"} ${env}: dry-run deploy OK; ` +
+    `${found.length || !withinBudget || assetProblems.length ? "✗" : "✓"} ${env}: dry-run deploy OK; ` +
       `${found.length ? "BENCH CODE IN THE BUNDLE" : "no bench code"}; bundle ${gzipped.toFixed(1)} KiB gzipped ` +
-      `(${ok ? "within" : "OVER"} the ${BUDGET_KIB} KiB budget)`,
+      `(${withinBudget ? "within" : "OVER"} the ${BUDGET_KIB} KiB budget)`,
   );
-  rmSync(outdir, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true });
 }
 process.exit(failed ? 1 : 0);

@@ -8,7 +8,7 @@ Keys:
   create     --name NAME --plan free|pro|business|enterprise [--per-minute N --per-day N]
              [--expires ISO-DATE] [--owner OWNER_ID] [--meta JSON-OBJECT]
              [--key-only: print only the new key: KEY=$(npm run -s keys -- create … --key-only)]
-  list       [--plan PLAN] [--state active|disabled|revoked|expired] [--owner OWNER_ID]
+  list       [--plan PLAN] [--state active|disabled|revoked|expired|banned] [--owner OWNER_ID]
              [--q NAME-PREFIX] [--limit N] [--cursor C]
   get        KEY_ID
   set-plan   KEY_ID --plan PLAN [--per-minute N --per-day N]
@@ -29,37 +29,51 @@ KEY_ID may also be given as --id KEY_ID.
 Options: --url URL (default $ANIMAL_STORE_URL or http://localhost:8787)
          --token TOKEN (default $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars)`;
 
-const { values, positionals } = parseArgs({
-  allowPositionals: true,
-  options: {
-    url: { type: "string" },
-    token: { type: "string" },
-    name: { type: "string" },
-    plan: { type: "string" },
-    id: { type: "string" },
-    "per-minute": { type: "string" },
-    "per-day": { type: "string" },
-    expires: { type: "string" },
-    owner: { type: "string" },
-    meta: { type: "string" },
-    state: { type: "string" },
-    q: { type: "string" },
-    grace: { type: "string" },
-    from: { type: "string" },
-    to: { type: "string" },
-    day: { type: "string" },
-    csv: { type: "boolean" },
-    limit: { type: "string" },
-    cursor: { type: "string" },
-    "key-only": { type: "boolean" },
-    help: { type: "boolean", short: "h" },
-  },
-});
-
+/**
+ * Prints `message` and the usage, and exits 2.
+ * @param {string} message
+ * @returns {never}
+ */
 const fail = (message) => {
   console.error(`${message}\n\n${USAGE}`);
   process.exit(2);
 };
+
+/** The command line, or a usage error (an unknown option, a missing value) without a stack trace. */
+function parseCommandLine() {
+  try {
+    return parseArgs({
+      allowPositionals: true,
+      options: {
+        url: { type: "string" },
+        token: { type: "string" },
+        name: { type: "string" },
+        plan: { type: "string" },
+        id: { type: "string" },
+        "per-minute": { type: "string" },
+        "per-day": { type: "string" },
+        expires: { type: "string" },
+        owner: { type: "string" },
+        meta: { type: "string" },
+        state: { type: "string" },
+        q: { type: "string" },
+        grace: { type: "string" },
+        from: { type: "string" },
+        to: { type: "string" },
+        day: { type: "string" },
+        csv: { type: "boolean" },
+        limit: { type: "string" },
+        cursor: { type: "string" },
+        "key-only": { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    return fail(err instanceof Error ? err.message : String(err));
+  }
+}
+
+const { values, positionals } = parseCommandLine();
 
 const [command, positionalId] = positionals;
 if (values.help) {

@@ -23,6 +23,14 @@ const SAMPLE_PETS = [
 ];
 
 const extra = process.argv.slice(2);
+if (extra.includes("--help") || extra.includes("-h")) {
+  console.log(
+    "Usage: npm run seed [-- WRANGLER_OPTIONS]\n" +
+      "Applies the local D1 migrations and adds 12 sample pets to the local store that `npm run dev`\n" +
+      "serves, unless it already holds pets. WRANGLER_OPTIONS go to `wrangler d1` (--persist-to DIR).",
+  );
+  process.exit(0);
+}
 
 /** Runs wrangler with `args`; exits with its status when it fails. Returns its standard output. */
 function wrangler(args) {
@@ -52,7 +60,9 @@ const counted = JSON.parse(
 );
 const existing = Number(counted[0]?.results?.[0]?.n ?? 0);
 if (existing > 0) {
-  console.log(`The local store already holds ${existing} pets; nothing added.`);
+  console.log(
+    `The local store already holds ${existing} ${existing === 1 ? "pet" : "pets"}; nothing added.`,
+  );
   process.exit(0);
 }
 // Names and statuses are fixed strings above, with no quote in them: safe to inline in SQL.

@@ -36,8 +36,6 @@ function resolve(from: string, specifier: string): string {
     else if (segment !== ".") parts.push(segment);
   }
   const base = parts.join("/");
-  // Browser files bundled as text (routes/console/*.client.js, *.txt) are assets, not modules.
-  if (/\.(client\.js|txt)$/.test(base)) return base;
   return files[`${base}.ts`] === undefined && files[`${base}.tsx`] !== undefined
     ? `${base}.tsx`
     : `${base}.ts`;

@@ -2,6 +2,7 @@
 // simulated isolates (each with its own LeaseHolder and QuotaLimiterClient) and the key's real
 // QuotaLimiter, under fake time. Background work (renewals, hand-backs at expiry, the refill
 // when a minute turns) sleeps on clock.sleep, which these tests release as fake time passes.
+import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { clock, MINUTE_MS } from "../src/lib/clock";
@@ -10,7 +11,17 @@ import { LeaseHolder } from "../src/objects/quota-leases";
 import { type AdmitResult, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { GIVE_BACK_GRACE_MS, heldBound, LEASE_MS } from "../src/quota/lease";
 import type { Policy } from "../src/quota/windows";
-import { auth, call, issueKey, keyDetail, MIDNIGHT, mockClock, T0 } from "./helpers";
+import {
+  auth,
+  BASE,
+  call,
+  callWith,
+  issueKey,
+  keyDetail,
+  MIDNIGHT,
+  mockClock,
+  T0,
+} from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -219,6 +230,39 @@ describe("a quiet key in one location", () => {
   });
 });
 
+describe("a location holder that goes away mid-stock", () => {
+  it("strands at most heldBound until its minute ends, admits nothing uncounted, and its next instance starts afresh", async () => {
+    const keyId = `holders_evicted_${++seq}`;
+    const policy = policyOf(60, 1_000);
+    time.now = T0 + 1_000;
+    const holder = holderOf(keyId, "AMS");
+    expect((await holder.admit(keyId, policy)).reached).toBe(true);
+    const stranded = await holder.unusedPermits();
+    expect(stranded).toBeGreaterThan(0);
+    await evictDurableObject(holder); // its stock, in memory only, is gone
+
+    const fresh = holderOf(keyId, "AMS");
+    expect(await fresh.unusedPermits()).toBe(0);
+    // The lost stock stays counted (never admitted twice); the next requests are forwarded or
+    // served from new stock, within the bound with the lost stock counted.
+    let admitted = 1;
+    for (let i = 0; i < 80; i++) {
+      time.now += 100;
+      const answer = await fresh.admit(keyId, policy);
+      if (answer.reached && answer.decision.outcome === "allowed") admitted++;
+    }
+    expect(admitted + stranded).toBeLessThanOrEqual(60);
+    expect(admitted).toBeGreaterThanOrEqual(60 - heldBound(policy));
+    expect((await usageOf(keyId)).minute.count).toBe(60);
+    // The next minute starts from zero: the stranded permits cost only the minute they were in.
+    time.now = T0 + MINUTE_MS + 1_000;
+    const next = await fresh.admit(keyId, policy);
+    expect(next.reached && next.decision.outcome).toBe("allowed");
+    await fresh.giveBack(keyId);
+    expect((await usageOf(keyId)).minute.count).toBe(1);
+  });
+});
+
 describe("a key near its limit", () => {
   it("the holders never refuse on their own: the object's 429s, Retry-After and ban stay exact", async () => {
     const keyId = `holders_limit_${++seq}`;
@@ -265,6 +309,30 @@ describe("through the API, requests marked with their location", () => {
     await Promise.all(ok.map((r) => r.arrayBuffer()));
     const detail = (await (await keyDetail(id)).json()) as { usage: { day: { count: number } } };
     expect(detail.usage.day.count).toBe(50);
+  });
+});
+
+describe("a location holder that cannot be reached", () => {
+  it("the key's object decides the request itself: counted, with its headers (not failing open)", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 5_000;
+    const unreachable = {
+      getByName: () => ({
+        admit: () => Promise.reject(new Error("the location holder is unreachable")),
+      }),
+    };
+    for (let i = 1; i <= 3; i++) {
+      const request = new Request(`${BASE}/v1/pets`, {
+        headers: auth(key),
+        cf: { colo: "AMS" },
+      } as RequestInit);
+      const res = await callWith({ QUOTA_HOLDER: unreachable }, request);
+      expect(res.status).toBe(200);
+      expect(res.headers.get("X-RateLimit-Remaining")).toBe(String(60 - i));
+      await res.arrayBuffer();
+    }
+    const detail = (await (await keyDetail(id)).json()) as { usage: { minute: { count: number } } };
+    expect(detail.usage.minute.count).toBe(3);
   });
 });
 

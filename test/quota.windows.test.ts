@@ -340,7 +340,7 @@ describe("rateLimitHeaders", () => {
     );
   });
 
-  it("shows 0 remaining, the ban end and Retry-After = rest of the ban for a banned key", () => {
+  it("shows 0 remaining, the ban end and Retry-After = rest of the ban for a banned key; RateLimit shows each window as it is", () => {
     const p = policy(1, 1000);
     const { state } = run(EMPTY_USAGE, p, T0, 12);
     const now = T0 + 5 * MINUTE_MS + 400;
@@ -348,6 +348,8 @@ describe("rateLimitHeaders", () => {
     expect(h["X-RateLimit-Remaining"]).toBe("0");
     expect(h["X-RateLimit-Reset"]).toBe(String((T0 + BAN_MS) / 1000));
     expect(h["Retry-After"]).toBe(String(Math.ceil((T0 + BAN_MS - now) / 1000)));
-    expect(h.RateLimit).toMatch(/^"minute";r=0;t=\d+, "day";r=0;t=\d+$/);
+    // The ban is in X-RateLimit-* and Retry-After; the IETF header keeps the real windows (a new
+    // minute with its one request, and the day with 999 of 1,000 left).
+    expect(h.RateLimit).toMatch(/^"minute";r=1;t=60, "day";r=999;t=\d+$/);
   });
 });

@@ -321,3 +321,28 @@ describe("public inputs with one meaning", () => {
     expect(limit.message).toMatch(/^limit: /);
   });
 });
+
+describe("a query parameter given twice or left out is named with the rule, in the service's words", () => {
+  it.each([
+    ["/v1/pets?limit=1&limit=2", "limit: must be given once (got 2 values)"],
+    ["/v1/pets?cursor=a&cursor=b&cursor=c", "cursor: must be given once (got 3 values)"],
+    ["/v1/pets?status=sold&status=pending", "status: must be given once (got 2 values)"],
+  ])("%s", async (path, message) => {
+    const { key } = await issueKey("pro");
+    const body = await expectError(
+      await call(path, { headers: auth(key) }),
+      400,
+      "invalid_request",
+    );
+    expect(body.message).toBe(message);
+  });
+
+  it.each([
+    ["/admin/v1/usage", "day: is required"],
+    ["/admin/v1/usage?day=2030-06-10&day=2030-06-11", "day: must be given once (got 2 values)"],
+    ["/admin/v1/keys?plan=pro&plan=free", "plan: must be given once (got 2 values)"],
+  ])("%s", async (path, message) => {
+    const body = await expectError(await call(path, { headers: ADMIN }), 400, "invalid_request");
+    expect(body.message).toBe(message);
+  });
+});

@@ -1,9 +1,9 @@
 // @ts-check
 // The size of the Worker's bundle as a deploy would build it (`wrangler deploy --dry-run`), and
 // which packages take the space.
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import path from "node:path";
-import { gzipSync } from "node:zlib";
+import { measureBundle } from "../../scripts/lib/bundle-budget.mjs";
 import { makeTempDir, runWrangler } from "../../scripts/lib/local-server.mjs";
 
 /**
@@ -29,14 +29,7 @@ export async function bundleSize(root) {
     { cwd: root },
   );
   const reported = output.match(/Total Upload: ([0-9.]+) KiB \/ gzip: ([0-9.]+) KiB/);
-  let raw = 0;
-  let gzip = 0;
-  for (const file of readdirSync(outdir)) {
-    if (!/\.(m?js|wasm)$/.test(file)) continue;
-    const bytes = readFileSync(path.join(outdir, file));
-    raw += bytes.length;
-    gzip += gzipSync(bytes).length;
-  }
+  const { rawKiB, gzipKiB } = measureBundle(outdir);
   const packages = {};
   try {
     const meta = JSON.parse(readFileSync(path.join(dir, "meta.json"), "utf8"));
@@ -60,8 +53,8 @@ export async function bundleSize(root) {
     .sort((a, b) => b[1] - a[1])
     .slice(0, 6);
   return {
-    rawKiB: raw / 1024,
-    gzipKiB: gzip / 1024,
+    rawKiB,
+    gzipKiB,
     wranglerKiB: reported ? Number(reported[2]) : null,
     top,
   };

@@ -1,3 +1,4 @@
+import { isoTime } from "../lib/clock";
 import type { AUDIT_ACTION_NAMES } from "../schemas/audit";
 import { guarded, type Queryable } from "./database-error";
 
@@ -130,8 +131,6 @@ export function listAudit(
 /** The actor of entries the service writes on its own (automatic bans and their ends). */
 export const SYSTEM_ACTOR = "system";
 
-const isoOf = (ms: number) => new Date(ms).toISOString();
-
 /**
  * Appends `entry` unless an entry with the same key, action and request id exists: for writes a
  * Durable Object may repeat after a failure (its request id names the event, not a request).
@@ -164,7 +163,7 @@ export function recordBanStart(
         actor: SYSTEM_ACTOR,
         action: "ban",
         keyId,
-        changes: { bannedUntil: { before: null, after: isoOf(until) } },
+        changes: { bannedUntil: { before: null, after: isoTime(until) } },
         requestId: `ban:${keyId}:${until}`,
         clientRequestId: null,
       }),
@@ -184,7 +183,7 @@ export function recordBanEnd(db: Queryable, keyId: string, until: number): Promi
         actor: SYSTEM_ACTOR,
         action: "ban_end",
         keyId,
-        changes: { bannedUntil: { before: isoOf(until), after: null } },
+        changes: { bannedUntil: { before: isoTime(until), after: null } },
         requestId: `ban-end:${keyId}:${until}`,
         clientRequestId: null,
       }),

@@ -16,5 +16,12 @@ export const DAY_MS = 86_400_000;
 export const dayName = (ms: number): string =>
   new Date(ms - (ms % DAY_MS)).toISOString().slice(0, 10);
 
+/** The instant `ms` (epoch ms) as an ISO 8601 UTC timestamp; null (a time not set) stays null. */
+export function isoTime(ms: number): string;
+export function isoTime(ms: number | null): string | null;
+export function isoTime(ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString();
+}
+
 /** The start (epoch ms) of the UTC day named "YYYY-MM-DD". */
 export const dayStartOf = (day: string): number => Date.parse(`${day}T00:00:00Z`);

@@ -49,6 +49,9 @@ function patternOf(path: string): RegExp {
 export class RouteTable {
   readonly routes: readonly Route[];
   readonly #compiled: CompiledRoute[];
+  // The last lookup: every middleware that asks (CORS, timing, quota, the response headers) asks
+  // about the same request's path, so one request matches the patterns once, not at each ask.
+  #last: { path: string; route: Route | undefined } = { path: "", route: undefined };
 
   constructor(routes: readonly Route[]) {
     this.routes = routes;
@@ -57,7 +60,10 @@ export class RouteTable {
 
   /** The route whose path matches `path`, if any. */
   find(path: string): Route | undefined {
-    return this.#compiled.find(({ pattern }) => pattern.test(path))?.route;
+    if (path === this.#last.path) return this.#last.route;
+    const route = this.#compiled.find(({ pattern }) => pattern.test(path))?.route;
+    this.#last = { path, route };
+    return route;
   }
 
   /** The methods of `route` as HTTP sees them: each declared one, and HEAD with GET. */

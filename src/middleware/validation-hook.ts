@@ -10,8 +10,20 @@ const TARGET_NAMES: Record<string, string> = {
   header: "header",
 };
 
+/**
+ * The rule a query parameter broke when its schema did not get one string: zod's own message
+ * ("Invalid input: expected string, received array") would leak its internals. A parameter given
+ * more than once arrives as an array, a missing one as undefined.
+ */
+function describeQueryShape(c: Context, name: string, issue: z.core.$ZodIssue): string | undefined {
+  const given = c.req.queries(name)?.length ?? 0;
+  if (given > 1) return `must be given once (got ${given} values)`;
+  if (given === 0 && issue.code === "invalid_type") return "is required";
+  return undefined;
+}
+
 /** One readable sentence per zod issue, naming the field or parameter and the rule it broke. */
-function describeIssues(error: z.ZodError, target: string): string {
+function describeIssues(error: z.ZodError, target: string, c: Context): string {
   return error.issues
     .map((issue) => {
       if (issue.code === "unrecognized_keys") {
@@ -20,7 +32,11 @@ function describeIssues(error: z.ZodError, target: string): string {
         return `unknown ${what}${issue.keys.length > 1 ? "s" : ""}${where}: ${issue.keys.join(", ")}`;
       }
       const field = issue.path.length ? issue.path.join(".") : (TARGET_NAMES[target] ?? target);
-      return `${field}: ${issue.message}`;
+      const shape =
+        target === "query" && issue.path.length === 1
+          ? describeQueryShape(c, String(issue.path[0]), issue)
+          : undefined;
+      return `${field}: ${shape ?? issue.message}`;
     })
     .join("; ");
 }
@@ -33,6 +49,6 @@ export function validationHook(
   if (result.success) return undefined;
   return errorResponse(
     c,
-    new ApiError("invalid_request", describeIssues(result.error, result.target)),
+    new ApiError("invalid_request", describeIssues(result.error, result.target, c)),
   );
 }

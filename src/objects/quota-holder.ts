@@ -2,23 +2,18 @@ import { DurableObject } from "cloudflare:workers";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
 import { QUIET_STOCK } from "../quota/lease";
-import type { KeyDecision, Policy, Refusal } from "../quota/windows";
+import type { KeyDecision, Policy } from "../quota/windows";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "./quota-leases";
 import type { QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
 /**
  * A location holder's answer: the decision (from its stock, or forwarded to the key's object),
- * or why there is none (the key's object is overloaded or unreachable from here), with the last
- * refusal the holder saw, if it still lasts.
+ * or why there is none (the key's object is overloaded or unreachable from here).
  */
 export type HolderAnswer =
   | { reached: true; decision: KeyDecision; fromStock: boolean }
-  | {
-      reached: false;
-      overloaded: boolean;
-      refusal: { outcome: Refusal; retryAt: number } | null;
-    };
+  | { reached: false; overloaded: boolean };
 
 /** The name of the holder of key `keyId` in location `location` (a Cloudflare colo). */
 export const holderName = (keyId: string, location: string): string => `${keyId}@${location}`;
@@ -53,11 +48,7 @@ export class QuotaHolder extends DurableObject<Env> {
         keyId,
         error: String(err),
       });
-      return {
-        reached: false,
-        overloaded: isOverloaded(err),
-        refusal: this.#leases.refusal(clock.now()),
-      };
+      return { reached: false, overloaded: isOverloaded(err) };
     }
   }
 

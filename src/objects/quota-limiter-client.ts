@@ -104,6 +104,14 @@ export class QuotaLimiterClient {
   }
 
   /**
+   * This isolate's leases of the key if it holds any: a usage read or a change has nothing to
+   * hand back or drop in an isolate that never decided a request of the key, and makes no holder.
+   */
+  #leasesIfAny(): LeaseHolder | undefined {
+    return this.leases ?? holders.get(this.keyId, 0);
+  }
+
+  /**
    * Decides one request: from this isolate's lease when it holds one, else by the object (which
    * counts it). Unreachable: `{ reached: false }` (the caller decides).
    */
@@ -201,9 +209,9 @@ export class QuotaLimiterClient {
   async configureOrThrow(policy: Policy): Promise<void> {
     // In this isolate the change applies from the very next request: no more admissions from
     // a lease granted under the old policy. Other isolates' leases end within LEASE_MS.
-    const holder = this.#isolateLeases();
-    holder.dropLease();
-    holder.forgetRefusals();
+    const holder = this.#leasesIfAny();
+    holder?.dropLease();
+    holder?.forgetRefusals();
     await this.#call((stub) => stub.configure(policy)).catch((err: unknown) => {
       log("error", "could not push key policy", { keyId: this.keyId, error: String(err) });
       throw unavailable("The change is saved but not yet enforced everywhere; repeat the request.");
@@ -214,7 +222,7 @@ export class QuotaLimiterClient {
   async unbanOrThrow(
     offered: Policy,
   ): Promise<{ bannedUntilBefore: number | null; usage: KeyUsage }> {
-    this.#isolateLeases().forgetRefusals();
+    this.#leasesIfAny()?.forgetRefusals();
     type Unbanned = { bannedUntilBefore: number | null; usage: KeyUsage };
     return this.#call<Unbanned>(async (stub) => stub.unban(offered)).catch((err: unknown) => {
       log("error", "could not unban", { keyId: this.keyId, error: String(err) });
@@ -243,8 +251,9 @@ export class QuotaLimiterClient {
    * within LEASE_MS). Never throws.
    */
   async #handBackLease(): Promise<void> {
+    const leases = this.#leasesIfAny();
     await Promise.all([
-      this.#loggingGiveBackFailure(this.#isolateLeases().giveBackUnused(this.#giveBackCall)),
+      leases && this.#loggingGiveBackFailure(leases.giveBackUnused(this.#giveBackCall)),
       this.#handBackLocationStock(),
     ]);
   }

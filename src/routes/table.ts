@@ -26,13 +26,11 @@ const ROUTES: readonly Route[] = [
   { path: "/admin/v1/usage", methods: { GET: "read" }, audience: "operator" },
   { path: "/admin/v1/audit", methods: { GET: "read" }, audience: "operator" },
   { path: "/admin/v1/whoami", methods: { GET: "read" }, audience: "operator" },
-  // Pages, which send their own headers: the API reference and the operator console.
+  // Pages, which send their own headers: the API reference and the operator console (their
+  // scripts and styles are static assets from public/, not routes of the Worker).
   { path: "/", methods: { GET: "read" }, audience: "page" },
   { path: "/docs", methods: { GET: "read" }, audience: "page" },
   { path: "/admin", methods: { GET: "read" }, audience: "page" },
-  { path: "/admin/console.js", methods: { GET: "read" }, audience: "page" },
-  { path: "/admin/console.css", methods: { GET: "read" }, audience: "page" },
-  { path: "/admin/favicon.svg", methods: { GET: "read" }, audience: "page" },
 ];
 
 export const routeTable = new RouteTable(ROUTES);

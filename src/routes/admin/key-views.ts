@@ -1,13 +1,12 @@
 import type { z } from "@hono/zod-openapi";
 import type { FieldChanges, StoredAuditEntry } from "../../db/audit";
 import { type KeyRecord, keyStatus } from "../../db/keys";
+import { isoTime } from "../../lib/clock";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
 import { ApiError } from "../../lib/errors";
 import type { KeyUsage } from "../../objects/quota-limiter";
 import type { AuditEntrySchema } from "../../schemas/audit";
 import type { KeyDetailSchema, KeySchema } from "../../schemas/keys";
-
-export const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 export function keyView(k: KeyRecord, now: number): z.infer<typeof KeySchema> {
   return {
@@ -17,15 +16,15 @@ export function keyView(k: KeyRecord, now: number): z.infer<typeof KeySchema> {
     plan: k.plan,
     limits: k.limits,
     status: keyStatus(k, now),
-    createdAt: iso(k.createdAt)!,
-    updatedAt: iso(k.updatedAt)!,
-    revokedAt: iso(k.revokedAt),
-    expiresAt: iso(k.expiresAt),
-    disabledAt: iso(k.disabledAt),
+    createdAt: isoTime(k.createdAt)!,
+    updatedAt: isoTime(k.updatedAt)!,
+    revokedAt: isoTime(k.revokedAt),
+    expiresAt: isoTime(k.expiresAt),
+    disabledAt: isoTime(k.disabledAt),
     ownerId: k.ownerId,
     meta: k.meta as z.infer<typeof KeySchema>["meta"],
-    rolledAt: iso(k.rolledAt),
-    previousSecretExpiresAt: iso(k.previousSecretExpiresAt),
+    rolledAt: isoTime(k.rolledAt),
+    previousSecretExpiresAt: isoTime(k.previousSecretExpiresAt),
   };
 }
 
@@ -35,8 +34,8 @@ const AUDITED_FIELDS = (k: KeyRecord): Record<string, unknown> => ({
   plan: k.plan,
   limits: k.limits,
   enabled: k.disabledAt === null,
-  expiresAt: iso(k.expiresAt),
-  revokedAt: iso(k.revokedAt),
+  expiresAt: isoTime(k.expiresAt),
+  revokedAt: isoTime(k.revokedAt),
   ownerId: k.ownerId,
   meta: k.meta,
 });
@@ -56,7 +55,7 @@ export function fieldChanges(before: KeyRecord | null, after: KeyRecord): FieldC
 export function auditEntryView(e: StoredAuditEntry): z.infer<typeof AuditEntrySchema> {
   return {
     id: e.id,
-    at: iso(e.at)!,
+    at: isoTime(e.at)!,
     actor: e.actor,
     action: e.action,
     keyId: e.keyId,
@@ -134,9 +133,9 @@ export function decodeCursorOrThrow<T extends "number" | "string">(
 export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["usage"] {
   if (!u) return null;
   return {
-    minute: { ...u.minute, resetAt: iso(u.minute.resetAt)! },
-    day: { ...u.day, resetAt: iso(u.day.resetAt)! },
-    bannedUntil: iso(u.bannedUntil),
+    minute: { ...u.minute, resetAt: isoTime(u.minute.resetAt)! },
+    day: { ...u.day, resetAt: isoTime(u.day.resetAt)! },
+    bannedUntil: isoTime(u.bannedUntil),
   };
 }
 

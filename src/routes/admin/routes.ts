@@ -14,7 +14,7 @@ import {
   settingsOf,
 } from "../../db/keys";
 import { lastUsedDays } from "../../db/usage-history";
-import { clock } from "../../lib/clock";
+import { clock, isoTime } from "../../lib/clock";
 import { randomBase62, sha256Hex } from "../../lib/crypto";
 import { ApiError, unavailable } from "../../lib/errors";
 import { log } from "../../lib/log";
@@ -42,7 +42,6 @@ import {
   decodeKeyCursorOrThrow,
   encodeKeyCursor,
   fieldChanges,
-  iso,
   keyView,
   pageOf,
   usageView,
@@ -75,7 +74,7 @@ async function activityOf(
           ? heldLastDay
           : storedLastDay,
       today: { used: usage.day.count, limit: usage.day.limit ?? key.limits.perDay },
-      bannedUntil: iso(usage.bannedUntil),
+      bannedUntil: isoTime(usage.bannedUntil),
     };
   } catch {
     return null;
@@ -140,7 +139,7 @@ function notRevokedOrThrow(current: KeyRecord, change: string): void {
   if (current.revokedAt !== null)
     throw new ApiError(
       "key_revoked",
-      `The key was revoked at ${iso(current.revokedAt)}; a revoked key cannot be ${change}.`,
+      `The key was revoked at ${isoTime(current.revokedAt)}; a revoked key cannot be ${change}.`,
     );
 }
 
@@ -436,7 +435,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         await appendAudit(
           c.env.DB,
           auditOf(c, "unban", id, {
-            bannedUntil: { before: iso(bannedUntilBefore), after: iso(usage.bannedUntil) },
+            bannedUntil: { before: isoTime(bannedUntilBefore), after: isoTime(usage.bannedUntil) },
           }),
           [clearBanStatement(c.env.DB, id)],
         );
@@ -480,8 +479,8 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           auditOf(c, "roll", id, {
             prefix: { before: current.prefix, after: displayPrefix },
             previousSecretExpiresAt: {
-              before: iso(current.previousSecretExpiresAt),
-              after: iso(previousExpiresAt),
+              before: isoTime(current.previousSecretExpiresAt),
+              after: isoTime(previousExpiresAt),
             },
           }),
         );

@@ -28,8 +28,8 @@ const SecretBox: FC<{ id: string }> = ({ id }) => (
 
 /**
  * The operator console's one page, rendered on the server with Hono's JSX. It holds no data:
- * console.client.js fills it in from the admin API with the token the operator pastes (kept in
- * sessionStorage only). No inline script or style, so the CSP can be `default-src 'self'`.
+ * its script (public/admin/console.js) fills it in from the admin API with the token the
+ * operator pastes (kept in sessionStorage only). No inline script or style, so the CSP can be `default-src 'self'`.
  */
 const ConsolePage: FC = () => (
   <html lang="en">

@@ -8,7 +8,7 @@ import {
 import { forgetKey } from "../../auth/key-cache";
 import { getKey } from "../../db/keys";
 import { everyDay, readUsageDays } from "../../db/usage-history";
-import { clock, DAY_MS, dayName, dayStartOf } from "../../lib/clock";
+import { clock, DAY_MS, dayName, dayStartOf, isoTime } from "../../lib/clock";
 import { ApiError } from "../../lib/errors";
 import { ExpiringMap } from "../../lib/expiring-map";
 import type { EnvWith } from "../../lib/hono-env";
@@ -29,8 +29,6 @@ import { OWN_USAGE_DAYS, OwnUsageSchema } from "../../schemas/usage";
  * at most this many calls a minute, and nothing once refused.
  */
 export const USAGE_READS_PER_MINUTE = 30;
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 // Keys refused more usage reads in this isolate, with the window they were refused for.
 const refusedReads = new ExpiringMap<string, WindowStatus>(10_000);
@@ -144,7 +142,7 @@ export const ownUsageApi = new OpenAPIHono<EnvWith<ApiKeyVariables>>({
     limit: w.limit,
     used,
     remaining: w.remaining,
-    resetAt: iso(w.resetAt),
+    resetAt: isoTime(w.resetAt),
   });
   for (const [name, value] of Object.entries(quotaHeaders([minute, day], usage.bannedUntil, now)))
     c.header(name, value);
@@ -154,7 +152,7 @@ export const ownUsageApi = new OpenAPIHono<EnvWith<ApiKeyVariables>>({
         id: key.id,
         name: key.name,
         prefix: key.prefix,
-        expiresAt: key.expiresAt === null ? null : iso(key.expiresAt),
+        expiresAt: isoTime(key.expiresAt),
       },
       plan: key.plan,
       limits: { perMinute: minute.limit, perDay: day.limit },
@@ -162,7 +160,7 @@ export const ownUsageApi = new OpenAPIHono<EnvWith<ApiKeyVariables>>({
         minute: windowView(minute, usage.minute.count),
         day: windowView(day, usage.day.count),
       },
-      ban: usage.bannedUntil === null ? null : { until: iso(usage.bannedUntil) },
+      ban: usage.bannedUntil === null ? null : { until: isoTime(usage.bannedUntil) },
       days,
     },
     200,

@@ -1,5 +1,5 @@
-// The operator console's browser code: plain DOM, no framework, no other origin. Served by the
-// Worker as text (routes/console/routes.ts) under a CSP of default-src 'self'. Everything shown
+// The operator console's browser code: plain DOM, no framework, no other origin. A static asset
+// loaded by the page (src/routes/console/) under a CSP of default-src 'self'. Everything shown
 // comes from the admin API and goes into the page as text (textContent), never as HTML. The usage
 // chart is plain SVG drawn here: a few dozen elements, no library to ship or to allow in the CSP.
 
