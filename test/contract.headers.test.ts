@@ -4,7 +4,7 @@
 // statuses it declares, and every header a response declares is sent by the requests here that
 // produce that operation and status.
 import { describe, expect, it, vi } from "vitest";
-import { AUTH_FAILURES_PER_MINUTE } from "../src/objects/auth-shield";
+import { AUTH_FAILURES_PER_MINUTE } from "../src/quota/windows";
 import { DEPRECATION_VALUES, SUNSET_AT } from "../src/schemas/deprecation";
 import {
   ADMIN,

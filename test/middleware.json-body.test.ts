@@ -62,3 +62,44 @@ describe("JSON bodies must be well-formed UTF-8", () => {
     expect((await expectError(patch, 400, "invalid_request")).message).toMatch(/UTF-8/);
   });
 });
+
+describe("JSON bodies are sent uncompressed", () => {
+  it.each([
+    [
+      "gzip",
+      () =>
+        new Blob([JSON.stringify({ name: "Gz", categoryId: 1 })])
+          .stream()
+          .pipeThrough(new CompressionStream("gzip")),
+    ],
+    ["br", () => JSON.stringify({ name: "Br", categoryId: 1 })],
+  ])(
+    "POST /v1/pets with Content-Encoding: %s → 415 naming the coding, nothing stored",
+    async (coding, body) => {
+      const { key } = await issueKey();
+      const before = await petCount();
+      const sent = body();
+      const res = await call("/v1/pets", {
+        method: "POST",
+        headers: auth(key, { "Content-Type": "application/json", "Content-Encoding": coding }),
+        body:
+          typeof sent === "string" ? sent : new Uint8Array(await new Response(sent).arrayBuffer()),
+      });
+      const error = await expectError(res, 415, "unsupported_media_type");
+      expect(error.message).toBe(
+        `The body must be sent uncompressed (got Content-Encoding: "${coding}").`,
+      );
+      expect(await petCount()).toBe(before);
+    },
+  );
+
+  it("Content-Encoding: identity is the plain body → 201", async () => {
+    const { key } = await issueKey();
+    const res = await call("/v1/pets", {
+      method: "POST",
+      headers: auth(key, { "Content-Type": "application/json", "Content-Encoding": "identity" }),
+      body: JSON.stringify({ name: "Plain", categoryId: 1 }),
+    });
+    expect(res.status).toBe(201);
+  });
+});

@@ -1,10 +1,9 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
-import { AUTH_FAILURES_PER_MINUTE } from "../objects/auth-shield";
 import { recordAuthFailure } from "../objects/auth-shield-client";
 import { rateLimitHeaders } from "../quota/headers";
-import type { Decision, WindowStatus } from "../quota/windows";
+import { AUTH_FAILURES_PER_MINUTE, type Decision, type WindowStatus } from "../quota/windows";
 
 // Clients refused in this isolate, with the full window their shield object refused them for.
 // They are answered here, without a call to the object or a D1 lookup, so a guessing client

@@ -12,6 +12,13 @@ const requireJsonType: MiddlewareHandler = async (c, next) => {
     const message = `The body must be JSON sent with Content-Type: application/json (got ${got}).`;
     throw new ApiError("unsupported_media_type", message);
   }
+  // The body is read as sent: a compressed one would fail as "not UTF-8" (gzip) or, worse, be
+  // read as plain JSON while its sender meant another coding. Refuse any coding (RFC 9110 §8.4).
+  const coding = c.req.header("Content-Encoding")?.trim().toLowerCase();
+  if (coding && coding !== "identity") {
+    const message = `The body must be sent uncompressed (got Content-Encoding: ${JSON.stringify(coding)}).`;
+    throw new ApiError("unsupported_media_type", message);
+  }
   await next();
 };
 
@@ -39,7 +46,7 @@ const requireUtf8: MiddlewareHandler = async (c, next) => {
 };
 
 /**
- * For operations that take a JSON body: 415 for other media types, 413 past 16 KiB, 400 for a
- * body that is not well-formed UTF-8.
+ * For operations that take a JSON body: 415 for other media types or a compressed body, 413 past
+ * 16 KiB, 400 for a body that is not well-formed UTF-8.
  */
 export const jsonBody: MiddlewareHandler[] = [requireJsonType, limitSize, requireUtf8];

@@ -1,8 +1,14 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
-import { countFailure, type Decision, EMPTY_USAGE, type UsageState } from "../quota/windows";
-import { AUTH_FAILURES_PER_MINUTE, type AuthShield } from "./auth-shield";
+import {
+  AUTH_FAILURES_PER_MINUTE,
+  countFailure,
+  type Decision,
+  EMPTY_USAGE,
+  type UsageState,
+} from "../quota/windows";
+import type { AuthShield } from "./auth-shield";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
 // Per client, the failures this isolate counted itself while the client's shield was unreachable.

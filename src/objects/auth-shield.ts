@@ -1,15 +1,18 @@
 import { DurableObject } from "cloudflare:workers";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
-import { countFailure, type Decision, EMPTY_USAGE, type UsageState } from "../quota/windows";
+import {
+  AUTH_FAILURES_PER_MINUTE,
+  countFailure,
+  type Decision,
+  EMPTY_USAGE,
+  type UsageState,
+} from "../quota/windows";
 import { migrateSchema } from "./schema-migrations";
 import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
 
 /** The object's storage schema, oldest first (see schema-migrations.ts). */
 export const AUTH_SHIELD_MIGRATIONS = [CREATE_USAGE_TABLE] as const;
-
-/** Failed authentications a client may make per minute before it gets 429. */
-export const AUTH_FAILURES_PER_MINUTE = 30;
 
 /**
  * One per client IP. Counts failed authentications so API keys cannot be guessed at speed.

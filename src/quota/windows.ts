@@ -141,6 +141,9 @@ export function decide(
     : refuse("rate_limited", state.minuteStart + MINUTE_MS);
 }
 
+/** Failed authentications a client may make per minute before it gets 429. */
+export const AUTH_FAILURES_PER_MINUTE = 30;
+
 /** The per-client shield against key guessing: counts failed authentications in the minute window. */
 export function countFailure(
   previous: UsageState,

@@ -2,6 +2,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Env as HonoEnv } from "hono";
 import { etagOfText } from "../lib/etag";
 import { BOOKMARK_HEADER } from "../middleware/d1-session";
+import { AUTH_FAILURES_PER_MINUTE } from "../quota/windows";
 import { RATE_LIMIT_HEADERS } from "../schemas/headers";
 
 type Document = ReturnType<OpenAPIHono["getOpenAPI31Document"]>;
@@ -202,7 +203,7 @@ export function openApiDocument(...apis: Pick<OpenAPIHono, "openAPIRegistry">[])
               "Every response carries the quota headers (`X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset`, `RateLimit-Policy`, `RateLimit`) except this document, which is public and outside every quota; 429 and 503 carry `Retry-After` (seconds).",
               "",
               "- With a usable key they describe the key's windows (`minute` and `day`).",
-              "- When no key could be used (none, another scheme, a malformed header, an unknown, revoked, disabled or expired key, a rolled secret) they describe the client's failed-authentication window: 30 a minute per client address (`\"minute\";q=30;w=60`). Only a token that matches no key counts in it; the other answers read it as the serving isolate last learnt it from the client's counted guesses (a full window when it has learnt nothing this minute), so `Remaining` may be higher than the shared count.",
+              `- When no key could be used (none, another scheme, a malformed header, an unknown, revoked, disabled or expired key, a rolled secret) they describe the client's failed-authentication window: ${AUTH_FAILURES_PER_MINUTE} a minute per client address (\`"minute";q=${AUTH_FAILURES_PER_MINUTE};w=60\`). Only a token that matches no key counts in it; the other answers read it as the serving isolate last learnt it from the client's counted guesses (a full window when it has learnt nothing this minute), so \`Remaining\` may be higher than the shared count.`,
               "- While the key's rate limiter cannot be reached, requests are let through within a fallback allowance of the key's per-minute limit per minute (per isolate); the headers then describe that allowance and `RateLimit-Policy`/`RateLimit` name it `\"fallback\"`, since the key's own windows cannot be known.",
               "- During a temporary ban `X-RateLimit-Remaining` is 0 and `X-RateLimit-Reset` the moment a request can succeed; `RateLimit` still shows each window as it is.",
             ].join("\n"),

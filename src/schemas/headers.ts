@@ -1,4 +1,5 @@
 // Response headers as documented in the OpenAPI document (plain OpenAPI header objects).
+import { AUTH_FAILURES_PER_MINUTE } from "../quota/windows";
 import { DEPRECATION_VALUES } from "./deprecation";
 
 type Schema = { type: "string" } | { type: "integer"; minimum?: number };
@@ -19,7 +20,7 @@ export const RATE_LIMIT_HEADERS = {
     'IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… ("fallback" while the key\'s limiter cannot be reached)',
   ),
   "RateLimit-Policy": header(
-    'IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 (the client\'s failed-authentication window "minute";q=30;w=60 when no key could be used; "fallback";q=<per-minute limit>;w=60 while the key\'s limiter cannot be reached)',
+    `IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 (the client's failed-authentication window "minute";q=${AUTH_FAILURES_PER_MINUTE};w=60 when no key could be used; "fallback";q=<per-minute limit>;w=60 while the key's limiter cannot be reached)`,
   ),
 };
 
