@@ -34,7 +34,8 @@ export default defineConfig(async () => {
     test: {
       // e2e/ runs under node --test against wrangler dev (npm run test:e2e); the bench's own
       // tests run apart from the product's (npm run test:bench, bench/vitest.config.ts).
-      exclude: [...configDefaults.exclude, "e2e/**", "bench/**"],
+      // .stryker-tmp: npm run mutate's sandbox copies (their tests run inside the sandbox).
+      exclude: [...configDefaults.exclude, "e2e/**", "bench/**", ".stryker-tmp/**"],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       // Test files run in workerd, one per worker at a time; vitest's default leaves one core to
       // its own process, which mostly waits for the workers here: use them all.

@@ -282,7 +282,28 @@ describe("stored days after a lease's unused permits come back", () => {
     expect(await runDurableObjectAlarm(stub)).toBe(true); // the day-end flush
     expect(await storedRows(id)).toEqual([row(DAY_A, 1)]);
     expect(await daysHeldByObject(id)).toEqual([]);
+    // The object keeps nothing of the day D1 took, its revision included.
+    const revisions = await runInDurableObject(stub, (_: QuotaLimiter, state) =>
+      state.storage.sql.exec("SELECT day_start FROM usage_history_revisions").toArray(),
+    );
+    expect(revisions).toEqual([]);
     expect((await usageData(id, `?from=${DAY_A}&to=${DAY_A}`))[0]!.admitted).toBe(1);
+  });
+
+  it("two writes of a day racing while requests are admitted: the later, higher totals stay", async () => {
+    fixClock(START_A + 3600_000);
+    const { id } = await issueKey("pro");
+    const stub = env.QUOTA.getByName(id);
+    const policy = policyOf((await getKey(env.DB, id))!);
+    expect((await stub.admit(policy)).outcome).toBe("allowed");
+    const { release, started } = await holdObjectWrites(stub);
+    const older = runInDurableObject(stub, (instance: QuotaLimiter) => instance.saveUsageHistory());
+    await started();
+    for (let i = 0; i < 2; i++) expect((await stub.admit(policy)).outcome).toBe("allowed");
+    await runInDurableObject(stub, (instance: QuotaLimiter) => instance.saveUsageHistory());
+    release();
+    expect((await older).map((d) => d.admitted)).toEqual([1]);
+    expect(await storedRows(id)).toEqual([row(DAY_A, 3)]);
   });
 
   it("a day the object held before it numbered revisions replaces what D1 stored then", async () => {
