@@ -112,9 +112,11 @@ const rowOf = (id) => page.waitForSelector(`#key-table tbody tr[data-key-id="${i
 
 async function openKey(id) {
   await (await rowOf(id)).click();
+  // Not busy: the open this click started has drawn the key (it may be on show already).
   await page.waitForFunction(
     (k) =>
       document.querySelector("#detail")?.dataset.keyId === k &&
+      !document.querySelector("#detail")?.hasAttribute("aria-busy") &&
       document.querySelectorAll("#usage-chart g.day").length > 0,
     {},
     id,

@@ -346,3 +346,34 @@ describe("a query parameter given twice or left out is named with the rule, in t
     expect(body.message).toBe(message);
   });
 });
+
+describe("enterprise limits fit the RateLimit headers", () => {
+  it("a limit over 15 digits → 400 naming the bound; 15 digits → a valid RateLimit-Policy", async () => {
+    const over = await postJson(
+      "/admin/v1/keys",
+      { name: "huge", plan: "enterprise", limits: { perMinute: 1000, perDay: 1e15 } },
+      ADMIN,
+    );
+    const body = await expectError(over, 400, "invalid_request");
+    expect(body.message).toBe(
+      "limits.perDay: must be at most 999999999999999 (the RateLimit headers carry integers of at most 15 digits)",
+    );
+
+    const made = await postJson(
+      "/admin/v1/keys",
+      {
+        name: "largest",
+        plan: "enterprise",
+        limits: { perMinute: 1000, perDay: 999_999_999_999_999 },
+      },
+      ADMIN,
+    );
+    expect(made.status).toBe(201);
+    const { key } = (await made.json()) as { key: string };
+    const res = await call("/v1/pets", { headers: auth(key) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("RateLimit-Policy")).toBe(
+      '"minute";q=1000;w=60, "day";q=999999999999999;w=86400',
+    );
+  });
+});

@@ -305,11 +305,30 @@
     for (const box of $$("#actions .secret")) box.hidden = true;
   }
 
+  let lastOpen = 0;
+
+  /**
+   * Shows key `id`. The detail is aria-busy until the last open asked for is drawn; an earlier
+   * open that answers later is dropped, so a slow answer never redraws an older state over a
+   * newer one, or over what the operator has typed into the action forms since.
+   */
   async function openKey(id) {
+    const open = ++lastOpen;
+    const detail = $("#detail");
+    detail.setAttribute("aria-busy", "true");
+    try {
+      await drawKey(id, () => open === lastOpen);
+    } finally {
+      if (open === lastOpen) detail.removeAttribute("aria-busy");
+    }
+  }
+
+  async function drawKey(id, isLatest) {
     const [key, audit] = await Promise.all([
       api("GET", `/keys/${id}`),
       api("GET", `/audit?keyId=${id}&limit=20`),
     ]);
+    if (!isLatest()) return;
     if (current?.id !== id) clearResults();
     current = key;
     for (const row of $$("#key-table tbody tr"))

@@ -353,21 +353,31 @@ export class LeaseHolder {
       windows: this.#atContact,
       changes: this.#changes,
     };
+    return this.#sendRenewal(renew, { leaseId: lease.id, want, holding: sent.holding }, (answer) =>
+      this.#renewed(answer, sent),
+    );
+  }
+
+  /**
+   * Sends `request` (a renewal, or a refill) to the object, with the leases waiting to be handed
+   * back, as this holder's one renewal in flight; `apply` applies the answer. When the call fails
+   * (or takes longer than RENEWAL_DEADLINE_MS), the leases it carried wait to be handed back again.
+   */
+  #sendRenewal(
+    renew: NonNullable<LeaseCalls["renew"]>,
+    request: Omit<RenewalRequest, "returning">,
+    apply: (answer: Renewal) => boolean,
+  ): Promise<boolean> {
     const returning = this.#unreturned.splice(0);
     const renewal = withDeadline(
       // A call that throws instead of rejecting must not fail the request that sent it.
-      Promise.resolve().then(() =>
-        renew({ leaseId: lease.id, want, holding: sent.holding, returning }),
-      ),
+      Promise.resolve().then(() => renew({ ...request, returning })),
       RENEWAL_DEADLINE_MS,
     )
-      .then(
-        (answer) => this.#renewed(answer, sent),
-        (err: unknown) => {
-          for (const r of returning) this.#keepToReturn(r.id, r.unused);
-          throw err;
-        },
-      )
+      .then(apply, (err: unknown) => {
+        for (const r of returning) this.#keepToReturn(r.id, r.unused);
+        throw err;
+      })
       .finally(() => {
         this.#renewal = null;
       });
@@ -390,26 +400,10 @@ export class LeaseHolder {
     if (now < this.#noLeaseUntil) return null;
     if (this.#lease && this.#usable(this.#lease, policy, now)) return null;
     this.#retireLease(policy, now);
-    const returning = this.#unreturned.splice(0);
     const changes = this.#changes;
-    const refill = withDeadline(
-      Promise.resolve().then(() =>
-        renew({ leaseId: "", want: this.#stock, holding: 0, returning }),
-      ),
-      RENEWAL_DEADLINE_MS,
-    )
-      .then(
-        (answer) => this.#refilled(answer, policy, changes),
-        (err: unknown) => {
-          for (const r of returning) this.#keepToReturn(r.id, r.unused);
-          throw err;
-        },
-      )
-      .finally(() => {
-        this.#renewal = null;
-      });
-    this.#renewal = refill;
-    return refill;
+    return this.#sendRenewal(renew, { leaseId: "", want: this.#stock, holding: 0 }, (answer) =>
+      this.#refilled(answer, policy, changes),
+    );
   }
 
   /** Applies a refill's answer (see `refill`); permits it cannot use go to the ones to hand back. */

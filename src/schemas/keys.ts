@@ -6,12 +6,22 @@ const planError = { error: `must be one of: ${PLANS.join(", ")}` };
 
 const PlanSchema = z.enum(PLANS, planError).openapi("Plan");
 
+/**
+ * The largest limit a key may have: every /v1 answer states it in RateLimit-Policy, a structured
+ * field whose integers have at most 15 digits (RFC 9651 §3.3.1); a larger one would make the
+ * header invalid for every client of the key.
+ */
+const MAX_LIMIT = 999_999_999_999_999;
+
 const count = (what: string) =>
   z
     .number({ error: `must be an integer number of requests per ${what}` })
     .int(`must be an integer number of requests per ${what}`)
     .min(1, "must be at least 1")
-    .max(Number.MAX_SAFE_INTEGER, "is too large");
+    .max(
+      MAX_LIMIT,
+      `must be at most ${MAX_LIMIT} (the RateLimit headers carry integers of at most 15 digits)`,
+    );
 
 const LimitsSchema = z
   .strictObject({ perMinute: count("minute"), perDay: count("day") })
@@ -35,7 +45,7 @@ const OwnerIdSchema = DisplayNameSchema.openapi({
 /** At most 2 KiB of JSON (UTF-8), as stored. */
 const MAX_META_BYTES = 2048;
 /** How deeply `meta` may nest: the object itself is level 1. */
-export const MAX_META_DEPTH = 8;
+const MAX_META_DEPTH = 8;
 
 /** Whether `value` nests objects or arrays more than `levels` deep (looks no deeper than that). */
 function nestsDeeperThan(value: unknown, levels: number): boolean {

@@ -13,13 +13,14 @@ import {
   rollKeySecret,
   settingsOf,
 } from "../../db/keys";
-import { lastUsedDays } from "../../db/usage-history";
+import { lastUsedDays, type UsageDay } from "../../db/usage-history";
 import { clock, isoTime } from "../../lib/clock";
 import { randomBase62, sha256Hex } from "../../lib/crypto";
 import { ApiError, unavailable } from "../../lib/errors";
 import { log } from "../../lib/log";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
+import type { KeyUsage } from "../../objects/quota-limiter";
 import { locationOf, policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
 import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
 import { adminErrorResponses, json, NoQuerySchema } from "../../schemas/common";
@@ -50,35 +51,30 @@ import {
 const byId = { params: KeyIdParamSchema, query: NoQuerySchema };
 
 /**
- * What a listed key has been doing, from its quota object (one call per listed key, in
- * parallel; null for a key whose object could not be reached) and `storedLastDay`, the last day
- * D1 holds a request for. No D1 write on the key's requests: today lives in the object.
+ * What a listed key has been doing, from `report` (its quota object's, null when the object could
+ * not be reached) and `storedLastDay`, the last day D1 holds a request for. No D1 write on the
+ * key's requests: today lives in the object.
  */
-async function activityOf(
-  env: Env,
+function activityOf(
   key: KeyRecord,
+  report: { usage: KeyUsage; days: UsageDay[] } | null,
   storedLastDay: string | null,
-): Promise<z.infer<typeof ListedKeySchema>["activity"]> {
-  try {
-    const { usage, days } = await new QuotaLimiterClient(env.QUOTA, key.id).reportOrThrow(
-      policyOf(key),
-    );
-    const used = days.filter(
-      (d) =>
-        d.admitted + d.refused.rate_limited + d.refused.quota_exceeded + d.refused.key_banned > 0,
-    );
-    const heldLastDay = used.at(-1)?.day ?? null;
-    return {
-      lastUsedDay:
-        heldLastDay !== null && (storedLastDay === null || heldLastDay > storedLastDay)
-          ? heldLastDay
-          : storedLastDay,
-      today: { used: usage.day.count, limit: usage.day.limit ?? key.limits.perDay },
-      bannedUntil: isoTime(usage.bannedUntil),
-    };
-  } catch {
-    return null;
-  }
+): z.infer<typeof ListedKeySchema>["activity"] {
+  if (!report) return null;
+  const { usage, days } = report;
+  const used = days.filter(
+    (d) =>
+      d.admitted + d.refused.rate_limited + d.refused.quota_exceeded + d.refused.key_banned > 0,
+  );
+  const heldLastDay = used.at(-1)?.day ?? null;
+  return {
+    lastUsedDay:
+      heldLastDay !== null && (storedLastDay === null || heldLastDay > storedLastDay)
+        ? heldLastDay
+        : storedLastDay,
+    today: { used: usage.day.count, limit: usage.day.limit ?? key.limits.perDay },
+    bannedUntil: isoTime(usage.bannedUntil),
+  };
 }
 
 /** Enterprise keys need their own limits; the other plans take the plan table's and refuse any. */
@@ -275,16 +271,22 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         { plan, state, ownerId, search: q, now },
       );
       const { page, nextCursor } = pageOf(keys, limit, encodeKeyCursor);
-      const lastUsed = await lastUsedDays(
-        c.env.DB,
-        page.map((k) => k.id),
-      );
-      const data = await Promise.all(
-        page.map(async (k) => ({
-          ...keyView(k, now),
-          activity: await activityOf(c.env, k, lastUsed.get(k.id) ?? null),
-        })),
-      );
+      // The days D1 holds and one call per listed key's object, all at once.
+      const [lastUsed, reports] = await Promise.all([
+        lastUsedDays(
+          c.env.DB,
+          page.map((k) => k.id),
+        ),
+        Promise.all(
+          page.map((k) =>
+            new QuotaLimiterClient(c.env.QUOTA, k.id).reportOrThrow(policyOf(k)).catch(() => null),
+          ),
+        ),
+      ]);
+      const data = page.map((k, i) => ({
+        ...keyView(k, now),
+        activity: activityOf(k, reports[i] ?? null, lastUsed.get(k.id) ?? null),
+      }));
       return c.json({ data, nextCursor }, 200);
     },
   )
