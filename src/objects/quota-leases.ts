@@ -14,6 +14,7 @@ import {
 import type { KeyDecision, Policy, Refusal, WindowStatus } from "../quota/windows";
 import type {
   Admission,
+  Lease,
   LeaseRequest,
   Renewal,
   RenewalRequest,
@@ -51,6 +52,17 @@ export interface HolderDecision {
 interface HeldLease extends LeaseInUse {
   id: string;
   policyVersion: number;
+}
+
+/** A lease the object has just granted under policy `policyVersion`, none of it used yet. */
+function heldLease(granted: Lease, policyVersion: number): HeldLease {
+  return {
+    id: granted.id,
+    left: granted.permits,
+    lastGrant: granted.permits,
+    expiresAt: granted.expiresAt,
+    policyVersion,
+  };
 }
 
 /** What an isolate had when it sent a renewal, to read the answer against. */
@@ -421,13 +433,7 @@ export class LeaseHolder {
       this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
       return false;
     }
-    this.#lease = {
-      id: granted.id,
-      left: granted.permits,
-      lastGrant: granted.permits,
-      expiresAt: granted.expiresAt,
-      policyVersion: answer.policyVersion,
-    };
+    this.#lease = heldLease(granted, answer.policyVersion);
     return true;
   }
 
@@ -483,13 +489,7 @@ export class LeaseHolder {
     }
     // A new lease (the one in use was of an earlier minute): the old one's rest goes back.
     this.#keepToReturn(lease.id, lease.left);
-    this.#lease = {
-      id: granted.id,
-      left: granted.permits,
-      lastGrant: granted.permits,
-      expiresAt: granted.expiresAt,
-      policyVersion: answer.policyVersion,
-    };
+    this.#lease = heldLease(granted, answer.policyVersion);
     return true;
   }
 
@@ -536,15 +536,7 @@ export class LeaseHolder {
       const minute = decision.windows.find((w) => w.name === "minute");
       this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
     }
-    if (lease) {
-      this.#lease = {
-        id: lease.id,
-        left: lease.permits,
-        lastGrant: lease.permits,
-        expiresAt: lease.expiresAt,
-        policyVersion: decision.policyVersion,
-      };
-    }
+    if (lease) this.#lease = heldLease(lease, decision.policyVersion);
     this.#atContact = decision.windows;
     this.#admittedSince = 0;
     const leaseGranted = lease !== null;
