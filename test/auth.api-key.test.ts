@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ADMIN, auth, call, expectError, fixClock, issueKey, postJson } from "./helpers";
+import { ADMIN, auth, call, callWith, expectError, fixClock, issueKey, postJson } from "./helpers";
 
 const REALM = 'Bearer realm="animal-store"';
 const INVALID_TOKEN = /^Bearer realm="animal-store", error="invalid_token"$/;
@@ -170,5 +170,22 @@ describe("keys", () => {
       expect(line).not.toContain(unknown);
       expect(line).not.toContain(env.ADMIN_TOKEN);
     }
+  });
+});
+
+describe("a cached key near the end of its entry", () => {
+  it("is re-read after the response, so a change made behind the cache shows before the entry ends", async () => {
+    const time = fixClock(Date.UTC(2030, 0, 1, 12));
+    const { id, key } = await issueKey("pro");
+    const list = () => callWith({}, "/v1/pets?limit=1", { headers: auth(key) }, { wait: true });
+    expect((await list()).status).toBe(200); // cached from here, for 30 s
+    // Disabled behind the cache's back (straight in D1, as another isolate's write would be).
+    await env.DB.prepare("UPDATE api_keys SET disabled_at = ?1 WHERE id = ?2")
+      .bind(time.now, id)
+      .run();
+    time.now += 26_000; // the entry asks for a re-read from 25 s on
+    expect((await list()).status).toBe(200); // answered from the cache; re-read after it
+    time.now += 1_000; // still 3 s before the entry would end
+    await expectError(await list(), 401, "unauthorized");
   });
 });

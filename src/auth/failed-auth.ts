@@ -20,7 +20,7 @@ const lastSeen = new ExpiringMap<string, WindowStatus>(10_000);
  * it from the shield, or, when it has learnt nothing in the current minute, the full window (30
  * left until the minute ends). Other isolates' counts since then are not in it.
  */
-export function knownFailureWindow(shieldName: string, now = clock.now()): WindowStatus {
+function knownFailureWindow(shieldName: string, now = clock.now()): WindowStatus {
   const seen = lastSeen.get(shieldName, now);
   if (seen) return seen;
   const resetAt = now - (now % MINUTE_MS) + MINUTE_MS;

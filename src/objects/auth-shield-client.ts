@@ -11,18 +11,10 @@ import {
 import type { AuthShield } from "./auth-shield";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
-// Per client, the failures this isolate counted itself while the client's shield was unreachable.
+// Per shield, the requests this isolate counted itself while the shield was unreachable.
 const countedHere = new ExpiringMap<string, UsageState>(10_000);
 
-/**
- * Counts one failed authentication in the client's AuthShield (the only code that calls its
- * stub) and returns its decision. When the shield does not answer, the limit still holds:
- * - overloaded: the client's own failures flood it, so the client is refused until its minute
- *   window ends (never let through, or flooding would switch the shield off);
- * - unreachable (an outage): this isolate counts the client's failures itself, with the same
- *   rule and limit, so a guessing client gets at most that many per isolate and minute, while
- *   the 401s go on (an outage of the shield must not lock every client out).
- */
+/** Counts one failed authentication in the client's AuthShield (see countInShield). */
 export function recordAuthFailure(
   namespace: DurableObjectNamespace<AuthShield>,
   shieldName: string,
@@ -31,8 +23,14 @@ export function recordAuthFailure(
 }
 
 /**
- * Counts one request in the shield object `shieldName` against `limit` per minute, with the
- * same fallbacks as recordAuthFailure when the object does not answer.
+ * Counts one request in the AuthShield object `shieldName` against `limit` per minute (this is
+ * the only code that calls a shield's stub) and returns its decision: a client's failed
+ * authentications, or a key's usage reads. When the shield does not answer, the limit still holds:
+ * - overloaded: the client's own requests flood it, so the client is refused until its minute
+ *   window ends (never let through, or flooding would switch the shield off);
+ * - unreachable (an outage): this isolate counts the requests itself, with the same rule and
+ *   limit, so a client gets at most that many per isolate and minute, while the answers go on
+ *   (an outage of the shield must not lock every client out).
  */
 export async function countInShield(
   namespace: DurableObjectNamespace<AuthShield>,
@@ -47,7 +45,9 @@ export async function countInShield(
   } catch (err) {
     const now = clock.now();
     if (isOverloaded(err)) {
-      log("warn", "auth shield overloaded; refusing the client", { error: String(err) });
+      log("warn", "shield overloaded; refusing the client until its window ends", {
+        error: String(err),
+      });
       const resetAt = now - (now % MINUTE_MS) + MINUTE_MS;
       return {
         outcome: "rate_limited",
@@ -56,7 +56,7 @@ export async function countInShield(
         windows: [{ name: "minute", limit, remaining: 0, resetAt, seconds: 60 }],
       };
     }
-    log("warn", "auth shield unreachable; counting failures in the isolate", {
+    log("warn", "shield unreachable; counting in the isolate", {
       error: String(err),
     });
     const previous = countedHere.get(shieldName, now) ?? EMPTY_USAGE;

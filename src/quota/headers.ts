@@ -39,7 +39,7 @@ export function rateLimitHeaders(d: Decision): Record<string, string> {
  * The name the IETF headers give the limit in force while the key's quota object cannot be
  * reached: the key's windows are unknown then, and these headers say so.
  */
-export const FALLBACK_POLICY = "fallback";
+const FALLBACK_POLICY = "fallback";
 
 /**
  * The rate-limit headers of an answer given without the key's quota object (it did not answer):

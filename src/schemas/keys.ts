@@ -45,7 +45,7 @@ const OwnerIdSchema = DisplayNameSchema.openapi({
 /** At most 2 KiB of JSON (UTF-8), as stored. */
 const MAX_META_BYTES = 2048;
 /** How deeply `meta` may nest: the object itself is level 1. */
-export const MAX_META_DEPTH = 8;
+const MAX_META_DEPTH = 8;
 
 /** Whether `value` nests objects or arrays more than `levels` deep (looks no deeper than that). */
 function nestsDeeperThan(value: unknown, levels: number): boolean {

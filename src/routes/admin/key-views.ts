@@ -16,8 +16,8 @@ export function keyView(k: KeyRecord, now: number): z.infer<typeof KeySchema> {
     plan: k.plan,
     limits: k.limits,
     status: keyStatus(k, now),
-    createdAt: isoTime(k.createdAt)!,
-    updatedAt: isoTime(k.updatedAt)!,
+    createdAt: isoTime(k.createdAt),
+    updatedAt: isoTime(k.updatedAt),
     revokedAt: isoTime(k.revokedAt),
     expiresAt: isoTime(k.expiresAt),
     disabledAt: isoTime(k.disabledAt),
@@ -55,7 +55,7 @@ export function fieldChanges(before: KeyRecord | null, after: KeyRecord): FieldC
 export function auditEntryView(e: StoredAuditEntry): z.infer<typeof AuditEntrySchema> {
   return {
     id: e.id,
-    at: isoTime(e.at)!,
+    at: isoTime(e.at),
     actor: e.actor,
     action: e.action,
     keyId: e.keyId,
@@ -133,8 +133,8 @@ export function decodeCursorOrThrow<T extends "number" | "string">(
 export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["usage"] {
   if (!u) return null;
   return {
-    minute: { ...u.minute, resetAt: isoTime(u.minute.resetAt)! },
-    day: { ...u.day, resetAt: isoTime(u.day.resetAt)! },
+    minute: { ...u.minute, resetAt: isoTime(u.minute.resetAt) },
+    day: { ...u.day, resetAt: isoTime(u.day.resetAt) },
     bannedUntil: isoTime(u.bannedUntil),
   };
 }
