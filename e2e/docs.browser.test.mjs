@@ -28,12 +28,13 @@ describe("/docs in headless Chromium", () => {
     cleanupNow();
   });
 
-  it("renders listPets, createPet and getPet with no request leaving the origin", async () => {
+  it("renders every operation of the document with no request leaving the origin", async () => {
     const doc = await (await fetch(`${api.url}/v1/openapi.json`)).json();
     const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
     assert.deepEqual(operations.map((op) => op.operationId).sort(), [
       "createPet",
       "getPet",
+      "getUsage",
       "listPets",
     ]);
 
@@ -43,6 +44,8 @@ describe("/docs in headless Chromium", () => {
     const pageErrors = [];
     page.on("request", (req) => requests.push(req.url()));
     page.on("pageerror", (err) => pageErrors.push(String(err)));
+    const failed = [];
+    page.on("response", (r) => r.status() >= 400 && failed.push(`${r.status()} ${r.url()}`));
     // Requests the CSP refuses never reach the network: record the refusals too.
     await page.evaluateOnNewDocument(() => {
       globalThis.__violations = [];
@@ -93,6 +96,7 @@ describe("/docs in headless Chromium", () => {
       "CSP violations",
     );
     assert.deepEqual(pageErrors, [], "uncaught errors on the page");
+    assert.deepEqual(failed, [], "requests the page made that failed (a missing icon included)");
   });
 
   it("serves the pinned bundle as a static asset", async () => {

@@ -27,6 +27,7 @@ const PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Animal Store API reference</title>
+<link rel="icon" href="/admin/favicon.svg">
 </head>
 <body>
 <noscript>The API reference needs JavaScript. The OpenAPI document is at <a href="/v1/openapi.json">/v1/openapi.json</a>.</noscript>
