@@ -32,6 +32,11 @@ export class AuthShield extends DurableObject<Env> {
     });
   }
 
+  /**
+   * One failed authentication (countRequest at AUTH_FAILURES_PER_MINUTE). The service calls
+   * countRequest; this name stays for Workers of the previous release, which call it while a
+   * deploy is rolling out and while objects still run the code they started with.
+   */
   recordFailure(): Decision {
     return this.countRequest(AUTH_FAILURES_PER_MINUTE);
   }
