@@ -151,7 +151,7 @@ export interface KeyUsage {
 /**
  * One per API key (named by the key's id). `admit` both enforces and counts; a busy isolate
  * also gets a lease of permits with it and admits from the lease without calling
- * (objects/quota-leases.ts), so not every request reaches the object. The object also keeps
+ * (quota/lease-holder.ts), so not every request reaches the object. The object also keeps
  * the key's current policy
  * (limits and revocation), pushed by the admin API, so plan changes and revocations take
  * effect on the next request even while Workers still hold a cached key record.

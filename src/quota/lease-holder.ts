@@ -1,4 +1,12 @@
 import { clock } from "../lib/clock";
+import type {
+  Admission,
+  Lease,
+  LeaseRequest,
+  Renewal,
+  RenewalRequest,
+  ReturnedLease,
+} from "../objects/quota-limiter";
 import {
   GIVE_BACK_GRACE_MS,
   LEASE_MS,
@@ -10,18 +18,10 @@ import {
   renewsNow,
   STOCK_RENEW_AHEAD_MS,
   windowsAfterLocalAdmissions,
-} from "../quota/lease";
-import type { KeyDecision, Policy, Refusal, WindowStatus } from "../quota/windows";
-import type {
-  Admission,
-  Lease,
-  LeaseRequest,
-  Renewal,
-  RenewalRequest,
-  ReturnedLease,
-} from "./quota-limiter";
+} from "./lease";
+import type { KeyDecision, Policy, Refusal, WindowStatus } from "./windows";
 
-/** How a holder reaches its key's object (quota-limiter-client.ts supplies the stub calls). */
+/** How a holder reaches its key's object (objects/quota-limiter-client.ts supplies the stub calls). */
 export interface LeaseCalls {
   admit(request: LeaseRequest): Promise<Admission>;
   giveBack(returned: ReturnedLease): Promise<void>;
