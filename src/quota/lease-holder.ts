@@ -1,12 +1,4 @@
 import { clock } from "../lib/clock";
-import type {
-  Admission,
-  Lease,
-  LeaseRequest,
-  Renewal,
-  RenewalRequest,
-  ReturnedLease,
-} from "../objects/quota-limiter";
 import {
   GIVE_BACK_GRACE_MS,
   LEASE_MS,
@@ -19,6 +11,14 @@ import {
   STOCK_RENEW_AHEAD_MS,
   windowsAfterLocalAdmissions,
 } from "./lease";
+import type {
+  Admission,
+  Lease,
+  LeaseRequest,
+  Renewal,
+  RenewalRequest,
+  ReturnedLease,
+} from "./lease-messages";
 import type { KeyDecision, Policy, Refusal, WindowStatus } from "./windows";
 
 /** How a holder reaches its key's object (objects/quota-limiter-client.ts supplies the stub calls). */
