@@ -245,7 +245,9 @@ describe("contract documentation", () => {
     const res = await call("/");
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toMatch(/^text\/html/);
-    expect(res.headers.get("Content-Security-Policy")).toMatch(/^default-src 'none'; img-src 'self';/);
+    expect(res.headers.get("Content-Security-Policy")).toMatch(
+      /^default-src 'none'; img-src 'self';/,
+    );
     const html = await res.text();
     const links = [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]);
     expect(links).toEqual(["/admin/favicon.svg", "/docs", "/v1/openapi.json", "/admin"]);
