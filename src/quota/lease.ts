@@ -200,36 +200,3 @@ export function neverAbove(windows: WindowStatus[], shown: WindowStatus[]): Wind
     return before && before.remaining < w.remaining ? { ...w, remaining: before.remaining } : w;
   });
 }
-
-/** What an isolate remembers of a key while its limiter cannot be reached. */
-export interface FallbackState {
-  /** Start of the minute window `admitted` counts in. */
-  minuteStart: number;
-  /** Requests this isolate let through without the object in that minute. */
-  admitted: number;
-}
-
-type FallbackVerdict =
-  | { admit: true; state: FallbackState }
-  | { admit: false; reason: "refused_before" | "allowance_used"; retryAt: number };
-
-/**
- * Failing open, bounded. While the key's object is unreachable (a real outage, not an overloaded
- * object), an isolate lets through at most the key's per-minute limit per minute window, and
- * nothing for a key it has seen refused or banned until that refusal's retryAt: flooding the
- * object cannot buy a client more than its own plan.
- */
-export function fallbackVerdict(
-  previous: FallbackState,
-  limits: Limits,
-  refusedUntil: number,
-  now: number,
-): FallbackVerdict {
-  if (refusedUntil > now) return { admit: false, reason: "refused_before", retryAt: refusedUntil };
-  const minuteStart = now - (now % MINUTE_MS);
-  const admitted = previous.minuteStart === minuteStart ? previous.admitted : 0;
-  if (admitted >= limits.perMinute) {
-    return { admit: false, reason: "allowance_used", retryAt: minuteStart + MINUTE_MS };
-  }
-  return { admit: true, state: { minuteStart, admitted: admitted + 1 } };
-}
