@@ -52,6 +52,8 @@ export interface HolderDecision {
 interface HeldLease extends LeaseInUse {
   id: string;
   policyVersion: number;
+  /** Requests admitted from it: reported with its renewals and its hand-back (the usage history counts them). */
+  used: number;
 }
 
 /** A lease the object has just granted under policy `policyVersion`, none of it used yet. */
@@ -62,8 +64,16 @@ function heldLease(granted: Lease, policyVersion: number): HeldLease {
     lastGrant: granted.permits,
     expiresAt: granted.expiresAt,
     policyVersion,
+    used: 0,
   };
 }
+
+/** What goes back to the object of a lease no longer used. */
+const returnOf = (lease: HeldLease): ReturnedLease => ({
+  id: lease.id,
+  unused: lease.left,
+  used: lease.used,
+});
 
 /** What an isolate had when it sent a renewal, to read the answer against. */
 interface SentRenewal {
@@ -251,7 +261,7 @@ export class LeaseHolder {
     await this.#pendingCalls();
     if (this.#inFlight) return;
     if (this.#lease) {
-      this.#keepToReturn(this.#lease.id, this.#lease.left);
+      this.#keepToReturn(returnOf(this.#lease));
       this.#lease = null;
     }
     await this.giveBackRetired(calls);
@@ -268,7 +278,7 @@ export class LeaseHolder {
     const call = Promise.all(
       returning.map((returned) =>
         calls.giveBack(returned).catch(() => {
-          this.#keepToReturn(returned.id, returned.unused); // the next call hands it back instead
+          this.#keepToReturn(returned); // the next call hands it back instead
         }),
       ),
     ).finally(() => {
@@ -283,7 +293,7 @@ export class LeaseHolder {
    * request asks the object, which hands back the lease's unused permits first.
    */
   dropLease(): void {
-    if (this.#lease) this.#keepToReturn(this.#lease.id, this.#lease.left);
+    if (this.#lease) this.#keepToReturn(returnOf(this.#lease));
     this.#lease = null;
     this.#noLeaseUntil = 0;
     this.#changes++;
@@ -310,6 +320,7 @@ export class LeaseHolder {
     const lease = this.#lease;
     if (!lease || !this.#usable(lease, policy, now)) return null;
     lease.left--;
+    lease.used++;
     this.#admittedSince++;
     return this.#show({
       outcome: "allowed",
@@ -327,20 +338,24 @@ export class LeaseHolder {
   #retireLease(policy: Policy, now: number): void {
     const lease = this.#lease;
     if (!lease || this.#usable(lease, policy, now)) return;
-    this.#keepToReturn(lease.id, lease.left);
+    this.#keepToReturn(returnOf(lease));
     this.#lease = null;
   }
 
   /**
-   * Notes `unused` permits of lease `id` to hand back (one entry per lease: credited once). A
-   * used-up lease goes back too: until it does, the object counts it as holding permits (see
-   * heldBound in quota/lease.ts).
+   * Notes a lease's unused permits (and the requests admitted from it) to hand back, one entry
+   * per lease: credited once. A used-up lease goes back too: until it does, the object counts it
+   * as holding permits (see heldBound in quota/lease.ts), and the usage history does not count
+   * its last requests as served.
    */
-  #keepToReturn(id: string, unused: number): void {
+  #keepToReturn({ id, unused, used = 0 }: ReturnedLease): void {
     if (unused < 0) return;
     const known = this.#unreturned.find((r) => r.id === id);
-    if (known) known.unused += unused;
-    else this.#unreturned.push({ id, unused });
+    if (!known) this.#unreturned.push({ id, unused, used });
+    else {
+      known.unused += unused;
+      known.used = Math.max(known.used ?? 0, used);
+    }
   }
 
   /**
@@ -365,8 +380,10 @@ export class LeaseHolder {
       windows: this.#atContact,
       changes: this.#changes,
     };
-    return this.#sendRenewal(renew, { leaseId: lease.id, want, holding: sent.holding }, (answer) =>
-      this.#renewed(answer, sent),
+    return this.#sendRenewal(
+      renew,
+      { leaseId: lease.id, want, holding: sent.holding, used: lease.used },
+      (answer) => this.#renewed(answer, sent),
     );
   }
 
@@ -387,7 +404,7 @@ export class LeaseHolder {
       RENEWAL_DEADLINE_MS,
     )
       .then(apply, (err: unknown) => {
-        for (const r of returning) this.#keepToReturn(r.id, r.unused);
+        for (const r of returning) this.#keepToReturn(r);
         throw err;
       })
       .finally(() => {
@@ -425,7 +442,7 @@ export class LeaseHolder {
     this.#admittedSince = 0;
     const changed = this.#changes !== changes;
     if (answer.revoked || answer.policyVersion > policy.version || changed || this.#lease) {
-      if (granted) this.#keepToReturn(granted.id, granted.permits);
+      if (granted) this.#keepToReturn({ id: granted.id, unused: granted.permits });
       return false;
     }
     if (!granted) {
@@ -465,7 +482,7 @@ export class LeaseHolder {
     if (answer.revoked || answer.policyVersion > lease.policyVersion) {
       // Revoked, or the plan changed: stop admitting from leases; the next request asks.
       if (inUse) this.dropLease();
-      if (granted) this.#keepToReturn(granted.id, granted.permits);
+      if (granted) this.#keepToReturn({ id: granted.id, unused: granted.permits });
       return false;
     }
     if (!granted) {
@@ -484,11 +501,11 @@ export class LeaseHolder {
     }
     if (!inUse) {
       // Dropped or retired while the renewal was on its way: its permits go back too.
-      this.#keepToReturn(granted.id, granted.permits);
+      this.#keepToReturn({ id: granted.id, unused: granted.permits });
       return false;
     }
     // A new lease (the one in use was of an earlier minute): the old one's rest goes back.
-    this.#keepToReturn(lease.id, lease.left);
+    this.#keepToReturn(returnOf(lease));
     this.#lease = heldLease(granted, answer.policyVersion);
     return true;
   }
@@ -500,7 +517,7 @@ export class LeaseHolder {
         (admission) => this.#contact(admission, request.want),
         (err: unknown) => {
           // The object may not have taken it back; a repeated return is credited once.
-          for (const r of request.returning) this.#keepToReturn(r.id, r.unused);
+          for (const r of request.returning) this.#keepToReturn(r);
           throw err;
         },
       )
