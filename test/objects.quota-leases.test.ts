@@ -1,12 +1,12 @@
 // Admission leases end to end on one real QuotaLimiter: simulated isolates, each with its own
-// LeaseHolder (src/objects/quota-leases.ts), racing on one key's object under fake time.
+// LeaseHolder (src/quota/lease-holder.ts), racing on one key's object under fake time.
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { clock, MINUTE_MS } from "../src/lib/clock";
-import { type LeaseCalls, LeaseHolder } from "../src/objects/quota-leases";
-import type { RenewalRequest, ReturnedLease } from "../src/objects/quota-limiter";
 import { type AdmitResult, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { GIVE_BACK_GRACE_MS, LEASE_MS } from "../src/quota/lease";
+import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
+import type { RenewalRequest, ReturnedLease } from "../src/quota/lease-messages";
 import type { KeyDecision, Policy } from "../src/quota/windows";
 import { MIDNIGHT, mockClock, T0 } from "./helpers";
 

@@ -7,9 +7,9 @@ import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { clock, MINUTE_MS } from "../src/lib/clock";
 import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
-import { LeaseHolder } from "../src/objects/quota-leases";
 import { type AdmitResult, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { GIVE_BACK_GRACE_MS, heldBound, LEASE_MS } from "../src/quota/lease";
+import { LeaseHolder } from "../src/quota/lease-holder";
 import type { Policy } from "../src/quota/windows";
 import {
   auth,

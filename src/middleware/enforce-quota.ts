@@ -168,7 +168,7 @@ async function headersOrThrowRefusal(
 /**
  * Every /v1 request is decided before it is answered: by the key's quota object, which counts
  * it, or from a lease of permits the object counted for this isolate (a busy key; see
- * objects/quota-leases.ts). An overloaded object gets the key a 429; an unreachable one lets
+ * quota/lease-holder.ts). An overloaded object gets the key a 429; an unreachable one lets
  * the request through (fail open) within a bounded allowance, with a logged warning and
  * rate-limit headers that describe that allowance under the policy name "fallback" (the key's
  * own windows cannot be known): an outage of the limiter must not become an outage of the API,

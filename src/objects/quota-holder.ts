@@ -2,8 +2,8 @@ import { DurableObject } from "cloudflare:workers";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
 import { QUIET_STOCK } from "../quota/lease";
+import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import type { KeyDecision, Policy } from "../quota/windows";
-import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "./quota-leases";
 import type { QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 

@@ -4,10 +4,11 @@ import { clock } from "../lib/clock";
 import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
+import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
+import type { Admission, LeaseRequest } from "../quota/lease-messages";
 import type { KeyDecision, Policy, Refusal } from "../quota/windows";
 import { type HolderAnswer, holderName, type QuotaHolder } from "./quota-holder";
-import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "./quota-leases";
-import type { Admission, KeyUsage, LeaseRequest, QuotaLimiter } from "./quota-limiter";
+import type { KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
 /**

@@ -5,6 +5,14 @@ import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
 import { givePermitsBack, leaseExpiry, permitsToLease, takePermits } from "../quota/lease";
+import type {
+  Admission,
+  Lease,
+  LeaseRequest,
+  Renewal,
+  RenewalRequest,
+  ReturnedLease,
+} from "../quota/lease-messages";
 import {
   decide,
   EMPTY_USAGE,
@@ -12,7 +20,6 @@ import {
   type Policy,
   rollWindows,
   type UsageState,
-  type WindowStatus,
   windowsOf,
 } from "../quota/windows";
 import { migrateSchema } from "./schema-migrations";
@@ -109,66 +116,6 @@ const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, 
 /** How soon the object tries again when D1 did not take a finished day's totals. */
 const USAGE_FLUSH_RETRY_MS = 5 * MINUTE_MS;
 
-/** A lease's unused permits, handed back. Handing back the same lease twice credits it once. */
-export interface ReturnedLease {
-  id: string;
-  unused: number;
-  /**
-   * Requests admitted from the lease: what the usage history counts of it. Without it (a holder
-   * of an earlier release), the lease's permits less `unused`.
-   */
-  used?: number;
-}
-
-/** What an isolate asks for along with one request. */
-export interface LeaseRequest {
-  /** Permits wanted on top of this request (0: decide this request only). */
-  want: number;
-  /** The isolate's previous leases with unused permits to give back (taken back first). */
-  returning: ReturnedLease[];
-}
-
-/** Permits counted as used for the isolate, valid until `expiresAt` (epoch ms). */
-export interface Lease {
-  id: string;
-  permits: number;
-  expiresAt: number;
-}
-
-/** A busy isolate's request for more permits on the lease it is still using (no request). */
-export interface RenewalRequest {
-  /** The lease in use: extended when it was granted in the current minute window. */
-  leaseId: string;
-  /** Permits wanted on top of what the isolate holds. */
-  want: number;
-  /** The lease's permits the isolate has not used yet (it never holds more than one lease's worth). */
-  holding: number;
-  /** Previous leases with unused permits to give back (taken back first). */
-  returning: ReturnedLease[];
-  /** Requests admitted from the lease in use so far (the usage history counts them now). */
-  used?: number;
-}
-
-/**
- * The answer to a renewal. `windows` are the object's before this grant (the isolate adds back
- * what it was holding). `granted` is null when no permits were granted: the key is refused,
- * banned, revoked or near its limit, and the isolate goes back to asking with each request once
- * its lease is used. `granted.id` is the lease's own id when it was extended, else a new lease's.
- */
-export interface Renewal {
-  policyVersion: number;
-  revoked: boolean;
-  windows: WindowStatus[];
-  granted: Lease | null;
-}
-
-/**
- * The decision on one request, plus the lease granted with it, if any. The decision's windows
- * are the object's after this request and before the lease: the isolate subtracts what it admits
- * from the lease, so its headers read as if each request had been decided here.
- */
-export type Admission = KeyDecision & { lease: Lease | null };
-
 const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
 
 export interface KeyUsage {
@@ -181,7 +128,7 @@ export interface KeyUsage {
 /**
  * One per API key (named by the key's id). `admit` both enforces and counts; a busy isolate
  * also gets a lease of permits with it and admits from the lease without calling
- * (objects/quota-leases.ts), so not every request reaches the object. The object also keeps
+ * (quota/lease-holder.ts), so not every request reaches the object. The object also keeps
  * the key's current policy
  * (limits and revocation), pushed by the admin API, so plan changes and revocations take
  * effect on the next request even while Workers still hold a cached key record.

@@ -10,8 +10,7 @@ import {
   renewsNow,
   STOCK_RENEW_AHEAD_MS,
   windowsAfterLocalAdmissions,
-} from "../quota/lease";
-import type { KeyDecision, Policy, Refusal, WindowStatus } from "../quota/windows";
+} from "./lease";
 import type {
   Admission,
   Lease,
@@ -19,9 +18,10 @@ import type {
   Renewal,
   RenewalRequest,
   ReturnedLease,
-} from "./quota-limiter";
+} from "./lease-messages";
+import type { KeyDecision, Policy, Refusal, WindowStatus } from "./windows";
 
-/** How a holder reaches its key's object (quota-limiter-client.ts supplies the stub calls). */
+/** How a holder reaches its key's object (objects/quota-limiter-client.ts supplies the stub calls). */
 export interface LeaseCalls {
   admit(request: LeaseRequest): Promise<Admission>;
   giveBack(returned: ReturnedLease): Promise<void>;
