@@ -94,9 +94,10 @@ const usageDayOf = ({ day, admitted, refused, stranded }: RevisedUsageDay): Usag
 });
 
 /**
- * A lease not handed back this long after its expiry is settled as stranded (see #settleLease).
- * Its holder hands it back within GIVE_BACK_GRACE_MS of the expiry, or with its next call; under
- * a minute, so every lease of a day is settled by the day-end flush (a minute after the day).
+ * A lease not handed back this long after its expiry (and not before its minute ends) is settled
+ * as stranded (see #settleLease). Its holder hands it back within GIVE_BACK_GRACE_MS of the
+ * expiry, or with its next call. Under a minute, so every lease of a day is settled by the
+ * day-end flush (a minute after the day).
  */
 export const STRANDED_AFTER_MS = 30_000;
 
@@ -359,7 +360,7 @@ export class QuotaLimiter extends DurableObject<Env> {
    * the history counts of it so far. A renewal's report raises it (#countUsed); a hand-back
    * settles it (the history then counts exactly what was used, the rest is credited back); a
    * lease not handed back within STRANDED_AFTER_MS of its expiry is settled as stranded: its
-   * permits not reported used are counted apart, never as admitted. See docs/quotas.md.
+   * permits not reported used are counted apart, never as admitted. See docs/quotas.md (Billing).
    */
   #settleLease(row: LeaseRow, used: number, stranded: number): void {
     this.ctx.storage.sql.exec("DELETE FROM leases WHERE id = ?", row.id);
@@ -388,15 +389,18 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Settles the leases not handed back within STRANDED_AFTER_MS of their expiry (or every lease
-   * of a day before `today`, once past that deadline, is settled the same way) as stranded.
+   * Settles every lease not handed back within STRANDED_AFTER_MS of its expiry, once its minute
+   * is over, as stranded: the history keeps what its holder reported used, the rest is stranded.
+   * Its permits stay counted in the windows, as the holder may have used them; and until its
+   * minute ends the lease still counts towards heldBound (#heldBy), as one handed back would not.
    */
   #strandUnreportedLeases(now: number): void {
     const rows = this.ctx.storage.sql
       .exec<LeaseRow>(
         `SELECT id, minute_start AS minuteStart, day_start AS dayStart, permits, counted
-           FROM leases WHERE expires_at <= ?`,
+           FROM leases WHERE expires_at <= ? AND minute_start <= ?`,
         now - STRANDED_AFTER_MS,
+        now - MINUTE_MS,
       )
       .toArray();
     for (const row of rows) this.#settleLease(row, row.counted, row.permits - row.counted);
