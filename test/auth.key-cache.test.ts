@@ -30,6 +30,7 @@ function match(overrides: Partial<KeyRecord> = {}): { hash: string; match: KeyMa
     meta: null,
     rolledAt: null,
     previousSecretExpiresAt: null,
+    firstUsedAt: null,
     ...overrides,
   };
   return { hash: `hash-${n}`, match: { record, secret: "current" } };

@@ -3,8 +3,8 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { getKey } from "../src/db/keys";
-import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
+import { getKey, markKeyUsed } from "../src/db/keys";
+import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { policyOf } from "../src/objects/quota-limiter-client";
 import { ADMIN, auth, brokenDb, call, expectError, fixClock, issueKey, keyDetail } from "./helpers";
@@ -231,6 +231,8 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
 describe("stored days after a lease comes back", () => {
   /** Another isolate's request with a lease of 20 permits: 21 counted in the windows, 1 served. */
   async function leaseOf20(id: string) {
+    // A request decided by the object directly: marked used first, as the Worker does.
+    await markKeyUsed(env.DB, id, clock.now());
     const stub = env.QUOTA.getByName(id);
     const admission = await stub.admit(policyOf((await getKey(env.DB, id))!), {
       want: 20,

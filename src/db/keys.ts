@@ -24,6 +24,11 @@ export interface KeyRecord {
   rolledAt: number | null;
   /** Until when the secret replaced by the last roll still authenticates (null: never rolled). */
   previousSecretExpiresAt: number | null;
+  /**
+   * When the key's quota object was first asked to decide a request of the key (`markKeyUsed`);
+   * null: never, so the object does not exist and a read of the key's usage needs no object.
+   */
+  firstUsedAt: number | null;
 }
 
 export type KeyStatus = (typeof KEY_STATE_NAMES)[number];
@@ -55,10 +60,11 @@ interface KeyRow {
   meta: string | null;
   rolled_at: number | null;
   previous_key_expires_at: number | null;
+  first_used_at: number | null;
 }
 
 const KEY_COLUMNS =
-  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at, disabled_at, owner_id, meta, rolled_at, previous_key_expires_at";
+  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at, disabled_at, owner_id, meta, rolled_at, previous_key_expires_at, first_used_at";
 
 function toRecord(row: KeyRow): KeyRecord {
   const own =
@@ -81,6 +87,7 @@ function toRecord(row: KeyRow): KeyRecord {
     meta: row.meta === null ? null : (JSON.parse(row.meta) as KeyMeta),
     rolledAt: row.rolled_at,
     previousSecretExpiresAt: row.previous_key_expires_at,
+    firstUsedAt: row.first_used_at,
   };
 }
 
@@ -154,6 +161,24 @@ export function findKeyByHash(db: Queryable, hash: string): Promise<KeyMatch | n
       .bind(hash)
       .first<KeyRow & { secret: KeyMatch["secret"] }>();
     return row && { record: toRecord(row), secret: row.secret };
+  });
+}
+
+/**
+ * Records that the key's quota object is asked to decide one of its requests, unless an earlier
+ * request did: `first_used_at` is set once and never moves (the version is not bumped: it is not
+ * a change to the key). Returns the key as D1 has it after the write, null if it is gone.
+ */
+export function markKeyUsed(db: Queryable, id: string, now: number): Promise<KeyRecord | null> {
+  return guarded(async () => {
+    const row = await db
+      .prepare(
+        `UPDATE api_keys SET first_used_at = COALESCE(first_used_at, ?2) WHERE id = ?1
+         RETURNING ${KEY_COLUMNS}`,
+      )
+      .bind(id, now)
+      .first<KeyRow>();
+    return row && toRecord(row);
   });
 }
 

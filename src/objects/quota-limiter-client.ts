@@ -6,7 +6,15 @@ import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import type { Admission, LeaseRequest } from "../quota/lease-messages";
-import type { KeyDecision, Policy, Refusal } from "../quota/windows";
+import {
+  EMPTY_USAGE,
+  type KeyDecision,
+  type Policy,
+  type Refusal,
+  rollWindows,
+  type WindowStatus,
+  windowsOf,
+} from "../quota/windows";
 import { type HolderAnswer, holderName, type QuotaHolder } from "./quota-holder";
 import type { KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
@@ -21,6 +29,23 @@ export function policyOf(key: KeyRecord): Policy {
     ...key.limits,
     version: key.version,
     revoked: key.revokedAt !== null || key.disabledAt !== null,
+  };
+}
+
+/**
+ * What the key's object reports at `now` before it has counted anything. The admin views of a key
+ * never used (KeyRecord.firstUsedAt null) answer this rather than create the object.
+ */
+export function unusedKeyUsage(policy: Policy, now: number): KeyUsage {
+  const [minute, day] = windowsOf(rollWindows(EMPTY_USAGE, now), policy) as [
+    WindowStatus,
+    WindowStatus,
+  ];
+  return {
+    policy,
+    minute: { count: 0, limit: policy.perMinute, resetAt: minute.resetAt },
+    day: { count: 0, limit: policy.perDay, resetAt: day.resetAt },
+    bannedUntil: null,
   };
 }
 

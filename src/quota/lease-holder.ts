@@ -1,11 +1,10 @@
 import { clock } from "../lib/clock";
+import { ArrivalRate } from "./arrival-rate";
 import {
   GIVE_BACK_GRACE_MS,
   LEASE_MS,
   type LeaseInUse,
-  leaseWanted,
   neverAbove,
-  RATE_HORIZON_MS,
   RENEW_AHEAD_MS,
   renewsNow,
   STOCK_RENEW_AHEAD_MS,
@@ -107,10 +106,6 @@ function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
   });
 }
 
-// Enough arrivals to size any lease; older ones fall out after RATE_HORIZON_MS anyway (when
-// more arrive in the horizon, the oldest are dropped and the rate is measured over the rest).
-const MAX_ARRIVALS = 2_000;
-
 /**
  * One isolate's admissions for one key. Decides from its lease when it holds one, else calls
  * the object, asking for a lease when the key has been busy here; while the key stays busy it
@@ -139,7 +134,7 @@ export class LeaseHolder {
   #renewal: Promise<unknown> | null = null;
   /** Counts changes made in this isolate (dropLease, forgetRefusals) that an answer on its way predates. */
   #changes = 0;
-  #arrivals: number[] = [];
+  readonly #rate = new ArrivalRate();
   /** The object's windows at the last contact, and what this isolate admitted since. */
   #atContact: WindowStatus[] = [];
   #admittedSince = 0;
@@ -165,7 +160,7 @@ export class LeaseHolder {
    * its expiry, and adds no more than the request that sent it used).
    */
   #wanted(now: number, holding = 0): number {
-    const forRate = leaseWanted(this.#recentArrivals(now), now);
+    const forRate = this.#rate.leaseWanted(now);
     return this.#stock > 0 ? Math.max(forRate, this.#stock - holding, 1) : forRate;
   }
 
@@ -184,7 +179,7 @@ export class LeaseHolder {
 
   /** Decides one request; throws what the object's call throws. */
   async admit(policy: Policy, calls: LeaseCalls): Promise<HolderDecision> {
-    this.#noteArrival(clock.now());
+    this.#rate.note(clock.now());
     for (;;) {
       if (this.#exclusive) {
         await this.#exclusive.catch(() => undefined);
@@ -564,16 +559,5 @@ export class LeaseHolder {
     const windows = neverAbove(decision.windows, this.#shown);
     this.#shown = windows;
     return { ...decision, windows };
-  }
-
-  #noteArrival(now: number): void {
-    this.#arrivals.push(now);
-    if (this.#arrivals.length > MAX_ARRIVALS) this.#arrivals.shift();
-  }
-
-  #recentArrivals(now: number): readonly number[] {
-    while (this.#arrivals.length && this.#arrivals[0]! <= now - RATE_HORIZON_MS)
-      this.#arrivals.shift();
-    return this.#arrivals;
   }
 }

@@ -21,7 +21,12 @@ import { log } from "../../lib/log";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import type { KeyUsage } from "../../objects/quota-limiter";
-import { locationOf, policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
+import {
+  locationOf,
+  policyOf,
+  QuotaLimiterClient,
+  unusedKeyUsage,
+} from "../../objects/quota-limiter-client";
 import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
 import { adminErrorResponses, json, NoQuerySchema } from "../../schemas/common";
 import {
@@ -99,9 +104,14 @@ function expiryOrThrow(value: string | undefined, now: number): number | null {
   return at;
 }
 
-/** Makes a change take effect on the key's very next request, in every isolate. */
+/**
+ * Makes a change take effect on the key's very next request, in every isolate. `key` is the key
+ * as written: a key never used has no quota object to tell (its first request brings the policy,
+ * and middleware/first-use.ts pushes it if that request's record is older than this change).
+ */
 async function pushPolicyOrThrow(env: Env, key: KeyRecord): Promise<void> {
   forgetKey(key.id);
+  if (key.firstUsedAt === null) return;
   await new QuotaLimiterClient(env.QUOTA, key.id).configureOrThrow(policyOf(key));
 }
 
@@ -232,6 +242,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         disabledAt: null,
         rolledAt: null,
         previousSecretExpiresAt: null,
+        firstUsedAt: null,
       };
       const record = await insertKey(
         c.env.DB,
@@ -250,7 +261,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "List keys",
       description:
-        "Keys in creation order, a page at a time (`cursor` is the previous page's `nextCursor`), optionally only those of one plan, state (or banned) or owner, or found by `q` (the start of the name, or of the secret). Each key comes with its activity, read live from its quota object: the last day it was used, today's requests against the day quota, and any ban. Secrets are never returned.",
+        "Keys in creation order, a page at a time (`cursor` is the previous page's `nextCursor`), optionally only those of one plan, state (or banned) or owner, or found by `q` (the start of the name, or of the secret). Each key comes with its activity, read live from its quota object: the last day it was used, today's requests against the day quota, and any ban (a key never used has no object yet: zeros, and none is created). Secrets are never returned.",
       security,
       request: { query: ListKeysQuerySchema },
       responses: {
@@ -271,7 +282,8 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         { plan, state, ownerId, search: q, now },
       );
       const { page, nextCursor } = pageOf(keys, limit, encodeKeyCursor);
-      // The days D1 holds and one call per listed key's object, all at once.
+      // The days D1 holds and one call per listed key's object, all at once; a key never used has
+      // no object, and none is created for it.
       const [lastUsed, reports] = await Promise.all([
         lastUsedDays(
           c.env.DB,
@@ -279,7 +291,11 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         ),
         Promise.all(
           page.map((k) =>
-            new QuotaLimiterClient(c.env.QUOTA, k.id).reportOrThrow(policyOf(k)).catch(() => null),
+            k.firstUsedAt === null
+              ? { usage: unusedKeyUsage(policyOf(k), now), days: [] }
+              : new QuotaLimiterClient(c.env.QUOTA, k.id)
+                  .reportOrThrow(policyOf(k))
+                  .catch(() => null),
           ),
         ),
       ]);
@@ -298,7 +314,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Get a key with its current usage",
       description:
-        "The key, plus its current minute and day counts and any ban, read live from the key's quota object (`usage` is null if that object could not be reached). 404 if no key has this id.",
+        "The key, plus its current minute and day counts and any ban, read live from the key's quota object (`usage` is null if that object could not be reached; a key never used has no object yet: zeros, and none is created). 404 if no key has this id.",
       security,
       request: byId,
       responses: {
@@ -313,7 +329,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const { id } = c.req.valid("param");
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
       const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
-      const usage = await new QuotaLimiterClient(c.env.QUOTA, id, location).usage(policyOf(record));
+      const usage =
+        record.firstUsedAt === null
+          ? unusedKeyUsage(policyOf(record), clock.now())
+          : await new QuotaLimiterClient(c.env.QUOTA, id, location).usage(policyOf(record));
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
   )
@@ -427,9 +446,12 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const { id } = c.req.valid("param");
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
-      const limiter = new QuotaLimiterClient(c.env.QUOTA, id);
-      // One call: the object reports when the ban would have ended as it lifts it.
-      const { bannedUntilBefore, usage } = await limiter.unbanOrThrow(policyOf(record));
+      // One call: the object reports when the ban would have ended as it lifts it. A key never
+      // used has no object, and no ban.
+      const { bannedUntilBefore, usage } =
+        record.firstUsedAt === null
+          ? { bannedUntilBefore: null, usage: unusedKeyUsage(policyOf(record), clock.now()) }
+          : await new QuotaLimiterClient(c.env.QUOTA, id).unbanOrThrow(policyOf(record));
       // The ban lives in the key's object, not in D1, so the entry follows the unban; if D1
       // fails here the answer is 503 and the operator repeats the (idempotent) unban. A key
       // that was not banned is unchanged: no entry.
