@@ -50,6 +50,8 @@ export interface HolderDecision {
 interface HeldLease extends LeaseInUse {
   id: string;
   policyVersion: number;
+  /** Requests admitted from it: reported with its renewals and its hand-back (the usage history counts them). */
+  used: number;
 }
 
 /** A lease the object has just granted under policy `policyVersion`, none of it used yet. */
@@ -60,8 +62,16 @@ function heldLease(granted: Lease, policyVersion: number): HeldLease {
     lastGrant: granted.permits,
     expiresAt: granted.expiresAt,
     policyVersion,
+    used: 0,
   };
 }
+
+/** What goes back to the object of a lease no longer used. */
+const returnOf = (lease: HeldLease): ReturnedLease => ({
+  id: lease.id,
+  unused: lease.left,
+  used: lease.used,
+});
 
 /** What an isolate had when it sent a renewal, to read the answer against. */
 interface SentRenewal {
@@ -242,7 +252,7 @@ export class LeaseHolder {
     await this.#pendingCalls();
     if (this.#inFlight) return;
     if (this.#lease) {
-      this.#keepToReturn(this.#lease.id, this.#lease.left);
+      this.#keepToReturn(returnOf(this.#lease));
       this.#lease = null;
     }
     await this.giveBackRetired(calls);
@@ -259,7 +269,7 @@ export class LeaseHolder {
     const call = Promise.all(
       returning.map((returned) =>
         calls.giveBack(returned).catch(() => {
-          this.#keepToReturn(returned.id, returned.unused); // the next call hands it back instead
+          this.#keepToReturn(returned); // the next call hands it back instead
         }),
       ),
     ).finally(() => {
@@ -274,7 +284,7 @@ export class LeaseHolder {
    * request asks the object, which hands back the lease's unused permits first.
    */
   dropLease(): void {
-    if (this.#lease) this.#keepToReturn(this.#lease.id, this.#lease.left);
+    if (this.#lease) this.#keepToReturn(returnOf(this.#lease));
     this.#lease = null;
     this.#noLeaseUntil = 0;
     this.#changes++;
@@ -301,6 +311,7 @@ export class LeaseHolder {
     const lease = this.#lease;
     if (!lease || !this.#usable(lease, policy, now)) return null;
     lease.left--;
+    lease.used++;
     return this.#windows.show({
       outcome: "allowed",
       windows: this.#windows.admitLocally(),
@@ -317,20 +328,24 @@ export class LeaseHolder {
   #retireLease(policy: Policy, now: number): void {
     const lease = this.#lease;
     if (!lease || this.#usable(lease, policy, now)) return;
-    this.#keepToReturn(lease.id, lease.left);
+    this.#keepToReturn(returnOf(lease));
     this.#lease = null;
   }
 
   /**
-   * Notes `unused` permits of lease `id` to hand back (one entry per lease: credited once). A
-   * used-up lease goes back too: until it does, the object counts it as holding permits (see
-   * heldBound in quota/lease.ts).
+   * Notes a lease's unused permits (and the requests admitted from it) to hand back, one entry
+   * per lease: credited once. A used-up lease goes back too: until it does, the object counts it
+   * as holding permits (see heldBound in quota/lease.ts), and the usage history does not count
+   * its last requests as served.
    */
-  #keepToReturn(id: string, unused: number): void {
+  #keepToReturn({ id, unused, used = 0 }: ReturnedLease): void {
     if (unused < 0) return;
     const known = this.#unreturned.find((r) => r.id === id);
-    if (known) known.unused += unused;
-    else this.#unreturned.push({ id, unused });
+    if (!known) this.#unreturned.push({ id, unused, used });
+    else {
+      known.unused += unused;
+      known.used = Math.max(known.used ?? 0, used);
+    }
   }
 
   /**
@@ -355,8 +370,10 @@ export class LeaseHolder {
       windows: this.#windows.atContact,
       changes: this.#changes,
     };
-    return this.#sendRenewal(renew, { leaseId: lease.id, want, holding: sent.holding }, (answer) =>
-      this.#renewed(answer, sent),
+    return this.#sendRenewal(
+      renew,
+      { leaseId: lease.id, want, holding: sent.holding, used: lease.used },
+      (answer) => this.#renewed(answer, sent),
     );
   }
 
@@ -377,7 +394,7 @@ export class LeaseHolder {
       RENEWAL_DEADLINE_MS,
     )
       .then(apply, (err: unknown) => {
-        for (const r of returning) this.#keepToReturn(r.id, r.unused);
+        for (const r of returning) this.#keepToReturn(r);
         throw err;
       })
       .finally(() => {
@@ -414,7 +431,7 @@ export class LeaseHolder {
     this.#windows.contact(answer.windows);
     const changed = this.#changes !== changes;
     if (answer.revoked || answer.policyVersion > policy.version || changed || this.#lease) {
-      if (granted) this.#keepToReturn(granted.id, granted.permits);
+      if (granted) this.#keepToReturn({ id: granted.id, unused: granted.permits });
       return false;
     }
     if (!granted) {
@@ -438,7 +455,7 @@ export class LeaseHolder {
     if (answer.revoked || answer.policyVersion > lease.policyVersion) {
       // Revoked, or the plan changed: stop admitting from leases; the next request asks.
       if (inUse) this.dropLease();
-      if (granted) this.#keepToReturn(granted.id, granted.permits);
+      if (granted) this.#keepToReturn({ id: granted.id, unused: granted.permits });
       return false;
     }
     if (!granted) {
@@ -457,11 +474,11 @@ export class LeaseHolder {
     }
     if (!inUse) {
       // Dropped or retired while the renewal was on its way: its permits go back too.
-      this.#keepToReturn(granted.id, granted.permits);
+      this.#keepToReturn({ id: granted.id, unused: granted.permits });
       return false;
     }
     // A new lease (the one in use was of an earlier minute): the old one's rest goes back.
-    this.#keepToReturn(lease.id, lease.left);
+    this.#keepToReturn(returnOf(lease));
     this.#lease = heldLease(granted, answer.policyVersion);
     return true;
   }
@@ -473,7 +490,7 @@ export class LeaseHolder {
         (admission) => this.#contact(admission, request.want),
         (err: unknown) => {
           // The object may not have taken it back; a repeated return is credited once.
-          for (const r of request.returning) this.#keepToReturn(r.id, r.unused);
+          for (const r of request.returning) this.#keepToReturn(r);
           throw err;
         },
       )
