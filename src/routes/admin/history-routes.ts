@@ -50,13 +50,21 @@ function rangeOrThrow(query: { from?: string; to?: string }, now: number) {
   return { from, to };
 }
 
-const USAGE_COLUMNS = ["day", "admitted", "rate_limited", "quota_exceeded", "key_banned"];
+const USAGE_COLUMNS = [
+  "day",
+  "admitted",
+  "rate_limited",
+  "quota_exceeded",
+  "key_banned",
+  "stranded",
+];
 const usageCells = (d: UsageDay) => [
   d.day,
   d.admitted,
   d.refused.rate_limited,
   d.refused.quota_exceeded,
   d.refused.key_banned,
+  d.stranded,
 ];
 
 function csvResponse(c: Context, text: string, headers: Record<string, string> = {}) {
