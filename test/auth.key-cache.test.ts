@@ -31,6 +31,7 @@ function match(overrides: Partial<KeyRecord> = {}): { hash: string; match: KeyMa
     rolledAt: null,
     previousSecretExpiresAt: null,
     firstUsedAt: null,
+    region: null,
     ...overrides,
   };
   return { hash: `hash-${n}`, match: { record, secret: "current" } };

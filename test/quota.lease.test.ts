@@ -5,12 +5,10 @@ import {
   givePermitsBack,
   LEASE_MS,
   leaseExpiry,
-  neverAbove,
   permitsToLease,
   RENEW_AHEAD_MS,
   renewsNow,
   takePermits,
-  windowsAfterLocalAdmissions,
 } from "../src/quota/lease";
 import { EMPTY_USAGE, rollWindows, windowsOf } from "../src/quota/windows";
 import { DAY0, MIDNIGHT, T0 } from "./helpers";
@@ -130,30 +128,5 @@ describe("takePermits and givePermitsBack", () => {
   it("credits nothing once the day is over too", () => {
     const nextDay = rollWindows(used(15, 60), MIDNIGHT);
     expect(givePermitsBack(nextDay, lease, 4)).toMatchObject({ minuteCount: 0, dayCount: 0 });
-  });
-});
-
-describe("headers of local admissions", () => {
-  const atContact = windowsOf(used(10, 100), limits(60, 1000));
-
-  it("subtract what the isolate admitted since the last contact from the object's remaining", () => {
-    expect(windowsAfterLocalAdmissions(atContact, 3).map((w) => w.remaining)).toEqual([47, 897]);
-    expect(windowsAfterLocalAdmissions(atContact, 80).map((w) => w.remaining)).toEqual([0, 820]);
-  });
-
-  it("never go up within a window, even when the object's remaining does", () => {
-    const shown = windowsAfterLocalAdmissions(atContact, 5); // 45, 895
-    const higher = windowsOf(used(12, 102), limits(60, 1000)); // 48, 898: another isolate gave back
-    expect(neverAbove(higher, shown).map((w) => w.remaining)).toEqual([45, 895]);
-    const lower = windowsOf(used(20, 110), limits(60, 1000));
-    expect(neverAbove(lower, shown).map((w) => w.remaining)).toEqual([40, 890]);
-  });
-
-  it("start afresh in a new window and under a new limit", () => {
-    const shown = windowsAfterLocalAdmissions(atContact, 5);
-    const nextMinute = windowsOf(rollWindows(used(10, 100), T0 + MINUTE_MS), limits(60, 1000));
-    expect(neverAbove(nextMinute, shown).map((w) => w.remaining)).toEqual([60, 895]);
-    const raised = windowsOf(used(12, 102), limits(300, 10_000));
-    expect(neverAbove(raised, shown).map((w) => w.remaining)).toEqual([288, 9898]);
   });
 });

@@ -4,11 +4,9 @@ import {
   GIVE_BACK_GRACE_MS,
   LEASE_MS,
   type LeaseInUse,
-  neverAbove,
   RENEW_AHEAD_MS,
   renewsNow,
   STOCK_RENEW_AHEAD_MS,
-  windowsAfterLocalAdmissions,
 } from "./lease";
 import type {
   Admission,
@@ -18,6 +16,7 @@ import type {
   RenewalRequest,
   ReturnedLease,
 } from "./lease-messages";
+import { ShownWindows } from "./shown-windows";
 import type { KeyDecision, Policy, Refusal, WindowStatus } from "./windows";
 
 /** How a holder reaches its key's object (objects/quota-limiter-client.ts supplies the stub calls). */
@@ -135,11 +134,8 @@ export class LeaseHolder {
   /** Counts changes made in this isolate (dropLease, forgetRefusals) that an answer on its way predates. */
   #changes = 0;
   readonly #rate = new ArrivalRate();
-  /** The object's windows at the last contact, and what this isolate admitted since. */
-  #atContact: WindowStatus[] = [];
-  #admittedSince = 0;
-  /** The windows as last shown in a response, so remaining never goes up within a window. */
-  #shown: WindowStatus[] = [];
+  /** What this holder's responses show of the key's windows. */
+  readonly #windows = new ShownWindows();
   /** Refused, banned, or too close to the limit: no lease is asked for before this time. */
   #noLeaseUntil = 0;
   #refusal: { outcome: Refusal; retryAt: number } | null = null;
@@ -316,10 +312,9 @@ export class LeaseHolder {
     if (!lease || !this.#usable(lease, policy, now)) return null;
     lease.left--;
     lease.used++;
-    this.#admittedSince++;
-    return this.#show({
+    return this.#windows.show({
       outcome: "allowed",
-      windows: windowsAfterLocalAdmissions(this.#atContact, this.#admittedSince),
+      windows: this.#windows.admitLocally(),
       now,
       policyVersion: lease.policyVersion,
     });
@@ -363,7 +358,7 @@ export class LeaseHolder {
     const renew = calls.renew;
     if (!renew || !lease || this.#renewal || this.#exclusive || this.#inFlight) return null;
     if (now < this.#noLeaseUntil) return null;
-    const minuteEnd = this.#atContact.find((w) => w.name === "minute")?.resetAt ?? Infinity;
+    const minuteEnd = this.#windows.minuteEnd;
     const aheadMs = this.#stock > 0 ? STOCK_RENEW_AHEAD_MS : RENEW_AHEAD_MS;
     if (!renewsNow(lease, minuteEnd, now, { aheadMs, stock: this.#stock })) return null;
     const want = this.#wanted(now, lease.left);
@@ -371,8 +366,8 @@ export class LeaseHolder {
     const sent: SentRenewal = {
       lease,
       holding: lease.left,
-      admitted: this.#admittedSince,
-      windows: this.#atContact,
+      admitted: this.#windows.admittedSinceContact,
+      windows: this.#windows.atContact,
       changes: this.#changes,
     };
     return this.#sendRenewal(
@@ -433,8 +428,7 @@ export class LeaseHolder {
   /** Applies a refill's answer (see `refill`); permits it cannot use go to the ones to hand back. */
   #refilled(answer: Renewal, policy: Policy, changes: number): boolean {
     const { granted } = answer;
-    this.#atContact = answer.windows;
-    this.#admittedSince = 0;
+    this.#windows.contact(answer.windows);
     const changed = this.#changes !== changes;
     if (answer.revoked || answer.policyVersion > policy.version || changed || this.#lease) {
       if (granted) this.#keepToReturn({ id: granted.id, unused: granted.permits });
@@ -456,23 +450,7 @@ export class LeaseHolder {
   #renewed(answer: Renewal, sent: SentRenewal): boolean {
     const { lease } = sent;
     const { granted } = answer;
-    // The object's windows, with the permits the isolate held at the time counted as its own
-    // room, minus what it admitted since: the same reading as after any other contact. Only
-    // when no window rolled over meanwhile: the held permits and those admissions belong to the
-    // old window, so a new window is shown as the object has it.
-    const sameWindows = answer.windows.every((w) =>
-      sent.windows.some((a) => a.name === w.name && a.resetAt === w.resetAt),
-    );
-    if (sameWindows) {
-      this.#atContact = answer.windows.map((w) => ({
-        ...w,
-        remaining: Math.min(w.limit, w.remaining + sent.holding),
-      }));
-      this.#admittedSince = Math.max(0, this.#admittedSince - sent.admitted);
-    } else {
-      this.#atContact = answer.windows;
-      this.#admittedSince = 0;
-    }
+    this.#windows.renewalAnswered(answer.windows, sent);
     const inUse = this.#lease === lease;
     if (answer.revoked || answer.policyVersion > lease.policyVersion) {
       // Revoked, or the plan changed: stop admitting from leases; the next request asks.
@@ -549,15 +527,8 @@ export class LeaseHolder {
       this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
     }
     if (lease) this.#lease = heldLease(lease, decision.policyVersion);
-    this.#atContact = decision.windows;
-    this.#admittedSince = 0;
+    this.#windows.contact(decision.windows);
     const leaseGranted = lease !== null;
-    return { decision: this.#show(decision), local: false, leaseGranted, renewal: null };
-  }
-
-  #show(decision: KeyDecision): KeyDecision {
-    const windows = neverAbove(decision.windows, this.#shown);
-    this.#shown = windows;
-    return { ...decision, windows };
+    return { decision: this.#windows.show(decision), local: false, leaseGranted, renewal: null };
   }
 }

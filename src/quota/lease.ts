@@ -142,28 +142,3 @@ export function givePermitsBack(
   if (lease.dayStart === state.dayStart) next.dayCount = Math.max(0, state.dayCount - n);
   return next;
 }
-
-/**
- * The windows an isolate reports for a request it admitted from its lease: the object's
- * remaining at the last contact minus what this isolate admitted since.
- */
-export function windowsAfterLocalAdmissions(
-  atContact: WindowStatus[],
-  admittedSince: number,
-): WindowStatus[] {
-  return atContact.map((w) => ({ ...w, remaining: Math.max(0, w.remaining - admittedSince) }));
-}
-
-/**
- * Keeps a window's remaining from going up within the window in one isolate's responses: another
- * isolate handing back unused permits raises the object's remaining, which would otherwise show
- * as a jump. A new window or a new limit (a plan change) starts afresh.
- */
-export function neverAbove(windows: WindowStatus[], shown: WindowStatus[]): WindowStatus[] {
-  return windows.map((w) => {
-    const before = shown.find(
-      (s) => s.name === w.name && s.resetAt === w.resetAt && s.limit === w.limit,
-    );
-    return before && before.remaining < w.remaining ? { ...w, remaining: before.remaining } : w;
-  });
-}
