@@ -279,7 +279,7 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
   // The same numbers as a table, newest first.
   assert.deepEqual(
     await page.$eval("#usage-table tbody tr", (tr) => [...tr.children].map((c) => c.textContent)),
-    [today(), "3", "0", "0", "0"],
+    [today(), "3", "0", "0", "0", "0"],
   );
   assert.equal(await page.$$eval("#usage-table tbody tr", (r) => r.length), 30);
   // Drawn within the requests' minute window (checked after the read, so the draw was too).
@@ -312,9 +312,12 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
   const from = new Date(Date.now() - 89 * 86_400_000).toISOString().slice(0, 10);
   const csv = await downloaded(`${keyId}-usage-${from}-to-${today()}.csv`);
   const lines = csv.trim().split("\r\n");
-  assert.equal(lines[0], '"day","admitted","rate_limited","quota_exceeded","key_banned"');
+  assert.equal(
+    lines[0],
+    '"day","admitted","rate_limited","quota_exceeded","key_banned","stranded"',
+  );
   assert.equal(lines.length, 91);
-  assert.equal(lines.at(-1), `"${today()}","3","0","0","0"`);
+  assert.equal(lines.at(-1), `"${today()}","3","0","0","0","0"`);
 });
 
 test("every CLI action works from the page, with its result beside it; revoked keys offer none", async () => {

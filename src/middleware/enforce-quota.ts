@@ -25,6 +25,7 @@ import { rateLimitHeaders } from "../quota/headers";
 import { refusalError } from "../quota/refusals";
 import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
+import { markFirstUse } from "./first-use";
 
 /**
  * Set by `enforceQuota`, for the access log: what the limiter decided, "overloaded" (the key's
@@ -113,12 +114,14 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
   createMiddleware<QuotaEnv>(async (c, next) => {
     const key = c.var.apiKey;
     const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
-    const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id, location);
+    const limiter = new QuotaLimiterClient(c.env.QUOTA, key, location);
     const policy = policyOf(key);
+    // The first request of a key also marks it used (see first-use.ts); its answer waits for both.
+    const firstUse = markFirstUse(c.env, key);
     const admitted = wrapTime(
       c,
       "quota",
-      limiter.admit(policy).then((result) => {
+      Promise.all([limiter.admit(policy), firstUse]).then(([result]) => {
         // A lease renewal this request started, and the hand-back of a lease's unused permits
         // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
         if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);

@@ -8,6 +8,11 @@ import type { KeyDecision, WindowStatus } from "./windows";
 export interface ReturnedLease {
   id: string;
   unused: number;
+  /**
+   * Requests admitted from the lease: what the usage history counts of it. Without it (a holder
+   * of an earlier release), the lease's permits less `unused`.
+   */
+  used?: number;
 }
 
 /** What an isolate asks for along with one request. */
@@ -35,6 +40,8 @@ export interface RenewalRequest {
   holding: number;
   /** Previous leases with unused permits to give back (taken back first). */
   returning: ReturnedLease[];
+  /** Requests admitted from the lease in use so far (the usage history counts them now). */
+  used?: number;
 }
 
 /**
