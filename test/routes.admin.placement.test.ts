@@ -102,9 +102,10 @@ describe("a key never used", () => {
         day: TODAY,
         admitted: 0,
         refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+        stranded: 0,
       },
     ]);
-    expect(seen.csv.split("\r\n")[1]).toBe(`"${TODAY}","0","0","0","0"`);
+    expect(seen.csv.split("\r\n")[1]).toBe(`"${TODAY}","0","0","0","0","0"`);
     expect(await objectsOf(k.id)).toEqual({ limiter: false, holders: 0 });
   });
 
