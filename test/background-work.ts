@@ -66,12 +66,16 @@ export function backgroundWork(time: { now: number }) {
     }
   });
 
-  /** Waits until no call to a quota object is in flight and none started for two macrotasks. */
+  /**
+   * Waits until no call to a quota object is in flight and none started during a macrotask:
+   * every promise continuation queued before a macrotask runs before it, so work that goes on
+   * after a call only on promises has by then made its next call, or finished, or sleeps.
+   */
   async function settle(): Promise<void> {
-    for (let quiet = 0; quiet < 2; ) {
+    for (;;) {
       const before = started;
       await nextTask();
-      quiet = inFlight === 0 && started === before ? quiet + 1 : 0;
+      if (inFlight === 0 && started === before) return;
     }
   }
 
