@@ -484,10 +484,11 @@ export class LeaseHolder {
   }
 
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
+    const changes = this.#changes;
     const call = calls
       .admit(request)
       .then(
-        (admission) => this.#contact(admission, request.want),
+        (admission) => this.#contact(admission, request.want, changes),
         (err: unknown) => {
           // The object may not have taken it back; a repeated return is credited once.
           for (const r of request.returning) this.#keepToReturn(r);
@@ -505,7 +506,7 @@ export class LeaseHolder {
     this.#inFlight++;
     const call = calls
       .admit({ want: 0, returning: [] })
-      .then((admission) => this.#contact(admission, 0))
+      .then((admission) => this.#contact(admission, 0, this.#changes))
       .finally(() => {
         this.#inFlight--;
         this.#plainCalls.delete(call);
@@ -514,7 +515,13 @@ export class LeaseHolder {
     return call;
   }
 
-  #contact(admission: Admission, wanted: number): HolderDecision {
+  /**
+   * Applies the object's answer to a call sent when `#changes` was `changes`. A lease it grants
+   * is not used when the key changed meanwhile (a plan change or revocation pushed while the
+   * answer was on its way): requests that arrive after the change must not be admitted under
+   * the old policy, so its permits go back instead.
+   */
+  #contact(admission: Admission, wanted: number, changes: number): HolderDecision {
     const { lease, ...decision } = admission;
     if (decision.outcome === "revoked") {
       this.#lease = null;
@@ -526,9 +533,11 @@ export class LeaseHolder {
       const minute = decision.windows.find((w) => w.name === "minute");
       this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
     }
-    if (lease) this.#lease = heldLease(lease, decision.policyVersion);
+    const changed = this.#changes !== changes;
+    if (lease && changed) this.#keepToReturn({ id: lease.id, unused: lease.permits });
+    else if (lease) this.#lease = heldLease(lease, decision.policyVersion);
     this.#windows.contact(decision.windows);
-    const leaseGranted = lease !== null;
+    const leaseGranted = lease !== null && !changed;
     return { decision: this.#windows.show(decision), local: false, leaseGranted, renewal: null };
   }
 }
