@@ -866,7 +866,10 @@ describe("QuotaLimiterClient's hand-backs", () => {
             };
       return new Proxy({}, { get });
     };
-    const client = new QuotaLimiterClient({ getByName } as unknown as Env["QUOTA"], keyId);
+    const client = new QuotaLimiterClient({ getByName } as unknown as Env["QUOTA"], {
+      id: keyId,
+      region: null,
+    });
     const v1 = policyOf(6_000, 1_000_000);
     let admitted = 0;
     let started: AdmitResult | null = null;

@@ -5,6 +5,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { markKeyUsed } from "../src/db/keys";
 import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { holderName } from "../src/objects/quota-holder";
 import { type QuotaLimiter, STRANDED_AFTER_MS } from "../src/objects/quota-limiter";
@@ -132,6 +133,8 @@ describe("the usage history counts what was served", () => {
     const time = fixClock(NINE + 10_000);
     freezeBackgroundWork();
     const { id: keyId } = await issueKey("enterprise", { perMinute: 1_000, perDay: 100_000 });
+    // Requests reach the holder directly here: the key is marked used first, as the Worker does.
+    await markKeyUsed(env.DB, keyId, clock.now());
     const policy = { ...POLICY };
     const limiter = env.QUOTA.getByName(keyId);
     await limiter.configure(policy);

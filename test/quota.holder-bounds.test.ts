@@ -136,8 +136,8 @@ describe("a change to the key reaches every location", () => {
     // The IAD holder never answers the push (a lost connection): its keyChanged hangs.
     const namespace = env.QUOTA_HOLDER;
     const getByName = vi.mocked(namespace.getByName).getMockImplementation()!;
-    vi.mocked(namespace.getByName).mockImplementation((name: string) => {
-      const stub = getByName(name);
+    vi.mocked(namespace.getByName).mockImplementation((name, options) => {
+      const stub = getByName(name, options);
       if (!name.endsWith("@IAD")) return stub;
       return new Proxy(stub, {
         get: (target, prop) =>
@@ -183,8 +183,8 @@ describe("a change to the key reaches every location", () => {
     const namespace = env.QUOTA;
     const getByName = vi.mocked(namespace.getByName).getMockImplementation()!;
     let decided = false;
-    vi.mocked(namespace.getByName).mockImplementation((name: string) => {
-      const stub = getByName(name);
+    vi.mocked(namespace.getByName).mockImplementation((name, options) => {
+      const stub = getByName(name, options);
       return new Proxy(stub, {
         get: (target, prop) =>
           prop === "admit"

@@ -45,7 +45,7 @@ function isolate(keyId: string, location: string, policy: Policy) {
   const leases = new LeaseHolder();
   const client = new QuotaLimiterClient(
     env.QUOTA,
-    keyId,
+    { id: keyId, region: null },
     { holders: env.QUOTA_HOLDER, name: location },
     leases,
   );

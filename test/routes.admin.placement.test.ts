@@ -1,17 +1,22 @@
 // Where a key's quota object lives: the admin views of a key never used answer zeros without
 // creating its object (nor a location holder of it), admin changes to it push nothing, and its
-// first request marks it used so that from then on the admin views read the object exactly.
+// first request marks it used so that from then on the admin views read the object exactly. A
+// key's region is the location hint its object is created with.
 import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getKey } from "../src/db/keys";
 import { markFirstUse } from "../src/middleware/first-use";
+import { holderName } from "../src/objects/quota-holder";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { policyOf, unusedKeyUsage } from "../src/objects/quota-limiter-client";
+import { REGIONS } from "../src/schemas/region";
 import {
   ADMIN,
   auth,
   call,
+  callWith,
+  expectError,
   issueKey,
   keyDetail,
   mockClock,
@@ -92,14 +97,15 @@ describe("a key never used", () => {
       today: { used: 0, limit: k.limits.perDay },
       bannedUntil: null,
     });
-    expect(seen.history).toEqual([
-      {
-        day: TODAY,
-        admitted: 0,
-        refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
-      },
-    ]);
-    expect(seen.csv.split("\r\n")[1]).toBe(`"${TODAY}","0","0","0","0"`);
+    // One day, every count in it zero (in JSON and in the CSV row).
+    expect(seen.history.map((d) => d.day)).toEqual([TODAY]);
+    const counts = JSON.stringify(seen.history[0]).match(/:\d+/g) ?? [];
+    expect(counts.length).toBeGreaterThanOrEqual(4);
+    expect(counts.every((c) => c === ":0")).toBe(true);
+    const [csvDay, ...csvCounts] = seen.csv.split("\r\n")[1]!.split(",");
+    expect(csvDay).toBe(`"${TODAY}"`);
+    expect(csvCounts.length).toBeGreaterThanOrEqual(4);
+    expect(csvCounts.every((c) => c === '"0"')).toBe(true);
     expect(await objectsOf(k.id)).toEqual({ limiter: false, holders: 0 });
   });
 
@@ -162,5 +168,101 @@ describe("a key's first request", () => {
     expect(await objectsOf(k.id)).toEqual({ limiter: true, holders: 0 });
     const next = await stub.admit(policyOf(stale));
     expect(next.outcome).toBe("revoked");
+  });
+});
+
+/** env.QUOTA, recording the name and options of every stub asked for. */
+function recordingQuota() {
+  const asked: { name: string; options: unknown }[] = [];
+  const namespace = new Proxy(env.QUOTA, {
+    get: (target, prop) =>
+      prop === "getByName"
+        ? (name: string, options?: DurableObjectNamespaceGetDurableObjectOptions) => {
+            asked.push({ name, options });
+            return target.getByName(name, options);
+          }
+        : Reflect.get(target, prop).bind(target),
+  });
+  return { namespace, asked };
+}
+
+describe("a key's region", () => {
+  it("is set on create, shown in every key view, changed and cleared by PATCH, and audited", async () => {
+    time.now = T0;
+    const k = await issueKey("pro", undefined, { region: "weur" });
+    expect(k).toMatchObject({ region: "weur" });
+    expect(await jsonOf(await keyDetail(k.id))).toMatchObject({ region: "weur" });
+    const listed = await jsonOf<{ data: { id: string; region: string | null }[] }>(
+      await call("/admin/v1/keys?limit=100", { headers: ADMIN }),
+    );
+    expect(listed.data.find((l) => l.id === k.id)?.region).toBe("weur");
+    expect(await jsonOf(await patchKey(k.id, { region: "apac-se" }))).toMatchObject({
+      region: "apac-se",
+    });
+    expect(await jsonOf(await patchKey(k.id, { name: "renamed" }))).toMatchObject({
+      region: "apac-se",
+    });
+    expect(await jsonOf(await patchKey(k.id, { region: null }))).toMatchObject({ region: null });
+    expect((await getKey(env.DB, k.id))?.region).toBeNull();
+    const audit = await jsonOf<{ data: { action: string; changes: Record<string, unknown> }[] }>(
+      await call(`/admin/v1/audit?keyId=${k.id}`, { headers: ADMIN }),
+    );
+    expect(audit.data.map((e) => [e.action, e.changes.region])).toEqual([
+      ["update", { before: "apac-se", after: null }],
+      ["update", undefined],
+      ["update", { before: "weur", after: "apac-se" }],
+      ["create", { before: null, after: "weur" }],
+    ]);
+  });
+
+  it("must be one of the location hints: anything else is a 400 that lists them, and changes nothing", async () => {
+    time.now = T0;
+    const message = `region: must be one of: ${REGIONS.join(", ")}`;
+    for (const region of ["mars", "WEUR", "", 3]) {
+      const created = await postJson("/admin/v1/keys", { name: "r", plan: "pro", region }, ADMIN);
+      expect((await expectError(created, 400, "invalid_request")).message).toContain(message);
+    }
+    const k = await issueKey("pro", undefined, { region: "oc" });
+    const patched = await patchKey(k.id, { region: "atlantis" });
+    expect((await expectError(patched, 400, "invalid_request")).message).toContain(message);
+    expect((await getKey(env.DB, k.id))?.region).toBe("oc");
+    expect(REGIONS).toEqual(
+      expect.arrayContaining(["wnam", "enam", "sam", "weur", "eeur", "apac", "oc", "afr", "me"]),
+    );
+  });
+
+  it("is the location hint the Worker gets the key's object with; a key without one gets none", async () => {
+    time.now = T0;
+    const placed = await issueKey("pro", undefined, { region: "afr" });
+    const anywhere = await issueKey("pro");
+    const { namespace, asked } = recordingQuota();
+    for (const k of [placed, anywhere]) {
+      const res = await callWith({ QUOTA: namespace }, "/v1/pets?limit=1", {
+        headers: auth(k.key),
+      });
+      expect(res.status).toBe(200);
+    }
+    const optionsOf = (id: string) => asked.filter((a) => a.name === id).map((a) => a.options);
+    expect(optionsOf(placed.id)).toEqual([{ locationHint: "afr" }]);
+    expect(optionsOf(anywhere.id)).toEqual([{}]);
+  });
+
+  it("is the location hint a location holder gets the key's object with", async () => {
+    time.now = T0;
+    const k = await issueKey("pro", undefined, { region: "me" });
+    const record = (await getKey(env.DB, k.id))!;
+    const holder = env.QUOTA_HOLDER.getByName(holderName(k.id, "DXB"));
+    const { namespace, asked } = recordingQuota();
+    await runInDurableObject(holder, (instance) => {
+      (instance as unknown as { env: Env }).env = { ...env, QUOTA: namespace };
+    });
+    const answer = await holder.admit(k.id, policyOf(record), record.region);
+    expect(answer).toMatchObject({ reached: true, decision: { outcome: "allowed" } });
+    expect(asked.filter((a) => a.name === k.id).map((a) => a.options)).toContainEqual({
+      locationHint: "me",
+    });
+    expect(asked.every((a) => (a.options as { locationHint?: string }).locationHint === "me")).toBe(
+      true,
+    );
   });
 });

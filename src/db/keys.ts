@@ -1,5 +1,6 @@
 import { type Limits, limitsOrThrow, type Plan } from "../quota/plans";
 import type { KEY_STATE_NAMES } from "../schemas/keys";
+import { isRegion, type Region } from "../schemas/region";
 import { type AuditEntry, appendAuditIfChangedStatement, appendAuditStatement } from "./audit";
 import { guarded, type Queryable } from "./database-error";
 
@@ -21,6 +22,8 @@ export interface KeyRecord {
   disabledAt: number | null;
   ownerId: string | null;
   meta: KeyMeta | null;
+  /** Where the key's quota object is created (a location hint); null: near its first request. */
+  region: Region | null;
   rolledAt: number | null;
   /** Until when the secret replaced by the last roll still authenticates (null: never rolled). */
   previousSecretExpiresAt: number | null;
@@ -58,13 +61,14 @@ interface KeyRow {
   disabled_at: number | null;
   owner_id: string | null;
   meta: string | null;
+  region: string | null;
   rolled_at: number | null;
   previous_key_expires_at: number | null;
   first_used_at: number | null;
 }
 
 const KEY_COLUMNS =
-  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at, disabled_at, owner_id, meta, rolled_at, previous_key_expires_at, first_used_at";
+  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at, disabled_at, owner_id, meta, region, rolled_at, previous_key_expires_at, first_used_at";
 
 function toRecord(row: KeyRow): KeyRecord {
   const own =
@@ -85,6 +89,8 @@ function toRecord(row: KeyRow): KeyRecord {
     disabledAt: row.disabled_at,
     ownerId: row.owner_id,
     meta: row.meta === null ? null : (JSON.parse(row.meta) as KeyMeta),
+    // Only listed regions are written; one no longer listed places nothing.
+    region: isRegion(row.region) ? row.region : null,
     rolledAt: row.rolled_at,
     previousSecretExpiresAt: row.previous_key_expires_at,
     firstUsedAt: row.first_used_at,
@@ -104,6 +110,7 @@ export interface NewKey {
   expiresAt: number | null;
   ownerId?: string | null;
   meta?: KeyMeta | null;
+  region?: Region | null;
   now: number;
 }
 
@@ -112,8 +119,8 @@ export function insertKey(db: Queryable, k: NewKey, audit?: AuditEntry): Promise
   return guarded(async () => {
     const insert = db
       .prepare(
-        `INSERT INTO api_keys (id, name, key_hash, key_prefix, plan, per_minute, per_day, created_at, updated_at, expires_at, owner_id, meta)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11) RETURNING ${KEY_COLUMNS}`,
+        `INSERT INTO api_keys (id, name, key_hash, key_prefix, plan, per_minute, per_day, created_at, updated_at, expires_at, owner_id, meta, region)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12) RETURNING ${KEY_COLUMNS}`,
       )
       .bind(
         k.id,
@@ -127,6 +134,7 @@ export function insertKey(db: Queryable, k: NewKey, audit?: AuditEntry): Promise
         k.expiresAt,
         k.ownerId ?? null,
         metaText(k.meta),
+        k.region ?? null,
       );
     const [inserted] = await db.batch<KeyRow>(
       audit ? [insert, appendAuditStatement(db, audit)] : [insert],
@@ -282,6 +290,7 @@ export interface KeySettings {
   revokedAt: number | null;
   ownerId: string | null;
   meta: KeyMeta | null;
+  region: Region | null;
 }
 
 /** A key's current settings, the starting point of a change. */
@@ -294,6 +303,7 @@ export const settingsOf = (k: KeyRecord): KeySettings => ({
   revokedAt: k.revokedAt,
   ownerId: k.ownerId,
   meta: k.meta,
+  region: k.region,
 });
 
 /**
@@ -312,7 +322,7 @@ export function changeKey(
     const update = db
       .prepare(
         `UPDATE api_keys SET name = ?3, plan = ?4, per_minute = ?5, per_day = ?6, expires_at = ?7,
-           disabled_at = ?8, revoked_at = ?9, owner_id = ?10, meta = ?11,
+           disabled_at = ?8, revoked_at = ?9, owner_id = ?10, meta = ?11, region = ?13,
            version = version + 1, updated_at = ?12
          WHERE id = ?1 AND version = ?2 RETURNING ${KEY_COLUMNS}`,
       )
@@ -329,6 +339,7 @@ export function changeKey(
         next.ownerId,
         metaText(next.meta),
         audit.at,
+        next.region,
       );
     const [updated] = await db.batch<KeyRow>([update, appendAuditIfChangedStatement(db, audit)]);
     const row = updated?.results[0];

@@ -114,7 +114,7 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
   createMiddleware<QuotaEnv>(async (c, next) => {
     const key = c.var.apiKey;
     const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
-    const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id, location);
+    const limiter = new QuotaLimiterClient(c.env.QUOTA, key, location);
     const policy = policyOf(key);
     // The first request of a key also marks it used (see first-use.ts); its answer waits for both.
     const firstUse = markFirstUse(c.env, key);

@@ -33,7 +33,7 @@ export function markFirstUse(env: Env, key: KeyRecord): Promise<void> | null {
       markedHere.set(key.id, true, Infinity);
       if (!current || current.version <= key.version) return;
       forgetKey(key.id);
-      await new QuotaLimiterClient(env.QUOTA, current.id)
+      await new QuotaLimiterClient(env.QUOTA, current)
         .configureOrThrow(policyOf(current))
         .catch((err: unknown) =>
           log("warn", "a newer policy found at a key's first use was not pushed", {

@@ -4,8 +4,9 @@ import { log } from "../lib/log";
 import { QUIET_STOCK } from "../quota/lease";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import type { KeyDecision, Policy } from "../quota/windows";
+import type { Region } from "../schemas/region";
 import type { QuotaLimiter } from "./quota-limiter";
-import { callWithOneRetry, isOverloaded } from "./stub-call";
+import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 
 /**
  * A location holder's answer: the decision (from its stock, or forwarded to the key's object),
@@ -34,9 +35,15 @@ export class QuotaHolder extends DurableObject<Env> {
   #refillAt = 0;
   /** The newest policy a request brought (a refill asks under it). */
   #policy: Policy | null = null;
+  /** The key's region, as the last request brought it (see `admit`). */
+  #region: Region | null = null;
 
-  /** Decides one request of key `keyId` under `policy` (the caller's view of the key). */
-  async admit(keyId: string, policy: Policy): Promise<HolderAnswer> {
+  /**
+   * Decides one request of key `keyId` under `policy` (the caller's view of the key); `region`
+   * is where the key's object is created if this holder's call is its first.
+   */
+  async admit(keyId: string, policy: Policy, region: Region | null = null): Promise<HolderAnswer> {
+    this.#region = region;
     const calls = this.#callsTo(keyId, policy);
     try {
       const decided = await this.#leases.admit(policy, calls);
@@ -117,7 +124,7 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   #stub(keyId: string): DurableObjectStub<QuotaLimiter> {
-    return this.env.QUOTA.getByName(keyId);
+    return this.env.QUOTA.getByName(keyId, placedIn(this.#region));
   }
 
   #giveBackCall(keyId: string): GiveBackCall {

@@ -15,9 +15,10 @@ import {
   type WindowStatus,
   windowsOf,
 } from "../quota/windows";
+import type { Region } from "../schemas/region";
 import { type HolderAnswer, holderName, type QuotaHolder } from "./quota-holder";
 import type { KeyUsage, QuotaLimiter } from "./quota-limiter";
-import { callWithOneRetry, isOverloaded } from "./stub-call";
+import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 
 /**
  * What a key's quota object enforces for it: the key's limits and version, and whether it is
@@ -116,14 +117,21 @@ class HolderWithoutDecision extends Error {
  * stated on each method.
  */
 export class QuotaLimiterClient {
+  private readonly keyId: string;
+  /** The key's region: where its object is created, if a call of this client is its first. */
+  private readonly region: Region | null;
+
   constructor(
     private readonly namespace: DurableObjectNamespace<QuotaLimiter>,
-    private readonly keyId: string,
+    key: Pick<KeyRecord, "id" | "region">,
     /** The request's location; without one (never in production), the key's object decides. */
     private readonly location: RequestLocation | null = null,
     /** This isolate's leases of the key (another only for a test that plays several isolates). */
     private readonly leases: LeaseHolder | null = null,
-  ) {}
+  ) {
+    this.keyId = key.id;
+    this.region = key.region;
+  }
 
   #isolateLeases(): LeaseHolder {
     return this.leases ?? holderOf(this.keyId);
@@ -199,7 +207,8 @@ export class QuotaLimiterClient {
       // Not retried: a renewal that reached the object before its connection failed has been
       // counted, and a second one would count its permits again. A lost renewal costs nothing
       // but a call: the lease in use runs out and the next request asks.
-      renew: (request) => this.namespace.getByName(this.keyId).renewLease(policy, request),
+      renew: (request) =>
+        this.namespace.getByName(this.keyId, placedIn(this.region)).renewLease(policy, request),
     };
   }
 
@@ -297,7 +306,7 @@ export class QuotaLimiterClient {
       try {
         answer = await location.holders
           .getByName(holderName(this.keyId, location.name))
-          .admit(this.keyId, policy);
+          .admit(this.keyId, policy, this.region);
       } catch (err) {
         log("warn", "location holder unreachable; asking the key's object", {
           keyId: this.keyId,
@@ -326,6 +335,9 @@ export class QuotaLimiterClient {
   }
 
   #call<T>(call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>): Promise<T> {
-    return callWithOneRetry(() => this.namespace.getByName(this.keyId), call);
+    return callWithOneRetry(
+      () => this.namespace.getByName(this.keyId, placedIn(this.region)),
+      call,
+    );
   }
 }

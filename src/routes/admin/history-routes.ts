@@ -97,7 +97,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       const live =
         record.firstUsedAt === null
           ? []
-          : await new QuotaLimiterClient(c.env.QUOTA, id, location).saveUsageHistoryOrThrow();
+          : await new QuotaLimiterClient(c.env.QUOTA, record, location).saveUsageHistoryOrThrow();
       const stored = await readUsageDays(c.env.DB, id, from, to);
       // Later entries win in everyDay: the live ones go last.
       const days = everyDay(from, to, [...stored, ...live]);

@@ -112,7 +112,7 @@ function expiryOrThrow(value: string | undefined, now: number): number | null {
 async function pushPolicyOrThrow(env: Env, key: KeyRecord): Promise<void> {
   forgetKey(key.id);
   if (key.firstUsedAt === null) return;
-  await new QuotaLimiterClient(env.QUOTA, key.id).configureOrThrow(policyOf(key));
+  await new QuotaLimiterClient(env.QUOTA, key).configureOrThrow(policyOf(key));
 }
 
 // A write that lost a race to another admin write is decided again on the fresh record.
@@ -203,7 +203,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Issue a new API key",
       description:
-        "Creates a key on a plan and returns it with its secret, which is shown only this once (only its hash is stored); Location points at the new key. Enterprise keys need their own `limits`, other plans must not give any; `expiresAt` must be in the future. The creation is recorded in the audit trail.",
+        "Creates a key on a plan and returns it with its secret, which is shown only this once (only its hash is stored); Location points at the new key. Enterprise keys need their own `limits`, other plans must not give any; `expiresAt` must be in the future. `region` places the key's quota object near the key's consumer (created at its first request; without it, near that request). The creation is recorded in the audit trail.",
       security,
       middleware: jsonBody,
       request: { query: NoQuerySchema, body: { required: true, content: json(CreateKeySchema) } },
@@ -229,6 +229,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         expiresAt: expiryOrThrow(body.expiresAt, now),
         ownerId: body.ownerId ?? null,
         meta: body.meta ?? null,
+        region: body.region ?? null,
         now,
       };
       // The audit entry describes the key as it will be; it is written in the same batch.
@@ -293,9 +294,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           page.map((k) =>
             k.firstUsedAt === null
               ? { usage: unusedKeyUsage(policyOf(k), now), days: [] }
-              : new QuotaLimiterClient(c.env.QUOTA, k.id)
-                  .reportOrThrow(policyOf(k))
-                  .catch(() => null),
+              : new QuotaLimiterClient(c.env.QUOTA, k).reportOrThrow(policyOf(k)).catch(() => null),
           ),
         ),
       ]);
@@ -332,7 +331,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const usage =
         record.firstUsedAt === null
           ? unusedKeyUsage(policyOf(record), clock.now())
-          : await new QuotaLimiterClient(c.env.QUOTA, id, location).usage(policyOf(record));
+          : await new QuotaLimiterClient(c.env.QUOTA, record, location).usage(policyOf(record));
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
   )
@@ -344,7 +343,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Change a key's settings",
       description:
-        "Changes any of name, plan, limits, enabled, expiresAt, ownerId and meta; fields not given keep their value. The change applies from the key's next request, in every isolate. `enabled: false` refuses the key at once. A revoked key is final: any change to it is 409 `key_revoked`. Recorded in the audit trail as update, disable or enable; a PATCH that changes nothing answers 200 with the key as it is and writes no audit entry. 404 if no key has this id; 503 if the key kept changing under concurrent writes.",
+        "Changes any of name, plan, limits, enabled, expiresAt, ownerId, meta and region; fields not given keep their value. A region applies only while the key has never been used: its quota object, once created, stays where it is. The change applies from the key's next request, in every isolate. `enabled: false` refuses the key at once. A revoked key is final: any change to it is 409 `key_revoked`. Recorded in the audit trail as update, disable or enable; a PATCH that changes nothing answers 200 with the key as it is and writes no audit entry. 404 if no key has this id; 503 if the key kept changing under concurrent writes.",
       security,
       middleware: jsonBody,
       request: { ...byId, body: { required: true, content: json(UpdateKeySchema) } },
@@ -383,6 +382,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
                 : expiryOrThrow(body.expiresAt, now),
           ownerId: body.ownerId === undefined ? current.ownerId : body.ownerId,
           meta: body.meta === undefined ? current.meta : body.meta,
+          region: body.region === undefined ? current.region : body.region,
         };
         const enabledChanged = (disabledAt === null) !== (current.disabledAt === null);
         const action: AuditAction = enabledChanged
@@ -451,7 +451,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const { bannedUntilBefore, usage } =
         record.firstUsedAt === null
           ? { bannedUntilBefore: null, usage: unusedKeyUsage(policyOf(record), clock.now()) }
-          : await new QuotaLimiterClient(c.env.QUOTA, id).unbanOrThrow(policyOf(record));
+          : await new QuotaLimiterClient(c.env.QUOTA, record).unbanOrThrow(policyOf(record));
       // The ban lives in the key's object, not in D1, so the entry follows the unban; if D1
       // fails here the answer is 503 and the operator repeats the (idempotent) unban. A key
       // that was not banned is unchanged: no entry.
