@@ -185,16 +185,20 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
     const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
     const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id, location);
     const policy = policyOf(key);
-    const admitted = wrapTime(
-      c,
-      "quota",
-      limiter.admit(policy).then((result) => {
-        // A lease renewal this request started, and the hand-back of a lease's unused permits
-        // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
-        if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);
-        return result;
-      }),
-    );
+    // Decided already when the key's location holder authenticated the request (auth/api-key.ts).
+    const decided = c.var.admission;
+    const admitted = decided
+      ? Promise.resolve(decided)
+      : wrapTime(
+          c,
+          "quota",
+          limiter.admit(policy).then((result) => {
+            // A lease renewal this request started, and the hand-back of a lease's unused permits
+            // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
+            if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);
+            return result;
+          }),
+        );
     const isRead = routes.effectOf(c.req.method, c.req.path) === "read";
     if (!(isRead && keysWithRoom.get(key.id, 0))) {
       const headers = await headersOrThrowRefusal(c, key, await admitted);
