@@ -75,6 +75,14 @@ async function useKey(key, n, expected = 200) {
 
 const textOf = (selector) => page.$eval(selector, (el) => el.textContent ?? "");
 const today = () => new Date().toISOString().slice(0, 10);
+/** The current UTC minute window's start, in ms (the quota's minute window is aligned to it). */
+const minuteWindow = () => Math.floor(Date.now() / 60_000) * 60_000;
+
+/** Waits for the next UTC minute when fewer than `seconds` are left in this one. */
+async function waitForRoomInMinute(seconds) {
+  const left = minuteWindow() + 60_000 - Date.now();
+  if (left < seconds * 1000) await new Promise((r) => setTimeout(r, left + 50));
+}
 
 /** Waits until the detail view shows key `id` with `text` in `selector`. */
 function waitForText(selector, text) {
@@ -206,7 +214,12 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
   assert.equal(await textOf("#usage-chart .empty-text"), "No usage yet");
 
   // Use the key, then find it by the start of its secret: today's share and last used show.
+  // The three requests and the detail view below fall in one UTC minute window (the view shows
+  // "this minute" as of its draw); the steps between take well under 45 s.
+  await waitForRoomInMinute(45);
+  const usedInMinute = minuteWindow();
   await useKey(secret, 3);
+  assert.equal(minuteWindow(), usedInMinute, "the three requests spanned a minute boundary");
   await setField("#filters input[name=q]", secret.slice(0, 20));
   // Permits leased to the Worker's isolate count as used until they come back (within seconds),
   // so the list is asked again until it shows exactly the 3 requests.
@@ -266,10 +279,17 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
   // The same numbers as a table, newest first.
   assert.deepEqual(
     await page.$eval("#usage-table tbody tr", (tr) => [...tr.children].map((c) => c.textContent)),
-    [today(), "3", "0", "0", "0"],
+    [today(), "3", "0", "0", "0", "0"],
   );
   assert.equal(await page.$$eval("#usage-table tbody tr", (r) => r.length), 30);
-  assert.match(await textOf("#detail-now"), /This minute: 3 of 300\. Today: 3 of 10,000\./);
+  // Drawn within the requests' minute window (checked after the read, so the draw was too).
+  const detailNow = await textOf("#detail-now");
+  assert.equal(
+    minuteWindow(),
+    usedInMinute,
+    `the minute ended ${Date.now() - usedInMinute - 60_000} ms before the read`,
+  );
+  assert.match(detailNow, /This minute: 3 of 300\. Today: 3 of 10,000\./);
   // Times are local, with UTC on hover.
   assert.match(
     await page.$eval("#detail-fields time", (t) => t.getAttribute("title")),
@@ -292,9 +312,12 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
   const from = new Date(Date.now() - 89 * 86_400_000).toISOString().slice(0, 10);
   const csv = await downloaded(`${keyId}-usage-${from}-to-${today()}.csv`);
   const lines = csv.trim().split("\r\n");
-  assert.equal(lines[0], '"day","admitted","rate_limited","quota_exceeded","key_banned"');
+  assert.equal(
+    lines[0],
+    '"day","admitted","rate_limited","quota_exceeded","key_banned","stranded"',
+  );
   assert.equal(lines.length, 91);
-  assert.equal(lines.at(-1), `"${today()}","3","0","0","0"`);
+  assert.equal(lines.at(-1), `"${today()}","3","0","0","0","0"`);
 });
 
 test("every CLI action works from the page, with its result beside it; revoked keys offer none", async () => {

@@ -78,6 +78,6 @@ wrangler([
   `INSERT INTO pets (name, category_id, status) VALUES ${values.join(", ")}`,
 ]);
 console.log(
-  `Added ${SAMPLE_PETS.length} sample pets to the local store. With \`npm run dev\` running and a key:\n` +
+  `Added ${SAMPLE_PETS.length} sample pets to the local store. With \`npm run dev\` running (on port 8787 unless you gave it --port) and a key:\n` +
     `  curl -s http://localhost:8787/v1/pets -H "Authorization: Bearer <key>"`,
 );

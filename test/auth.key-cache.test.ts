@@ -30,6 +30,8 @@ function match(overrides: Partial<KeyRecord> = {}): { hash: string; match: KeyMa
     meta: null,
     rolledAt: null,
     previousSecretExpiresAt: null,
+    firstUsedAt: null,
+    region: null,
     ...overrides,
   };
   return { hash: `hash-${n}`, match: { record, secret: "current" } };

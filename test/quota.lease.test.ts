@@ -2,18 +2,13 @@
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import {
-  fallbackVerdict,
   givePermitsBack,
   LEASE_MS,
   leaseExpiry,
-  leaseWanted,
-  neverAbove,
   permitsToLease,
-  RATE_HORIZON_MS,
   RENEW_AHEAD_MS,
   renewsNow,
   takePermits,
-  windowsAfterLocalAdmissions,
 } from "../src/quota/lease";
 import { EMPTY_USAGE, rollWindows, windowsOf } from "../src/quota/windows";
 import { DAY0, MIDNIGHT, T0 } from "./helpers";
@@ -23,39 +18,6 @@ const used = (minuteCount: number, dayCount: number, now = T0) => ({
   ...rollWindows(EMPTY_USAGE, now),
   minuteCount,
   dayCount,
-});
-
-describe("leaseWanted", () => {
-  // Arrival times `n` requests, `gapMs` apart, the last one at `last`.
-  const spaced = (n: number, gapMs: number, last = T0) =>
-    Array.from({ length: n }, (_, i) => last - (n - 1 - i) * gapMs);
-
-  it("asks for nothing for a quiet key: under two requests in the last second and on average", () => {
-    expect(leaseWanted([], T0)).toBe(0);
-    expect(leaseWanted([T0], T0)).toBe(0);
-    // One request every 2 s, or a free key at its full rate (one a second): never a lease.
-    expect(leaseWanted(spaced(5, 2_000), T0)).toBe(0);
-    expect(leaseWanted(spaced(10, 1_000), T0)).toBe(0);
-    // Requests older than the horizon do not count.
-    expect(leaseWanted([...spaced(100, 10, T0 - RATE_HORIZON_MS), T0], T0)).toBe(0);
-  });
-
-  it("asks for LEASE_MS worth of requests at the rate of the last second", () => {
-    expect(leaseWanted([T0 - 500, T0], T0)).toBe((2 * LEASE_MS) / 1_000);
-    expect(leaseWanted(spaced(37, 25), T0)).toBe((37 * LEASE_MS) / 1_000);
-  });
-
-  it("sizes from the average over the horizon when that is higher (a key that paused)", () => {
-    // 300 requests at 100/s ending 3 s ago, then one now: 301 over 6 s ≈ 50.2/s.
-    const arrivals = [...spaced(300, 10, T0 - 3_000), T0];
-    expect(leaseWanted(arrivals, T0)).toBe(Math.ceil(((301 * 1_000) / 5_990) * (LEASE_MS / 1_000)));
-  });
-
-  it("sizes from the last second when the key speeds up", () => {
-    // 1/s for 9 s, then 50 in the last second.
-    const arrivals = [...spaced(9, 1_000, T0 - 1_000), ...spaced(50, 10)];
-    expect(leaseWanted(arrivals, T0)).toBe((50 * LEASE_MS) / 1_000);
-  });
 });
 
 describe("permitsToLease", () => {
@@ -166,59 +128,5 @@ describe("takePermits and givePermitsBack", () => {
   it("credits nothing once the day is over too", () => {
     const nextDay = rollWindows(used(15, 60), MIDNIGHT);
     expect(givePermitsBack(nextDay, lease, 4)).toMatchObject({ minuteCount: 0, dayCount: 0 });
-  });
-});
-
-describe("headers of local admissions", () => {
-  const atContact = windowsOf(used(10, 100), limits(60, 1000));
-
-  it("subtract what the isolate admitted since the last contact from the object's remaining", () => {
-    expect(windowsAfterLocalAdmissions(atContact, 3).map((w) => w.remaining)).toEqual([47, 897]);
-    expect(windowsAfterLocalAdmissions(atContact, 80).map((w) => w.remaining)).toEqual([0, 820]);
-  });
-
-  it("never go up within a window, even when the object's remaining does", () => {
-    const shown = windowsAfterLocalAdmissions(atContact, 5); // 45, 895
-    const higher = windowsOf(used(12, 102), limits(60, 1000)); // 48, 898: another isolate gave back
-    expect(neverAbove(higher, shown).map((w) => w.remaining)).toEqual([45, 895]);
-    const lower = windowsOf(used(20, 110), limits(60, 1000));
-    expect(neverAbove(lower, shown).map((w) => w.remaining)).toEqual([40, 890]);
-  });
-
-  it("start afresh in a new window and under a new limit", () => {
-    const shown = windowsAfterLocalAdmissions(atContact, 5);
-    const nextMinute = windowsOf(rollWindows(used(10, 100), T0 + MINUTE_MS), limits(60, 1000));
-    expect(neverAbove(nextMinute, shown).map((w) => w.remaining)).toEqual([60, 895]);
-    const raised = windowsOf(used(12, 102), limits(300, 10_000));
-    expect(neverAbove(raised, shown).map((w) => w.remaining)).toEqual([288, 9898]);
-  });
-});
-
-describe("fallbackVerdict (limiter unreachable)", () => {
-  const fresh = { minuteStart: 0, admitted: 0 };
-
-  it("lets through at most the per-minute limit in one minute window", () => {
-    let state = fresh;
-    for (let i = 0; i < 3; i++) {
-      const v = fallbackVerdict(state, limits(3, 1000), 0, T0 + i);
-      if (!v.admit) throw new Error(`refused request ${i}`);
-      state = v.state;
-    }
-    expect(fallbackVerdict(state, limits(3, 1000), 0, T0 + 10_000)).toEqual({
-      admit: false,
-      reason: "allowance_used",
-      retryAt: T0 + MINUTE_MS,
-    });
-    expect(fallbackVerdict(state, limits(3, 1000), 0, T0 + MINUTE_MS).admit).toBe(true);
-  });
-
-  it("lets nothing through for a key refused in this isolate until that refusal's retryAt", () => {
-    const until = T0 + 30_000;
-    expect(fallbackVerdict(fresh, limits(3, 1000), until, T0)).toEqual({
-      admit: false,
-      reason: "refused_before",
-      retryAt: until,
-    });
-    expect(fallbackVerdict(fresh, limits(3, 1000), until, until).admit).toBe(true);
   });
 });

@@ -1,16 +1,18 @@
 // The location tier end to end: real QuotaHolder objects (one per key per location) between
 // simulated isolates (each with its own LeaseHolder and QuotaLimiterClient) and the key's real
 // QuotaLimiter, under fake time. Background work (renewals, hand-backs at expiry, the refill
-// when a minute turns) sleeps on clock.sleep, which these tests release as fake time passes.
+// when a minute turns) sleeps on clock.sleep, which these tests release as fake time passes
+// (background-work.ts: passTime waits for exactly the work it wakes, not for real time).
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it, vi } from "vitest";
-import { clock, MINUTE_MS } from "../src/lib/clock";
+import { describe, expect, it } from "vitest";
+import { MINUTE_MS } from "../src/lib/clock";
 import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
-import { LeaseHolder } from "../src/objects/quota-leases";
 import { type AdmitResult, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { GIVE_BACK_GRACE_MS, heldBound, LEASE_MS } from "../src/quota/lease";
+import { LeaseHolder } from "../src/quota/lease-holder";
 import type { Policy } from "../src/quota/windows";
+import { backgroundWork } from "./background-work";
 import {
   auth,
   BASE,
@@ -26,22 +28,7 @@ import {
 const time = mockClock(T0);
 let seq = 0;
 
-/** Background sleeps waiting for fake time to reach `at`. */
-const sleeping: { at: number; wake: () => void }[] = [];
-beforeEach(() => {
-  sleeping.length = 0;
-  vi.spyOn(clock, "sleep").mockImplementation(
-    (ms) => new Promise<void>((wake) => sleeping.push({ at: clock.now() + ms, wake })),
-  );
-});
-
-/** Wakes the sleeps fake time has reached, and lets the work they start run (real time). */
-async function passTime(): Promise<void> {
-  const due = sleeping.filter((s) => s.at <= time.now);
-  for (const s of due) sleeping.splice(sleeping.indexOf(s), 1);
-  for (const s of due) s.wake();
-  await new Promise((resolve) => setTimeout(resolve, due.length ? 30 : 1));
-}
+const { passTime, uncounted } = backgroundWork(time);
 
 const policyOf = (perMinute: number, perDay: number): Policy => ({
   perMinute,
@@ -58,7 +45,7 @@ function isolate(keyId: string, location: string, policy: Policy) {
   const leases = new LeaseHolder();
   const client = new QuotaLimiterClient(
     env.QUOTA,
-    keyId,
+    { id: keyId, region: null },
     { holders: env.QUOTA_HOLDER, name: location },
     leases,
   );
@@ -239,7 +226,8 @@ describe("a location holder that goes away mid-stock", () => {
     expect((await holder.admit(keyId, policy)).reached).toBe(true);
     const stranded = await holder.unusedPermits();
     expect(stranded).toBeGreaterThan(0);
-    await evictDurableObject(holder); // its stock, in memory only, is gone
+    // Its stock, in memory only, is gone.
+    await evictDurableObject(uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS")));
 
     const fresh = holderOf(keyId, "AMS");
     expect(await fresh.unusedPermits()).toBe(0);

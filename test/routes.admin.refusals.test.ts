@@ -208,12 +208,12 @@ describe("the usage CSV is safe in every spreadsheet", () => {
     expect(res.status).toBe(200);
     const lines = (await res.text()).split("\r\n");
     expect(lines[0]).toBe(
-      '"key_id","name","plan","owner_id","day","admitted","rate_limited","quota_exceeded","key_banned"',
+      '"key_id","name","plan","owner_id","day","admitted","rate_limited","quota_exceeded","key_banned","stranded"',
     );
     expect(lines).toContain(
-      `"${k.id}","x;=1+1","pro","'=HYPERLINK(""http://evil.example"",""x"")","${day}","0","0","0","0"`,
+      `"${k.id}","x;=1+1","pro","'=HYPERLINK(""http://evil.example"",""x"")","${day}","0","0","0","0","0"`,
     );
-    expect(lines).toContain(`"${other.id}","'-2+3","pro","'@SUM(A1)","${day}","0","0","0","0"`);
+    expect(lines).toContain(`"${other.id}","'-2+3","pro","'@SUM(A1)","${day}","0","0","0","0","0"`);
     // Every cell of every row is quoted, so a spreadsheet that splits on ";" splits nothing.
     for (const line of lines.filter(Boolean))
       expect(line).toMatch(/^"(?:[^"]|"")*"(?:,"(?:[^"]|"")*")*$/);

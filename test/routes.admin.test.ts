@@ -339,6 +339,8 @@ describe("usage and unban", () => {
 
   it("unban answers 503 with Retry-After when the key's quota object cannot be reached", async () => {
     const k = await issueKey("free");
+    // Used once, so it has a quota object to ask (a key never used has none, and no ban).
+    expect((await call("/v1/pets?limit=1", { headers: auth(k.key) })).status).toBe(200);
     const broken = {
       getByName: () => ({
         unban: () => Promise.reject(new Error("down")),

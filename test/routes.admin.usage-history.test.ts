@@ -3,8 +3,8 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { getKey } from "../src/db/keys";
-import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
+import { getKey, markKeyUsed } from "../src/db/keys";
+import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { policyOf } from "../src/objects/quota-limiter-client";
 import { ADMIN, auth, brokenDb, call, expectError, fixClock, issueKey, keyDetail } from "./helpers";
@@ -13,6 +13,7 @@ type Day = {
   day: string;
   admitted: number;
   refused: { rate_limited: number; quota_exceeded: number; key_banned: number };
+  stranded: number;
 };
 
 const DAY_A = "2031-03-14";
@@ -24,6 +25,7 @@ const emptyDay = (day: string): Day => ({
   day,
   admitted: 0,
   refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+  stranded: 0,
 });
 
 /** Sends `n` API requests and tallies what the API answered, per outcome, into `day`. */
@@ -52,7 +54,7 @@ async function usageData(id: string, query: string): Promise<Day[]> {
 
 async function storedRows(id: string) {
   const { results } = await env.DB.prepare(
-    "SELECT day, admitted, rate_limited, quota_exceeded, key_banned FROM key_usage_days WHERE key_id = ? ORDER BY day",
+    "SELECT day, admitted, rate_limited, quota_exceeded, key_banned, stranded FROM key_usage_days WHERE key_id = ? ORDER BY day",
   )
     .bind(id)
     .all();
@@ -88,6 +90,7 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
       day: DAY_B,
       admitted: 3,
       refused: { rate_limited: 1, quota_exceeded: 0, key_banned: 2 },
+      stranded: 0,
     });
 
     // Before the alarm: both days come from the object, none from D1 yet.
@@ -102,6 +105,7 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
       rate_limited: a.refused.rate_limited,
       quota_exceeded: a.refused.quota_exceeded,
       key_banned: a.refused.key_banned,
+      stranded: 0,
     });
     expect(await daysHeldByObject(id)).toEqual([DAY_B]);
 
@@ -150,9 +154,9 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
     expect(res.headers.get("Content-Type")).toMatch(/^text\/csv/);
     expect(await res.text()).toBe(
       [
-        '"day","admitted","rate_limited","quota_exceeded","key_banned"',
-        '"2031-03-13","0","0","0","0"',
-        '"2031-03-14","3","0","0","0"',
+        '"day","admitted","rate_limited","quota_exceeded","key_banned","stranded"',
+        '"2031-03-13","0","0","0","0","0"',
+        '"2031-03-14","3","0","0","0","0"',
         "",
       ].join("\r\n"),
     );
@@ -219,21 +223,26 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
     await evictDurableObject(stub);
     expect(await runDurableObjectAlarm(env.QUOTA.getByName(id))).toBe(true);
     expect(await storedRows(id)).toEqual([
-      { day: DAY_A, admitted: 3, rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+      { day: DAY_A, admitted: 3, rate_limited: 0, quota_exceeded: 0, key_banned: 0, stranded: 0 },
     ]);
   });
 });
 
-describe("stored days after a lease's unused permits come back", () => {
-  /** Another isolate's request with a lease of 20 permits: 21 counted. */
+describe("stored days after a lease comes back", () => {
+  /** Another isolate's request with a lease of 20 permits: 21 counted in the windows, 1 served. */
   async function leaseOf20(id: string) {
+    // A request decided by the object directly: marked used first, as the Worker does.
+    await markKeyUsed(env.DB, id, clock.now());
     const stub = env.QUOTA.getByName(id);
     const admission = await stub.admit(policyOf((await getKey(env.DB, id))!), {
       want: 20,
       returning: [],
     });
     expect(admission.lease?.permits).toBe(20);
-    return { stub, hand: { id: admission.lease!.id, unused: 20 } };
+    /** The lease handed back after `used` requests were admitted from it. */
+    const handBack = (used: number) =>
+      stub.returnLease({ id: admission.lease!.id, unused: 20 - used, used });
+    return { stub, handBack };
   }
 
   /** The object's D1, with its first batch waiting until `release()`. */
@@ -268,26 +277,30 @@ describe("stored days after a lease's unused permits come back", () => {
     rate_limited: 0,
     quota_exceeded: 0,
     key_banned: 0,
+    stranded: 0,
   });
 
-  it("the finished day stores what was admitted, not what a lease held when the history was read", async () => {
+  it("the finished day stores what was served, not what a lease held when the history was read", async () => {
     const time = fixClock(START_A + 3600_000);
     const { id } = await issueKey("pro");
-    const { stub, hand } = await leaseOf20(id);
-    // Read while the lease is out: the history (and D1) says 21.
-    expect((await usageData(id, `?from=${DAY_A}&to=${DAY_A}`))[0]!.admitted).toBe(21);
-    expect(await storedRows(id)).toEqual([row(DAY_A, 21)]);
-    await stub.returnLease(hand);
+    const { stub, handBack } = await leaseOf20(id);
+    // Read while the lease is out: the history (and D1) counts the one request served, not the
+    // lease's 20 permits (the day window does: 21).
+    expect((await usageData(id, `?from=${DAY_A}&to=${DAY_A}`))[0]!.admitted).toBe(1);
+    expect(await storedRows(id)).toEqual([row(DAY_A, 1)]);
+    expect((await stub.usage()).day.count).toBe(21);
+    await handBack(4);
+    expect((await stub.usage()).day.count).toBe(5);
     time.now = START_B + 2 * MINUTE_MS;
     expect(await runDurableObjectAlarm(stub)).toBe(true); // the day-end flush
-    expect(await storedRows(id)).toEqual([row(DAY_A, 1)]);
+    expect(await storedRows(id)).toEqual([row(DAY_A, 5)]);
     expect(await daysHeldByObject(id)).toEqual([]);
     // The object keeps nothing of the day D1 took, its revision included.
     const revisions = await runInDurableObject(stub, (_: QuotaLimiter, state) =>
       state.storage.sql.exec("SELECT day_start FROM usage_history_revisions").toArray(),
     );
     expect(revisions).toEqual([]);
-    expect((await usageData(id, `?from=${DAY_A}&to=${DAY_A}`))[0]!.admitted).toBe(1);
+    expect((await usageData(id, `?from=${DAY_A}&to=${DAY_A}`))[0]!.admitted).toBe(5);
   });
 
   it("two writes of a day racing while requests are admitted: the later, higher totals stay", async () => {
@@ -330,21 +343,21 @@ describe("stored days after a lease's unused permits come back", () => {
   it("two writes of a day racing: the later totals stay, whichever reaches D1 last", async () => {
     fixClock(START_A + 3600_000);
     const { id } = await issueKey("pro");
-    const { stub, hand } = await leaseOf20(id);
+    const { stub, handBack } = await leaseOf20(id);
     const { release, started } = await holdObjectWrites(stub);
-    // A history read takes its snapshot (21) and its write waits on the way to D1…
+    // A history read takes its snapshot (1) and its write waits on the way to D1…
     const older = runInDurableObject(stub, (instance: QuotaLimiter) => instance.saveUsageHistory());
     await started();
-    // …the lease comes back, and a second read writes the newer totals (1) first.
-    await stub.returnLease(hand);
+    // …the lease comes back with 5 served, and a second read writes the newer totals (6) first.
+    await handBack(5);
     const newer = await runInDurableObject(stub, (instance: QuotaLimiter) =>
       instance.saveUsageHistory(),
     );
-    expect(newer.map((d) => d.admitted)).toEqual([1]);
-    expect(await storedRows(id)).toEqual([row(DAY_A, 1)]);
+    expect(newer.map((d) => d.admitted)).toEqual([6]);
+    expect(await storedRows(id)).toEqual([row(DAY_A, 6)]);
     release();
-    expect((await older).map((d) => d.admitted)).toEqual([21]);
-    expect(await storedRows(id)).toEqual([row(DAY_A, 1)]);
+    expect((await older).map((d) => d.admitted)).toEqual([1]);
+    expect(await storedRows(id)).toEqual([row(DAY_A, 6)]);
   });
 });
 
@@ -386,10 +399,10 @@ describe("GET /admin/v1/usage?day=", () => {
     expect(csv.headers.get("Content-Type")).toMatch(/^text\/csv/);
     const lines = (await csv.text()).trim().split("\r\n");
     expect(lines[0]).toBe(
-      '"key_id","name","plan","owner_id","day","admitted","rate_limited","quota_exceeded","key_banned"',
+      '"key_id","name","plan","owner_id","day","admitted","rate_limited","quota_exceeded","key_banned","stranded"',
     );
     expect(lines).toContain(
-      `"${made[2]!.id}","test-business","business","","2032-01-05","3","0","0","0"`,
+      `"${made[2]!.id}","test-business","business","","2032-01-05","3","0","0","0","0"`,
     );
   });
 
@@ -486,13 +499,14 @@ describe("usage CSV cells", () => {
         "rate_limited",
         "quota_exceeded",
         "key_banned",
+        "stranded",
       ]);
       rows.push(...body);
       cursor = res.headers.get("Next-Cursor");
     } while (cursor);
     for (const { id, name } of made) {
       const row = rows.find((r) => r[0] === id);
-      expect(row, id).toHaveLength(9);
+      expect(row, id).toHaveLength(10);
       const shown = /^[=+\-@]/.test(name) ? `'${name}` : name;
       expect([row![1], row![3]], name).toEqual([shown, shown]);
     }

@@ -76,6 +76,7 @@ describe("GET /v1/usage", () => {
       day: "2030-06-10",
       admitted: 2,
       refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+      stranded: 0,
     });
   });
 
@@ -113,7 +114,7 @@ describe("GET /v1/usage", () => {
   it("returns the last 30 days, oldest first, today last, with the days D1 holds", async () => {
     const issued = await issueKey("pro");
     await env.DB.prepare(
-      "INSERT INTO key_usage_days (key_id, day, admitted, rate_limited, quota_exceeded, key_banned) VALUES (?1, '2030-06-01', 40, 1, 2, 3), (?1, '2030-05-11', 7, 0, 0, 0), (?1, '2030-05-10', 99, 0, 0, 0)",
+      "INSERT INTO key_usage_days (key_id, day, admitted, rate_limited, quota_exceeded, key_banned, stranded) VALUES (?1, '2030-06-01', 40, 1, 2, 3, 4), (?1, '2030-05-11', 7, 0, 0, 0, 0), (?1, '2030-05-10', 99, 0, 0, 0, 0)",
     )
       .bind(issued.id)
       .run();
@@ -124,11 +125,13 @@ describe("GET /v1/usage", () => {
       day: "2030-05-12",
       admitted: 0,
       refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+      stranded: 0,
     });
     expect(body.days.find((d) => d.day === "2030-06-01")).toEqual({
       day: "2030-06-01",
       admitted: 40,
       refused: { rate_limited: 1, quota_exceeded: 2, key_banned: 3 },
+      stranded: 4,
     });
     expect(body.days.at(-1)?.day).toBe("2030-06-10");
     expect(body.days.at(-1)?.admitted).toBe(1);

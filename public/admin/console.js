@@ -583,6 +583,7 @@
         el("td", fmt(d.refused.rate_limited)),
         el("td", fmt(d.refused.quota_exceeded)),
         el("td", fmt(d.refused.key_banned)),
+        el("td", fmt(d.stranded)),
       );
       body.append(row);
     }
@@ -656,6 +657,7 @@
         cell("Owner", r.ownerId ?? "—"),
         cell("Admitted", fmt(r.admitted)),
         cell("Refused", fmt(totalOf(r) - r.admitted)),
+        cell("Stranded", fmt(r.stranded)),
       );
       body.append(row);
     }

@@ -27,6 +27,31 @@ function ensureDevVars() {
   }
 }
 
+/**
+ * Applies the pending local D1 migrations and prints one line saying which (wrangler's own
+ * output, a table per migration, is printed only when applying fails). Exits if it fails.
+ */
+function applyLocalMigrations() {
+  const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
+    encoding: "utf8",
+    env: { ...process.env, CI: "true" },
+  });
+  const output = `${migrate.stdout ?? ""}${migrate.stderr ?? ""}`;
+  if (migrate.status !== 0) {
+    process.stderr.write(output);
+    console.error("Applying the local D1 migrations failed (output above).");
+    process.exit(migrate.status ?? 1);
+  }
+  const applied = [
+    ...new Set(output.match(/^│ *\d{4}_[\w.-]+\.sql *│ *✅/gm)?.map((row) => row.split(/ +/)[1])),
+  ];
+  console.log(
+    applied.length
+      ? `Local database: applied ${applied.length} migration(s), ${applied[0]} to ${applied.at(-1)}.`
+      : "Local database: up to date.",
+  );
+}
+
 /** The port in wrangler dev arguments (`--port P` or `--port=P`), or null. */
 function portIn(args) {
   const at = args.findIndex((a) => a === "--port" || a.startsWith("--port="));
@@ -48,11 +73,7 @@ export function runLocalDev({ args, entry, title = "Animal Store API (local)" })
   process.env.CLOUDFLARE_CF_FETCH_ENABLED ??= "false";
 
   ensureDevVars();
-  const migrate = spawnSync("wrangler", ["d1", "migrations", "apply", "DB", "--local"], {
-    stdio: "inherit",
-    env: { ...process.env, CI: "true" },
-  });
-  if (migrate.status !== 0) process.exit(migrate.status ?? 1);
+  applyLocalMigrations();
 
   const port = portIn(args) ?? "8787";
   const devArgs = [

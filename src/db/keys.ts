@@ -1,6 +1,7 @@
 import { type Limits, limitsOrThrow, type Plan } from "../quota/plans";
 import type { Policy } from "../quota/windows";
 import type { KEY_STATE_NAMES } from "../schemas/keys";
+import { isRegion, type Region } from "../schemas/region";
 import { type AuditEntry, appendAuditIfChangedStatement, appendAuditStatement } from "./audit";
 import { guarded, type Queryable } from "./database-error";
 
@@ -22,9 +23,16 @@ export interface KeyRecord {
   disabledAt: number | null;
   ownerId: string | null;
   meta: KeyMeta | null;
+  /** Where the key's quota object is created (a location hint); null: near its first request. */
+  region: Region | null;
   rolledAt: number | null;
   /** Until when the secret replaced by the last roll still authenticates (null: never rolled). */
   previousSecretExpiresAt: number | null;
+  /**
+   * When the key's quota object was first asked to decide a request of the key (`markKeyUsed`);
+   * null: never, so the object does not exist and a read of the key's usage needs no object.
+   */
+  firstUsedAt: number | null;
 }
 
 /**
@@ -67,12 +75,14 @@ interface KeyRow {
   disabled_at: number | null;
   owner_id: string | null;
   meta: string | null;
+  region: string | null;
   rolled_at: number | null;
   previous_key_expires_at: number | null;
+  first_used_at: number | null;
 }
 
 const KEY_COLUMNS =
-  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at, disabled_at, owner_id, meta, rolled_at, previous_key_expires_at";
+  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at, disabled_at, owner_id, meta, region, rolled_at, previous_key_expires_at, first_used_at";
 
 function toRecord(row: KeyRow): KeyRecord {
   const own =
@@ -93,8 +103,11 @@ function toRecord(row: KeyRow): KeyRecord {
     disabledAt: row.disabled_at,
     ownerId: row.owner_id,
     meta: row.meta === null ? null : (JSON.parse(row.meta) as KeyMeta),
+    // Only listed regions are written; one no longer listed places nothing.
+    region: isRegion(row.region) ? row.region : null,
     rolledAt: row.rolled_at,
     previousSecretExpiresAt: row.previous_key_expires_at,
+    firstUsedAt: row.first_used_at,
   };
 }
 
@@ -111,6 +124,7 @@ export interface NewKey {
   expiresAt: number | null;
   ownerId?: string | null;
   meta?: KeyMeta | null;
+  region?: Region | null;
   now: number;
 }
 
@@ -119,8 +133,8 @@ export function insertKey(db: Queryable, k: NewKey, audit?: AuditEntry): Promise
   return guarded(async () => {
     const insert = db
       .prepare(
-        `INSERT INTO api_keys (id, name, key_hash, key_prefix, plan, per_minute, per_day, created_at, updated_at, expires_at, owner_id, meta)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11) RETURNING ${KEY_COLUMNS}`,
+        `INSERT INTO api_keys (id, name, key_hash, key_prefix, plan, per_minute, per_day, created_at, updated_at, expires_at, owner_id, meta, region)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9, ?10, ?11, ?12) RETURNING ${KEY_COLUMNS}`,
       )
       .bind(
         k.id,
@@ -134,6 +148,7 @@ export function insertKey(db: Queryable, k: NewKey, audit?: AuditEntry): Promise
         k.expiresAt,
         k.ownerId ?? null,
         metaText(k.meta),
+        k.region ?? null,
       );
     const [inserted] = await db.batch<KeyRow>(
       audit ? [insert, appendAuditStatement(db, audit)] : [insert],
@@ -181,6 +196,24 @@ export function findKeyByHash(db: Queryable, hash: string): Promise<KeyMatch | n
       .bind(hash)
       .first<KeyRow & { secret: KeyMatch["secret"] }>();
     return row && { record: toRecord(row), secret: row.secret };
+  });
+}
+
+/**
+ * Records that the key's quota object is asked to decide one of its requests, unless an earlier
+ * request did: `first_used_at` is set once and never moves (the version is not bumped: it is not
+ * a change to the key). Returns the key as D1 has it after the write, null if it is gone.
+ */
+export function markKeyUsed(db: Queryable, id: string, now: number): Promise<KeyRecord | null> {
+  return guarded(async () => {
+    const row = await db
+      .prepare(
+        `UPDATE api_keys SET first_used_at = COALESCE(first_used_at, ?2) WHERE id = ?1
+         RETURNING ${KEY_COLUMNS}`,
+      )
+      .bind(id, now)
+      .first<KeyRow>();
+    return row && toRecord(row);
   });
 }
 
@@ -284,6 +317,7 @@ export interface KeySettings {
   revokedAt: number | null;
   ownerId: string | null;
   meta: KeyMeta | null;
+  region: Region | null;
 }
 
 /** A key's current settings, the starting point of a change. */
@@ -296,6 +330,7 @@ export const settingsOf = (k: KeyRecord): KeySettings => ({
   revokedAt: k.revokedAt,
   ownerId: k.ownerId,
   meta: k.meta,
+  region: k.region,
 });
 
 /**
@@ -314,7 +349,7 @@ export function changeKey(
     const update = db
       .prepare(
         `UPDATE api_keys SET name = ?3, plan = ?4, per_minute = ?5, per_day = ?6, expires_at = ?7,
-           disabled_at = ?8, revoked_at = ?9, owner_id = ?10, meta = ?11,
+           disabled_at = ?8, revoked_at = ?9, owner_id = ?10, meta = ?11, region = ?13,
            version = version + 1, updated_at = ?12
          WHERE id = ?1 AND version = ?2 RETURNING ${KEY_COLUMNS}`,
       )
@@ -331,6 +366,7 @@ export function changeKey(
         next.ownerId,
         metaText(next.meta),
         audit.at,
+        next.region,
       );
     const [updated] = await db.batch<KeyRow>([update, appendAuditIfChangedStatement(db, audit)]);
     const row = updated?.results[0];

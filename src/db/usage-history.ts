@@ -2,11 +2,16 @@ import { DAY_MS, dayName, dayStartOf } from "../lib/clock";
 import type { Plan } from "../quota/plans";
 import { guarded, type Queryable } from "./database-error";
 
-/** What a key's quota object admitted and refused on one UTC day (`day` is YYYY-MM-DD). */
+/**
+ * What a key's quota object admitted (requests served) and refused on one UTC day (`day` is
+ * YYYY-MM-DD), and the permits leased that day and never reported used (`stranded`: not requests,
+ * never billed; see docs/quotas.md).
+ */
 export interface UsageDay {
   day: string;
   admitted: number;
   refused: { rate_limited: number; quota_exceeded: number; key_banned: number };
+  stranded: number;
 }
 
 interface UsageDayRow {
@@ -15,6 +20,7 @@ interface UsageDayRow {
   rate_limited: number;
   quota_exceeded: number;
   key_banned: number;
+  stranded: number;
 }
 
 const toUsageDay = (r: UsageDayRow): UsageDay => ({
@@ -25,6 +31,7 @@ const toUsageDay = (r: UsageDayRow): UsageDay => ({
     quota_exceeded: r.quota_exceeded,
     key_banned: r.key_banned,
   },
+  stranded: r.stranded,
 });
 
 /** Every day from `from` to `to` (YYYY-MM-DD, inclusive), oldest first: `held` where it has one (the last entry for a day wins), else zeros. */
@@ -38,6 +45,7 @@ export function everyDay(from: string, to: string, held: UsageDay[]): UsageDay[]
         day,
         admitted: 0,
         refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+        stranded: 0,
       },
     );
   }
@@ -55,7 +63,8 @@ export interface RevisedUsageDay extends UsageDay {
 /**
  * Stores a key's daily totals, each day as a whole and only if it is at least as recent as the
  * stored one: a write that arrives after a newer one (two flushes racing) cannot undo it, and
- * totals that went down (a lease's unused permits handed back) replace the higher ones.
+ * totals that went down (the unused permits of a lease counted whole at grant, handed back)
+ * replace the higher ones.
  */
 export function saveUsageDays(
   db: Queryable,
@@ -67,13 +76,14 @@ export function saveUsageDays(
     // An equal revision is the same snapshot: writing it again changes nothing.
     const upsert = db.prepare(
       `INSERT INTO key_usage_days
-         (key_id, day, admitted, rate_limited, quota_exceeded, key_banned, revision)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         (key_id, day, admitted, rate_limited, quota_exceeded, key_banned, stranded, revision)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
        ON CONFLICT (key_id, day) DO UPDATE SET
          admitted = excluded.admitted,
          rate_limited = excluded.rate_limited,
          quota_exceeded = excluded.quota_exceeded,
          key_banned = excluded.key_banned,
+         stranded = excluded.stranded,
          revision = excluded.revision
        WHERE excluded.revision >= key_usage_days.revision`,
     );
@@ -86,6 +96,7 @@ export function saveUsageDays(
           d.refused.rate_limited,
           d.refused.quota_exceeded,
           d.refused.key_banned,
+          d.stranded,
           d.revision,
         ),
       ),
@@ -103,7 +114,7 @@ export function readUsageDays(
   return guarded(async () => {
     const { results } = await db
       .prepare(
-        `SELECT day, admitted, rate_limited, quota_exceeded, key_banned FROM key_usage_days
+        `SELECT day, admitted, rate_limited, quota_exceeded, key_banned, stranded FROM key_usage_days
          WHERE key_id = ?1 AND day BETWEEN ?2 AND ?3 ORDER BY day`,
       )
       .bind(keyId, from, to)
@@ -138,7 +149,8 @@ export function listUsageOfDay(
       .prepare(
         `SELECT k.id AS key_id, k.name, k.plan, k.owner_id, ?1 AS day,
                 COALESCE(u.admitted, 0) AS admitted, COALESCE(u.rate_limited, 0) AS rate_limited,
-                COALESCE(u.quota_exceeded, 0) AS quota_exceeded, COALESCE(u.key_banned, 0) AS key_banned
+                COALESCE(u.quota_exceeded, 0) AS quota_exceeded, COALESCE(u.key_banned, 0) AS key_banned,
+                COALESCE(u.stranded, 0) AS stranded
          FROM api_keys k LEFT JOIN key_usage_days u ON u.key_id = k.id AND u.day = ?1
          WHERE k.created_at < ?2 AND k.id > ?3 ORDER BY k.id LIMIT ?4`,
       )

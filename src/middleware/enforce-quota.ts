@@ -10,11 +10,9 @@ import {
 import { forgetKey } from "../auth/key-cache";
 import { getKey, type KeyRecord } from "../db/keys";
 import { runAfterResponse } from "../lib/after-response";
-import { clock, MINUTE_MS } from "../lib/clock";
-import { ApiError } from "../lib/errors";
+import { clock } from "../lib/clock";
 import { ExpiringMap } from "../lib/expiring-map";
 import type { EnvWith } from "../lib/hono-env";
-import { log } from "../lib/log";
 import type { RouteTable } from "../lib/route-table";
 import {
   type AdmitResult,
@@ -22,10 +20,12 @@ import {
   policyOf,
   QuotaLimiterClient,
 } from "../objects/quota-limiter-client";
-import { fallbackHeaders, rateLimitHeaders, retryAfterSeconds } from "../quota/headers";
-import { type FallbackState, fallbackVerdict } from "../quota/lease";
+import { answerWithoutObject, rereadKeyProblem } from "../quota/fail-open";
+import { rateLimitHeaders } from "../quota/headers";
+import { refusalError } from "../quota/refusals";
 import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
+import { markFirstUse } from "./first-use";
 
 /**
  * Set by `enforceQuota`, for the access log: what the limiter decided, "overloaded" (the key's
@@ -36,15 +36,6 @@ export interface QuotaVariables {
 }
 
 type QuotaEnv = EnvWith<ApiKeyVariables & QuotaVariables>;
-
-const REFUSALS = {
-  rate_limited:
-    "Per-minute rate limit exceeded; wait for Retry-After, then back off exponentially.",
-  quota_exceeded:
-    "Daily quota exceeded; it resets at 00:00 UTC (see Retry-After). Upgrade the plan for more.",
-  key_banned:
-    "The API key is temporarily banned for repeated requests after 429 responses; wait for Retry-After.",
-} as const;
 
 // Headers a read's handler adds to its answer (see routes/pets and middleware/d1-session.ts).
 const READ_ANSWER_HEADERS = ["ETag", "Link", BOOKMARK_HEADER];
@@ -61,82 +52,25 @@ function noteRoomLeft(keyId: string, result: AdmitResult): void {
   else keysWithRoom.delete(keyId);
 }
 
-// While the limiter is unreachable: each key's re-read answer, reused for a few seconds to spare D1.
-const rereadProblems = new ExpiringMap<string, string | null>(10_000);
-const REREAD_MS = 5_000;
-
 /** Why the key may not be used, as D1 has it now (cached a few seconds per key), or null. */
-async function rereadKeyProblem(env: Env, keyId: string): Promise<string | null> {
-  const now = clock.now();
-  const known = rereadProblems.get(keyId, now);
-  if (known !== undefined) return known;
-  const problem = whyKeyUnusable(await getKey(env.DB, keyId), now);
-  rereadProblems.set(keyId, problem, now + REREAD_MS);
-  return problem;
-}
+const rereadKeyProblemInD1 = (env: Env, keyId: string): Promise<string | null> =>
+  rereadKeyProblem(keyId, async (now) => whyKeyUnusable(await getKey(env.DB, keyId), now));
 
-// Per key, what this isolate let through while the key's object was unreachable (a bounded
-// fallback allowance, see fallbackVerdict).
-const fallbacks = new ExpiringMap<string, FallbackState>(10_000);
-
-/**
- * No decision from the object. Overloaded: the key's own traffic is more than its object takes,
- * so the key waits (429), never admitted. Unreachable: a real outage, let through within the
- * fallback allowance, never for a key refused here in the current window.
- */
+/** No decision from the object: the fail-open answer (quota/fail-open.ts), or its refusal. */
 async function headersOrThrowWithoutObject(
   c: Context<QuotaEnv>,
   key: KeyRecord,
   result: Extract<AdmitResult, { reached: false }>,
 ): Promise<Record<string, string>> {
-  const now = clock.now();
-  if (result.overloaded) {
-    c.set("quota", "overloaded");
-    throw new ApiError(
-      "rate_limited",
-      "Too many requests for this API key right now; wait for Retry-After, then back off exponentially.",
-      { ...fallbackHeaders(key.limits.perMinute, 0, now + 1000, now), "Retry-After": "1" },
-    );
-  }
-  const verdict = fallbackVerdict(
-    fallbacks.get(key.id, now) ?? { minuteStart: 0, admitted: 0 },
-    key.limits,
-    result.refusal?.retryAt ?? 0,
-    now,
-  );
-  if (!verdict.admit) {
-    c.set("quota", result.refusal?.outcome ?? "unavailable");
-    const headers = {
-      ...fallbackHeaders(key.limits.perMinute, 0, verdict.retryAt, now),
-      "Retry-After": retryAfterSeconds(verdict.retryAt, now),
-    };
-    if (result.refusal) {
-      throw new ApiError(result.refusal.outcome, REFUSALS[result.refusal.outcome], headers);
-    }
-    log("warn", "quota limiter unreachable; fallback allowance used up", { keyId: key.id });
-    throw new ApiError(
-      "service_unavailable",
-      "The rate limiter is unavailable; wait for Retry-After.",
-      headers,
-    );
-  }
-  c.set("quota", "unavailable");
-  fallbacks.set(key.id, verdict.state, verdict.state.minuteStart + MINUTE_MS);
-  // Failing open skips the object, which is what makes a cached key's revocation immediate,
-  // so re-read the key (at most every few seconds per key, to spare D1 during the outage).
-  log("warn", "quota limiter unreachable; failing open", { keyId: key.id });
-  const problem = await rereadKeyProblem(c.env, key.id);
+  const answer = answerWithoutObject(key.id, key.limits, result, clock.now());
+  c.set("quota", answer.quota);
+  if (!answer.admitted) throw answer.error;
+  const problem = await rereadKeyProblemInD1(c.env, key.id);
   if (problem) {
     forgetKey(key.id);
     throw unusableKeyError(problem);
   }
-  const { minuteStart, admitted } = verdict.state;
-  return fallbackHeaders(
-    key.limits.perMinute,
-    key.limits.perMinute - admitted,
-    minuteStart + MINUTE_MS,
-    now,
-  );
+  return answer.headers;
 }
 
 /** Throws the answer for a refused request; returns the rate-limit headers of an admitted one. */
@@ -155,24 +89,21 @@ async function headersOrThrowRefusal(
   if (decision.outcome === "revoked") {
     // The object refuses revoked and disabled keys alike; D1 says which (a rare read: only the
     // first request after the change in an isolate that still held the key).
-    const problem = await rereadKeyProblem(c.env, key.id).catch(() => null);
+    const problem = await rereadKeyProblemInD1(c.env, key.id).catch(() => null);
     throw unusableKeyError(problem ?? KEY_PROBLEMS.revoked);
   }
   const headers = rateLimitHeaders(decision);
   if (decision.outcome !== "allowed") {
-    throw new ApiError(decision.outcome, REFUSALS[decision.outcome], headers);
+    throw refusalError(decision.outcome, headers);
   }
   return headers;
 }
 
 /**
- * Every /v1 request is decided before it is answered: by the key's quota object, which counts
- * it, or from a lease of permits the object counted for this isolate (a busy key; see
- * objects/quota-leases.ts). An overloaded object gets the key a 429; an unreachable one lets
- * the request through (fail open) within a bounded allowance, with a logged warning and
- * rate-limit headers that describe that allowance under the policy name "fallback" (the key's
- * own windows cannot be known): an outage of the limiter must not become an outage of the API,
- * and flooding the limiter must not switch it off.
+ * Every /v1 request is decided before it is answered, by the quota tiers (reached through
+ * objects/quota-limiter-client.ts). This middleware is the glue: it turns the decision into
+ * rate-limit headers or the refusal's error, and a missing one into the fail-open answer
+ * (quota/fail-open.ts). What each tier guarantees is in docs/quotas.md.
  *
  * Reads by a key with room left run alongside the limiter call rather than after it (the route
  * table marks them: a read changes nothing stored, and the answer still waits for the decision):
@@ -183,22 +114,22 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
   createMiddleware<QuotaEnv>(async (c, next) => {
     const key = c.var.apiKey;
     const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
-    const limiter = new QuotaLimiterClient(c.env.QUOTA, key.id, location);
+    const limiter = new QuotaLimiterClient(c.env.QUOTA, key, location);
     const policy = policyOf(key);
+    // The first request of a key also marks it used (see first-use.ts); its answer waits for both.
+    const firstUse = markFirstUse(c.env, key);
     // Decided already when the key's location holder authenticated the request (auth/api-key.ts).
     const decided = c.var.admission;
-    const admitted = decided
-      ? Promise.resolve(decided)
-      : wrapTime(
-          c,
-          "quota",
-          limiter.admit(policy).then((result) => {
-            // A lease renewal this request started, and the hand-back of a lease's unused permits
-            // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
-            if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);
-            return result;
-          }),
-        );
+    const admitted = wrapTime(
+      c,
+      "quota",
+      Promise.all([decided ?? limiter.admit(policy), firstUse]).then(([result]) => {
+        // A lease renewal this request started, and the hand-back of a lease's unused permits
+        // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
+        if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);
+        return result;
+      }),
+    );
     const isRead = routes.effectOf(c.req.method, c.req.path) === "read";
     if (!(isRead && keysWithRoom.get(key.id, 0))) {
       const headers = await headersOrThrowRefusal(c, key, await admitted);

@@ -3,11 +3,12 @@ import { type KeyMatch, policyOf, secretStatus } from "../db/keys";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
 import { QUIET_STOCK } from "../quota/lease";
+import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import type { KeyDecision, Policy } from "../quota/windows";
+import type { Region } from "../schemas/region";
 import { HeldKeyRecord } from "./holder-key-record";
-import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "./quota-leases";
 import type { QuotaLimiter } from "./quota-limiter";
-import { callWithOneRetry, isOverloaded } from "./stub-call";
+import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 
 /**
  * A location holder's answer: the decision (from its stock, or forwarded to the key's object),
@@ -48,6 +49,8 @@ export class QuotaHolder extends DurableObject<Env> {
   #refillAt = 0;
   /** The newest policy a request brought (a refill asks under it). */
   #policy: Policy | null = null;
+  /** The key's region, as the last request brought it (see `admit`). */
+  #region: Region | null = null;
   /** The key's record, for requests that arrive with a secret rather than the key (`authenticate`). */
   readonly #keyRecord = new HeldKeyRecord();
 
@@ -79,7 +82,7 @@ export class QuotaHolder extends DurableObject<Env> {
     if (found.outcome !== "found" || secretStatus(found.match, clock.now()) !== "active")
       return found;
     const { record } = found.match;
-    const answer = await this.admit(keyId, policyOf(record));
+    const answer = await this.admit(keyId, policyOf(record), record.region);
     if (!answer.reached) return { ...found, answer };
     const { decision } = answer;
     if (decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
@@ -104,8 +107,12 @@ export class QuotaHolder extends DurableObject<Env> {
     }
   }
 
-  /** Decides one request of key `keyId` under `policy` (the caller's view of the key). */
-  async admit(keyId: string, policy: Policy): Promise<HolderAnswer> {
+  /**
+   * Decides one request of key `keyId` under `policy` (the caller's view of the key); `region`
+   * is where the key's object is created if this holder's call is its first.
+   */
+  async admit(keyId: string, policy: Policy, region: Region | null = null): Promise<HolderAnswer> {
+    this.#region = region;
     const calls = this.#callsTo(keyId, policy);
     try {
       const decided = await this.#leases.admit(policy, calls);
@@ -188,7 +195,7 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   #stub(keyId: string): DurableObjectStub<QuotaLimiter> {
-    return this.env.QUOTA.getByName(keyId);
+    return this.env.QUOTA.getByName(keyId, placedIn(this.#region));
   }
 
   #giveBackCall(keyId: string): GiveBackCall {

@@ -1,22 +1,49 @@
-import type { KeyMatch } from "../db/keys";
+import type { KeyMatch, KeyRecord } from "../db/keys";
 import type { UsageDay } from "../db/usage-history";
 import { clock } from "../lib/clock";
 import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
-import type { KeyDecision, Policy, Refusal } from "../quota/windows";
+import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
+import type { Admission, LeaseRequest } from "../quota/lease-messages";
+import {
+  EMPTY_USAGE,
+  type KeyDecision,
+  type Policy,
+  type Refusal,
+  rollWindows,
+  type WindowStatus,
+  windowsOf,
+} from "../quota/windows";
+import type { Region } from "../schemas/region";
 import {
   type HolderAnswer,
   type HolderAuthentication,
   holderName,
   type QuotaHolder,
 } from "./quota-holder";
-import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "./quota-leases";
-import type { Admission, KeyUsage, LeaseRequest, QuotaLimiter } from "./quota-limiter";
-import { callWithOneRetry, isOverloaded } from "./stub-call";
+import type { KeyUsage, QuotaLimiter } from "./quota-limiter";
+import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 
 // Where the key's object and its location holders learn a key's policy (defined with the record).
 export { policyOf } from "../db/keys";
+
+/**
+ * What the key's object reports at `now` before it has counted anything. The admin views of a key
+ * never used (KeyRecord.firstUsedAt null) answer this rather than create the object.
+ */
+export function unusedKeyUsage(policy: Policy, now: number): KeyUsage {
+  const [minute, day] = windowsOf(rollWindows(EMPTY_USAGE, now), policy) as [
+    WindowStatus,
+    WindowStatus,
+  ];
+  return {
+    policy,
+    minute: { count: 0, limit: policy.perMinute, resetAt: minute.resetAt },
+    day: { count: 0, limit: policy.perDay, resetAt: day.resetAt },
+    bannedUntil: null,
+  };
+}
 
 /**
  * The decision (from the object, or from this isolate's lease), or why there is none: the
@@ -150,14 +177,21 @@ class HolderWithoutDecision extends Error {
  * stated on each method.
  */
 export class QuotaLimiterClient {
+  private readonly keyId: string;
+  /** The key's region: where its object is created, if a call of this client is its first. */
+  private readonly region: Region | null;
+
   constructor(
     private readonly namespace: DurableObjectNamespace<QuotaLimiter>,
-    private readonly keyId: string,
+    key: Pick<KeyRecord, "id" | "region">,
     /** The request's location; without one (never in production), the key's object decides. */
     private readonly location: RequestLocation | null = null,
     /** This isolate's leases of the key (another only for a test that plays several isolates). */
     private readonly leases: LeaseHolder | null = null,
-  ) {}
+  ) {
+    this.keyId = key.id;
+    this.region = key.region;
+  }
 
   #isolateLeases(): LeaseHolder {
     return this.leases ?? holderOf(this.keyId);
@@ -233,7 +267,8 @@ export class QuotaLimiterClient {
       // Not retried: a renewal that reached the object before its connection failed has been
       // counted, and a second one would count its permits again. A lost renewal costs nothing
       // but a call: the lease in use runs out and the next request asks.
-      renew: (request) => this.namespace.getByName(this.keyId).renewLease(policy, request),
+      renew: (request) =>
+        this.namespace.getByName(this.keyId, placedIn(this.region)).renewLease(policy, request),
     };
   }
 
@@ -331,7 +366,7 @@ export class QuotaLimiterClient {
       try {
         answer = await location.holders
           .getByName(holderName(this.keyId, location.name))
-          .admit(this.keyId, policy);
+          .admit(this.keyId, policy, this.region);
       } catch (err) {
         log("warn", "location holder unreachable; asking the key's object", {
           keyId: this.keyId,
@@ -360,6 +395,9 @@ export class QuotaLimiterClient {
   }
 
   #call<T>(call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>): Promise<T> {
-    return callWithOneRetry(() => this.namespace.getByName(this.keyId), call);
+    return callWithOneRetry(
+      () => this.namespace.getByName(this.keyId, placedIn(this.region)),
+      call,
+    );
   }
 }

@@ -4,13 +4,15 @@ import { type RevisedUsageDay, saveUsageDays, type UsageDay } from "../db/usage-
 import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
-import {
-  type GrantedLease,
-  givePermitsBack,
-  leaseExpiry,
-  permitsToLease,
-  takePermits,
-} from "../quota/lease";
+import { givePermitsBack, leaseExpiry, permitsToLease, takePermits } from "../quota/lease";
+import type {
+  Admission,
+  Lease,
+  LeaseRequest,
+  Renewal,
+  RenewalRequest,
+  ReturnedLease,
+} from "../quota/lease-messages";
 import {
   decide,
   EMPTY_USAGE,
@@ -18,13 +20,13 @@ import {
   type Policy,
   rollWindows,
   type UsageState,
-  type WindowStatus,
   windowsOf,
 } from "../quota/windows";
 import { migrateSchema } from "./schema-migrations";
 import {
   CREATE_USAGE_HISTORY_TABLE,
   CREATE_USAGE_REVISIONS_TABLE,
+  CREATE_USAGE_STRANDED_TABLE,
   UsageHistoryTable,
 } from "./usage-history-table";
 import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
@@ -71,73 +73,49 @@ export const QUOTA_LIMITER_MIGRATIONS = [
   CREATE_USAGE_REVISIONS_TABLE,
   // 8: the location holder a lease was granted to (null: an isolate), told of changes to the key.
   "ALTER TABLE leases ADD COLUMN grantee TEXT",
+  // 9: how many of a lease's permits the usage history counts as served so far (see
+  // #settleLease). Leases granted before were counted whole at grant. Re-running every
+  // migration stays safe: version 6 re-creates the table without the column.
+  `ALTER TABLE leases ADD COLUMN counted INTEGER NOT NULL DEFAULT 0;
+  UPDATE leases SET counted = permits`,
+  // 10: per day, leased permits never reported used (see usage-history-table.ts).
+  CREATE_USAGE_STRANDED_TABLE,
 ] as const;
 
 /** How long a change to the key waits for the location holders it is pushed to. */
 const PUSH_DEADLINE_MS = 2_000;
 
 /** A held day as the history reports it (without its day start and revision). */
-const usageDayOf = ({ day, admitted, refused }: RevisedUsageDay): UsageDay => ({
+const usageDayOf = ({ day, admitted, refused, stranded }: RevisedUsageDay): UsageDay => ({
   day,
   admitted,
   refused,
+  stranded,
 });
+
+/**
+ * A lease not handed back this long after its expiry (and not before its minute ends) is settled
+ * as stranded (see #settleLease). Its holder hands it back within GIVE_BACK_GRACE_MS of the
+ * expiry, or with its next call. Under a minute, so every lease of a day is settled by the
+ * day-end flush (a minute after the day).
+ */
+export const STRANDED_AFTER_MS = 30_000;
+
+/** A lease as the object keeps it: when it was granted and what the history counts of it. */
+type LeaseRow = {
+  id: string;
+  minuteStart: number;
+  dayStart: number;
+  permits: number;
+  /** Permits the usage history counts as served so far. */
+  counted: number;
+};
+
+/** `n` within 0…`most`. */
+const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, n));
 
 /** How soon the object tries again when D1 did not take a finished day's totals. */
 const USAGE_FLUSH_RETRY_MS = 5 * MINUTE_MS;
-
-/** A lease's unused permits, handed back. Handing back the same lease twice credits it once. */
-export interface ReturnedLease {
-  id: string;
-  unused: number;
-}
-
-/** What an isolate asks for along with one request. */
-export interface LeaseRequest {
-  /** Permits wanted on top of this request (0: decide this request only). */
-  want: number;
-  /** The isolate's previous leases with unused permits to give back (taken back first). */
-  returning: ReturnedLease[];
-}
-
-/** Permits counted as used for the isolate, valid until `expiresAt` (epoch ms). */
-export interface Lease {
-  id: string;
-  permits: number;
-  expiresAt: number;
-}
-
-/** A busy isolate's request for more permits on the lease it is still using (no request). */
-export interface RenewalRequest {
-  /** The lease in use: extended when it was granted in the current minute window. */
-  leaseId: string;
-  /** Permits wanted on top of what the isolate holds. */
-  want: number;
-  /** The lease's permits the isolate has not used yet (it never holds more than one lease's worth). */
-  holding: number;
-  /** Previous leases with unused permits to give back (taken back first). */
-  returning: ReturnedLease[];
-}
-
-/**
- * The answer to a renewal. `windows` are the object's before this grant (the isolate adds back
- * what it was holding). `granted` is null when no permits were granted: the key is refused,
- * banned, revoked or near its limit, and the isolate goes back to asking with each request once
- * its lease is used. `granted.id` is the lease's own id when it was extended, else a new lease's.
- */
-export interface Renewal {
-  policyVersion: number;
-  revoked: boolean;
-  windows: WindowStatus[];
-  granted: Lease | null;
-}
-
-/**
- * The decision on one request, plus the lease granted with it, if any. The decision's windows
- * are the object's after this request and before the lease: the isolate subtracts what it admits
- * from the lease, so its headers read as if each request had been decided here.
- */
-export type Admission = KeyDecision & { lease: Lease | null };
 
 const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
 
@@ -151,7 +129,7 @@ export interface KeyUsage {
 /**
  * One per API key (named by the key's id). `admit` both enforces and counts; a busy isolate
  * also gets a lease of permits with it and admits from the lease without calling
- * (objects/quota-leases.ts), so not every request reaches the object. The object also keeps
+ * (quota/lease-holder.ts), so not every request reaches the object. The object also keeps
  * the key's current policy
  * (limits and revocation), pushed by the admin API, so plan changes and revocations take
  * effect on the next request even while Workers still hold a cached key record.
@@ -212,10 +190,10 @@ export class QuotaLimiter extends DurableObject<Env> {
     const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
     this.#keep(state, previousDay);
     if (banStarted) this.#noteBan(now, state.bannedUntil);
-    // The history counts what the day window counts: this request, and a lease's permits when
-    // granted; unused ones come off again when the lease is handed back (see #takeBack). A lease
-    // used up is never handed back, so counting at grant is what keeps it in the history.
-    this.#countInHistory(decision.outcome, now, 1 + permits);
+    // The history counts this request; a lease's permits only as their holder reports them used
+    // (see #settleLease), while the windows count them from the grant.
+    this.#countInHistory(decision.outcome, now, 1);
+    this.#strandUnreportedLeases(now);
     return { ...decision, lease };
   }
 
@@ -232,6 +210,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     const previousDay = this.#usage.dayStart;
     let state = rollWindows(this.#usage, now);
     for (const returned of request.returning) state = this.#takeBack(state, returned);
+    if (request.used !== undefined) this.#countUsed(request.leaseId, request.used);
     const windows = windowsOf(state, effective);
     // A caller on an older policy than the object's is told so and granted nothing: its lease
     // was granted under the old limits and must end, not grow.
@@ -255,7 +234,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       state = takePermits(state, permits);
     }
     this.#keep(state, previousDay);
-    this.#countInHistory("allowed", now, permits);
+    this.#strandUnreportedLeases(now);
     return { policyVersion: effective.version, revoked: effective.revoked, windows, granted };
   }
 
@@ -284,8 +263,6 @@ export class QuotaLimiter extends DurableObject<Env> {
    */
   #grantLease(state: UsageState, permits: number, now: number, grantee: string | null): Lease {
     const lease = { id: crypto.randomUUID(), permits, expiresAt: leaseExpiry(state, now) };
-    // Leases of past minutes can no longer be credited back (see givePermitsBack): forget them.
-    this.#expireLeasesBefore(state.minuteStart);
     this.ctx.storage.sql.exec(
       `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -343,26 +320,90 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /** Takes back a lease's unused permits (a holder whose lease expired before its next request). */
   returnLease(returned: ReturnedLease): void {
-    const usage = this.#takeBack(rollWindows(this.#usage, clock.now()), returned);
+    const now = clock.now();
+    const usage = this.#takeBack(rollWindows(this.#usage, now), returned);
     if (usage !== this.#usage) {
       this.#usage = usage;
       this.#usageTable.save(usage);
     }
+    this.#strandUnreportedLeases(now);
   }
 
-  /** Credits a returned lease once: its row goes with the credit, so a repeated return is a no-op. */
+  /**
+   * Settles a returned lease once: the history counts what was used of it, the windows get the
+   * rest back, and its row goes, so a repeated return is a no-op.
+   */
   #takeBack(usage: UsageState, returned: ReturnedLease): UsageState {
-    const row = this.ctx.storage.sql
-      .exec<{ minuteStart: number; dayStart: number; permits: number }>(
-        "SELECT minute_start AS minuteStart, day_start AS dayStart, permits FROM leases WHERE id = ?",
-        returned.id,
-      )
-      .toArray()[0] as GrantedLease | undefined;
+    const row = this.#leaseRow(returned.id);
     if (!row) return usage;
-    this.ctx.storage.sql.exec("DELETE FROM leases WHERE id = ?", returned.id);
-    const unused = Math.max(0, Math.min(returned.unused, row.permits));
-    this.#usageHistory.uncountAdmitted(row.dayStart, unused);
-    return givePermitsBack(usage, row, returned.unused);
+    const used = clampTo(
+      row.permits,
+      returned.used ?? row.permits - clampTo(row.permits, returned.unused),
+    );
+    this.#settleLease(row, used, 0);
+    return givePermitsBack(usage, row, row.permits - used);
+  }
+
+  #leaseRow(id: string): LeaseRow | undefined {
+    return this.ctx.storage.sql
+      .exec<LeaseRow>(
+        `SELECT id, minute_start AS minuteStart, day_start AS dayStart, permits, counted
+           FROM leases WHERE id = ?`,
+        id,
+      )
+      .toArray()[0];
+  }
+
+  /**
+   * The usage history counts a lease's permits as served only once its holder reports them used
+   * (a renewal, a hand-back); never at grant. So a lease's row is its account: `counted` is what
+   * the history counts of it so far. A renewal's report raises it (#countUsed); a hand-back
+   * settles it (the history then counts exactly what was used, the rest is credited back); a
+   * lease not handed back within STRANDED_AFTER_MS of its expiry is settled as stranded: its
+   * permits not reported used are counted apart, never as admitted. See docs/quotas.md (Billing).
+   */
+  #settleLease(row: LeaseRow, used: number, stranded: number): void {
+    this.ctx.storage.sql.exec("DELETE FROM leases WHERE id = ?", row.id);
+    // Negative only for a lease granted before the history counted leases as served (counted
+    // whole at grant): its unused permits come off.
+    this.#countServed(row.dayStart, used - row.counted);
+    if (stranded > 0 && this.#usageHistory.strand(row.dayStart, stranded)) {
+      this.#scheduleDayFlush(row.dayStart);
+    }
+  }
+
+  /** Counts a renewing holder's report that `used` of lease `id` have been admitted. */
+  #countUsed(id: string, used: number): void {
+    const row = this.#leaseRow(id);
+    if (!row) return;
+    const counted = Math.max(row.counted, clampTo(row.permits, used));
+    if (counted === row.counted) return;
+    this.ctx.storage.sql.exec("UPDATE leases SET counted = ? WHERE id = ?", counted, id);
+    this.#countServed(row.dayStart, counted - row.counted);
+  }
+
+  /** Adds `requests` served from leases (negative: takes them off) to the day at `dayStart`. */
+  #countServed(dayStart: number, requests: number): void {
+    if (requests > 0) this.#countInHistory("allowed", dayStart, requests);
+    else this.#usageHistory.uncountAdmitted(dayStart, -requests);
+  }
+
+  /**
+   * Settles every lease not handed back within STRANDED_AFTER_MS of its expiry, once its minute
+   * is over, as stranded: the history keeps what its holder reported used, the rest is stranded.
+   * Its permits stay counted in the windows, as the holder may have used them; and until its
+   * minute ends the lease still counts towards heldBound (#heldBy), as one handed back would not.
+   */
+  #strandUnreportedLeases(now: number): void {
+    const rows = this.ctx.storage.sql
+      .exec<LeaseRow>(
+        `SELECT id, minute_start AS minuteStart, day_start AS dayStart, permits, counted
+           FROM leases WHERE expires_at <= ? AND minute_start <= ?`,
+        now - STRANDED_AFTER_MS,
+        now - MINUTE_MS,
+      )
+      .toArray();
+    for (const row of rows) this.#settleLease(row, row.counted, row.permits - row.counted);
   }
 
   /**
@@ -430,6 +471,7 @@ export class QuotaLimiter extends DurableObject<Env> {
    * (today, and any finished day D1 has not taken yet). Counts nothing and writes nothing.
    */
   report(offered?: Policy): { usage: KeyUsage; days: UsageDay[] } {
+    this.#strandUnreportedLeases(clock.now());
     return {
       usage: this.usage(offered),
       days: this.#usageHistory.days().map(usageDayOf),
@@ -452,7 +494,7 @@ export class QuotaLimiter extends DurableObject<Env> {
    */
   override async alarm(): Promise<void> {
     const now = clock.now();
-    this.#expireLeasesBefore(now - (now % MINUTE_MS));
+    this.#strandUnreportedLeases(now);
     let nextUsageCleanup: number | null = null;
     if (this.#usage.dayStart !== 0) {
       const idleFrom = Math.max(this.#usage.bannedUntil, this.#usage.dayStart + DAY_MS);
@@ -530,6 +572,7 @@ export class QuotaLimiter extends DurableObject<Env> {
    * returns them; a D1 failure is logged, not thrown.
    */
   async saveUsageHistory(): Promise<UsageDay[]> {
+    this.#strandUnreportedLeases(clock.now());
     const days = this.#usageHistory.days();
     await this.#saveToDatabase(days).catch((err: unknown) =>
       log("warn", "could not write usage history to D1", { error: String(err) }),
@@ -537,39 +580,42 @@ export class QuotaLimiter extends DurableObject<Env> {
     return days.map(usageDayOf);
   }
 
-  /**
-   * Forgets leases of minutes before `minuteStart`: they can no longer be credited back (see
-   * givePermitsBack), and the history already counted their permits when they were granted.
-   */
-  #expireLeasesBefore(minuteStart: number): void {
-    this.ctx.storage.sql.exec("DELETE FROM leases WHERE minute_start < ?", minuteStart);
-  }
-
   /** Counts `requests` decisions with `outcome` in the history of the day starting at `at`'s day. */
   #countInHistory(outcome: KeyDecision["outcome"], at: number, requests: number): void {
     if (requests <= 0) return;
     const dayStart = at - (at % DAY_MS);
-    if (this.#usageHistory.count(outcome, dayStart, requests)) {
-      // A new day: make sure an alarm after its end writes it to D1.
-      this.#alarmNoLaterThan(dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
-        log("error", "could not schedule the usage history write", { error: String(err) }),
-      );
-    }
+    if (this.#usageHistory.count(outcome, dayStart, requests)) this.#scheduleDayFlush(dayStart);
+  }
+
+  /** A new day in the history: makes sure an alarm after its end writes it to D1. */
+  #scheduleDayFlush(dayStart: number): void {
+    this.#alarmNoLaterThan(dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
+      log("error", "could not schedule the usage history write", { error: String(err) }),
+    );
   }
 
   /**
    * Writes the finished days to D1 and forgets them here; if D1 fails, keeps them and tries
-   * again later.
+   * again later. A day whose leases are not all settled yet (the alarm came before their
+   * deadline) waits for them.
    */
   async #flushFinishedDays(now: number): Promise<void> {
     const today = now - (now % DAY_MS);
-    const finished = this.#usageHistory.days().filter((d) => d.dayStart < today);
+    const open = this.ctx.storage.sql
+      .exec<{ dayStart: number | null; expiresAt: number | null }>(
+        "SELECT MIN(day_start) AS dayStart, MIN(expires_at) AS expiresAt FROM leases WHERE day_start < ?",
+        today,
+      )
+      .one();
+    if (open.expiresAt !== null) await this.#alarmNoLaterThan(open.expiresAt + STRANDED_AFTER_MS);
+    const flushBefore = open.dayStart ?? today;
+    const finished = this.#usageHistory.days().filter((d) => d.dayStart < flushBefore);
     if (!finished.length) return;
     try {
       await this.#saveToDatabase(finished);
       // Nothing changes a finished day during the write: its leases, the only thing that could
-      // still take permits off it, were forgotten when the alarm began (#expireLeasesBefore).
-      this.#usageHistory.forgetDaysBefore(today);
+      // still count on it, are all settled (#strandUnreportedLeases, as the alarm began).
+      this.#usageHistory.forgetDaysBefore(flushBefore);
     } catch (err) {
       log("warn", "could not write finished usage days to D1; retrying", { error: String(err) });
       await this.#alarmNoLaterThan(now + USAGE_FLUSH_RETRY_MS);

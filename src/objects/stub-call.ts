@@ -1,3 +1,5 @@
+import type { Region } from "../schemas/region";
+
 /**
  * How the Worker calls a Durable Object, written once. Cloudflare marks the errors it throws
  * (see "Error handling" in the Durable Objects docs): `.retryable` for a transient failure
@@ -33,4 +35,12 @@ export async function callWithOneRetry<S, T>(
     if (!retryable || overloaded) throw err;
     return await call(stubFor());
   }
+}
+
+/**
+ * The options to get a key's quota object with: its location hint, if the key has a region. A
+ * hint only places an object that does not exist yet; an existing one is reached wherever it is.
+ */
+export function placedIn(region: Region | null): DurableObjectNamespaceGetDurableObjectOptions {
+  return region ? { locationHint: region } : {};
 }

@@ -14,13 +14,22 @@ export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE IF NOT EXISTS usage_hist
 
 /**
  * QuotaLimiter migration 7: each held day's revision, raised by every change to its totals, so
- * D1 can tell a newer snapshot from an older one (totals go down too: a lease's unused permits
- * come off when it is handed back). A table of its own rather than a column: migrations must
+ * D1 can tell a newer snapshot from an older one (a total can go down too: the unused permits of
+ * a lease granted when leases were counted whole at grant come off when it is handed back). A table of its own rather than a column: migrations must
  * run again safely on an object whose version row is missing, and SQLite has no ADD COLUMN IF
  * NOT EXISTS.
  */
 export const CREATE_USAGE_REVISIONS_TABLE = `CREATE TABLE IF NOT EXISTS usage_history_revisions (
   day_start INTEGER PRIMARY KEY, revision INTEGER NOT NULL
+) STRICT`;
+
+/**
+ * QuotaLimiter migration 10: per day, permits leased and never reported used (their holder was
+ * evicted or crashed, or its hand-back was lost), apart from the requests admitted. A table of
+ * its own for the same reason as the revisions'.
+ */
+export const CREATE_USAGE_STRANDED_TABLE = `CREATE TABLE IF NOT EXISTS usage_history_stranded (
+  day_start INTEGER PRIMARY KEY, permits INTEGER NOT NULL
 ) STRICT`;
 
 // The outcome → column map also keeps column names out of any caller's hands.
@@ -40,8 +49,9 @@ export class UsageHistoryTable {
   constructor(private readonly sql: SqlStorage) {}
 
   /**
-   * Counts `requests` decisions with `outcome` in their day (a lease's permits are counted with
-   * the request that was granted it); true when this started the day's row. Revocations are not counted.
+   * Counts `requests` decisions with `outcome` in their day (requests admitted from a lease are
+   * counted as its holder reports them); true when this started the day's row. Revocations are
+   * not counted.
    */
   count(outcome: Outcome, dayStart: number, requests = 1): boolean {
     const column = COLUMN_OF[outcome];
@@ -69,7 +79,29 @@ export class UsageHistoryTable {
     );
   }
 
-  /** Takes back `requests` admissions of a day still held (a lease's unused permits). */
+  /**
+   * Counts `permits` leased and never reported used in their day, apart from its admissions;
+   * true when this started the day's row.
+   */
+  strand(dayStart: number, permits: number): boolean {
+    if (permits <= 0) return false;
+    const started =
+      this.sql.exec("INSERT OR IGNORE INTO usage_history (day_start) VALUES (?)", dayStart)
+        .rowsWritten > 0;
+    this.sql.exec(
+      `INSERT INTO usage_history_stranded (day_start, permits) VALUES (?, ?)
+       ON CONFLICT (day_start) DO UPDATE SET permits = permits + excluded.permits`,
+      dayStart,
+      permits,
+    );
+    this.#revise(dayStart);
+    return started;
+  }
+
+  /**
+   * Takes back `requests` admissions of a day still held (the unused permits of a lease granted
+   * when leases were counted whole at grant).
+   */
   uncountAdmitted(dayStart: number, requests: number): void {
     if (requests <= 0) return;
     const { rowsWritten } = this.sql.exec(
@@ -89,11 +121,13 @@ export class UsageHistoryTable {
         rate_limited: number;
         quota_exceeded: number;
         key_banned: number;
+        stranded: number;
         revision: number;
       }>(
         `SELECT h.day_start, h.admitted, h.rate_limited, h.quota_exceeded, h.key_banned,
-                COALESCE(r.revision, 0) AS revision
+                COALESCE(s.permits, 0) AS stranded, COALESCE(r.revision, 0) AS revision
          FROM usage_history h LEFT JOIN usage_history_revisions r ON r.day_start = h.day_start
+           LEFT JOIN usage_history_stranded s ON s.day_start = h.day_start
          ORDER BY h.day_start`,
       )
       .toArray()
@@ -106,6 +140,7 @@ export class UsageHistoryTable {
           quota_exceeded: r.quota_exceeded,
           key_banned: r.key_banned,
         },
+        stranded: r.stranded,
         revision: r.revision,
       }));
   }
@@ -114,5 +149,6 @@ export class UsageHistoryTable {
   forgetDaysBefore(dayStart: number): void {
     this.sql.exec("DELETE FROM usage_history WHERE day_start < ?", dayStart);
     this.sql.exec("DELETE FROM usage_history_revisions WHERE day_start < ?", dayStart);
+    this.sql.exec("DELETE FROM usage_history_stranded WHERE day_start < ?", dayStart);
   }
 }

@@ -19,9 +19,6 @@ export const LEASE_MS = 5_000;
  */
 export const GIVE_BACK_GRACE_MS = 250;
 
-/** The key's recent rate in an isolate is measured over this long. */
-export const RATE_HORIZON_MS = 10_000;
-
 /** A lease takes at most a quarter of the room left in the tighter window… */
 const ROOM_SHARE = 4;
 /** …and all leases of a key together hold at most a tenth of the per-minute limit (see heldBound). */
@@ -41,36 +38,6 @@ export function heldBound(limits: Limits): number {
  * next requests to be admitted there while a refill is on its way.
  */
 export const QUIET_STOCK = 2;
-
-/** Below two requests a second (in the last second and on average over the horizon): quiet. */
-const BUSY_PER_SECOND = 2;
-
-/**
- * The permits an isolate asks for, from the arrival times (ms) of the key's requests in this
- * isolate: enough for LEASE_MS at the key's recent rate, the higher of its rate in the last
- * second and its average over the last RATE_HORIZON_MS (so a key that paused for a few seconds
- * is still sized from what it did before, and a key that speeds up is sized from its new rate).
- * A quiet key (fewer than two requests in the last second and fewer than two a second on
- * average over the horizon) asks for none and is decided request by request, so it locks up
- * nothing.
- */
-export function leaseWanted(arrivals: readonly number[], now: number): number {
-  let lastSecond = 0;
-  let inHorizon = 0;
-  let oldest = now;
-  for (const t of arrivals) {
-    if (t > now || t <= now - RATE_HORIZON_MS) continue;
-    inHorizon++;
-    if (t > now - 1_000) lastSecond++;
-    if (t < oldest) oldest = t;
-  }
-  // The average over the time the horizon's requests really span, at least a second.
-  const averagePerSecond = (inHorizon * 1_000) / Math.max(1_000, now - oldest);
-  const horizonBusy = (inHorizon * 1_000) / RATE_HORIZON_MS >= BUSY_PER_SECOND;
-  if (lastSecond < BUSY_PER_SECOND && !horizonBusy) return 0;
-  const perSecond = Math.max(lastSecond, averagePerSecond);
-  return Math.ceil((perSecond * LEASE_MS) / 1_000);
-}
 
 /**
  * The permits the object grants on top of an admitted request (given its windows after that
@@ -174,62 +141,4 @@ export function givePermitsBack(
     next.minuteCount = Math.max(0, state.minuteCount - n);
   if (lease.dayStart === state.dayStart) next.dayCount = Math.max(0, state.dayCount - n);
   return next;
-}
-
-/**
- * The windows an isolate reports for a request it admitted from its lease: the object's
- * remaining at the last contact minus what this isolate admitted since.
- */
-export function windowsAfterLocalAdmissions(
-  atContact: WindowStatus[],
-  admittedSince: number,
-): WindowStatus[] {
-  return atContact.map((w) => ({ ...w, remaining: Math.max(0, w.remaining - admittedSince) }));
-}
-
-/**
- * Keeps a window's remaining from going up within the window in one isolate's responses: another
- * isolate handing back unused permits raises the object's remaining, which would otherwise show
- * as a jump. A new window or a new limit (a plan change) starts afresh.
- */
-export function neverAbove(windows: WindowStatus[], shown: WindowStatus[]): WindowStatus[] {
-  return windows.map((w) => {
-    const before = shown.find(
-      (s) => s.name === w.name && s.resetAt === w.resetAt && s.limit === w.limit,
-    );
-    return before && before.remaining < w.remaining ? { ...w, remaining: before.remaining } : w;
-  });
-}
-
-/** What an isolate remembers of a key while its limiter cannot be reached. */
-export interface FallbackState {
-  /** Start of the minute window `admitted` counts in. */
-  minuteStart: number;
-  /** Requests this isolate let through without the object in that minute. */
-  admitted: number;
-}
-
-type FallbackVerdict =
-  | { admit: true; state: FallbackState }
-  | { admit: false; reason: "refused_before" | "allowance_used"; retryAt: number };
-
-/**
- * Failing open, bounded. While the key's object is unreachable (a real outage, not an overloaded
- * object), an isolate lets through at most the key's per-minute limit per minute window, and
- * nothing for a key it has seen refused or banned until that refusal's retryAt: flooding the
- * object cannot buy a client more than its own plan.
- */
-export function fallbackVerdict(
-  previous: FallbackState,
-  limits: Limits,
-  refusedUntil: number,
-  now: number,
-): FallbackVerdict {
-  if (refusedUntil > now) return { admit: false, reason: "refused_before", retryAt: refusedUntil };
-  const minuteStart = now - (now % MINUTE_MS);
-  const admitted = previous.minuteStart === minuteStart ? previous.admitted : 0;
-  if (admitted >= limits.perMinute) {
-    return { admit: false, reason: "allowance_used", retryAt: minuteStart + MINUTE_MS };
-  }
-  return { admit: true, state: { minuteStart, admitted: admitted + 1 } };
 }

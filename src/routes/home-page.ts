@@ -1,7 +1,8 @@
 import type { Context } from "hono";
 
-/** The home page holds links and text only: nothing to load, so its CSP allows nothing. */
-const HOME_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/** The home page holds links and text, and loads only its icon (the console's, same origin). */
+const HOME_CSP =
+  "default-src 'none'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 const PAGE = `<!doctype html>
 <html lang="en">
@@ -9,6 +10,7 @@ const PAGE = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Animal Store API</title>
+<link rel="icon" href="/admin/favicon.svg" type="image/svg+xml">
 </head>
 <body>
 <h1>Animal Store API</h1>

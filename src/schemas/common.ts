@@ -136,7 +136,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   409: "The key is revoked, which is final: it cannot be changed, enabled or rolled",
   410: "Endpoint removed after its sunset",
   413: "Body larger than 16 KiB",
-  415: "Body is not application/json",
+  415: "Body is not uncompressed application/json",
   422: "Idempotency-Key reused with a different body",
   429: "Rate limit, daily quota or temporary ban",
   500: "Unexpected error",

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { PLANS } from "../quota/plans";
 import { adminPageCursor, DisplayNameSchema, pageLimit } from "./common";
+import { RegionSchema } from "./region";
 
 const planError = { error: `must be one of: ${PLANS.join(", ")}` };
 
@@ -84,6 +85,10 @@ export const CreateKeySchema = z
     expiresAt: isoDate.optional(),
     ownerId: OwnerIdSchema.optional(),
     meta: MetaSchema.optional(),
+    region: RegionSchema.optional().openapi({
+      description:
+        "Where to create the key's quota object (a Durable Object location hint), if you know where the key's consumer runs; without it, near the key's first request",
+    }),
   })
   .openapi("CreateKey");
 
@@ -102,10 +107,14 @@ export const UpdateKeySchema = z
       .openapi({ description: "When the key stops working; null removes the expiry" }),
     ownerId: OwnerIdSchema.nullable().optional(),
     meta: MetaSchema.nullable().optional(),
+    region: RegionSchema.nullable().optional().openapi({
+      description:
+        "Where to create the key's quota object; null: near its first request. Applies only while the key has never been used: an object, once created, stays where it is",
+    }),
   })
   .refine(
     (b) => Object.keys(b).length > 0,
-    "give at least one of: name, plan, limits, enabled, expiresAt, ownerId, meta",
+    "give at least one of: name, plan, limits, enabled, expiresAt, ownerId, meta, region",
   )
   .openapi("UpdateKey");
 
@@ -143,6 +152,10 @@ export const KeySchema = z
       .record(z.string(), z.json())
       .nullable()
       .openapi({ type: ["object", "null"], additionalProperties: true }),
+    region: RegionSchema.nullable().openapi({
+      description:
+        "Where the key's quota object is created, at its first request; null: near that request",
+    }),
     rolledAt: z.string().nullable().openapi({ description: "When the secret was last rolled" }),
     previousSecretExpiresAt: z.string().nullable().openapi({
       description: "Until when the secret replaced by the last roll keeps working",

@@ -21,8 +21,15 @@ const Refused = z
 export const UsageDaySchema = z
   .object({
     day: z.string().openapi({ format: "date" }),
-    admitted: z.number().int(),
+    admitted: z.number().int().openapi({
+      description:
+        "Requests admitted and served (what an invoice counts); requests admitted from a lease of permits count once their holder reports them used",
+    }),
     refused: Refused,
+    stranded: z.number().int().openapi({
+      description:
+        "Permits leased that day to an isolate or a location holder and never reported used (lost with it): not requests, never billed",
+    }),
   })
   .openapi("UsageDay");
 

@@ -173,8 +173,11 @@ export interface components {
         UsageDay: {
             /** Format: date */
             day: string;
+            /** @description Requests admitted and served (what an invoice counts); requests admitted from a lease of permits count once their holder reports them used */
             admitted: number;
             refused: components["schemas"]["RefusedCounts"];
+            /** @description Permits leased that day to an isolate or a location holder and never reported used (lost with it): not requests, never billed */
+            stranded: number;
         };
         RefusedCounts: {
             rate_limited: number;
@@ -479,7 +482,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description Body is not application/json */
+            /** @description Body is not uncompressed application/json */
             415: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

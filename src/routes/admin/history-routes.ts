@@ -50,13 +50,21 @@ function rangeOrThrow(query: { from?: string; to?: string }, now: number) {
   return { from, to };
 }
 
-const USAGE_COLUMNS = ["day", "admitted", "rate_limited", "quota_exceeded", "key_banned"];
+const USAGE_COLUMNS = [
+  "day",
+  "admitted",
+  "rate_limited",
+  "quota_exceeded",
+  "key_banned",
+  "stranded",
+];
 const usageCells = (d: UsageDay) => [
   d.day,
   d.admitted,
   d.refused.rate_limited,
   d.refused.quota_exceeded,
   d.refused.key_banned,
+  d.stranded,
 ];
 
 function csvResponse(c: Context, text: string, headers: Record<string, string> = {}) {
@@ -82,14 +90,14 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
     async (c) => {
       const { id } = c.req.valid("param");
       const { from, to } = rangeOrThrow(c.req.valid("query"), clock.now());
-      foundOrThrow(await getKey(c.env.DB, id), id);
-      // The object's days win: it holds today, and any finished day D1 did not take yet.
+      const record = foundOrThrow(await getKey(c.env.DB, id), id);
+      // The object's days win: it holds today, and any finished day D1 did not take yet. A key
+      // never used has no object, and none is created for it.
       const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
-      const live = await new QuotaLimiterClient(
-        c.env.QUOTA,
-        id,
-        location,
-      ).saveUsageHistoryOrThrow();
+      const live =
+        record.firstUsedAt === null
+          ? []
+          : await new QuotaLimiterClient(c.env.QUOTA, record, location).saveUsageHistoryOrThrow();
       const stored = await readUsageDays(c.env.DB, id, from, to);
       // Later entries win in everyDay: the live ones go last.
       const days = everyDay(from, to, [...stored, ...live]);

@@ -23,6 +23,7 @@ export function keyView(k: KeyRecord, now: number): z.infer<typeof KeySchema> {
     disabledAt: isoTime(k.disabledAt),
     ownerId: k.ownerId,
     meta: k.meta as z.infer<typeof KeySchema>["meta"],
+    region: k.region,
     rolledAt: isoTime(k.rolledAt),
     previousSecretExpiresAt: isoTime(k.previousSecretExpiresAt),
   };
@@ -38,6 +39,7 @@ const AUDITED_FIELDS = (k: KeyRecord): Record<string, unknown> => ({
   revokedAt: isoTime(k.revokedAt),
   ownerId: k.ownerId,
   meta: k.meta,
+  region: k.region,
 });
 
 /** The fields that differ between two states of a key, before → after (`before` null: a new key). */

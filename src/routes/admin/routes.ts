@@ -22,7 +22,12 @@ import { log } from "../../lib/log";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import type { KeyUsage } from "../../objects/quota-limiter";
-import { locationOf, policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
+import {
+  locationOf,
+  policyOf,
+  QuotaLimiterClient,
+  unusedKeyUsage,
+} from "../../objects/quota-limiter-client";
 import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
 import { adminErrorResponses, json, NoQuerySchema } from "../../schemas/common";
 import {
@@ -101,6 +106,7 @@ function expiryOrThrow(value: string | undefined, now: number): number | null {
 }
 
 /**
+/**
  * A new secret for key `id`, tagged with its id (auth/key-format.ts). Throws ConfigError (500,
  * logged) when KEY_TAG_SECRET is unset: a key is never issued that could not be routed.
  */
@@ -108,10 +114,15 @@ function newSecretOrThrow(config: Config, id: string) {
   return generateApiKey(config.ENVIRONMENT, id, secretOrThrow(config, "KEY_TAG_SECRET"));
 }
 
-/** Makes a change take effect on the key's very next request, in every isolate. */
+/**
+ * Makes a change take effect on the key's very next request, in every isolate. `key` is the key
+ * as written: a key never used has no quota object to tell (its first request brings the policy,
+ * and middleware/first-use.ts pushes it if that request's record is older than this change).
+ */
 async function pushPolicyOrThrow(env: Env, key: KeyRecord): Promise<void> {
   forgetKey(key.id);
-  await new QuotaLimiterClient(env.QUOTA, key.id).configureOrThrow(policyOf(key));
+  if (key.firstUsedAt === null) return;
+  await new QuotaLimiterClient(env.QUOTA, key).configureOrThrow(policyOf(key));
 }
 
 // A write that lost a race to another admin write is decided again on the fresh record.
@@ -202,7 +213,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Issue a new API key",
       description:
-        "Creates a key on a plan and returns it with its secret, which is shown only this once (only its hash is stored); Location points at the new key. Enterprise keys need their own `limits`, other plans must not give any; `expiresAt` must be in the future. The creation is recorded in the audit trail.",
+        "Creates a key on a plan and returns it with its secret, which is shown only this once (only its hash is stored); Location points at the new key. Enterprise keys need their own `limits`, other plans must not give any; `expiresAt` must be in the future. `region` places the key's quota object near the key's consumer (created at its first request; without it, near that request). The creation is recorded in the audit trail.",
       security,
       middleware: jsonBody,
       request: { query: NoQuerySchema, body: { required: true, content: json(CreateKeySchema) } },
@@ -228,6 +239,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         expiresAt: expiryOrThrow(body.expiresAt, now),
         ownerId: body.ownerId ?? null,
         meta: body.meta ?? null,
+        region: body.region ?? null,
         now,
       };
       // The audit entry describes the key as it will be; it is written in the same batch.
@@ -241,6 +253,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         disabledAt: null,
         rolledAt: null,
         previousSecretExpiresAt: null,
+        firstUsedAt: null,
       };
       const record = await insertKey(
         c.env.DB,
@@ -259,7 +272,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "List keys",
       description:
-        "Keys in creation order, a page at a time (`cursor` is the previous page's `nextCursor`), optionally only those of one plan, state (or banned) or owner, or found by `q` (the start of the name, or of the secret). Each key comes with its activity, read live from its quota object: the last day it was used, today's requests against the day quota, and any ban. Secrets are never returned.",
+        "Keys in creation order, a page at a time (`cursor` is the previous page's `nextCursor`), optionally only those of one plan, state (or banned) or owner, or found by `q` (the start of the name, or of the secret). Each key comes with its activity, read live from its quota object: the last day it was used, today's requests against the day quota, and any ban (a key never used has no object yet: zeros, and none is created). Secrets are never returned.",
       security,
       request: { query: ListKeysQuerySchema },
       responses: {
@@ -280,7 +293,8 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         { plan, state, ownerId, search: q, now },
       );
       const { page, nextCursor } = pageOf(keys, limit, encodeKeyCursor);
-      // The days D1 holds and one call per listed key's object, all at once.
+      // The days D1 holds and one call per listed key's object, all at once; a key never used has
+      // no object, and none is created for it.
       const [lastUsed, reports] = await Promise.all([
         lastUsedDays(
           c.env.DB,
@@ -288,7 +302,9 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         ),
         Promise.all(
           page.map((k) =>
-            new QuotaLimiterClient(c.env.QUOTA, k.id).reportOrThrow(policyOf(k)).catch(() => null),
+            k.firstUsedAt === null
+              ? { usage: unusedKeyUsage(policyOf(k), now), days: [] }
+              : new QuotaLimiterClient(c.env.QUOTA, k).reportOrThrow(policyOf(k)).catch(() => null),
           ),
         ),
       ]);
@@ -307,7 +323,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Get a key with its current usage",
       description:
-        "The key, plus its current minute and day counts and any ban, read live from the key's quota object (`usage` is null if that object could not be reached). 404 if no key has this id.",
+        "The key, plus its current minute and day counts and any ban, read live from the key's quota object (`usage` is null if that object could not be reached; a key never used has no object yet: zeros, and none is created). 404 if no key has this id.",
       security,
       request: byId,
       responses: {
@@ -322,7 +338,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const { id } = c.req.valid("param");
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
       const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
-      const usage = await new QuotaLimiterClient(c.env.QUOTA, id, location).usage(policyOf(record));
+      const usage =
+        record.firstUsedAt === null
+          ? unusedKeyUsage(policyOf(record), clock.now())
+          : await new QuotaLimiterClient(c.env.QUOTA, record, location).usage(policyOf(record));
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
   )
@@ -334,7 +353,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Change a key's settings",
       description:
-        "Changes any of name, plan, limits, enabled, expiresAt, ownerId and meta; fields not given keep their value. The change applies from the key's next request, in every isolate. `enabled: false` refuses the key at once. A revoked key is final: any change to it is 409 `key_revoked`. Recorded in the audit trail as update, disable or enable; a PATCH that changes nothing answers 200 with the key as it is and writes no audit entry. 404 if no key has this id; 503 if the key kept changing under concurrent writes.",
+        "Changes any of name, plan, limits, enabled, expiresAt, ownerId, meta and region; fields not given keep their value. A region applies only while the key has never been used: its quota object, once created, stays where it is. The change applies from the key's next request, in every isolate. `enabled: false` refuses the key at once. A revoked key is final: any change to it is 409 `key_revoked`. Recorded in the audit trail as update, disable or enable; a PATCH that changes nothing answers 200 with the key as it is and writes no audit entry. 404 if no key has this id; 503 if the key kept changing under concurrent writes.",
       security,
       middleware: jsonBody,
       request: { ...byId, body: { required: true, content: json(UpdateKeySchema) } },
@@ -373,6 +392,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
                 : expiryOrThrow(body.expiresAt, now),
           ownerId: body.ownerId === undefined ? current.ownerId : body.ownerId,
           meta: body.meta === undefined ? current.meta : body.meta,
+          region: body.region === undefined ? current.region : body.region,
         };
         const enabledChanged = (disabledAt === null) !== (current.disabledAt === null);
         const action: AuditAction = enabledChanged
@@ -436,9 +456,12 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const { id } = c.req.valid("param");
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
-      const limiter = new QuotaLimiterClient(c.env.QUOTA, id);
-      // One call: the object reports when the ban would have ended as it lifts it.
-      const { bannedUntilBefore, usage } = await limiter.unbanOrThrow(policyOf(record));
+      // One call: the object reports when the ban would have ended as it lifts it. A key never
+      // used has no object, and no ban.
+      const { bannedUntilBefore, usage } =
+        record.firstUsedAt === null
+          ? { bannedUntilBefore: null, usage: unusedKeyUsage(policyOf(record), clock.now()) }
+          : await new QuotaLimiterClient(c.env.QUOTA, record).unbanOrThrow(policyOf(record));
       // The ban lives in the key's object, not in D1, so the entry follows the unban; if D1
       // fails here the answer is 503 and the operator repeats the (idempotent) unban. A key
       // that was not banned is unchanged: no entry.

@@ -185,6 +185,12 @@ const ConsolePage: FC = () => (
                     <th scope="col">Rate limited</th>
                     <th scope="col">Over quota</th>
                     <th scope="col">Banned</th>
+                    <th
+                      scope="col"
+                      title="Permits leased and never reported used: not requests, not billed"
+                    >
+                      Stranded
+                    </th>
                   </tr>
                 </thead>
                 <tbody />
@@ -305,6 +311,12 @@ const ConsolePage: FC = () => (
                   <th scope="col">Owner</th>
                   <th scope="col">Admitted</th>
                   <th scope="col">Refused</th>
+                  <th
+                    scope="col"
+                    title="Permits leased and never reported used: not requests, not billed"
+                  >
+                    Stranded
+                  </th>
                 </tr>
               </thead>
               <tbody />

@@ -122,7 +122,7 @@ export const ownUsageApi = new OpenAPIHono<EnvWith<ApiKeyVariables>>({
   const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
   const { usage, days: held } = await new QuotaLimiterClient(
     c.env.QUOTA,
-    key.id,
+    key,
     location,
   ).reportOrThrow(policyOf(key));
   const now = clock.now();

@@ -1,17 +1,13 @@
 import { clock } from "../lib/clock";
+import { ArrivalRate } from "./arrival-rate";
 import {
   GIVE_BACK_GRACE_MS,
   LEASE_MS,
   type LeaseInUse,
-  leaseWanted,
-  neverAbove,
-  RATE_HORIZON_MS,
   RENEW_AHEAD_MS,
   renewsNow,
   STOCK_RENEW_AHEAD_MS,
-  windowsAfterLocalAdmissions,
-} from "../quota/lease";
-import type { KeyDecision, Policy, Refusal, WindowStatus } from "../quota/windows";
+} from "./lease";
 import type {
   Admission,
   Lease,
@@ -19,9 +15,11 @@ import type {
   Renewal,
   RenewalRequest,
   ReturnedLease,
-} from "./quota-limiter";
+} from "./lease-messages";
+import { ShownWindows } from "./shown-windows";
+import type { KeyDecision, Policy, Refusal, WindowStatus } from "./windows";
 
-/** How a holder reaches its key's object (quota-limiter-client.ts supplies the stub calls). */
+/** How a holder reaches its key's object (objects/quota-limiter-client.ts supplies the stub calls). */
 export interface LeaseCalls {
   admit(request: LeaseRequest): Promise<Admission>;
   giveBack(returned: ReturnedLease): Promise<void>;
@@ -52,6 +50,8 @@ export interface HolderDecision {
 interface HeldLease extends LeaseInUse {
   id: string;
   policyVersion: number;
+  /** Requests admitted from it: reported with its renewals and its hand-back (the usage history counts them). */
+  used: number;
 }
 
 /** A lease the object has just granted under policy `policyVersion`, none of it used yet. */
@@ -62,8 +62,16 @@ function heldLease(granted: Lease, policyVersion: number): HeldLease {
     lastGrant: granted.permits,
     expiresAt: granted.expiresAt,
     policyVersion,
+    used: 0,
   };
 }
+
+/** What goes back to the object of a lease no longer used. */
+const returnOf = (lease: HeldLease): ReturnedLease => ({
+  id: lease.id,
+  unused: lease.left,
+  used: lease.used,
+});
 
 /** What an isolate had when it sent a renewal, to read the answer against. */
 interface SentRenewal {
@@ -97,10 +105,6 @@ function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
   });
 }
 
-// Enough arrivals to size any lease; older ones fall out after RATE_HORIZON_MS anyway (when
-// more arrive in the horizon, the oldest are dropped and the rate is measured over the rest).
-const MAX_ARRIVALS = 2_000;
-
 /**
  * One isolate's admissions for one key. Decides from its lease when it holds one, else calls
  * the object, asking for a lease when the key has been busy here; while the key stays busy it
@@ -129,12 +133,9 @@ export class LeaseHolder {
   #renewal: Promise<unknown> | null = null;
   /** Counts changes made in this isolate (dropLease, forgetRefusals) that an answer on its way predates. */
   #changes = 0;
-  #arrivals: number[] = [];
-  /** The object's windows at the last contact, and what this isolate admitted since. */
-  #atContact: WindowStatus[] = [];
-  #admittedSince = 0;
-  /** The windows as last shown in a response, so remaining never goes up within a window. */
-  #shown: WindowStatus[] = [];
+  readonly #rate = new ArrivalRate();
+  /** What this holder's responses show of the key's windows. */
+  readonly #windows = new ShownWindows();
   /** Refused, banned, or too close to the limit: no lease is asked for before this time. */
   #noLeaseUntil = 0;
   #refusal: { outcome: Refusal; retryAt: number } | null = null;
@@ -155,7 +156,7 @@ export class LeaseHolder {
    * its expiry, and adds no more than the request that sent it used).
    */
   #wanted(now: number, holding = 0): number {
-    const forRate = leaseWanted(this.#recentArrivals(now), now);
+    const forRate = this.#rate.leaseWanted(now);
     return this.#stock > 0 ? Math.max(forRate, this.#stock - holding, 1) : forRate;
   }
 
@@ -174,7 +175,7 @@ export class LeaseHolder {
 
   /** Decides one request; throws what the object's call throws. */
   async admit(policy: Policy, calls: LeaseCalls): Promise<HolderDecision> {
-    this.#noteArrival(clock.now());
+    this.#rate.note(clock.now());
     for (;;) {
       if (this.#exclusive) {
         await this.#exclusive.catch(() => undefined);
@@ -251,7 +252,7 @@ export class LeaseHolder {
     await this.#pendingCalls();
     if (this.#inFlight) return;
     if (this.#lease) {
-      this.#keepToReturn(this.#lease.id, this.#lease.left);
+      this.#keepToReturn(returnOf(this.#lease));
       this.#lease = null;
     }
     await this.giveBackRetired(calls);
@@ -268,7 +269,7 @@ export class LeaseHolder {
     const call = Promise.all(
       returning.map((returned) =>
         calls.giveBack(returned).catch(() => {
-          this.#keepToReturn(returned.id, returned.unused); // the next call hands it back instead
+          this.#keepToReturn(returned); // the next call hands it back instead
         }),
       ),
     ).finally(() => {
@@ -283,7 +284,7 @@ export class LeaseHolder {
    * request asks the object, which hands back the lease's unused permits first.
    */
   dropLease(): void {
-    if (this.#lease) this.#keepToReturn(this.#lease.id, this.#lease.left);
+    if (this.#lease) this.#keepToReturn(returnOf(this.#lease));
     this.#lease = null;
     this.#noLeaseUntil = 0;
     this.#changes++;
@@ -310,10 +311,10 @@ export class LeaseHolder {
     const lease = this.#lease;
     if (!lease || !this.#usable(lease, policy, now)) return null;
     lease.left--;
-    this.#admittedSince++;
-    return this.#show({
+    lease.used++;
+    return this.#windows.show({
       outcome: "allowed",
-      windows: windowsAfterLocalAdmissions(this.#atContact, this.#admittedSince),
+      windows: this.#windows.admitLocally(),
       now,
       policyVersion: lease.policyVersion,
     });
@@ -327,20 +328,24 @@ export class LeaseHolder {
   #retireLease(policy: Policy, now: number): void {
     const lease = this.#lease;
     if (!lease || this.#usable(lease, policy, now)) return;
-    this.#keepToReturn(lease.id, lease.left);
+    this.#keepToReturn(returnOf(lease));
     this.#lease = null;
   }
 
   /**
-   * Notes `unused` permits of lease `id` to hand back (one entry per lease: credited once). A
-   * used-up lease goes back too: until it does, the object counts it as holding permits (see
-   * heldBound in quota/lease.ts).
+   * Notes a lease's unused permits (and the requests admitted from it) to hand back, one entry
+   * per lease: credited once. A used-up lease goes back too: until it does, the object counts it
+   * as holding permits (see heldBound in quota/lease.ts), and the usage history does not count
+   * its last requests as served.
    */
-  #keepToReturn(id: string, unused: number): void {
+  #keepToReturn({ id, unused, used = 0 }: ReturnedLease): void {
     if (unused < 0) return;
     const known = this.#unreturned.find((r) => r.id === id);
-    if (known) known.unused += unused;
-    else this.#unreturned.push({ id, unused });
+    if (!known) this.#unreturned.push({ id, unused, used });
+    else {
+      known.unused += unused;
+      known.used = Math.max(known.used ?? 0, used);
+    }
   }
 
   /**
@@ -353,7 +358,7 @@ export class LeaseHolder {
     const renew = calls.renew;
     if (!renew || !lease || this.#renewal || this.#exclusive || this.#inFlight) return null;
     if (now < this.#noLeaseUntil) return null;
-    const minuteEnd = this.#atContact.find((w) => w.name === "minute")?.resetAt ?? Infinity;
+    const minuteEnd = this.#windows.minuteEnd;
     const aheadMs = this.#stock > 0 ? STOCK_RENEW_AHEAD_MS : RENEW_AHEAD_MS;
     if (!renewsNow(lease, minuteEnd, now, { aheadMs, stock: this.#stock })) return null;
     const want = this.#wanted(now, lease.left);
@@ -361,12 +366,14 @@ export class LeaseHolder {
     const sent: SentRenewal = {
       lease,
       holding: lease.left,
-      admitted: this.#admittedSince,
-      windows: this.#atContact,
+      admitted: this.#windows.admittedSinceContact,
+      windows: this.#windows.atContact,
       changes: this.#changes,
     };
-    return this.#sendRenewal(renew, { leaseId: lease.id, want, holding: sent.holding }, (answer) =>
-      this.#renewed(answer, sent),
+    return this.#sendRenewal(
+      renew,
+      { leaseId: lease.id, want, holding: sent.holding, used: lease.used },
+      (answer) => this.#renewed(answer, sent),
     );
   }
 
@@ -387,7 +394,7 @@ export class LeaseHolder {
       RENEWAL_DEADLINE_MS,
     )
       .then(apply, (err: unknown) => {
-        for (const r of returning) this.#keepToReturn(r.id, r.unused);
+        for (const r of returning) this.#keepToReturn(r);
         throw err;
       })
       .finally(() => {
@@ -421,11 +428,10 @@ export class LeaseHolder {
   /** Applies a refill's answer (see `refill`); permits it cannot use go to the ones to hand back. */
   #refilled(answer: Renewal, policy: Policy, changes: number): boolean {
     const { granted } = answer;
-    this.#atContact = answer.windows;
-    this.#admittedSince = 0;
+    this.#windows.contact(answer.windows);
     const changed = this.#changes !== changes;
     if (answer.revoked || answer.policyVersion > policy.version || changed || this.#lease) {
-      if (granted) this.#keepToReturn(granted.id, granted.permits);
+      if (granted) this.#keepToReturn({ id: granted.id, unused: granted.permits });
       return false;
     }
     if (!granted) {
@@ -444,28 +450,12 @@ export class LeaseHolder {
   #renewed(answer: Renewal, sent: SentRenewal): boolean {
     const { lease } = sent;
     const { granted } = answer;
-    // The object's windows, with the permits the isolate held at the time counted as its own
-    // room, minus what it admitted since: the same reading as after any other contact. Only
-    // when no window rolled over meanwhile: the held permits and those admissions belong to the
-    // old window, so a new window is shown as the object has it.
-    const sameWindows = answer.windows.every((w) =>
-      sent.windows.some((a) => a.name === w.name && a.resetAt === w.resetAt),
-    );
-    if (sameWindows) {
-      this.#atContact = answer.windows.map((w) => ({
-        ...w,
-        remaining: Math.min(w.limit, w.remaining + sent.holding),
-      }));
-      this.#admittedSince = Math.max(0, this.#admittedSince - sent.admitted);
-    } else {
-      this.#atContact = answer.windows;
-      this.#admittedSince = 0;
-    }
+    this.#windows.renewalAnswered(answer.windows, sent);
     const inUse = this.#lease === lease;
     if (answer.revoked || answer.policyVersion > lease.policyVersion) {
       // Revoked, or the plan changed: stop admitting from leases; the next request asks.
       if (inUse) this.dropLease();
-      if (granted) this.#keepToReturn(granted.id, granted.permits);
+      if (granted) this.#keepToReturn({ id: granted.id, unused: granted.permits });
       return false;
     }
     if (!granted) {
@@ -484,11 +474,11 @@ export class LeaseHolder {
     }
     if (!inUse) {
       // Dropped or retired while the renewal was on its way: its permits go back too.
-      this.#keepToReturn(granted.id, granted.permits);
+      this.#keepToReturn({ id: granted.id, unused: granted.permits });
       return false;
     }
     // A new lease (the one in use was of an earlier minute): the old one's rest goes back.
-    this.#keepToReturn(lease.id, lease.left);
+    this.#keepToReturn(returnOf(lease));
     this.#lease = heldLease(granted, answer.policyVersion);
     return true;
   }
@@ -500,7 +490,7 @@ export class LeaseHolder {
         (admission) => this.#contact(admission, request.want),
         (err: unknown) => {
           // The object may not have taken it back; a repeated return is credited once.
-          for (const r of request.returning) this.#keepToReturn(r.id, r.unused);
+          for (const r of request.returning) this.#keepToReturn(r);
           throw err;
         },
       )
@@ -537,26 +527,8 @@ export class LeaseHolder {
       this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
     }
     if (lease) this.#lease = heldLease(lease, decision.policyVersion);
-    this.#atContact = decision.windows;
-    this.#admittedSince = 0;
+    this.#windows.contact(decision.windows);
     const leaseGranted = lease !== null;
-    return { decision: this.#show(decision), local: false, leaseGranted, renewal: null };
-  }
-
-  #show(decision: KeyDecision): KeyDecision {
-    const windows = neverAbove(decision.windows, this.#shown);
-    this.#shown = windows;
-    return { ...decision, windows };
-  }
-
-  #noteArrival(now: number): void {
-    this.#arrivals.push(now);
-    if (this.#arrivals.length > MAX_ARRIVALS) this.#arrivals.shift();
-  }
-
-  #recentArrivals(now: number): readonly number[] {
-    while (this.#arrivals.length && this.#arrivals[0]! <= now - RATE_HORIZON_MS)
-      this.#arrivals.shift();
-    return this.#arrivals;
+    return { decision: this.#windows.show(decision), local: false, leaseGranted, renewal: null };
   }
 }

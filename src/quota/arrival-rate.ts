@@ -1,0 +1,60 @@
+/**
+ * Rate estimation: how busy a key is in one holder (an isolate, or a location holder), from the
+ * arrival times of its requests there, and so how many permits a lease for it should hold.
+ */
+import { LEASE_MS } from "./lease";
+
+/** The key's recent rate in an isolate is measured over this long. */
+export const RATE_HORIZON_MS = 10_000;
+
+/** Below two requests a second (in the last second and on average over the horizon): quiet. */
+const BUSY_PER_SECOND = 2;
+
+/**
+ * The permits an isolate asks for, from the arrival times (ms) of the key's requests in this
+ * isolate: enough for LEASE_MS at the key's recent rate, the higher of its rate in the last
+ * second and its average over the last RATE_HORIZON_MS (so a key that paused for a few seconds
+ * is still sized from what it did before, and a key that speeds up is sized from its new rate).
+ * A quiet key (fewer than two requests in the last second and fewer than two a second on
+ * average over the horizon) asks for none and is decided request by request, so it locks up
+ * nothing.
+ */
+export function leaseWanted(arrivals: readonly number[], now: number): number {
+  let lastSecond = 0;
+  let inHorizon = 0;
+  let oldest = now;
+  for (const t of arrivals) {
+    if (t > now || t <= now - RATE_HORIZON_MS) continue;
+    inHorizon++;
+    if (t > now - 1_000) lastSecond++;
+    if (t < oldest) oldest = t;
+  }
+  // The average over the time the horizon's requests really span, at least a second.
+  const averagePerSecond = (inHorizon * 1_000) / Math.max(1_000, now - oldest);
+  const horizonBusy = (inHorizon * 1_000) / RATE_HORIZON_MS >= BUSY_PER_SECOND;
+  if (lastSecond < BUSY_PER_SECOND && !horizonBusy) return 0;
+  const perSecond = Math.max(lastSecond, averagePerSecond);
+  return Math.ceil((perSecond * LEASE_MS) / 1_000);
+}
+
+// Enough arrivals to size any lease; older ones fall out after RATE_HORIZON_MS anyway (when
+// more arrive in the horizon, the oldest are dropped and the rate is measured over the rest).
+const MAX_ARRIVALS = 2_000;
+
+/** The arrival times of one key's requests in one holder, over the last RATE_HORIZON_MS. */
+export class ArrivalRate {
+  #arrivals: number[] = [];
+
+  /** Notes a request arriving at `now`. */
+  note(now: number): void {
+    this.#arrivals.push(now);
+    if (this.#arrivals.length > MAX_ARRIVALS) this.#arrivals.shift();
+  }
+
+  /** The permits to ask for at `now` for the key's recent rate (see `leaseWanted`). */
+  leaseWanted(now: number): number {
+    while (this.#arrivals.length && this.#arrivals[0]! <= now - RATE_HORIZON_MS)
+      this.#arrivals.shift();
+    return leaseWanted(this.#arrivals, now);
+  }
+}

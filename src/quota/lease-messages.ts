@@ -1,0 +1,65 @@
+/**
+ * What a lease holder (an isolate, or a location holder) and the key's QuotaLimiter send each
+ * other: requests with leases asked for or handed back, renewals, and their answers.
+ */
+import type { KeyDecision, WindowStatus } from "./windows";
+
+/** A lease's unused permits, handed back. Handing back the same lease twice credits it once. */
+export interface ReturnedLease {
+  id: string;
+  unused: number;
+  /**
+   * Requests admitted from the lease: what the usage history counts of it. Without it (a holder
+   * of an earlier release), the lease's permits less `unused`.
+   */
+  used?: number;
+}
+
+/** What an isolate asks for along with one request. */
+export interface LeaseRequest {
+  /** Permits wanted on top of this request (0: decide this request only). */
+  want: number;
+  /** The isolate's previous leases with unused permits to give back (taken back first). */
+  returning: ReturnedLease[];
+}
+
+/** Permits counted as used for the isolate, valid until `expiresAt` (epoch ms). */
+export interface Lease {
+  id: string;
+  permits: number;
+  expiresAt: number;
+}
+
+/** A busy isolate's request for more permits on the lease it is still using (no request). */
+export interface RenewalRequest {
+  /** The lease in use: extended when it was granted in the current minute window. */
+  leaseId: string;
+  /** Permits wanted on top of what the isolate holds. */
+  want: number;
+  /** The lease's permits the isolate has not used yet (it never holds more than one lease's worth). */
+  holding: number;
+  /** Previous leases with unused permits to give back (taken back first). */
+  returning: ReturnedLease[];
+  /** Requests admitted from the lease in use so far (the usage history counts them now). */
+  used?: number;
+}
+
+/**
+ * The answer to a renewal. `windows` are the object's before this grant (the isolate adds back
+ * what it was holding). `granted` is null when no permits were granted: the key is refused,
+ * banned, revoked or near its limit, and the isolate goes back to asking with each request once
+ * its lease is used. `granted.id` is the lease's own id when it was extended, else a new lease's.
+ */
+export interface Renewal {
+  policyVersion: number;
+  revoked: boolean;
+  windows: WindowStatus[];
+  granted: Lease | null;
+}
+
+/**
+ * The decision on one request, plus the lease granted with it, if any. The decision's windows
+ * are the object's after this request and before the lease: the isolate subtracts what it admits
+ * from the lease, so its headers read as if each request had been decided here.
+ */
+export type Admission = KeyDecision & { lease: Lease | null };

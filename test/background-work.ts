@@ -1,0 +1,109 @@
+// Fake time for the quota objects' background work (lease renewals, hand-backs at expiry, a
+// location holder's refill when a minute turns), and a way to wait for exactly that work.
+//
+// Background work sleeps on clock.sleep, which these helpers replace: a sleep waits for fake
+// time to reach its end. passTime() wakes the sleeps fake time has reached, then waits until no
+// call to a quota object (QUOTA or QUOTA_HOLDER, from the test or from inside an object) is in
+// flight: the Durable Objects run in the test's isolate and use the same bindings, so every call
+// they make is seen. Work that goes on after a call only on promises (never on real timers)
+// then either finished or sleeps again.
+import { env } from "cloudflare:workers";
+import { beforeEach, vi } from "vitest";
+import { clock } from "../src/lib/clock";
+
+/** A background sleep waiting for fake time to reach `at`. */
+interface Sleep {
+  at: number;
+  wake: () => void;
+}
+
+/** A macrotask: every promise continuation queued before it has run. */
+const nextTask = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
+/**
+ * Replaces clock.sleep for every test of the calling file and counts calls to the quota objects
+ * in flight. `time` is the file's mocked clock (helpers.ts mockClock), which restores the spies.
+ */
+export function backgroundWork(time: { now: number }) {
+  const sleeping: Sleep[] = [];
+  let inFlight = 0;
+  let started = 0;
+  /** The namespaces' own getByName, for what needs a real stub (evictDurableObject). */
+  const uncountedGetByName = new Map<object, (name: string) => unknown>();
+
+  /** `stub` with every method call counted while in flight. */
+  function counted<T extends object>(stub: T): T {
+    return new Proxy(stub, {
+      get(target, prop) {
+        const value = (target as Record<PropertyKey, unknown>)[prop];
+        if (typeof value !== "function" || typeof prop === "symbol" || prop === "then")
+          return value;
+        return (...args: unknown[]) => {
+          inFlight++;
+          started++;
+          try {
+            return Promise.resolve(Reflect.apply(value, target, args)).finally(() => inFlight--);
+          } catch (err) {
+            inFlight--;
+            throw err;
+          }
+        };
+      },
+    });
+  }
+
+  beforeEach(() => {
+    sleeping.length = 0;
+    inFlight = 0;
+    vi.spyOn(clock, "sleep").mockImplementation(
+      (ms) => new Promise<void>((wake) => sleeping.push({ at: clock.now() + ms, wake })),
+    );
+    for (const namespace of [env.QUOTA, env.QUOTA_HOLDER] as const) {
+      const getByName = namespace.getByName.bind(namespace);
+      uncountedGetByName.set(namespace, getByName);
+      vi.spyOn(namespace, "getByName").mockImplementation(((name: string) =>
+        counted(getByName(name))) as typeof namespace.getByName);
+    }
+  });
+
+  /**
+   * Waits until no call to a quota object is in flight and none started during a macrotask:
+   * every promise continuation queued before a macrotask runs before it, so work that goes on
+   * after a call only on promises has by then made its next call, or finished, or sleeps.
+   */
+  async function settle(): Promise<void> {
+    for (;;) {
+      const before = started;
+      await nextTask();
+      if (inFlight === 0 && started === before) return;
+    }
+  }
+
+  /**
+   * Wakes the sleeps fake time has reached (in the order `order` puts them, default: when they
+   * end), and waits for the work they start, and for any other call in flight, to finish.
+   */
+  async function passTime(order: (due: Sleep[]) => Sleep[] = (due) => due): Promise<void> {
+    wakeDue(order);
+    await settle();
+  }
+
+  /** Wakes the sleeps fake time has reached without waiting for what they start. */
+  function wakeDue(order: (due: Sleep[]) => Sleep[] = (due) => due): number {
+    const due = sleeping.filter((s) => s.at <= time.now).sort((a, b) => a.at - b.at);
+    for (const s of due) sleeping.splice(sleeping.indexOf(s), 1);
+    for (const s of order(due)) s.wake();
+    return due.length;
+  }
+
+  /** A stub whose calls are not counted (evictDurableObject needs the runtime's own). */
+  function uncounted<T extends Rpc.DurableObjectBranded | undefined>(
+    namespace: DurableObjectNamespace<T>,
+    name: string,
+  ): DurableObjectStub<T> {
+    const getByName = uncountedGetByName.get(namespace) ?? namespace.getByName.bind(namespace);
+    return getByName(name) as DurableObjectStub<T>;
+  }
+
+  return { passTime, wakeDue, settle, uncounted, sleeping: () => sleeping.length };
+}
