@@ -191,4 +191,29 @@ describe("a cached key near the end of its entry", () => {
     time.now += 1_000; // still 3 s before the entry would end
     await expectError(await list(), 401, "unauthorized");
   });
+
+  it("keeps what it re-read: the key's next requests, past the old entry's end, read no D1 for it", async () => {
+    const time = fixClock(Date.UTC(2030, 0, 1, 13));
+    const { key } = await issueKey("pro"); // issued through the admin API: not cached yet
+    const keyReads: string[] = [];
+    const db = new Proxy(env.DB, {
+      get: (target, prop) =>
+        prop === "prepare"
+          ? (sql: string) => {
+              if (sql.includes("FROM api_keys WHERE key_hash = ?1")) keyReads.push(sql);
+              return target.prepare(sql);
+            }
+          : Reflect.get(target, prop).bind(target),
+    });
+    const list = () =>
+      callWith({ DB: db }, "/v1/pets?limit=1", { headers: auth(key) }, { wait: true });
+    expect((await list()).status).toBe(200);
+    expect(keyReads).toHaveLength(1); // looked up, cached for 30 s
+    time.now += 26_000;
+    expect((await list()).status).toBe(200);
+    expect(keyReads).toHaveLength(2); // answered from the cache, re-read after the response
+    time.now += 5_000; // past the first entry's end, 5 s into the re-read's
+    expect((await list()).status).toBe(200);
+    expect(keyReads).toHaveLength(2);
+  });
 });

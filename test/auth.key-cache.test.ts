@@ -143,4 +143,39 @@ describe("the isolate's key cache", () => {
     await retried;
     expect(cachedKey(k.hash, due + KEY_CACHE_TTL_MS - 1)?.match).toBe(k.match);
   });
+
+  it("a re-read is taken as lost 10 s after it started, and a lost one settling late leaves the next one's mark alone", async () => {
+    const k = match();
+    cacheKey(k.hash, k.match, T0);
+    const at = T0 + KEY_REFRESH_AFTER_MS;
+    const slow = pendingRead();
+    const first = refreshCachedKey(k.hash, slow.read, () => at);
+    const early = pendingRead();
+    const skipped = refreshCachedKey(k.hash, early.read, () => at + 9_999);
+    expect(early.calls(), "still in flight at 9.999 s").toBe(0);
+    early.settle.resolve(k.match);
+    await skipped;
+    const second = pendingRead();
+    const retried = refreshCachedKey(k.hash, second.read, () => at + 10_000);
+    expect(second.calls(), "taken as lost at 10 s").toBe(1);
+    slow.settle.resolve(k.match); // the lost one settles after all…
+    await first;
+    const third = pendingRead();
+    const alsoSkipped = refreshCachedKey(k.hash, third.read, () => at + 10_001);
+    expect(third.calls(), "…and the second is still the one in flight").toBe(0);
+    third.settle.resolve(k.match);
+    await alsoSkipped;
+    second.settle.resolve(k.match);
+    await retried;
+  });
+
+  it("forgetKey drops that key's entries only", () => {
+    const forgotten = match();
+    const kept = match();
+    cacheKey(forgotten.hash, forgotten.match, T0);
+    cacheKey(kept.hash, kept.match, T0);
+    forgetKey(forgotten.match.record.id);
+    expect(cachedKey(forgotten.hash, T0)).toBeUndefined();
+    expect(cachedKey(kept.hash, T0)?.match).toBe(kept.match);
+  });
 });

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
-import { pageCacheUrl } from "../src/db/immutable-reads";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { pageCacheUrl, pageSlot } from "../src/db/immutable-reads";
 import { fromBase64Url } from "../src/lib/encoding";
 import {
   auth,
@@ -295,5 +295,82 @@ describe("the location's cache (Cache API)", () => {
     await env.DB.prepare("UPDATE pets SET name = ?2 WHERE id = ?1")
       .bind(body[0]!.id, body[0]!.name)
       .run();
+  });
+});
+
+describe("the two tiers, on the module itself", () => {
+  type Module = typeof import("../src/db/immutable-reads");
+  /** A new instance of the module: what another isolate of the same location starts with. */
+  async function anotherIsolate(): Promise<Module> {
+    vi.resetModules();
+    return import("../src/db/immutable-reads");
+  }
+  const scope = () => ({ environment: "local", epoch: crypto.randomUUID() });
+  const pet = (id: number, status: "available" | "pending" = "available") => ({
+    id,
+    name: `tier-${id}`,
+    categoryId: 1,
+    status,
+  });
+  /** Collects what the module hands to waitUntil, to wait for the location's cache to take it. */
+  function afterResponse() {
+    const work: Promise<unknown>[] = [];
+    return { waitUntil: (p: Promise<unknown>) => void work.push(p), done: () => Promise.all(work) };
+  }
+
+  afterEach(() => vi.restoreAllMocks());
+
+  it("a found pet is kept in the isolate that stored it and in the location's cache, where another isolate finds it and keeps it", async () => {
+    const here = await anotherIsolate();
+    const s = scope();
+    const later = afterResponse();
+    here.storeFoundPet(s, pet(7), later.waitUntil);
+    await later.done();
+    expect(await here.storedPet(s, 7)).toEqual({ value: pet(7), tier: "isolate" });
+    const there = await anotherIsolate();
+    expect(await there.storedPet(s, 7)).toEqual({ value: pet(7), tier: "colo" });
+    expect(await there.storedPet(s, 7)).toEqual({ value: pet(7), tier: "isolate" });
+    expect(await there.storedPet(s, 8)).toBeUndefined();
+  });
+
+  it("opens the location's cache once, and tries again after an open that failed", async () => {
+    const s = scope();
+    const later = afterResponse();
+    (await anotherIsolate()).storeFoundPet(s, pet(9), later.waitUntil);
+    await later.done();
+    const open = vi.spyOn(caches, "open");
+    open.mockRejectedValueOnce(new Error("cache unavailable"));
+    const m = await anotherIsolate();
+    expect(await m.storedPet(s, 9), "the open failed: D1 answers").toBeUndefined();
+    expect(await m.storedPet(s, 9)).toEqual({ value: pet(9), tier: "colo" });
+    expect(await m.storedPet(s, 10)).toBeUndefined();
+    expect(await m.storedPet(s, 11)).toBeUndefined();
+    expect(open).toHaveBeenCalledTimes(2); // the failed open and one more
+  });
+
+  it("stores only a full page", () => {
+    const slot = pageSlot(scope(), { status: undefined, afterId: 0, limit: 2 });
+    const { waitUntil } = afterResponse();
+    expect(() => slot.storeFull([pet(1)], waitUntil)).toThrow("only a full page can be stored");
+    expect(() => slot.storeFull([pet(1), pet(2), pet(3)], waitUntil)).toThrow(
+      "only a full page can be stored",
+    );
+  });
+
+  it("a page stored full after it was a tail is looked up in the location's cache again once the isolate's memory let it go", async () => {
+    const m = await anotherIsolate();
+    const s = scope();
+    const slot = m.pageSlot(s, { status: "pending", afterId: 0, limit: 1 });
+    slot.noteTail(); // D1 answered a tail…
+    const later = afterResponse();
+    slot.storeFull([pet(3, "pending")], later.waitUntil); // …then the page full
+    // 256 pages stored since push it out of this isolate's memory (oldest out first).
+    for (let afterId = 1; afterId <= 256; afterId++)
+      m.pageSlot(s, { status: "pending", afterId, limit: 1 }).storeFull(
+        [pet(afterId + 3, "pending")],
+        later.waitUntil,
+      );
+    await later.done();
+    expect(await slot.stored()).toEqual({ value: [pet(3, "pending")], tier: "colo" });
   });
 });

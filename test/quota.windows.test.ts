@@ -268,6 +268,10 @@ describe("countFailure (per-client shield)", () => {
     const blocked = countFailure(state, 30, T0 + 59_999);
     expect(blocked.decision.outcome).toBe("rate_limited");
     expect(retryAtOf(blocked.decision)).toBe(T0 + MINUTE_MS);
+    // The refusal describes the used-up window: its headers and the isolate's refusal note read it.
+    expect(blocked.decision.windows).toEqual([
+      { name: "minute", limit: 30, remaining: 0, resetAt: T0 + MINUTE_MS, seconds: 60 },
+    ]);
     expect(blocked.state.minuteCount).toBe(30);
     const next = countFailure(blocked.state, 30, T0 + MINUTE_MS);
     expect(next.decision.outcome).toBe("allowed");
