@@ -34,9 +34,9 @@ beforeEach(() => {
   vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
 });
 
-/** What the isolate called: its D1 queries of key records, its holder and limiter calls. */
+/** What the isolate called: its D1 statements on key records (reads, first-use marks), its holder and limiter calls. */
 function recordingBindings() {
-  const keyReads: string[] = [];
+  const keyQueries: string[] = [];
   const holderCalls: string[] = [];
   const limiterCalls: string[] = [];
   const stubRecording = <T extends object>(stub: T, calls: string[]): T =>
@@ -56,7 +56,7 @@ function recordingBindings() {
       get: (target, prop) =>
         prop === "prepare"
           ? (sql: string) => {
-              if (sql.includes("api_keys")) keyReads.push(sql);
+              if (sql.includes("api_keys")) keyQueries.push(sql);
               return target.prepare(sql);
             }
           : Reflect.get(target, prop).bind(target),
@@ -68,7 +68,7 @@ function recordingBindings() {
       getByName: (name: string) => stubRecording(env.QUOTA.getByName(name), limiterCalls),
     },
   };
-  return { bindings, keyReads, holderCalls, limiterCalls };
+  return { bindings, keyQueries, holderCalls, limiterCalls };
 }
 
 /** A request with `key` arriving in location `colo` from its own client address. */
@@ -130,14 +130,14 @@ describe("a token whose tag is wrong", () => {
   it("is refused in the isolate: counted by the shield, no call to any holder, limiter or D1, no object made", async () => {
     const { id, key } = await issueKey("free");
     const before = await holderIds();
-    const { bindings, keyReads, holderCalls, limiterCalls } = recordingBindings();
+    const { bindings, keyQueries, holderCalls, limiterCalls } = recordingBindings();
     const res = await fromColdIsolate(id, withWrongTag(key), "AMS", bindings);
     await expectError(res, 401, "unauthorized");
     // A guess, counted in the client's failed-authentication window (30 a minute).
     expect(res.headers.get("X-RateLimit-Limit")).toBe("30");
     expect(res.headers.get("X-RateLimit-Remaining")).toBe("29");
-    expect({ keyReads, holderCalls, limiterCalls }).toEqual({
-      keyReads: [],
+    expect({ keyQueries, holderCalls, limiterCalls }).toEqual({
+      keyQueries: [],
       holderCalls: [],
       limiterCalls: [],
     });
@@ -158,8 +158,13 @@ describe("a cold isolate with a key that names its id", () => {
     expect(first.status).toBe(200);
     expect(first.headers.get("X-RateLimit-Remaining")).toBe("59");
     expect(cold.holderCalls).toEqual(["authenticateAndAdmit"]);
-    expect(cold.keyReads).toEqual([]);
+    expect(cold.keyQueries).toEqual([]);
     expect(cold.limiterCalls).toEqual([]);
+    // The holder marked the key used (middleware/first-use.ts), so the isolate did not have to.
+    const used = await env.DB.prepare("SELECT first_used_at AS at FROM api_keys WHERE id = ?1")
+      .bind(id)
+      .first<{ at: number | null }>();
+    expect(used?.at).toBe(T0);
 
     // Warm now in this isolate: its own cache, and the holder decides as for any key.
     const warm = recordingBindings();
@@ -167,7 +172,7 @@ describe("a cold isolate with a key that names its id", () => {
     expect(second.status).toBe(200);
     expect(second.headers.get("X-RateLimit-Remaining")).toBe("58");
     expect(warm.holderCalls).toEqual(["admit"]);
-    expect(warm.keyReads).toEqual([]);
+    expect(warm.keyQueries).toEqual([]);
   });
 
   it("the holder authenticates from its own copy of the key: another cold isolate there needs no D1 read anywhere", async () => {
@@ -196,14 +201,14 @@ describe("a cold isolate with a key that names its id", () => {
 
   it("GET /v1/usage authenticates at the holder without counting a request", async () => {
     const { id, key } = await issueKey("free");
-    const { bindings, holderCalls, keyReads } = recordingBindings();
+    const { bindings, holderCalls, keyQueries } = recordingBindings();
     forgetKey(id);
     const res = await callWith(bindings, located(key, "AMS", "/v1/usage"));
     expect(res.status).toBe(200);
     const body = (await res.json()) as { windows: { minute: { used: number } } };
     expect(body.windows.minute.used).toBe(0);
     expect(holderCalls[0]).toBe("authenticate");
-    expect(keyReads).toEqual([]);
+    expect(keyQueries).toEqual([]);
   });
 });
 
@@ -221,11 +226,13 @@ describe("keys issued before keys named their id", () => {
       expiresAt: null,
       now: T0,
     });
-    const { bindings, keyReads, holderCalls } = recordingBindings();
+    const { bindings, keyQueries, holderCalls } = recordingBindings();
     const res = await fromColdIsolate(id, key, "AMS", bindings);
     expect(res.status).toBe(200);
     expect(res.headers.get("X-RateLimit-Remaining")).toBe("59");
-    expect(keyReads).toHaveLength(1);
+    expect(keyQueries.filter((sql) => sql.includes("FROM api_keys WHERE key_hash"))).toHaveLength(
+      1,
+    );
     expect(holderCalls).toEqual(["admit"]);
     // A made-up key of the old shape is still a guess, found nowhere.
     await expectError(
@@ -244,7 +251,7 @@ describe("KEY_TAG_SECRET", () => {
     const during = recordingBindings();
     const res = await fromColdIsolate(id, key, "AMS", { ...during.bindings, ...rotating });
     expect(res.status).toBe(200);
-    expect(during.keyReads).toEqual([]);
+    expect(during.keyQueries).toEqual([]);
     const after = recordingBindings();
     const refused = await fromColdIsolate(id, key, "AMS", {
       ...after.bindings,
@@ -256,10 +263,12 @@ describe("KEY_TAG_SECRET", () => {
 
   it("unset: keys that name their id authenticate through D1, and no key can be issued", async () => {
     const { id, key } = await issueKey("free");
-    const { bindings, keyReads } = recordingBindings();
+    const { bindings, keyQueries } = recordingBindings();
     const res = await fromColdIsolate(id, key, "AMS", { ...bindings, KEY_TAG_SECRET: "" });
     expect(res.status).toBe(200);
-    expect(keyReads).toHaveLength(1);
+    expect(keyQueries.filter((sql) => sql.includes("FROM api_keys WHERE key_hash"))).toHaveLength(
+      1,
+    );
     const count = async () =>
       (await env.DB.prepare("SELECT COUNT(*) AS n FROM api_keys").first<{ n: number }>())!.n;
     const keys = await count();

@@ -64,6 +64,11 @@ export class HeldKeyRecord {
     return match;
   }
 
+  /** Replaces the copy with `record` when it is the same version (marked used since, say). */
+  update(record: KeyRecord): void {
+    if (this.#record?.version === record.version) this.#record = record;
+  }
+
   /** Forgets the key (it changed): every secret is read from D1 again when next met. */
   forget(): void {
     this.#generation++;

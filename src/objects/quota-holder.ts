@@ -1,5 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
-import { type KeyMatch, policyOf, secretStatus } from "../db/keys";
+import { type KeyMatch, type KeyRecord, markKeyUsed, policyOf, secretStatus } from "../db/keys";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
 import { QUIET_STOCK } from "../quota/lease";
@@ -82,19 +82,43 @@ export class QuotaHolder extends DurableObject<Env> {
     if (found.outcome !== "found" || secretStatus(found.match, clock.now()) !== "active")
       return found;
     const { record } = found.match;
-    const answer = await this.admit(keyId, policyOf(record), record.region);
-    if (!answer.reached) return { ...found, answer };
+    const [answer, used] = await Promise.all([
+      this.admit(keyId, policyOf(record), record.region),
+      record.firstUsedAt === null ? this.#markUsed(record) : null,
+    ]);
+    const match = used ? { ...found.match, record: used } : found.match;
+    if (!answer.reached) return { outcome: "found", match, answer };
     const { decision } = answer;
     if (decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
       this.#keyRecord.vouch(decision.policyVersion, clock.now());
-      return { ...found, answer };
+      return { outcome: "found", match, answer };
     }
     // The decision stands (the object made it under its newest policy); the Worker judges the
     // secret by the key as D1 has it now.
     this.#keyRecord.forget();
     const fresh = await this.#read(keyId, hash);
-    const match = fresh.outcome === "found" ? fresh.match : found.match;
-    return { outcome: "found", match, answer };
+    return { outcome: "found", match: fresh.outcome === "found" ? fresh.match : match, answer };
+  }
+
+  /**
+   * Marks a key D1 has not seen used yet as used (see middleware/first-use.ts) alongside its
+   * first decision here, so that the isolates this holder answers need not: the key as D1 now has
+   * it, or null when that is a newer version than `record` (the Worker marks it then, and pushes
+   * that version to the key's object) or the mark failed (the Worker tries).
+   */
+  async #markUsed(record: KeyRecord): Promise<KeyRecord | null> {
+    try {
+      const current = await markKeyUsed(this.env.DB, record.id, clock.now());
+      if (!current || current.version !== record.version) return null;
+      this.#keyRecord.update(current);
+      return current;
+    } catch (err) {
+      log("warn", "a location holder could not mark its key used", {
+        keyId: record.id,
+        error: String(err),
+      });
+      return null;
+    }
   }
 
   async #read(keyId: string, hash: string): Promise<HolderAuthentication> {
