@@ -108,20 +108,25 @@ test("create with owner and meta, list with filters, roll, disable, enable, set-
   const today = new Date().toISOString().slice(0, 10);
   const usage = await keysJson("usage", id, "--from", today, "--to", today);
   assert.deepEqual(usage.data, [
-    { day: today, admitted: 2, refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 } },
+    {
+      day: today,
+      admitted: 2,
+      refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+      stranded: 0,
+    },
   ]);
   const csv = await keys("usage", id, "--from", today, "--to", today, "--csv");
   assert.equal(csv.code, 0);
   assert.equal(
     csv.stdout,
-    `"day","admitted","rate_limited","quota_exceeded","key_banned"\r\n"${today}","2","0","0","0"\r\n`,
+    `"day","admitted","rate_limited","quota_exceeded","key_banned","stranded"\r\n"${today}","2","0","0","0","0"\r\n`,
   );
 
   // Reading the key's usage wrote today's totals to D1, so the day's listing has them.
   const invoice = await keys("usage-day", "--day", today, "--csv", "--limit", "100");
   assert.equal(invoice.code, 0);
   assert.ok(
-    invoice.stdout.split("\r\n").includes(`"${id}","cli-acme","pro","","${today}","2","0","0","0"`),
+    invoice.stdout.split("\r\n").includes(`"${id}","cli-acme","pro","","${today}","2","0","0","0","0"`),
     invoice.stdout,
   );
 
