@@ -126,7 +126,9 @@ test("create with owner and meta, list with filters, roll, disable, enable, set-
   const invoice = await keys("usage-day", "--day", today, "--csv", "--limit", "100");
   assert.equal(invoice.code, 0);
   assert.ok(
-    invoice.stdout.split("\r\n").includes(`"${id}","cli-acme","pro","","${today}","2","0","0","0","0"`),
+    invoice.stdout
+      .split("\r\n")
+      .includes(`"${id}","cli-acme","pro","","${today}","2","0","0","0","0"`),
     invoice.stdout,
   );
 
