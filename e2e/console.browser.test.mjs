@@ -187,7 +187,7 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
   await page.click("#create-form button[type=submit]");
   await page.waitForSelector("#create-secret:not([hidden])");
   secret = await textOf("#create-secret .secret-value");
-  assert.match(secret, /^pet_test_[0-9A-Za-z]{43}$/);
+  assert.match(secret, /^pet_test_[0-9A-Za-z]{43}_[0-9A-Za-z]{20}_[0-9a-f]{32}$/);
   assert.match(await textOf("#create-form output"), /Created/);
   const row = await page.waitForFunction(
     (n) =>
