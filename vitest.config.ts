@@ -25,6 +25,7 @@ export default defineConfig(async () => {
             // A read-only admin token: reads only, every write answers 403.
             ADMIN_READ_TOKENS: "viewer:test-viewer-read-token",
             CURSOR_SECRET: "test-cursor-secret",
+            KEY_TAG_SECRET: "test-key-tag-secret-0123456789abcdef",
             // The tests' requests go to https://api.example.com (test/helpers.ts BASE).
             PUBLIC_ORIGIN: "https://api.example.com",
           },

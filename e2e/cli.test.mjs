@@ -27,7 +27,7 @@ describe("npm run keys -- create --key-only", () => {
       { cwd: ROOT, encoding: "utf8" },
     );
     assert.equal(run.status, 0, run.stderr);
-    assert.match(run.stdout, /^pet_test_[0-9A-Za-z]{43}\n$/);
+    assert.match(run.stdout, /^pet_test_[0-9A-Za-z]{43}_[0-9A-Za-z]{20}_[0-9a-f]{32}\n$/);
     const res = await fetch(`${server.api.url}/v1/pets`, {
       headers: { Authorization: `Bearer ${run.stdout.trim()}` },
     });

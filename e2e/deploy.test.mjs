@@ -271,8 +271,9 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       standIn: { STAND_IN_SECRETS: "ADMIN_TOKENS" },
     });
     assert.equal(r.status, 1);
-    assert.match(r.stderr, /missing secret\(s\) CURSOR_SECRET/);
+    assert.match(r.stderr, /missing secret\(s\) CURSOR_SECRET, KEY_TAG_SECRET/);
     assert.match(r.stderr, /secret put CURSOR_SECRET --env staging/);
+    assert.match(r.stderr, /secret put KEY_TAG_SECRET --env staging/);
     assert.deepEqual(changes(r.calls), []);
   });
 

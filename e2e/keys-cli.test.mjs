@@ -108,20 +108,27 @@ test("create with owner and meta, list with filters, roll, disable, enable, set-
   const today = new Date().toISOString().slice(0, 10);
   const usage = await keysJson("usage", id, "--from", today, "--to", today);
   assert.deepEqual(usage.data, [
-    { day: today, admitted: 2, refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 } },
+    {
+      day: today,
+      admitted: 2,
+      refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
+      stranded: 0,
+    },
   ]);
   const csv = await keys("usage", id, "--from", today, "--to", today, "--csv");
   assert.equal(csv.code, 0);
   assert.equal(
     csv.stdout,
-    `"day","admitted","rate_limited","quota_exceeded","key_banned"\r\n"${today}","2","0","0","0"\r\n`,
+    `"day","admitted","rate_limited","quota_exceeded","key_banned","stranded"\r\n"${today}","2","0","0","0","0"\r\n`,
   );
 
   // Reading the key's usage wrote today's totals to D1, so the day's listing has them.
   const invoice = await keys("usage-day", "--day", today, "--csv", "--limit", "100");
   assert.equal(invoice.code, 0);
   assert.ok(
-    invoice.stdout.split("\r\n").includes(`"${id}","cli-acme","pro","","${today}","2","0","0","0"`),
+    invoice.stdout
+      .split("\r\n")
+      .includes(`"${id}","cli-acme","pro","","${today}","2","0","0","0","0"`),
     invoice.stdout,
   );
 
@@ -134,6 +141,21 @@ test("create with owner and meta, list with filters, roll, disable, enable, set-
   assert.ok(
     !JSON.stringify(audit).includes(created.key) && !JSON.stringify(audit).includes(rolled.key),
   );
+});
+
+test("region: set on create, shown by get, changed and cleared by set-region; a wrong one is refused with the list", async () => {
+  const created = await keysJson("create", "--name", "cli-eu", "--plan", "pro", "--region", "weur");
+  assert.equal(created.region, "weur");
+  assert.equal((await keysJson("get", created.id)).region, "weur");
+  assert.equal((await keysJson("set-region", created.id, "--region", "apac")).region, "apac");
+  assert.equal((await keysJson("set-region", created.id, "--region", "none")).region, null);
+  const wrong = await keys("set-region", created.id, "--region", "mars");
+  assert.equal(wrong.code, 1);
+  const error = JSON.parse(wrong.stderr);
+  assert.equal(error.code, "invalid_request");
+  assert.match(error.message, /region: must be one of: wnam, enam, .*weur/);
+  assert.equal((await keysJson("get", created.id)).region, null);
+  assert.equal((await keys("set-region", created.id)).code, 2);
 });
 
 test("errors: the API's Error body on stderr and exit 1; usage mistakes exit 2", async () => {

@@ -3,7 +3,7 @@ import { contextStorage } from "hono/context-storage";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { timing } from "hono/timing";
 import { requireAdmin } from "./auth/admin-token";
-import { authenticate } from "./auth/api-key";
+import { authenticateAndAdmit } from "./auth/api-key";
 import { configOrThrow } from "./lib/config";
 import type { BaseEnv } from "./lib/hono-env";
 import { accessLog } from "./middleware/access-log";
@@ -66,7 +66,7 @@ export function createApp() {
   // The key's own usage: authenticated, but outside the quota it reports on (its own limit).
   app.route("/v1", ownUsageApi);
   app.get("/v1/pets/:petId", deprecated);
-  app.use("/v1/*", authenticate, enforceQuota({ routes: routeTable }), d1Session);
+  app.use("/v1/*", authenticateAndAdmit, enforceQuota({ routes: routeTable }), d1Session);
   app.get("/v1/pets/:petId", removedAfterSunset);
   app.route("/v1", petsApi);
 

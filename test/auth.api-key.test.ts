@@ -132,10 +132,13 @@ describe("keys", () => {
     );
   });
 
-  it("have the pet_test_ prefix and 43 base62 characters (≥ 256 bits), all different", async () => {
+  it("have the pet_test_ prefix, 43 base62 characters (≥ 256 bits), the key's id and a 128-bit tag, all different", async () => {
     const keys = await Promise.all([issueKey(), issueKey(), issueKey()]);
-    for (const { key } of keys) expect(key).toMatch(/^pet_test_[0-9A-Za-z]{43}$/);
-    expect(new Set(keys.map((k) => k.key)).size).toBe(3);
+    for (const { id, key } of keys) {
+      const m = key.match(/^pet_test_[0-9A-Za-z]{43}_([0-9A-Za-z]{20})_[0-9a-f]{32}$/);
+      expect(m?.[1] && `key_${m[1]}`).toBe(id);
+    }
+    expect(new Set(keys.map((k) => k.key.slice(0, "pet_test_".length + 43))).size).toBe(3);
   });
 
   it("only a SHA-256 hash and a short display prefix are stored", async () => {

@@ -77,7 +77,7 @@ describe("4 locations × 4 isolates racing on one key, random interleavings unde
           const leases = new LeaseHolder();
           const client = new QuotaLimiterClient(
             env.QUOTA,
-            keyId,
+            { id: keyId, region: null },
             { holders: env.QUOTA_HOLDER, name: location },
             leases,
           );

@@ -43,7 +43,7 @@ describe("POST /admin/v1/keys/{id}/roll", () => {
     expect(res.status).toBe(201);
     const rolled = (await res.json()) as KeyView;
     expect(rolled).toMatchObject({ id: k.id, plan: "enterprise", status: "active" });
-    expect(rolled.key).toMatch(/^pet_test_[0-9A-Za-z]{43}$/);
+    expect(rolled.key).toMatch(/^pet_test_[0-9A-Za-z]{43}_[0-9A-Za-z]{20}_[0-9a-f]{32}$/);
     expect(rolled.key).not.toBe(k.key);
     expect(rolled.prefix).toBe(rolled.key!.slice(0, 13));
     expect(rolled.rolledAt).toBe(new Date(T0).toISOString());

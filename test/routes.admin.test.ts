@@ -72,7 +72,7 @@ describe("POST /admin/v1/keys", () => {
       expiresAt: null,
     });
     expect(body.id).toMatch(/^key_[0-9A-Za-z]{20}$/);
-    expect(body.key).toMatch(/^pet_test_[0-9A-Za-z]{43}$/);
+    expect(body.key).toMatch(/^pet_test_[0-9A-Za-z]{43}_[0-9A-Za-z]{20}_[0-9a-f]{32}$/);
     expect(body.key.startsWith(body.prefix)).toBe(true);
     expect(Date.parse(body.createdAt)).not.toBeNaN();
     expect(res.headers.get("Location")).toBe(`/admin/v1/keys/${body.id}`);

@@ -92,12 +92,20 @@ async function roundTrip<T>(
   return result;
 }
 
-/** Whether a location holder's answer came from the key's object (see objects/quota-holder.ts). */
-const forwardedByHolder = (answer: unknown): boolean =>
-  typeof answer === "object" &&
-  answer !== null &&
-  (answer as { reached?: unknown }).reached === true &&
-  (answer as { fromStock?: unknown }).fromStock === false;
+/**
+ * Whether a location holder's decision came from the key's object (see objects/quota-holder.ts):
+ * its `admit` answer, or the decision inside an `authenticateAndAdmit` answer.
+ */
+const forwardedByHolder = (answer: unknown): boolean => {
+  if (typeof answer !== "object" || answer === null) return false;
+  const decided = "answer" in answer ? (answer as { answer: unknown }).answer : answer;
+  return (
+    typeof decided === "object" &&
+    decided !== null &&
+    (decided as { reached?: unknown }).reached === true &&
+    (decided as { fromStock?: unknown }).fromStock === false
+  );
+};
 
 /** A Durable Object stub whose method calls are delayed round trips to `hop`. */
 function delayedStub<T extends object>(stub: T, rttMs: number, hop: Hop): T {
@@ -214,15 +222,20 @@ function envBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork): Env {
 }
 
 /**
- * A location holder's `env` with the key's QuotaLimiter behind the far round trip: the calls it
- * forwards and its background renewals are "relayed" hops (counted in `callTotals` only, since
- * they belong to no one request).
+ * A location holder's `env` with the key's QuotaLimiter behind the far round trip and D1 behind
+ * its round trip (the holder reads a key it has no copy of): the calls it forwards and its
+ * background renewals are "relayed" hops, its key reads "d1" hops (counted in `callTotals` only,
+ * since the holder's calls belong to no one request).
  */
 export function holderEnvBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork): Env {
   const known = wrapped.get(env);
   if (known) return known;
-  if (rtt.limiterMs === 0) return env;
-  const result: Env = { ...env, QUOTA: delayedNamespace(env.QUOTA, rtt.limiterMs, "relayed") };
+  if (rtt.limiterMs === 0 && rtt.d1Ms === 0) return env;
+  const result: Env = {
+    ...env,
+    QUOTA: rtt.limiterMs > 0 ? delayedNamespace(env.QUOTA, rtt.limiterMs, "relayed") : env.QUOTA,
+    DB: rtt.d1Ms > 0 ? delayedQueryable(env.DB, rtt.d1Ms) : env.DB,
+  };
   wrapped.set(env, result);
   return result;
 }

@@ -3,7 +3,11 @@
 // git and wrangler.toml said: each returns the problem to report (a sentence), or null.
 
 /** Each entry: the secrets of which one must be set (named ADMIN_TOKENS may replace ADMIN_TOKEN). */
-export const REQUIRED_SECRETS = [["ADMIN_TOKEN", "ADMIN_TOKENS"], ["CURSOR_SECRET"]];
+export const REQUIRED_SECRETS = [
+  ["ADMIN_TOKEN", "ADMIN_TOKENS"],
+  ["CURSOR_SECRET"],
+  ["KEY_TAG_SECRET"],
+];
 
 /** A UUID made of at most three distinct hex digits (00000000-0000-4000-8000-…) is a placeholder. */
 export const isPlaceholderId = (/** @type {string | undefined} */ id) =>

@@ -1,18 +1,27 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import { wrapTime } from "hono/timing";
-import { findKeyByHash, type KeyMatch, type KeyRecord, keyStatus } from "../db/keys";
+import { findKeyByHash, type KeyMatch, type KeyRecord, keyStatus, secretStatus } from "../db/keys";
 import { runAfterResponse } from "../lib/after-response";
 import { clientAddress } from "../lib/client-address";
 import { clock } from "../lib/clock";
+import { keyTagSecretsAccepted } from "../lib/config";
 import { sha256Hex } from "../lib/crypto";
 import { ApiError } from "../lib/errors";
 import type { BaseEnv, EnvWith } from "../lib/hono-env";
 import { log } from "../lib/log";
+import {
+  type AdmitResult,
+  authenticateAndAdmitInLocation,
+  authenticateInLocation,
+  type LocationAuthentication,
+  locationOf,
+  type RequestLocation,
+} from "../objects/quota-limiter-client";
 import { credentialsError, parseAuthorization } from "./authorization-header";
 import { failedGuess, isRefused } from "./failed-auth";
 import { cachedKey, cacheKey, refreshCachedKey } from "./key-cache";
-import { looksLikeApiKey } from "./key-format";
+import { hasGenuineTag, keyShapeOf } from "./key-format";
 
 const REALM = "animal-store";
 const INVALID_TOKEN_CHALLENGE = `Bearer realm="${REALM}", error="invalid_token"`;
@@ -30,6 +39,11 @@ export const KEY_PROBLEMS = {
 /** Set by `authenticate`: the key the request authenticated with. */
 export interface ApiKeyVariables {
   apiKey: KeyRecord;
+  /**
+   * Set by `authenticateAndAdmit` when the key's location holder decided the request along with
+   * authenticating it (counted there): middleware/enforce-quota.ts then asks for no decision.
+   */
+  admission?: AdmitResult;
 }
 
 /** Why `record` may not be used now, or null if it may. */
@@ -43,12 +57,9 @@ export function whyKeyUnusable(record: KeyRecord | null, now: number): string | 
  * Why the secret that found `match` may not be used now (a rolled secret past its grace period,
  * or one a later roll retired, too), or null.
  */
-function whySecretUnusable(match: KeyMatch | null, now: number): string | null {
-  const problem = whyKeyUnusable(match?.record ?? null, now);
-  if (problem || !match || match.secret === "current") return problem;
-  if (match.secret === "retired") return KEY_PROBLEMS.retired;
-  const graceEnd = match.record.previousSecretExpiresAt;
-  return graceEnd !== null && now < graceEnd ? null : KEY_PROBLEMS.rolled;
+function whySecretUnusable(match: KeyMatch, now: number): string | null {
+  const status = secretStatus(match, now);
+  return status === "active" ? null : KEY_PROBLEMS[status];
 }
 
 /**
@@ -70,12 +81,32 @@ function unknownKeyFailure<E extends BaseEnv>(c: Context<E>): Promise<ApiError> 
   return failedGuess(c.env, client, KEY_PROBLEMS.unknown, INVALID_TOKEN_CHALLENGE);
 }
 
+/** How a cold isolate asks the key's location holder: to authenticate only, or to decide too. */
+type AskHolder = (
+  location: RequestLocation,
+  keyId: string,
+  hash: string,
+) => Promise<LocationAuthentication>;
+
+/** The key a token found, and the decision its location holder made with it, if any. */
+interface Found {
+  match: KeyMatch;
+  admission: AdmitResult | null;
+}
+
 /**
  * The key for `token`: from this isolate's cache when warm (re-read after the response when the
- * entry is getting old), else from D1 (none for refused clients).
+ * entry is getting old); else, for a token that names its key (auth/key-format.ts), from the
+ * key's holder in this location after checking the token's tag here (a wrong tag: no call at
+ * all); else from D1. Null for a token that matches no key, and for refused clients.
  */
-async function lookUp<E extends BaseEnv>(c: Context<E>, token: string): Promise<KeyMatch | null> {
-  if (!looksLikeApiKey(token)) return null;
+async function lookUp<E extends BaseEnv>(
+  c: Context<E>,
+  token: string,
+  askHolder: AskHolder,
+): Promise<Found | null> {
+  const shape = keyShapeOf(token);
+  if (!shape) return null;
   const now = clock.now();
   const hash = await sha256Hex(token);
   const cached = cachedKey(hash, now);
@@ -91,12 +122,24 @@ async function lookUp<E extends BaseEnv>(c: Context<E>, token: string): Promise<
         }),
       );
     }
-    return cached.match;
+    return { match: cached.match, admission: null };
   }
   if (isRefused(clientAddress(c.req.header("CF-Connecting-IP")), now)) return null;
+  const tagSecrets = keyTagSecretsAccepted(c.var.config);
+  if (shape.keyId && shape.tag && tagSecrets.length > 0) {
+    const named = { keyId: shape.keyId, tag: shape.tag };
+    if (!(await hasGenuineTag(tagSecrets, named))) return null;
+    const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
+    const said = location ? await askHolder(location, named.keyId, hash) : null;
+    if (said?.outcome === "unknown") return null;
+    if (said?.outcome === "found") {
+      cacheKey(hash, said.match, now);
+      return { match: said.match, admission: said.admission };
+    }
+  }
   const match = await findKeyByHash(c.env.DB, hash);
   if (match) cacheKey(hash, match, now);
-  return match;
+  return match && { match, admission: null };
 }
 
 /**
@@ -111,13 +154,33 @@ async function lookUp<E extends BaseEnv>(c: Context<E>, token: string): Promise<
  * ```
  */
 export const authenticate = createMiddleware<EnvWith<ApiKeyVariables>>(async (c, next) => {
+  await authenticated(c, authenticateInLocation);
+  await next();
+});
+
+/**
+ * `authenticate`, for requests the quota decides (middleware/enforce-quota.ts comes next): on a
+ * cold isolate, the key's location holder both authenticates a token that names its key and
+ * decides the request, in one local hop, and sets `admission`.
+ */
+export const authenticateAndAdmit = createMiddleware<EnvWith<ApiKeyVariables>>(async (c, next) => {
+  const admission = await authenticated(c, authenticateAndAdmitInLocation);
+  if (admission) c.set("admission", admission);
+  await next();
+});
+
+/** Sets `apiKey` (or throws the 401/429); returns the decision the holder made with it, if any. */
+async function authenticated(
+  c: Context<EnvWith<ApiKeyVariables>>,
+  askHolder: AskHolder,
+): Promise<AdmitResult | null> {
   const credentials = parseAuthorization(c.req.header("Authorization"));
   if (credentials.kind !== "bearer")
     throw credentialsError(credentials, { realm: REALM, secretName: "API key" });
-  const match = await wrapTime(c, "auth", lookUp(c, credentials.token));
-  if (!match) throw await unknownKeyFailure(c);
-  const problem = whySecretUnusable(match, clock.now());
+  const found = await wrapTime(c, "auth", lookUp(c, credentials.token, askHolder));
+  if (!found) throw await unknownKeyFailure(c);
+  const problem = whySecretUnusable(found.match, clock.now());
   if (problem) throw unusableKeyError(problem);
-  c.set("apiKey", match.record);
-  await next();
-});
+  c.set("apiKey", found.match.record);
+  return found.admission;
+}

@@ -1,4 +1,5 @@
 import { type Limits, limitsOrThrow, type Plan } from "../quota/plans";
+import type { Policy } from "../quota/windows";
 import type { KEY_STATE_NAMES } from "../schemas/keys";
 import { isRegion, type Region } from "../schemas/region";
 import { type AuditEntry, appendAuditIfChangedStatement, appendAuditStatement } from "./audit";
@@ -32,6 +33,19 @@ export interface KeyRecord {
    * null: never, so the object does not exist and a read of the key's usage needs no object.
    */
   firstUsedAt: number | null;
+}
+
+/**
+ * What a key's quota object enforces for it: the key's limits and version, and whether it is
+ * refused outright. A disabled key is refused like a revoked one (the object knows no
+ * difference); enabling it pushes a newer version that is not refused.
+ */
+export function policyOf(key: KeyRecord): Policy {
+  return {
+    ...key.limits,
+    version: key.version,
+    revoked: key.revokedAt !== null || key.disabledAt !== null,
+  };
 }
 
 export type KeyStatus = (typeof KEY_STATE_NAMES)[number];
@@ -152,6 +166,19 @@ export function insertKey(db: Queryable, k: NewKey, audit?: AuditEntry): Promise
 export interface KeyMatch {
   record: KeyRecord;
   secret: "current" | "previous" | "retired";
+}
+
+/**
+ * Whether the secret that found `match` may be used at `now`: the key's status, or for a secret a
+ * roll replaced, "rolled" once its grace period is over, and "retired" for one a later roll
+ * retired. The one rule the Worker and the location holders authenticate by.
+ */
+export function secretStatus(match: KeyMatch, now: number): KeyStatus | "rolled" | "retired" {
+  const status = keyStatus(match.record, now);
+  if (status !== "active" || match.secret === "current") return status;
+  if (match.secret === "retired") return "retired";
+  const graceEnd = match.record.previousSecretExpiresAt;
+  return graceEnd !== null && now < graceEnd ? "active" : "rolled";
 }
 
 /** The key whose current, previous (rolled) or retired secret has this SHA-256 hash, in one query. */

@@ -14,6 +14,11 @@ const secret = z
   .optional()
   .transform((s) => (s ? s : undefined));
 
+/** A secret that keys a MAC: unset, or at least 32 characters (`openssl rand -base64 32`). */
+const macSecret = secret.pipe(
+  z.string().min(32, "must have at least 32 characters (openssl rand -base64 32)").optional(),
+);
+
 /** Comma-separated origins (`https://app.example.com`); empty turns CORS off. */
 const origins = z
   .string()
@@ -106,6 +111,18 @@ const ConfigSchema = z.object({
    * (new ones are signed with CURSOR_SECRET). Removed once the cursors clients held have expired.
    */
   CURSOR_SECRET_PREVIOUS: secret,
+  /**
+   * Tags the key id inside every key issued (auth/key-format.ts), so a Worker routes a request to
+   * the key's location holder without reading D1 and refuses a made-up key before any call. Keys
+   * live for years, so it is its own secret, not CURSOR_SECRET. Unset: keys cannot be issued or
+   * rolled, and every key authenticates through D1.
+   */
+  KEY_TAG_SECRET: macSecret,
+  /**
+   * The KEY_TAG_SECRET before a rotation: keys tagged under it still route without D1 (new and
+   * rolled keys are tagged with KEY_TAG_SECRET). See docs/operations.md.
+   */
+  KEY_TAG_SECRET_PREVIOUS: macSecret,
 });
 
 /** The service's settings, validated: read them from here, never from `env` directly. */
@@ -184,7 +201,7 @@ function adminTokensOf(config: Config): AdminToken[] | ConfigError {
 }
 
 /** A secret the operation cannot do without; throws ConfigError (and logs it) when unset. */
-export function secretOrThrow(config: Config, name: "CURSOR_SECRET"): string {
+export function secretOrThrow(config: Config, name: "CURSOR_SECRET" | "KEY_TAG_SECRET"): string {
   const value = config[name];
   if (value) return value;
   const problem = `${name} is not set: run \`wrangler secret put ${name} --env …\` (locally: .dev.vars)`;
@@ -204,4 +221,14 @@ function describe(error: z.ZodError): string {
 export function cursorSecretsAcceptedOrThrow(config: Config): string[] {
   const current = secretOrThrow(config, "CURSOR_SECRET");
   return config.CURSOR_SECRET_PREVIOUS ? [current, config.CURSOR_SECRET_PREVIOUS] : [current];
+}
+
+/**
+ * The secrets a key's routing tag is accepted under: KEY_TAG_SECRET, then during a rotation
+ * KEY_TAG_SECRET_PREVIOUS. Empty when KEY_TAG_SECRET is unset (keys then authenticate through D1).
+ */
+export function keyTagSecretsAccepted(config: Config): string[] {
+  const current = config.KEY_TAG_SECRET;
+  if (!current) return [];
+  return config.KEY_TAG_SECRET_PREVIOUS ? [current, config.KEY_TAG_SECRET_PREVIOUS] : [current];
 }

@@ -14,6 +14,7 @@ declare global {
         lastChunkHandling?: "loose" | "strict" | "stop-before-partial";
       },
     ): Uint8Array;
+    fromHex(text: string): Uint8Array;
   }
 }
 
@@ -33,4 +34,9 @@ export function fromBase64Url(text: string): Uint8Array {
 /** Lowercase hex, two digits a byte. */
 export function toHex(bytes: ArrayBuffer | Uint8Array): string {
   return (bytes instanceof Uint8Array ? bytes : new Uint8Array(bytes)).toHex();
+}
+
+/** The bytes of lowercase or uppercase hex, two digits a byte; throws on anything else. */
+export function fromHex(text: string): Uint8Array {
+  return Uint8Array.fromHex(text);
 }

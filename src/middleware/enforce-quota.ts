@@ -118,10 +118,12 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
     const policy = policyOf(key);
     // The first request of a key also marks it used (see first-use.ts); its answer waits for both.
     const firstUse = markFirstUse(c.env, key);
+    // Decided already when the key's location holder authenticated the request (auth/api-key.ts).
+    const decided = c.var.admission;
     const admitted = wrapTime(
       c,
       "quota",
-      Promise.all([limiter.admit(policy), firstUse]).then(([result]) => {
+      Promise.all([decided ?? limiter.admit(policy), firstUse]).then(([result]) => {
         // A lease renewal this request started, and the hand-back of a lease's unused permits
         // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
         if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);

@@ -1,10 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
+import { type KeyMatch, type KeyRecord, markKeyUsed, policyOf, secretStatus } from "../db/keys";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
 import { QUIET_STOCK } from "../quota/lease";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
+import { HeldKeyRecord } from "./holder-key-record";
 import type { QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 
@@ -15,6 +17,18 @@ import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 export type HolderAnswer =
   | { reached: true; decision: KeyDecision; fromStock: boolean }
   | { reached: false; overloaded: boolean };
+
+/**
+ * A location holder's answer to a secret of its key (a key whose token names its id, see
+ * auth/key-format.ts): the key and which of its secrets it is, with the decision on the request
+ * when one was asked for and the secret may be used now (else null: the Worker says why not);
+ * "unknown" when no secret of the key has this hash (a guess); "unread" when the key could not be
+ * read here (the Worker reads D1 itself).
+ */
+export type HolderAuthentication =
+  | { outcome: "found"; match: KeyMatch; answer: HolderAnswer | null }
+  | { outcome: "unknown" }
+  | { outcome: "unread" };
 
 /** The name of the holder of key `keyId` in location `location` (a Cloudflare colo). */
 export const holderName = (keyId: string, location: string): string => `${keyId}@${location}`;
@@ -37,6 +51,85 @@ export class QuotaHolder extends DurableObject<Env> {
   #policy: Policy | null = null;
   /** The key's region, as the last request brought it (see `admit`). */
   #region: Region | null = null;
+  /** The key's record, for requests that arrive with a secret rather than the key (`authenticate`). */
+  readonly #keyRecord = new HeldKeyRecord();
+
+  /**
+   * The key whose secret has SHA-256 `hash`, if it is key `keyId`: from this holder's copy while
+   * it is vouched for (see HeldKeyRecord), else read from D1 here (in the request's location).
+   * No decision is made (GET /v1/usage).
+   */
+  async authenticate(keyId: string, hash: string): Promise<HolderAuthentication> {
+    const kept = this.#keyRecord.vouchedFor(hash, clock.now());
+    return kept ? { outcome: "found", match: kept, answer: null } : this.#read(keyId, hash);
+  }
+
+  /**
+   * Authenticates as `authenticate` does and, when the secret may be used now, decides the
+   * request (as `admit` does) under the key's policy as this holder has it: the Worker learns
+   * both in one local hop. The copy needs no age limit here because the request is decided by
+   * the key's object or from its lease: the object pushes every change to the holders holding a
+   * lease (`keyChanged`, which forgets the copy), and a holder holding none sends the request
+   * to the object, whose answer carries the key's newest version. An answer under a newer
+   * version than the copy's (a change that did not reach this holder) makes it read the key
+   * again before it answers.
+   */
+  async authenticateAndAdmit(keyId: string, hash: string): Promise<HolderAuthentication> {
+    const kept = this.#keyRecord.cached(hash);
+    const found: HolderAuthentication = kept
+      ? { outcome: "found", match: kept, answer: null }
+      : await this.#read(keyId, hash);
+    if (found.outcome !== "found" || secretStatus(found.match, clock.now()) !== "active")
+      return found;
+    const { record } = found.match;
+    const [answer, used] = await Promise.all([
+      this.admit(keyId, policyOf(record), record.region),
+      record.firstUsedAt === null ? this.#markUsed(record) : null,
+    ]);
+    const match = used ? { ...found.match, record: used } : found.match;
+    if (!answer.reached) return { outcome: "found", match, answer };
+    const { decision } = answer;
+    if (decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
+      this.#keyRecord.vouch(decision.policyVersion, clock.now());
+      return { outcome: "found", match, answer };
+    }
+    // The decision stands (the object made it under its newest policy); the Worker judges the
+    // secret by the key as D1 has it now.
+    this.#keyRecord.forget();
+    const fresh = await this.#read(keyId, hash);
+    return { outcome: "found", match: fresh.outcome === "found" ? fresh.match : match, answer };
+  }
+
+  /**
+   * Marks a key D1 has not seen used yet as used (see middleware/first-use.ts) alongside its
+   * first decision here, so that the isolates this holder answers need not: the key as D1 now has
+   * it, or null when that is a newer version than `record` (the Worker marks it then, and pushes
+   * that version to the key's object) or the mark failed (the Worker tries).
+   */
+  async #markUsed(record: KeyRecord): Promise<KeyRecord | null> {
+    try {
+      const current = await markKeyUsed(this.env.DB, record.id, clock.now());
+      if (!current || current.version !== record.version) return null;
+      this.#keyRecord.update(current);
+      return current;
+    } catch (err) {
+      log("warn", "a location holder could not mark its key used", {
+        keyId: record.id,
+        error: String(err),
+      });
+      return null;
+    }
+  }
+
+  async #read(keyId: string, hash: string): Promise<HolderAuthentication> {
+    try {
+      const match = await this.#keyRecord.read(this.env.DB, keyId, hash, clock.now());
+      return match ? { outcome: "found", match, answer: null } : { outcome: "unknown" };
+    } catch (err) {
+      log("warn", "a location holder could not read its key", { keyId, error: String(err) });
+      return { outcome: "unread" };
+    }
+  }
 
   /**
    * Decides one request of key `keyId` under `policy` (the caller's view of the key); `region`
@@ -71,9 +164,11 @@ export class QuotaHolder extends DurableObject<Env> {
 
   /**
    * The key's policy changed (told by the key's object): stops admitting from the stock at once,
-   * so the key's next requests here are forwarded to the object, and hands the stock back.
+   * so the key's next requests here are forwarded to the object, hands the stock back, and
+   * forgets the key's record (read again from D1 when next needed).
    */
   async keyChanged(keyId: string): Promise<void> {
+    this.#keyRecord.forget();
     this.#leases.dropLease();
     this.#leases.forgetRefusals();
     this.#inBackground(keyId, this.#leases.giveBackUnused(this.#giveBackCall(keyId)));

@@ -1,4 +1,4 @@
-import type { KeyRecord } from "../db/keys";
+import type { KeyMatch, KeyRecord } from "../db/keys";
 import type { UsageDay } from "../db/usage-history";
 import { clock } from "../lib/clock";
 import { unavailable } from "../lib/errors";
@@ -16,22 +16,17 @@ import {
   windowsOf,
 } from "../quota/windows";
 import type { Region } from "../schemas/region";
-import { type HolderAnswer, holderName, type QuotaHolder } from "./quota-holder";
+import {
+  type HolderAnswer,
+  type HolderAuthentication,
+  holderName,
+  type QuotaHolder,
+} from "./quota-holder";
 import type { KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 
-/**
- * What a key's quota object enforces for it: the key's limits and version, and whether it is
- * refused outright. A disabled key is refused like a revoked one (the object knows no
- * difference); enabling it pushes a newer version that is not refused.
- */
-export function policyOf(key: KeyRecord): Policy {
-  return {
-    ...key.limits,
-    version: key.version,
-    revoked: key.revokedAt !== null || key.disabledAt !== null,
-  };
-}
+// Where the key's object and its location holders learn a key's policy (defined with the record).
+export { policyOf } from "../db/keys";
 
 /**
  * What the key's object reports at `now` before it has counted anything. The admin views of a key
@@ -99,6 +94,71 @@ export function locationOf(
 ): RequestLocation | null {
   const colo = (request.cf as { colo?: unknown } | undefined)?.colo;
   return typeof colo === "string" && colo !== "" ? { holders, name: colo } : null;
+}
+
+/**
+ * What the key's holder in the request's location said of a key's secret, as the Worker uses it:
+ * the key (with the decision on the request, if one was asked for and made), "unknown" (no
+ * secret of the key matches: a guess), or "unread" (the holder could not be reached or could
+ * not read the key: the Worker reads D1 itself).
+ */
+export type LocationAuthentication =
+  | { outcome: "found"; match: KeyMatch; admission: AdmitResult | null }
+  | { outcome: "unknown" }
+  | { outcome: "unread" };
+
+/** A holder's decision as `QuotaLimiterClient.admit` gives it (no isolate lease work to run after). */
+function admitResultOf(answer: HolderAnswer): AdmitResult {
+  return answer.reached
+    ? { reached: true, decision: answer.decision, afterResponse: null }
+    : { reached: false, overloaded: answer.overloaded, refusal: null };
+}
+
+async function askHolder(
+  location: RequestLocation,
+  keyId: string,
+  ask: (holder: DurableObjectStub<QuotaHolder>) => Promise<HolderAuthentication>,
+): Promise<LocationAuthentication> {
+  let said: HolderAuthentication;
+  try {
+    said = await ask(location.holders.getByName(holderName(keyId, location.name)));
+  } catch (err) {
+    log("warn", "location holder unreachable; reading the key from D1", {
+      keyId,
+      error: String(err),
+    });
+    return { outcome: "unread" };
+  }
+  if (said.outcome !== "found") return said;
+  return {
+    outcome: "found",
+    match: said.match,
+    admission: said.answer ? admitResultOf(said.answer) : null,
+  };
+}
+
+/**
+ * Authenticates the secret with hash `hash` of key `keyId` (named by its token) at the key's
+ * holder in `location`, one local hop, without deciding the request.
+ */
+export function authenticateInLocation(
+  location: RequestLocation,
+  keyId: string,
+  hash: string,
+): Promise<LocationAuthentication> {
+  return askHolder(location, keyId, (holder) => holder.authenticate(keyId, hash));
+}
+
+/**
+ * As `authenticateInLocation`, and the holder decides the request in the same hop when the
+ * secret may be used now (from its stock, or forwarded to the key's object; counted either way).
+ */
+export function authenticateAndAdmitInLocation(
+  location: RequestLocation,
+  keyId: string,
+  hash: string,
+): Promise<LocationAuthentication> {
+  return askHolder(location, keyId, (holder) => holder.authenticateAndAdmit(keyId, hash));
 }
 
 /** An error that says why a location holder had no decision (read by `isOverloaded`). */

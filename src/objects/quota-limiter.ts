@@ -83,7 +83,7 @@ export const QUOTA_LIMITER_MIGRATIONS = [
 ] as const;
 
 /** How long a change to the key waits for the location holders it is pushed to. */
-const PUSH_DEADLINE_MS = 2_000;
+export const PUSH_DEADLINE_MS = 2_000;
 
 /** A held day as the history reports it (without its day start and revision). */
 const usageDayOf = ({ day, admitted, refused, stranded }: RevisedUsageDay): UsageDay => ({
@@ -468,7 +468,8 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /**
    * The key's own view of itself (GET /v1/usage): current usage and ban, and the days held here
-   * (today, and any finished day D1 has not taken yet). Counts nothing and writes nothing.
+   * (today, and any finished day D1 has not taken yet). Counts no request; it only settles the
+   * leases past their deadline first, so stranded permits show as soon as they are due.
    */
   report(offered?: Policy): { usage: KeyUsage; days: UsageDay[] } {
     this.#strandUnreportedLeases(clock.now());

@@ -1,5 +1,6 @@
 import { clock } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
+import { CallsInFlight, withDeadline } from "./call-coordination";
 import {
   GIVE_BACK_GRACE_MS,
   LEASE_MS,
@@ -94,17 +95,6 @@ interface SentRenewal {
  */
 const RENEWAL_DEADLINE_MS = LEASE_MS;
 
-/** `promise`, or a rejection once `ms` of real time have passed. */
-function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | null = null;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, deadline]).finally(() => {
-    if (timer !== null) clearTimeout(timer);
-  });
-}
-
 /**
  * One isolate's admissions for one key. Decides from its lease when it holds one, else calls
  * the object, asking for a lease when the key has been busy here; while the key stays busy it
@@ -124,13 +114,8 @@ export class LeaseHolder {
   #lease: HeldLease | null = null;
   /** Leases that may no longer be used, whose unused permits go back with the next calls. */
   #unreturned: ReturnedLease[] = [];
-  #inFlight = 0;
-  /** The calls for requests decided one by one now in flight (each made by its own request). */
-  #plainCalls = new Set<Promise<unknown>>();
-  /** The call that asks for a lease or hands one back; others wait for it. */
-  #exclusive: Promise<unknown> | null = null;
-  /** The renewal in flight: requests keep admitting from the lease, and wait only if it runs out. */
-  #renewal: Promise<unknown> | null = null;
+  /** This holder's calls to the key's object in flight, and who waits for whom. */
+  readonly #calls = new CallsInFlight();
   /** Counts changes made in this isolate (dropLease, forgetRefusals) that an answer on its way predates. */
   #changes = 0;
   readonly #rate = new ArrivalRate();
@@ -177,8 +162,9 @@ export class LeaseHolder {
   async admit(policy: Policy, calls: LeaseCalls): Promise<HolderDecision> {
     this.#rate.note(clock.now());
     for (;;) {
-      if (this.#exclusive) {
-        await this.#exclusive.catch(() => undefined);
+      const exclusive = this.#calls.exclusive;
+      if (exclusive) {
+        await exclusive.catch(() => undefined);
         continue;
       }
       const now = clock.now();
@@ -187,14 +173,15 @@ export class LeaseHolder {
         const renewal = this.#renewIfDue(calls, now);
         return { decision: local, local: true, leaseGranted: false, renewal };
       }
-      if (this.#renewal) {
+      const renewal = this.#calls.renewal;
+      if (renewal) {
         // The lease ran out before its renewal came back: wait for it rather than call.
-        await this.#renewal.catch(() => undefined);
+        await renewal.catch(() => undefined);
         continue;
       }
       this.#retireLease(policy, now);
       const want = now < this.#noLeaseUntil ? 0 : this.#wanted(now);
-      if ((want > 0 || this.#unreturned.length > 0) && this.#inFlight === 0) {
+      if ((want > 0 || this.#unreturned.length > 0) && this.#calls.plainInFlight === 0) {
         return this.#exclusiveCall(calls, { want, returning: this.#unreturned.splice(0) });
       }
       if (want > 0) {
@@ -203,8 +190,7 @@ export class LeaseHolder {
         // busy isolate whose calls overlap never sees none in flight and never takes a lease.
         // (Awaits a promise its own request made: a Worker may wait on another request's
         // promise, not settle one made by another request.)
-        const [first] = this.#plainCalls;
-        await first?.catch(() => undefined);
+        await this.#calls.firstPlain()?.catch(() => undefined);
         continue;
       }
       return this.#plainCall(calls);
@@ -230,17 +216,8 @@ export class LeaseHolder {
     // (checked again after any call in flight, which may have renewed it).
     const expired = () => this.#lease === lease && clock.now() >= lease.expiresAt;
     if (!expired()) return;
-    await this.#pendingCalls();
+    await this.#calls.leaseCallsSettled();
     if (expired()) await this.giveBackUnused(calls);
-  }
-
-  /** Waits until no lease call (a grant, a renewal or a hand-back) is in flight. */
-  async #pendingCalls(): Promise<void> {
-    for (;;) {
-      const pending = this.#exclusive ?? this.#renewal;
-      if (!pending) return;
-      await pending.catch(() => undefined);
-    }
   }
 
   /**
@@ -249,8 +226,8 @@ export class LeaseHolder {
    * (the isolate holds no unused permits then).
    */
   async giveBackUnused(calls: GiveBackCall): Promise<void> {
-    await this.#pendingCalls();
-    if (this.#inFlight) return;
+    await this.#calls.leaseCallsSettled();
+    if (this.#calls.plainInFlight) return;
     if (this.#lease) {
       this.#keepToReturn(returnOf(this.#lease));
       this.#lease = null;
@@ -263,20 +240,18 @@ export class LeaseHolder {
    * a renewal after this isolate stopped using them), leaving a live lease alone.
    */
   async giveBackRetired(calls: GiveBackCall): Promise<void> {
-    await this.#pendingCalls();
+    await this.#calls.leaseCallsSettled();
     const returning = this.#unreturned.splice(0);
     if (returning.length === 0) return;
-    const call = Promise.all(
-      returning.map((returned) =>
-        calls.giveBack(returned).catch(() => {
-          this.#keepToReturn(returned); // the next call hands it back instead
-        }),
+    await this.#calls.exclusively(
+      Promise.all(
+        returning.map((returned) =>
+          calls.giveBack(returned).catch(() => {
+            this.#keepToReturn(returned); // the next call hands it back instead
+          }),
+        ),
       ),
-    ).finally(() => {
-      this.#exclusive = null;
-    });
-    this.#exclusive = call;
-    await call;
+    );
   }
 
   /**
@@ -356,7 +331,7 @@ export class LeaseHolder {
   #renewIfDue(calls: LeaseCalls, now: number): Promise<boolean> | null {
     const lease = this.#lease;
     const renew = calls.renew;
-    if (!renew || !lease || this.#renewal || this.#exclusive || this.#inFlight) return null;
+    if (!renew || !lease || !this.#calls.idle) return null;
     if (now < this.#noLeaseUntil) return null;
     const minuteEnd = this.#windows.minuteEnd;
     const aheadMs = this.#stock > 0 ? STOCK_RENEW_AHEAD_MS : RENEW_AHEAD_MS;
@@ -388,20 +363,16 @@ export class LeaseHolder {
     apply: (answer: Renewal) => boolean,
   ): Promise<boolean> {
     const returning = this.#unreturned.splice(0);
-    const renewal = withDeadline(
-      // A call that throws instead of rejecting must not fail the request that sent it.
-      Promise.resolve().then(() => renew({ ...request, returning })),
-      RENEWAL_DEADLINE_MS,
-    )
-      .then(apply, (err: unknown) => {
+    return this.#calls.asRenewal(
+      withDeadline(
+        // A call that throws instead of rejecting must not fail the request that sent it.
+        Promise.resolve().then(() => renew({ ...request, returning })),
+        RENEWAL_DEADLINE_MS,
+      ).then(apply, (err: unknown) => {
         for (const r of returning) this.#keepToReturn(r);
         throw err;
-      })
-      .finally(() => {
-        this.#renewal = null;
-      });
-    this.#renewal = renewal;
-    return renewal;
+      }),
+    );
   }
 
   /**
@@ -414,8 +385,7 @@ export class LeaseHolder {
   refill(policy: Policy, calls: LeaseCalls): Promise<boolean> | null {
     const renew = calls.renew;
     const now = clock.now();
-    if (!renew || this.#stock <= 0 || this.#exclusive || this.#renewal || this.#inFlight)
-      return null;
+    if (!renew || this.#stock <= 0 || !this.#calls.idle) return null;
     if (now < this.#noLeaseUntil) return null;
     if (this.#lease && this.#usable(this.#lease, policy, now)) return null;
     this.#retireLease(policy, now);
@@ -484,37 +454,34 @@ export class LeaseHolder {
   }
 
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
-    const call = calls
-      .admit(request)
-      .then(
-        (admission) => this.#contact(admission, request.want),
+    const changes = this.#changes;
+    return this.#calls.exclusively(
+      calls.admit(request).then(
+        (admission) => this.#contact(admission, request.want, changes),
         (err: unknown) => {
           // The object may not have taken it back; a repeated return is credited once.
           for (const r of request.returning) this.#keepToReturn(r);
           throw err;
         },
-      )
-      .finally(() => {
-        this.#exclusive = null;
-      });
-    this.#exclusive = call;
-    return call;
+      ),
+    );
   }
 
   #plainCall(calls: LeaseCalls): Promise<HolderDecision> {
-    this.#inFlight++;
-    const call = calls
-      .admit({ want: 0, returning: [] })
-      .then((admission) => this.#contact(admission, 0))
-      .finally(() => {
-        this.#inFlight--;
-        this.#plainCalls.delete(call);
-      });
-    this.#plainCalls.add(call);
-    return call;
+    return this.#calls.plain(() =>
+      calls
+        .admit({ want: 0, returning: [] })
+        .then((admission) => this.#contact(admission, 0, this.#changes)),
+    );
   }
 
-  #contact(admission: Admission, wanted: number): HolderDecision {
+  /**
+   * Applies the object's answer to a call sent when `#changes` was `changes`. A lease it grants
+   * is not used when the key changed meanwhile (a plan change or revocation pushed while the
+   * answer was on its way): requests that arrive after the change must not be admitted under
+   * the old policy, so its permits go back instead.
+   */
+  #contact(admission: Admission, wanted: number, changes: number): HolderDecision {
     const { lease, ...decision } = admission;
     if (decision.outcome === "revoked") {
       this.#lease = null;
@@ -526,9 +493,11 @@ export class LeaseHolder {
       const minute = decision.windows.find((w) => w.name === "minute");
       this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
     }
-    if (lease) this.#lease = heldLease(lease, decision.policyVersion);
+    const changed = this.#changes !== changes;
+    if (lease && changed) this.#keepToReturn({ id: lease.id, unused: lease.permits });
+    else if (lease) this.#lease = heldLease(lease, decision.policyVersion);
     this.#windows.contact(decision.windows);
-    const leaseGranted = lease !== null;
+    const leaseGranted = lease !== null && !changed;
     return { decision: this.#windows.show(decision), local: false, leaseGranted, renewal: null };
   }
 }

@@ -1,7 +1,7 @@
 import { createRoute, OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { forgetKey } from "../../auth/key-cache";
-import { generateApiKey } from "../../auth/key-format";
+import { generateApiKey, newKeyId } from "../../auth/key-format";
 import { type AuditAction, appendAudit, clearBanStatement } from "../../db/audit";
 import {
   changeKey,
@@ -15,7 +15,8 @@ import {
 } from "../../db/keys";
 import { lastUsedDays, type UsageDay } from "../../db/usage-history";
 import { clock, isoTime } from "../../lib/clock";
-import { randomBase62, sha256Hex } from "../../lib/crypto";
+import { type Config, secretOrThrow } from "../../lib/config";
+import { sha256Hex } from "../../lib/crypto";
 import { ApiError, unavailable } from "../../lib/errors";
 import { log } from "../../lib/log";
 import { jsonBody } from "../../middleware/json-body";
@@ -102,6 +103,15 @@ function expiryOrThrow(value: string | undefined, now: number): number | null {
   const at = Date.parse(value);
   if (!(at > now)) throw new ApiError("invalid_request", "expiresAt: must be in the future.");
   return at;
+}
+
+/**
+/**
+ * A new secret for key `id`, tagged with its id (auth/key-format.ts). Throws ConfigError (500,
+ * logged) when KEY_TAG_SECRET is unset: a key is never issued that could not be routed.
+ */
+function newSecretOrThrow(config: Config, id: string) {
+  return generateApiKey(config.ENVIRONMENT, id, secretOrThrow(config, "KEY_TAG_SECRET"));
 }
 
 /**
@@ -218,8 +228,8 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const body = c.req.valid("json");
       const now = clock.now();
-      const { key, displayPrefix } = generateApiKey(c.var.config.ENVIRONMENT);
-      const id = `key_${randomBase62(20)}`;
+      const id = newKeyId();
+      const { key, displayPrefix } = await newSecretOrThrow(c.var.config, id);
       const fields = {
         id,
         name: body.name,
@@ -490,7 +500,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const { id } = c.req.valid("param");
       const { gracePeriodSeconds } = c.req.valid("json");
-      const { key, displayPrefix } = generateApiKey(c.var.config.ENVIRONMENT);
+      const { key, displayPrefix } = await newSecretOrThrow(c.var.config, id);
       const hash = await sha256Hex(key);
       const rolled = await writeKeyOrThrow(c, id, "roll", (current, now) => {
         notRevokedOrThrow(current, "rolled");

@@ -1,0 +1,79 @@
+import type { Queryable } from "../db/database-error";
+import { findKeyByHash, type KeyMatch, type KeyRecord } from "../db/keys";
+import { LEASE_MS } from "../quota/lease";
+
+/**
+ * A location holder's copy of its key's record, and which of the key's secrets (by SHA-256 hash)
+ * it has met: read from D1 in the holder's own location when a secret is met first, then kept
+ * while the holder lives. What keeps it from going stale is the key's object, not an age (see
+ * objects/quota-holder.ts and docs/quotas.md): a change to the key is pushed to every holder
+ * holding a lease of it, which forgets its copy; a holder holding none sends every request to
+ * the key's object, whose answer names the key's newest version, and an older copy is read
+ * again. A request the holder does not decide (GET /v1/usage) uses the copy only while it is
+ * vouched for: read, or confirmed by the key's object, within LEASE_MS.
+ */
+export class HeldKeyRecord {
+  #record: KeyRecord | null = null;
+  /** The key's secrets met so far: hash → which of the key's secrets it is. */
+  readonly #secrets = new Map<string, KeyMatch["secret"]>();
+  /** Until when the copy counts as current without asking anyone (see `vouch`). */
+  #vouchedUntil = 0;
+  /** Bumped by `forget`: a read that started before is used for its request, not kept. */
+  #generation = 0;
+
+  /** The key as kept here, if `hash` is one of its secrets met since it was read. */
+  cached(hash: string): KeyMatch | null {
+    const secret = this.#secrets.get(hash);
+    return this.#record && secret ? { record: this.#record, secret } : null;
+  }
+
+  /** As `cached`, while the copy is vouched for at `now`. */
+  vouchedFor(hash: string, now: number): KeyMatch | null {
+    return now < this.#vouchedUntil ? this.cached(hash) : null;
+  }
+
+  /**
+   * The key's object has just decided a request under `version` of the key, or admitted one from
+   * a lease it granted (which it tells of changes): a copy of that version is current for another
+   * LEASE_MS.
+   */
+  vouch(version: number, now: number): void {
+    if (this.#record?.version === version)
+      this.#vouchedUntil = Math.max(this.#vouchedUntil, now + LEASE_MS);
+  }
+
+  /**
+   * Reads the key whose secret has hash `hash` from D1 (at `now`), and keeps it when it is key
+   * `keyId`. Null: no secret of key `keyId` has this hash (a guess). Throws what D1 throws.
+   */
+  async read(db: Queryable, keyId: string, hash: string, now: number): Promise<KeyMatch | null> {
+    const startedIn = this.#generation;
+    const match = await findKeyByHash(db, hash);
+    if (!match || match.record.id !== keyId) return null;
+    if (startedIn !== this.#generation) return match;
+    const kept = this.#record;
+    if (kept && match.record.version < kept.version) return match;
+    if (!kept || match.record.version > kept.version) {
+      // A newer record: the secrets met under the old one may have changed role (a roll).
+      this.#secrets.clear();
+      this.#record = match.record;
+      this.#vouchedUntil = 0;
+    }
+    this.#secrets.set(hash, match.secret);
+    this.vouch(match.record.version, now);
+    return match;
+  }
+
+  /** Replaces the copy with `record` when it is the same version (marked used since, say). */
+  update(record: KeyRecord): void {
+    if (this.#record?.version === record.version) this.#record = record;
+  }
+
+  /** Forgets the key (it changed): every secret is read from D1 again when next met. */
+  forget(): void {
+    this.#generation++;
+    this.#record = null;
+    this.#secrets.clear();
+    this.#vouchedUntil = 0;
+  }
+}
