@@ -183,6 +183,7 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
   await page.type("#create-form input[name=name]", name);
   await page.select("#create-form select[name=plan]", "pro");
   await page.type("#create-form input[name=ownerId]", "acct-browser");
+  await page.select("#create-form select[name=region]", "weur");
   await page.click("#create-form button[type=submit]");
   await page.waitForSelector("#create-secret:not([hidden])");
   secret = await textOf("#create-secret .secret-value");
@@ -327,6 +328,19 @@ test("every CLI action works from the page, with its result beside it; revoked k
     setField(`${form} input[name=name]`, "renamed-by-console"),
   );
   await waitForText("#detail-title", "renamed-by-console");
+
+  // The region chosen at creation is shown, in the detail and in its action form; changed, then
+  // cleared (the key has not been used yet, so it still places the object).
+  await waitForText("#detail-fields", "weur");
+  assert.equal(
+    await page.$eval('#actions form[data-action="region"] select', (s) => s.value),
+    "weur",
+  );
+  await act("region", "Region is now apac", (form) =>
+    page.select(`${form} select[name=region]`, "apac"),
+  );
+  await act("region", "Region cleared", (form) => page.select(`${form} select[name=region]`, ""));
+  await waitForText("#detail-fields", "near its first request");
 
   await act("owner", "Owner is now acct-other", (form) =>
     setField(`${form} input[name=ownerId]`, "acct-other"),

@@ -143,6 +143,21 @@ test("create with owner and meta, list with filters, roll, disable, enable, set-
   );
 });
 
+test("region: set on create, shown by get, changed and cleared by set-region; a wrong one is refused with the list", async () => {
+  const created = await keysJson("create", "--name", "cli-eu", "--plan", "pro", "--region", "weur");
+  assert.equal(created.region, "weur");
+  assert.equal((await keysJson("get", created.id)).region, "weur");
+  assert.equal((await keysJson("set-region", created.id, "--region", "apac")).region, "apac");
+  assert.equal((await keysJson("set-region", created.id, "--region", "none")).region, null);
+  const wrong = await keys("set-region", created.id, "--region", "mars");
+  assert.equal(wrong.code, 1);
+  const error = JSON.parse(wrong.stderr);
+  assert.equal(error.code, "invalid_request");
+  assert.match(error.message, /region: must be one of: wnam, enam, .*weur/);
+  assert.equal((await keysJson("get", created.id)).region, null);
+  assert.equal((await keys("set-region", created.id)).code, 2);
+});
+
 test("errors: the API's Error body on stderr and exit 1; usage mistakes exit 2", async () => {
   const reversed = await keys(
     "usage",

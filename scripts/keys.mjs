@@ -6,7 +6,7 @@ import { readDevVars } from "./lib/dev-vars.mjs";
 const USAGE = `Usage: npm run keys -- <command> [options]
 Keys:
   create     --name NAME --plan free|pro|business|enterprise [--per-minute N --per-day N]
-             [--expires ISO-DATE] [--owner OWNER_ID] [--meta JSON-OBJECT]
+             [--expires ISO-DATE] [--owner OWNER_ID] [--meta JSON-OBJECT] [--region REGION]
              [--key-only: print only the new key: KEY=$(npm run -s keys -- create … --key-only)]
   list       [--plan PLAN] [--state active|disabled|revoked|expired|banned] [--owner OWNER_ID]
              [--q NAME-PREFIX] [--limit N] [--cursor C]
@@ -15,6 +15,7 @@ Keys:
   rename     KEY_ID --name NAME
   set-owner  KEY_ID --owner OWNER_ID|none
   set-meta   KEY_ID --meta JSON-OBJECT|none
+  set-region KEY_ID --region REGION|none   only while the key has never been used
   set-expiry KEY_ID --expires ISO-DATE|none
   disable    KEY_ID              refuse the key at once (401) until enabled
   enable     KEY_ID
@@ -25,7 +26,8 @@ Usage history and audit:
   usage      KEY_ID [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--csv]   per day (default: last 30 days)
   usage-day  --day YYYY-MM-DD [--limit N] [--cursor C] [--csv]     every key's totals of one day
   audit      [KEY_ID] [--limit N] [--cursor C]                      newest first
-KEY_ID may also be given as --id KEY_ID.
+KEY_ID may also be given as --id KEY_ID. REGION: where the key's quota object is created, a
+Durable Object location hint (weur, enam, apac, …; a wrong one is refused with the list).
 Options: --url URL (default $ANIMAL_STORE_URL or http://localhost:8787)
          --token TOKEN (default $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars)`;
 
@@ -55,6 +57,7 @@ function parseCommandLine() {
         expires: { type: "string" },
         owner: { type: "string" },
         meta: { type: "string" },
+        region: { type: "string" },
         state: { type: "string" },
         q: { type: "string" },
         grace: { type: "string" },
@@ -123,6 +126,7 @@ const requests = {
       expiresAt: values.expires,
       ownerId: values.owner,
       meta: jsonObject("meta"),
+      region: values.region,
     },
   ],
   list: () => [
@@ -141,6 +145,7 @@ const requests = {
   rename: () => ["PATCH", key(), { name: need("name") }],
   "set-owner": () => ["PATCH", key(), { ownerId: orNone(need("owner")) }],
   "set-meta": () => ["PATCH", key(), { meta: (need("meta"), jsonObject("meta")) }],
+  "set-region": () => ["PATCH", key(), { region: orNone(need("region")) }],
   "set-expiry": () => ["PATCH", key(), { expiresAt: orNone(need("expires")) }],
   disable: () => ["PATCH", key(), { enabled: false }],
   enable: () => ["PATCH", key(), { enabled: true }],

@@ -61,8 +61,9 @@ export function backgroundWork(time: { now: number }) {
     for (const namespace of [env.QUOTA, env.QUOTA_HOLDER] as const) {
       const getByName = namespace.getByName.bind(namespace);
       uncountedGetByName.set(namespace, getByName);
-      vi.spyOn(namespace, "getByName").mockImplementation(((name: string) =>
-        counted(getByName(name))) as typeof namespace.getByName);
+      vi.spyOn(namespace, "getByName").mockImplementation(((
+        ...args: Parameters<typeof getByName>
+      ) => counted(getByName(...args))) as typeof namespace.getByName);
     }
   });
 

@@ -254,6 +254,8 @@
     if (perMinute || perDay) body.limits = { perMinute: Number(perMinute), perDay: Number(perDay) };
     const ownerId = String(form.get("ownerId") ?? "").trim();
     if (ownerId) body.ownerId = ownerId;
+    const region = String(form.get("region") ?? "");
+    if (region) body.region = region;
     const created = await api("POST", "/keys", body);
     showSecret($("#create-secret"), created.key);
     formEl.reset();
@@ -295,6 +297,7 @@
     plan.elements.perMinute.value = String(key.limits.perMinute);
     plan.elements.perDay.value = String(key.limits.perDay);
     plan.classList.toggle("enterprise", key.plan === "enterprise");
+    form("region").elements.region.value = key.region ?? "";
     form("expiry").elements.expiresAt.value = localInputValue(key.expiresAt);
     $("#toggle-enabled").textContent = key.status === "disabled" ? "Enable" : "Disable…";
     $("#actions [data-unban]").hidden = !key.usage?.bannedUntil;
@@ -347,6 +350,7 @@
       ["State", key.status],
       ["Owner", key.ownerId ?? "—"],
       ["Metadata", key.meta ? JSON.stringify(key.meta) : "—"],
+      ["Region", key.region ?? "near its first request"],
       ["Created", timeEl(key.createdAt)],
       ["Expires", key.expiresAt ? timeEl(key.expiresAt) : "never"],
       ["Last rolled", key.rolledAt ? timeEl(key.rolledAt) : "never"],
@@ -784,6 +788,7 @@
       if (plan !== "enterprise") return { plan };
       return { plan, limits: { perMinute: Number(v("perMinute")), perDay: Number(v("perDay")) } };
     }
+    if (action === "region") return { region: v("region") || null };
     if (action === "expiry") {
       if (!v("expiresAt")) throw new Error("Choose a date and time, or clear the expiry.");
       return { expiresAt: new Date(v("expiresAt")).toISOString() };
@@ -797,6 +802,10 @@
     meta: (k) => (k.meta ? "Metadata saved." : "Metadata cleared."),
     plan: (k) =>
       `Plan is now ${k.plan} (${fmt(k.limits.perMinute)}/min, ${fmt(k.limits.perDay)}/day).`,
+    region: (k) =>
+      k.region
+        ? `Region is now ${k.region}: it applies if the key has never been used.`
+        : "Region cleared: the quota object is created near the key's first request.",
     expiry: (k) =>
       k.expiresAt ? `Expires ${localDateTime.format(new Date(k.expiresAt))}.` : "No expiry.",
   };

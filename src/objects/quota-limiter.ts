@@ -83,7 +83,7 @@ export const QUOTA_LIMITER_MIGRATIONS = [
 ] as const;
 
 /** How long a change to the key waits for the location holders it is pushed to. */
-const PUSH_DEADLINE_MS = 2_000;
+export const PUSH_DEADLINE_MS = 2_000;
 
 /** A held day as the history reports it (without its day start and revision). */
 const usageDayOf = ({ day, admitted, refused, stranded }: RevisedUsageDay): UsageDay => ({

@@ -454,9 +454,10 @@ export class LeaseHolder {
   }
 
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
+    const changes = this.#changes;
     return this.#calls.exclusively(
       calls.admit(request).then(
-        (admission) => this.#contact(admission, request.want),
+        (admission) => this.#contact(admission, request.want, changes),
         (err: unknown) => {
           // The object may not have taken it back; a repeated return is credited once.
           for (const r of request.returning) this.#keepToReturn(r);
@@ -468,11 +469,19 @@ export class LeaseHolder {
 
   #plainCall(calls: LeaseCalls): Promise<HolderDecision> {
     return this.#calls.plain(() =>
-      calls.admit({ want: 0, returning: [] }).then((admission) => this.#contact(admission, 0)),
+      calls
+        .admit({ want: 0, returning: [] })
+        .then((admission) => this.#contact(admission, 0, this.#changes)),
     );
   }
 
-  #contact(admission: Admission, wanted: number): HolderDecision {
+  /**
+   * Applies the object's answer to a call sent when `#changes` was `changes`. A lease it grants
+   * is not used when the key changed meanwhile (a plan change or revocation pushed while the
+   * answer was on its way): requests that arrive after the change must not be admitted under
+   * the old policy, so its permits go back instead.
+   */
+  #contact(admission: Admission, wanted: number, changes: number): HolderDecision {
     const { lease, ...decision } = admission;
     if (decision.outcome === "revoked") {
       this.#lease = null;
@@ -484,9 +493,11 @@ export class LeaseHolder {
       const minute = decision.windows.find((w) => w.name === "minute");
       this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
     }
-    if (lease) this.#lease = heldLease(lease, decision.policyVersion);
+    const changed = this.#changes !== changes;
+    if (lease && changed) this.#keepToReturn({ id: lease.id, unused: lease.permits });
+    else if (lease) this.#lease = heldLease(lease, decision.policyVersion);
     this.#windows.contact(decision.windows);
-    const leaseGranted = lease !== null;
+    const leaseGranted = lease !== null && !changed;
     return { decision: this.#windows.show(decision), local: false, leaseGranted, renewal: null };
   }
 }

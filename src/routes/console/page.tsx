@@ -2,6 +2,7 @@ import type { FC } from "hono/jsx";
 import { PLANS } from "../../quota/plans";
 import { AUDIT_ACTION_NAMES } from "../../schemas/audit";
 import { KEY_LIST_STATES } from "../../schemas/keys";
+import { REGION_NAMES, REGIONS } from "../../schemas/region";
 
 /** A select's options: `values`, after an empty "any" choice when `anyLabel` names one. */
 const Options: FC<{ values: readonly string[]; anyLabel?: string }> = ({ values, anyLabel }) => (
@@ -9,6 +10,18 @@ const Options: FC<{ values: readonly string[]; anyLabel?: string }> = ({ values,
     {anyLabel !== undefined && <option value="">{anyLabel}</option>}
     {values.map((v) => (
       <option value={v}>{v}</option>
+    ))}
+  </>
+);
+
+/** The regions a key's quota object can be created in, after "no region" (near its first request). */
+const RegionOptions: FC = () => (
+  <>
+    <option value="">region: near its first request</option>
+    {REGIONS.map((r) => (
+      <option value={r}>
+        {r} — {REGION_NAMES[r]}
+      </option>
     ))}
   </>
 );
@@ -133,6 +146,13 @@ const ConsolePage: FC = () => (
               aria-label="Per day"
             />
             <input name="ownerId" placeholder="owner id (optional)" aria-label="Owner id" />
+            <select
+              name="region"
+              aria-label="Region"
+              title="Where the key's quota object is created: near the key's consumer"
+            >
+              <RegionOptions />
+            </select>
             <button type="submit">Create</button>
             <output class="result" />
           </form>
@@ -243,6 +263,17 @@ const ConsolePage: FC = () => (
                 <input name="perDay" type="number" min="1" />
               </label>
               <button type="submit">Change plan</button>
+              <output class="result" />
+            </form>
+            <form class="action" data-action="region">
+              <label>
+                Region (where its quota object is created, at its first request; an object never
+                moves)
+                <select name="region">
+                  <RegionOptions />
+                </select>
+              </label>
+              <button type="submit">Save region</button>
               <output class="result" />
             </form>
             <form class="action" data-action="expiry">
