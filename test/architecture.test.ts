@@ -5,7 +5,10 @@
  *   lib ← quota ← schemas ← db ← objects ← auth ← middleware ← routes ← app (src/*.ts)
  *
  * A file may import from its own folder and from folders to its left, never to its right, and
- * sibling route folders (routes/pets, routes/admin) do not import each other.
+ * sibling route folders (routes/pets, routes/admin) do not import each other. So quota/ (the
+ * rules and the lease holder) imports nothing from objects/ or middleware/, while objects/ (the
+ * Durable Objects and their stub clients) applies quota/'s rules. Each check is also run on a
+ * small made-up layout that breaks it, so a check that could no longer fail fails here.
  */
 import { describe, expect, it } from "vitest";
 
@@ -17,7 +20,8 @@ const sources = import.meta.glob<string>("../src/**/*.{ts,tsx}", {
   import: "default",
   eager: true,
 });
-const files = Object.fromEntries(
+type Files = Record<string, string>;
+const files: Files = Object.fromEntries(
   Object.entries(sources).map(([path, text]) => [path.replace("../src/", ""), text]),
 );
 
@@ -29,7 +33,7 @@ function unitOf(file: string): string {
 }
 const layerOf = (file: string) => LAYERS.indexOf(unitOf(file).split("/")[0]!);
 
-function resolve(from: string, specifier: string): string {
+function resolve(files: Files, from: string, specifier: string): string {
   const parts = from.split("/").slice(0, -1);
   for (const segment of specifier.split("/")) {
     if (segment === "..") parts.pop();
@@ -43,12 +47,145 @@ function resolve(from: string, specifier: string): string {
 
 const IMPORT = /^(?:import|export)\s[^;]*?from\s+"([^"]+)"/gms;
 
-function importsOf(file: string): { specifier: string; target: string | null }[] {
-  return [...files[file]!.matchAll(IMPORT)].map(([, specifier]) => ({
+interface Import {
+  specifier: string;
+  target: string | null;
+  /** `import type …` / `export type …`: erased at build time. */
+  typeOnly: boolean;
+}
+
+function importsOf(file: string, within: Files = files): Import[] {
+  return [...within[file]!.matchAll(IMPORT)].map(([statement, specifier]) => ({
     specifier: specifier!,
-    target: specifier!.startsWith(".") ? resolve(file, specifier!) : null,
+    target: specifier!.startsWith(".") ? resolve(within, file, specifier!) : null,
+    typeOnly: /^(?:import|export)\s+type\s/.test(statement!),
   }));
 }
+
+/** Imports into a folder to the right, or into a sibling route folder: "from → to". */
+function layerViolations(within: Files): string[] {
+  const violations: string[] = [];
+  for (const file of Object.keys(within)) {
+    for (const { target } of importsOf(file, within)) {
+      if (!target || /\.(client\.js|txt)$/.test(target)) continue;
+      const sameUnit = unitOf(target) === unitOf(file);
+      if (layerOf(target) > layerOf(file) || (!sameUnit && layerOf(target) === layerOf(file))) {
+        violations.push(`${file} → ${target}`);
+      }
+    }
+  }
+  return violations;
+}
+
+const DEFINES_OBJECT = /\bclass\s+\w+\s+extends\s+DurableObject\b/;
+const CALLS_A_STUB = /\.(getByName|idFromName|idFromString|newUniqueId)\(/;
+
+/**
+ * objects/ holds only the Durable Objects, their stub clients (`*-client.ts`) and what only they
+ * use (their tables, migrations, the retry rule); no Durable Object is defined elsewhere; only
+ * objects/ reaches a stub; and outside objects/ (but for the Worker entry, which exports the
+ * classes) an object's module is imported for its types only, so every call goes through a client.
+ */
+function objectsViolations(within: Files): string[] {
+  const violations: string[] = [];
+  const importers = (target: string) =>
+    Object.keys(within).filter((f) => importsOf(f, within).some((i) => i.target === target));
+  for (const file of Object.keys(within)) {
+    const text = within[file]!;
+    const inObjects = file.startsWith("objects/");
+    if (!inObjects && DEFINES_OBJECT.test(text))
+      violations.push(`${file} defines a Durable Object`);
+    if (!inObjects && CALLS_A_STUB.test(text)) violations.push(`${file} calls a stub`);
+    if (!inObjects) continue;
+    const isObject = DEFINES_OBJECT.test(text);
+    const isClient = file.endsWith("-client.ts");
+    const usedOutside = importers(file).filter((f) => !f.startsWith("objects/"));
+    if (!isObject && !isClient && usedOutside.length > 0)
+      violations.push(`${file} is neither an object nor a client, and ${usedOutside[0]} uses it`);
+    if (isObject) {
+      for (const importer of usedOutside) {
+        const values = importsOf(importer, within).some((i) => i.target === file && !i.typeOnly);
+        if (values && importer !== "index.ts") violations.push(`${importer} uses ${file} itself`);
+      }
+    }
+  }
+  return violations;
+}
+
+/** What quota/ must not touch: Hono, bindings, storage. */
+function quotaViolations(within: Files): string[] {
+  const violations: string[] = [];
+  for (const file of Object.keys(within).filter((f) => f.startsWith("quota/"))) {
+    for (const { specifier } of importsOf(file, within)) {
+      if (/^(hono|@hono|cloudflare:)/.test(specifier))
+        violations.push(`${file} imports ${specifier}`);
+    }
+    if (/\b(DurableObject\w*|D1Database|Env)\b/.test(within[file]!))
+      violations.push(`${file} names a binding`);
+  }
+  return violations;
+}
+
+// Made-up layouts, each breaking one rule once (the checks above must find exactly that).
+const fixture = (entries: Record<string, string>): Files => entries;
+const BROKEN_LAYOUTS: {
+  name: string;
+  check: (f: Files) => string[];
+  files: Files;
+  found: string[];
+}[] = [
+  {
+    name: "quota/ importing objects/ and middleware/",
+    check: layerViolations,
+    files: fixture({
+      "quota/rule.ts": 'import { A } from "../objects/a";\nimport { B } from "../middleware/b";\n',
+      "objects/a.ts": 'import { rule } from "../quota/rule";\n',
+      "middleware/b.ts": 'import { A } from "../objects/a";\n',
+    }),
+    found: ["quota/rule.ts → objects/a.ts", "quota/rule.ts → middleware/b.ts"],
+  },
+  {
+    name: "a sibling route folder",
+    check: layerViolations,
+    files: fixture({
+      "routes/pets/a.ts": 'import { b } from "../admin/b";\n',
+      "routes/admin/b.ts": "export const b = 1;\n",
+    }),
+    found: ["routes/pets/a.ts → routes/admin/b.ts"],
+  },
+  {
+    name: "a rule in objects/, an object used directly, a stub called outside, an object outside",
+    check: objectsViolations,
+    files: fixture({
+      "objects/thing.ts": "export class Thing extends DurableObject<Env> {}\n",
+      "objects/thing-client.ts": 'import type { Thing } from "./thing";\nx.getByName(id);\n',
+      "objects/rule.ts": "export const rule = 1;\n",
+      "objects/table.ts": "export const table = 1;\n",
+      "objects/uses-table.ts": 'import { table } from "./table";\n',
+      "middleware/m.ts":
+        'import { rule } from "../objects/rule";\nimport { Thing } from "../objects/thing";\n',
+      "routes/r.ts": 'import type { Thing } from "../objects/thing";\nenv.X.getByName(id);\n',
+      "quota/other.ts": "class Other extends DurableObject {}\n",
+      "index.ts": 'export { Thing } from "./objects/thing";\n',
+    }),
+    found: [
+      "objects/rule.ts is neither an object nor a client, and middleware/m.ts uses it",
+      "middleware/m.ts uses objects/thing.ts itself",
+      "routes/r.ts calls a stub",
+      "quota/other.ts defines a Durable Object",
+    ],
+  },
+  {
+    name: "quota/ touching Hono or a binding",
+    check: quotaViolations,
+    files: fixture({
+      "quota/a.ts": 'import { Hono } from "hono";\n',
+      "quota/b.ts": "export function f(ns: DurableObjectNamespace) {}\n",
+      "quota/c.ts": "export const c = 1;\n",
+    }),
+    found: ["quota/a.ts imports hono", "quota/b.ts names a binding"],
+  },
+];
 
 describe("src/ layout", () => {
   it("reads every source file, and every file sits in a known layer", () => {
@@ -56,19 +193,25 @@ describe("src/ layout", () => {
     for (const file of Object.keys(files)) expect(layerOf(file), file).toBeGreaterThanOrEqual(0);
   });
 
+  it.each(BROKEN_LAYOUTS)("each check finds what breaks it: $name", ({ check, files, found }) => {
+    expect(check(files).sort()).toEqual([...found].sort());
+  });
+
   it("imports point one way: never into a folder to the right, nor into a sibling route folder", () => {
-    const violations: string[] = [];
     for (const file of Object.keys(files)) {
       for (const { specifier, target } of importsOf(file)) {
         if (!target || /\.(client\.js|txt)$/.test(target)) continue;
         expect(files[target], `${file} imports ${specifier}, which does not exist`).toBeDefined();
-        const sameUnit = unitOf(target) === unitOf(file);
-        if (layerOf(target) > layerOf(file) || (!sameUnit && layerOf(target) === layerOf(file))) {
-          violations.push(`${file} → ${target}`);
-        }
       }
     }
-    expect(violations).toEqual([]);
+    expect(layerViolations(files)).toEqual([]);
+  });
+
+  it("objects/ holds the Durable Objects and their stub clients, and only they reach a stub", () => {
+    expect(Object.keys(files).filter((f) => DEFINES_OBJECT.test(files[f]!)).length).toBeGreaterThan(
+      2,
+    );
+    expect(objectsViolations(files)).toEqual([]);
   });
 
   it("no cycle between folders", () => {
@@ -90,12 +233,9 @@ describe("src/ layout", () => {
     expect(cycles).toEqual([]);
   });
 
-  it("quota/ holds pure rules: no Hono, no bindings, no storage", () => {
-    for (const file of Object.keys(files).filter((f) => f.startsWith("quota/"))) {
-      for (const { specifier } of importsOf(file)) {
-        expect(specifier, file).not.toMatch(/^(hono|@hono|cloudflare:)/);
-      }
-    }
+  it("quota/ holds the rules and the lease holder: no Hono, no bindings, no storage", () => {
+    expect(Object.keys(files).filter((f) => f.startsWith("quota/")).length).toBeGreaterThan(5);
+    expect(quotaViolations(files)).toEqual([]);
   });
 
   it("SQL lives only in db/ and objects/", () => {

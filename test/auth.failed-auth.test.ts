@@ -2,6 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { cacheKey } from "../src/auth/key-cache";
 import { getKey } from "../src/db/keys";
+import { MINUTE_MS } from "../src/lib/clock";
 import { sha256Hex } from "../src/lib/crypto";
 import { ADMIN, auth, call, callWith, expectError, issueKey, mockClock, T0 } from "./helpers";
 
@@ -165,6 +166,18 @@ describe("shield not answering", () => {
     const res = await guessWith(overloaded, ip);
     await expectError(res, 429, "rate_limited");
     expect(res.headers.get("Retry-After")).toBe("45");
+    // The headers describe the used-up failure window; so does the refusal the isolate notes.
+    const usedUp = {
+      "X-RateLimit-Limit": "30",
+      "X-RateLimit-Remaining": "0",
+      "X-RateLimit-Reset": String((T0 + MINUTE_MS) / 1000),
+    };
+    for (const [name, value] of Object.entries(usedUp)) expect(res.headers.get(name)).toBe(value);
+    time.now = T0 + 30_000;
+    const again = await guessWith(overloaded, ip);
+    await expectError(again, 429, "rate_limited");
+    expect(again.headers.get("Retry-After")).toBe("30");
+    for (const [name, value] of Object.entries(usedUp)) expect(again.headers.get(name)).toBe(value);
   });
 
   it("unreachable: the isolate counts the client's failures itself, 30 a minute, then 429", async () => {

@@ -1,5 +1,8 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
+import type { AuthShield } from "../src/objects/auth-shield";
 import { ADMIN, auth, call, expectError, issueKey, mockClock, T0 } from "./helpers";
 
 const time = mockClock(T0);
@@ -144,5 +147,37 @@ describe("per-client shield against key guessing", () => {
       404,
       "not_found",
     );
+  });
+});
+
+describe("the shield object's cleanup alarm", () => {
+  const rows = (shield: DurableObjectStub<AuthShield>) =>
+    runInDurableObject(shield, (_i, ctx) => ctx.storage.sql.exec("SELECT * FROM usage").toArray());
+
+  it("is scheduled two minutes after the window starts, and run any earlier it leaves the current window's count", async () => {
+    const shield = env.AUTH_SHIELD.getByName("alarm-early.shield.test");
+    time.now = T0 + 10_000;
+    expect((await shield.countRequest(30)).windows[0]!.remaining).toBe(29);
+    expect(await runInDurableObject(shield, (_i, ctx) => ctx.storage.getAlarm())).toBe(
+      T0 + 2 * MINUTE_MS,
+    );
+    time.now = T0 + MINUTE_MS - 1; // the window's last millisecond
+    expect(await runDurableObjectAlarm(shield)).toBe(true);
+    expect(await rows(shield)).toHaveLength(1);
+    expect((await shield.countRequest(30)).windows[0]!.remaining).toBe(28);
+  });
+
+  it("clears the window from the moment it ends, and the next failure starts a window of its own", async () => {
+    const shield = env.AUTH_SHIELD.getByName("alarm-end.shield.test");
+    time.now = T0 + 10_000;
+    await shield.countRequest(30);
+    time.now = T0 + MINUTE_MS;
+    expect(await runDurableObjectAlarm(shield)).toBe(true);
+    expect(await rows(shield)).toHaveLength(0);
+    const next = await shield.countRequest(30);
+    expect(next.windows[0]).toMatchObject({ remaining: 29, resetAt: T0 + 2 * MINUTE_MS });
+    expect(await rows(shield)).toHaveLength(1);
+    await evictDurableObject(shield); // what it stored is what it reloads
+    expect((await shield.countRequest(30)).windows[0]!.remaining).toBe(28);
   });
 });

@@ -6,7 +6,8 @@ import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getKey } from "../src/db/keys";
-import { markFirstUse } from "../src/middleware/first-use";
+import type { ApiError } from "../src/lib/errors";
+import { markFirstUseOrThrow } from "../src/middleware/first-use";
 import { holderName } from "../src/objects/quota-holder";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { policyOf, unusedKeyUsage } from "../src/objects/quota-limiter-client";
@@ -164,7 +165,17 @@ describe("a key's first request", () => {
     // …the revocation found no object to tell. The stale request creates the object with its old
     // policy and marks the key: the mark brings the revocation, pushed to the object.
     const stub = env.QUOTA.getByName(k.id);
-    await Promise.all([stub.admit(policyOf(stale)), markFirstUse(env, stale)]);
+    const [, marked] = await Promise.allSettled([
+      stub.admit(policyOf(stale)),
+      markFirstUseOrThrow(env, stale),
+    ]);
+    // The request itself is refused as the revoked key it is.
+    expect(marked.status).toBe("rejected");
+    const refusal = (marked as PromiseRejectedResult).reason as ApiError;
+    expect([refusal.code, refusal.message]).toEqual([
+      "unauthorized",
+      "The API key has been revoked.",
+    ]);
     expect(await objectsOf(k.id)).toEqual({ limiter: true, holders: 0 });
     const next = await stub.admit(policyOf(stale));
     expect(next.outcome).toBe("revoked");
