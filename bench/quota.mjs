@@ -38,8 +38,12 @@ const USAGE = `Usage: npm run bench:quota -- [options]
   --located-gap-ms 3300  time between a location's requests there (all three together stay
                       below 2 a second: one server is one isolate, see below)
   --busy 300          back-to-back requests of the busy key
+  --scenarios quiet,cold,cold-isolate,3-locations,near-limit,busy
+                      the scenarios to run, comma-separated (default: all)
   --port 8860         the API's port (its inspector: port + 2)
   --out quota         bench/results/<out>.md`;
+
+const SCENARIOS = ["quiet", "cold", "cold-isolate", "3-locations", "near-limit", "busy"];
 
 const opts = optionsOrExit(
   process.argv.slice(2),
@@ -53,11 +57,19 @@ const opts = optionsOrExit(
     located: { default: 15, min: 1 },
     "located-gap-ms": { default: 3_300, max: 60_000 },
     busy: { default: 300, min: 1 },
+    scenarios: {
+      default: SCENARIOS.join(","),
+      pattern: new RegExp(`^(${SCENARIOS.join("|")})(,(${SCENARIOS.join("|")}))*$`),
+    },
     port: { default: 8860, min: 1 },
     out: { default: "quota", pattern: /^[a-z0-9][a-z0-9-]{0,60}$/ },
   },
   USAGE,
 );
+
+const chosen = new Set(opts.scenarios.split(","));
+/** Whether scenario `name` was asked for (--scenarios). */
+const runs = (name) => chosen.has(name);
 
 const started = Date.now();
 const log = (msg) =>
@@ -80,11 +92,15 @@ async function timed(url, headers) {
   };
 }
 
-/** The API request, then the reference request right after it. */
-async function pair(api, key, location) {
+/**
+ * The API request, then the reference request right after it. `coldIsolate`: the API request is
+ * served as by an isolate that has never seen the key (X-Bench-Cold-Isolate, bench/api/index.ts).
+ */
+async function pair(api, key, location, { coldIsolate = false } = {}) {
   const got = await timed(`${api.url}${PAGE}`, {
     Authorization: `Bearer ${key}`,
     "X-Bench-Location": location,
+    ...(coldIsolate ? { "X-Bench-Cold-Isolate": "1" } : {}),
   });
   const ref = await timed(`${api.url}/v1/openapi.json`, {});
   return { ...got, refMs: ref.ms };
@@ -160,25 +176,27 @@ async function main() {
   for (let i = 0; i < 3; i++) await pair(api, seeder.key, "AMS"); // the page is full and cached
   const rows = [];
 
-  log(`quiet: a free key, ${opts.quiet} requests ${opts.gapMs} ms apart in one location`);
-  const quietKey = await issueKey(api, { name: "quiet", plan: "free" });
-  await pair(api, quietKey.key, "AMS"); // its first request (see cold)
-  await sleep(opts.gapMs);
-  {
-    const { samples, before, after } = await measured(api, async () => {
-      const out = [];
-      for (let i = 0; i < opts.quiet; i++) {
-        const t0 = Date.now();
-        out.push(await pair(api, quietKey.key, "AMS"));
-        await sleep(Math.max(0, opts.gapMs - (Date.now() - t0)));
-      }
-      return out;
-    });
-    rows.push(summary("quiet", samples, before, after, 2));
+  if (runs("quiet")) {
+    log(`quiet: a free key, ${opts.quiet} requests ${opts.gapMs} ms apart in one location`);
+    const quietKey = await issueKey(api, { name: "quiet", plan: "free" });
+    await pair(api, quietKey.key, "AMS"); // its first request (see cold)
+    await sleep(opts.gapMs);
+    {
+      const { samples, before, after } = await measured(api, async () => {
+        const out = [];
+        for (let i = 0; i < opts.quiet; i++) {
+          const t0 = Date.now();
+          out.push(await pair(api, quietKey.key, "AMS"));
+          await sleep(Math.max(0, opts.gapMs - (Date.now() - t0)));
+        }
+        return out;
+      });
+      rows.push(summary("quiet", samples, before, after, 2));
+    }
   }
 
-  log(`cold: the first request of ${opts.cold} fresh free keys`);
-  {
+  if (runs("cold")) {
+    log(`cold: the first request of ${opts.cold} fresh free keys`);
     const keys = [];
     for (let i = 0; i < opts.cold; i++)
       keys.push(await issueKey(api, { name: `cold-${i}`, plan: "free" }));
@@ -194,13 +212,41 @@ async function main() {
         before,
         after,
         2,
-        "a key never used anywhere: its key read from D1, then its holder forwards",
+        "a key never used anywhere: its holder reads it from D1, then forwards",
       ),
     );
   }
 
-  log(`3 locations: a free key, ${opts.located} requests ${opts.locatedGapMs} ms apart in each`);
-  {
+  if (runs("cold-isolate")) {
+    log(
+      `cold isolate: the first request in an isolate of ${opts.cold} free keys used in its location`,
+    );
+    const keys = [];
+    for (let i = 0; i < opts.cold; i++)
+      keys.push(await issueKey(api, { name: `cold-isolate-${i}`, plan: "free" }));
+    // Each used once in AMS (by another isolate, as it were), all at once, so that every key's
+    // measured request comes --gap-ms after its use, well within its holder's stock lifetime.
+    await Promise.all(keys.map((k) => pair(api, k.key, "AMS")));
+    await sleep(opts.gapMs);
+    const { samples, before, after } = await measured(api, async () => {
+      const out = [];
+      for (const k of keys) out.push(await pair(api, k.key, "AMS", { coldIsolate: true }));
+      return out;
+    });
+    rows.push(
+      summary(
+        "cold isolate",
+        samples,
+        before,
+        after,
+        2,
+        `the key used in this location ${opts.gapMs / 1000} s before, new to the isolate: its holder authenticates and decides`,
+      ),
+    );
+  }
+
+  if (runs("3-locations")) {
+    log(`3 locations: a free key, ${opts.located} requests ${opts.locatedGapMs} ms apart in each`);
     const key = await issueKey(api, { name: "located", plan: "free" });
     const locations = ["AMS", "FRA", "SIN"];
     // Spaced like the scenario: a burst here would make the one isolate take a lease of its own.
@@ -224,8 +270,8 @@ async function main() {
     rows.push(summary("3 locations", samples, before, after, 4));
   }
 
-  log("near the limit: a key allowing 20 a minute, 30 requests 0.5 s apart");
-  {
+  if (runs("near-limit")) {
+    log("near the limit: a key allowing 20 a minute, 30 requests 0.5 s apart");
     // All 30 within one minute window, so exactly 20 are admitted.
     const intoMinute = Date.now() % 60_000;
     if (intoMinute > 40_000) await sleep(60_000 - intoMinute + 500);
@@ -248,8 +294,8 @@ async function main() {
     rows.push(row);
   }
 
-  log(`busy: ${opts.busy} requests back to back`);
-  {
+  if (runs("busy")) {
+    log(`busy: ${opts.busy} requests back to back`);
     const key = await issueKey(api, { name: "busy", plan: "enterprise", limits: UNLIMITED });
     for (let i = 0; i < 20; i++) await pair(api, key.key, "AMS");
     const { samples, before, after } = await measured(api, async () => {

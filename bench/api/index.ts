@@ -5,6 +5,8 @@
 // bench-only variables below, passed as `--var`. Nothing here is part of the deployed Worker
 // (scripts/build-check.mjs checks the production bundle).
 import { createApp } from "../../src/app";
+import { forgetKey } from "../../src/auth/key-cache";
+import { keyShapeOf } from "../../src/auth/key-format";
 import { QuotaHolder as ProductQuotaHolder } from "../../src/objects/quota-holder";
 import {
   callTotals,
@@ -34,6 +36,19 @@ function inSimulatedLocation(request: Request): Request {
   const colo = request.headers.get(LOCATION_HEADER);
   if (!colo) return request;
   return new Request(request, { cf: { ...(request.cf ?? {}), colo } } as RequestInit);
+}
+
+/**
+ * `X-Bench-Cold-Isolate: 1` serves the request as an isolate that has never seen its key would:
+ * this isolate's cached record of the key (a key that names its id) is dropped first. A quiet
+ * key holds no lease of its own in an isolate, so that is all such an isolate lacks.
+ */
+const COLD_ISOLATE_HEADER = "X-Bench-Cold-Isolate";
+
+function forgetKeyOf(request: Request): void {
+  const token = request.headers.get("Authorization")?.replace(/^Bearer /, "") ?? "";
+  const keyId = keyShapeOf(token)?.keyId;
+  if (keyId) forgetKey(keyId);
 }
 
 /** GET /__bench/calls: every simulated round trip so far, by hop (see `callTotals`). */
@@ -84,6 +99,7 @@ export default {
         { status: 500 },
       );
     if (new URL(request.url).pathname === CALL_TOTALS_PATH) return Response.json(callTotals);
+    if (request.headers.get(COLD_ISOLATE_HEADER) === "1") forgetKeyOf(request);
     return fetchBehindSimulatedNetwork(
       (req, benchEnv) => Promise.resolve(app.fetch(req, benchEnv, ctx)),
       inSimulatedLocation(request),

@@ -25,7 +25,7 @@ import { rateLimitHeaders } from "../quota/headers";
 import { refusalError } from "../quota/refusals";
 import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
-import { markFirstUse } from "./first-use";
+import { markFirstUseOrThrow } from "./first-use";
 
 /**
  * Set by `enforceQuota`, for the access log: what the limiter decided, "overloaded" (the key's
@@ -117,7 +117,7 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
     const limiter = new QuotaLimiterClient(c.env.QUOTA, key, location);
     const policy = policyOf(key);
     // The first request of a key also marks it used (see first-use.ts); its answer waits for both.
-    const firstUse = markFirstUse(c.env, key);
+    const firstUse = markFirstUseOrThrow(c.env, key);
     // Decided already when the key's location holder authenticated the request (auth/api-key.ts).
     const decided = c.var.admission;
     const admitted = wrapTime(

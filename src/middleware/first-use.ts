@@ -1,3 +1,4 @@
+import { unusableKeyError, whyKeyUnusable } from "../auth/api-key";
 import { forgetKey } from "../auth/key-cache";
 import { type KeyRecord, markKeyUsed } from "../db/keys";
 import { clock } from "../lib/clock";
@@ -23,9 +24,10 @@ const markedHere = new ExpiringMap<string, true>(10_000);
  * An admin change that finds the key unused pushes nothing to its (absent) object. If this
  * request's record of the key is older than such a change, the object would be created with the
  * old policy: the mark returns the key as D1 has it, and a newer version is pushed to the object
- * here, before the answer.
+ * here, before the answer. If that version may no longer be used (revoked, disabled, expired),
+ * this request is refused too (throws its 401), as the push would have refused it.
  */
-export function markFirstUse(env: Env, key: KeyRecord): Promise<void> | null {
+export function markFirstUseOrThrow(env: Env, key: KeyRecord): Promise<void> | null {
   const now = clock.now();
   if (key.firstUsedAt !== null || markedHere.get(key.id, now)) return null;
   return markKeyUsed(env.DB, key.id, now).then(
@@ -41,6 +43,8 @@ export function markFirstUse(env: Env, key: KeyRecord): Promise<void> | null {
             error: String(err),
           }),
         );
+      const problem = whyKeyUnusable(current, clock.now());
+      if (problem) throw unusableKeyError(problem);
     },
     (err: unknown) =>
       log("warn", "could not mark a key used; its next request tries again", {

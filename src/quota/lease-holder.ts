@@ -96,19 +96,18 @@ interface SentRenewal {
 const RENEWAL_DEADLINE_MS = LEASE_MS;
 
 /**
- * One isolate's admissions for one key. Decides from its lease when it holds one, else calls
- * the object, asking for a lease when the key has been busy here; while the key stays busy it
- * renews the lease ahead, in a call its requests do not wait for (see `renewsNow`).
+ * One holder's admissions for one key (an isolate's, or a location holder's). Decides from its
+ * lease when it holds one, else calls the object, asking for a lease when the key has been busy
+ * here; while the key stays busy it renews the lease ahead, in a call its requests do not wait
+ * for (see `renewsNow`).
  *
- * Exact within the isolate: a lease is asked for (or a used one handed back) only by a call
- * made while no other call for the key is in flight from this isolate, and requests arriving
- * meanwhile wait for that call (during a renewal they admit from the lease, and wait for the
- * renewal only once the lease is used up). A busy key's request that finds requests decided one by one in
- * flight waits for them too (rather than adding one more call), so an isolate whose calls
- * overlap still gets to ask for a lease. Requests decided one by one are sent only while the
- * isolate holds no unused permits. So the object never refuses this isolate's request while this
- * isolate sits on permits it could have used: N simultaneous requests on a key with room R are
- * admitted exactly min(N, R) times, as without leases.
+ * Built from three parts: how busy the key is here (ArrivalRate, arrival-rate.ts), what its
+ * responses show (ShownWindows, shown-windows.ts), and which call waits for which
+ * (CallsInFlight, call-coordination.ts): a lease is asked for, renewed or handed back only while
+ * no other call for the key is in flight from here, and requests decided one by one are sent
+ * only while the holder has no unused permits. What that guarantees (min(N, R) of N
+ * simultaneous requests on a key with room R, as without leases) is in docs/quotas.md,
+ * "Admission leases in an isolate".
  */
 export class LeaseHolder {
   #lease: HeldLease | null = null;
