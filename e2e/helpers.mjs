@@ -28,6 +28,16 @@ export function projectNode22() {
 }
 
 /**
+ * Waits for the next UTC day when fewer than `seconds` are left in this one: a test that reads
+ * back "today" (its usage, its audit entries) then runs within the UTC day its requests were
+ * counted in. Near midnight only; the wait is at most `seconds`.
+ */
+export async function waitForRoomInDay(seconds) {
+  const left = 86_400_000 - (Date.now() % 86_400_000);
+  if (left < seconds * 1000) await new Promise((resolve) => setTimeout(resolve, left + 50));
+}
+
+/**
  * A local API for the tests of the calling file: started before them, stopped after them.
  * `server.api` holds it (url, adminToken, stop) once the tests run.
  */

@@ -6,6 +6,7 @@ import path from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { ROOT, startApi } from "../scripts/lib/local-server.mjs";
+import { waitForRoomInDay } from "./helpers.mjs";
 
 // This test's own ports, apart from `npm run dev` (8787) and the console's browser test (8840).
 const PORT = Number(process.env.CLI_TEST_PORT ?? 8841);
@@ -76,6 +77,9 @@ test("create with owner and meta, list with filters, roll, disable, enable, set-
   );
   assert.deepEqual((await keysJson("list", "--plan", "free", "--owner", "acct-cli")).data, []);
 
+  // The two requests fall in one UTC day, the day whose usage is read back below.
+  await waitForRoomInDay(60);
+  const usedOn = new Date().toISOString().slice(0, 10);
   for (let i = 0; i < 2; i++) {
     const res = await fetch(`${api.url}/v1/pets?limit=1`, {
       headers: { Authorization: `Bearer ${created.key}` },
@@ -105,30 +109,29 @@ test("create with owner and meta, list with filters, roll, disable, enable, set-
   assert.equal((await keysJson("set-owner", id, "--owner", "none")).ownerId, null);
   assert.deepEqual((await keysJson("set-meta", id, "--meta", '{"seats":3}')).meta, { seats: 3 });
 
-  const today = new Date().toISOString().slice(0, 10);
-  const usage = await keysJson("usage", id, "--from", today, "--to", today);
+  const usage = await keysJson("usage", id, "--from", usedOn, "--to", usedOn);
   assert.deepEqual(usage.data, [
     {
-      day: today,
+      day: usedOn,
       admitted: 2,
       refused: { rate_limited: 0, quota_exceeded: 0, key_banned: 0 },
       stranded: 0,
     },
   ]);
-  const csv = await keys("usage", id, "--from", today, "--to", today, "--csv");
+  const csv = await keys("usage", id, "--from", usedOn, "--to", usedOn, "--csv");
   assert.equal(csv.code, 0);
   assert.equal(
     csv.stdout,
-    `"day","admitted","rate_limited","quota_exceeded","key_banned","stranded"\r\n"${today}","2","0","0","0","0"\r\n`,
+    `"day","admitted","rate_limited","quota_exceeded","key_banned","stranded"\r\n"${usedOn}","2","0","0","0","0"\r\n`,
   );
 
-  // Reading the key's usage wrote today's totals to D1, so the day's listing has them.
-  const invoice = await keys("usage-day", "--day", today, "--csv", "--limit", "100");
+  // Reading the key's usage wrote the day's totals to D1, so the day's listing has them.
+  const invoice = await keys("usage-day", "--day", usedOn, "--csv", "--limit", "100");
   assert.equal(invoice.code, 0);
   assert.ok(
     invoice.stdout
       .split("\r\n")
-      .includes(`"${id}","cli-acme","pro","","${today}","2","0","0","0","0"`),
+      .includes(`"${id}","cli-acme","pro","","${usedOn}","2","0","0","0","0"`),
     invoice.stdout,
   );
 

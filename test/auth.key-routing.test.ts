@@ -190,8 +190,9 @@ describe("a cold isolate with a key that names its id", () => {
       .run();
   });
 
-  it("a wrong secret under a genuine tag is a guess: 401, counted by the shield", async () => {
+  it("a wrong secret under a genuine tag is a guess, at a holder with a copy of the key too: 401, counted by the shield", async () => {
     const { id, key } = await issueKey("free");
+    expect((await fromColdIsolate(id, key, "AMS")).status).toBe(200); // the holder has a copy
     const forged = `pet_test_${randomBase62(43)}${key.slice("pet_test_".length + 43)}`;
     const res = await fromColdIsolate(id, forged, "AMS");
     await expectError(res, 401, "unauthorized");
@@ -209,6 +210,27 @@ describe("a cold isolate with a key that names its id", () => {
     expect(body.windows.minute.used).toBe(0);
     expect(holderCalls[0]).toBe("authenticate");
     expect(keyQueries).toEqual([]);
+  });
+});
+
+describe("a key's holder that cannot be reached", () => {
+  it("the isolate reads the key from D1 itself, and the key's object decides: counted, not failing open", async () => {
+    const { id, key } = await issueKey("free");
+    const { bindings, keyQueries, limiterCalls } = recordingBindings();
+    const unreachable = {
+      getByName: () => ({
+        authenticateAndAdmit: () => Promise.reject(new Error("the location holder is unreachable")),
+        admit: () => Promise.reject(new Error("the location holder is unreachable")),
+      }),
+    };
+    const res = await fromColdIsolate(id, key, "AMS", { ...bindings, QUOTA_HOLDER: unreachable });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("59");
+    expect(res.headers.get("RateLimit-Policy")).toMatch(/^"minute"/);
+    expect(keyQueries.filter((sql) => sql.includes("FROM api_keys WHERE key_hash"))).toHaveLength(
+      1,
+    );
+    expect(limiterCalls).toEqual(["admit"]);
   });
 });
 

@@ -120,6 +120,8 @@ describe("full pages and found pets are served without D1", () => {
   });
 
   it("If-None-Match on a cached page → 304, still counted by the quota and carrying its headers", async () => {
+    // A fixed instant in the middle of a minute: Remaining is compared across requests.
+    fixClock(Date.UTC(2030, 2, 4, 9, 16, 30));
     const key = await bigKey();
     await createPets(
       key,

@@ -1,6 +1,11 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ConfigError, configOrThrow, secretOrThrow } from "../src/lib/config";
+import {
+  ConfigError,
+  configOrThrow,
+  keyTagSecretsAccepted,
+  secretOrThrow,
+} from "../src/lib/config";
 import { ADMIN, auth, callWith, expectError, issueKey } from "./helpers";
 
 afterEach(() => vi.restoreAllMocks());
@@ -32,6 +37,8 @@ describe("configOrThrow", () => {
     ["CORS_ORIGINS", "https://a.example/path"],
     ["PUBLIC_ORIGIN", "api.example.com"],
     ["PUBLIC_ORIGIN", "https://api.example.com/v1"],
+    ["KEY_TAG_SECRET", "shorter-than-32-characters"],
+    ["KEY_TAG_SECRET_PREVIOUS", "shorter-than-32-characters"],
   ])("%s=%j is refused with a ConfigError naming it", (name, value) => {
     vi.spyOn(console, "error").mockImplementation(() => undefined);
     expect(() => configOrThrow({ ...env, [name]: value })).toThrow(ConfigError);
@@ -43,6 +50,18 @@ describe("configOrThrow", () => {
     const config = configOrThrow({ ...env, CURSOR_SECRET: "" });
     expect(config.CURSOR_SECRET).toBeUndefined();
     expect(() => secretOrThrow(config, "CURSOR_SECRET")).toThrow(/CURSOR_SECRET is not set/);
+  });
+
+  it("keyTagSecretsAccepted: KEY_TAG_SECRET, then the previous one during a rotation; none when unset", () => {
+    const current = "a-key-tag-secret-of-32-characters!";
+    const previous = "the-key-tag-secret-before-it-0123";
+    expect(keyTagSecretsAccepted(configOrThrow({ ...env, KEY_TAG_SECRET: current }))).toEqual([
+      current,
+    ]);
+    const rotating = { ...env, KEY_TAG_SECRET: current, KEY_TAG_SECRET_PREVIOUS: previous };
+    expect(keyTagSecretsAccepted(configOrThrow(rotating))).toEqual([current, previous]);
+    const unset = { ...env, KEY_TAG_SECRET: "", KEY_TAG_SECRET_PREVIOUS: previous };
+    expect(keyTagSecretsAccepted(configOrThrow(unset))).toEqual([]);
   });
 });
 

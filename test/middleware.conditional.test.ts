@@ -1,10 +1,12 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { auth, call, issueKey, postJson } from "./helpers";
+import { auth, call, fixClock, issueKey, postJson } from "./helpers";
 
 afterEach(() => vi.restoreAllMocks());
 
 describe("ETag and If-None-Match", () => {
   it("304 for a matching ETag, keeping X-RateLimit-* and still counting", async () => {
+    // A fixed instant in the middle of a minute: Remaining is compared across requests.
+    fixClock(Date.UTC(2030, 2, 4, 9, 15, 30));
     const { key } = await issueKey();
     await postJson("/v1/pets", { name: "Tagged", categoryId: 3 }, auth(key));
     const first = await call("/v1/pets?limit=100", { headers: auth(key) });

@@ -6,6 +6,7 @@ import {
   call,
   callWith,
   expectError,
+  fixClock,
   issueKey,
   keyDetail,
   patchKey,
@@ -205,6 +206,8 @@ describe("GET /admin/v1/keys", () => {
 
 describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
   it("GET returns the key with its current usage, no secret", async () => {
+    // A fixed instant in the middle of a minute: the request and the read share its window.
+    fixClock(Date.UTC(2030, 2, 4, 9, 17, 30));
     const { id, key } = await issueKey("pro");
     expect((await call("/v1/pets", { headers: auth(key) })).status).toBe(200);
     const res = await keyDetail(id);
@@ -323,7 +326,8 @@ describe("GET, PATCH, DELETE /admin/v1/keys/{id}", () => {
 });
 
 describe("usage and unban", () => {
-  it("a key that has not been used yet shows its plan's limits and windows that reset in the future", async () => {
+  it("a key that has not been used yet shows its plan's limits and windows that reset at the end of the current minute and day", async () => {
+    const time = fixClock(Date.UTC(2030, 2, 4, 9, 18, 30));
     const k = await issueKey("business");
     const detail = (await (await keyDetail(k.id)).json()) as {
       usage: {
@@ -333,8 +337,8 @@ describe("usage and unban", () => {
     };
     expect(detail.usage.minute).toMatchObject({ count: 0, limit: 1_000 });
     expect(detail.usage.day).toMatchObject({ count: 0, limit: 100_000 });
-    expect(Date.parse(detail.usage.minute.resetAt)).toBeGreaterThan(Date.now());
-    expect(Date.parse(detail.usage.day.resetAt)).toBeGreaterThan(Date.now());
+    expect(Date.parse(detail.usage.minute.resetAt)).toBe(time.now + 30_000);
+    expect(detail.usage.day.resetAt).toBe("2030-03-05T00:00:00.000Z");
   });
 
   it("unban answers 503 with Retry-After when the key's quota object cannot be reached", async () => {
