@@ -3,7 +3,7 @@
 // first request marks it used so that from then on the admin views read the object exactly. A
 // key's region is the location hint its object is created with.
 import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getKey } from "../src/db/keys";
 import type { ApiError } from "../src/lib/errors";
@@ -15,6 +15,7 @@ import { REGIONS } from "../src/schemas/region";
 import {
   ADMIN,
   auth,
+  BASE,
   call,
   callWith,
   expectError,
@@ -29,14 +30,33 @@ import {
 const time = mockClock(T0);
 const TODAY = new Date(T0).toISOString().slice(0, 10);
 
-/** Whether the key's quota object, or any location holder of the key, has been created. */
-async function objectsOf(keyId: string): Promise<{ limiter: boolean; holders: number }> {
+/** The operator's location: every admin read here arrives there, as it would in production. */
+const OPERATOR_COLO = "FRA";
+
+/** An admin request arriving in the operator's location. */
+function operatorCall(path: string, init: RequestInit = {}): Promise<Response> {
+  return exports.default.fetch(
+    new Request(`${BASE}${path}`, { ...init, cf: { colo: OPERATOR_COLO } }),
+  );
+}
+
+/**
+ * Whether the key's quota object has been created, and how many location holders of the key
+ * among those of the operator's location and of `colos`.
+ */
+async function objectsOf(
+  keyId: string,
+  colos: string[] = [],
+): Promise<{ limiter: boolean; holders: number }> {
   const limiterId = env.QUOTA.idFromName(keyId);
+  const holderIds = [OPERATOR_COLO, ...colos].map((colo) =>
+    env.QUOTA_HOLDER.idFromName(holderName(keyId, colo)),
+  );
   const limiters = await listDurableObjectIds(env.QUOTA);
   const holders = await listDurableObjectIds(env.QUOTA_HOLDER);
   return {
     limiter: limiters.some((id) => id.equals(limiterId)),
-    holders: holders.filter((id) => id.name?.startsWith(`${keyId}@`)).length,
+    holders: holders.filter((id) => holderIds.some((h) => h.equals(id))).length,
   };
 }
 
@@ -64,20 +84,26 @@ interface Day {
 
 /** Every admin read of one key: detail, list, usage history as JSON and CSV, and an unban. */
 async function readEverything(keyId: string) {
-  const detail = await jsonOf<Detail>(await keyDetail(keyId));
+  const detail = await jsonOf<Detail>(
+    await operatorCall(`/admin/v1/keys/${keyId}`, { headers: ADMIN }),
+  );
   const listed = (
-    await jsonOf<{ data: Listed[] }>(await call("/admin/v1/keys?limit=100", { headers: ADMIN }))
+    await jsonOf<{ data: Listed[] }>(
+      await operatorCall("/admin/v1/keys?limit=100", { headers: ADMIN }),
+    )
   ).data.find((k) => k.id === keyId);
   const history = await jsonOf<{ data: Day[] }>(
-    await call(`/admin/v1/keys/${keyId}/usage?from=${TODAY}&to=${TODAY}`, { headers: ADMIN }),
+    await operatorCall(`/admin/v1/keys/${keyId}/usage?from=${TODAY}&to=${TODAY}`, {
+      headers: ADMIN,
+    }),
   );
-  const csvRes = await call(`/admin/v1/keys/${keyId}/usage?from=${TODAY}&to=${TODAY}`, {
+  const csvRes = await operatorCall(`/admin/v1/keys/${keyId}/usage?from=${TODAY}&to=${TODAY}`, {
     headers: { ...ADMIN, Accept: "text/csv" },
   });
   expect(csvRes.status).toBe(200);
   const csv = await csvRes.text();
   const unbanned = await jsonOf<Detail>(
-    await call(`/admin/v1/keys/${keyId}/unban`, { method: "POST", headers: ADMIN }),
+    await operatorCall(`/admin/v1/keys/${keyId}/unban`, { method: "POST", headers: ADMIN }),
   );
   return { detail, listed, history: history.data, csv, unbanned };
 }
@@ -148,6 +174,9 @@ describe("a key's first request", () => {
     expect(seen.detail.usage.day.count).toBe(3);
     expect(seen.listed?.activity).toMatchObject({ lastUsedDay: TODAY, today: { used: 3 } });
     expect(seen.history[0]?.admitted).toBe(3);
+    // The reads of a used key ask its object, through the operator's location (its holder hands
+    // back its stock first): the same reads of a key never used made none of these.
+    expect(await objectsOf(k.id)).toEqual({ limiter: true, holders: 1 });
     // The mark is written once: a later request does not move it.
     time.now = T0 + 5_000;
     expect((await call("/v1/pets?limit=1", { headers: auth(k.key) })).status).toBe(200);
@@ -268,6 +297,8 @@ describe("a key's region", () => {
       (instance as unknown as { env: Env }).env = { ...env, QUOTA: namespace };
     });
     const answer = await holder.admit(k.id, policyOf(record), record.region);
+    // objectsOf sees a location holder of the key once there is one.
+    expect(await objectsOf(k.id, ["DXB"])).toEqual({ limiter: true, holders: 1 });
     expect(answer).toMatchObject({ reached: true, decision: { outcome: "allowed" } });
     expect(asked.filter((a) => a.name === k.id).map((a) => a.options)).toContainEqual({
       locationHint: "me",
