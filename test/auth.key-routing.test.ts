@@ -9,6 +9,7 @@ import { generateApiKey, hasGenuineTag, keyShapeOf, newKeyId } from "../src/auth
 import { insertKey } from "../src/db/keys";
 import { clock } from "../src/lib/clock";
 import { randomBase62, sha256Hex } from "../src/lib/crypto";
+import { HeldKeyRecord } from "../src/objects/holder-key-record";
 import { holderName } from "../src/objects/quota-holder";
 import { GIVE_BACK_GRACE_MS, LEASE_MS } from "../src/quota/lease";
 import {
@@ -210,6 +211,33 @@ describe("a cold isolate with a key that names its id", () => {
     expect(body.windows.minute.used).toBe(0);
     expect(holderCalls[0]).toBe("authenticate");
     expect(keyQueries).toEqual([]);
+  });
+});
+
+describe("a holder's copy of its key (HeldKeyRecord)", () => {
+  it("requests arriving together with a secret it has not met share one D1 read, and then none", async () => {
+    const { id, key } = await issueKey("free");
+    const reads: string[] = [];
+    const db = new Proxy(env.DB, {
+      get: (target, prop) =>
+        prop === "prepare"
+          ? (sql: string) => (reads.push(sql), target.prepare(sql))
+          : Reflect.get(target, prop).bind(target),
+    });
+    const copy = new HeldKeyRecord();
+    const hash = await sha256Hex(key);
+    const matches = await Promise.all(
+      Array.from({ length: 10 }, () => copy.read(db, id, hash, T0)),
+    );
+    expect(matches.map((m) => m?.record.id)).toEqual(Array(10).fill(id));
+    expect(reads).toHaveLength(1);
+    expect(copy.cached(hash)?.secret).toBe("current");
+    expect(copy.cached(await sha256Hex(`${key}x`))).toBeNull();
+    // Vouched for a lease's lifetime after the read, then no longer (GET /v1/usage reads again).
+    expect(copy.vouchedFor(hash, T0 + LEASE_MS - 1)).not.toBeNull();
+    expect(copy.vouchedFor(hash, T0 + LEASE_MS)).toBeNull();
+    copy.forget();
+    expect(copy.cached(hash)).toBeNull();
   });
 });
 
