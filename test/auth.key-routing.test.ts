@@ -398,6 +398,22 @@ describe("a change to a key reaches the holders' copies", () => {
     expect(old.message).toMatch(/rolled/);
   });
 
+  it("enabling a key reaches a holder whose copy refused it (no lease, so no push): its copy is read again once not vouched for within LEASE_MS", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    expect((await fromColdIsolate(id, key, "CDG")).status).toBe(200);
+    expect((await patchKey(id, { enabled: false })).status).toBe(200);
+    const refused = await expectError(await fromColdIsolate(id, key, "CDG"), 401, "unauthorized");
+    expect(refused.message).toMatch(/disabled/);
+    const holder = env.QUOTA_HOLDER.getByName(holderName(id, "CDG"));
+    expect(await holder.unusedPermits()).toBe(0); // no stock: the key's object tells it nothing
+    expect((await patchKey(id, { enabled: true })).status).toBe(200);
+    time.now += LEASE_MS;
+    const res = await fromColdIsolate(id, key, "CDG");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("58");
+  });
+
   it("GET /v1/usage at a holder whose copy nobody has vouched for within LEASE_MS reads the key again", async () => {
     const { id, key } = await issueKey("free");
     time.now = T0 + 1_000;
