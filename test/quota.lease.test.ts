@@ -8,6 +8,7 @@ import {
   permitsToLease,
   RENEW_AHEAD_MS,
   renewsNow,
+  STOCK_RENEW_AHEAD_MS,
   takePermits,
 } from "../src/quota/lease";
 import { EMPTY_USAGE, rollWindows, windowsOf } from "../src/quota/windows";
@@ -55,6 +56,13 @@ describe("permitsToLease", () => {
     // Plenty of room: the want decides.
     expect(permitsToLease(windows(1000, 100_000, 0, 0), limits(1000, 100_000), 30, 40)).toBe(30);
   });
+
+  it("counts what the key's other leases hold against the same bound", () => {
+    // Free key: 6 at most across all its leases; 4 held elsewhere leave 2, minus what the caller holds.
+    expect(permitsToLease(windows(60, 1000, 10, 10), limits(60, 1000), 50, 0, 4)).toBe(2);
+    expect(permitsToLease(windows(60, 1000, 10, 10), limits(60, 1000), 50, 1, 4)).toBe(1);
+    expect(permitsToLease(windows(60, 1000, 10, 10), limits(60, 1000), 50, 0, 6)).toBe(0);
+  });
 });
 
 describe("renewsNow", () => {
@@ -79,6 +87,16 @@ describe("renewsNow", () => {
     expect(renewsNow(lease(19, 20, expiresAt), minuteEnd, expiresAt - RENEW_AHEAD_MS)).toBe(true);
     // A lease that ends with the minute window: a renewal could not last longer.
     expect(renewsNow(lease(19, 20, minuteEnd), minuteEnd, minuteEnd - 500)).toBe(false);
+  });
+
+  it("a location holder's stock: STOCK_RENEW_AHEAD_MS before it expires, unless it ends with its minute", () => {
+    const stock = { aheadMs: STOCK_RENEW_AHEAD_MS };
+    const expiresAt = T0 + LEASE_MS;
+    expect(
+      renewsNow(lease(19, 20, expiresAt), minuteEnd, expiresAt - STOCK_RENEW_AHEAD_MS, stock),
+    ).toBe(true);
+    // Ending with the minute, 2 s before its end (outside the minute's last RENEW_AHEAD_MS).
+    expect(renewsNow(lease(19, 20, minuteEnd), minuteEnd, minuteEnd - 2_000, stock)).toBe(false);
   });
 
   it("never in the minute's last RENEW_AHEAD_MS, even half used", () => {
@@ -121,12 +139,13 @@ describe("takePermits and givePermitsBack", () => {
   });
 
   it("credits only the day once the minute the lease was granted in is over", () => {
-    const nextMinute = rollWindows(used(15, 60), T0 + MINUTE_MS);
-    expect(givePermitsBack(nextMinute, lease, 4)).toMatchObject({ minuteCount: 0, dayCount: 56 });
+    // Three requests admitted in the new minute, which the lease's permits were not part of.
+    const nextMinute = takePermits(rollWindows(used(15, 60), T0 + MINUTE_MS), 3);
+    expect(givePermitsBack(nextMinute, lease, 4)).toMatchObject({ minuteCount: 3, dayCount: 59 });
   });
 
   it("credits nothing once the day is over too", () => {
-    const nextDay = rollWindows(used(15, 60), MIDNIGHT);
-    expect(givePermitsBack(nextDay, lease, 4)).toMatchObject({ minuteCount: 0, dayCount: 0 });
+    const nextDay = takePermits(rollWindows(used(15, 60), MIDNIGHT), 3);
+    expect(givePermitsBack(nextDay, lease, 4)).toMatchObject({ minuteCount: 3, dayCount: 3 });
   });
 });

@@ -20,6 +20,8 @@ export class HeldKeyRecord {
   #vouchedUntil = 0;
   /** Bumped by `forget`: a read that started before is used for its request, not kept. */
   #generation = 0;
+  /** Reads in flight by hash: requests that arrive meanwhile with the same secret share one. */
+  readonly #reading = new Map<string, Promise<KeyMatch | null>>();
 
   /** The key as kept here, if `hash` is one of its secrets met since it was read. */
   cached(hash: string): KeyMatch | null {
@@ -46,7 +48,23 @@ export class HeldKeyRecord {
    * Reads the key whose secret has hash `hash` from D1 (at `now`), and keeps it when it is key
    * `keyId`. Null: no secret of key `keyId` has this hash (a guess). Throws what D1 throws.
    */
-  async read(db: Queryable, keyId: string, hash: string, now: number): Promise<KeyMatch | null> {
+  read(db: Queryable, keyId: string, hash: string, now: number): Promise<KeyMatch | null> {
+    let reading = this.#reading.get(hash);
+    if (!reading) {
+      reading = this.#readOnce(db, keyId, hash, now).finally(() => {
+        if (this.#reading.get(hash) === reading) this.#reading.delete(hash);
+      });
+      this.#reading.set(hash, reading);
+    }
+    return reading;
+  }
+
+  async #readOnce(
+    db: Queryable,
+    keyId: string,
+    hash: string,
+    now: number,
+  ): Promise<KeyMatch | null> {
     const startedIn = this.#generation;
     const match = await findKeyByHash(db, hash);
     if (!match || match.record.id !== keyId) return null;
@@ -72,6 +90,7 @@ export class HeldKeyRecord {
   /** Forgets the key (it changed): every secret is read from D1 again when next met. */
   forget(): void {
     this.#generation++;
+    this.#reading.clear();
     this.#record = null;
     this.#secrets.clear();
     this.#vouchedUntil = 0;

@@ -75,8 +75,15 @@ export class QuotaHolder extends DurableObject<Env> {
    * again before it answers.
    */
   async authenticateAndAdmit(keyId: string, hash: string): Promise<HolderAuthentication> {
+    const now = clock.now();
     const kept = this.#keyRecord.cached(hash);
-    const found: HolderAuthentication = kept
+    // A copy that refuses the key decides alone (no request goes to the key's object, whose
+    // answer would name a newer version), so it refuses only while it is vouched for: a key
+    // enabled again, or its expiry cleared, with no lease here to push that to, is read again.
+    const keptDecides =
+      kept !== null &&
+      (secretStatus(kept, now) === "active" || this.#keyRecord.vouchedFor(hash, now) !== null);
+    const found: HolderAuthentication = keptDecides
       ? { outcome: "found", match: kept, answer: null }
       : await this.#read(keyId, hash);
     if (found.outcome !== "found" || secretStatus(found.match, clock.now()) !== "active")
