@@ -67,16 +67,17 @@ export class QuotaHolder extends DurableObject<Env> {
   /**
    * Authenticates as `authenticate` does and, when the secret may be used now, decides the
    * request (as `admit` does) under the key's policy as this holder has it: the Worker learns
-   * both in one local hop. The copy needs no age limit here because the request is decided by
-   * the key's object or from its lease: the object pushes every change to the holders holding a
-   * lease (`keyChanged`, which forgets the copy), and a holder holding none sends the request
-   * to the object, whose answer carries the key's newest version. An answer under a newer
-   * version than the copy's (a change that did not reach this holder) makes it read the key
-   * again before it answers.
+   * both in one local hop. The copy (read again once HELD_KEY_MAX_AGE_MS old) stays current
+   * because the request is decided by the key's object or from its lease: the object pushes every
+   * change to the holders holding a lease (`keyChanged`, which forgets the copy), and a holder
+   * holding none sends the request to the object, whose answer carries the key's newest version.
+   * An answer under a newer version than the copy's (a change that did not reach this holder)
+   * makes it read the key again before it answers. The age limit covers a change the object
+   * itself never learnt (the admin API's push failed).
    */
   async authenticateAndAdmit(keyId: string, hash: string): Promise<HolderAuthentication> {
     const now = clock.now();
-    const kept = this.#keyRecord.cached(hash);
+    const kept = this.#keyRecord.cached(hash, now);
     // A copy that refuses the key decides alone (no request goes to the key's object, whose
     // answer would name a newer version), so it refuses only while it is vouched for: a key
     // enabled again, or its expiry cleared, with no lease here to push that to, is read again.
