@@ -358,7 +358,7 @@ describe("a body or field that must be a JSON object and is not is named in the 
       ["PATCH", `/admin/v1/keys/${id}`],
       ["POST", `/admin/v1/keys/${id}/roll`],
       ["POST", "/v1/pets"],
-    ]) {
+    ] as const) {
       const res =
         path === "/v1/pets"
           ? await call(path, {
