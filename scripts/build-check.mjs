@@ -3,9 +3,11 @@
 // Builds staging and production offline (`wrangler deploy --dry-run`), which validates the
 // configuration and bundles the Worker exactly as a deploy would (minify comes from wrangler.toml),
 // checks each environment's static assets configuration (lib/assets-routing.mjs),
-// checks that no measurement code is in the bundle, and checks the gzipped size of each bundle
-// against the budget. Exits non-zero if a dry-run deploy fails, an environment's assets
-// configuration is wrong, a bundle contains bench code or a bundle is over the budget.
+// checks that no measurement code is in the bundle, that only zod imports the zod shims of
+// `[alias]` (lib/zod-shims.mjs), and checks the gzipped size of each bundle against the budget.
+// Exits non-zero if a dry-run deploy fails, an environment's assets configuration is wrong, a
+// bundle contains bench code, a shim replaces another package's module or a bundle is over the
+// budget.
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,11 +16,14 @@ import { unstable_readConfig } from "wrangler";
 import { assetsRoutingProblems } from "./lib/assets-routing.mjs";
 import { benchCodeIn } from "./lib/bench-code.mjs";
 import { BUDGET_KIB, measureBundle } from "./lib/bundle-budget.mjs";
+import { shimImportsOutsideZod } from "./lib/zod-shims.mjs";
 
 const ROOT = join(import.meta.dirname, "..");
 /** @param {string | undefined} env */
-const assetsOf = (env) =>
-  unstable_readConfig({ config: join(ROOT, "wrangler.toml"), env }, { hideWarnings: true }).assets;
+const configOf = (env) =>
+  unstable_readConfig({ config: join(ROOT, "wrangler.toml"), env }, { hideWarnings: true });
+/** @param {string | undefined} env */
+const assetsOf = (env) => configOf(env).assets;
 
 let failed = false;
 const localProblems = assetsRoutingProblems(assetsOf(undefined), assetsOf(undefined), ROOT);
@@ -51,16 +56,24 @@ for (const env of ["staging", "production"]) {
   }
   const bundle = readdirSync(outdir).filter((f) => f.endsWith(".js"));
   const code = bundle.map((f) => readFileSync(join(outdir, f), "utf8")).join("\n");
-  const found = benchCodeIn(JSON.parse(readFileSync(metafile, "utf8")), code);
+  const meta = JSON.parse(readFileSync(metafile, "utf8"));
+  const found = benchCodeIn(meta, code);
   if (found.length) {
     console.error(`✗ ${env}: the bundle contains bench code:\n  ${found.join("\n  ")}`);
+    failed = true;
+  }
+  const misplacedShims = shimImportsOutsideZod(meta, configOf(env).alias);
+  if (misplacedShims.length) {
+    console.error(
+      `✗ ${env}: a zod shim of [alias] replaces another package's module:\n  ${misplacedShims.join("\n  ")}`,
+    );
     failed = true;
   }
   const gzipped = measureBundle(outdir).gzipKiB;
   const withinBudget = gzipped <= BUDGET_KIB;
   if (!withinBudget) failed = true;
   console.log(
-    `${found.length || !withinBudget || assetProblems.length ? "✗" : "✓"} ${env}: dry-run deploy OK; ` +
+    `${found.length || misplacedShims.length || !withinBudget || assetProblems.length ? "✗" : "✓"} ${env}: dry-run deploy OK; ` +
       `${found.length ? "BENCH CODE IN THE BUNDLE" : "no bench code"}; bundle ${gzipped.toFixed(1)} KiB gzipped ` +
       `(${withinBudget ? "within" : "OVER"} the ${BUDGET_KIB} KiB budget)`,
   );

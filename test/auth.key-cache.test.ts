@@ -5,6 +5,7 @@ import {
   forgetKey,
   KEY_CACHE_TTL_MS,
   KEY_REFRESH_AFTER_MS,
+  REFUSED_KEY_CACHE_TTL_MS,
   refreshCachedKey,
 } from "../src/auth/key-cache";
 import type { KeyMatch, KeyRecord } from "../src/db/keys";
@@ -167,6 +168,22 @@ describe("the isolate's key cache", () => {
     await alsoSkipped;
     second.settle.resolve(k.match);
     await retried;
+  });
+
+  it("keeps a record that refuses the key for 5 s only: an operator can enable a disabled key, or clear an expiry, from another isolate", () => {
+    for (const refusing of [{ disabledAt: T0 - 1 }, { expiresAt: T0 - 1 }]) {
+      const k = match(refusing);
+      cacheKey(k.hash, k.match, T0);
+      expect(cachedKey(k.hash, T0 + REFUSED_KEY_CACHE_TTL_MS - 1)).toEqual({
+        match: k.match,
+        wantsRefresh: false,
+      });
+      expect(cachedKey(k.hash, T0 + REFUSED_KEY_CACHE_TTL_MS)).toBeUndefined();
+    }
+    expect(REFUSED_KEY_CACHE_TTL_MS).toBeLessThanOrEqual(5_000); // "within 5 s everywhere"
+    const usable = match({ expiresAt: T0 + 60_000 });
+    cacheKey(usable.hash, usable.match, T0);
+    expect(cachedKey(usable.hash, T0 + REFUSED_KEY_CACHE_TTL_MS)).toBeDefined();
   });
 
   it("forgetKey drops that key's entries only", () => {

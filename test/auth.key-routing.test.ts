@@ -9,6 +9,7 @@ import { generateApiKey, hasGenuineTag, keyShapeOf, newKeyId } from "../src/auth
 import { insertKey } from "../src/db/keys";
 import { clock } from "../src/lib/clock";
 import { randomBase62, sha256Hex } from "../src/lib/crypto";
+import { HeldKeyRecord } from "../src/objects/holder-key-record";
 import { holderName } from "../src/objects/quota-holder";
 import { GIVE_BACK_GRACE_MS, LEASE_MS } from "../src/quota/lease";
 import {
@@ -213,6 +214,33 @@ describe("a cold isolate with a key that names its id", () => {
   });
 });
 
+describe("a holder's copy of its key (HeldKeyRecord)", () => {
+  it("requests arriving together with a secret it has not met share one D1 read, and then none", async () => {
+    const { id, key } = await issueKey("free");
+    const reads: string[] = [];
+    const db = new Proxy(env.DB, {
+      get: (target, prop) =>
+        prop === "prepare"
+          ? (sql: string) => (reads.push(sql), target.prepare(sql))
+          : Reflect.get(target, prop).bind(target),
+    });
+    const copy = new HeldKeyRecord();
+    const hash = await sha256Hex(key);
+    const matches = await Promise.all(
+      Array.from({ length: 10 }, () => copy.read(db, id, hash, T0)),
+    );
+    expect(matches.map((m) => m?.record.id)).toEqual(Array(10).fill(id));
+    expect(reads).toHaveLength(1);
+    expect(copy.cached(hash, T0)?.secret).toBe("current");
+    expect(copy.cached(await sha256Hex(`${key}x`), T0)).toBeNull();
+    // Vouched for a lease's lifetime after the read, then no longer (GET /v1/usage reads again).
+    expect(copy.vouchedFor(hash, T0 + LEASE_MS - 1)).not.toBeNull();
+    expect(copy.vouchedFor(hash, T0 + LEASE_MS)).toBeNull();
+    copy.forget();
+    expect(copy.cached(hash, T0)).toBeNull();
+  });
+});
+
 describe("a key's holder that cannot be reached", () => {
   it("the isolate reads the key from D1 itself, and the key's object decides: counted, not failing open", async () => {
     const { id, key } = await issueKey("free");
@@ -368,6 +396,22 @@ describe("a change to a key reaches the holders' copies", () => {
     expect(res.status).toBe(201);
     const old = await expectError(await fromColdIsolate(id, key, "GRU"), 401, "unauthorized");
     expect(old.message).toMatch(/rolled/);
+  });
+
+  it("enabling a key reaches a holder whose copy refused it (no lease, so no push): its copy is read again once not vouched for within LEASE_MS", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    expect((await fromColdIsolate(id, key, "CDG")).status).toBe(200);
+    expect((await patchKey(id, { enabled: false })).status).toBe(200);
+    const refused = await expectError(await fromColdIsolate(id, key, "CDG"), 401, "unauthorized");
+    expect(refused.message).toMatch(/disabled/);
+    const holder = env.QUOTA_HOLDER.getByName(holderName(id, "CDG"));
+    expect(await holder.unusedPermits()).toBe(0); // no stock: the key's object tells it nothing
+    expect((await patchKey(id, { enabled: true })).status).toBe(200);
+    time.now += LEASE_MS;
+    const res = await fromColdIsolate(id, key, "CDG");
+    expect(res.status).toBe(200);
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("58");
   });
 
   it("GET /v1/usage at a holder whose copy nobody has vouched for within LEASE_MS reads the key again", async () => {

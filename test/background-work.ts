@@ -28,6 +28,8 @@ export function backgroundWork(time: { now: number }) {
   const sleeping: Sleep[] = [];
   let inFlight = 0;
   let started = 0;
+  /** How many macrotasks each answer waits on its way back (a slow network), if set. */
+  let answerDelay: (() => number) | null = null;
   /** The namespaces' own getByName, for what needs a real stub (evictDurableObject). */
   const uncountedGetByName = new Map<object, (name: string) => unknown>();
 
@@ -42,7 +44,12 @@ export function backgroundWork(time: { now: number }) {
           inFlight++;
           started++;
           try {
-            return Promise.resolve(Reflect.apply(value, target, args)).finally(() => inFlight--);
+            const delay = answerDelay?.() ?? 0;
+            return Promise.resolve(Reflect.apply(value, target, args))
+              .finally(async () => {
+                for (let i = 0; i < delay; i++) await nextTask();
+              })
+              .finally(() => inFlight--);
           } catch (err) {
             inFlight--;
             throw err;
@@ -55,6 +62,7 @@ export function backgroundWork(time: { now: number }) {
   beforeEach(() => {
     sleeping.length = 0;
     inFlight = 0;
+    answerDelay = null;
     vi.spyOn(clock, "sleep").mockImplementation(
       (ms) => new Promise<void>((wake) => sleeping.push({ at: clock.now() + ms, wake })),
     );
@@ -106,5 +114,13 @@ export function backgroundWork(time: { now: number }) {
     return getByName(name) as DurableObjectStub<T>;
   }
 
-  return { passTime, wakeDue, settle, uncounted, sleeping: () => sleeping.length };
+  /**
+   * Delays every answer of a quota object by `macrotasks()` macrotasks on its way back (each
+   * call draws its own), so that answers arrive after work started later; null: no delay.
+   */
+  function delayAnswers(macrotasks: (() => number) | null): void {
+    answerDelay = macrotasks;
+  }
+
+  return { passTime, wakeDue, settle, uncounted, delayAnswers, sleeping: () => sleeping.length };
 }

@@ -153,6 +153,8 @@ describe("api key data layer", () => {
       meta: null,
       rolledAt: null,
       previousSecretExpiresAt: null,
+      region: null,
+      firstUsedAt: null,
     });
     expect(JSON.stringify(rec)).not.toContain(k.hash);
   });

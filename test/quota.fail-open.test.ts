@@ -106,7 +106,7 @@ describe("rereadKeyProblem", () => {
       time.now += 1;
       expect(await rereadKeyProblem(id, read)).toBe(found);
       expect(read).toHaveBeenCalledTimes(2);
-      time.now -= 5_000; // back to the start, for the next round
+      time.now -= 5_000; // back to the start, for the next answer
     }
   });
 

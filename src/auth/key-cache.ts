@@ -1,4 +1,4 @@
-import type { KeyMatch } from "../db/keys";
+import { type KeyMatch, secretStatus } from "../db/keys";
 import { ExpiringMap } from "../lib/expiring-map";
 
 // Warm keys authenticate without a D1 read. The cache may be briefly stale; that is safe because
@@ -12,6 +12,10 @@ import { ExpiringMap } from "../lib/expiring-map";
 // last 5 s of its entry's life waits for a read.
 export const KEY_CACHE_TTL_MS = 30_000;
 export const KEY_REFRESH_AFTER_MS = 25_000;
+// A record that refuses the key (disabled, expired, revoked, a rolled-out secret) is answered
+// from the cache without asking the key's object, so no newer version reaches it: it is kept
+// 5 s only, because an operator can enable the key or clear its expiry from another isolate.
+export const REFUSED_KEY_CACHE_TTL_MS = 5_000;
 
 /** A re-read not settled after this long is taken as lost (its request's waitUntil cut short). */
 const REFRESH_GIVEN_UP_AFTER_MS = 10_000;
@@ -50,7 +54,8 @@ export function cachedKey(hash: string, now: number): CachedKey | undefined {
 }
 
 export function cacheKey(hash: string, match: KeyMatch, now: number): void {
-  entries.set(hash, { match, refreshAt: now + KEY_REFRESH_AFTER_MS }, now + KEY_CACHE_TTL_MS);
+  const ttl = secretStatus(match, now) === "active" ? KEY_CACHE_TTL_MS : REFUSED_KEY_CACHE_TTL_MS;
+  entries.set(hash, { match, refreshAt: now + KEY_REFRESH_AFTER_MS }, now + ttl);
 }
 
 /**

@@ -365,7 +365,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
-      const { key: updated, changed } = await changeKeyOrThrow(c, id, (current, now) => {
+      const { key: updated } = await changeKeyOrThrow(c, id, (current, now) => {
         notRevokedOrThrow(current, "changed, enabled or disabled");
         const plan = body.plan ?? current.plan;
         // Moving to enterprise without new limits keeps none to fall back on, so limits are required then.
@@ -402,7 +402,9 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           : "update";
         return { next, action };
       });
-      if (changed) await pushPolicyOrThrow(c.env, updated);
+      // Pushed even when nothing changed: repeating a change whose push failed (503) is how the
+      // operator gets it enforced, and the push is idempotent.
+      await pushPolicyOrThrow(c.env, updated);
       return c.json(keyView(updated, clock.now()), 200);
     },
   )
@@ -429,11 +431,13 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const { id } = c.req.valid("param");
       // Final and idempotent: a key revoked earlier keeps its first revocation time, and
       // revoking it again changes nothing (no write, no audit entry).
-      const { key: revoked, changed } = await changeKeyOrThrow(c, id, (current, now) => ({
+      const { key: revoked } = await changeKeyOrThrow(c, id, (current, now) => ({
         next: { ...settingsOf(current), revokedAt: current.revokedAt ?? now },
         action: "revoke",
       }));
-      if (changed) await pushPolicyOrThrow(c.env, revoked);
+      // Pushed again when the key was revoked already: a revocation answered 503 (saved, not
+      // pushed) is enforced by repeating it.
+      await pushPolicyOrThrow(c.env, revoked);
       return c.json(keyView(revoked, clock.now()), 200);
     },
   )
