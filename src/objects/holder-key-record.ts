@@ -1,6 +1,6 @@
 import type { Queryable } from "../db/database-error";
 import { findKeyByHash, type KeyMatch, type KeyRecord } from "../db/keys";
-import { LEASE_MS } from "../quota/lease";
+import { STOCK_LEASE_MS } from "../quota/lease";
 
 /**
  * A location holder's copy of its key's record, and which of the key's secrets (by SHA-256 hash)
@@ -10,7 +10,7 @@ import { LEASE_MS } from "../quota/lease";
  * holding a lease of it, which forgets its copy; a holder holding none sends every request to
  * the key's object, whose answer names the key's newest version, and an older copy is read
  * again. A request the holder does not decide (GET /v1/usage) uses the copy only while it is
- * vouched for: read, or confirmed by the key's object, within LEASE_MS.
+ * vouched for: read, or confirmed by the key's object, within STOCK_LEASE_MS.
  */
 export class HeldKeyRecord {
   #record: KeyRecord | null = null;
@@ -37,11 +37,11 @@ export class HeldKeyRecord {
   /**
    * The key's object has just decided a request under `version` of the key, or admitted one from
    * a lease it granted (which it tells of changes): a copy of that version is current for another
-   * LEASE_MS.
+   * STOCK_LEASE_MS.
    */
   vouch(version: number, now: number): void {
     if (this.#record?.version === version)
-      this.#vouchedUntil = Math.max(this.#vouchedUntil, now + LEASE_MS);
+      this.#vouchedUntil = Math.max(this.#vouchedUntil, now + STOCK_LEASE_MS);
   }
 
   /**
