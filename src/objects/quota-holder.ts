@@ -4,7 +4,7 @@ import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
 import { QUIET_STOCK } from "../quota/lease";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
-import type { KeyDecision, Policy } from "../quota/windows";
+import type { KeyDecision, Policy, Refusal } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HeldKeyRecord } from "./holder-key-record";
 import type { QuotaLimiter } from "./quota-limiter";
@@ -12,11 +12,17 @@ import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 
 /**
  * A location holder's answer: the decision (from its stock, or forwarded to the key's object),
- * or why there is none (the key's object is overloaded or unreachable from here).
+ * or why there is none (the key's object is overloaded or unreachable from here), with the
+ * refusal the holder was last given for the key while it lasts (failing open never admits a
+ * key refused in its current window, see quota/fail-open.ts).
  */
 export type HolderAnswer =
   | { reached: true; decision: KeyDecision; fromStock: boolean }
-  | { reached: false; overloaded: boolean };
+  | {
+      reached: false;
+      overloaded: boolean;
+      refusal: { outcome: Refusal; retryAt: number } | null;
+    };
 
 /**
  * A location holder's answer to a secret of its key (a key whose token names its id, see
@@ -156,7 +162,11 @@ export class QuotaHolder extends DurableObject<Env> {
         keyId,
         error: String(err),
       });
-      return { reached: false, overloaded: isOverloaded(err) };
+      return {
+        reached: false,
+        overloaded: isOverloaded(err),
+        refusal: this.#leases.refusal(clock.now()),
+      };
     }
   }
 
