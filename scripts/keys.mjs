@@ -15,7 +15,7 @@ Keys:
   rename     KEY_ID --name NAME
   set-owner  KEY_ID --owner OWNER_ID|none
   set-meta   KEY_ID --meta JSON-OBJECT|none
-  set-region KEY_ID --region REGION|none   only while the key has never been used
+  set-region KEY_ID --region REGION|none   placed at its first request; a used key's object stays
   set-expiry KEY_ID --expires ISO-DATE|none
   disable    KEY_ID              refuse the key at once (401) until enabled
   enable     KEY_ID

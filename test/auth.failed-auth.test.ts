@@ -133,7 +133,10 @@ describe("client addresses", () => {
 describe("limiter unreachable", () => {
   it("a revoked key whose record this isolate still caches is refused (re-read from D1), not let through", async () => {
     const k = await issueKey("pro");
+    // Used before (so no first-use check of the request reads the key either).
+    expect((await call("/v1/pets", { headers: auth(k.key) })).status).toBe(200);
     const stale = (await getKey(env.DB, k.id))!;
+    expect(stale.firstUsedAt).not.toBeNull();
     await call(`/admin/v1/keys/${k.id}`, { method: "DELETE", headers: ADMIN });
     cacheKey(await sha256Hex(k.key), { record: stale, secret: "current" }, time.now); // as another isolate would still hold it
     const broken = {

@@ -231,13 +231,13 @@ describe("a holder's copy of its key (HeldKeyRecord)", () => {
     );
     expect(matches.map((m) => m?.record.id)).toEqual(Array(10).fill(id));
     expect(reads).toHaveLength(1);
-    expect(copy.cached(hash)?.secret).toBe("current");
-    expect(copy.cached(await sha256Hex(`${key}x`))).toBeNull();
+    expect(copy.cached(hash, T0)?.secret).toBe("current");
+    expect(copy.cached(await sha256Hex(`${key}x`), T0)).toBeNull();
     // Vouched for a lease's lifetime after the read, then no longer (GET /v1/usage reads again).
     expect(copy.vouchedFor(hash, T0 + STOCK_LEASE_MS - 1)).not.toBeNull();
     expect(copy.vouchedFor(hash, T0 + STOCK_LEASE_MS)).toBeNull();
     copy.forget();
-    expect(copy.cached(hash)).toBeNull();
+    expect(copy.cached(hash, T0)).toBeNull();
   });
 });
 

@@ -8,6 +8,11 @@ describe("access log", () => {
     const k = await issueKey();
     const secretPart = k.key.slice(k.key.lastIndexOf("_") + 1);
     const log = vi.spyOn(console, "log").mockImplementation(() => undefined);
+    vi.spyOn(console, "warn").mockImplementation(() => undefined); // the outage's warnings
+    const unleased = await issueKey(); // no lease in this isolate: its request asks the object
+    const unreachable = {
+      getByName: () => ({ admit: () => Promise.reject(new Error("limiter down")) }),
+    };
     const cases: Array<[string, () => Promise<Response>, Record<string, unknown>]> = [
       [
         "GET /v1/pets",
@@ -42,6 +47,11 @@ describe("access log", () => {
         "401",
         () => call("/v1/pets", { headers: { Authorization: `Bearer ${k.key}x` } }),
         { method: "GET", status: 401 },
+      ],
+      [
+        "limiter unreachable (let through on the fallback allowance)",
+        () => callWith({ QUOTA: unreachable }, "/v1/pets", { headers: auth(unleased.key) }),
+        { method: "GET", status: 200, keyId: unleased.id, quota: "unavailable" },
       ],
     ];
     for (const [label, send, expected] of cases) {

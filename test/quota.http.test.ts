@@ -6,6 +6,7 @@ import { policyOf } from "../src/objects/quota-limiter-client";
 import {
   auth,
   call,
+  callWith,
   expectError,
   issueKey,
   keyDetail,
@@ -246,6 +247,81 @@ describe("reads decided alongside the limiter call", () => {
       ]).toEqual([null, null, null]);
       expect(r.headers.get("X-RateLimit-Remaining")).toBe("0");
     }
+  });
+});
+
+describe("which reads run alongside the limiter call", () => {
+  /** env.DB (and the sessions it opens), noting each query of the pets table. */
+  function notingPetReads(onRead: () => void = () => {}) {
+    const petReads: string[] = [];
+    const noting = <T extends D1Database | D1DatabaseSession>(db: T): T =>
+      new Proxy(db, {
+        get: (target, prop) => {
+          if (prop === "prepare")
+            return (sql: string) => {
+              if (/FROM pets/i.test(sql)) {
+                petReads.push(sql);
+                onRead();
+              }
+              return target.prepare(sql);
+            };
+          if (prop === "withSession")
+            return (bookmark?: string) => noting((target as D1Database).withSession(bookmark));
+          const value = Reflect.get(target, prop);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+    return { db: noting(env.DB), petReads };
+  }
+  // A fresh page-cache epoch per request: every read goes to D1.
+  const readWith = (bindings: object, key: string) =>
+    callWith({ ...bindings, PAGE_CACHE_EPOCH: crypto.randomUUID() }, "/v1/pets?limit=1", {
+      headers: auth(key),
+    });
+
+  it("a key its last decision left without room is decided first: its refused read reads nothing from D1", async () => {
+    const k = await issueKey("enterprise", { perMinute: 2, perDay: 100 });
+    const { db, petReads } = notingPetReads();
+    expect((await readWith({ DB: db }, k.key)).status).toBe(200); // 1 left
+    expect((await readWith({ DB: db }, k.key)).status).toBe(200); // 0 left in the minute
+    const before = petReads.length;
+    expect(before).toBeGreaterThanOrEqual(2);
+    await expectError(await readWith({ DB: db }, k.key), 429, "rate_limited");
+    expect(petReads).toHaveLength(before);
+  });
+
+  it("a key its last decision left room starts its read before the limiter has answered", async () => {
+    const k = await issueKey("enterprise", { perMinute: 5, perDay: 100 });
+    let readStarted!: () => void;
+    const started = new Promise<void>((resolve) => {
+      readStarted = resolve;
+    });
+    const { db } = notingPetReads(() => readStarted());
+    // The key's object answers once the read has started, or after 500 ms: which came first?
+    const order: string[] = [];
+    const quota = {
+      getByName: (name: string) => {
+        const stub = env.QUOTA.getByName(name);
+        return new Proxy(stub, {
+          get: (target, prop) =>
+            prop === "admit"
+              ? async (...args: Parameters<typeof stub.admit>) => {
+                  order.push(
+                    await Promise.race([
+                      started.then(() => "read started"),
+                      new Promise<string>((r) => setTimeout(() => r("no read"), 500)),
+                    ]),
+                  );
+                  return target.admit(...args);
+                }
+              : Reflect.get(target, prop),
+        });
+      },
+    };
+    expect((await readWith({ DB: env.DB, QUOTA: quota }, k.key)).status).toBe(200);
+    expect(order, "the key's first request is decided first").toEqual(["no read"]);
+    expect((await readWith({ DB: db, QUOTA: quota }, k.key)).status).toBe(200);
+    expect(order, "room left: the read ran alongside").toEqual(["no read", "read started"]);
   });
 });
 

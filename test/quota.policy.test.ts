@@ -104,11 +104,30 @@ describe("revocation", () => {
     const refused = await list(key);
     await expectError(refused, 401, "unauthorized");
     expect(refused.headers.get("WWW-Authenticate")).toContain('error="invalid_token"');
+    expect(
+      cachedKey(await sha256Hex(key), time.now),
+      "the limiter's answer dropped it",
+    ).toBeUndefined();
     // And again, time.now from D1 since the limiter's answer dropped the cached record.
     await expectError(await list(key), 401, "unauthorized");
     // Revocation does not consume quota.
     const detail = (await (await keyDetail(id)).json()) as { usage: { day: { count: number } } };
     expect(detail.usage.day.count).toBe(1);
+  });
+});
+
+describe("disabling", () => {
+  it("refuses the key with a 401 that says it is disabled, even with a stale cached key record (the object refuses it as revoked; D1 says which)", async () => {
+    const { id, key } = await issueKey("pro");
+    expect((await list(key)).status).toBe(200);
+    const stale = await recordOf(id);
+    expect((await patchKey(id, { enabled: false })).status).toBe(200);
+    await holdStale(key, stale);
+
+    const refused = await list(key);
+    const body = await expectError(refused, 401, "unauthorized");
+    expect(body.message).toMatch(/disabled/);
+    expect(cachedKey(await sha256Hex(key), time.now)).toBeUndefined();
   });
 });
 

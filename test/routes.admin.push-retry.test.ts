@@ -4,12 +4,16 @@
 // object keeps the old policy, and every caller whose copy of the key is older than the change
 // (a location holder's copy has no age limit) keeps being admitted under it.
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { forgetKey, KEY_CACHE_TTL_MS } from "../src/auth/key-cache";
 import { getKey, type KeyRecord } from "../src/db/keys";
+import { clock } from "../src/lib/clock";
+import { HELD_KEY_MAX_AGE_MS } from "../src/objects/holder-key-record";
 import { policyOf } from "../src/objects/quota-limiter-client";
 import {
   ADMIN,
   auth,
+  BASE,
   call,
   callWith,
   expectError,
@@ -79,5 +83,60 @@ describe("a change whose push failed, repeated", () => {
     expect(await decisionFor(record)).toBe("allowed");
     expect((await patchKey(id, body)).status).toBe(200);
     expect(await decisionFor(record)).toBe("revoked");
+  });
+});
+
+/** A request with `key` arriving in location `colo` at an isolate that has not cached the key. */
+function fromColdIsolate(keyId: string, key: string, colo: string): Promise<Response> {
+  forgetKey(keyId);
+  return callWith(
+    {},
+    new Request(`${BASE}/v1/pets?limit=1`, { headers: auth(key), cf: { colo } } as RequestInit),
+  );
+}
+
+describe("a location holder's copy of a key the change never reached", () => {
+  beforeEach(() => {
+    // The holders' background work (refills, hand-backs at expiry) never wakes here.
+    vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
+  });
+
+  it("is used for no longer than an isolate's record: HELD_KEY_MAX_AGE_MS is KEY_CACHE_TTL_MS", () => {
+    expect(HELD_KEY_MAX_AGE_MS).toBe(KEY_CACHE_TTL_MS);
+  });
+
+  it("a roll with no grace whose push failed (answered 201): the old secret is refused there once the copy is HELD_KEY_MAX_AGE_MS old", async () => {
+    time.now = T0 + 1_000;
+    const { id, key } = await issueKey("free");
+    expect((await fromColdIsolate(id, key, "AMS")).status).toBe(200);
+    const rolled = await callWith(
+      { QUOTA: quotaFailingPushes() },
+      new Request(`${BASE}/admin/v1/keys/${id}/roll`, {
+        method: "POST",
+        headers: { ...ADMIN, "Content-Type": "application/json" },
+        body: JSON.stringify({ gracePeriodSeconds: 0 }),
+      }),
+    );
+    expect(rolled.status).toBe(201);
+    // The key's object still has the old version, so its answers do not refresh the copy.
+    time.now = T0 + 1_000 + HELD_KEY_MAX_AGE_MS - 1;
+    expect((await fromColdIsolate(id, key, "AMS")).status).toBe(200);
+    time.now = T0 + 1_000 + HELD_KEY_MAX_AGE_MS;
+    const old = await expectError(await fromColdIsolate(id, key, "AMS"), 401, "unauthorized");
+    expect(old.message).toMatch(/rolled/);
+  });
+
+  it("a revocation whose push failed (503) and was not repeated: refused there once the copy is HELD_KEY_MAX_AGE_MS old", async () => {
+    time.now = T0 + 1_000;
+    const { id, key } = await issueKey("free");
+    expect((await fromColdIsolate(id, key, "IAD")).status).toBe(200);
+    const failed = await callWith({ QUOTA: quotaFailingPushes() }, `/admin/v1/keys/${id}`, {
+      method: "DELETE",
+      headers: ADMIN,
+    });
+    await expectError(failed, 503, "service_unavailable");
+    time.now = T0 + 1_000 + HELD_KEY_MAX_AGE_MS;
+    const refused = await expectError(await fromColdIsolate(id, key, "IAD"), 401, "unauthorized");
+    expect(refused.message).toMatch(/revoked/);
   });
 });

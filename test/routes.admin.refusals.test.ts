@@ -347,6 +347,53 @@ describe("a query parameter given twice or left out is named with the rule, in t
   });
 });
 
+describe("a body or field that must be a JSON object and is not is named in the service's words", () => {
+  const send = (method: string, path: string, body: string) =>
+    call(path, { method, headers: { ...ADMIN, "Content-Type": "application/json" }, body });
+
+  it.each(["null", "[]", '"x"', "5"])("body %s", async (body) => {
+    const { id } = await issueKey("free");
+    for (const [method, path] of [
+      ["POST", "/admin/v1/keys"],
+      ["PATCH", `/admin/v1/keys/${id}`],
+      ["POST", `/admin/v1/keys/${id}/roll`],
+      ["POST", "/v1/pets"],
+    ] as const) {
+      const res =
+        path === "/v1/pets"
+          ? await call(path, {
+              method,
+              headers: {
+                ...auth((await issueKey("free")).key),
+                "Content-Type": "application/json",
+              },
+              body,
+            })
+          : await send(method, path, body);
+      const error = await expectError(res, 400, "invalid_request");
+      expect(error.message, `${method} ${path}`).toBe("body: must be a JSON object");
+    }
+  });
+
+  it("limits", async () => {
+    const { id } = await issueKey("free");
+    for (const limits of ["null", "[1, 2]", '"x"']) {
+      const created = await send(
+        "POST",
+        "/admin/v1/keys",
+        `{"name": "n", "plan": "enterprise", "limits": ${limits}}`,
+      );
+      expect((await expectError(created, 400, "invalid_request")).message).toBe(
+        "limits: must be a JSON object",
+      );
+      const patched = await send("PATCH", `/admin/v1/keys/${id}`, `{"limits": ${limits}}`);
+      expect((await expectError(patched, 400, "invalid_request")).message).toBe(
+        "limits: must be a JSON object",
+      );
+    }
+  });
+});
+
 describe("enterprise limits fit the RateLimit headers", () => {
   it("a limit over 15 digits → 400 naming the bound; 15 digits → a valid RateLimit-Policy", async () => {
     const over = await postJson(

@@ -22,6 +22,12 @@ function describeQueryShape(c: Context, name: string, issue: z.core.$ZodIssue): 
   return undefined;
 }
 
+/** A body or field that must be a JSON object and is not (null, an array, a string, a number). */
+const describeObjectShape = (issue: z.core.$ZodIssue): string | undefined =>
+  issue.code === "invalid_type" && issue.expected === "object"
+    ? "must be a JSON object"
+    : undefined;
+
 /** One readable sentence per zod issue, naming the field or parameter and the rule it broke. */
 function describeIssues(error: z.ZodError, target: string, c: Context): string {
   return error.issues
@@ -35,7 +41,7 @@ function describeIssues(error: z.ZodError, target: string, c: Context): string {
       const shape =
         target === "query" && issue.path.length === 1
           ? describeQueryShape(c, String(issue.path[0]), issue)
-          : undefined;
+          : describeObjectShape(issue);
       return `${field}: ${shape ?? issue.message}`;
     })
     .join("; ");

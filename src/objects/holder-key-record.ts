@@ -3,12 +3,20 @@ import { findKeyByHash, type KeyMatch, type KeyRecord } from "../db/keys";
 import { STOCK_LEASE_MS } from "../quota/lease";
 
 /**
+ * How long a holder uses its copy of the key after reading it from D1, at most: the age an
+ * isolate's record of a key may reach (KEY_CACHE_TTL_MS in auth/key-cache.ts; a test holds the two
+ * equal). It bounds a change the key's object never learnt (its push failed), which nothing else
+ * would bring to the copy.
+ */
+export const HELD_KEY_MAX_AGE_MS = 30_000;
+
+/**
  * A location holder's copy of its key's record, and which of the key's secrets (by SHA-256 hash)
- * it has met: read from D1 in the holder's own location when a secret is met first, then kept
- * while the holder lives. What keeps it from going stale is the key's object, not an age (see
- * objects/quota-holder.ts and docs/quotas.md): a change to the key is pushed to every holder
- * holding a lease of it, which forgets its copy; a holder holding none sends every request to
- * the key's object, whose answer names the key's newest version, and an older copy is read
+ * it has met: read from D1 in the holder's own location when a secret is met first, then used
+ * for at most HELD_KEY_MAX_AGE_MS. Within that, what keeps it from going stale is the key's
+ * object (see objects/quota-holder.ts and docs/quotas.md): a change to the key is pushed to every
+ * holder holding a lease of it, which forgets its copy; a holder holding none sends every request
+ * to the key's object, whose answer names the key's newest version, and an older copy is read
  * again. A request the holder does not decide (GET /v1/usage) uses the copy only while it is
  * vouched for: read, or confirmed by the key's object, within STOCK_LEASE_MS.
  */
@@ -18,20 +26,26 @@ export class HeldKeyRecord {
   readonly #secrets = new Map<string, KeyMatch["secret"]>();
   /** Until when the copy counts as current without asking anyone (see `vouch`). */
   #vouchedUntil = 0;
+  /** When the copy was last read from D1 (used until HELD_KEY_MAX_AGE_MS after). */
+  #readAt = 0;
   /** Bumped by `forget`: a read that started before is used for its request, not kept. */
   #generation = 0;
   /** Reads in flight by hash: requests that arrive meanwhile with the same secret share one. */
   readonly #reading = new Map<string, Promise<KeyMatch | null>>();
 
-  /** The key as kept here, if `hash` is one of its secrets met since it was read. */
-  cached(hash: string): KeyMatch | null {
+  /**
+   * The key as kept here at `now`, if `hash` is one of its secrets met since it was read and the
+   * copy is younger than HELD_KEY_MAX_AGE_MS.
+   */
+  cached(hash: string, now: number): KeyMatch | null {
+    if (now >= this.#readAt + HELD_KEY_MAX_AGE_MS) return null;
     const secret = this.#secrets.get(hash);
     return this.#record && secret ? { record: this.#record, secret } : null;
   }
 
   /** As `cached`, while the copy is vouched for at `now`. */
   vouchedFor(hash: string, now: number): KeyMatch | null {
-    return now < this.#vouchedUntil ? this.cached(hash) : null;
+    return now < this.#vouchedUntil ? this.cached(hash, now) : null;
   }
 
   /**
@@ -78,6 +92,7 @@ export class HeldKeyRecord {
       this.#vouchedUntil = 0;
     }
     this.#secrets.set(hash, match.secret);
+    this.#readAt = Math.max(this.#readAt, now);
     this.vouch(match.record.version, now);
     return match;
   }

@@ -4,7 +4,7 @@ import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
 import { QUIET_STOCK } from "../quota/lease";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
-import type { KeyDecision, Policy } from "../quota/windows";
+import type { KeyDecision, Policy, Refusal } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HeldKeyRecord } from "./holder-key-record";
 import type { QuotaLimiter } from "./quota-limiter";
@@ -12,11 +12,17 @@ import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 
 /**
  * A location holder's answer: the decision (from its stock, or forwarded to the key's object),
- * or why there is none (the key's object is overloaded or unreachable from here).
+ * or why there is none (the key's object is overloaded or unreachable from here), with the
+ * refusal the holder was last given for the key while it lasts (failing open never admits a
+ * key refused in its current window, see quota/fail-open.ts).
  */
 export type HolderAnswer =
   | { reached: true; decision: KeyDecision; fromStock: boolean }
-  | { reached: false; overloaded: boolean };
+  | {
+      reached: false;
+      overloaded: boolean;
+      refusal: { outcome: Refusal; retryAt: number } | null;
+    };
 
 /**
  * A location holder's answer to a secret of its key (a key whose token names its id, see
@@ -67,16 +73,17 @@ export class QuotaHolder extends DurableObject<Env> {
   /**
    * Authenticates as `authenticate` does and, when the secret may be used now, decides the
    * request (as `admit` does) under the key's policy as this holder has it: the Worker learns
-   * both in one local hop. The copy needs no age limit here because the request is decided by
-   * the key's object or from its lease: the object pushes every change to the holders holding a
-   * lease (`keyChanged`, which forgets the copy), and a holder holding none sends the request
-   * to the object, whose answer carries the key's newest version. An answer under a newer
-   * version than the copy's (a change that did not reach this holder) makes it read the key
-   * again before it answers.
+   * both in one local hop. The copy (read again once HELD_KEY_MAX_AGE_MS old) stays current
+   * because the request is decided by the key's object or from its lease: the object pushes every
+   * change to the holders holding a lease (`keyChanged`, which forgets the copy), and a holder
+   * holding none sends the request to the object, whose answer carries the key's newest version.
+   * An answer under a newer version than the copy's (a change that did not reach this holder)
+   * makes it read the key again before it answers. The age limit covers a change the object
+   * itself never learnt (the admin API's push failed).
    */
   async authenticateAndAdmit(keyId: string, hash: string): Promise<HolderAuthentication> {
     const now = clock.now();
-    const kept = this.#keyRecord.cached(hash);
+    const kept = this.#keyRecord.cached(hash, now);
     // A copy that refuses the key decides alone (no request goes to the key's object, whose
     // answer would name a newer version), so it refuses only while it is vouched for: a key
     // enabled again, or its expiry cleared, with no lease here to push that to, is read again.
@@ -155,7 +162,11 @@ export class QuotaHolder extends DurableObject<Env> {
         keyId,
         error: String(err),
       });
-      return { reached: false, overloaded: isOverloaded(err) };
+      return {
+        reached: false,
+        overloaded: isOverloaded(err),
+        refusal: this.#leases.refusal(clock.now()),
+      };
     }
   }
 

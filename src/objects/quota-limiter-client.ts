@@ -111,7 +111,7 @@ export type LocationAuthentication =
 function admitResultOf(answer: HolderAnswer): AdmitResult {
   return answer.reached
     ? { reached: true, decision: answer.decision, afterResponse: null }
-    : { reached: false, overloaded: answer.overloaded, refusal: null };
+    : { reached: false, overloaded: answer.overloaded, refusal: answer.refusal };
 }
 
 async function askHolder(
@@ -163,7 +163,11 @@ export function authenticateAndAdmitInLocation(
 
 /** An error that says why a location holder had no decision (read by `isOverloaded`). */
 class HolderWithoutDecision extends Error {
-  constructor(readonly overloaded: boolean) {
+  constructor(
+    readonly overloaded: boolean,
+    /** The refusal the holder was last given for the key, while it lasts. */
+    readonly refusal: Extract<HolderAnswer, { reached: false }>["refusal"],
+  ) {
     super(
       overloaded ? "the key's quota object is overloaded" : "the key's quota object is unreachable",
     );
@@ -235,7 +239,11 @@ export class QuotaLimiterClient {
         keyId: this.keyId,
         error: String(err),
       });
-      return { reached: false, overloaded, refusal: holder.refusal(clock.now()) };
+      // The refusal this isolate saw last, or else the one the location holder saw (a refusal
+      // decided there for a cold isolate never reached this isolate's leases).
+      const refusal =
+        holder.refusal(clock.now()) ?? (err instanceof HolderWithoutDecision ? err.refusal : null);
+      return { reached: false, overloaded, refusal };
     }
   }
 
@@ -374,7 +382,7 @@ export class QuotaLimiterClient {
         });
       }
       if (answer?.reached) return { ...answer.decision, lease: null };
-      if (answer) throw new HolderWithoutDecision(answer.overloaded);
+      if (answer) throw new HolderWithoutDecision(answer.overloaded, answer.refusal);
     }
     return this.#call<Admission>(async (stub) => stub.admit(policy, request));
   }

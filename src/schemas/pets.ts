@@ -8,35 +8,32 @@ const PetStatusSchema = z
   .openapi("PetStatus", { description: "Availability status" });
 
 export const NewPetSchema = z
-  .strictObject(
-    {
-      name: DisplayNameSchema.openapi({
-        description: "The animal's name (trimmed)",
-        example: "Rex",
+  .strictObject({
+    name: DisplayNameSchema.openapi({
+      description: "The animal's name (trimmed)",
+      example: "Rex",
+    }),
+    categoryId: z
+      .number({ error: (i) => (i.input === undefined ? "is required" : "must be an integer") })
+      // Not .int(): it also refuses unsafe integers, which max() below explains better.
+      .refine(Number.isInteger, "must be an integer")
+      .min(1, "must be at least 1")
+      .max(
+        MAX_ID,
+        `must be at most ${MAX_ID} (2^53−1); larger int64 values cannot be represented exactly and are refused rather than rounded`,
+      )
+      .openapi({
+        type: "integer",
+        format: "int64",
+        minimum: 1,
+        maximum: MAX_ID,
+        description: "Identifier of the category the animal belongs to",
+        example: 1,
       }),
-      categoryId: z
-        .number({ error: (i) => (i.input === undefined ? "is required" : "must be an integer") })
-        // Not .int(): it also refuses unsafe integers, which max() below explains better.
-        .refine(Number.isInteger, "must be an integer")
-        .min(1, "must be at least 1")
-        .max(
-          MAX_ID,
-          `must be at most ${MAX_ID} (2^53−1); larger int64 values cannot be represented exactly and are refused rather than rounded`,
-        )
-        .openapi({
-          type: "integer",
-          format: "int64",
-          minimum: 1,
-          maximum: MAX_ID,
-          description: "Identifier of the category the animal belongs to",
-          example: 1,
-        }),
-      status: PetStatusSchema.default("available").openapi({
-        description: "Availability status; `available` when omitted",
-      }),
-    },
-    { error: (i) => (i.code === "invalid_type" ? "must be a JSON object" : undefined) },
-  )
+    status: PetStatusSchema.default("available").openapi({
+      description: "Availability status; `available` when omitted",
+    }),
+  })
   .openapi("NewPet");
 
 export const PetSchema = z
