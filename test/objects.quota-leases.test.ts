@@ -8,7 +8,7 @@ import { GIVE_BACK_GRACE_MS, ISOLATE_LEASE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { RenewalRequest, ReturnedLease } from "../src/quota/lease-messages";
 import type { KeyDecision, Policy } from "../src/quota/windows";
-import { MIDNIGHT, mockClock, T0 } from "./helpers";
+import { MIDNIGHT, mockClock, seededRandom as random, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -56,17 +56,6 @@ function isolate(stub: Stub, policy: () => Policy, { renewing = false } = {}) {
     giveBack: () => holder.giveBackUnused(leaseCalls),
     calls: () => calls,
     renewals: () => renewals,
-  };
-}
-
-/** Deterministic pseudo-random numbers in [0, 1) (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
 

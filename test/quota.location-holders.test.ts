@@ -22,6 +22,7 @@ import {
   keyDetail,
   MIDNIGHT,
   mockClock,
+  seededRandom as random,
   T0,
 } from "./helpers";
 
@@ -67,17 +68,6 @@ const admittedIn = (results: AdmitResult[]) =>
     expect(r.reached, "every request was decided").toBe(true);
     return r.reached && r.decision.outcome === "allowed";
   }).length;
-
-/** Deterministic pseudo-random numbers in [0, 1) (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("location holders racing on one key", () => {
   it("4 locations × 4 isolates over 23:58–00:01 UTC never over-admit, strand at most heldBound, and account exactly", {
