@@ -33,11 +33,12 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
   it("on: each limiter call and D1 query waits its round trip, and the response counts them", async () => {
     const { key } = await issueKey();
     const headers = auth(key);
-    // Cold: the key is read from D1 (1 query), the page too (1 query), one limiter call.
+    // Cold: the key is read from D1 (1 query), its first use is marked beside its admission
+    // (1 query), the page is read (1 query), one limiter call.
     const cold = await send(DELAYS, "/v1/pets?limit=1", { headers });
     expect(cold.res.status).toBe(200);
     expect(cold.res.headers.get("X-Bench-Calls")).toBe(
-      "limiter=1, d1=2, d1-pets=1, local=0, forwarded=0, background=0",
+      "limiter=1, d1=3, d1-pets=1, local=0, forwarded=0, background=0",
     );
     // The limiter call and the page read overlap for a key with room; the key read comes first.
     expect(cold.ms).toBeGreaterThanOrEqual(40 + 60 - 5);
