@@ -11,7 +11,7 @@ import { clock } from "../src/lib/clock";
 import { randomBase62, sha256Hex } from "../src/lib/crypto";
 import { HeldKeyRecord } from "../src/objects/holder-key-record";
 import { holderName } from "../src/objects/quota-holder";
-import { GIVE_BACK_GRACE_MS, LEASE_MS } from "../src/quota/lease";
+import { GIVE_BACK_GRACE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
 import {
   ADMIN,
   auth,
@@ -234,8 +234,8 @@ describe("a holder's copy of its key (HeldKeyRecord)", () => {
     expect(copy.cached(hash, T0)?.secret).toBe("current");
     expect(copy.cached(await sha256Hex(`${key}x`), T0)).toBeNull();
     // Vouched for a lease's lifetime after the read, then no longer (GET /v1/usage reads again).
-    expect(copy.vouchedFor(hash, T0 + LEASE_MS - 1)).not.toBeNull();
-    expect(copy.vouchedFor(hash, T0 + LEASE_MS)).toBeNull();
+    expect(copy.vouchedFor(hash, T0 + STOCK_LEASE_MS - 1)).not.toBeNull();
+    expect(copy.vouchedFor(hash, T0 + STOCK_LEASE_MS)).toBeNull();
     copy.forget();
     expect(copy.cached(hash, T0)).toBeNull();
   });
@@ -373,7 +373,7 @@ describe("a change to a key reaches the holders' copies", () => {
     time.now = T0 + 1_000;
     expect((await fromColdIsolate(id, key, "IAD")).status).toBe(200);
     // Its stock's lease has ended: the key's object no longer counts it among its holders.
-    time.now += LEASE_MS + GIVE_BACK_GRACE_MS + 1_000;
+    time.now += STOCK_LEASE_MS + GIVE_BACK_GRACE_MS + 1_000;
     expect((await patchKey(id, { plan: "pro" })).status).toBe(200);
     const res = await fromColdIsolate(id, key, "IAD");
     expect(res.status).toBe(200);
@@ -382,7 +382,7 @@ describe("a change to a key reaches the holders' copies", () => {
     const usage = await callWith({}, located(key, "IAD", "/v1/usage"));
     expect(((await usage.json()) as { plan: string }).plan).toBe("pro");
 
-    time.now += LEASE_MS + GIVE_BACK_GRACE_MS + 1_000;
+    time.now += STOCK_LEASE_MS + GIVE_BACK_GRACE_MS + 1_000;
     await revoke(id);
     await expectError(await fromColdIsolate(id, key, "IAD"), 401, "unauthorized");
   });
@@ -391,14 +391,14 @@ describe("a change to a key reaches the holders' copies", () => {
     const { id, key } = await issueKey("free");
     time.now = T0 + 1_000;
     expect((await fromColdIsolate(id, key, "GRU")).status).toBe(200);
-    time.now += LEASE_MS + GIVE_BACK_GRACE_MS + 1_000;
+    time.now += STOCK_LEASE_MS + GIVE_BACK_GRACE_MS + 1_000;
     const res = await postJson(`/admin/v1/keys/${id}/roll`, { gracePeriodSeconds: 0 }, ADMIN);
     expect(res.status).toBe(201);
     const old = await expectError(await fromColdIsolate(id, key, "GRU"), 401, "unauthorized");
     expect(old.message).toMatch(/rolled/);
   });
 
-  it("enabling a key reaches a holder whose copy refused it (no lease, so no push): its copy is read again once not vouched for within LEASE_MS", async () => {
+  it("enabling a key reaches a holder whose copy refused it (no lease, so no push): its copy is read again once not vouched for within STOCK_LEASE_MS", async () => {
     const { id, key } = await issueKey("free");
     time.now = T0 + 1_000;
     expect((await fromColdIsolate(id, key, "CDG")).status).toBe(200);
@@ -408,17 +408,17 @@ describe("a change to a key reaches the holders' copies", () => {
     const holder = env.QUOTA_HOLDER.getByName(holderName(id, "CDG"));
     expect(await holder.unusedPermits()).toBe(0); // no stock: the key's object tells it nothing
     expect((await patchKey(id, { enabled: true })).status).toBe(200);
-    time.now += LEASE_MS;
+    time.now += STOCK_LEASE_MS;
     const res = await fromColdIsolate(id, key, "CDG");
     expect(res.status).toBe(200);
     expect(res.headers.get("X-RateLimit-Remaining")).toBe("58");
   });
 
-  it("GET /v1/usage at a holder whose copy nobody has vouched for within LEASE_MS reads the key again", async () => {
+  it("GET /v1/usage at a holder whose copy nobody has vouched for within STOCK_LEASE_MS reads the key again", async () => {
     const { id, key } = await issueKey("free");
     time.now = T0 + 1_000;
     expect((await fromColdIsolate(id, key, "SYD")).status).toBe(200);
-    time.now += LEASE_MS + GIVE_BACK_GRACE_MS + 1_000;
+    time.now += STOCK_LEASE_MS + GIVE_BACK_GRACE_MS + 1_000;
     expect((await patchKey(id, { plan: "pro" })).status).toBe(200);
     forgetKey(id);
     const usage = await callWith({}, located(key, "SYD", "/v1/usage"));

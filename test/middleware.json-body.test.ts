@@ -103,3 +103,24 @@ describe("JSON bodies are sent uncompressed", () => {
     expect(res.status).toBe(201);
   });
 });
+
+describe("a Content-Type that is not application/json is named as sent", () => {
+  it.each([
+    [";;;==", '(got ";;;==")'],
+    ["text/plain; charset=utf-8", '(got "text/plain; charset=utf-8")'],
+    ["", "(got none)"],
+  ])("Content-Type: %j → 415 %s, nothing stored", async (type, got) => {
+    const { key } = await issueKey();
+    const before = await petCount();
+    const res = await call("/v1/pets", {
+      method: "POST",
+      headers: auth(key, { "Content-Type": type }),
+      body: JSON.stringify({ name: "Typed", categoryId: 1 }),
+    });
+    const error = await expectError(res, 415, "unsupported_media_type");
+    expect(error.message).toBe(
+      `The body must be JSON sent with Content-Type: application/json ${got}.`,
+    );
+    expect(await petCount()).toBe(before);
+  });
+});

@@ -1,8 +1,11 @@
 // Rate estimation (src/quota/arrival-rate.ts): how busy a key is in one holder.
 import { describe, expect, it } from "vitest";
 import { ArrivalRate, leaseWanted, RATE_HORIZON_MS } from "../src/quota/arrival-rate";
-import { LEASE_MS } from "../src/quota/lease";
+import { ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
 import { T0 } from "./helpers";
+
+// An isolate's lease lifetime: the one most leases are sized for.
+const L = ISOLATE_LEASE_MS;
 
 describe("leaseWanted", () => {
   // Arrival times `n` requests, `gapMs` apart, the last one at `last`.
@@ -10,30 +13,34 @@ describe("leaseWanted", () => {
     Array.from({ length: n }, (_, i) => last - (n - 1 - i) * gapMs);
 
   it("asks for nothing for a quiet key: under two requests in the last second and on average", () => {
-    expect(leaseWanted([], T0)).toBe(0);
-    expect(leaseWanted([T0], T0)).toBe(0);
+    expect(leaseWanted([], T0, L)).toBe(0);
+    expect(leaseWanted([T0], T0, L)).toBe(0);
     // One request every 2 s, or a free key at its full rate (one a second): never a lease.
-    expect(leaseWanted(spaced(5, 2_000), T0)).toBe(0);
-    expect(leaseWanted(spaced(10, 1_000), T0)).toBe(0);
+    expect(leaseWanted(spaced(5, 2_000), T0, L)).toBe(0);
+    expect(leaseWanted(spaced(10, 1_000), T0, L)).toBe(0);
     // Requests older than the horizon do not count.
-    expect(leaseWanted([...spaced(100, 10, T0 - RATE_HORIZON_MS), T0], T0)).toBe(0);
+    expect(leaseWanted([...spaced(100, 10, T0 - RATE_HORIZON_MS), T0], T0, L)).toBe(0);
   });
 
-  it("asks for LEASE_MS worth of requests at the rate of the last second", () => {
-    expect(leaseWanted([T0 - 500, T0], T0)).toBe((2 * LEASE_MS) / 1_000);
-    expect(leaseWanted(spaced(37, 25), T0)).toBe((37 * LEASE_MS) / 1_000);
+  it("asks for a lease lifetime's worth of requests at the rate of the last second", () => {
+    expect(leaseWanted([T0 - 500, T0], T0, L)).toBe(Math.ceil((2 * L) / 1_000));
+    expect(leaseWanted(spaced(37, 25), T0, L)).toBe(Math.ceil((37 * L) / 1_000));
+    // A location holder's stock lives longer, and is sized for its lifetime.
+    expect(leaseWanted(spaced(37, 25), T0, STOCK_LEASE_MS)).toBe(
+      Math.ceil((37 * STOCK_LEASE_MS) / 1_000),
+    );
   });
 
   it("sizes from the average over the horizon when that is higher (a key that paused)", () => {
     // 300 requests at 100/s ending 3 s ago, then one now: 301 over 6 s ≈ 50.2/s.
     const arrivals = [...spaced(300, 10, T0 - 3_000), T0];
-    expect(leaseWanted(arrivals, T0)).toBe(Math.ceil(((301 * 1_000) / 5_990) * (LEASE_MS / 1_000)));
+    expect(leaseWanted(arrivals, T0, L)).toBe(Math.ceil(((301 * 1_000) / 5_990) * (L / 1_000)));
   });
 
   it("sizes from the last second when the key speeds up", () => {
     // 1/s for 9 s, then 50 in the last second.
     const arrivals = [...spaced(9, 1_000, T0 - 1_000), ...spaced(50, 10)];
-    expect(leaseWanted(arrivals, T0)).toBe((50 * LEASE_MS) / 1_000);
+    expect(leaseWanted(arrivals, T0, L)).toBe(Math.ceil((50 * L) / 1_000));
   });
 });
 
@@ -42,25 +49,28 @@ describe("ArrivalRate", () => {
     const rate = new ArrivalRate();
     for (let i = 0; i < 20; i++) rate.note(T0 - RATE_HORIZON_MS + i * 10);
     // 20 requests 10 ms apart, all still within the horizon: busy.
-    expect(rate.leaseWanted(T0 - RATE_HORIZON_MS + 200)).toBeGreaterThan(0);
+    expect(rate.leaseWanted(T0 - RATE_HORIZON_MS + 200, L)).toBeGreaterThan(0);
     // Once they are older than the horizon, the key is quiet again.
-    expect(rate.leaseWanted(T0 + 1_000)).toBe(0);
+    expect(rate.leaseWanted(T0 + 1_000, L)).toBe(0);
   });
 
   it("keeps the latest 2,000 arrivals, and sizes from those", () => {
+    // Sized for a location holder's stock: a lifetime long enough for the test to tell.
     const rate = new ArrivalRate();
     const arrivals = Array.from({ length: 3_000 }, (_, i) => T0 - 2_999 + i);
     for (const t of arrivals) rate.note(t);
     const latest = arrivals.slice(-2_000);
-    expect(leaseWanted(latest, T0)).not.toBe(leaseWanted(arrivals, T0)); // the test can tell
-    expect(rate.leaseWanted(T0)).toBe(leaseWanted(latest, T0));
+    expect(leaseWanted(latest, T0, STOCK_LEASE_MS)).not.toBe(
+      leaseWanted(arrivals, T0, STOCK_LEASE_MS),
+    ); // the test can tell
+    expect(rate.leaseWanted(T0, STOCK_LEASE_MS)).toBe(leaseWanted(latest, T0, STOCK_LEASE_MS));
   });
 
   it("sizes a lease exactly as leaseWanted does over the same arrivals", () => {
     const rate = new ArrivalRate();
     const arrivals = Array.from({ length: 37 }, (_, i) => T0 - (36 - i) * 25);
     for (const t of arrivals) rate.note(t);
-    expect(rate.leaseWanted(T0)).toBe(leaseWanted(arrivals, T0));
-    expect(rate.leaseWanted(T0)).toBe((37 * LEASE_MS) / 1_000);
+    expect(rate.leaseWanted(T0, L)).toBe(leaseWanted(arrivals, T0, L));
+    expect(rate.leaseWanted(T0, L)).toBe(Math.ceil((37 * L) / 1_000));
   });
 });

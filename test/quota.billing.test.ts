@@ -10,7 +10,7 @@ import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { holderName } from "../src/objects/quota-holder";
 import { type QuotaLimiter, STRANDED_AFTER_MS } from "../src/objects/quota-limiter";
 import { schemaVersion } from "../src/objects/schema-migrations";
-import { heldBound, LEASE_MS } from "../src/quota/lease";
+import { heldBound, ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import { ADMIN, call, fixClock, issueKey } from "./helpers";
 
@@ -32,10 +32,10 @@ const dayCountOf = async (stub: DurableObjectStub<QuotaLimiter>) =>
 
 /**
  * When every lease granted up to `now` is settled if never handed back: STRANDED_AFTER_MS after
- * its expiry (at most LEASE_MS away), and not before its minute ends.
+ * its expiry (at most STOCK_LEASE_MS away, the longer lifetime), and not before its minute ends.
  */
 const settleDeadline = (now: number) =>
-  Math.max(now + LEASE_MS + STRANDED_AFTER_MS, now - (now % MINUTE_MS) + MINUTE_MS);
+  Math.max(now + STOCK_LEASE_MS + STRANDED_AFTER_MS, now - (now % MINUTE_MS) + MINUTE_MS);
 
 /** Background work (hand-backs at expiry, refills) never runs: as if the holder crashed. */
 const freezeBackgroundWork = () =>
@@ -51,7 +51,7 @@ async function storedDay(keyId: string, day: string) {
 
 describe("the usage history counts what was served", () => {
   it("a hand-back arriving after the next minute's grant still counts only what was used", async () => {
-    const time = fixClock(NINE + 58_000); // 09:00:58
+    const time = fixClock(NINE + 58_500); // 09:00:58.5: a lease then ends with its minute
     const stub = newLimiter("late");
     const first = await stub.admit(POLICY, { want: 20, returning: [] });
     expect(first.lease?.permits).toBe(20);
@@ -193,7 +193,7 @@ describe("the usage history counts what was served", () => {
     });
     expect((await historyOf(stub))[0]).toMatchObject({ admitted: 1 + 6, stranded: 0 });
     // 30 s after the lease's expiry, but its minute is not over: it still counts as held.
-    time.now += LEASE_MS + STRANDED_AFTER_MS;
+    time.now += ISOLATE_LEASE_MS + STRANDED_AFTER_MS;
     expect(time.now).toBeLessThan(NINE + MINUTE_MS);
     expect((await historyOf(stub))[0]).toMatchObject({ admitted: 1 + 6, stranded: 0 });
     time.now = NINE + MINUTE_MS;
@@ -213,7 +213,7 @@ describe("the usage history counts what was served", () => {
       used: 2,
       returning: [],
     });
-    time.now += LEASE_MS;
+    time.now += ISOLATE_LEASE_MS;
     await stub.returnLease({ id: granted.id, unused: 8, used: 12 });
     expect((await historyOf(stub))[0]).toMatchObject({ admitted: 1 + 12, stranded: 0 });
     expect(await dayCountOf(stub)).toBe(1 + 12);
@@ -225,9 +225,9 @@ describe("the day-end flush", () => {
     const time = fixClock(DAY + DAY_MS - 10_000); // 23:59:50
     const { id: keyId } = await issueKey("enterprise", { perMinute: 1_000, perDay: 100_000 });
     const stub = env.QUOTA.getByName(keyId);
-    // Lost: granted at 23:59:50, expires 23:59:55, never handed back.
+    // Lost: granted at 23:59:50, expires 23:59:51.75, never handed back.
     const lost = (await stub.admit(POLICY, { want: 10, returning: [] })).lease!;
-    time.now = DAY + DAY_MS - 2_000; // 23:59:58
+    time.now = DAY + DAY_MS - 1_500; // 23:59:58.5: a lease then ends with its day
     const late = (await stub.admit(POLICY, { want: 10, returning: [] })).lease!;
     expect(late.expiresAt).toBe(DAY + DAY_MS);
     // An alarm early in the next day (00:00:05) cannot settle either lease yet: the day waits.

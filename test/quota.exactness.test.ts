@@ -17,21 +17,10 @@ import { heldBound } from "../src/quota/lease";
 import { LeaseHolder } from "../src/quota/lease-holder";
 import type { Policy } from "../src/quota/windows";
 import { backgroundWork } from "./background-work";
-import { MIDNIGHT, mockClock } from "./helpers";
+import { MIDNIGHT, mockClock, seededRandom as random } from "./helpers";
 
 const time = mockClock(MIDNIGHT);
 const background = backgroundWork(time);
-
-/** Deterministic pseudo-random numbers in [0, 1) (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const LOCATIONS = ["AMS", "FRA", "SIN", "IAD"];
 const ISOLATES_PER_LOCATION = 4;

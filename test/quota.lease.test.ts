@@ -2,12 +2,16 @@
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import {
+  GIVE_BACK_GRACE_MS,
   givePermitsBack,
-  LEASE_MS,
+  ISOLATE_LEASE_MS,
   leaseExpiry,
+  leaseLifetimeMs,
+  MINUTE_TAIL_MS,
   permitsToLease,
   RENEW_AHEAD_MS,
   renewsNow,
+  STOCK_LEASE_MS,
   STOCK_RENEW_AHEAD_MS,
   takePermits,
 } from "../src/quota/lease";
@@ -65,6 +69,25 @@ describe("permitsToLease", () => {
   });
 });
 
+describe("lease lifetimes", () => {
+  it("an isolate's own lease lives under 2 s: a change reaches a busy isolate within 2 s", () => {
+    expect(leaseLifetimeMs(null)).toBe(ISOLATE_LEASE_MS);
+    expect(ISOLATE_LEASE_MS).toBeLessThan(2_000);
+    // Its unused permits are back within 2 s of its grant too.
+    expect(ISOLATE_LEASE_MS + GIVE_BACK_GRACE_MS).toBeLessThanOrEqual(2_000);
+  });
+
+  it("a location holder's stock, with the give-back's grace, is back within 5 s of its grant", () => {
+    expect(leaseLifetimeMs("key_1@AMS")).toBe(STOCK_LEASE_MS);
+    expect(STOCK_LEASE_MS + GIVE_BACK_GRACE_MS).toBeLessThanOrEqual(5_000);
+  });
+
+  it("an isolate renews at half its lease's life, so a busy key never waits for a renewal", () => {
+    expect(RENEW_AHEAD_MS).toBe(ISOLATE_LEASE_MS / 2);
+    expect(STOCK_RENEW_AHEAD_MS).toBe(STOCK_LEASE_MS / 2);
+  });
+});
+
 describe("renewsNow", () => {
   const minuteEnd = T0 + MINUTE_MS;
   const lease = (left: number, lastGrant: number, expiresAt: number) => ({
@@ -74,13 +97,13 @@ describe("renewsNow", () => {
   });
 
   it("once half of the last grant is used", () => {
-    expect(renewsNow(lease(11, 20, T0 + LEASE_MS), minuteEnd, T0)).toBe(false);
-    expect(renewsNow(lease(10, 20, T0 + LEASE_MS), minuteEnd, T0)).toBe(true);
-    expect(renewsNow(lease(1, 20, T0 + LEASE_MS), minuteEnd, T0)).toBe(true);
+    expect(renewsNow(lease(11, 20, T0 + ISOLATE_LEASE_MS), minuteEnd, T0)).toBe(false);
+    expect(renewsNow(lease(10, 20, T0 + ISOLATE_LEASE_MS), minuteEnd, T0)).toBe(true);
+    expect(renewsNow(lease(1, 20, T0 + ISOLATE_LEASE_MS), minuteEnd, T0)).toBe(true);
   });
 
   it("RENEW_AHEAD_MS before the lease expires, unless it ends with its minute", () => {
-    const expiresAt = T0 + LEASE_MS;
+    const expiresAt = T0 + ISOLATE_LEASE_MS;
     expect(renewsNow(lease(19, 20, expiresAt), minuteEnd, expiresAt - RENEW_AHEAD_MS - 1)).toBe(
       false,
     );
@@ -91,34 +114,39 @@ describe("renewsNow", () => {
 
   it("a location holder's stock: STOCK_RENEW_AHEAD_MS before it expires, unless it ends with its minute", () => {
     const stock = { aheadMs: STOCK_RENEW_AHEAD_MS };
-    const expiresAt = T0 + LEASE_MS;
+    const expiresAt = T0 + STOCK_LEASE_MS;
     expect(
       renewsNow(lease(19, 20, expiresAt), minuteEnd, expiresAt - STOCK_RENEW_AHEAD_MS, stock),
     ).toBe(true);
-    // Ending with the minute, 2 s before its end (outside the minute's last RENEW_AHEAD_MS).
+    // Ending with the minute, 2 s before its end (outside the minute's last MINUTE_TAIL_MS).
     expect(renewsNow(lease(19, 20, minuteEnd), minuteEnd, minuteEnd - 2_000, stock)).toBe(false);
   });
 
-  it("never in the minute's last RENEW_AHEAD_MS, even half used", () => {
+  it("never in the minute's last MINUTE_TAIL_MS, even half used", () => {
     const late = lease(1, 20, minuteEnd);
-    expect(renewsNow(late, minuteEnd, minuteEnd - RENEW_AHEAD_MS - 1)).toBe(true);
-    expect(renewsNow(late, minuteEnd, minuteEnd - RENEW_AHEAD_MS)).toBe(false);
+    expect(renewsNow(late, minuteEnd, minuteEnd - MINUTE_TAIL_MS - 1)).toBe(true);
+    expect(renewsNow(late, minuteEnd, minuteEnd - MINUTE_TAIL_MS)).toBe(false);
   });
 
   it("not a lease that is over (expired or used up): the next request asks the object", () => {
-    expect(renewsNow(lease(0, 20, T0 + LEASE_MS), minuteEnd, T0)).toBe(false);
-    expect(renewsNow(lease(5, 20, T0 + LEASE_MS), minuteEnd, T0 + LEASE_MS)).toBe(false);
+    expect(renewsNow(lease(0, 20, T0 + ISOLATE_LEASE_MS), minuteEnd, T0)).toBe(false);
+    expect(renewsNow(lease(5, 20, T0 + ISOLATE_LEASE_MS), minuteEnd, T0 + ISOLATE_LEASE_MS)).toBe(
+      false,
+    );
   });
 });
 
 describe("leaseExpiry", () => {
-  it("lasts LEASE_MS", () => {
-    expect(leaseExpiry(used(0, 0), T0 + 5_000)).toBe(T0 + 5_000 + LEASE_MS);
+  it("lasts the lifetime of the lease's tier", () => {
+    expect(leaseExpiry(used(0, 0), T0 + 5_000, ISOLATE_LEASE_MS)).toBe(
+      T0 + 5_000 + ISOLATE_LEASE_MS,
+    );
+    expect(leaseExpiry(used(0, 0), T0 + 5_000, STOCK_LEASE_MS)).toBe(T0 + 5_000 + STOCK_LEASE_MS);
   });
 
   it("ends with its minute window, so a permit never crosses into the next minute or day", () => {
     const now = MIDNIGHT - 300;
-    expect(leaseExpiry(used(0, 0, now), now)).toBe(MIDNIGHT);
+    expect(leaseExpiry(used(0, 0, now), now, ISOLATE_LEASE_MS)).toBe(MIDNIGHT);
   });
 });
 

@@ -13,21 +13,10 @@ import { QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { LeaseHolder } from "../src/quota/lease-holder";
 import type { Policy } from "../src/quota/windows";
 import { backgroundWork } from "./background-work";
-import { mockClock, T0 } from "./helpers";
+import { mockClock, seededRandom as random, T0 } from "./helpers";
 
 const time = mockClock(T0);
 const background = backgroundWork(time);
-
-/** Deterministic pseudo-random numbers in [0, 1) (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const LOCATIONS = ["AMS", "FRA", "SIN", "IAD"];
 /** An isolate sends at most one request a second: below the rate that takes a lease. */

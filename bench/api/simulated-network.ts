@@ -6,9 +6,11 @@ import { AsyncLocalStorage } from "node:async_hooks";
  * above 0 for a binding, the bindings are wrapped once per isolate so that every call to a
  * QuotaLimiter and every D1 query (each statement run, or one batch) waits that long, half before
  * and half after, like a round trip. Each response then says how many of each its
- * request made, in `X-Bench-Calls: limiter=N, d1=M, d1-pets=P, local=L, forwarded=F` (L calls to
- * the key's holder in the request's location, F of them answered by forwarding to the key's
- * object, a far round trip the request waited for): P of the M D1 round trips read
+ * request made, in `X-Bench-Calls: limiter=N, d1=M, d1-pets=P, local=L, forwarded=F, background=B`
+ * (L calls to the key's holder in the request's location, F of them answered by forwarding to the
+ * key's object, a far round trip the request waited for; B of the N limiter calls still on their
+ * way when the response was ready: started by the request, not waited for, like a background
+ * lease renewal): P of the M D1 round trips read
  * or wrote pets (a statement, or a batch with a statement, that names the pets table); the
  * others are key records and operator data. Work the request left running after its response
  * (`waitUntil`, e.g. a key re-read) is counted only if it started before the header was set.
@@ -44,6 +46,8 @@ interface Calls {
   local: number;
   /** Calls to the location holder that it answered by forwarding to the key's object. */
   forwarded: number;
+  /** Limiter calls of the request not answered yet. */
+  limiterInFlight: number;
 }
 
 /**
@@ -84,12 +88,18 @@ async function roundTrip<T>(
     calls[kind]++;
     if (touchesPets) calls.d1Pets++;
   }
-  const start = Date.now();
-  await sleep(rttMs / 2);
-  const firstHalfMs = Date.now() - start;
-  const result = await call();
-  await sleep(Math.max(0, rttMs - firstHalfMs + 1));
-  return result;
+  const inFlight = calls && kind === "limiter";
+  if (inFlight) calls.limiterInFlight++;
+  try {
+    const start = Date.now();
+    await sleep(rttMs / 2);
+    const firstHalfMs = Date.now() - start;
+    const result = await call();
+    await sleep(Math.max(0, rttMs - firstHalfMs + 1));
+    return result;
+  } finally {
+    if (inFlight) calls.limiterInFlight--;
+  }
 }
 
 /**
@@ -251,7 +261,14 @@ export async function fetchBehindSimulatedNetwork(
   rtt: SimulatedNetwork,
 ): Promise<Response> {
   if (Object.values(rtt).every((ms) => ms === 0)) return serve(request, env);
-  const calls: Calls = { limiter: 0, d1: 0, d1Pets: 0, local: 0, forwarded: 0 };
+  const calls: Calls = {
+    limiter: 0,
+    d1: 0,
+    d1Pets: 0,
+    local: 0,
+    forwarded: 0,
+    limiterInFlight: 0,
+  };
   const response = await callsOfRequest.run(calls, () =>
     serve(request, envBehindSimulatedNetwork(env, rtt)),
   );
@@ -259,7 +276,7 @@ export async function fetchBehindSimulatedNetwork(
   counted.headers.set(
     BENCH_CALLS_HEADER,
     `limiter=${calls.limiter}, d1=${calls.d1}, d1-pets=${calls.d1Pets}, ` +
-      `local=${calls.local}, forwarded=${calls.forwarded}`,
+      `local=${calls.local}, forwarded=${calls.forwarded}, background=${calls.limiterInFlight}`,
   );
   return counted;
 }

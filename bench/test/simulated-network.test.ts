@@ -33,11 +33,12 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
   it("on: each limiter call and D1 query waits its round trip, and the response counts them", async () => {
     const { key } = await issueKey();
     const headers = auth(key);
-    // Cold: the key is read from D1 (1 query), the page too (1 query), one limiter call.
+    // Cold: the key is read from D1 (1 query), its first use is marked beside its admission
+    // (1 query), the page is read (1 query), one limiter call.
     const cold = await send(DELAYS, "/v1/pets?limit=1", { headers });
     expect(cold.res.status).toBe(200);
     expect(cold.res.headers.get("X-Bench-Calls")).toBe(
-      "limiter=1, d1=2, d1-pets=1, local=0, forwarded=0",
+      "limiter=1, d1=3, d1-pets=1, local=0, forwarded=0, background=0",
     );
     // The limiter call and the page read overlap for a key with room; the key read comes first.
     expect(cold.ms).toBeGreaterThanOrEqual(40 + 60 - 5);
@@ -56,11 +57,11 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
     });
     const reads = await send(DELAYS, "/v1/pets?limit=1", { headers });
     expect(reads.res.headers.get("X-Bench-Calls")).toBe(
-      "limiter=1, d1=1, d1-pets=1, local=0, forwarded=0",
+      "limiter=1, d1=1, d1-pets=1, local=0, forwarded=0, background=0",
     ); // full now: stored
     const warm = await send(DELAYS, "/v1/pets?limit=1", { headers });
     expect(warm.res.headers.get("X-Bench-Calls")).toBe(
-      "limiter=1, d1=0, d1-pets=0, local=0, forwarded=0",
+      "limiter=1, d1=0, d1-pets=0, local=0, forwarded=0, background=0",
     );
     expect(warm.ms).toBeGreaterThanOrEqual(60 - 5);
     // An idempotent create (replayed here): one limiter call, one D1 batch.
@@ -72,7 +73,7 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
     expect(replay.res.headers.get("Idempotent-Replayed")).toBe("true");
     expect(((await replay.res.json()) as { id: number }).id).toBe(pet.id);
     expect(replay.res.headers.get("X-Bench-Calls")).toBe(
-      "limiter=1, d1=1, d1-pets=1, local=0, forwarded=0",
+      "limiter=1, d1=1, d1-pets=1, local=0, forwarded=0, background=0",
     );
   });
 
@@ -96,21 +97,21 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
     expect(refreshing.res.status).toBe(200);
     // It started the key's re-read (one D1 query, not of pets) but did not wait for it.
     expect(refreshing.res.headers.get("X-Bench-Calls")).toBe(
-      "limiter=0, d1=1, d1-pets=0, local=0, forwarded=0",
+      "limiter=0, d1=1, d1-pets=0, local=0, forwarded=0, background=0",
     );
     expect(refreshing.ms).toBeLessThan(400);
     // Past the first read's 30 s the re-read record is still warm: no D1 at all.
     time.now += KEY_CACHE_TTL_MS - KEY_REFRESH_AFTER_MS + 1_000;
     const warm = await send(slowD1, "/v1/pets?limit=1", { headers });
     expect(warm.res.headers.get("X-Bench-Calls")).toBe(
-      "limiter=0, d1=0, d1-pets=0, local=0, forwarded=0",
+      "limiter=0, d1=0, d1-pets=0, local=0, forwarded=0, background=0",
     );
     expect(warm.ms).toBeLessThan(400);
     // A key idle for longer than its entry's life waits for its read, as before.
     time.now += KEY_CACHE_TTL_MS;
     const idle = await send(slowD1, "/v1/pets?limit=1", { headers });
     expect(idle.res.headers.get("X-Bench-Calls")).toBe(
-      "limiter=0, d1=1, d1-pets=0, local=0, forwarded=0",
+      "limiter=0, d1=1, d1-pets=0, local=0, forwarded=0, background=0",
     );
     expect(idle.ms).toBeGreaterThanOrEqual(400 - 5);
   });
@@ -123,18 +124,41 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
     // The holder in AMS has no stock yet: it forwards the request to the key's object.
     const first = await send(located, "/v1/pets?limit=1", { headers });
     expect(first.res.status).toBe(200);
-    expect(first.res.headers.get("X-Bench-Calls")).toMatch(/^limiter=0, .*, local=1, forwarded=1$/);
+    expect(first.res.headers.get("X-Bench-Calls")).toMatch(
+      /^limiter=0, .*, local=1, forwarded=1, background=0$/,
+    );
     expect(first.ms).toBeGreaterThanOrEqual(20 + 60 - 5);
     // A quiet key's next request there is answered from the stock it took: one local hop.
     time.now += 2_000;
     const next = await send(located, "/v1/pets?limit=1", { headers });
-    expect(next.res.headers.get("X-Bench-Calls")).toMatch(/^limiter=0, .*, local=1, forwarded=0$/);
+    expect(next.res.headers.get("X-Bench-Calls")).toMatch(
+      /^limiter=0, .*, local=1, forwarded=0, background=0$/,
+    );
     // Without the header: no location, the key's object decides (as in tests and before).
     time.now += 2_000;
     const unmarked = await send(located, "/v1/pets?limit=1", { headers: auth(key) });
     expect(unmarked.res.headers.get("X-Bench-Calls")).toMatch(
-      /^limiter=1, .*, local=0, forwarded=0$/,
+      /^limiter=1, .*, local=0, forwarded=0, background=0$/,
     );
+  });
+
+  it("a limiter call a request starts and does not wait for (a lease renewal) is counted as background", async () => {
+    fixClock(T0);
+    const { key } = await issueKey();
+    const vars = { ...DELAYS, PAGE_CACHE_EPOCH: "sim-background" };
+    const seen: string[] = [];
+    // Busy in this isolate: a lease comes with the second request, and once half of it is
+    // used, a request admitted from it sends a renewal it does not wait for.
+    for (let i = 0; i < 6; i++) {
+      const { res } = await send(vars, "/v1/pets?limit=1", { headers: auth(key) });
+      expect(res.status).toBe(200);
+      seen.push(res.headers.get("X-Bench-Calls")?.replace(/, d1=.*, local/, ", local") ?? "");
+    }
+    expect(seen.slice(0, 2)).toEqual([
+      "limiter=1, local=0, forwarded=0, background=0",
+      "limiter=1, local=0, forwarded=0, background=0",
+    ]);
+    expect(seen).toContain("limiter=1, local=0, forwarded=0, background=1");
   });
 
   it("refused outside local development, and with a malformed round trip: 500 with a clear body", async () => {

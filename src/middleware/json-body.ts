@@ -6,9 +6,10 @@ import { errorResponse } from "./error-handler";
 const MAX_BODY_BYTES = 16 * 1024;
 
 const requireJsonType: MiddlewareHandler = async (c, next) => {
-  const type = c.req.header("Content-Type")?.split(";")[0]?.trim().toLowerCase();
+  const sent = c.req.header("Content-Type")?.trim();
+  const type = sent?.split(";")[0]?.trim().toLowerCase();
   if (type !== "application/json") {
-    const got = type ? JSON.stringify(type) : "none";
+    const got = sent ? JSON.stringify(sent) : "none";
     const message = `The body must be JSON sent with Content-Type: application/json (got ${got}).`;
     throw new ApiError("unsupported_media_type", message);
   }

@@ -1,6 +1,6 @@
 import type { Queryable } from "../db/database-error";
 import { findKeyByHash, type KeyMatch, type KeyRecord } from "../db/keys";
-import { LEASE_MS } from "../quota/lease";
+import { STOCK_LEASE_MS } from "../quota/lease";
 
 /**
  * How long a holder uses its copy of the key after reading it from D1, at most: the age an
@@ -18,7 +18,7 @@ export const HELD_KEY_MAX_AGE_MS = 30_000;
  * holder holding a lease of it, which forgets its copy; a holder holding none sends every request
  * to the key's object, whose answer names the key's newest version, and an older copy is read
  * again. A request the holder does not decide (GET /v1/usage) uses the copy only while it is
- * vouched for: read, or confirmed by the key's object, within LEASE_MS.
+ * vouched for: read, or confirmed by the key's object, within STOCK_LEASE_MS.
  */
 export class HeldKeyRecord {
   #record: KeyRecord | null = null;
@@ -51,11 +51,11 @@ export class HeldKeyRecord {
   /**
    * The key's object has just decided a request under `version` of the key, or admitted one from
    * a lease it granted (which it tells of changes): a copy of that version is current for another
-   * LEASE_MS.
+   * STOCK_LEASE_MS.
    */
   vouch(version: number, now: number): void {
     if (this.#record?.version === version)
-      this.#vouchedUntil = Math.max(this.#vouchedUntil, now + LEASE_MS);
+      this.#vouchedUntil = Math.max(this.#vouchedUntil, now + STOCK_LEASE_MS);
   }
 
   /**

@@ -311,7 +311,7 @@ export class QuotaLimiterClient {
   /** Pushes a newer policy. Unreachable: throws 503, since the change is not enforced yet. */
   async configureOrThrow(policy: Policy): Promise<void> {
     // In this isolate the change applies from the very next request: no more admissions from
-    // a lease granted under the old policy. Other isolates' leases end within LEASE_MS.
+    // a lease granted under the old policy. Other isolates' leases end within ISOLATE_LEASE_MS.
     const holder = this.#leasesIfAny();
     holder?.dropLease();
     holder?.forgetRefusals();
@@ -351,7 +351,7 @@ export class QuotaLimiterClient {
   /**
    * Hands this isolate's unused leased permits and its location holder's stock back before a
    * usage read, so the read is exact as far as this location goes (other leases come back
-   * within LEASE_MS). Never throws.
+   * within STOCK_LEASE_MS + GIVE_BACK_GRACE_MS). Never throws.
    */
   async #handBackLease(): Promise<void> {
     const leases = this.#leasesIfAny();

@@ -4,7 +4,13 @@ import { type RevisedUsageDay, saveUsageDays, type UsageDay } from "../db/usage-
 import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
-import { givePermitsBack, leaseExpiry, permitsToLease, takePermits } from "../quota/lease";
+import {
+  givePermitsBack,
+  leaseExpiry,
+  leaseLifetimeMs,
+  permitsToLease,
+  takePermits,
+} from "../quota/lease";
 import type {
   Admission,
   Lease,
@@ -229,7 +235,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     let granted: Lease | null = null;
     if (permits > 0) {
       granted =
-        this.#extendLease(request.leaseId, state, permits, holding, now) ??
+        this.#extendLease(request.leaseId, state, permits, holding, now, grantee) ??
         this.#grantLease(state, permits, now, grantee);
       state = takePermits(state, permits);
     }
@@ -262,7 +268,8 @@ export class QuotaLimiter extends DurableObject<Env> {
    * location holder named `grantee` (null: an isolate).
    */
   #grantLease(state: UsageState, permits: number, now: number, grantee: string | null): Lease {
-    const lease = { id: crypto.randomUUID(), permits, expiresAt: leaseExpiry(state, now) };
+    const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee));
+    const lease = { id: crypto.randomUUID(), permits, expiresAt };
     this.ctx.storage.sql.exec(
       `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
          VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -288,8 +295,9 @@ export class QuotaLimiter extends DurableObject<Env> {
     permits: number,
     holding: number,
     now: number,
+    grantee: string | null,
   ): Lease | null {
-    const expiresAt = leaseExpiry(state, now);
+    const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee));
     const extended = this.ctx.storage.sql.exec(
       `UPDATE leases SET permits = permits + ?, expires_at = ?, held = MIN(held, ?) + ?
          WHERE id = ? AND minute_start = ? AND day_start = ?`,
@@ -410,7 +418,7 @@ export class QuotaLimiter extends DurableObject<Env> {
    * Stores a newer policy (plan change, new limits, revocation, disabling) pushed by the admin
    * API, and tells every location holder holding a lease of the key to stop admitting from it:
    * they forward the key's next requests here, where the new policy applies. Waits for them at
-   * most PUSH_DEADLINE_MS; a holder not reached stops on its own when its lease ends (LEASE_MS).
+   * most PUSH_DEADLINE_MS; a holder not reached stops on its own when its lease ends (STOCK_LEASE_MS).
    */
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy?.version;

@@ -2,8 +2,6 @@
  * Rate estimation: how busy a key is in one holder (an isolate, or a location holder), from the
  * arrival times of its requests there, and so how many permits a lease for it should hold.
  */
-import { LEASE_MS } from "./lease";
-
 /** The key's recent rate in an isolate is measured over this long. */
 export const RATE_HORIZON_MS = 10_000;
 
@@ -12,14 +10,14 @@ const BUSY_PER_SECOND = 2;
 
 /**
  * The permits an isolate asks for, from the arrival times (ms) of the key's requests in this
- * isolate: enough for LEASE_MS at the key's recent rate, the higher of its rate in the last
+ * isolate: enough for a lease's lifetime (`lifetimeMs`) at the key's recent rate, the higher of its rate in the last
  * second and its average over the last RATE_HORIZON_MS (so a key that paused for a few seconds
  * is still sized from what it did before, and a key that speeds up is sized from its new rate).
  * A quiet key (fewer than two requests in the last second and fewer than two a second on
  * average over the horizon) asks for none and is decided request by request, so it locks up
  * nothing.
  */
-export function leaseWanted(arrivals: readonly number[], now: number): number {
+export function leaseWanted(arrivals: readonly number[], now: number, lifetimeMs: number): number {
   let lastSecond = 0;
   let inHorizon = 0;
   let oldest = now;
@@ -34,7 +32,7 @@ export function leaseWanted(arrivals: readonly number[], now: number): number {
   const horizonBusy = (inHorizon * 1_000) / RATE_HORIZON_MS >= BUSY_PER_SECOND;
   if (lastSecond < BUSY_PER_SECOND && !horizonBusy) return 0;
   const perSecond = Math.max(lastSecond, averagePerSecond);
-  return Math.ceil((perSecond * LEASE_MS) / 1_000);
+  return Math.ceil((perSecond * lifetimeMs) / 1_000);
 }
 
 // Enough arrivals to size any lease; older ones fall out after RATE_HORIZON_MS anyway (when
@@ -51,10 +49,13 @@ export class ArrivalRate {
     if (this.#arrivals.length > MAX_ARRIVALS) this.#arrivals.shift();
   }
 
-  /** The permits to ask for at `now` for the key's recent rate (see `leaseWanted`). */
-  leaseWanted(now: number): number {
+  /**
+   * The permits to ask for at `now` for the key's recent rate, for a lease living `lifetimeMs`
+   * (see `leaseWanted`).
+   */
+  leaseWanted(now: number, lifetimeMs: number): number {
     while (this.#arrivals.length && this.#arrivals[0]! <= now - RATE_HORIZON_MS)
       this.#arrivals.shift();
-    return leaseWanted(this.#arrivals, now);
+    return leaseWanted(this.#arrivals, now, lifetimeMs);
   }
 }

@@ -3,10 +3,11 @@ import { ArrivalRate } from "./arrival-rate";
 import { CallsInFlight, withDeadline } from "./call-coordination";
 import {
   GIVE_BACK_GRACE_MS,
-  LEASE_MS,
+  ISOLATE_LEASE_MS,
   type LeaseInUse,
   RENEW_AHEAD_MS,
   renewsNow,
+  STOCK_LEASE_MS,
   STOCK_RENEW_AHEAD_MS,
 } from "./lease";
 import type {
@@ -89,13 +90,6 @@ interface SentRenewal {
 }
 
 /**
- * A renewal not answered by then is given up (its request's `waitUntil` may have been cut
- * short): requests stop waiting for it and ask the object themselves. Permits it may still have
- * been granted stay counted until their minute ends, like a lost isolate's.
- */
-const RENEWAL_DEADLINE_MS = LEASE_MS;
-
-/**
  * One holder's admissions for one key (an isolate's, or a location holder's). Decides from its
  * lease when it holds one, else calls the object, asking for a lease when the key has been busy
  * here; while the key stays busy it renews the lease ahead, in a call its requests do not wait
@@ -125,6 +119,14 @@ export class LeaseHolder {
   #refusal: { outcome: Refusal; retryAt: number } | null = null;
   /** Permits asked for even while the key is quiet (0: a quiet key asks for none). */
   readonly #stock: number;
+  /**
+   * How long the key's object makes this holder's leases live (quota/lease.ts: a location
+   * holder's stock, or an isolate's own lease). Leases are sized for it, and a renewal not
+   * answered within it is given up (its request's `waitUntil` may have been cut short): requests
+   * stop waiting for it and ask the object themselves. Permits it may still have been granted
+   * stay counted until their minute ends, like a lost isolate's.
+   */
+  readonly #leaseLifetimeMs: number;
 
   /**
    * `stock`: the permits to ask for whenever a lease is asked for or renewed, even for a quiet
@@ -132,6 +134,7 @@ export class LeaseHolder {
    */
   constructor({ stock = 0 }: { stock?: number } = {}) {
     this.#stock = stock;
+    this.#leaseLifetimeMs = stock > 0 ? STOCK_LEASE_MS : ISOLATE_LEASE_MS;
   }
 
   /**
@@ -140,7 +143,7 @@ export class LeaseHolder {
    * its expiry, and adds no more than the request that sent it used).
    */
   #wanted(now: number, holding = 0): number {
-    const forRate = this.#rate.leaseWanted(now);
+    const forRate = this.#rate.leaseWanted(now, this.#leaseLifetimeMs);
     return this.#stock > 0 ? Math.max(forRate, this.#stock - holding, 1) : forRate;
   }
 
@@ -354,7 +357,7 @@ export class LeaseHolder {
   /**
    * Sends `request` (a renewal, or a refill) to the object, with the leases waiting to be handed
    * back, as this holder's one renewal in flight; `apply` applies the answer. When the call fails
-   * (or takes longer than RENEWAL_DEADLINE_MS), the leases it carried wait to be handed back again.
+   * (or takes longer than a lease's lifetime), the leases it carried wait to be handed back again.
    */
   #sendRenewal(
     renew: NonNullable<LeaseCalls["renew"]>,
@@ -366,7 +369,7 @@ export class LeaseHolder {
       withDeadline(
         // A call that throws instead of rejecting must not fail the request that sent it.
         Promise.resolve().then(() => renew({ ...request, returning })),
-        RENEWAL_DEADLINE_MS,
+        this.#leaseLifetimeMs,
       ).then(apply, (err: unknown) => {
         for (const r of returning) this.#keepToReturn(r);
         throw err;

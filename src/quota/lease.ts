@@ -9,15 +9,27 @@ import type { UsageState, WindowStatus } from "./windows";
  * under-admission, bounded below.
  */
 
-/** How long a lease lives; it also ends with its minute window. */
-export const LEASE_MS = 5_000;
-
 /**
- * A lease's unused permits go back with the isolate's next call after its expiry, or this long
+ * A lease's unused permits go back with its holder's next call after its expiry, or this long
  * after its expiry if no request came (a key still busy hands them back with the call it makes
  * anyway, rather than in a call of their own).
  */
 export const GIVE_BACK_GRACE_MS = 250;
+
+/**
+ * How long an isolate's own lease lives (it also ends with its minute window). Nothing can push
+ * a change to an isolate, so this is how long a revocation or plan change takes to reach a busy
+ * isolate that did not make it: under 2 s. Its unused permits are back within 2 s of its grant.
+ */
+export const ISOLATE_LEASE_MS = 1_750;
+
+/**
+ * How long a location holder's stock lives (it also ends with its minute window): with the
+ * give-back's grace, a stock not renewed is back in the key's object within 5 s of its grant.
+ * Changes reach a holder by a push; this is also how long a holder the push missed (or that
+ * cannot reach the key's object) goes on admitting from stock.
+ */
+export const STOCK_LEASE_MS = 5_000 - GIVE_BACK_GRACE_MS;
 
 /** A lease takes at most a quarter of the room left in the tighter window… */
 const ROOM_SHARE = 4;
@@ -59,16 +71,22 @@ export function permitsToLease(
   return Math.max(0, Math.min(want, most));
 }
 
-/** A lease ending within this long is renewed ahead (see `renewsNow`). */
-export const RENEW_AHEAD_MS = 1_000;
+/**
+ * An isolate's lease ending within this long is renewed ahead (see `renewsNow`): half its life,
+ * so the renewal is back long before the lease ends even from another continent.
+ */
+export const RENEW_AHEAD_MS = ISOLATE_LEASE_MS / 2;
+
+/** No renewal is sent in a minute's last this long (see `renewsNow`). */
+export const MINUTE_TAIL_MS = 1_000;
 
 /**
  * A location holder's stock is renewed this long ahead of its expiry: a quiet key's next request
  * may be seconds away, and the stock must still be there for it. So a key sending a request at
- * least every LEASE_MS in a location is answered from stock there, while permits of a key that
- * stopped still come back within LEASE_MS of its last request.
+ * least every STOCK_LEASE_MS in a location is answered from stock there, while permits of a key
+ * that stopped still come back within 5 s of its last renewal.
  */
-export const STOCK_RENEW_AHEAD_MS = LEASE_MS / 2;
+export const STOCK_RENEW_AHEAD_MS = STOCK_LEASE_MS / 2;
 
 /** What an isolate knows of the lease it is using, to decide when to renew it. */
 export interface LeaseInUse {
@@ -86,7 +104,7 @@ export interface LeaseInUse {
  * object), or RENEW_AHEAD_MS before the lease
  * expires (`aheadMs`; a location holder's stock: STOCK_RENEW_AHEAD_MS), unless it ends with its
  * minute window (a renewal could not outlive it); never in the
- * minute's last RENEW_AHEAD_MS. Renewing
+ * minute's last MINUTE_TAIL_MS. Renewing
  * ahead is what keeps a busy key's requests from waiting for the object at all: they wait only
  * when the lease runs out before the renewal is back.
  */
@@ -97,17 +115,28 @@ export function renewsNow(
   { aheadMs = RENEW_AHEAD_MS, stock = 0 }: { aheadMs?: number; stock?: number } = {},
 ): boolean {
   if (now >= lease.expiresAt || lease.left <= 0) return false; // over: the next call asks anew
-  // In the minute's last RENEW_AHEAD_MS a renewal would add permits for a few ms only, and its
+  // In the minute's last MINUTE_TAIL_MS a renewal would add permits for a few ms only, and its
   // answer would often come back in the next minute.
-  if (now >= minuteEnd - RENEW_AHEAD_MS) return false;
+  if (now >= minuteEnd - MINUTE_TAIL_MS) return false;
   const halfUsed = lease.left * 2 <= Math.max(lease.lastGrant, stock);
   const ending = now >= lease.expiresAt - aheadMs && lease.expiresAt < minuteEnd;
   return halfUsed || ending;
 }
 
-/** When a lease granted at `now` ends: LEASE_MS later, or when its minute window ends if sooner. */
-export function leaseExpiry(state: UsageState, now: number): number {
-  return Math.min(now + LEASE_MS, state.minuteStart + MINUTE_MS);
+/**
+ * How long a lease granted to `grantee` lives: a location holder's stock (named), or an isolate's
+ * own lease (null).
+ */
+export function leaseLifetimeMs(grantee: string | null): number {
+  return grantee === null ? ISOLATE_LEASE_MS : STOCK_LEASE_MS;
+}
+
+/**
+ * When a lease of `lifetimeMs` granted at `now` ends: that much later, or when its minute window
+ * ends if sooner.
+ */
+export function leaseExpiry(state: UsageState, now: number, lifetimeMs: number): number {
+  return Math.min(now + lifetimeMs, state.minuteStart + MINUTE_MS);
 }
 
 /** What the object remembers of a lease it granted. */
