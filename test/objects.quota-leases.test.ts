@@ -900,3 +900,52 @@ describe("QuotaLimiterClient's hand-backs", () => {
     expect((await stub.usage()).minute.count).toBe(admitted);
   });
 });
+
+describe("the holder's memory of hand-backs and refusals", () => {
+  it("a retired lease whose hand-back fails is kept, and goes back with the next hand-back", async () => {
+    const stub = newObject();
+    const iso = isolate(stub, () => policyOf(600, 10_000));
+    await holdLease(iso);
+    const held = iso.holder.unusedPermits;
+    iso.holder.dropLease(); // retired: its unused permits wait to go back
+    const sent: ReturnedLease[] = [];
+    let reachable = false;
+    const calls = {
+      giveBack: (returned: ReturnedLease) => {
+        sent.push({ ...returned });
+        return reachable ? stub.returnLease(returned) : Promise.reject(new Error("unreachable"));
+      },
+    };
+    await iso.holder.giveBackRetired(calls);
+    expect(sent).toHaveLength(1);
+    expect(iso.holder.unusedPermits, "kept for the next call").toBe(held);
+    reachable = true;
+    await iso.holder.giveBackRetired(calls);
+    expect(sent).toHaveLength(2);
+    expect(sent[1]).toEqual(sent[0]);
+    expect(iso.holder.unusedPermits).toBe(0);
+  });
+
+  it("a renewal that did not renew leaves the retired leases' hand-back as its request's upkeep", async () => {
+    const stub = newObject();
+    const iso = isolate(stub, () => policyOf(600, 10_000));
+    await holdLease(iso);
+    const decided = await iso.admit();
+    iso.holder.dropLease();
+    const sent: ReturnedLease[] = [];
+    const calls = { giveBack: (r: ReturnedLease) => (sent.push(r), stub.returnLease(r)) };
+    const upkeep = iso.holder.upkeep({ ...decided, renewal: Promise.resolve(false) }, calls);
+    expect(upkeep).not.toBeNull();
+    await upkeep;
+    expect(sent).toHaveLength(1);
+    expect(iso.holder.unusedPermits).toBe(0);
+  });
+
+  it("forgetRefusals forgets the refusal seen here", async () => {
+    const iso = isolate(newObject(), () => policyOf(2, 100));
+    for (let i = 0; i < 3; i++) await iso.admit();
+    expect(iso.holder.refusal(time.now)).toMatchObject({ outcome: "rate_limited" });
+    iso.holder.forgetRefusals();
+    expect(iso.holder.refusal(time.now)).toBeNull();
+  });
+});
