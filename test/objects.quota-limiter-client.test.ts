@@ -2,12 +2,18 @@
 // namespace whose objects cannot be reached: what each method does when its call fails.
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { sha256Hex } from "../src/lib/crypto";
 import { ApiError } from "../src/lib/errors";
 import { holderName } from "../src/objects/quota-holder";
-import { locationOf, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
+import {
+  authenticateAndAdmitInLocation,
+  authenticateInLocation,
+  locationOf,
+  QuotaLimiterClient,
+} from "../src/objects/quota-limiter-client";
 import { LeaseHolder } from "../src/quota/lease-holder";
 import type { Policy } from "../src/quota/windows";
-import { mockClock, T0 } from "./helpers";
+import { issueKey, mockClock, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -169,5 +175,28 @@ describe("locationOf", () => {
     expect(locationOf(withColo(""), holders)).toBeNull();
     expect(locationOf(withColo(7), holders)).toBeNull();
     expect(locationOf(new Request("https://api.example.com/"), holders)).toBeNull();
+  });
+});
+
+describe("authenticating at the key's holder in the request's location", () => {
+  it("found (decided or not), unknown, or unread when the holder cannot be reached", async () => {
+    const { id, key } = await issueKey("free");
+    const hash = await sha256Hex(key);
+    const location = { holders: env.QUOTA_HOLDER, name: "AMS" };
+    expect(await authenticateInLocation(location, id, await sha256Hex(`${key}x`))).toEqual({
+      outcome: "unknown",
+    });
+    const found = await authenticateInLocation(location, id, hash);
+    expect(found.outcome === "found" && found.match.record.id).toBe(id);
+    expect(found.outcome === "found" && found.admission).toBeNull();
+    const decided = await authenticateAndAdmitInLocation(location, id, hash);
+    expect(decided.outcome === "found" && decided.match.record.id).toBe(id);
+    const admission = decided.outcome === "found" ? decided.admission : null;
+    expect(admission?.reached && admission.decision.outcome).toBe("allowed");
+    expect(admission?.reached && admission.afterResponse).toBeNull();
+    const gone = unreachable<Env["QUOTA_HOLDER"]>();
+    const away = { holders: gone.namespace, name: "AMS" };
+    expect(await authenticateInLocation(away, id, hash)).toEqual({ outcome: "unread" });
+    expect(await authenticateAndAdmitInLocation(away, id, hash)).toEqual({ outcome: "unread" });
   });
 });
