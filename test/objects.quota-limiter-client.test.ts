@@ -10,6 +10,7 @@ import {
   authenticateInLocation,
   locationOf,
   QuotaLimiterClient,
+  unusedKeyUsage,
 } from "../src/objects/quota-limiter-client";
 import { LeaseHolder } from "../src/quota/lease-holder";
 import type { Policy } from "../src/quota/windows";
@@ -69,13 +70,16 @@ describe("QuotaLimiterClient when the key's object cannot be reached", () => {
 
   it("admit: not reached, not overloaded, no refusal seen; one retry on a retryable error, none otherwise", async () => {
     const plain = unreachable<Env["QUOTA"]>();
-    expect(await clientOf(plain.namespace).admit(policy)).toEqual({
+    const keyId = newKeyId();
+    expect(await clientOf(plain.namespace, keyId).admit(policy)).toEqual({
       reached: false,
       overloaded: false,
       refusal: null,
     });
     expect(plain.calls()).toBe(1);
-    expect(logged.some((l) => l.includes("quota limiter unreachable"))).toBe(true);
+    expect(logged.some((l) => l.includes("quota limiter unreachable") && l.includes(keyId))).toBe(
+      true,
+    );
     const retryable = unreachable<Env["QUOTA"]>(() => objectError({ retryable: true }));
     expect((await clientOf(retryable.namespace).admit(policy)).reached).toBe(false);
     expect(retryable.calls()).toBe(2);
@@ -93,7 +97,9 @@ describe("QuotaLimiterClient when the key's object cannot be reached", () => {
 
   it("usage: null (the view says so), not an error", async () => {
     const { namespace } = unreachable<Env["QUOTA"]>();
-    await expect(clientOf(namespace).usage(policy)).resolves.toBeNull();
+    const keyId = newKeyId();
+    await expect(clientOf(namespace, keyId).usage(policy)).resolves.toBeNull();
+    expect(logged.some((l) => l.includes(keyId) && l.includes("cannot be reached"))).toBe(true);
   });
 
   it.each([
@@ -103,12 +109,14 @@ describe("QuotaLimiterClient when the key's object cannot be reached", () => {
     ["saveUsageHistoryOrThrow", (c: QuotaLimiterClient) => c.saveUsageHistoryOrThrow()],
   ] as const)("%s: throws 503 service_unavailable", async (_name, run) => {
     const { namespace } = unreachable<Env["QUOTA"]>();
-    const err = await run(clientOf(namespace)).then(
+    const keyId = newKeyId();
+    const err = await run(clientOf(namespace, keyId)).then(
       () => null,
       (e: unknown) => e,
     );
     expect(err).toBeInstanceOf(ApiError);
     expect((err as ApiError).status).toBe(503);
+    expect(logged.some((l) => l.includes(keyId) && l.includes("cannot be reached"))).toBe(true);
   });
 });
 
@@ -198,5 +206,99 @@ describe("authenticating at the key's holder in the request's location", () => {
     const away = { holders: gone.namespace, name: "AMS" };
     expect(await authenticateInLocation(away, id, hash)).toEqual({ outcome: "unread" });
     expect(await authenticateAndAdmitInLocation(away, id, hash)).toEqual({ outcome: "unread" });
+  });
+});
+
+describe("unusedKeyUsage", () => {
+  it("counts nothing, with the policy's limits and the current windows' ends", () => {
+    const policy = policyOf(60, 1_000);
+    const now = T0 + 12_345;
+    const usage = unusedKeyUsage(policy, now);
+    expect(usage).toEqual({
+      policy,
+      minute: { count: 0, limit: 60, resetAt: Math.floor(now / 60_000) * 60_000 + 60_000 },
+      day: {
+        count: 0,
+        limit: 1_000,
+        resetAt: Math.floor(now / 86_400_000) * 86_400_000 + 86_400_000,
+      },
+      bannedUntil: null,
+    });
+  });
+});
+
+/** The real namespace, counting calls per method, with `failing` methods rejecting. */
+function counted<T extends { getByName: (name: string) => unknown }>(
+  real: T,
+  failing: string[] = [],
+) {
+  const calls: Record<string, number> = {};
+  const getByName = (name: string) => {
+    const stub = real.getByName(name) as Record<string, (...a: unknown[]) => Promise<unknown>>;
+    return new Proxy(
+      {},
+      {
+        get: (_t, p) =>
+          p === "then" || typeof p !== "string"
+            ? undefined
+            : async (...args: unknown[]) => {
+                calls[p] = (calls[p] ?? 0) + 1;
+                if (failing.includes(p)) throw objectError();
+                return stub[p]!(...args);
+              },
+      },
+    );
+  };
+  return { namespace: { getByName } as unknown as T, calls };
+}
+
+describe("QuotaLimiterClient's calls", () => {
+  it("a plain request goes to the location holder; a lease request goes to the key's object", async () => {
+    const holders = counted(env.QUOTA_HOLDER);
+    const client = new QuotaLimiterClient(
+      env.QUOTA,
+      { id: newKeyId(), region: null },
+      { holders: holders.namespace, name: "FRA" },
+      new LeaseHolder(),
+    );
+    time.now = T0 + 1_000;
+    const first = await client.admit(policyOf(60, 1_000));
+    expect(first.reached && first.decision.outcome).toBe("allowed");
+    expect(holders.calls.admit).toBe(1);
+    // Simultaneous requests of a busy key: a lease (only the key's object grants one) is taken.
+    const busyHolders = counted(env.QUOTA_HOLDER);
+    const objects = counted(env.QUOTA);
+    const leases = new LeaseHolder();
+    const busy = new QuotaLimiterClient(
+      objects.namespace,
+      { id: newKeyId(), region: null },
+      { holders: busyHolders.namespace, name: "FRA" },
+      leases,
+    );
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => busy.admit(policyOf(6_000, 1_000_000))),
+    );
+    for (const r of results) if (r.reached) r.afterResponse?.catch(() => undefined);
+    expect(results.every((r) => r.reached && r.decision.outcome === "allowed")).toBe(true);
+    expect(busyHolders.calls.admit).toBeGreaterThan(0);
+    expect(objects.calls.admit).toBeGreaterThan(0);
+    expect(leases.unusedPermits).toBeGreaterThan(0);
+  });
+
+  it("a location holder that cannot be reached: the key's object decides, and it is logged", async () => {
+    const keyId = newKeyId();
+    const { namespace } = unreachable<Env["QUOTA_HOLDER"]>();
+    const client = new QuotaLimiterClient(
+      env.QUOTA,
+      { id: keyId, region: null },
+      { holders: namespace, name: "FRA" },
+      new LeaseHolder(),
+    );
+    const result = await client.admit(policyOf(60, 1_000));
+    expect(result.reached && result.decision.outcome).toBe("allowed");
+    expect((await env.QUOTA.getByName(keyId).usage()).minute.count).toBe(1);
+    expect(logged.some((l) => l.includes("location holder unreachable") && l.includes(keyId))).toBe(
+      true,
+    );
   });
 });
