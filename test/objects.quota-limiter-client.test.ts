@@ -4,7 +4,11 @@ import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { sha256Hex } from "../src/lib/crypto";
 import { ApiError } from "../src/lib/errors";
-import { holderName } from "../src/objects/quota-holder";
+import {
+  type HolderAnswer,
+  type HolderAuthentication,
+  holderName,
+} from "../src/objects/quota-holder";
 import {
   authenticateAndAdmitInLocation,
   authenticateInLocation,
@@ -205,6 +209,7 @@ describe("authenticating at the key's holder in the request's location", () => {
     const gone = unreachable<Env["QUOTA_HOLDER"]>();
     const away = { holders: gone.namespace, name: "AMS" };
     expect(await authenticateInLocation(away, id, hash)).toEqual({ outcome: "unread" });
+    expect(logged.some((l) => l.includes("reading the key from D1") && l.includes(id))).toBe(true);
     expect(await authenticateAndAdmitInLocation(away, id, hash)).toEqual({ outcome: "unread" });
   });
 });
@@ -300,5 +305,47 @@ describe("QuotaLimiterClient's calls", () => {
     expect(logged.some((l) => l.includes("location holder unreachable") && l.includes(keyId))).toBe(
       true,
     );
+  });
+
+  it("a location holder without a decision (its call to the object failed): not reached, with its refusal, and the object is not asked", async () => {
+    const keyId = newKeyId();
+    const refusal = { outcome: "key_banned" as const, retryAt: T0 + 900_000 };
+    const withoutDecision: HolderAnswer = { reached: false, overloaded: true, refusal };
+    const holders = {
+      getByName: (name: string) => {
+        const real = env.QUOTA_HOLDER.getByName(name);
+        return {
+          admit: async () => withoutDecision,
+          authenticateAndAdmit: async (id: string, hash: string) => {
+            const said = (await real.authenticate(id, hash)) as HolderAuthentication;
+            return said.outcome === "found" ? { ...said, answer: withoutDecision } : said;
+          },
+        };
+      },
+    } as unknown as Env["QUOTA_HOLDER"];
+    const objects = counted(env.QUOTA);
+    const client = new QuotaLimiterClient(
+      objects.namespace,
+      { id: keyId, region: null },
+      { holders, name: "FRA" },
+      new LeaseHolder(),
+    );
+    expect(await client.admit(policyOf(60, 1_000))).toEqual({
+      reached: false,
+      overloaded: true,
+      refusal,
+    });
+    expect(objects.calls.admit).toBeUndefined();
+    const { id, key } = await issueKey("free");
+    const said = await authenticateAndAdmitInLocation(
+      { holders, name: "FRA" },
+      id,
+      await sha256Hex(key),
+    );
+    expect(said.outcome === "found" && said.admission).toEqual({
+      reached: false,
+      overloaded: true,
+      refusal,
+    });
   });
 });
