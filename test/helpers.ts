@@ -3,7 +3,9 @@ import { env, exports } from "cloudflare:workers";
 import { afterEach, beforeEach, expect, onTestFinished, vi } from "vitest";
 import { createApp } from "../src/app";
 import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
+import type { LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { Plan } from "../src/quota/plans";
+import type { Policy } from "../src/quota/windows";
 
 // ------------------------------------------------------------------ requests
 export const ADMIN = { Authorization: `Bearer ${env.ADMIN_TOKEN}` };
@@ -341,4 +343,26 @@ export function seededRandom(seed: number): () => number {
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/**
+ * Admits requests of `policy` through `holder`, `stepMs` apart on the mocked clock `time`, until
+ * one of them sends a renewal, and fails the test if none does within `most` requests. Returns
+ * that renewal and how many requests were admitted on the way.
+ */
+export async function admitUntilRenewal(
+  holder: LeaseHolder,
+  policy: Policy,
+  calls: LeaseCalls,
+  time: { now: number },
+  { stepMs, most }: { stepMs: number; most: number },
+): Promise<{ renewal: Promise<boolean>; admitted: number }> {
+  let admitted = 0;
+  for (let i = 0; i < most; i++) {
+    time.now += stepMs;
+    const decided = await holder.admit(policy, calls);
+    if (decided.decision.outcome === "allowed") admitted++;
+    if (decided.renewal) return { renewal: decided.renewal, admitted };
+  }
+  expect.fail(`no renewal within ${most} requests ${stepMs} ms apart`);
 }

@@ -8,7 +8,7 @@ import { GIVE_BACK_GRACE_MS, ISOLATE_LEASE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { RenewalRequest, ReturnedLease } from "../src/quota/lease-messages";
 import type { KeyDecision, Policy } from "../src/quota/windows";
-import { MIDNIGHT, mockClock, seededRandom as random, T0 } from "./helpers";
+import { admitUntilRenewal, MIDNIGHT, mockClock, seededRandom as random, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -500,15 +500,10 @@ describe("renewing a lease ahead", () => {
     const policy = policyOf(60, 1_000); // a free key: at most 6 permits unused in the isolate
     const { calls, open, admitCalls } = gatedRenewals(stub, policy);
     const holder = new LeaseHolder();
-    let renewal: Promise<boolean> | null = null;
-    let admitted = 0;
-    for (let i = 0; i < 50 && !renewal; i++) {
-      time.now += 100;
-      const d = await holder.admit(policy, calls);
-      if (d.decision.outcome === "allowed") admitted++;
-      renewal = d.renewal;
-    }
-    expect(renewal).not.toBeNull();
+    const { admitted } = await admitUntilRenewal(holder, policy, calls, time, {
+      stepMs: 100,
+      most: 50,
+    });
     const callsBefore = admitCalls();
     const left = holder.unusedPermits;
     // More requests at once than the lease has left: the rest wait for the renewal.
@@ -544,16 +539,11 @@ describe("renewing a lease ahead", () => {
     async function renewalOnItsWay(stub: Stub, policy: Policy) {
       const gated = gatedRenewals(stub, policy);
       const holder = new LeaseHolder();
-      let renewal: Promise<boolean> | null = null;
-      let admitted = 0;
-      for (let i = 0; i < 200 && !renewal; i++) {
-        time.now += 50;
-        const d = await holder.admit(policy, gated.calls);
-        if (d.decision.outcome === "allowed") admitted++;
-        renewal = d.renewal;
-      }
-      expect(renewal).not.toBeNull();
-      return { ...gated, holder, renewal: renewal!, admitted };
+      const { renewal, admitted } = await admitUntilRenewal(holder, policy, gated.calls, time, {
+        stepMs: 50,
+        most: 200,
+      });
+      return { ...gated, holder, renewal, admitted };
     }
 
     it("a plan change made elsewhere ends the lease when the renewal comes back", async () => {
@@ -603,12 +593,10 @@ describe("renewing a lease ahead", () => {
         const gated = gatedRenewals(stub, policy);
         const holder = new LeaseHolder();
         time.now = M + 55_000;
-        let renewal: Promise<boolean> | null = null;
-        for (let i = 0; i < 100 && !renewal; i++) {
-          time.now += 50;
-          renewal = (await holder.admit(policy, gated.calls)).renewal;
-        }
-        expect(renewal).not.toBeNull();
+        const { renewal } = await admitUntilRenewal(holder, policy, gated.calls, time, {
+          stepMs: 50,
+          most: 100,
+        });
         time.now = M + MINUTE_MS + 10;
         for (let i = 0; i < othersInNewMinute; i++)
           expect((await stub.admit(policy, { want: 0, returning: [] })).outcome).toBe("allowed");
@@ -700,12 +688,10 @@ describe("the holder's own rules", () => {
       const policy = policyOf(60, 1_000); // a free key: at most 6 permits unused in the isolate
       const { calls, admitCalls } = gatedRenewals(stub, policy); // the gate never opens
       const holder = new LeaseHolder();
-      let renewal: Promise<boolean> | null = null;
-      for (let i = 0; i < 50 && !renewal; i++) {
-        time.now += 100;
-        renewal = (await holder.admit(policy, calls)).renewal;
-      }
-      expect(renewal).not.toBeNull();
+      const { renewal } = await admitUntilRenewal(holder, policy, calls, time, {
+        stepMs: 100,
+        most: 50,
+      });
       const given = renewal!.then(
         () => "answered",
         () => "given up",

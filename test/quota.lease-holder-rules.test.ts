@@ -7,7 +7,7 @@ import { GIVE_BACK_GRACE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { LeaseRequest, RenewalRequest, ReturnedLease } from "../src/quota/lease-messages";
 import type { Policy } from "../src/quota/windows";
-import { mockClock, T0 } from "./helpers";
+import { admitUntilRenewal, mockClock, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -204,12 +204,10 @@ describe("the work an admission leaves behind", () => {
       },
     };
     const holder = new LeaseHolder();
-    let renewal: Promise<boolean> | null = null;
-    for (let i = 0; i < 200 && !renewal; i++) {
-      time.now += 50;
-      renewal = (await holder.admit(policy, calls)).renewal;
-    }
-    expect(renewal).not.toBeNull();
+    const { renewal } = await admitUntilRenewal(holder, policy, calls, time, {
+      stepMs: 50,
+      most: 200,
+    });
     let returned = false;
     void holder
       .giveBackAtExpiry(calls, async () => {})
@@ -247,15 +245,10 @@ describe("permits kept to go back", () => {
       },
     };
     const holder = new LeaseHolder();
-    let renewal: Promise<boolean> | null = null;
-    let admitted = 0;
-    for (let i = 0; i < 200 && !renewal; i++) {
-      time.now += 50;
-      const d = await holder.admit(policy, calls);
-      if (d.decision.outcome === "allowed") admitted++;
-      renewal = d.renewal;
-    }
-    expect(renewal).not.toBeNull();
+    const { renewal, admitted } = await admitUntilRenewal(holder, policy, calls, time, {
+      stepMs: 50,
+      most: 200,
+    });
     holder.dropLease(); // a plan change made in this isolate while the renewal was out
     const leftAtDrop = holder.unusedPermits;
     open();
