@@ -175,8 +175,7 @@ export class QuotaHolder extends DurableObject<Env> {
    * usage read, or after a change to the key made in this location).
    */
   async giveBack(keyId: string): Promise<void> {
-    this.#leases.dropLease();
-    this.#leases.forgetRefusals();
+    this.#stopAdmittingFromStock();
     await this.#leases.giveBackUnused(this.#giveBackCall(keyId));
   }
 
@@ -187,9 +186,14 @@ export class QuotaHolder extends DurableObject<Env> {
    */
   async keyChanged(keyId: string): Promise<void> {
     this.#keyRecord.forget();
+    this.#stopAdmittingFromStock();
+    this.#inBackground(keyId, this.#leases.giveBackUnused(this.#giveBackCall(keyId)));
+  }
+
+  /** The key's next requests here go to its object: no admission from the stock, no refusal kept. */
+  #stopAdmittingFromStock(): void {
     this.#leases.dropLease();
     this.#leases.forgetRefusals();
-    this.#inBackground(keyId, this.#leases.giveBackUnused(this.#giveBackCall(keyId)));
   }
 
   /** Permits in stock or waiting to go back (for tests and the bench). */
