@@ -407,8 +407,7 @@ export class LeaseHolder {
       return false;
     }
     if (!granted) {
-      const minute = answer.windows.find((w) => w.name === "minute");
-      this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
+      this.#noLeaseUntilMinuteEnds(answer.windows);
       return false;
     }
     this.#lease = heldLease(granted, answer.policyVersion);
@@ -433,9 +432,7 @@ export class LeaseHolder {
     if (!granted) {
       // Refused, banned or near the limit: once this lease is used, one call per request
       // (unless this isolate changed the key's plan or lifted its ban since it asked).
-      const minute = answer.windows.find((w) => w.name === "minute");
-      if (this.#changes === sent.changes)
-        this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
+      if (this.#changes === sent.changes) this.#noLeaseUntilMinuteEnds(answer.windows);
       return false;
     }
     if (inUse && granted.id === lease.id) {
@@ -453,6 +450,12 @@ export class LeaseHolder {
     this.#keepToReturn(returnOf(lease));
     this.#lease = heldLease(granted, answer.policyVersion);
     return true;
+  }
+
+  /** No lease is asked for before the minute window in `windows` ends (none: no change). */
+  #noLeaseUntilMinuteEnds(windows: WindowStatus[]): void {
+    const minute = windows.find((w) => w.name === "minute");
+    this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
   }
 
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
@@ -492,8 +495,7 @@ export class LeaseHolder {
       this.#noLeaseUntil = Math.max(this.#noLeaseUntil, decision.retryAt);
     } else if (wanted > 0 && !lease) {
       // Too close to the limit for a lease: one call per request until the minute is over.
-      const minute = decision.windows.find((w) => w.name === "minute");
-      this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
+      this.#noLeaseUntilMinuteEnds(decision.windows);
     }
     const changed = this.#changes !== changes;
     if (lease && changed) this.#keepToReturn({ id: lease.id, unused: lease.permits });
