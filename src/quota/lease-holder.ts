@@ -127,6 +127,8 @@ export class LeaseHolder {
    * stay counted until their minute ends, like a lost isolate's.
    */
   readonly #leaseLifetimeMs: number;
+  /** How long ahead of its expiry the lease in use is renewed (see `renewsNow`). */
+  readonly #renewAheadMs: number;
 
   /**
    * `stock`: the permits to ask for whenever a lease is asked for or renewed, even for a quiet
@@ -135,6 +137,7 @@ export class LeaseHolder {
   constructor({ stock = 0 }: { stock?: number } = {}) {
     this.#stock = stock;
     this.#leaseLifetimeMs = stock > 0 ? STOCK_LEASE_MS : ISOLATE_LEASE_MS;
+    this.#renewAheadMs = stock > 0 ? STOCK_RENEW_AHEAD_MS : RENEW_AHEAD_MS;
   }
 
   /**
@@ -336,8 +339,8 @@ export class LeaseHolder {
     if (!renew || !lease || !this.#calls.idle) return null;
     if (now < this.#noLeaseUntil) return null;
     const minuteEnd = this.#windows.minuteEnd;
-    const aheadMs = this.#stock > 0 ? STOCK_RENEW_AHEAD_MS : RENEW_AHEAD_MS;
-    if (!renewsNow(lease, minuteEnd, now, { aheadMs, stock: this.#stock })) return null;
+    const renewOptions = { aheadMs: this.#renewAheadMs, stock: this.#stock };
+    if (!renewsNow(lease, minuteEnd, now, renewOptions)) return null;
     const want = this.#wanted(now, lease.left);
     if (want <= 0) return null;
     const sent: SentRenewal = {
