@@ -3,7 +3,8 @@ import { env, exports } from "cloudflare:workers";
 import { afterEach, beforeEach, expect, onTestFinished, vi } from "vitest";
 import { createApp } from "../src/app";
 import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
-import type { LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
+import { QuotaLimiterClient } from "../src/objects/quota-limiter-client";
+import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { Plan } from "../src/quota/plans";
 import type { Policy } from "../src/quota/windows";
 
@@ -365,4 +366,22 @@ export async function admitUntilRenewal(
     if (decided.renewal) return { renewal: decided.renewal, admitted };
   }
   expect.fail(`no renewal within ${most} requests ${stepMs} ms apart`);
+}
+
+/**
+ * One simulated isolate in `location`: its own lease holder and a limiter client for `keyId` that
+ * goes through that location's holder object, as a Worker isolate there does.
+ */
+export function isolateClientIn(
+  keyId: string,
+  location: string,
+): { leases: LeaseHolder; client: QuotaLimiterClient } {
+  const leases = new LeaseHolder();
+  const client = new QuotaLimiterClient(
+    env.QUOTA,
+    { id: keyId, region: null },
+    { holders: env.QUOTA_HOLDER, name: location },
+    leases,
+  );
+  return { leases, client };
 }

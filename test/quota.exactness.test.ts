@@ -12,12 +12,10 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { holderName } from "../src/objects/quota-holder";
-import { QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { heldBound } from "../src/quota/lease";
-import { LeaseHolder } from "../src/quota/lease-holder";
 import type { Policy } from "../src/quota/windows";
 import { backgroundWork } from "./background-work";
-import { MIDNIGHT, mockClock, seededRandom as random } from "./helpers";
+import { isolateClientIn, MIDNIGHT, mockClock, seededRandom as random } from "./helpers";
 
 const time = mockClock(MIDNIGHT);
 const background = backgroundWork(time);
@@ -63,13 +61,7 @@ describe("4 locations × 4 isolates racing on one key, random interleavings unde
 
       const isolates = LOCATIONS.flatMap((location) =>
         Array.from({ length: ISOLATES_PER_LOCATION }, () => {
-          const leases = new LeaseHolder();
-          const client = new QuotaLimiterClient(
-            env.QUOTA,
-            { id: keyId, region: null },
-            { holders: env.QUOTA_HOLDER, name: location },
-            leases,
-          );
+          const { leases, client } = isolateClientIn(keyId, location);
           return { location, leases, client, policy };
         }),
       );

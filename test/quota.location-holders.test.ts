@@ -8,9 +8,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
-import { type AdmitResult, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
+import type { AdmitResult } from "../src/objects/quota-limiter-client";
 import { GIVE_BACK_GRACE_MS, heldBound, STOCK_LEASE_MS } from "../src/quota/lease";
-import { LeaseHolder } from "../src/quota/lease-holder";
 import type { Policy } from "../src/quota/windows";
 import { backgroundWork } from "./background-work";
 import {
@@ -18,6 +17,7 @@ import {
   BASE,
   call,
   callWith,
+  isolateClientIn,
   issueKey,
   keyDetail,
   MIDNIGHT,
@@ -43,13 +43,7 @@ const holderOf = (keyId: string, location: string) =>
 
 /** One simulated isolate in `location`: its own leases, its own client. */
 function isolate(keyId: string, location: string, policy: Policy) {
-  const leases = new LeaseHolder();
-  const client = new QuotaLimiterClient(
-    env.QUOTA,
-    { id: keyId, region: null },
-    { holders: env.QUOTA_HOLDER, name: location },
-    leases,
-  );
+  const { leases, client } = isolateClientIn(keyId, location);
   return {
     leases,
     admit: async (): Promise<AdmitResult> => {

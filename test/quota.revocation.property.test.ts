@@ -9,11 +9,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
-import { QuotaLimiterClient } from "../src/objects/quota-limiter-client";
-import { LeaseHolder } from "../src/quota/lease-holder";
 import type { Policy } from "../src/quota/windows";
 import { backgroundWork } from "./background-work";
-import { mockClock, seededRandom as random, T0 } from "./helpers";
+import { isolateClientIn, mockClock, seededRandom as random, T0 } from "./helpers";
 
 const time = mockClock(T0);
 const background = backgroundWork(time);
@@ -51,13 +49,7 @@ describe("disable and enable racing 4 locations × 4 isolates, random interleavi
 
       const isolates = LOCATIONS.flatMap((location) =>
         Array.from({ length: 4 }, () => {
-          const leases = new LeaseHolder();
-          const client = new QuotaLimiterClient(
-            env.QUOTA,
-            { id: keyId, region: null },
-            { holders: env.QUOTA_HOLDER, name: location },
-            leases,
-          );
+          const { leases, client } = isolateClientIn(keyId, location);
           return { location, leases, client, policy, lastSent: -Infinity, starting: false };
         }),
       );

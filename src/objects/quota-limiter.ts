@@ -185,8 +185,9 @@ export class QuotaLimiter extends DurableObject<Env> {
     let { state } = decided;
     const { decision } = decided;
     let lease: Lease | null = null;
+    // Most requests ask for no lease: they need not read what the leases hold.
     const permits =
-      decision.outcome === "allowed"
+      decision.outcome === "allowed" && request.want > 0
         ? permitsToLease(decision.windows, effective, request.want, 0, this.#heldBy(state))
         : 0;
     if (permits > 0) {
