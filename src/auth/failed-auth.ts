@@ -76,8 +76,7 @@ export async function failedGuess(
   const seen = decision.windows[0]!;
   lastSeen.set(shieldName, seen, seen.resetAt);
   if (decision.outcome !== "allowed") {
-    const window = decision.windows[0]!;
-    refused.set(shieldName, window, window.resetAt);
+    refused.set(shieldName, seen, seen.resetAt);
     return tooManyFailures(decision);
   }
   return new ApiError("unauthorized", message, {

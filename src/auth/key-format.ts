@@ -17,9 +17,12 @@ const KEY_ID_LENGTH = 20;
 const LIVE_PREFIX = "pet_live_";
 const TEST_PREFIX = "pet_test_";
 const SHOWN_SECRET_CHARACTERS = 4;
+/** A key id without its `key_`, as a pattern: written once for the id and the key that names it. */
+const KEY_ID_PART = `[0-9A-Za-z]{${KEY_ID_LENGTH}}`;
+const KEY_ID_PATTERN = new RegExp(`^${KEY_ID_PREFIX}${KEY_ID_PART}$`);
 const KEY_PATTERN = new RegExp(
   `^(?:${LIVE_PREFIX}|${TEST_PREFIX})[0-9A-Za-z]{${KEY_SECRET_LENGTH}}` +
-    `(?:_([0-9A-Za-z]{${KEY_ID_LENGTH}})_([0-9a-f]{${TAG_BYTES * 2}}))?$`,
+    `(?:_(${KEY_ID_PART})_([0-9a-f]{${TAG_BYTES * 2}}))?$`,
 );
 
 const encoder = new TextEncoder();
@@ -40,9 +43,8 @@ export async function generateApiKey(
   tagSecret: string,
 ): Promise<{ key: string; displayPrefix: string }> {
   const prefix = environment === "production" ? LIVE_PREFIX : TEST_PREFIX;
+  if (!KEY_ID_PATTERN.test(keyId)) throw new Error(`not a key id: ${keyId}`);
   const idPart = keyId.slice(KEY_ID_PREFIX.length);
-  if (!keyId.startsWith(KEY_ID_PREFIX) || !/^[0-9A-Za-z]{20}$/.test(idPart))
-    throw new Error(`not a key id: ${keyId}`);
   const secret = prefix + randomBase62(KEY_SECRET_LENGTH);
   const key = `${secret}_${idPart}_${await tagOf(tagSecret, keyId)}`;
   return { key, displayPrefix: key.slice(0, prefix.length + SHOWN_SECRET_CHARACTERS) };

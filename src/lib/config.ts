@@ -219,8 +219,7 @@ function describe(error: z.ZodError): string {
  * working until they are replaced. Throws ConfigError (and logs it) when CURSOR_SECRET is unset.
  */
 export function cursorSecretsAcceptedOrThrow(config: Config): string[] {
-  const current = secretOrThrow(config, "CURSOR_SECRET");
-  return config.CURSOR_SECRET_PREVIOUS ? [current, config.CURSOR_SECRET_PREVIOUS] : [current];
+  return currentThenPrevious(secretOrThrow(config, "CURSOR_SECRET"), config.CURSOR_SECRET_PREVIOUS);
 }
 
 /**
@@ -229,6 +228,9 @@ export function cursorSecretsAcceptedOrThrow(config: Config): string[] {
  */
 export function keyTagSecretsAccepted(config: Config): string[] {
   const current = config.KEY_TAG_SECRET;
-  if (!current) return [];
-  return config.KEY_TAG_SECRET_PREVIOUS ? [current, config.KEY_TAG_SECRET_PREVIOUS] : [current];
+  return current ? currentThenPrevious(current, config.KEY_TAG_SECRET_PREVIOUS) : [];
 }
+
+/** A rotated secret's accepted values: the current one, then the previous one while it is set. */
+const currentThenPrevious = (current: string, previous: string | undefined): string[] =>
+  previous ? [current, previous] : [current];
