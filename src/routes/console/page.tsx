@@ -1,4 +1,4 @@
-import type { FC } from "hono/jsx";
+import type { FC, PropsWithChildren } from "hono/jsx";
 import { PLANS } from "../../quota/plans";
 import { AUDIT_ACTION_NAMES } from "../../schemas/audit";
 import { KEY_LIST_STATES } from "../../schemas/keys";
@@ -37,6 +37,38 @@ const SecretBox: FC<{ id: string }> = ({ id }) => (
       Copy
     </button>
   </div>
+);
+
+/** A table's header row: one column per name, then `children` (columns that need more than a name). */
+const ColumnHeads: FC<PropsWithChildren<{ names: readonly string[] }>> = ({ names, children }) => (
+  <thead>
+    <tr>
+      {names.map((name) => (
+        <th scope="col">{name}</th>
+      ))}
+      {children}
+    </tr>
+  </thead>
+);
+
+/** The usage tables' last column, with what it counts. */
+const StrandedHead: FC = () => (
+  <th scope="col" title="Permits leased and never reported used: not requests, not billed">
+    Stranded
+  </th>
+);
+
+/** One change to the shown key: its fields (`children`), the button that submits it, its result. */
+const ActionForm: FC<PropsWithChildren<{ action: string; submitLabel: string }>> = ({
+  action,
+  submitLabel,
+  children,
+}) => (
+  <form class="action" data-action={action}>
+    {children}
+    <button type="submit">{submitLabel}</button>
+    <output class="result" />
+  </form>
 );
 
 /**
@@ -104,16 +136,7 @@ const ConsolePage: FC = () => (
               Today: requests counted today against the day quota. Last used: the last UTC day with
               any request.
             </caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Plan</th>
-                <th scope="col">State</th>
-                <th scope="col">Today</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Owner</th>
-              </tr>
-            </thead>
+            <ColumnHeads names={["Name", "Plan", "State", "Today", "Last used", "Owner"]} />
             <tbody />
           </table>
           <p id="no-keys" class="hint" hidden>
@@ -198,21 +221,11 @@ const ConsolePage: FC = () => (
             <summary>The same numbers as a table</summary>
             <div class="scroll">
               <table id="usage-table">
-                <thead>
-                  <tr>
-                    <th scope="col">Day (UTC)</th>
-                    <th scope="col">Admitted</th>
-                    <th scope="col">Rate limited</th>
-                    <th scope="col">Over quota</th>
-                    <th scope="col">Banned</th>
-                    <th
-                      scope="col"
-                      title="Permits leased and never reported used: not requests, not billed"
-                    >
-                      Stranded
-                    </th>
-                  </tr>
-                </thead>
+                <ColumnHeads
+                  names={["Day (UTC)", "Admitted", "Rate limited", "Over quota", "Banned"]}
+                >
+                  <StrandedHead />
+                </ColumnHeads>
                 <tbody />
               </table>
             </div>
@@ -223,31 +236,25 @@ const ConsolePage: FC = () => (
             This key is revoked: nothing about it can be changed any more.
           </p>
           <div id="actions" data-writes>
-            <form class="action" data-action="rename">
+            <ActionForm action="rename" submitLabel="Rename">
               <label>
                 Name
                 <input name="name" required maxlength={200} />
               </label>
-              <button type="submit">Rename</button>
-              <output class="result" />
-            </form>
-            <form class="action" data-action="owner">
+            </ActionForm>
+            <ActionForm action="owner" submitLabel="Save owner">
               <label>
                 Owner id
                 <input name="ownerId" maxlength={200} placeholder="none" />
               </label>
-              <button type="submit">Save owner</button>
-              <output class="result" />
-            </form>
-            <form class="action" data-action="meta">
+            </ActionForm>
+            <ActionForm action="meta" submitLabel="Save metadata">
               <label>
                 Metadata (a JSON object; empty clears it)
                 <textarea name="meta" rows={3} spellcheck={false} />
               </label>
-              <button type="submit">Save metadata</button>
-              <output class="result" />
-            </form>
-            <form class="action" data-action="plan">
+            </ActionForm>
+            <ActionForm action="plan" submitLabel="Change plan">
               <label>
                 Plan
                 <select name="plan">
@@ -262,10 +269,8 @@ const ConsolePage: FC = () => (
                 Per day
                 <input name="perDay" type="number" min="1" />
               </label>
-              <button type="submit">Change plan</button>
-              <output class="result" />
-            </form>
-            <form class="action" data-action="region">
+            </ActionForm>
+            <ActionForm action="region" submitLabel="Save region">
               <label>
                 Region (where its quota object is created, at its first request; an object never
                 moves)
@@ -273,9 +278,7 @@ const ConsolePage: FC = () => (
                   <RegionOptions />
                 </select>
               </label>
-              <button type="submit">Save region</button>
-              <output class="result" />
-            </form>
+            </ActionForm>
             <form class="action" data-action="expiry">
               <label>
                 Expires (your local time)
@@ -335,21 +338,9 @@ const ConsolePage: FC = () => (
           </form>
           <div class="scroll">
             <table id="day-table" hidden>
-              <thead>
-                <tr>
-                  <th scope="col">Key</th>
-                  <th scope="col">Plan</th>
-                  <th scope="col">Owner</th>
-                  <th scope="col">Admitted</th>
-                  <th scope="col">Refused</th>
-                  <th
-                    scope="col"
-                    title="Permits leased and never reported used: not requests, not billed"
-                  >
-                    Stranded
-                  </th>
-                </tr>
-              </thead>
+              <ColumnHeads names={["Key", "Plan", "Owner", "Admitted", "Refused"]}>
+                <StrandedHead />
+              </ColumnHeads>
               <tbody />
             </table>
           </div>
