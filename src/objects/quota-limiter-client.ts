@@ -114,6 +114,11 @@ function admitResultOf(answer: HolderAnswer): AdmitResult {
     : { reached: false, overloaded: answer.overloaded, refusal: answer.refusal };
 }
 
+/** The key's holder in `location`. */
+function holderIn(location: RequestLocation, keyId: string): DurableObjectStub<QuotaHolder> {
+  return location.holders.getByName(holderName(keyId, location.name));
+}
+
 async function askHolder(
   location: RequestLocation,
   keyId: string,
@@ -121,7 +126,7 @@ async function askHolder(
 ): Promise<LocationAuthentication> {
   let said: HolderAuthentication;
   try {
-    said = await ask(location.holders.getByName(holderName(keyId, location.name)));
+    said = await ask(holderIn(location, keyId));
   } catch (err) {
     log("warn", "location holder unreachable; reading the key from D1", {
       keyId,
@@ -275,8 +280,7 @@ export class QuotaLimiterClient {
       // Not retried: a renewal that reached the object before its connection failed has been
       // counted, and a second one would count its permits again. A lost renewal costs nothing
       // but a call: the lease in use runs out and the next request asks.
-      renew: (request) =>
-        this.namespace.getByName(this.keyId, placedIn(this.region)).renewLease(policy, request),
+      renew: (request) => this.#stub().renewLease(policy, request),
     };
   }
 
@@ -372,9 +376,7 @@ export class QuotaLimiterClient {
     if (location && request.want === 0 && request.returning.length === 0) {
       let answer: HolderAnswer | null = null;
       try {
-        answer = await location.holders
-          .getByName(holderName(this.keyId, location.name))
-          .admit(this.keyId, policy, this.region);
+        answer = await holderIn(location, this.keyId).admit(this.keyId, policy, this.region);
       } catch (err) {
         log("warn", "location holder unreachable; asking the key's object", {
           keyId: this.keyId,
@@ -391,8 +393,7 @@ export class QuotaLimiterClient {
   async #handBackLocationStock(): Promise<void> {
     const location = this.location;
     if (!location) return;
-    await location.holders
-      .getByName(holderName(this.keyId, location.name))
+    await holderIn(location, this.keyId)
       .giveBack(this.keyId)
       .catch((err: unknown) =>
         log("warn", "could not hand a location holder's stock back", {
@@ -403,9 +404,10 @@ export class QuotaLimiterClient {
   }
 
   #call<T>(call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>): Promise<T> {
-    return callWithOneRetry(
-      () => this.namespace.getByName(this.keyId, placedIn(this.region)),
-      call,
-    );
+    return callWithOneRetry(() => this.#stub(), call);
+  }
+
+  #stub(): DurableObjectStub<QuotaLimiter> {
+    return this.namespace.getByName(this.keyId, placedIn(this.region));
   }
 }
