@@ -385,3 +385,12 @@ export function isolateClientIn(
   );
   return { leases, client };
 }
+
+/** A promise that stays pending until the test calls `open()`: holds an answer back on its way. */
+export function closedGate(): { gate: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { gate, open };
+}

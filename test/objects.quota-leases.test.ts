@@ -8,7 +8,14 @@ import { GIVE_BACK_GRACE_MS, ISOLATE_LEASE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { RenewalRequest, ReturnedLease } from "../src/quota/lease-messages";
 import type { KeyDecision, Policy } from "../src/quota/windows";
-import { admitUntilRenewal, MIDNIGHT, mockClock, seededRandom as random, T0 } from "./helpers";
+import {
+  admitUntilRenewal,
+  closedGate,
+  MIDNIGHT,
+  mockClock,
+  seededRandom as random,
+  T0,
+} from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -347,10 +354,7 @@ describe("one lease holder", () => {
 
 /** Lease calls on `stub` whose renewals wait until the test calls `open()`. */
 function gatedRenewals(stub: Stub, policy: Policy) {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    open = resolve;
-  });
+  const { gate, open } = closedGate();
   let admitCalls = 0;
   let renewals = 0;
   const calls: LeaseCalls = {
@@ -729,10 +733,7 @@ describe("the holder's own rules", () => {
     const policy = policyOf(100, 1_000_000);
     const M = T0 + 10 * MINUTE_MS;
     let failRenewals = false;
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      open = resolve;
-    });
+    const { gate, open } = closedGate();
     const handedBack: ReturnedLease[] = [];
     let oldLease = "";
     const calls: LeaseCalls = {
@@ -792,10 +793,7 @@ describe("the holder's own rules", () => {
     const v1 = policyOf(100, 1_000_000);
     const v2 = policyOf(1_000, 1_000_000, { version: 2 });
     let policy = v1;
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      open = resolve;
-    });
+    const { gate, open } = closedGate();
     const calls: LeaseCalls = {
       admit: (request) => stub.admit(policy, request),
       giveBack: (returned) => stub.returnLease(returned),
@@ -840,10 +838,7 @@ describe("QuotaLimiterClient's hand-backs", () => {
     // Expiry timers never fire here: only the hand-back the renewal's answer starts can run.
     vi.spyOn(clock, "sleep").mockReturnValue(new Promise<void>(() => {}));
     const keyId = `client_handback_${++seq}`;
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      open = resolve;
-    });
+    const { gate, open } = closedGate();
     let renewals = 0;
     // The real namespace, with renewals held at the gate.
     const getByName = (name: string) => {

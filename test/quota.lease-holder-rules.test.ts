@@ -7,7 +7,7 @@ import { GIVE_BACK_GRACE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { LeaseRequest, RenewalRequest, ReturnedLease } from "../src/quota/lease-messages";
 import type { Policy } from "../src/quota/windows";
-import { admitUntilRenewal, mockClock, T0 } from "./helpers";
+import { admitUntilRenewal, closedGate, mockClock, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -29,10 +29,7 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
  * many calls were in flight when it was sent.
  */
 function gatedAdmissions(stub: Stub, policy: Policy) {
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    open = resolve;
-  });
+  const { gate, open } = closedGate();
   let active = 0;
   const sent: { request: LeaseRequest; alongside: number }[] = [];
   const calls: LeaseCalls = {
@@ -191,10 +188,7 @@ describe("the work an admission leaves behind", () => {
   it("a timer that wakes before the expiry returns at once, not waiting for a renewal in flight", async () => {
     const stub = newObject();
     const policy = policyOf(6_000, 1_000_000);
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      open = resolve;
-    });
+    const { gate, open } = closedGate();
     const calls: LeaseCalls = {
       admit: (request) => stub.admit(policy, request),
       giveBack: (returned) => stub.returnLease(returned),
@@ -225,10 +219,7 @@ describe("permits kept to go back", () => {
   it("a renewal granted to a lease dropped meanwhile joins its entry: one hand-back with both", async () => {
     const stub = newObject();
     const policy = policyOf(6_000, 1_000_000);
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => {
-      open = resolve;
-    });
+    const { gate, open } = closedGate();
     let granted = 0;
     const sent: ReturnedLease[] = [];
     const calls: LeaseCalls = {

@@ -113,17 +113,18 @@ async function headersOrThrowRefusal(
 export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
   createMiddleware<QuotaEnv>(async (c, next) => {
     const key = c.var.apiKey;
-    const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
-    const limiter = new QuotaLimiterClient(c.env.QUOTA, key, location);
-    const policy = policyOf(key);
     // The first request of a key also marks it used (see first-use.ts); its answer waits for both.
     const firstUse = markFirstUseOrThrow(c.env, key);
     // Decided already when the key's location holder authenticated the request (auth/api-key.ts).
-    const decided = c.var.admission;
+    const decision =
+      c.var.admission ??
+      new QuotaLimiterClient(c.env.QUOTA, key, locationOf(c.req.raw, c.env.QUOTA_HOLDER)).admit(
+        policyOf(key),
+      );
     const admitted = wrapTime(
       c,
       "quota",
-      Promise.all([decided ?? limiter.admit(policy), firstUse]).then(([result]) => {
+      Promise.all([decision, firstUse]).then(([result]) => {
         // A lease renewal this request started, and the hand-back of a lease's unused permits
         // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
         if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);

@@ -28,8 +28,9 @@ const markedHere = new ExpiringMap<string, true>(10_000);
  * this request is refused too (throws its 401), as the push would have refused it.
  */
 export function markFirstUseOrThrow(env: Env, key: KeyRecord): Promise<void> | null {
+  if (key.firstUsedAt !== null) return null;
   const now = clock.now();
-  if (key.firstUsedAt !== null || markedHere.get(key.id, now)) return null;
+  if (markedHere.get(key.id, now)) return null;
   return markKeyUsed(env.DB, key.id, now).then(
     async (current) => {
       markedHere.set(key.id, true, Infinity);

@@ -127,6 +127,8 @@ export class LeaseHolder {
    * stay counted until their minute ends, like a lost isolate's.
    */
   readonly #leaseLifetimeMs: number;
+  /** How long ahead of its expiry the lease in use is renewed (see `renewsNow`). */
+  readonly #renewAheadMs: number;
 
   /**
    * `stock`: the permits to ask for whenever a lease is asked for or renewed, even for a quiet
@@ -135,6 +137,7 @@ export class LeaseHolder {
   constructor({ stock = 0 }: { stock?: number } = {}) {
     this.#stock = stock;
     this.#leaseLifetimeMs = stock > 0 ? STOCK_LEASE_MS : ISOLATE_LEASE_MS;
+    this.#renewAheadMs = stock > 0 ? STOCK_RENEW_AHEAD_MS : RENEW_AHEAD_MS;
   }
 
   /**
@@ -336,8 +339,8 @@ export class LeaseHolder {
     if (!renew || !lease || !this.#calls.idle) return null;
     if (now < this.#noLeaseUntil) return null;
     const minuteEnd = this.#windows.minuteEnd;
-    const aheadMs = this.#stock > 0 ? STOCK_RENEW_AHEAD_MS : RENEW_AHEAD_MS;
-    if (!renewsNow(lease, minuteEnd, now, { aheadMs, stock: this.#stock })) return null;
+    const renewOptions = { aheadMs: this.#renewAheadMs, stock: this.#stock };
+    if (!renewsNow(lease, minuteEnd, now, renewOptions)) return null;
     const want = this.#wanted(now, lease.left);
     if (want <= 0) return null;
     const sent: SentRenewal = {
@@ -407,8 +410,7 @@ export class LeaseHolder {
       return false;
     }
     if (!granted) {
-      const minute = answer.windows.find((w) => w.name === "minute");
-      this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
+      this.#noLeaseUntilMinuteEnds(answer.windows);
       return false;
     }
     this.#lease = heldLease(granted, answer.policyVersion);
@@ -433,9 +435,7 @@ export class LeaseHolder {
     if (!granted) {
       // Refused, banned or near the limit: once this lease is used, one call per request
       // (unless this isolate changed the key's plan or lifted its ban since it asked).
-      const minute = answer.windows.find((w) => w.name === "minute");
-      if (this.#changes === sent.changes)
-        this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
+      if (this.#changes === sent.changes) this.#noLeaseUntilMinuteEnds(answer.windows);
       return false;
     }
     if (inUse && granted.id === lease.id) {
@@ -453,6 +453,12 @@ export class LeaseHolder {
     this.#keepToReturn(returnOf(lease));
     this.#lease = heldLease(granted, answer.policyVersion);
     return true;
+  }
+
+  /** No lease is asked for before the minute window in `windows` ends (none: no change). */
+  #noLeaseUntilMinuteEnds(windows: WindowStatus[]): void {
+    const minute = windows.find((w) => w.name === "minute");
+    this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
   }
 
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
@@ -492,8 +498,7 @@ export class LeaseHolder {
       this.#noLeaseUntil = Math.max(this.#noLeaseUntil, decision.retryAt);
     } else if (wanted > 0 && !lease) {
       // Too close to the limit for a lease: one call per request until the minute is over.
-      const minute = decision.windows.find((w) => w.name === "minute");
-      this.#noLeaseUntil = Math.max(this.#noLeaseUntil, minute?.resetAt ?? 0);
+      this.#noLeaseUntilMinuteEnds(decision.windows);
     }
     const changed = this.#changes !== changes;
     if (lease && changed) this.#keepToReturn({ id: lease.id, unused: lease.permits });

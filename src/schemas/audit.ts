@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { adminPageCursor, isoDay, pageLimit } from "./common";
+import { adminPageCursor, isoDay, oneOfError, pageLimit } from "./common";
 import { keyIdString } from "./keys";
 
 export const AUDIT_ACTION_NAMES = [
@@ -23,7 +23,7 @@ export const AuditQuerySchema = z.strictObject({
     .optional()
     .openapi({ description: "Only entries by this actor (an admin token's name, or system)" }),
   action: z
-    .enum(AUDIT_ACTION_NAMES, { error: `must be one of: ${AUDIT_ACTION_NAMES.join(", ")}` })
+    .enum(AUDIT_ACTION_NAMES, oneOfError(AUDIT_ACTION_NAMES))
     .optional()
     .openapi({ description: "Only entries of this action" }),
   from: isoDay("Only entries from this UTC day on (inclusive)").optional(),

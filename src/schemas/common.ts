@@ -96,6 +96,11 @@ export function isoDay(description: string) {
     .openapi({ type: "string", format: "date", description, example: "2030-06-10" });
 }
 
+/** The error of an enum of `values`: the one wording of a value outside a closed list. */
+export const oneOfError = (values: readonly string[]) => ({
+  error: `must be one of: ${values.join(", ")}`,
+});
+
 /** A page size query parameter: an integer 1–100 given as digits without leading zeros, 20 when absent. */
 export function pageLimit(description: string) {
   return z

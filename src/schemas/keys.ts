@@ -1,11 +1,9 @@
 import { z } from "@hono/zod-openapi";
 import { PLANS } from "../quota/plans";
-import { adminPageCursor, DisplayNameSchema, pageLimit } from "./common";
+import { adminPageCursor, DisplayNameSchema, oneOfError, pageLimit } from "./common";
 import { RegionSchema } from "./region";
 
-const planError = { error: `must be one of: ${PLANS.join(", ")}` };
-
-const PlanSchema = z.enum(PLANS, planError).openapi("Plan");
+const PlanSchema = z.enum(PLANS, oneOfError(PLANS)).openapi("Plan");
 
 /**
  * The largest limit a key may have: every /v1 answer states it in RateLimit-Policy, a structured
@@ -209,14 +207,14 @@ export const KeyPageSchema = z
 
 export const ListKeysQuerySchema = z.strictObject({
   limit: pageLimit("Maximum number of keys returned"),
-  plan: z.enum(PLANS, planError).optional().openapi({ description: "Only keys of this plan" }),
-  state: z
-    .enum(KEY_LIST_STATES, { error: `must be one of: ${KEY_LIST_STATES.join(", ")}` })
+  plan: z
+    .enum(PLANS, oneOfError(PLANS))
     .optional()
-    .openapi({
-      description:
-        "Only keys in this state; banned: an automatic ban is on (for keys neither revoked nor disabled)",
-    }),
+    .openapi({ description: "Only keys of this plan" }),
+  state: z.enum(KEY_LIST_STATES, oneOfError(KEY_LIST_STATES)).optional().openapi({
+    description:
+      "Only keys in this state; banned: an automatic ban is on (for keys neither revoked nor disabled)",
+  }),
   ownerId: z.string().max(200).optional().openapi({ description: "Only keys of this owner" }),
   q: z
     .string()

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { oneOfError } from "./common";
 
 /**
  * The regions a key's quota object can be placed in: Cloudflare's Durable Object location hints,
@@ -26,8 +27,6 @@ export const REGIONS = Object.keys(REGION_NAMES) as [Region, ...Region[]];
 export const isRegion = (value: unknown): value is Region =>
   typeof value === "string" && Object.hasOwn(REGION_NAMES, value);
 
-export const RegionSchema = z
-  .enum(REGIONS, { error: `must be one of: ${REGIONS.join(", ")}` })
-  .openapi("Region", {
-    description: `Where the key's quota object is created: a Durable Object location hint (${REGIONS.map((r) => `${r}: ${REGION_NAMES[r]}`).join("; ")}). It applies when the object is created, at the key's first request; an object never moves.`,
-  });
+export const RegionSchema = z.enum(REGIONS, oneOfError(REGIONS)).openapi("Region", {
+  description: `Where the key's quota object is created: a Durable Object location hint (${REGIONS.map((r) => `${r}: ${REGION_NAMES[r]}`).join("; ")}). It applies when the object is created, at the key's first request; an object never moves.`,
+});

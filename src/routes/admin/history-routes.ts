@@ -50,22 +50,17 @@ function rangeOrThrow(query: { from?: string; to?: string }, now: number) {
   return { from, to };
 }
 
-const USAGE_COLUMNS = [
-  "day",
-  "admitted",
-  "rate_limited",
-  "quota_exceeded",
-  "key_banned",
-  "stranded",
+/** The usage CSV's columns, each with its cell of a day: a column is named and filled in one place. */
+const USAGE_CSV: readonly (readonly [column: string, cell: (d: UsageDay) => unknown])[] = [
+  ["day", (d) => d.day],
+  ["admitted", (d) => d.admitted],
+  ["rate_limited", (d) => d.refused.rate_limited],
+  ["quota_exceeded", (d) => d.refused.quota_exceeded],
+  ["key_banned", (d) => d.refused.key_banned],
+  ["stranded", (d) => d.stranded],
 ];
-const usageCells = (d: UsageDay) => [
-  d.day,
-  d.admitted,
-  d.refused.rate_limited,
-  d.refused.quota_exceeded,
-  d.refused.key_banned,
-  d.stranded,
-];
+const USAGE_COLUMNS = USAGE_CSV.map(([column]) => column);
+const usageCells = (d: UsageDay) => USAGE_CSV.map(([, cell]) => cell(d));
 
 function csvResponse(c: Context, text: string, headers: Record<string, string> = {}) {
   return c.body(text, 200, { "Content-Type": "text/csv; charset=utf-8", ...headers });

@@ -106,7 +106,6 @@ function expiryOrThrow(value: string | undefined, now: number): number | null {
 }
 
 /**
-/**
  * A new secret for key `id`, tagged with its id (auth/key-format.ts). Throws ConfigError (500,
  * logged) when KEY_TAG_SECRET is unset: a key is never issued that could not be routed.
  */
