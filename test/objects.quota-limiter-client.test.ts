@@ -160,6 +160,29 @@ describe("QuotaLimiterClient's usage reads are exact as far as its isolate and l
     expect(await holder.unusedPermits()).toBe(0);
   });
 
+  it("a location holder whose stock cannot be handed back: the read still answers, and it is logged with the key", async () => {
+    const keyId = newKeyId();
+    const policy = policyOf(60, 1_000);
+    time.now = T0 + 1_000;
+    const holders = counted(env.QUOTA_HOLDER, ["giveBack"]);
+    const client = new QuotaLimiterClient(
+      env.QUOTA,
+      { id: keyId, region: null },
+      { holders: holders.namespace, name: "FRA" },
+      new LeaseHolder(),
+    );
+    const first = await client.admit(policy);
+    expect(first.reached && first.decision.outcome).toBe("allowed");
+    const read = await client.usage(policy);
+    expect(holders.calls.giveBack).toBe(1);
+    expect(read?.minute.limit).toBe(60);
+    expect(
+      logged.filter(
+        (l) => l.includes("could not hand a location holder's stock back") && l.includes(keyId),
+      ),
+    ).toHaveLength(1);
+  });
+
   it("hands this isolate's unused leased permits back before reading", async () => {
     const keyId = newKeyId();
     const policy = policyOf(6_000, 1_000_000);
