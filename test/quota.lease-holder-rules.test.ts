@@ -3,9 +3,20 @@
 // and how unused permits are kept to go back.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { GIVE_BACK_GRACE_MS } from "../src/quota/lease";
+import { leaseWanted } from "../src/quota/arrival-rate";
+import {
+  GIVE_BACK_GRACE_MS,
+  RENEW_AHEAD_MS,
+  STOCK_LEASE_MS,
+  STOCK_RENEW_AHEAD_MS,
+} from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
-import type { LeaseRequest, RenewalRequest, ReturnedLease } from "../src/quota/lease-messages";
+import type {
+  Lease,
+  LeaseRequest,
+  RenewalRequest,
+  ReturnedLease,
+} from "../src/quota/lease-messages";
 import type { Policy } from "../src/quota/windows";
 import { admitUntilRenewal, closedGate, mockClock, T0 } from "./helpers";
 
@@ -275,5 +286,315 @@ describe("permits kept to go back", () => {
     expect(renewals.length).toBeGreaterThan(0);
     expect(renewals.some((r) => r.holding > 0)).toBe(true);
     for (const r of renewals) expect(r.want).toBe(Math.max(stock - r.holding, 1));
+  });
+});
+
+/**
+ * Calls to `stub` under `policy()` recording every admission's request, the leases granted and
+ * every renewal (with the time it was sent); admissions asking for a lease wait at `gate` when one
+ * is given.
+ */
+function watchedCalls(stub: Stub, policy: () => Policy, gate?: Promise<void>) {
+  const requests: LeaseRequest[] = [];
+  const leases: Lease[] = [];
+  const renewals: { at: number; request: RenewalRequest }[] = [];
+  const calls: LeaseCalls = {
+    admit: async (request) => {
+      requests.push(request);
+      if (gate && request.want > 0) await gate;
+      const admission = await stub.admit(policy(), request);
+      if (admission.lease) leases.push(admission.lease);
+      return admission;
+    },
+    giveBack: (returned) => stub.returnLease(returned),
+    renew: (request) => {
+      renewals.push({ at: time.now, request });
+      return stub.renewLease(policy(), request);
+    },
+  };
+  return { calls, requests, leases, renewals };
+}
+
+/** Uses up the key's minute on `stub` but `room` requests, as other isolates would. */
+async function othersUseAllBut(stub: Stub, policy: Policy, room: number) {
+  while ((await stub.usage()).minute.count < policy.perMinute - room) await stub.admit(policy);
+}
+
+describe("renewals", () => {
+  /** A fresh isolate's holder, taking a lease of 4 at T0 + 1.1 s (two requests 100 ms apart). */
+  async function isolateWithLease(policy: Policy) {
+    const watched = watchedCalls(newObject(), () => policy);
+    const holder = new LeaseHolder();
+    time.now = T0 + 1_000;
+    await holder.admit(policy, watched.calls); // quiet so far: decided by the object
+    time.now += 100;
+    expect((await holder.admit(policy, watched.calls)).leaseGranted).toBe(true);
+    const lease = watched.leases[0]!;
+    expect(lease.permits).toBe(4);
+    return { ...watched, holder, lease };
+  }
+
+  it("an isolate's lease is not renewed more than RENEW_AHEAD_MS before its expiry while under half used", async () => {
+    const policy = policyOf(6_000, 1_000_000);
+    const { holder, calls, lease, renewals } = await isolateWithLease(policy);
+    time.now = lease.expiresAt - RENEW_AHEAD_MS - 1;
+    const early = await holder.admit(policy, calls);
+    expect(early.local).toBe(true);
+    expect(early.renewal, "not due yet").toBeNull();
+    time.now += 1;
+    const due = await holder.admit(policy, calls);
+    expect(due.renewal, "due").not.toBeNull();
+    await due.renewal;
+    expect(renewals.map((r) => r.at)).toEqual([lease.expiresAt - RENEW_AHEAD_MS]);
+  });
+
+  it("an isolate's lease is not renewed once the key went quiet: it runs out and goes back", async () => {
+    const policy = policyOf(6_000, 1_000_000);
+    const { holder, calls, lease, renewals } = await isolateWithLease(policy);
+    // Due (within RENEW_AHEAD_MS of the expiry), but one request in the last second and three
+    // in the horizon: a quiet key wants nothing.
+    time.now = lease.expiresAt - 250;
+    const quiet = await holder.admit(policy, calls);
+    expect(quiet.local).toBe(true);
+    expect(quiet.renewal, "quiet: nothing wanted").toBeNull();
+    expect(renewals).toEqual([]);
+  });
+
+  it("a location holder's stock is sized for STOCK_LEASE_MS and renewed STOCK_RENEW_AHEAD_MS before the expiry", async () => {
+    const stock = 6;
+    const policy = policyOf(6_000, 1_000_000);
+    const { calls, leases, renewals } = watchedCalls(newObject(), () => policy);
+    const holder = new LeaseHolder({ stock });
+    time.now = T0 + 1_000;
+    expect((await holder.admit(policy, calls)).leaseGranted).toBe(true); // the stock, at once
+    const lease = leases[0]!;
+    expect(lease.permits).toBe(stock);
+    time.now = lease.expiresAt - STOCK_RENEW_AHEAD_MS - 1;
+    expect((await holder.admit(policy, calls)).renewal, "not due yet").toBeNull();
+    time.now += 1;
+    const due = await holder.admit(policy, calls);
+    expect(due.renewal, "due: STOCK_RENEW_AHEAD_MS before the expiry").not.toBeNull();
+    await due.renewal;
+    // Two requests in the last second: a stock's lifetime at that rate, more than tops it up.
+    const arrivals = [T0 + 1_000, time.now - 1, time.now];
+    expect(renewals.map((r) => r.request.want)).toEqual([
+      leaseWanted(arrivals, time.now, STOCK_LEASE_MS),
+    ]);
+    expect(renewals[0]!.request.want).toBeGreaterThan(stock - renewals[0]!.request.holding);
+  });
+
+  it("a renewal that brings nothing: no other renewal, and no lease asked for, until the minute ends", async () => {
+    const policy = policyOf(100, 1_000_000);
+    const stub = newObject();
+    const { calls, requests, renewals } = watchedCalls(stub, () => policy);
+    const holder = new LeaseHolder();
+    await holdLease(holder, policy, calls);
+    await othersUseAllBut(stub, policy, 3);
+    let renewal: Promise<boolean> | null = null;
+    for (let i = 0; i < 20 && !renewal && holder.unusedPermits > 0; i++) {
+      time.now += 10;
+      renewal = (await holder.admit(policy, calls)).renewal;
+    }
+    expect(renewal).not.toBeNull();
+    expect(await renewal).toBe(false);
+    expect(holder.unusedPermits, "the lease still has permits").toBeGreaterThan(0);
+    const asked = requests.length;
+    for (let i = 0; i < 20; i++) {
+      time.now += 10;
+      await holder.admit(policy, calls);
+    }
+    expect(renewals, "one renewal only").toHaveLength(1);
+    const after = requests.slice(asked);
+    expect(after.length, "the lease was used up").toBeGreaterThan(0);
+    expect(after.map((r) => r.want).filter((w) => w !== 0)).toEqual([]);
+    time.now = T0 + 60_000; // the minute's end: two requests there, a busy key
+    await holder.admit(policy, calls);
+    time.now += 10;
+    await holder.admit(policy, calls);
+    expect(requests.at(-1)!.want, "a lease again from the minute's end").toBeGreaterThan(0);
+  });
+});
+
+describe("what the object's answer leaves", () => {
+  it("a lease call that grants no lease (near the limit): one call per request, no lease asked for, until the minute ends", async () => {
+    const policy = policyOf(100, 1_000_000);
+    const stub = newObject();
+    const { calls, requests } = watchedCalls(stub, () => policy);
+    await othersUseAllBut(stub, policy, 5);
+    const holder = new LeaseHolder();
+    await holder.admit(policy, calls); // quiet: decided by the object
+    time.now += 10;
+    const asked = await holder.admit(policy, calls);
+    expect(requests.map((r) => r.want > 0)).toEqual([false, true]);
+    expect(asked).toMatchObject({ leaseGranted: false, decision: { outcome: "allowed" } });
+    time.now += 10;
+    expect((await holder.admit(policy, calls)).decision.outcome).toBe("allowed");
+    expect(requests.at(-1)!.want, "busy, but no lease asked for this minute").toBe(0);
+    time.now = T0 + 60_000; // the minute's end: two requests there, a busy key
+    await holder.admit(policy, calls);
+    time.now += 10;
+    await holder.admit(policy, calls);
+    expect(requests.at(-1)!.want, "a lease again from the minute's end").toBeGreaterThan(0);
+  });
+
+  it("a refusal of a request decided by itself: no lease asked for until it ends, though the key turns busy", async () => {
+    const policy = policyOf(20, 1_000_000);
+    const stub = newObject();
+    const { calls, requests } = watchedCalls(stub, () => policy);
+    await othersUseAllBut(stub, policy, 0);
+    const holder = new LeaseHolder();
+    const refused = await holder.admit(policy, calls); // quiet: decided by the object
+    expect(refused.decision.outcome).toBe("rate_limited");
+    expect(requests.at(-1)!.want).toBe(0);
+    time.now += 10;
+    await holder.admit(policy, calls); // two in the last second: busy
+    expect(requests.at(-1)!.want, "refused: no lease asked for").toBe(0);
+  });
+
+  it("a key disabled, then enabled again elsewhere: its refusals still hold leases off", async () => {
+    const enabled = policyOf(20, 1_000_000);
+    let policy: Policy = { ...enabled, version: 2, revoked: true }; // disabled
+    const stub = newObject();
+    const { calls, requests } = watchedCalls(stub, () => policy);
+    const holder = new LeaseHolder();
+    expect((await holder.admit(policy, calls)).decision.outcome).toBe("revoked");
+    policy = { ...enabled, version: 3 }; // enabled again in another isolate: nothing reset here
+    await othersUseAllBut(stub, policy, 0);
+    time.now += 10;
+    expect((await holder.admit(policy, calls)).decision.outcome).toBe("rate_limited");
+    time.now += 10;
+    await holder.admit(policy, calls);
+    expect(requests.at(-1)!.want, "refused: no lease asked for").toBe(0);
+    expect(holder.refusal(time.now)).toMatchObject({ outcome: "rate_limited" });
+  });
+
+  it("a lease granted while this isolate changed the key goes back unused; only a lease the holder keeps counts as granted", async () => {
+    const policy = policyOf(6_000, 1_000_000);
+    const stub = newObject();
+    const { gate, open } = closedGate();
+    const { calls, requests, leases } = watchedCalls(stub, () => policy, gate);
+    const holder = new LeaseHolder();
+    const plain = await holder.admit(policy, calls); // quiet: decided by the object
+    expect(plain).toMatchObject({ local: false, leaseGranted: false });
+    time.now += 10;
+    const asking = holder.admit(policy, calls); // busy: asks for a lease, held at the gate
+    await settle();
+    holder.dropLease(); // a plan change made here while the answer is on its way
+    open();
+    const answered = await asking;
+    expect(leases, "the object granted one").toHaveLength(1);
+    expect(answered).toMatchObject({ local: false, leaseGranted: false });
+    expect(holder.unusedPermits, "kept to go back").toBe(leases[0]!.permits);
+    time.now += 10;
+    const next = await holder.admit(policy, calls);
+    expect(next.local, "not admitted from it").toBe(false);
+    expect(requests.at(-1)!.returning).toEqual([
+      { id: leases[0]!.id, unused: leases[0]!.permits, used: 0 },
+    ]);
+  });
+
+  it("a lease call that fails keeps the leases it was handing back, for the next call", async () => {
+    const policy = policyOf(6_000, 1_000_000);
+    const { calls, requests } = watchedCalls(newObject(), () => policy);
+    const holder = new LeaseHolder();
+    await holdLease(holder, policy, calls);
+    holder.dropLease();
+    const unused = holder.unusedPermits;
+    const failing: LeaseCalls = { ...calls, admit: () => Promise.reject(new Error("unreachable")) };
+    time.now += 10;
+    await expect(holder.admit(policy, failing)).rejects.toThrow("unreachable");
+    expect(holder.unusedPermits).toBe(unused);
+    time.now += 10;
+    await holder.admit(policy, calls);
+    expect(requests.at(-1)!.returning.map((r) => r.unused)).toEqual([unused]);
+  });
+});
+
+describe("refills (a location holder's stock when a minute begins)", () => {
+  const stock = 6;
+
+  it("asks for the stock only for a holder with a stock, able to renew, with no call in flight and no usable lease", async () => {
+    const policy = policyOf(6_000, 1_000_000);
+    const stub = newObject();
+    const { calls, renewals } = watchedCalls(stub, () => policy);
+    expect(new LeaseHolder().refill(policy, calls), "an isolate keeps no stock").toBeNull();
+    const { renew: _, ...cannotRenew } = calls;
+    expect(new LeaseHolder({ stock }).refill(policy, cannotRenew)).toBeNull();
+    const gated = gatedAdmissions(stub, policy);
+    const busy = new LeaseHolder({ stock });
+    const inFlight = busy.admit(policy, { ...gated.calls, renew: calls.renew });
+    await settle();
+    expect(
+      busy.refill(policy, { ...gated.calls, renew: calls.renew }),
+      "a call in flight",
+    ).toBeNull();
+    gated.open();
+    await inFlight;
+    expect(busy.refill(policy, calls), "a usable lease").toBeNull();
+    expect(renewals).toEqual([]);
+    const holder = new LeaseHolder({ stock });
+    const refill = holder.refill(policy, calls);
+    expect(await refill, "it brought a lease (its hand-back goes at expiry)").toBe(true);
+    expect(renewals.map((r) => r.request)).toEqual([
+      { leaseId: "", want: stock, holding: 0, returning: [] },
+    ]);
+    expect((await holder.admit(policy, calls)).local).toBe(true);
+  });
+
+  it("a refill that brings nothing: none again before the minute ends, one from its first instant", async () => {
+    const policy = policyOf(20, 1_000_000);
+    const stub = newObject();
+    const { calls, renewals } = watchedCalls(stub, () => policy);
+    await othersUseAllBut(stub, policy, 0);
+    const holder = new LeaseHolder({ stock });
+    expect(await holder.refill(policy, calls)).toBe(false);
+    time.now += 1_000;
+    expect(holder.refill(policy, calls), "the minute is used up").toBeNull();
+    time.now = T0 + 60_000;
+    const next = holder.refill(policy, calls);
+    expect(next, "a new minute").not.toBeNull();
+    expect(await next).toBe(true);
+    expect(renewals).toHaveLength(2);
+  });
+
+  it("a refill answered after a change made here goes back unused", async () => {
+    const policy = policyOf(6_000, 1_000_000);
+    const stub = newObject();
+    const { gate, open } = closedGate();
+    const granted: Lease[] = [];
+    const calls: LeaseCalls = {
+      admit: (request) => stub.admit(policy, request),
+      giveBack: (returned) => stub.returnLease(returned),
+      renew: async (request) => {
+        const answer = await stub.renewLease(policy, request);
+        if (answer.granted) granted.push(answer.granted);
+        await gate;
+        return answer;
+      },
+    };
+    const holder = new LeaseHolder({ stock });
+    const refill = holder.refill(policy, calls);
+    await settle();
+    holder.forgetRefusals(); // an unban made here while the answer is on its way
+    open();
+    expect(await refill).toBe(false);
+    expect(granted).toHaveLength(1);
+    expect(holder.unusedPermits).toBe(granted[0]!.permits);
+    expect((await holder.admit(policy, calls)).local, "not admitted from it").toBe(false);
+    await holder.giveBackUnused(calls);
+    expect((await stub.usage()).minute.count).toBe(1);
+  });
+
+  it("a refill answered under a newer policy brings nothing and holds nothing off: the next refill goes at once", async () => {
+    const v1 = policyOf(6_000, 1_000_000);
+    const stub = newObject();
+    await stub.configure({ ...policyOf(3_000, 1_000_000), version: 2 }); // a change made elsewhere
+    const { calls, renewals } = watchedCalls(stub, () => v1);
+    const holder = new LeaseHolder({ stock });
+    expect(await holder.refill(v1, calls)).toBe(false);
+    const next = holder.refill(v1, calls);
+    expect(next, "nothing held off").not.toBeNull();
+    expect(await next).toBe(false);
+    expect(renewals).toHaveLength(2);
   });
 });
