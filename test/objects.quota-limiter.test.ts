@@ -205,6 +205,25 @@ describe("QuotaLimiter cleanup alarm", () => {
   });
 });
 
+describe("QuotaLimiter idle", () => {
+  it("a hand-back that reaches it after its cleanup leaves it holding nothing once that day is over", async () => {
+    const stub = limiter();
+    const { lease } = await stub.admit(policy(100, 1_000), { want: 5, returning: [] });
+    expect(lease?.permits).toBe(5);
+    // The day-end alarm settles the lease as stranded and clears the windows' row.
+    time.now = DAY0 + DAY_MS + MINUTE_MS;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await usageRows(stub), "cleared by the day-end alarm").toHaveLength(0);
+    // The lease's holder hands it back late (a retried hand-back); the object settled it already.
+    time.now += 1_000;
+    await stub.returnLease({ id: lease!.id, unused: 5, used: 0 });
+    // Whatever that left, it is gone once the day it arrived in is over.
+    time.now = DAY0 + 2 * DAY_MS + MINUTE_MS;
+    await runDurableObjectAlarm(stub);
+    expect(await usageRows(stub), "cleared after the day of the hand-back").toHaveLength(0);
+  });
+});
+
 describe("AuthShield.recordFailure", () => {
   it("allows 30 failures per minute per client, then refuses until the minute ends", async () => {
     const shield = env.AUTH_SHIELD.getByName("198.51.100.7");

@@ -327,14 +327,15 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
   }
 
-  /** Takes back a lease's unused permits (a holder whose lease expired before its next request). */
+  /**
+   * Takes back a lease's unused permits (a holder whose lease expired before its next request).
+   * Like a request, it may move the windows into a new day (after the cleanup, or a day with no
+   * request yet), so their row gets that day's cleanup alarm too.
+   */
   returnLease(returned: ReturnedLease): void {
     const now = clock.now();
-    const usage = this.#takeBack(rollWindows(this.#usage, now), returned);
-    if (usage !== this.#usage) {
-      this.#usage = usage;
-      this.#usageTable.save(usage);
-    }
+    const previousDay = this.#usage.dayStart;
+    this.#keep(this.#takeBack(rollWindows(this.#usage, now), returned), previousDay);
     this.#strandUnreportedLeases(now);
   }
 
