@@ -58,6 +58,17 @@ describe("QuotaLimiter.admit", () => {
     expect(await admitN(stub, policy(5, 10), 2)).toEqual(["allowed", "rate_limited"]);
   });
 
+  it("keeps a lease's unused permits, handed back, across eviction", async () => {
+    const stub = limiter();
+    const { lease } = await stub.admit(policy(100, 1_000), { want: 5, returning: [] });
+    expect(lease?.permits).toBe(5);
+    expect((await stub.usage()).minute.count).toBe(1 + 5);
+    await stub.returnLease({ id: lease!.id, unused: 5, used: 0 });
+    await evictDurableObject(stub);
+    const usage = await stub.usage();
+    expect([usage.minute.count, usage.day.count]).toEqual([1, 1]);
+  });
+
   it("rolls to a new minute and a new UTC day", async () => {
     const stub = limiter();
     await admitN(stub, policy(2, 3), 3);
@@ -106,6 +117,20 @@ describe("QuotaLimiter.usage and unban", () => {
     expect(u.bannedUntil).toBeNull();
   });
 
+  it("shows the newer of its own policy and the one offered (the key as D1 has it)", async () => {
+    const stub = limiter();
+    // Never told of a policy: the one offered.
+    expect((await stub.usage(policy(4, 50, 2))).policy).toEqual(policy(4, 50, 2));
+    await admitN(stub, policy(4, 50, 2), 1);
+    // An older one offered (a stale record): its own.
+    expect((await stub.usage(policy(1, 5, 1))).policy).toEqual(policy(4, 50, 2));
+    // A newer one it has not been told of yet: the one offered, with its limits.
+    const newer = await stub.usage(policy(8, 80, 3));
+    expect(newer.policy).toEqual(policy(8, 80, 3));
+    expect(newer.minute).toMatchObject({ count: 1, limit: 8 });
+    expect(newer.day).toMatchObject({ count: 1, limit: 80 });
+  });
+
   it("reports the current counts, limits and resets, with stale windows counted as 0", async () => {
     const stub = limiter();
     await admitN(stub, policy(4, 50), 3);
@@ -138,6 +163,9 @@ describe("QuotaLimiter.usage and unban", () => {
     expect(retryAtOf(banned)).toBe(T0 + BAN_MS);
 
     await stub.unban();
+    expect((await stub.usage()).bannedUntil).toBeNull();
+    // The unban is stored: a fresh instance of the object does not bring the ban back.
+    await evictDurableObject(stub);
     expect((await stub.usage()).bannedUntil).toBeNull();
     expect(await admitN(stub, policy(2, 100), 2)).toEqual(["allowed", "allowed"]);
     // Unbanning also forgets the refusals of this minute: the next refusal is not a ban.
