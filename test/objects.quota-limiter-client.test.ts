@@ -2,6 +2,7 @@
 // namespace whose objects cannot be reached: what each method does when its call fails.
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { clock } from "../src/lib/clock";
 import { sha256Hex } from "../src/lib/crypto";
 import { ApiError } from "../src/lib/errors";
 import {
@@ -10,6 +11,7 @@ import {
   holderName,
 } from "../src/objects/quota-holder";
 import {
+  type AdmitResult,
   authenticateAndAdmitInLocation,
   authenticateInLocation,
   locationOf,
@@ -156,6 +158,29 @@ describe("QuotaLimiterClient's usage reads are exact as far as its isolate and l
     );
     expect((await client.usage(policy))?.minute.count).toBe(1);
     expect(await holder.unusedPermits()).toBe(0);
+  });
+
+  it("a location holder whose stock cannot be handed back: the read still answers, and it is logged with the key", async () => {
+    const keyId = newKeyId();
+    const policy = policyOf(60, 1_000);
+    time.now = T0 + 1_000;
+    const holders = counted(env.QUOTA_HOLDER, ["giveBack"]);
+    const client = new QuotaLimiterClient(
+      env.QUOTA,
+      { id: keyId, region: null },
+      { holders: holders.namespace, name: "FRA" },
+      new LeaseHolder(),
+    );
+    const first = await client.admit(policy);
+    expect(first.reached && first.decision.outcome).toBe("allowed");
+    const read = await client.usage(policy);
+    expect(holders.calls.giveBack).toBe(1);
+    expect(read?.minute.limit).toBe(60);
+    expect(
+      logged.filter(
+        (l) => l.includes("could not hand a location holder's stock back") && l.includes(keyId),
+      ),
+    ).toHaveLength(1);
   });
 
   it("hands this isolate's unused leased permits back before reading", async () => {
@@ -347,5 +372,89 @@ describe("QuotaLimiterClient's calls", () => {
       overloaded: true,
       refusal,
     });
+  });
+});
+
+describe("QuotaLimiterClient's work after the response", () => {
+  const busy = policyOf(6_000, 1_000_000);
+
+  /** A client of a new key in an isolate of its own (its own lease holder), with no location. */
+  function isolateClient(namespace: Env["QUOTA"]) {
+    const keyId = newKeyId();
+    const leases = new LeaseHolder();
+    const client = new QuotaLimiterClient(namespace, { id: keyId, region: null }, null, leases);
+    return { keyId, leases, client };
+  }
+
+  /** Admits requests of a busy key 50 ms apart until `done()`; returns the results and the count admitted. */
+  async function admitUntil(client: QuotaLimiterClient, done: () => boolean) {
+    const results: AdmitResult[] = [];
+    for (let i = 0; i < 200 && !done(); i++) {
+      time.now += 50;
+      results.push(await client.admit(busy));
+    }
+    expect(done(), "the condition was reached within 200 requests").toBe(true);
+    const admitted = results.filter((r) => r.reached && r.decision.outcome === "allowed").length;
+    return { results, admitted };
+  }
+
+  it("a request that took a lease leaves the hand-back of its unused permits at expiry, and its response's work lasts until it is made", async () => {
+    // The lease's expiry passes at once; the hand-back's call waits for the test to let it go.
+    vi.spyOn(clock, "sleep").mockImplementation(async (ms) => void (time.now += ms));
+    let letGo: () => void = () => undefined;
+    const handBack = new Promise<void>((resolve) => (letGo = resolve));
+    const objects = {
+      getByName: (name: string) =>
+        new Proxy(env.QUOTA.getByName(name), {
+          get: (target, p) =>
+            p === "returnLease"
+              ? async (...args: unknown[]) => (
+                  await handBack, target.returnLease(...(args as [never]))
+                )
+              : Reflect.get(target, p),
+        }),
+    } as unknown as Env["QUOTA"];
+    const { keyId, leases, client } = isolateClient(objects);
+    const stub = env.QUOTA.getByName(keyId);
+    const { results, admitted } = await admitUntil(client, () => leases.unusedPermits > 0);
+    const leaseTaken = results.at(-1)!;
+    expect(leaseTaken.reached && leaseTaken.afterResponse).toBeInstanceOf(Promise);
+    const work = (leaseTaken as Extract<AdmitResult, { reached: true }>).afterResponse!;
+    let settled = false;
+    void work.then(() => (settled = true));
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect(settled, "the work waits for the hand-back").toBe(false);
+    expect((await stub.usage()).minute.count).toBeGreaterThan(admitted);
+    letGo();
+    await work;
+    expect((await stub.usage()).minute.count).toBe(admitted);
+  });
+
+  it("a renewal that fails: the request is still answered, and the failure is logged with the key", async () => {
+    vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
+    const objects = counted(env.QUOTA, ["renewLease"]);
+    const { keyId, client } = isolateClient(objects.namespace);
+    const { results } = await admitUntil(client, () => (objects.calls.renewLease ?? 0) > 0);
+    const renewing = results.at(-1)!;
+    expect(renewing.reached && renewing.decision.outcome).toBe("allowed");
+    await (renewing as Extract<AdmitResult, { reached: true }>).afterResponse;
+    expect(
+      logged.filter((l) => l.includes("could not renew a lease") && l.includes(keyId)),
+    ).toHaveLength(1);
+  });
+
+  it("a hand-back that fails is logged with the key, and its permits go back with the next call", async () => {
+    vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
+    const failing = ["returnLease"];
+    const objects = counted(env.QUOTA, failing);
+    const { keyId, leases, client } = isolateClient(objects.namespace);
+    const { admitted } = await admitUntil(client, () => leases.unusedPermits > 0);
+    // A usage read hands the isolate's unused permits back first; that call fails.
+    expect((await client.usage(busy))?.minute.count).toBeGreaterThan(admitted);
+    expect(
+      logged.filter((l) => l.includes("could not give a lease back") && l.includes(keyId)),
+    ).toHaveLength(objects.calls.returnLease!);
+    failing.splice(0);
+    expect((await client.usage(busy))?.minute.count).toBe(admitted);
   });
 });

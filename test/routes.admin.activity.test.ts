@@ -1,14 +1,16 @@
 // Who is using what: the key list's activity (last used, today against the day quota, ban), the
 // banned state filter and the search by secret; automatic bans and their ends in the audit trail
 // (actor system), and the audit filters.
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
+import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import {
   ADMIN,
   auth,
   BAN_MS,
+  brokenDb,
   call,
   expectError,
   issueKey,
@@ -53,6 +55,10 @@ async function audit(query: string): Promise<Entry[]> {
   expect(res.status, text).toBe(200);
   return (JSON.parse(text) as { data: Entry[] }).data;
 }
+
+/** When the key's object will next run its alarm (null: none set). */
+const alarmOf = (stub: DurableObjectStub<QuotaLimiter>) =>
+  runInDurableObject(stub, (_: QuotaLimiter, state) => state.storage.getAlarm());
 
 /** perMinute 3: 3 admitted, 10 refusals tolerated, the 11th refusal (at `at`) bans the key. */
 async function banKey(name: string, at: number) {
@@ -140,7 +146,9 @@ describe("automatic bans", () => {
     await runDurableObjectAlarm(stub);
     expect(await audit(`keyId=${banned.id}&action=ban`)).toHaveLength(1);
 
-    time.now = banned.bannedUntil + 1;
+    // The alarm set for the ban's end, run on time, writes the end.
+    expect(await alarmOf(stub)).toBe(banned.bannedUntil);
+    time.now = banned.bannedUntil;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect((await listKeys("state=banned")).map((k) => k.id)).not.toContain(banned.id);
     const end = await audit(`keyId=${banned.id}&actor=system`);
@@ -148,6 +156,27 @@ describe("automatic bans", () => {
     expect(end[0]?.changes).toEqual({
       bannedUntil: { before: iso(banned.bannedUntil), after: null },
     });
+  });
+
+  it("a ban D1 does not take is written by the alarm 5 minutes later, once", async () => {
+    const banned = await banKey("ban-retried", T0 + 5_000);
+    const stub = env.QUOTA.getByName(banned.id);
+    await runInDurableObject(stub, (instance: QuotaLimiter) => {
+      (instance as unknown as { env: Env }).env = { ...env, DB: brokenDb() };
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect((await listKeys("state=banned")).map((k) => k.id)).not.toContain(banned.id);
+    expect(await audit(`keyId=${banned.id}&action=ban`)).toEqual([]);
+    // Tried again in 5 minutes: not sooner (no alarm spinning while D1 is down), not later.
+    expect(await alarmOf(stub)).toBe(T0 + 5_000 + 5 * MINUTE_MS);
+
+    // D1 is back (a fresh instance has the real binding).
+    await evictDurableObject(stub);
+    time.now = T0 + 5_000 + 5 * MINUTE_MS;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect((await listKeys("state=banned")).map((k) => k.id)).toContain(banned.id);
+    expect(await audit(`keyId=${banned.id}&action=ban`)).toHaveLength(1);
+    expect(await alarmOf(stub)).toBe(banned.bannedUntil);
   });
 
   it("an operator's unban clears the banned state and no ban_end follows", async () => {

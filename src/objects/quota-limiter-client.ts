@@ -221,23 +221,16 @@ export class QuotaLimiterClient {
   async admit(policy: Policy): Promise<AdmitResult> {
     const holder = this.#isolateLeases();
     try {
-      const { decision, leaseGranted, renewal } = await holder.admit(
-        policy,
-        this.#leaseCalls(policy),
-      );
-      // A renewal that brought no lease to use (the key was revoked or changed, or the lease was
-      // dropped meanwhile) may leave permits to hand back: they go now, not with a later call.
-      const afterResponse = renewal
-        ? renewal.then(
-            (renewed) =>
-              renewed ? this.#giveBackLeaseAtExpiry(holder) : this.#giveBackRetired(holder),
-            (err: unknown) =>
-              log("warn", "could not renew a lease", { keyId: this.keyId, error: String(err) }),
-          )
-        : leaseGranted
-          ? this.#giveBackLeaseAtExpiry(holder)
-          : null;
-      return { reached: true, decision, afterResponse };
+      const decided = await holder.admit(policy, this.#leaseCalls(policy));
+      // The renewal the admission started and the hand-back it leaves, after the response. Only
+      // the renewal can fail here: a failed hand-back is logged by the call and kept for the next.
+      const afterResponse =
+        holder
+          .upkeep(decided, this.#giveBackCall)
+          ?.catch((err: unknown) =>
+            log("warn", "could not renew a lease", { keyId: this.keyId, error: String(err) }),
+          ) ?? null;
+      return { reached: true, decision: decided.decision, afterResponse };
     } catch (err) {
       const overloaded = isOverloaded(err);
       log("warn", overloaded ? "quota limiter overloaded" : "quota limiter unreachable", {
@@ -252,25 +245,16 @@ export class QuotaLimiterClient {
     }
   }
 
-  /** The holder's retired leases' unused permits, handed back now; a failure is logged. */
-  #giveBackRetired(holder: LeaseHolder): Promise<void> {
-    return this.#loggingGiveBackFailure(holder.giveBackRetired(this.#giveBackCall));
-  }
-
-  /** The live lease's unused permits, handed back once it has expired; a failure is logged. */
-  #giveBackLeaseAtExpiry(holder: LeaseHolder): Promise<void> {
-    return this.#loggingGiveBackFailure(holder.giveBackAtExpiry(this.#giveBackCall));
-  }
-
-  #loggingGiveBackFailure(giveBack: Promise<void>): Promise<void> {
-    return giveBack.catch((err: unknown) =>
-      log("warn", "could not give a lease back", { keyId: this.keyId, error: String(err) }),
-    );
-  }
-
   /** Hands a lease's unused permits back (needs no policy: one per client). */
   readonly #giveBackCall: GiveBackCall = {
-    giveBack: (returned) => this.#call(async (stub) => stub.returnLease(returned)),
+    giveBack: (returned) =>
+      this.#call(async (stub) => stub.returnLease(returned)).catch((err: unknown) => {
+        log("warn", "could not give a lease back; it goes with the next call", {
+          keyId: this.keyId,
+          error: String(err),
+        });
+        throw err; // the lease holder keeps it for the next call
+      }),
   };
 
   #leaseCalls(policy: Policy): LeaseCalls {
@@ -359,10 +343,7 @@ export class QuotaLimiterClient {
    */
   async #handBackLease(): Promise<void> {
     const leases = this.#leasesIfAny();
-    await Promise.all([
-      leases && this.#loggingGiveBackFailure(leases.giveBackUnused(this.#giveBackCall)),
-      this.#handBackLocationStock(),
-    ]);
+    await Promise.all([leases?.giveBackUnused(this.#giveBackCall), this.#handBackLocationStock()]);
   }
 
   /**
