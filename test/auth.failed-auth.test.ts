@@ -139,12 +139,20 @@ describe("limiter unreachable", () => {
     expect(stale.firstUsedAt).not.toBeNull();
     await call(`/admin/v1/keys/${k.id}`, { method: "DELETE", headers: ADMIN });
     cacheKey(await sha256Hex(k.key), { record: stale, secret: "current" }, time.now); // as another isolate would still hold it
+    let admitCalls = 0;
     const broken = {
-      getByName: () => ({ admit: () => Promise.reject(new Error("limiter down")) }),
+      getByName: () => ({
+        admit: () => (admitCalls++, Promise.reject(new Error("limiter down"))),
+      }),
     };
     const res = await callWith({ QUOTA: broken }, "/v1/pets", { headers: auth(k.key) });
     expect(res.headers.get("WWW-Authenticate")).toContain('error="invalid_token"');
     await expectError(res, 401, "unauthorized");
+    expect(admitCalls).toBe(1);
+    // The stale record is forgotten: the next request is refused at authentication.
+    const next = await callWith({ QUOTA: broken }, "/v1/pets", { headers: auth(k.key) });
+    await expectError(next, 401, "unauthorized");
+    expect(admitCalls, "the key's object is not asked again").toBe(1);
   });
 });
 

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { Queryable } from "../src/db/database-error";
 import {
   changeKey,
   findKeyByHash,
@@ -9,7 +10,7 @@ import {
   type NewKey,
   settingsOf,
 } from "../src/db/keys";
-import { createPet, getPet, listPets } from "../src/db/pets";
+import { createPet, createPetIdempotently, getPet, listPets } from "../src/db/pets";
 import { sha256Hex } from "../src/lib/crypto";
 
 // Storage is shared by the tests of this file: each test reads only past the largest id it saw first.
@@ -130,6 +131,43 @@ describe("pets data layer", () => {
     await expect(
       createPet(env.DB, { name: "x", categoryId: 1, status: "Available" as "available" }),
     ).rejects.toThrow();
+  });
+});
+
+describe("pets data layer: answers that contradict what was written are errors", () => {
+  it("createPet rejects when the insert gives back no row, rather than answer with no pet", async () => {
+    const noRow = {
+      prepare: () => ({ bind: () => ({ first: async () => null }) }),
+      batch: env.DB.batch.bind(env.DB),
+    } as unknown as Queryable;
+    await expect(
+      createPet(noRow, { name: "Rex", categoryId: 1, status: "available" }),
+    ).rejects.toThrow();
+  });
+
+  it("createPetIdempotently rejects a record that names another pet than the one it inserted", async () => {
+    // The batch really runs; only the record's row as read back is altered to name another pet.
+    const misread = {
+      prepare: env.DB.prepare.bind(env.DB),
+      batch: async (stmts: D1PreparedStatement[]) => {
+        const results = await env.DB.batch(stmts);
+        const found = results[4]!.results as { id: number }[];
+        found[0] = { ...found[0]!, id: found[0]!.id + 1 };
+        return results;
+      },
+    } as unknown as Queryable;
+    const record = {
+      keyId: "key_contradiction",
+      idemKeyHash: "a".repeat(64),
+      fingerprint: "b".repeat(64),
+      now: 1_000_000,
+      ttlMs: 86_400_000,
+    };
+    const pet = { name: "Rex", categoryId: 1, status: "available" } as const;
+    await expect(createPetIdempotently(misread, pet, record)).rejects.toThrow();
+    // Read as it is, the same record replays the pet that was inserted.
+    const replay = await createPetIdempotently(env.DB, pet, record);
+    expect(replay).toMatchObject({ outcome: "replayed", pet });
   });
 });
 

@@ -378,6 +378,14 @@ describe("QuotaLimiterClient's calls", () => {
 describe("QuotaLimiterClient's work after the response", () => {
   const busy = policyOf(6_000, 1_000_000);
 
+  /** A client of a new key in an isolate of its own (its own lease holder), with no location. */
+  function isolateClient(namespace: Env["QUOTA"]) {
+    const keyId = newKeyId();
+    const leases = new LeaseHolder();
+    const client = new QuotaLimiterClient(namespace, { id: keyId, region: null }, null, leases);
+    return { keyId, leases, client };
+  }
+
   /** Admits requests of a busy key 50 ms apart until `done()`; returns the results and the count admitted. */
   async function admitUntil(client: QuotaLimiterClient, done: () => boolean) {
     const results: AdmitResult[] = [];
@@ -395,11 +403,9 @@ describe("QuotaLimiterClient's work after the response", () => {
     vi.spyOn(clock, "sleep").mockImplementation(async (ms) => void (time.now += ms));
     let letGo: () => void = () => undefined;
     const handBack = new Promise<void>((resolve) => (letGo = resolve));
-    const keyId = newKeyId();
-    const stub = env.QUOTA.getByName(keyId);
     const objects = {
-      getByName: () =>
-        new Proxy(stub, {
+      getByName: (name: string) =>
+        new Proxy(env.QUOTA.getByName(name), {
           get: (target, p) =>
             p === "returnLease"
               ? async (...args: unknown[]) => (
@@ -408,8 +414,8 @@ describe("QuotaLimiterClient's work after the response", () => {
               : Reflect.get(target, p),
         }),
     } as unknown as Env["QUOTA"];
-    const leases = new LeaseHolder();
-    const client = new QuotaLimiterClient(objects, { id: keyId, region: null }, null, leases);
+    const { keyId, leases, client } = isolateClient(objects);
+    const stub = env.QUOTA.getByName(keyId);
     const { results, admitted } = await admitUntil(client, () => leases.unusedPermits > 0);
     const leaseTaken = results.at(-1)!;
     expect(leaseTaken.reached && leaseTaken.afterResponse).toBeInstanceOf(Promise);
@@ -427,14 +433,7 @@ describe("QuotaLimiterClient's work after the response", () => {
   it("a renewal that fails: the request is still answered, and the failure is logged with the key", async () => {
     vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
     const objects = counted(env.QUOTA, ["renewLease"]);
-    const keyId = newKeyId();
-    const leases = new LeaseHolder();
-    const client = new QuotaLimiterClient(
-      objects.namespace,
-      { id: keyId, region: null },
-      null,
-      leases,
-    );
+    const { keyId, client } = isolateClient(objects.namespace);
     const { results } = await admitUntil(client, () => (objects.calls.renewLease ?? 0) > 0);
     const renewing = results.at(-1)!;
     expect(renewing.reached && renewing.decision.outcome).toBe("allowed");
@@ -448,14 +447,7 @@ describe("QuotaLimiterClient's work after the response", () => {
     vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
     const failing = ["returnLease"];
     const objects = counted(env.QUOTA, failing);
-    const keyId = newKeyId();
-    const leases = new LeaseHolder();
-    const client = new QuotaLimiterClient(
-      objects.namespace,
-      { id: keyId, region: null },
-      null,
-      leases,
-    );
+    const { keyId, leases, client } = isolateClient(objects.namespace);
     const { admitted } = await admitUntil(client, () => leases.unusedPermits > 0);
     // A usage read hands the isolate's unused permits back first; that call fails.
     expect((await client.usage(busy))?.minute.count).toBeGreaterThan(admitted);

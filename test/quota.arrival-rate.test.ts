@@ -37,6 +37,17 @@ describe("leaseWanted", () => {
     expect(leaseWanted(arrivals, T0, L)).toBe(Math.ceil(((301 * 1_000) / 5_990) * (L / 1_000)));
   });
 
+  it("counts the arrivals of the last RATE_HORIZON_MS up to now: busy from two a second on average", () => {
+    // 20 requests in the horizon, none in the last second: exactly two a second on average.
+    const twenty = spaced(20, 450, T0 - 1_000);
+    expect(leaseWanted(twenty, T0, L)).toBe(Math.ceil(((20 * 1_000) / 9_550) * (L / 1_000)));
+    // 19 of them, and one exactly RATE_HORIZON_MS old: out of the horizon, so under two a second.
+    const nineteen = spaced(19, 450, T0 - 1_000);
+    expect(leaseWanted([T0 - RATE_HORIZON_MS, ...nineteen], T0, L)).toBe(0);
+    // Arrivals stamped after `now` (a clock read later than the one sizing the lease) do not count.
+    expect(leaseWanted(spaced(40, 10, T0 + 500), T0, L)).toBe(0);
+  });
+
   it("sizes from the last second when the key speeds up", () => {
     // 1/s for 9 s, then 50 in the last second.
     const arrivals = [...spaced(9, 1_000, T0 - 1_000), ...spaced(50, 10)];
@@ -64,6 +75,16 @@ describe("ArrivalRate", () => {
       leaseWanted(arrivals, T0, STOCK_LEASE_MS),
     ); // the test can tell
     expect(rate.leaseWanted(T0, STOCK_LEASE_MS)).toBe(leaseWanted(latest, T0, STOCK_LEASE_MS));
+  });
+
+  it("keeps exactly the latest 2,000: the oldest one kept sets the span the rate is averaged over", () => {
+    const rate = new ArrivalRate();
+    // 2,001 arrivals, all over a second old: three spread out, then 1,998 at once.
+    const arrivals = [T0 - 9_500, T0 - 9_000, T0 - 5_000, ...Array(1_998).fill(T0 - 2_000)];
+    for (const t of arrivals) rate.note(t);
+    const latest = arrivals.slice(-2_000); // from T0 - 9 s: about 222 a second
+    expect(leaseWanted(latest, T0, L)).not.toBe(leaseWanted(arrivals.slice(-1_999), T0, L));
+    expect(rate.leaseWanted(T0, L)).toBe(leaseWanted(latest, T0, L));
   });
 
   it("sizes a lease exactly as leaseWanted does over the same arrivals", () => {

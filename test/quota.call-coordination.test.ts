@@ -1,5 +1,5 @@
 // Call coordination (src/quota/call-coordination.ts): a lease holder's calls in flight.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CallsInFlight, withDeadline } from "../src/quota/call-coordination";
 
 /** A promise and the functions that settle it. */
@@ -76,11 +76,38 @@ describe("CallsInFlight", () => {
     expect(calls.renewal).toBeNull();
     plain.resolve();
   });
+  it("leaseCallsSettled waits for an exclusive call alone, and for a renewal alone", async () => {
+    for (const start of ["exclusively", "asRenewal"] as const) {
+      const calls = new CallsInFlight();
+      const call = deferred();
+      void calls[start](call.promise);
+      let settled = false;
+      const waiting = calls.leaseCallsSettled().then(() => {
+        settled = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(settled, start).toBe(false);
+      call.resolve();
+      await waiting;
+      expect(calls.idle, start).toBe(true);
+    }
+  });
 });
 
 describe("withDeadline", () => {
   it("passes an answer through in time, and rejects once the deadline passes", async () => {
     expect(await withDeadline(Promise.resolve(7), 50)).toBe(7);
     await expect(withDeadline(new Promise(() => {}), 20)).rejects.toThrow("no answer within 20 ms");
+  });
+
+  it("leaves no timer armed once the answer came (a renewal's deadline is a lease's lifetime)", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    try {
+      expect(await withDeadline(Promise.resolve(7), 5_000)).toBe(7);
+      await expect(withDeadline(Promise.reject(new Error("lost")), 5_000)).rejects.toThrow("lost");
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -290,6 +290,23 @@ describe("which reads run alongside the limiter call", () => {
     expect(petReads).toHaveLength(before);
   });
 
+  it("a banned key is decided first, even in a minute whose windows have room", async () => {
+    const k = await issueKey("enterprise", { perMinute: 2, perDay: 100 });
+    const { db, petReads } = notingPetReads();
+    for (let i = 0; i < 2; i++) expect((await readWith({ DB: db }, k.key)).status).toBe(200);
+    // Refused past the ban threshold (10 refusals in a minute): banned for BAN_MINUTES.
+    let refused = await readWith({ DB: db }, k.key);
+    for (let i = 0; i < 10; i++) refused = await readWith({ DB: db }, k.key);
+    await expectError(refused, 429, "key_banned");
+    time.now += MINUTE_MS; // a new minute: both windows have room, and the ban lasts
+    const before = petReads.length;
+    for (let i = 0; i < 2; i++)
+      await expectError(await readWith({ DB: db }, k.key), 429, "key_banned");
+    const { minute, day } = await env.QUOTA.getByName(k.id).usage();
+    expect([minute.count, day.count], "the windows have room").toEqual([0, 2]);
+    expect(petReads, "no read ran alongside the decision").toHaveLength(before);
+  });
+
   it("a key its last decision left room starts its read before the limiter has answered", async () => {
     const k = await issueKey("enterprise", { perMinute: 5, perDay: 100 });
     let readStarted!: () => void;

@@ -6,6 +6,7 @@
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { getKey, policyOf as keyPolicyOf } from "../src/db/keys";
 import { MINUTE_MS } from "../src/lib/clock";
 import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
 import type { AdmitResult } from "../src/objects/quota-limiter-client";
@@ -13,6 +14,7 @@ import { GIVE_BACK_GRACE_MS, heldBound, STOCK_LEASE_MS } from "../src/quota/leas
 import type { Policy } from "../src/quota/windows";
 import { backgroundWork } from "./background-work";
 import {
+  ADMIN,
   auth,
   BASE,
   call,
@@ -286,6 +288,50 @@ describe("through the API, requests marked with their location", () => {
     await Promise.all(ok.map((r) => r.arrayBuffer()));
     const detail = (await (await keyDetail(id)).json()) as { usage: { day: { count: number } } };
     expect(detail.usage.day.count).toBe(50);
+  });
+});
+
+describe("the operator's views, read in a location that holds stock of the key", () => {
+  it("the key list, the key and its history count only what was admitted: that location's stock goes back first", async () => {
+    const name = `stocked-${++seq}`;
+    const { id, key } = await issueKey("enterprise", { perMinute: 600, perDay: 10_000 }, { name });
+    time.now = T0 + 5_000;
+    // Used once (a key never used has no object, and its views read none).
+    const first = await call("/v1/pets", { headers: auth(key) });
+    expect(first.status).toBe(200);
+    await first.arrayBuffer();
+    const policy = keyPolicyOf((await getKey(env.DB, id))!);
+    const fra = holderOf(id, "FRA");
+    /** One more request admitted at the holder in FRA, which then holds stock of the key. */
+    const admitInFra = async () => {
+      const answer = await fra.admit(id, policy);
+      expect(answer.reached && answer.decision.outcome).toBe("allowed");
+      expect(await fra.unusedPermits()).toBeGreaterThan(0);
+    };
+    const fromFra = async (path: string) => {
+      const res = await call(path, { headers: ADMIN, cf: { colo: "FRA" } } as RequestInit);
+      expect(res.status).toBe(200);
+      return res.json();
+    };
+
+    await admitInFra();
+    const page = (await fromFra(`/admin/v1/keys?q=${name}`)) as {
+      data: { id: string; activity: { today: { used: number } } }[];
+    };
+    expect(page.data.map((k) => [k.id, k.activity.today.used])).toEqual([[id, 2]]);
+
+    await admitInFra();
+    const detail = (await fromFra(`/admin/v1/keys/${id}`)) as { usage: { day: { count: number } } };
+    expect(detail.usage.day.count).toBe(3);
+
+    await admitInFra();
+    const history = (await fromFra(`/admin/v1/keys/${id}/usage`)) as {
+      data: { day: string; admitted: number }[];
+    };
+    expect(history.data.at(-1)).toMatchObject({
+      day: new Date(T0).toISOString().slice(0, 10),
+      admitted: 4,
+    });
   });
 });
 

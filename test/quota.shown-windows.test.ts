@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import { neverAbove, ShownWindows, windowsAfterLocalAdmissions } from "../src/quota/shown-windows";
 import { EMPTY_USAGE, rollWindows, windowsOf } from "../src/quota/windows";
-import { T0 } from "./helpers";
+import { MIDNIGHT, T0 } from "./helpers";
 
 const limits = (perMinute: number, perDay: number) => ({ perMinute, perDay });
 const used = (minuteCount: number, dayCount: number, now = T0) => ({
@@ -28,6 +28,14 @@ describe("headers of local admissions", () => {
     expect(neverAbove(lower, shown).map((w) => w.remaining)).toEqual([40, 890]);
   });
 
+  it("match each window by its name: in the day's last minute, with a per-minute limit equal to the per-day one", () => {
+    // Both windows end at midnight under the same limit; only the name tells them apart.
+    const lastMinute = MIDNIGHT - 30_000;
+    const shown = windowsOf(used(10, 50, lastMinute), limits(100, 100)); // 90, 50
+    const handedBack = windowsOf(used(5, 45, lastMinute), limits(100, 100)); // 95, 55
+    expect(neverAbove(handedBack, shown).map((w) => w.remaining)).toEqual([90, 50]);
+  });
+
   it("start afresh in a new window and under a new limit", () => {
     const shown = windowsAfterLocalAdmissions(atContact, 5);
     const nextMinute = windowsOf(rollWindows(used(10, 100), T0 + MINUTE_MS), limits(60, 1000));
@@ -45,6 +53,7 @@ describe("ShownWindows", () => {
   it("shows local admissions against the last contact, and a contact starts the count afresh", () => {
     const shown = new ShownWindows();
     expect(shown.minuteEnd).toBe(Infinity);
+    expect(shown.atContact, "no windows before any contact").toEqual([]);
     shown.contact(windowsOf(used(10, 100), limits(60, 1000)));
     expect(shown.minuteEnd).toBe(T0 - (T0 % MINUTE_MS) + MINUTE_MS);
     shown.admitLocally();
@@ -80,6 +89,19 @@ describe("ShownWindows", () => {
     shown.renewalAnswered(nextMinute, { windows: atSending, holding: 4, admitted: 1 });
     expect(shown.admittedSinceContact).toBe(0);
     expect(remaining(shown.atContact)).toEqual([60, 896]);
+  });
+
+  it("takes a renewal's answer as it is once the minute rolled into the day's last one", () => {
+    // Sent in the day's last minute but one, answered in its last: the new minute ends at
+    // midnight, as the day sent with it did; it is a new minute all the same.
+    const shown = new ShownWindows();
+    const atSending = windowsOf(used(10, 100, MIDNIGHT - 90_000), limits(60, 1000));
+    shown.contact(atSending);
+    shown.admitLocally();
+    const lastMinute = windowsOf(used(2, 104, MIDNIGHT - 30_000), limits(60, 1000));
+    shown.renewalAnswered(lastMinute, { windows: atSending, holding: 4, admitted: 1 });
+    expect(remaining(shown.atContact)).toEqual([58, 896]);
+    expect(shown.admittedSinceContact).toBe(0);
   });
 
   it("never shows more remaining than before within a window", () => {

@@ -6,7 +6,6 @@ import { everyDay, listUsageOfDay, readUsageDays, type UsageDay } from "../../db
 import { clock, DAY_MS, dayName, dayStartOf } from "../../lib/clock";
 import { ApiError } from "../../lib/errors";
 import { validationHook } from "../../middleware/validation-hook";
-import { locationOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
 import { AuditPageSchema, AuditQuerySchema } from "../../schemas/audit";
 import { adminErrorResponses } from "../../schemas/common";
 import { KeyIdParamSchema } from "../../schemas/keys";
@@ -18,6 +17,7 @@ import {
   MAX_USAGE_DAYS,
 } from "../../schemas/usage";
 import { type AdminEnv, foundOrThrow, security } from "./admin-env";
+import { adminKeyQuota } from "./key-quota";
 import {
   auditEntryView,
   decodeCursorOrThrow,
@@ -86,13 +86,8 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       const { id } = c.req.valid("param");
       const { from, to } = rangeOrThrow(c.req.valid("query"), clock.now());
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
-      // The object's days win: it holds today, and any finished day D1 did not take yet. A key
-      // never used has no object, and none is created for it.
-      const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
-      const live =
-        record.firstUsedAt === null
-          ? []
-          : await new QuotaLimiterClient(c.env.QUOTA, record, location).saveUsageHistoryOrThrow();
+      // The object's days win: it holds today, and any finished day D1 did not take yet.
+      const live = await adminKeyQuota(c.env, c.req.raw, record).saveUsageHistoryOrThrow();
       const stored = await readUsageDays(c.env.DB, id, from, to);
       // Later entries win in everyDay: the live ones go last.
       const days = everyDay(from, to, [...stored, ...live]);

@@ -1,6 +1,5 @@
 import { createRoute, OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { forgetKey } from "../../auth/key-cache";
 import { generateApiKey, newKeyId } from "../../auth/key-format";
 import { type AuditAction, appendAudit, clearBanStatement } from "../../db/audit";
 import {
@@ -22,12 +21,6 @@ import { log } from "../../lib/log";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import type { KeyUsage } from "../../objects/quota-limiter";
-import {
-  locationOf,
-  policyOf,
-  QuotaLimiterClient,
-  unusedKeyUsage,
-} from "../../objects/quota-limiter-client";
 import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
 import { adminErrorResponses, json, NoQuerySchema } from "../../schemas/common";
 import {
@@ -45,6 +38,7 @@ import {
 import { AdminIdentitySchema } from "../../schemas/operator";
 import { type AdminEnv, auditOf, foundOrThrow, security } from "./admin-env";
 import { historyApi } from "./history-routes";
+import { adminKeyQuota } from "./key-quota";
 import {
   decodeKeyCursorOrThrow,
   encodeKeyCursor,
@@ -111,17 +105,6 @@ function expiryOrThrow(value: string | undefined, now: number): number | null {
  */
 function newSecretOrThrow(config: Config, id: string) {
   return generateApiKey(config.ENVIRONMENT, id, secretOrThrow(config, "KEY_TAG_SECRET"));
-}
-
-/**
- * Makes a change take effect on the key's very next request, in every isolate. `key` is the key
- * as written: a key never used has no quota object to tell (its first request brings the policy,
- * and middleware/first-use.ts pushes it if that request's record is older than this change).
- */
-async function pushPolicyOrThrow(env: Env, key: KeyRecord): Promise<void> {
-  forgetKey(key.id);
-  if (key.firstUsedAt === null) return;
-  await new QuotaLimiterClient(env.QUOTA, key).configureOrThrow(policyOf(key));
 }
 
 // A write that lost a race to another admin write is decided again on the fresh record.
@@ -292,8 +275,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         { plan, state, ownerId, search: q, now },
       );
       const { page, nextCursor } = pageOf(keys, limit, encodeKeyCursor);
-      // The days D1 holds and one call per listed key's object, all at once; a key never used has
-      // no object, and none is created for it.
+      // The days D1 holds and one call per listed key's object, all at once.
       const [lastUsed, reports] = await Promise.all([
         lastUsedDays(
           c.env.DB,
@@ -301,9 +283,9 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         ),
         Promise.all(
           page.map((k) =>
-            k.firstUsedAt === null
-              ? { usage: unusedKeyUsage(policyOf(k), now), days: [] }
-              : new QuotaLimiterClient(c.env.QUOTA, k).reportOrThrow(policyOf(k)).catch(() => null),
+            adminKeyQuota(c.env, c.req.raw, k)
+              .reportOrThrow()
+              .catch(() => null),
           ),
         ),
       ]);
@@ -336,11 +318,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const { id } = c.req.valid("param");
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
-      const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
-      const usage =
-        record.firstUsedAt === null
-          ? unusedKeyUsage(policyOf(record), clock.now())
-          : await new QuotaLimiterClient(c.env.QUOTA, record, location).usage(policyOf(record));
+      const usage = await adminKeyQuota(c.env, c.req.raw, record).usage();
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
   )
@@ -403,7 +381,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       });
       // Pushed even when nothing changed: repeating a change whose push failed (503) is how the
       // operator gets it enforced, and the push is idempotent.
-      await pushPolicyOrThrow(c.env, updated);
+      await adminKeyQuota(c.env, c.req.raw, updated).pushPolicyOrThrow();
       return c.json(keyView(updated, clock.now()), 200);
     },
   )
@@ -436,7 +414,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       }));
       // Pushed again when the key was revoked already: a revocation answered 503 (saved, not
       // pushed) is enforced by repeating it.
-      await pushPolicyOrThrow(c.env, revoked);
+      await adminKeyQuota(c.env, c.req.raw, revoked).pushPolicyOrThrow();
       return c.json(keyView(revoked, clock.now()), 200);
     },
   )
@@ -459,12 +437,12 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const { id } = c.req.valid("param");
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
-      // One call: the object reports when the ban would have ended as it lifts it. A key never
-      // used has no object, and no ban.
-      const { bannedUntilBefore, usage } =
-        record.firstUsedAt === null
-          ? { bannedUntilBefore: null, usage: unusedKeyUsage(policyOf(record), clock.now()) }
-          : await new QuotaLimiterClient(c.env.QUOTA, record).unbanOrThrow(policyOf(record));
+      // One call: the object reports when the ban would have ended as it lifts it.
+      const { bannedUntilBefore, usage } = await adminKeyQuota(
+        c.env,
+        c.req.raw,
+        record,
+      ).unbanOrThrow();
       // The ban lives in the key's object, not in D1, so the entry follows the unban; if D1
       // fails here the answer is 503 and the operator repeats the (idempotent) unban. A key
       // that was not banned is unchanged: no entry.
@@ -525,12 +503,14 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       // Isolates holding the old secret's record drop it on its next request (newer version).
       // The new secret must reach the operator whatever happens: if the push fails, those
       // isolates keep the old record for at most the key cache's 30 s, so it is only logged.
-      await pushPolicyOrThrow(c.env, rolled).catch((err: unknown) =>
-        log("warn", "rolled key's policy not pushed; caches expire on their own", {
-          keyId: id,
-          error: String(err),
-        }),
-      );
+      await adminKeyQuota(c.env, c.req.raw, rolled)
+        .pushPolicyOrThrow()
+        .catch((err: unknown) =>
+          log("warn", "rolled key's policy not pushed; caches expire on their own", {
+            keyId: id,
+            error: String(err),
+          }),
+        );
       return c.json({ ...keyView(rolled, clock.now()), key }, 201);
     },
   );
