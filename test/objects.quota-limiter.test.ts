@@ -172,6 +172,16 @@ describe("QuotaLimiter.usage and unban", () => {
     expect((await stub.admit(policy(2, 100))).outcome).toBe("rate_limited");
   });
 
+  it("an unban of a key refused but not banned yet also forgets the minute's refusals", async () => {
+    const stub = limiter();
+    const outcomes = await admitN(stub, policy(2, 100), 12);
+    expect(outcomes.slice(2)).toEqual(Array(10).fill("rate_limited")); // one short of a ban
+    const { bannedUntilBefore } = await stub.unban();
+    expect(bannedUntilBefore).toBeNull();
+    expect((await stub.admit(policy(2, 100))).outcome).toBe("rate_limited");
+    expect((await stub.usage()).bannedUntil).toBeNull();
+  });
+
   it("ends the ban by itself after 15 minutes", async () => {
     const stub = limiter();
     await admitN(stub, policy(1, 100), 12);
@@ -249,6 +259,20 @@ describe("QuotaLimiter idle", () => {
     time.now = DAY0 + 2 * DAY_MS + MINUTE_MS;
     await runDurableObjectAlarm(stub);
     expect(await usageRows(stub), "cleared after the day of the hand-back").toHaveLength(0);
+  });
+});
+
+describe("QuotaLimiter idle, unbanned", () => {
+  it("an unban of a key whose object is idle (its day over and cleaned up) leaves it holding nothing", async () => {
+    const stub = limiter();
+    await admitN(stub, policy(5, 100), 1);
+    time.now = DAY0 + DAY_MS + MINUTE_MS;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await usageRows(stub), "cleared by the day-end alarm").toHaveLength(0);
+    const { bannedUntilBefore } = await stub.unban();
+    expect(bannedUntilBefore).toBeNull();
+    expect(await usageRows(stub), "nothing written by the unban").toHaveLength(0);
+    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBeNull();
   });
 });
 

@@ -492,8 +492,11 @@ export class QuotaLimiter extends DurableObject<Env> {
   /** Lifts the ban; returns when it would have ended (for the audit) and the usage after it. */
   unban(offered?: Policy): { bannedUntilBefore: number | null; usage: KeyUsage } {
     const bannedUntilBefore = this.usage(offered).bannedUntil;
-    this.#usage = { ...this.#usage, bannedUntil: 0, minuteRejected: 0 };
-    this.#usageTable.save(this.#usage);
+    // Nothing to lift (an idle key's object holds no row): write none, as nothing would remove it.
+    if (this.#usage.bannedUntil !== 0 || this.#usage.minuteRejected !== 0) {
+      this.#usage = { ...this.#usage, bannedUntil: 0, minuteRejected: 0 };
+      this.#usageTable.save(this.#usage);
+    }
     // The operator's unban is audited (and clears D1's ban) by the admin API: no ban_end follows.
     this.ctx.storage.sql.exec("DELETE FROM ban_records");
     return { bannedUntilBefore, usage: this.usage(offered) };
