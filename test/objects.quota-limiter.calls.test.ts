@@ -191,19 +191,28 @@ describe("the cleanup alarm", () => {
     expect(await usageRows(stub)).toHaveLength(0);
   });
 
-  it("a request is admitted even when its cleanup cannot be scheduled, and the failure is logged with its cause", async () => {
+  it("a request is admitted even when its cleanup cannot be scheduled, the failure is logged with its cause, and the next request schedules it", async () => {
     const stub = newObject();
     const logged: string[] = [];
     vi.spyOn(console, "error").mockImplementation(
       (line: unknown) => void logged.push(String(line)),
     );
     const outcome = await runInDurableObject(stub, async (instance: QuotaLimiter, ctx) => {
-      vi.spyOn(ctx.storage, "getAlarm").mockRejectedValue(new Error("storage is unavailable"));
+      const failing = vi
+        .spyOn(ctx.storage, "getAlarm")
+        .mockRejectedValue(new Error("storage is unavailable"));
       const decision = instance.admit(policyOf(5, 100));
       await new Promise((resolve) => setTimeout(resolve, 0));
+      failing.mockRestore();
       return decision.outcome;
     });
     expect(outcome).toBe("allowed");
+    expect(await alarmOf(stub)).toBeNull();
+    // The same day's next request would not schedule the cleanup again, but this one is owed.
+    time.now += 1_000;
+    expect((await stub.admit(policyOf(5, 100))).outcome).toBe("allowed");
+    await runInDurableObject(stub, () => new Promise((resolve) => setTimeout(resolve, 0)));
+    expect(await alarmOf(stub)).toBe(Math.floor(time.now / DAY_MS) * DAY_MS + DAY_MS + MINUTE_MS);
     const lines = logged.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines).toContainEqual(
       expect.objectContaining({

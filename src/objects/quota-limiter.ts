@@ -145,6 +145,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageHistory: UsageHistoryTable;
   #usage: UsageState = { ...EMPTY_USAGE };
   #policy: Policy | null = null;
+  /** The earliest alarm a call asked for and storage failed to set (see #wakeNoLaterThan). */
+  #alarmOwed: number | null = null;
   /** How long a ban lasts (BAN_MINUTES). */
   readonly #banMs: number;
 
@@ -320,11 +322,28 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#usageTable.save(state);
     }
     // Once a day per active key: an alarm after the day ends deletes the stale row.
-    if (state.dayStart !== previousDay) {
-      this.#alarmNoLaterThan(state.dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
-        log("error", "could not schedule usage cleanup", { error: String(err) }),
+    if (state.dayStart !== previousDay)
+      this.#wakeNoLaterThan(
+        state.dayStart + DAY_MS + MINUTE_MS,
+        "could not schedule usage cleanup",
       );
+    const owed = this.#alarmOwed;
+    if (owed !== null) {
+      this.#alarmOwed = null;
+      this.#wakeNoLaterThan(owed, "could not schedule an alarm owed since an earlier failure");
     }
+  }
+
+  /**
+   * Asks for an alarm no later than `at`, without waiting for storage. A failure is logged as
+   * `failure` and kept: the object's next request, renewal or hand-back asks again, so a key
+   * still in use is not left without its day's cleanup, history write or ban record.
+   */
+  #wakeNoLaterThan(at: number, failure: string): void {
+    this.#alarmNoLaterThan(at).catch((err: unknown) => {
+      this.#alarmOwed = Math.min(at, this.#alarmOwed ?? at);
+      log("error", failure, { error: String(err) });
+    });
   }
 
   /**
@@ -537,9 +556,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       bannedUntil,
       now,
     );
-    this.#alarmNoLaterThan(now).catch((err: unknown) =>
-      log("error", "could not schedule the ban's record", { error: String(err) }),
-    );
+    this.#wakeNoLaterThan(now, "could not schedule the ban's record");
   }
 
   /** Writes the bans' starts and the ends that have come; re-arms for the next end or a retry. */
@@ -603,8 +620,9 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /** A new day in the history: makes sure an alarm after its end writes it to D1. */
   #scheduleDayFlush(dayStart: number): void {
-    this.#alarmNoLaterThan(dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
-      log("error", "could not schedule the usage history write", { error: String(err) }),
+    this.#wakeNoLaterThan(
+      dayStart + DAY_MS + MINUTE_MS,
+      "could not schedule the usage history write",
     );
   }
 
