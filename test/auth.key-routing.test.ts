@@ -12,6 +12,7 @@ import { randomBase62, sha256Hex } from "../src/lib/crypto";
 import { HeldKeyRecord } from "../src/objects/holder-key-record";
 import { holderName } from "../src/objects/quota-holder";
 import { GIVE_BACK_GRACE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
+import { KeyIdParamSchema } from "../src/schemas/keys";
 import {
   ADMIN,
   auth,
@@ -100,6 +101,19 @@ const holderIds = async () =>
 describe("the key format", () => {
   const SECRET = "a-tag-secret-of-at-least-32-characters";
   const OTHER = "another-tag-secret-of-32-characters!";
+
+  it("makes ids the admin API accepts as key ids, and nothing else passes for one", () => {
+    for (let i = 0; i < 50; i++)
+      expect(KeyIdParamSchema.safeParse({ id: newKeyId() }).success).toBe(true);
+    for (const id of [
+      "key_",
+      "key_0123456789abcdefABC",
+      "key_0123456789abcdefABCD_",
+      "kez_0123456789abcdefABCD",
+      "key_0123456789abcdef-BCD",
+    ])
+      expect(KeyIdParamSchema.safeParse({ id }).success, id).toBe(false);
+  });
 
   it("names the key's id under a tag only the tag secret makes", async () => {
     const id = newKeyId();

@@ -58,6 +58,17 @@ describe("QuotaLimiter.admit", () => {
     expect(await admitN(stub, policy(5, 10), 2)).toEqual(["allowed", "rate_limited"]);
   });
 
+  it("keeps a lease's unused permits, handed back, across eviction", async () => {
+    const stub = limiter();
+    const { lease } = await stub.admit(policy(100, 1_000), { want: 5, returning: [] });
+    expect(lease?.permits).toBe(5);
+    expect((await stub.usage()).minute.count).toBe(1 + 5);
+    await stub.returnLease({ id: lease!.id, unused: 5, used: 0 });
+    await evictDurableObject(stub);
+    const usage = await stub.usage();
+    expect([usage.minute.count, usage.day.count]).toEqual([1, 1]);
+  });
+
   it("rolls to a new minute and a new UTC day", async () => {
     const stub = limiter();
     await admitN(stub, policy(2, 3), 3);
@@ -106,6 +117,20 @@ describe("QuotaLimiter.usage and unban", () => {
     expect(u.bannedUntil).toBeNull();
   });
 
+  it("shows the newer of its own policy and the one offered (the key as D1 has it)", async () => {
+    const stub = limiter();
+    // Never told of a policy: the one offered.
+    expect((await stub.usage(policy(4, 50, 2))).policy).toEqual(policy(4, 50, 2));
+    await admitN(stub, policy(4, 50, 2), 1);
+    // An older one offered (a stale record): its own.
+    expect((await stub.usage(policy(1, 5, 1))).policy).toEqual(policy(4, 50, 2));
+    // A newer one it has not been told of yet: the one offered, with its limits.
+    const newer = await stub.usage(policy(8, 80, 3));
+    expect(newer.policy).toEqual(policy(8, 80, 3));
+    expect(newer.minute).toMatchObject({ count: 1, limit: 8 });
+    expect(newer.day).toMatchObject({ count: 1, limit: 80 });
+  });
+
   it("reports the current counts, limits and resets, with stale windows counted as 0", async () => {
     const stub = limiter();
     await admitN(stub, policy(4, 50), 3);
@@ -139,9 +164,22 @@ describe("QuotaLimiter.usage and unban", () => {
 
     await stub.unban();
     expect((await stub.usage()).bannedUntil).toBeNull();
+    // The unban is stored: a fresh instance of the object does not bring the ban back.
+    await evictDurableObject(stub);
+    expect((await stub.usage()).bannedUntil).toBeNull();
     expect(await admitN(stub, policy(2, 100), 2)).toEqual(["allowed", "allowed"]);
     // Unbanning also forgets the refusals of this minute: the next refusal is not a ban.
     expect((await stub.admit(policy(2, 100))).outcome).toBe("rate_limited");
+  });
+
+  it("an unban of a key refused but not banned yet also forgets the minute's refusals", async () => {
+    const stub = limiter();
+    const outcomes = await admitN(stub, policy(2, 100), 12);
+    expect(outcomes.slice(2)).toEqual(Array(10).fill("rate_limited")); // one short of a ban
+    const { bannedUntilBefore } = await stub.unban();
+    expect(bannedUntilBefore).toBeNull();
+    expect((await stub.admit(policy(2, 100))).outcome).toBe("rate_limited");
+    expect((await stub.usage()).bannedUntil).toBeNull();
   });
 
   it("ends the ban by itself after 15 minutes", async () => {
@@ -202,6 +240,39 @@ describe("QuotaLimiter cleanup alarm", () => {
     time.now = bannedUntil;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await usageRows(stub)).toHaveLength(0);
+  });
+});
+
+describe("QuotaLimiter idle", () => {
+  it("a hand-back that reaches it after its cleanup leaves it holding nothing once that day is over", async () => {
+    const stub = limiter();
+    const { lease } = await stub.admit(policy(100, 1_000), { want: 5, returning: [] });
+    expect(lease?.permits).toBe(5);
+    // The day-end alarm settles the lease as stranded and clears the windows' row.
+    time.now = DAY0 + DAY_MS + MINUTE_MS;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await usageRows(stub), "cleared by the day-end alarm").toHaveLength(0);
+    // The lease's holder hands it back late (a retried hand-back); the object settled it already.
+    time.now += 1_000;
+    await stub.returnLease({ id: lease!.id, unused: 5, used: 0 });
+    // Whatever that left, it is gone once the day it arrived in is over.
+    time.now = DAY0 + 2 * DAY_MS + MINUTE_MS;
+    await runDurableObjectAlarm(stub);
+    expect(await usageRows(stub), "cleared after the day of the hand-back").toHaveLength(0);
+  });
+});
+
+describe("QuotaLimiter idle, unbanned", () => {
+  it("an unban of a key whose object is idle (its day over and cleaned up) leaves it holding nothing", async () => {
+    const stub = limiter();
+    await admitN(stub, policy(5, 100), 1);
+    time.now = DAY0 + DAY_MS + MINUTE_MS;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await usageRows(stub), "cleared by the day-end alarm").toHaveLength(0);
+    const { bannedUntilBefore } = await stub.unban();
+    expect(bannedUntilBefore).toBeNull();
+    expect(await usageRows(stub), "nothing written by the unban").toHaveLength(0);
+    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBeNull();
   });
 });
 

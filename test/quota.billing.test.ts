@@ -200,6 +200,38 @@ describe("the usage history counts what was served", () => {
     expect((await historyOf(stub))[0]).toMatchObject({ admitted: 1 + 6, stranded: 25 - 6 });
   });
 
+  it("a lease past its deadline is stranded by the next call, a hand-back too: its own late hand-back then counts nothing", async () => {
+    const time = fixClock(NINE + 10_000);
+    const stub = newLimiter("past-deadline");
+    const lost = (await stub.admit(POLICY, { want: 20, returning: [] })).lease!;
+    time.now = NINE + 30_000; // before the lost lease's deadline
+    const other = (await stub.admit(POLICY, { want: 20, returning: [] })).lease!;
+    // 09:01:10: past the lost lease's deadline. The first call since is the other lease's
+    // hand-back (it served none); the lost lease's holder then reports 20 served, too late.
+    time.now = NINE + MINUTE_MS + 10_000;
+    expect(time.now).toBeGreaterThan(lost.expiresAt + STRANDED_AFTER_MS);
+    await stub.returnLease({ id: other.id, unused: 20, used: 0 });
+    await stub.returnLease({ id: lost.id, unused: 0, used: 20 });
+    expect((await historyOf(stub))[0]).toMatchObject({ admitted: 2, stranded: 20 });
+  });
+
+  it("a renewal reporting on a lease the object already stranded is answered, and bills nothing more", async () => {
+    const time = fixClock(NINE + 10_000);
+    const stub = newLimiter("renew-stranded");
+    const lost = (await stub.admit(POLICY, { want: 20, returning: [] })).lease!;
+    time.now = NINE + MINUTE_MS + 10_000;
+    expect((await historyOf(stub))[0]).toMatchObject({ admitted: 1, stranded: 20 });
+    const renewal = await stub.renewLease(POLICY, {
+      leaseId: lost.id,
+      want: 5,
+      holding: 0,
+      used: 20,
+      returning: [],
+    });
+    expect(renewal.granted?.permits).toBe(5); // a new lease: the old one is gone
+    expect((await historyOf(stub))[0]).toMatchObject({ admitted: 1, stranded: 20 });
+  });
+
   it("a renewal's answer that never arrived: the hand-back's used count, not its unused, decides", async () => {
     const time = fixClock(NINE + 10_000);
     const stub = newLimiter("lost-answer");
@@ -243,6 +275,12 @@ describe("the day-end flush", () => {
     // 00:00:06: the late lease comes back with 7 served.
     time.now += 1_000;
     await stub.returnLease({ id: late.id, unused: 3, used: 7 });
+    // That hand-back starts the new day's windows (their cleanup is asked for after that day):
+    // the finished day's write is not put off by it.
+    const stillAt = await runInDurableObject(stub, (_: QuotaLimiter, state) =>
+      state.storage.getAlarm(),
+    );
+    expect(stillAt).toBe(lost.expiresAt + STRANDED_AFTER_MS);
     // The day-end alarm settles the lost lease as stranded and writes the day.
     time.now = DAY + DAY_MS + MINUTE_MS;
     expect(await runDurableObjectAlarm(stub)).toBe(true);

@@ -60,6 +60,28 @@ async function audit(query: string): Promise<Entry[]> {
 const alarmOf = (stub: DurableObjectStub<QuotaLimiter>) =>
   runInDurableObject(stub, (_: QuotaLimiter, state) => state.storage.getAlarm());
 
+/** Runs the object's alarm handler now, whether or not an alarm is set. */
+const runObjectAlarm = (stub: DurableObjectStub<QuotaLimiter>) =>
+  runInDurableObject(stub, (instance: QuotaLimiter) => instance.alarm());
+
+/** Counts the batches of writes the key's object sends to D1 from now on (this instance). */
+async function countObjectWrites(stub: DurableObjectStub<QuotaLimiter>): Promise<() => number> {
+  let batches = 0;
+  const db = new Proxy(env.DB, {
+    get: (target, prop) =>
+      prop === "batch"
+        ? (statements: D1PreparedStatement[]) => {
+            batches++;
+            return target.batch(statements);
+          }
+        : Reflect.get(target, prop).bind(target),
+  });
+  await runInDurableObject(stub, (instance: QuotaLimiter) => {
+    (instance as unknown as { env: Env }).env = { ...env, DB: db };
+  });
+  return () => batches;
+}
+
 /** perMinute 3: 3 admitted, 10 refusals tolerated, the 11th refusal (at `at`) bans the key. */
 async function banKey(name: string, at: number) {
   const issued = await issueKey("enterprise", { perMinute: 3, perDay: 1000 }, { name });
@@ -123,8 +145,9 @@ describe("automatic bans", () => {
     const banned = await banKey("ban-recorded", T0 + 5_000);
     const quiet = await issueKey("pro", undefined, { name: "ban-quiet" });
     const stub = env.QUOTA.getByName(banned.id);
-    // The request that earned the ban did not wait for D1: the alarm writes it.
+    // The request that earned the ban did not wait for D1: the alarm writes it, at once.
     expect((await listKeys("state=banned")).map((k) => k.id)).not.toContain(banned.id);
+    expect(await alarmOf(stub)).toBe(T0 + 5_000);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
 
     const listed = await listKeys("state=banned");
@@ -156,6 +179,26 @@ describe("automatic bans", () => {
     expect(end[0]?.changes).toEqual({
       bannedUntil: { before: iso(banned.bannedUntil), after: null },
     });
+  });
+
+  it("an alarm run again writes nothing to D1 twice: not the ban's start, nor its end", async () => {
+    const banned = await banKey("ban-once", T0 + 5_000);
+    const stub = env.QUOTA.getByName(banned.id);
+    expect(await runDurableObjectAlarm(stub)).toBe(true); // writes the start
+    const batches = await countObjectWrites(stub);
+    time.now = T0 + 6 * MINUTE_MS;
+    await runObjectAlarm(stub);
+    expect(batches(), "writes before the ban's end").toBe(0);
+    time.now = banned.bannedUntil;
+    await runObjectAlarm(stub); // writes the end
+    expect(batches(), "writes at the ban's end").toBe(1);
+    time.now = banned.bannedUntil + MINUTE_MS;
+    await runObjectAlarm(stub);
+    expect(batches(), "writes after the ban's end").toBe(1);
+    expect((await audit(`keyId=${banned.id}&actor=system`)).map((e) => e.action)).toEqual([
+      "ban_end",
+      "ban",
+    ]);
   });
 
   it("a ban D1 does not take is written by the alarm 5 minutes later, once", async () => {

@@ -303,6 +303,17 @@ describe("stored days after a lease comes back", () => {
     expect((await usageData(id, `?from=${DAY_A}&to=${DAY_A}`))[0]!.admitted).toBe(5);
   });
 
+  it("a lease never handed back: the first history read past its deadline reports and stores it stranded", async () => {
+    const time = fixClock(START_A + 3600_000);
+    const { id } = await issueKey("pro");
+    await leaseOf20(id);
+    // Two minutes on, the lease is past its deadline; nothing has called the object since.
+    time.now += 2 * MINUTE_MS;
+    const [day] = await usageData(id, `?from=${DAY_A}&to=${DAY_A}`);
+    expect(day).toMatchObject({ admitted: 1, stranded: 20 });
+    expect(await storedRows(id)).toEqual([{ ...row(DAY_A, 1), stranded: 20 }]);
+  });
+
   it("two writes of a day racing while requests are admitted: the later, higher totals stay", async () => {
     fixClock(START_A + 3600_000);
     const { id } = await issueKey("pro");

@@ -1,5 +1,6 @@
 import { randomBase62, signedTag, TAG_BYTES, verifyTagUnderAny } from "../lib/crypto";
 import { fromHex } from "../lib/encoding";
+import { KEY_ID_LENGTH, KEY_ID_PART, KEY_ID_PATTERN, KEY_ID_PREFIX } from "../schemas/keys";
 
 // A key is `pet_live_` (production) or `pet_test_` (elsewhere), its secret, then its routing
 // part: `pet_test_<secret>_<id>_<tag>`.
@@ -12,14 +13,9 @@ import { fromHex } from "../lib/encoding";
 // D1 stores the SHA-256 of the whole token, so a key authenticates by its hash whichever way it
 // is routed. Keys issued before (no routing part) keep authenticating through D1.
 const KEY_SECRET_LENGTH = 43;
-const KEY_ID_PREFIX = "key_";
-const KEY_ID_LENGTH = 20;
 const LIVE_PREFIX = "pet_live_";
 const TEST_PREFIX = "pet_test_";
 const SHOWN_SECRET_CHARACTERS = 4;
-/** A key id without its `key_`, as a pattern: written once for the id and the key that names it. */
-const KEY_ID_PART = `[0-9A-Za-z]{${KEY_ID_LENGTH}}`;
-const KEY_ID_PATTERN = new RegExp(`^${KEY_ID_PREFIX}${KEY_ID_PART}$`);
 const KEY_PATTERN = new RegExp(
   `^(?:${LIVE_PREFIX}|${TEST_PREFIX})[0-9A-Za-z]{${KEY_SECRET_LENGTH}}` +
     `(?:_(${KEY_ID_PART})_([0-9a-f]{${TAG_BYTES * 2}}))?$`,

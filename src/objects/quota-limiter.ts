@@ -145,6 +145,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageHistory: UsageHistoryTable;
   #usage: UsageState = { ...EMPTY_USAGE };
   #policy: Policy | null = null;
+  /** The earliest alarm a call asked for and storage failed to set (see #wakeNoLaterThan). */
+  #alarmOwed: number | null = null;
   /** How long a ban lasts (BAN_MINUTES). */
   readonly #banMs: number;
 
@@ -320,21 +322,39 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#usageTable.save(state);
     }
     // Once a day per active key: an alarm after the day ends deletes the stale row.
-    if (state.dayStart !== previousDay) {
-      this.#alarmNoLaterThan(state.dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
-        log("error", "could not schedule usage cleanup", { error: String(err) }),
+    if (state.dayStart !== previousDay)
+      this.#wakeNoLaterThan(
+        state.dayStart + DAY_MS + MINUTE_MS,
+        "could not schedule usage cleanup",
       );
+    const owed = this.#alarmOwed;
+    if (owed !== null) {
+      this.#alarmOwed = null;
+      this.#wakeNoLaterThan(owed, "could not schedule an alarm owed since an earlier failure");
     }
   }
 
-  /** Takes back a lease's unused permits (a holder whose lease expired before its next request). */
+  /**
+   * Asks for an alarm no later than `at`, without waiting for storage. A failure is logged as
+   * `failure` and kept: the object's next request, renewal or hand-back asks again, so a key
+   * still in use is not left without its day's cleanup, history write or ban record.
+   */
+  #wakeNoLaterThan(at: number, failure: string): void {
+    this.#alarmNoLaterThan(at).catch((err: unknown) => {
+      this.#alarmOwed = Math.min(at, this.#alarmOwed ?? at);
+      log("error", failure, { error: String(err) });
+    });
+  }
+
+  /**
+   * Takes back a lease's unused permits (a holder whose lease expired before its next request).
+   * Like a request, it may move the windows into a new day (after the cleanup, or a day with no
+   * request yet), so their row gets that day's cleanup alarm too.
+   */
   returnLease(returned: ReturnedLease): void {
     const now = clock.now();
-    const usage = this.#takeBack(rollWindows(this.#usage, now), returned);
-    if (usage !== this.#usage) {
-      this.#usage = usage;
-      this.#usageTable.save(usage);
-    }
+    const previousDay = this.#usage.dayStart;
+    this.#keep(this.#takeBack(rollWindows(this.#usage, now), returned), previousDay);
     this.#strandUnreportedLeases(now);
   }
 
@@ -491,8 +511,11 @@ export class QuotaLimiter extends DurableObject<Env> {
   /** Lifts the ban; returns when it would have ended (for the audit) and the usage after it. */
   unban(offered?: Policy): { bannedUntilBefore: number | null; usage: KeyUsage } {
     const bannedUntilBefore = this.usage(offered).bannedUntil;
-    this.#usage = { ...this.#usage, bannedUntil: 0, minuteRejected: 0 };
-    this.#usageTable.save(this.#usage);
+    // Nothing to lift (an idle key's object holds no row): write none, as nothing would remove it.
+    if (this.#usage.bannedUntil !== 0 || this.#usage.minuteRejected !== 0) {
+      this.#usage = { ...this.#usage, bannedUntil: 0, minuteRejected: 0 };
+      this.#usageTable.save(this.#usage);
+    }
     // The operator's unban is audited (and clears D1's ban) by the admin API: no ban_end follows.
     this.ctx.storage.sql.exec("DELETE FROM ban_records");
     return { bannedUntilBefore, usage: this.usage(offered) };
@@ -533,9 +556,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       bannedUntil,
       now,
     );
-    this.#alarmNoLaterThan(now).catch((err: unknown) =>
-      log("error", "could not schedule the ban's record", { error: String(err) }),
-    );
+    this.#wakeNoLaterThan(now, "could not schedule the ban's record");
   }
 
   /** Writes the bans' starts and the ends that have come; re-arms for the next end or a retry. */
@@ -599,8 +620,9 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /** A new day in the history: makes sure an alarm after its end writes it to D1. */
   #scheduleDayFlush(dayStart: number): void {
-    this.#alarmNoLaterThan(dayStart + DAY_MS + MINUTE_MS).catch((err: unknown) =>
-      log("error", "could not schedule the usage history write", { error: String(err) }),
+    this.#wakeNoLaterThan(
+      dayStart + DAY_MS + MINUTE_MS,
+      "could not schedule the usage history write",
     );
   }
 

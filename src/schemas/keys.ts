@@ -228,9 +228,16 @@ export const ListKeysQuerySchema = z.strictObject({
   cursor: adminPageCursor,
 });
 
+// A key's id: `key_` and 20 base62 characters (made by auth/key-format.ts). Written once here for
+// the id, the API key that names it, and the admin API's validation.
+export const KEY_ID_PREFIX = "key_";
+export const KEY_ID_LENGTH = 20;
+/** A key id without its `key_`, as a pattern. */
+export const KEY_ID_PART = `[0-9A-Za-z]{${KEY_ID_LENGTH}}`;
+export const KEY_ID_PATTERN = new RegExp(`^${KEY_ID_PREFIX}${KEY_ID_PART}$`);
+
 /** A key's id as the service makes them: key_ and 20 letters or digits. */
-export const keyIdString = () =>
-  z.string().regex(/^key_[0-9A-Za-z]{20}$/, "must be a key id (key_…)");
+export const keyIdString = () => z.string().regex(KEY_ID_PATTERN, "must be a key id (key_…)");
 
 export const KeyIdParamSchema = z.object({
   id: keyIdString().openapi({
