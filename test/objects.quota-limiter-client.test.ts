@@ -403,14 +403,20 @@ describe("QuotaLimiterClient's work after the response", () => {
     vi.spyOn(clock, "sleep").mockImplementation(async (ms) => void (time.now += ms));
     let letGo: () => void = () => undefined;
     const handBack = new Promise<void>((resolve) => (letGo = resolve));
+    let entered: () => void = () => undefined;
+    const handBackEntered = new Promise<void>((resolve) => (entered = resolve));
+    let returned = false;
     const objects = {
       getByName: (name: string) =>
         new Proxy(env.QUOTA.getByName(name), {
           get: (target, p) =>
             p === "returnLease"
-              ? async (...args: unknown[]) => (
-                  await handBack, target.returnLease(...(args as [never]))
-                )
+              ? async (...args: unknown[]) => {
+                  entered();
+                  await handBack;
+                  await target.returnLease(...(args as [never]));
+                  returned = true;
+                }
               : Reflect.get(target, p),
         }),
     } as unknown as Env["QUOTA"];
@@ -422,11 +428,12 @@ describe("QuotaLimiterClient's work after the response", () => {
     const work = (leaseTaken as Extract<AdmitResult, { reached: true }>).afterResponse!;
     let settled = false;
     void work.then(() => (settled = true));
-    for (let i = 0; i < 20; i++) await Promise.resolve();
+    await handBackEntered;
     expect(settled, "the work waits for the hand-back").toBe(false);
     expect((await stub.usage()).minute.count).toBeGreaterThan(admitted);
     letGo();
     await work;
+    expect(returned, "the work ends once the hand-back is made").toBe(true);
     expect((await stub.usage()).minute.count).toBe(admitted);
   });
 
@@ -451,9 +458,10 @@ describe("QuotaLimiterClient's work after the response", () => {
     const { admitted } = await admitUntil(client, () => leases.unusedPermits > 0);
     // A usage read hands the isolate's unused permits back first; that call fails.
     expect((await client.usage(busy))?.minute.count).toBeGreaterThan(admitted);
+    expect(objects.calls.returnLease).toBe(1);
     expect(
       logged.filter((l) => l.includes("could not give a lease back") && l.includes(keyId)),
-    ).toHaveLength(objects.calls.returnLease!);
+    ).toHaveLength(1);
     failing.splice(0);
     expect((await client.usage(busy))?.minute.count).toBe(admitted);
   });

@@ -1,7 +1,7 @@
 // What the key's QuotaLimiter does on each admit and renewal besides its answer: a lease only
 // when it carries permits, the ban's edges, leases settled when due, and the alarm that keeps
 // storage bounded. Driven against a real object, with fake time.
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
@@ -191,35 +191,76 @@ describe("the cleanup alarm", () => {
     expect(await usageRows(stub)).toHaveLength(0);
   });
 
-  it("a request is admitted even when its cleanup cannot be scheduled, the failure is logged with its cause, and the next request schedules it", async () => {
-    const stub = newObject();
-    const logged: string[] = [];
+  /** Logged error lines, parsed; console.error is silenced for the test. */
+  function loggedErrors() {
+    const lines: Record<string, unknown>[] = [];
     vi.spyOn(console, "error").mockImplementation(
-      (line: unknown) => void logged.push(String(line)),
+      (line: unknown) => void lines.push(JSON.parse(String(line)) as Record<string, unknown>),
     );
-    const outcome = await runInDurableObject(stub, async (instance: QuotaLimiter, ctx) => {
+    return lines;
+  }
+  const cleanupFailure = {
+    level: "error",
+    msg: "could not schedule usage cleanup",
+    error: "Error: storage is unavailable",
+  };
+  const cleanupAt = (now: number) => Math.floor(now / DAY_MS) * DAY_MS + DAY_MS + MINUTE_MS;
+
+  /** The key's first request, admitted while storage fails to read or set the alarm. */
+  async function admitWhileAlarmsFail(stub: Stub, logged: Record<string, unknown>[]) {
+    return runInDurableObject(stub, async (instance: QuotaLimiter, ctx) => {
       const failing = vi
         .spyOn(ctx.storage, "getAlarm")
         .mockRejectedValue(new Error("storage is unavailable"));
       const decision = instance.admit(policyOf(5, 100));
-      await new Promise((resolve) => setTimeout(resolve, 0));
+      await vi.waitFor(() =>
+        expect(logged).toContainEqual(expect.objectContaining(cleanupFailure)),
+      );
       failing.mockRestore();
       return decision.outcome;
     });
-    expect(outcome).toBe("allowed");
+  }
+
+  it("a request is admitted even when its cleanup cannot be scheduled, the failure is logged with its cause, and the next request schedules it", async () => {
+    const stub = newObject();
+    const logged = loggedErrors();
+    expect(await admitWhileAlarmsFail(stub, logged)).toBe("allowed");
     expect(await alarmOf(stub)).toBeNull();
     // The same day's next request would not schedule the cleanup again, but this one is owed.
     time.now += 1_000;
     expect((await stub.admit(policyOf(5, 100))).outcome).toBe("allowed");
-    await runInDurableObject(stub, () => new Promise((resolve) => setTimeout(resolve, 0)));
-    expect(await alarmOf(stub)).toBe(Math.floor(time.now / DAY_MS) * DAY_MS + DAY_MS + MINUTE_MS);
-    const lines = logged.map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(lines).toContainEqual(
-      expect.objectContaining({
-        level: "error",
-        msg: "could not schedule usage cleanup",
-        error: "Error: storage is unavailable",
-      }),
-    );
+    await vi.waitFor(async () => expect(await alarmOf(stub)).toBe(cleanupAt(time.now)));
+  });
+
+  it("an object evicted before its failed alarm was set again gets one when it starts, and its alarm re-arms the cleanup", async () => {
+    const stub = newObject();
+    const logged = loggedErrors();
+    expect(await admitWhileAlarmsFail(stub, logged)).toBe("allowed");
+    expect(await alarmOf(stub)).toBeNull();
+    await evictDurableObject(stub);
+    time.now += 1_000;
+    expect(await alarmOf(stub), "set as the object starts, for at once").toBe(time.now);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await alarmOf(stub)).toBe(cleanupAt(time.now));
+    expect(await usageRows(stub), "the day's windows are kept").toHaveLength(1);
+  });
+
+  it("an object that holds nothing starts with no alarm", async () => {
+    const stub = newObject();
+    expect((await stub.usage()).day.count).toBe(0);
+    await evictDurableObject(stub);
+    expect(await alarmOf(stub)).toBeNull();
+  });
+
+  it("a call that asks for two alarms keeps the earlier", async () => {
+    const stub = newObject();
+    const logged = loggedErrors();
+    expect(await admitWhileAlarmsFail(stub, logged)).toBe("allowed");
+    // The next day's first request asks for its cleanup and for the one owed: the earlier stays.
+    const owed = cleanupAt(time.now);
+    time.now += DAY_MS;
+    expect((await stub.admit(policyOf(5, 100))).outcome).toBe("allowed");
+    await vi.waitFor(async () => expect(await alarmOf(stub)).not.toBeNull());
+    expect(await alarmOf(stub)).toBe(owed);
   });
 });

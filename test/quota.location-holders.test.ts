@@ -292,7 +292,7 @@ describe("through the API, requests marked with their location", () => {
 });
 
 describe("the operator's views, read in a location that holds stock of the key", () => {
-  it("the key list, the key and its history count only what was admitted: that location's stock goes back first", async () => {
+  it("the key and its history count only what was admitted: that location's stock goes back first", async () => {
     const name = `stocked-${++seq}`;
     const { id, key } = await issueKey("enterprise", { perMinute: 600, perDay: 10_000 }, { name });
     time.now = T0 + 5_000;
@@ -315,14 +315,8 @@ describe("the operator's views, read in a location that holds stock of the key",
     };
 
     await admitInFra();
-    const page = (await fromFra(`/admin/v1/keys?q=${name}`)) as {
-      data: { id: string; activity: { today: { used: number } } }[];
-    };
-    expect(page.data.map((k) => [k.id, k.activity.today.used])).toEqual([[id, 2]]);
-
-    await admitInFra();
     const detail = (await fromFra(`/admin/v1/keys/${id}`)) as { usage: { day: { count: number } } };
-    expect(detail.usage.day.count).toBe(3);
+    expect(detail.usage.day.count).toBe(2);
 
     await admitInFra();
     const history = (await fromFra(`/admin/v1/keys/${id}/usage`)) as {
@@ -330,7 +324,7 @@ describe("the operator's views, read in a location that holds stock of the key",
     };
     expect(history.data.at(-1)).toMatchObject({
       day: new Date(T0).toISOString().slice(0, 10),
-      admitted: 4,
+      admitted: 3,
     });
   });
 });

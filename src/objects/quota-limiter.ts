@@ -147,6 +147,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   #policy: Policy | null = null;
   /** The earliest alarm a call asked for and storage failed to set (see #wakeNoLaterThan). */
   #alarmOwed: number | null = null;
+  /** The last alarm change asked for (see #alarmNoLaterThan). */
+  #alarmChange: Promise<void> = Promise.resolve();
   /** How long a ban lasts (BAN_MINUTES). */
   readonly #banMs: number;
 
@@ -164,7 +166,23 @@ export class QuotaLimiter extends DurableObject<Env> {
         )
         .toArray()[0];
       this.#policy = row ? { ...row, revoked: row.revoked === 1 } : null;
+      // Whatever this object holds for later (the day's windows, history days not yet in D1,
+      // leases to settle, bans to record) has an alarm, unless setting it failed before the
+      // object was evicted: then it gets one now, and the alarm re-arms for what is not due.
+      if (this.#holdsWorkForLater() && (await ctx.storage.getAlarm()) === null)
+        await ctx.storage.setAlarm(clock.now());
     });
+  }
+
+  #holdsWorkForLater(): boolean {
+    return (
+      this.ctx.storage.sql
+        .exec<{ held: number }>(
+          `SELECT EXISTS (SELECT 1 FROM usage) OR EXISTS (SELECT 1 FROM usage_history)
+              OR EXISTS (SELECT 1 FROM leases) OR EXISTS (SELECT 1 FROM ban_records) AS held`,
+        )
+        .one().held === 1
+    );
   }
 
   /**
@@ -353,8 +371,12 @@ export class QuotaLimiter extends DurableObject<Env> {
    */
   returnLease(returned: ReturnedLease): void {
     const now = clock.now();
-    const previousDay = this.#usage.dayStart;
-    this.#keep(this.#takeBack(rollWindows(this.#usage, now), returned), previousDay);
+    // A lease settled already (handed back before, or stranded) changes nothing and writes
+    // nothing: a retried hand-back reaching an idle object leaves it idle.
+    if (this.#leaseRow(returned.id)) {
+      const previousDay = this.#usage.dayStart;
+      this.#keep(this.#takeBack(rollWindows(this.#usage, now), returned), previousDay);
+    }
     this.#strandUnreportedLeases(now);
   }
 
@@ -538,7 +560,7 @@ export class QuotaLimiter extends DurableObject<Env> {
         nextUsageCleanup = idleFrom + MINUTE_MS;
       }
     }
-    if (nextUsageCleanup !== null) await this.ctx.storage.setAlarm(nextUsageCleanup);
+    if (nextUsageCleanup !== null) await this.#alarmNoLaterThan(nextUsageCleanup);
     await this.#flushFinishedDays(now);
     await this.#recordBans(now);
   }
@@ -660,9 +682,18 @@ export class QuotaLimiter extends DurableObject<Env> {
     await saveUsageDays(this.env.DB, keyId, days);
   }
 
-  async #alarmNoLaterThan(at: number): Promise<void> {
-    const current = await this.ctx.storage.getAlarm();
-    if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+  /**
+   * Moves the alarm to `at` if it is not set for earlier. One change at a time, each reading the
+   * alarm the previous one left: a call that asks for two alarms (today's cleanup and an earlier
+   * one owed) keeps the earlier.
+   */
+  #alarmNoLaterThan(at: number): Promise<void> {
+    const change = this.#alarmChange.then(async () => {
+      const current = await this.ctx.storage.getAlarm();
+      if (current === null || current > at) await this.ctx.storage.setAlarm(at);
+    });
+    this.#alarmChange = change.catch(() => undefined);
+    return change;
   }
 
   #adopt(offered: Policy): Policy {

@@ -284,7 +284,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         Promise.all(
           page.map((k) =>
             adminKeyQuota(c.env, c.req.raw, k)
-              .reportOrThrow()
+              .listedReportOrThrow()
               .catch(() => null),
           ),
         ),
