@@ -383,6 +383,28 @@ describe("renewals", () => {
     expect(renewals[0]!.request.want).toBeGreaterThan(stock - renewals[0]!.request.holding);
   });
 
+  it("a lease taken at the very instant a ban ends is renewed like any other", async () => {
+    const policy = policyOf(20, 1_000_000);
+    const { calls, leases } = watchedCalls(newObject(), () => policy);
+    const holder = new LeaseHolder();
+    let outcome = "";
+    for (let i = 0; i < 200 && outcome !== "key_banned"; i++) {
+      time.now += 10;
+      outcome = (await holder.admit(policy, calls)).decision.outcome;
+    }
+    expect(outcome).toBe("key_banned");
+    const { retryAt } = holder.refusal(time.now)!;
+    time.now = retryAt - 1;
+    expect((await holder.admit(policy, calls)).decision.outcome).toBe("key_banned");
+    time.now = retryAt; // two requests in the last second: a busy key, asking for a lease
+    expect((await holder.admit(policy, calls)).leaseGranted).toBe(true);
+    expect(leases.at(-1)!.permits).toBe(2); // a tenth of the minute's limit
+    const halfUsed = await holder.admit(policy, calls);
+    expect(halfUsed.local).toBe(true);
+    expect(halfUsed.renewal, "half used: due").not.toBeNull();
+    await halfUsed.renewal;
+  });
+
   it("a renewal that brings nothing: no other renewal, and no lease asked for, until the minute ends", async () => {
     const policy = policyOf(100, 1_000_000);
     const stub = newObject();
