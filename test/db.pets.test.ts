@@ -124,13 +124,13 @@ describe("pets data layer", () => {
   it("the schema refuses rows the API would never accept", async () => {
     await expect(
       createPet(env.DB, { name: "", categoryId: 1, status: "available" }),
-    ).rejects.toThrow();
+    ).rejects.toThrow(/CHECK constraint failed/);
     await expect(
       createPet(env.DB, { name: "x", categoryId: 0, status: "available" }),
-    ).rejects.toThrow();
+    ).rejects.toThrow(/CHECK constraint failed/);
     await expect(
       createPet(env.DB, { name: "x", categoryId: 1, status: "Available" as "available" }),
-    ).rejects.toThrow();
+    ).rejects.toThrow(/CHECK constraint failed/);
   });
 });
 
@@ -142,17 +142,24 @@ describe("pets data layer: answers that contradict what was written are errors",
     } as unknown as Queryable;
     await expect(
       createPet(noRow, { name: "Rex", categoryId: 1, status: "available" }),
-    ).rejects.toThrow();
+    ).rejects.toMatchObject({
+      message: "D1 query failed",
+      cause: expect.objectContaining({ message: "INSERT … RETURNING returned no row" }),
+    });
   });
 
   it("createPetIdempotently rejects a record that names another pet than the one it inserted", async () => {
     // The batch really runs; only the record's row as read back is altered to name another pet.
+    let misreadRows = 0;
     const misread = {
       prepare: env.DB.prepare.bind(env.DB),
       batch: async (stmts: D1PreparedStatement[]) => {
         const results = await env.DB.batch(stmts);
-        const found = results[4]!.results as { id: number }[];
-        found[0] = { ...found[0]!, id: found[0]!.id + 1 };
+        const found = results[4]?.results as { id: number }[] | undefined;
+        if (found?.[0]) {
+          found[0] = { ...found[0], id: found[0].id + 1 };
+          misreadRows++;
+        }
         return results;
       },
     } as unknown as Queryable;
@@ -164,7 +171,10 @@ describe("pets data layer: answers that contradict what was written are errors",
       ttlMs: 86_400_000,
     };
     const pet = { name: "Rex", categoryId: 1, status: "available" } as const;
-    await expect(createPetIdempotently(misread, pet, record)).rejects.toThrow();
+    await expect(createPetIdempotently(misread, pet, record)).rejects.toThrow(
+      "idempotency record names another pet",
+    );
+    expect(misreadRows, "the record's row was read back and altered").toBe(1);
     // Read as it is, the same record replays the pet that was inserted.
     const replay = await createPetIdempotently(env.DB, pet, record);
     expect(replay).toMatchObject({ outcome: "replayed", pet });
