@@ -296,6 +296,13 @@ export const MIDNIGHT = DAY0 + DAY_MS;
 /** How long a key stays banned (BAN_MINUTES, default 15). */
 export const BAN_MS = 15 * MINUTE_MS;
 
+/** A key's policy with these limits, version 1 and not revoked (`extra` overrides any field). */
+export const policyWith = (
+  perMinute: number,
+  perDay: number,
+  extra: Partial<Policy> = {},
+): Policy => ({ perMinute, perDay, version: 1, revoked: false, ...extra });
+
 /**
  * Mocks the service clock for every test of the calling file, from `start` (or what `start()`
  * says before each test); move it with `time.now = …` or `time.now += …`. The Durable Objects see

@@ -13,6 +13,7 @@ import {
   closedGate,
   MIDNIGHT,
   mockClock,
+  policyWith,
   seededRandom as random,
   T0,
 } from "./helpers";
@@ -20,13 +21,6 @@ import {
 const time = mockClock(T0);
 let seq = 0;
 
-const policyOf = (perMinute: number, perDay: number, extra: Partial<Policy> = {}): Policy => ({
-  perMinute,
-  perDay,
-  version: 1,
-  revoked: false,
-  ...extra,
-});
 const newObject = () => env.QUOTA.getByName(`lease_holders_${++seq}`);
 type Stub = ReturnType<typeof newObject>;
 
@@ -89,7 +83,7 @@ describe("lease holders racing on one object (slow: simulated isolates make thou
       const perMinute = 600;
       const perDay = 1000;
       const maxLease = perMinute / 10; // permitsToLease: at most a tenth of the per-minute limit
-      const policy = policyOf(perMinute, perDay);
+      const policy = policyWith(perMinute, perDay);
       const stub = newObject();
       const isolates = Array.from({ length: 5 }, () => isolate(stub, () => policy, { renewing }));
       const next = random(11);
@@ -159,7 +153,7 @@ describe("lease holders racing on one object (slow: simulated isolates make thou
       admit: async (request) => {
         calls++;
         await new Promise((r) => setTimeout(r, 5));
-        return stub.admit(policyOf(1_000_000, 100_000_000), request);
+        return stub.admit(policyWith(1_000_000, 100_000_000), request);
       },
       giveBack: async (returned) => {
         calls++;
@@ -171,7 +165,7 @@ describe("lease holders racing on one object (slow: simulated isolates make thou
     let local = 0;
     const connection = async () => {
       for (let i = 0; i < 100; i++) {
-        const d = await holder.admit(policyOf(1_000_000, 100_000_000), slow);
+        const d = await holder.admit(policyWith(1_000_000, 100_000_000), slow);
         expect(d.decision.outcome).toBe("allowed");
         if (d.local) local++;
         time.now += 1; // 10 connections: ~100 requests a second in fake time
@@ -184,7 +178,7 @@ describe("lease holders racing on one object (slow: simulated isolates make thou
 
   it("one isolate with a lease in hand admits exactly min(N, R) of N simultaneous requests", async () => {
     const stub = newObject();
-    const iso = isolate(stub, () => policyOf(200, 100_000));
+    const iso = isolate(stub, () => policyWith(200, 100_000));
     for (let i = 0; i < 30; i++) expect((await iso.admit()).decision.outcome).toBe("allowed");
     expect(iso.holder.unusedPermits).toBeGreaterThan(0); // it holds a lease now
     const results = await Promise.all(Array.from({ length: 250 }, () => iso.admit()));
@@ -195,7 +189,7 @@ describe("lease holders racing on one object (slow: simulated isolates make thou
 
   it("4 isolates whose demand fits the room are all admitted, every one", async () => {
     const stub = newObject();
-    const isolates = Array.from({ length: 4 }, () => isolate(stub, () => policyOf(400, 100_000)));
+    const isolates = Array.from({ length: 4 }, () => isolate(stub, () => policyWith(400, 100_000)));
     let admitted = 0;
     for (let t = 0; t < 20; t++) {
       time.now = T0 + t * 100;
@@ -211,7 +205,7 @@ describe("lease holders racing on one object (slow: simulated isolates make thou
 describe("one lease holder", () => {
   it("admits from its lease without calls, remaining going down by one per request", async () => {
     const stub = newObject();
-    const iso = isolate(stub, () => policyOf(600, 10_000));
+    const iso = isolate(stub, () => policyWith(600, 10_000));
     const results = [];
     for (let i = 0; i < 40; i++) results.push(await iso.admit());
     expect(results.map((r) => remainingOf(r.decision)[0])).toEqual(
@@ -226,8 +220,8 @@ describe("one lease holder", () => {
 
   it("never shows remaining going up when another isolate hands permits back", async () => {
     const stub = newObject();
-    const a = isolate(stub, () => policyOf(600, 10_000));
-    const b = isolate(stub, () => policyOf(600, 10_000));
+    const a = isolate(stub, () => policyWith(600, 10_000));
+    const b = isolate(stub, () => policyWith(600, 10_000));
     await holdLease(b);
     const before = remainingOf((await a.admit()).decision)[0]!;
     await b.giveBack(); // the object's remaining goes up
@@ -237,7 +231,7 @@ describe("one lease holder", () => {
 
   it("hands unused permits back at the latest GIVE_BACK_GRACE_MS after expiry", async () => {
     const stub = newObject();
-    const iso = isolate(stub, () => policyOf(600, 10_000));
+    const iso = isolate(stub, () => policyWith(600, 10_000));
     await holdLease(iso);
     const counted = (await stub.usage()).minute.count;
     const unused = iso.holder.unusedPermits;
@@ -256,7 +250,7 @@ describe("one lease holder", () => {
 
   it("keeps a lease that has not expired yet when its timer wakes early", async () => {
     const stub = newObject();
-    const iso = isolate(stub, () => policyOf(600, 10_000));
+    const iso = isolate(stub, () => policyWith(600, 10_000));
     await holdLease(iso);
     const unused = iso.holder.unusedPermits;
     await iso.holder.giveBackAtExpiry(iso.leaseCalls, async () => {});
@@ -266,19 +260,19 @@ describe("one lease holder", () => {
 
   it("a lease handed back twice is credited once", async () => {
     const stub = newObject();
-    const first = await stub.admit(policyOf(600, 10_000), { want: 20, returning: [] });
+    const first = await stub.admit(policyWith(600, 10_000), { want: 20, returning: [] });
     expect(first.lease?.permits).toBe(20);
     expect((await stub.usage()).minute.count).toBe(21);
     const returned = { id: first.lease!.id, unused: 20 };
     await stub.returnLease(returned);
     await stub.returnLease(returned);
-    await stub.admit(policyOf(600, 10_000), { want: 0, returning: [returned] });
+    await stub.admit(policyWith(600, 10_000), { want: 0, returning: [returned] });
     expect((await stub.usage()).minute.count).toBe(2);
   });
 
   it("a quiet key (one request every 2 s) never takes a lease: one call per request", async () => {
     const stub = newObject();
-    const iso = isolate(stub, () => policyOf(60, 1000));
+    const iso = isolate(stub, () => policyWith(60, 1000));
     for (let i = 0; i < 20; i++) {
       time.now = T0 + i * 2_000;
       expect((await iso.admit()).local).toBe(false);
@@ -289,7 +283,7 @@ describe("one lease holder", () => {
 
   it("goes back to one call per request once refused, so the 429s and the ban stay exact", async () => {
     const stub = newObject();
-    const iso = isolate(stub, () => policyOf(20, 1000));
+    const iso = isolate(stub, () => policyWith(20, 1000));
     const outcomes = [];
     for (let i = 0; i < 60; i++) outcomes.push((await iso.admit()).decision.outcome);
     expect(outcomes.filter((o) => o === "allowed")).toHaveLength(20);
@@ -304,10 +298,10 @@ describe("one lease holder", () => {
 
   it("stops using its lease once the isolate holds a newer policy than the lease's", async () => {
     const stub = newObject();
-    let policy = policyOf(600, 10_000);
+    let policy = policyWith(600, 10_000);
     const iso = isolate(stub, () => policy);
     await holdLease(iso);
-    policy = policyOf(1000, 100_000, { version: 2 }); // this isolate re-read the key: a new plan
+    policy = policyWith(1000, 100_000, { version: 2 }); // this isolate re-read the key: a new plan
     const next = await iso.admit();
     expect(next.local).toBe(false);
     expect(next.decision.windows[0]!.limit).toBe(1000);
@@ -315,13 +309,13 @@ describe("one lease holder", () => {
 
   it("stops using its lease when the isolate made a plan change or revocation (dropLease)", async () => {
     const stub = newObject();
-    let policy = policyOf(600, 10_000);
+    let policy = policyWith(600, 10_000);
     const iso = isolate(stub, () => policy);
     await holdLease(iso);
     const admitted = (await stub.usage()).minute.count - iso.holder.unusedPermits;
 
     // Revoked in this isolate: the next request goes to the object and is refused.
-    policy = policyOf(600, 10_000, { version: 2, revoked: true });
+    policy = policyWith(600, 10_000, { version: 2, revoked: true });
     await stub.configure(policy);
     iso.holder.dropLease();
     const calls = iso.calls();
@@ -335,12 +329,12 @@ describe("one lease holder", () => {
 
   it("elsewhere, a revocation reaches a busy isolate's lease within 2 s: its lease expires by then", async () => {
     const stub = newObject();
-    const iso = isolate(stub, () => policyOf(600, 10_000)); // another isolate: a stale policy
+    const iso = isolate(stub, () => policyWith(600, 10_000)); // another isolate: a stale policy
     // A burst: the isolate's lease then holds more than 2 s of requests at 10 a second, so only
     // the lease's lifetime can end it in time.
     for (let i = 0; i < 200 && iso.holder.unusedPermits < 20; i++) await iso.admit();
     expect(iso.holder.unusedPermits).toBeGreaterThanOrEqual(20);
-    await stub.configure(policyOf(600, 10_000, { version: 2, revoked: true }));
+    await stub.configure(policyWith(600, 10_000, { version: 2, revoked: true }));
     const revokedAt = time.now;
     let outcome = "allowed";
     while (outcome === "allowed") {
@@ -375,7 +369,7 @@ function gatedRenewals(stub: Stub, policy: Policy) {
 describe("renewing a lease ahead", () => {
   it("the object extends the lease in use, counting its permits and admitting no request", async () => {
     const stub = newObject();
-    const policy = policyOf(600, 10_000);
+    const policy = policyWith(600, 10_000);
     const first = await stub.admit(policy, { want: 20, returning: [] });
     expect((await stub.usage()).minute.count).toBe(21);
     time.now += 2_000;
@@ -409,14 +403,14 @@ describe("renewing a lease ahead", () => {
 
   it("grants a new lease in a new minute, and nothing to a revoked key", async () => {
     const stub = newObject();
-    const policy = policyOf(600, 10_000);
+    const policy = policyWith(600, 10_000);
     const first = await stub.admit(policy, { want: 20, returning: [] });
     time.now += MINUTE_MS;
     const leaseId = first.lease!.id;
     const next = await stub.renewLease(policy, { leaseId, want: 10, holding: 0, returning: [] });
     expect(next.granted?.id).not.toBe(leaseId);
     expect(next.granted?.permits).toBe(10);
-    const revoked = policyOf(600, 10_000, { version: 2, revoked: true });
+    const revoked = policyWith(600, 10_000, { version: 2, revoked: true });
     const refused = await stub.renewLease(revoked, {
       leaseId,
       want: 10,
@@ -429,7 +423,7 @@ describe("renewing a lease ahead", () => {
 
   it("grants nothing to a banned key, even in a new minute with room to spare", async () => {
     const stub = newObject();
-    const policy = policyOf(20, 1_000);
+    const policy = policyWith(20, 1_000);
     const first = await stub.admit(policy, { want: 2, returning: [] });
     expect(first.lease?.permits).toBe(2);
     let outcome = first.outcome as string;
@@ -454,7 +448,7 @@ describe("renewing a lease ahead", () => {
 
   it("while a renewal is on its way, requests are admitted from the lease with no call and no wait", async () => {
     const stub = newObject();
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const { calls, open, admitCalls, renewals } = gatedRenewals(stub, policy);
     const holder = new LeaseHolder();
     const shown: number[] = [];
@@ -501,7 +495,7 @@ describe("renewing a lease ahead", () => {
 
   it("when the lease runs out first, requests wait for the renewal and use it: no call each", async () => {
     const stub = newObject();
-    const policy = policyOf(60, 1_000); // a free key: at most 6 permits unused in the isolate
+    const policy = policyWith(60, 1_000); // a free key: at most 6 permits unused in the isolate
     const { calls, open, admitCalls } = gatedRenewals(stub, policy);
     const holder = new LeaseHolder();
     const { admitted } = await admitUntilRenewal(holder, policy, calls, time, {
@@ -526,9 +520,9 @@ describe("renewing a lease ahead", () => {
 
   it("the object grants nothing to a caller on an older policy than its own", async () => {
     const stub = newObject();
-    const first = await stub.admit(policyOf(600, 10_000), { want: 20, returning: [] });
-    await stub.configure(policyOf(300, 10_000, { version: 2 }));
-    const renewal = await stub.renewLease(policyOf(600, 10_000), {
+    const first = await stub.admit(policyWith(600, 10_000), { want: 20, returning: [] });
+    await stub.configure(policyWith(300, 10_000, { version: 2 }));
+    const renewal = await stub.renewLease(policyWith(600, 10_000), {
       leaseId: first.lease!.id,
       want: 20,
       holding: 5,
@@ -552,9 +546,9 @@ describe("renewing a lease ahead", () => {
 
     it("a plan change made elsewhere ends the lease when the renewal comes back", async () => {
       const stub = newObject();
-      const v1 = policyOf(6_000, 1_000_000);
+      const v1 = policyWith(6_000, 1_000_000);
       const { holder, calls, open, renewal } = await renewalOnItsWay(stub, v1);
-      await stub.configure(policyOf(3_000, 1_000_000, { version: 2 })); // another isolate
+      await stub.configure(policyWith(3_000, 1_000_000, { version: 2 })); // another isolate
       open();
       expect(await renewal).toBe(false);
       // This isolate still has the old key record (v1), but no longer admits from the lease.
@@ -566,9 +560,9 @@ describe("renewing a lease ahead", () => {
 
     it("a revocation made elsewhere ends the lease when the renewal comes back", async () => {
       const stub = newObject();
-      const v1 = policyOf(6_000, 1_000_000);
+      const v1 = policyWith(6_000, 1_000_000);
       const { holder, calls, open, renewal } = await renewalOnItsWay(stub, v1);
-      await stub.configure(policyOf(6_000, 1_000_000, { version: 2, revoked: true }));
+      await stub.configure(policyWith(6_000, 1_000_000, { version: 2, revoked: true }));
       open();
       expect(await renewal).toBe(false);
       const next = await holder.admit(v1, calls);
@@ -578,7 +572,7 @@ describe("renewing a lease ahead", () => {
 
     it("permits granted to a lease dropped meanwhile go back, and the count is exact", async () => {
       const stub = newObject();
-      const policy = policyOf(6_000, 1_000_000);
+      const policy = policyWith(6_000, 1_000_000);
       const { holder, calls, open, renewal, admitted } = await renewalOnItsWay(stub, policy);
       holder.dropLease(); // a plan change made in this isolate while the renewal was out
       open();
@@ -590,7 +584,7 @@ describe("renewing a lease ahead", () => {
     });
 
     describe("a renewal sent late in minute M and answered in minute M+1", () => {
-      const policy = policyOf(100, 1_000_000);
+      const policy = policyWith(100, 1_000_000);
       const M = T0 + 10 * MINUTE_MS;
 
       async function acrossTheMinute(stub: Stub, othersInNewMinute: number) {
@@ -646,7 +640,7 @@ describe("the holder's own rules", () => {
     // The busy isolate of "calls overlap" above, watching every call it makes: a call that asks
     // for a lease (or hands one back) never overlaps another, in either order.
     const stub = newObject();
-    const policy = policyOf(1_000_000, 100_000_000);
+    const policy = policyWith(1_000_000, 100_000_000);
     let active = 0;
     let leaseCallActive = false;
     let leaseCalls = 0;
@@ -689,7 +683,7 @@ describe("the holder's own rules", () => {
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     try {
       const stub = newObject();
-      const policy = policyOf(60, 1_000); // a free key: at most 6 permits unused in the isolate
+      const policy = policyWith(60, 1_000); // a free key: at most 6 permits unused in the isolate
       const { calls, admitCalls } = gatedRenewals(stub, policy); // the gate never opens
       const holder = new LeaseHolder();
       const { renewal } = await admitUntilRenewal(holder, policy, calls, time, {
@@ -730,7 +724,7 @@ describe("the holder's own rules", () => {
 
   it("a renewal that fails keeps the permits it was handing back: they go back with a later call", async () => {
     const stub = newObject();
-    const policy = policyOf(100, 1_000_000);
+    const policy = policyWith(100, 1_000_000);
     const M = T0 + 10 * MINUTE_MS;
     let failRenewals = false;
     const { gate, open } = closedGate();
@@ -790,8 +784,8 @@ describe("the holder's own rules", () => {
 
   it("a plan raised in this isolate while a renewal's answer was on its way: the next request takes a lease under it", async () => {
     const stub = newObject();
-    const v1 = policyOf(100, 1_000_000);
-    const v2 = policyOf(1_000, 1_000_000, { version: 2 });
+    const v1 = policyWith(100, 1_000_000);
+    const v2 = policyWith(1_000, 1_000_000, { version: 2 });
     let policy = v1;
     const { gate, open } = closedGate();
     const calls: LeaseCalls = {
@@ -862,7 +856,7 @@ describe("QuotaLimiterClient's hand-backs", () => {
       id: keyId,
       region: null,
     });
-    const v1 = policyOf(6_000, 1_000_000);
+    const v1 = policyWith(6_000, 1_000_000);
     let admitted = 0;
     let started: AdmitResult | null = null;
     for (let i = 0; i < 200 && renewals === 0; i++) {
@@ -873,7 +867,7 @@ describe("QuotaLimiterClient's hand-backs", () => {
     }
     expect(started?.reached && started.afterResponse).toBeTruthy();
     // A plan change made in this isolate while the renewal is on its way drops the lease.
-    await client.configureOrThrow(policyOf(3_000, 1_000_000, { version: 2 }));
+    await client.configureOrThrow(policyWith(3_000, 1_000_000, { version: 2 }));
     const stub = env.QUOTA.getByName(keyId);
     expect((await stub.usage()).minute.count).toBeGreaterThan(admitted);
     open();
@@ -885,7 +879,7 @@ describe("QuotaLimiterClient's hand-backs", () => {
 describe("the holder's memory of hand-backs and refusals", () => {
   it("a retired lease whose hand-back fails is kept, and goes back with the next hand-back", async () => {
     const stub = newObject();
-    const iso = isolate(stub, () => policyOf(600, 10_000));
+    const iso = isolate(stub, () => policyWith(600, 10_000));
     await holdLease(iso);
     const held = iso.holder.unusedPermits;
     iso.holder.dropLease(); // retired: its unused permits wait to go back
@@ -909,7 +903,7 @@ describe("the holder's memory of hand-backs and refusals", () => {
 
   it("a renewal that did not renew leaves the retired leases' hand-back as its request's upkeep", async () => {
     const stub = newObject();
-    const iso = isolate(stub, () => policyOf(600, 10_000));
+    const iso = isolate(stub, () => policyWith(600, 10_000));
     await holdLease(iso);
     const decided = await iso.admit();
     iso.holder.dropLease();
@@ -923,7 +917,7 @@ describe("the holder's memory of hand-backs and refusals", () => {
   });
 
   it("forgetRefusals forgets the refusal seen here", async () => {
-    const iso = isolate(newObject(), () => policyOf(2, 100));
+    const iso = isolate(newObject(), () => policyWith(2, 100));
     for (let i = 0; i < 3; i++) await iso.admit();
     expect(iso.holder.refusal(time.now)).toMatchObject({ outcome: "rate_limited" });
     iso.holder.forgetRefusals();

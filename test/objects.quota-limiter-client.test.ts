@@ -19,8 +19,7 @@ import {
   unusedKeyUsage,
 } from "../src/objects/quota-limiter-client";
 import { LeaseHolder } from "../src/quota/lease-holder";
-import type { Policy } from "../src/quota/windows";
-import { issueKey, mockClock, T0 } from "./helpers";
+import { issueKey, mockClock, policyWith, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -34,14 +33,6 @@ beforeEach(() => {
     vi.spyOn(console, level).mockImplementation(capture);
 });
 afterEach(() => vi.restoreAllMocks());
-
-const policyOf = (perMinute: number, perDay: number, extra: Partial<Policy> = {}): Policy => ({
-  perMinute,
-  perDay,
-  version: 1,
-  revoked: false,
-  ...extra,
-});
 
 /** An error as a Durable Object call throws it, with Cloudflare's marks. */
 function objectError(marks: { overloaded?: boolean; retryable?: boolean } = {}): Error {
@@ -70,7 +61,7 @@ function unreachable<T>(error: () => Error = () => objectError()) {
 const newKeyId = () => `limiter_client_${++seq}`;
 
 describe("QuotaLimiterClient when the key's object cannot be reached", () => {
-  const policy = policyOf(60, 1_000);
+  const policy = policyWith(60, 1_000);
   const clientOf = (namespace: Env["QUOTA"], keyId = newKeyId()) =>
     new QuotaLimiterClient(namespace, { id: keyId, region: null }, null, new LeaseHolder());
 
@@ -129,7 +120,7 @@ describe("QuotaLimiterClient when the key's object cannot be reached", () => {
 describe("QuotaLimiterClient with the key's object reachable", () => {
   it("usage, report, unban and saveUsageHistory answer what the object holds", async () => {
     const keyId = newKeyId();
-    const policy = policyOf(60, 1_000);
+    const policy = policyWith(60, 1_000);
     const client = new QuotaLimiterClient(env.QUOTA, { id: keyId, region: null });
     for (let i = 0; i < 3; i++) await env.QUOTA.getByName(keyId).admit(policy);
     expect((await client.usage(policy))?.minute.count).toBe(3);
@@ -144,7 +135,7 @@ describe("QuotaLimiterClient with the key's object reachable", () => {
 describe("QuotaLimiterClient's usage reads are exact as far as its isolate and location go", () => {
   it("hands the location holder's stock back before reading", async () => {
     const keyId = newKeyId();
-    const policy = policyOf(60, 1_000);
+    const policy = policyWith(60, 1_000);
     time.now = T0 + 1_000;
     const holder = env.QUOTA_HOLDER.getByName(holderName(keyId, "FRA"));
     const answer = await holder.admit(keyId, policy);
@@ -162,7 +153,7 @@ describe("QuotaLimiterClient's usage reads are exact as far as its isolate and l
 
   it("a location holder whose stock cannot be handed back: the read still answers, and it is logged with the key", async () => {
     const keyId = newKeyId();
-    const policy = policyOf(60, 1_000);
+    const policy = policyWith(60, 1_000);
     time.now = T0 + 1_000;
     const holders = counted(env.QUOTA_HOLDER, ["giveBack"]);
     const client = new QuotaLimiterClient(
@@ -185,7 +176,7 @@ describe("QuotaLimiterClient's usage reads are exact as far as its isolate and l
 
   it("hands this isolate's unused leased permits back before reading", async () => {
     const keyId = newKeyId();
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const leases = new LeaseHolder();
     const client = new QuotaLimiterClient(env.QUOTA, { id: keyId, region: null }, null, leases);
     let admitted = 0;
@@ -241,7 +232,7 @@ describe("authenticating at the key's holder in the request's location", () => {
 
 describe("unusedKeyUsage", () => {
   it("counts nothing, with the policy's limits and the current windows' ends", () => {
-    const policy = policyOf(60, 1_000);
+    const policy = policyWith(60, 1_000);
     const now = T0 + 12_345;
     const usage = unusedKeyUsage(policy, now);
     expect(usage).toEqual({
@@ -292,7 +283,7 @@ describe("QuotaLimiterClient's calls", () => {
       new LeaseHolder(),
     );
     time.now = T0 + 1_000;
-    const first = await client.admit(policyOf(60, 1_000));
+    const first = await client.admit(policyWith(60, 1_000));
     expect(first.reached && first.decision.outcome).toBe("allowed");
     expect(holders.calls.admit).toBe(1);
     // Simultaneous requests of a busy key: a lease (only the key's object grants one) is taken.
@@ -306,7 +297,7 @@ describe("QuotaLimiterClient's calls", () => {
       leases,
     );
     const results = await Promise.all(
-      Array.from({ length: 20 }, () => busy.admit(policyOf(6_000, 1_000_000))),
+      Array.from({ length: 20 }, () => busy.admit(policyWith(6_000, 1_000_000))),
     );
     for (const r of results) if (r.reached) r.afterResponse?.catch(() => undefined);
     expect(results.every((r) => r.reached && r.decision.outcome === "allowed")).toBe(true);
@@ -324,7 +315,7 @@ describe("QuotaLimiterClient's calls", () => {
       { holders: namespace, name: "FRA" },
       new LeaseHolder(),
     );
-    const result = await client.admit(policyOf(60, 1_000));
+    const result = await client.admit(policyWith(60, 1_000));
     expect(result.reached && result.decision.outcome).toBe("allowed");
     expect((await env.QUOTA.getByName(keyId).usage()).minute.count).toBe(1);
     expect(logged.some((l) => l.includes("location holder unreachable") && l.includes(keyId))).toBe(
@@ -355,7 +346,7 @@ describe("QuotaLimiterClient's calls", () => {
       { holders, name: "FRA" },
       new LeaseHolder(),
     );
-    expect(await client.admit(policyOf(60, 1_000))).toEqual({
+    expect(await client.admit(policyWith(60, 1_000))).toEqual({
       reached: false,
       overloaded: true,
       refusal,
@@ -376,7 +367,7 @@ describe("QuotaLimiterClient's calls", () => {
 });
 
 describe("QuotaLimiterClient's work after the response", () => {
-  const busy = policyOf(6_000, 1_000_000);
+  const busy = policyWith(6_000, 1_000_000);
 
   /** A client of a new key in an isolate of its own (its own lease holder), with no location. */
   function isolateClient(namespace: Env["QUOTA"]) {

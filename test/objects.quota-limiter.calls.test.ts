@@ -7,18 +7,11 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import type { Policy } from "../src/quota/windows";
-import { BAN_MS, MIDNIGHT, mockClock, T0 } from "./helpers";
+import { BAN_MS, MIDNIGHT, mockClock, policyWith, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
 
-const policyOf = (perMinute: number, perDay: number, extra: Partial<Policy> = {}): Policy => ({
-  perMinute,
-  perDay,
-  version: 1,
-  revoked: false,
-  ...extra,
-});
 const newObject = () => env.QUOTA.getByName(`limiter_calls_${++seq}`);
 type Stub = DurableObjectStub<QuotaLimiter>;
 
@@ -45,7 +38,7 @@ afterEach(() => vi.restoreAllMocks());
 describe("a lease comes only with permits", () => {
   it("a request near the limit, refused, or of a revoked key that asks for a lease gets none", async () => {
     const stub = newObject();
-    const policy = policyOf(5, 1_000);
+    const policy = policyWith(5, 1_000);
     // Room for 4 leased permits takes a lease of 1 (a quarter of the room).
     expect((await stub.admit(policy, { want: 20, returning: [] })).lease?.permits).toBe(1);
     // 2 left after this request: a quarter of it is no permit at all.
@@ -60,7 +53,7 @@ describe("a lease comes only with permits", () => {
     expect(refused.lease).toBeNull();
     expect((await stub.usage()).minute.count).toBe(5);
 
-    const revoked = policyOf(5, 1_000, { version: 2, revoked: true });
+    const revoked = policyWith(5, 1_000, { version: 2, revoked: true });
     time.now += MINUTE_MS;
     const answer = await stub.admit(revoked, { want: 20, returning: [] });
     expect(answer.outcome).toBe("revoked");
@@ -72,7 +65,7 @@ describe("a lease comes only with permits", () => {
 describe("the ban's edges", () => {
   it("a renewal at the instant the ban ends is granted, as a request then is admitted", async () => {
     const stub = newObject();
-    const policy = policyOf(20, 1_000);
+    const policy = policyWith(20, 1_000);
     const first = await stub.admit(policy, { want: 2, returning: [] });
     expect(first.lease?.permits).toBe(2);
     const bannedUntil = await banKey(stub, policy);
@@ -100,7 +93,7 @@ describe("the ban's edges", () => {
 
   it("a banned key's further requests do not wake the alarm again: the ban is noted once", async () => {
     const stub = newObject();
-    const policy = policyOf(1, 100);
+    const policy = policyWith(1, 100);
     const bannedUntil = await banKey(stub, policy);
     // The ban wakes the alarm at once, to write it to D1; then the alarm waits for its end.
     expect(await alarmOf(stub)).toBe(time.now);
@@ -122,7 +115,7 @@ describe("leases settled when due", () => {
 
   it("the key's next request settles a lease past its deadline as stranded: a hand-back after that changes nothing", async () => {
     const stub = newObject();
-    const policy = policyOf(1_000, 100_000);
+    const policy = policyWith(1_000, 100_000);
     const silent = await stub.admit(policy, { want: 20, returning: [] });
     expect(silent.lease?.permits).toBe(20);
 
@@ -137,7 +130,7 @@ describe("leases settled when due", () => {
 
   it("so does a renewal from another holder", async () => {
     const stub = newObject();
-    const policy = policyOf(1_000, 100_000);
+    const policy = policyWith(1_000, 100_000);
     const silent = await stub.admit(policy, { want: 20, returning: [] });
     expect(silent.lease?.permits).toBe(20);
     time.now = DUE - 3_000;
@@ -164,7 +157,7 @@ describe("leases settled when due", () => {
 describe("the cleanup alarm", () => {
   it("a renewal that is the key's first call since its usage was cleaned up schedules the next cleanup", async () => {
     const stub = newObject();
-    const policy = policyOf(1_000, 100_000);
+    const policy = policyWith(1_000, 100_000);
     time.now = MIDNIGHT - 1_750;
     const lease = (await stub.admit(policy, { want: 20, returning: [] })).lease;
     expect(lease?.expiresAt).toBe(MIDNIGHT);
@@ -212,7 +205,7 @@ describe("the cleanup alarm", () => {
       const failing = vi
         .spyOn(ctx.storage, "getAlarm")
         .mockRejectedValue(new Error("storage is unavailable"));
-      const decision = instance.admit(policyOf(5, 100));
+      const decision = instance.admit(policyWith(5, 100));
       await vi.waitFor(() =>
         expect(logged).toContainEqual(expect.objectContaining(cleanupFailure)),
       );
@@ -228,7 +221,7 @@ describe("the cleanup alarm", () => {
     expect(await alarmOf(stub)).toBeNull();
     // The same day's next request would not schedule the cleanup again, but this one is owed.
     time.now += 1_000;
-    expect((await stub.admit(policyOf(5, 100))).outcome).toBe("allowed");
+    expect((await stub.admit(policyWith(5, 100))).outcome).toBe("allowed");
     await vi.waitFor(async () => expect(await alarmOf(stub)).toBe(cleanupAt(time.now)));
   });
 
@@ -259,7 +252,7 @@ describe("the cleanup alarm", () => {
     // The next day's first request asks for its cleanup and for the one owed: the earlier stays.
     const owed = cleanupAt(time.now);
     time.now += DAY_MS;
-    expect((await stub.admit(policyOf(5, 100))).outcome).toBe("allowed");
+    expect((await stub.admit(policyWith(5, 100))).outcome).toBe("allowed");
     await vi.waitFor(async () => expect(await alarmOf(stub)).not.toBeNull());
     expect(await alarmOf(stub)).toBe(owed);
   });

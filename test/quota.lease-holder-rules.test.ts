@@ -18,17 +18,11 @@ import type {
   ReturnedLease,
 } from "../src/quota/lease-messages";
 import type { Policy } from "../src/quota/windows";
-import { admitUntilRenewal, closedGate, mockClock, T0 } from "./helpers";
+import { admitUntilRenewal, closedGate, mockClock, policyWith, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
 
-const policyOf = (perMinute: number, perDay: number): Policy => ({
-  perMinute,
-  perDay,
-  version: 1,
-  revoked: false,
-});
 const newObject = () => env.QUOTA.getByName(`lease_holder_rules_${++seq}`);
 type Stub = ReturnType<typeof newObject>;
 
@@ -83,7 +77,7 @@ async function holdLease(holder: LeaseHolder, policy: Policy, calls: LeaseCalls)
 
 describe("which calls overlap", () => {
   it("a quiet key's calls are decided one by one, side by side: a slow one holds no other up", async () => {
-    const policy = policyOf(60, 1_000);
+    const policy = policyWith(60, 1_000);
     const { calls, open, sent, active } = gatedAdmissions(newObject(), policy);
     const holder = new LeaseHolder();
     const first = holder.admit(policy, calls);
@@ -102,7 +96,7 @@ describe("which calls overlap", () => {
   });
 
   it("a key turning busy while a call is in flight waits for it, then asks for a lease alone", async () => {
-    const policy = policyOf(6_000, 100_000);
+    const policy = policyWith(6_000, 100_000);
     const { calls, open, sent } = gatedAdmissions(newObject(), policy);
     const holder = new LeaseHolder();
     const first = holder.admit(policy, calls); // quiet so far: decided one by one
@@ -122,7 +116,7 @@ describe("which calls overlap", () => {
 
 describe("refusals", () => {
   it("asks for no lease while refused, and asks again from the instant the refusal ends", async () => {
-    const policy = policyOf(20, 1_000);
+    const policy = policyWith(20, 1_000);
     const { calls, requests } = recordedCalls(newObject(), policy);
     const holder = new LeaseHolder();
     let refusedAt = -1;
@@ -157,7 +151,7 @@ describe("refusals", () => {
 
 describe("the work an admission leaves behind", () => {
   it("a request admitted from the lease leaves none: no lease was granted to it", async () => {
-    const policy = policyOf(600, 10_000);
+    const policy = policyWith(600, 10_000);
     const { calls } = recordedCalls(newObject(), policy);
     const holder = new LeaseHolder();
     await holdLease(holder, policy, calls);
@@ -168,7 +162,7 @@ describe("the work an admission leaves behind", () => {
 
   it("the hand-back at expiry of a lease dropped meanwhile does nothing and does not fail", async () => {
     const stub = newObject();
-    const policy = policyOf(600, 10_000);
+    const policy = policyWith(600, 10_000);
     const { calls } = recordedCalls(stub, policy);
     const holder = new LeaseHolder();
     await holdLease(holder, policy, calls);
@@ -183,7 +177,7 @@ describe("the work an admission leaves behind", () => {
 
   it("a lease goes back when the timer wakes at the very instant it expires", async () => {
     const stub = newObject();
-    const policy = policyOf(600, 10_000);
+    const policy = policyWith(600, 10_000);
     const { calls } = recordedCalls(stub, policy);
     const holder = new LeaseHolder();
     await holdLease(holder, policy, calls);
@@ -198,7 +192,7 @@ describe("the work an admission leaves behind", () => {
 
   it("a timer that wakes before the expiry returns at once, not waiting for a renewal in flight", async () => {
     const stub = newObject();
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const { gate, open } = closedGate();
     const calls: LeaseCalls = {
       admit: (request) => stub.admit(policy, request),
@@ -229,7 +223,7 @@ describe("the work an admission leaves behind", () => {
 describe("permits kept to go back", () => {
   it("a renewal granted to a lease dropped meanwhile joins its entry: one hand-back with both", async () => {
     const stub = newObject();
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const { gate, open } = closedGate();
     let granted = 0;
     const sent: ReturnedLease[] = [];
@@ -266,7 +260,7 @@ describe("permits kept to go back", () => {
 
   it("a stock's renewal asks for what tops it up to the stock, not more", async () => {
     const stock = 10;
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const stub = newObject();
     const renewals: RenewalRequest[] = [];
     const calls: LeaseCalls = {
@@ -335,7 +329,7 @@ describe("renewals", () => {
   }
 
   it("an isolate's lease is not renewed more than RENEW_AHEAD_MS before its expiry while under half used", async () => {
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const { holder, calls, lease, renewals } = await isolateWithLease(policy);
     time.now = lease.expiresAt - RENEW_AHEAD_MS - 1;
     const early = await holder.admit(policy, calls);
@@ -349,7 +343,7 @@ describe("renewals", () => {
   });
 
   it("an isolate's lease is not renewed once the key went quiet: it runs out and goes back", async () => {
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const { holder, calls, lease, renewals } = await isolateWithLease(policy);
     // Due (within RENEW_AHEAD_MS of the expiry), but one request in the last second and three
     // in the horizon: a quiet key wants nothing.
@@ -362,7 +356,7 @@ describe("renewals", () => {
 
   it("a location holder's stock is sized for STOCK_LEASE_MS and renewed STOCK_RENEW_AHEAD_MS before the expiry", async () => {
     const stock = 6;
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const { calls, leases, renewals } = watchedCalls(newObject(), () => policy);
     const holder = new LeaseHolder({ stock });
     time.now = T0 + 1_000;
@@ -384,7 +378,7 @@ describe("renewals", () => {
   });
 
   it("a lease taken at the very instant a ban ends is renewed like any other", async () => {
-    const policy = policyOf(20, 1_000_000);
+    const policy = policyWith(20, 1_000_000);
     const { calls, leases } = watchedCalls(newObject(), () => policy);
     const holder = new LeaseHolder();
     let outcome = "";
@@ -406,7 +400,7 @@ describe("renewals", () => {
   });
 
   it("a renewal that brings nothing: no other renewal, and no lease asked for, until the minute ends", async () => {
-    const policy = policyOf(100, 1_000_000);
+    const policy = policyWith(100, 1_000_000);
     const stub = newObject();
     const { calls, requests, renewals } = watchedCalls(stub, () => policy);
     const holder = new LeaseHolder();
@@ -439,7 +433,7 @@ describe("renewals", () => {
 
 describe("what the object's answer leaves", () => {
   it("a lease call that grants no lease (near the limit): one call per request, no lease asked for, until the minute ends", async () => {
-    const policy = policyOf(100, 1_000_000);
+    const policy = policyWith(100, 1_000_000);
     const stub = newObject();
     const { calls, requests } = watchedCalls(stub, () => policy);
     await othersUseAllBut(stub, policy, 5);
@@ -460,7 +454,7 @@ describe("what the object's answer leaves", () => {
   });
 
   it("a refusal of a request decided by itself: no lease asked for until it ends, though the key turns busy", async () => {
-    const policy = policyOf(20, 1_000_000);
+    const policy = policyWith(20, 1_000_000);
     const stub = newObject();
     const { calls, requests } = watchedCalls(stub, () => policy);
     await othersUseAllBut(stub, policy, 0);
@@ -474,7 +468,7 @@ describe("what the object's answer leaves", () => {
   });
 
   it("a key disabled, then enabled again elsewhere: its refusals still hold leases off", async () => {
-    const enabled = policyOf(20, 1_000_000);
+    const enabled = policyWith(20, 1_000_000);
     let policy: Policy = { ...enabled, version: 2, revoked: true }; // disabled
     const stub = newObject();
     const { calls, requests } = watchedCalls(stub, () => policy);
@@ -491,7 +485,7 @@ describe("what the object's answer leaves", () => {
   });
 
   it("a lease granted while this isolate changed the key goes back unused; only a lease the holder keeps counts as granted", async () => {
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const stub = newObject();
     const { gate, open } = closedGate();
     const { calls, requests, leases } = watchedCalls(stub, () => policy, gate);
@@ -516,7 +510,7 @@ describe("what the object's answer leaves", () => {
   });
 
   it("a lease call that fails keeps the leases it was handing back, for the next call", async () => {
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const { calls, requests } = watchedCalls(newObject(), () => policy);
     const holder = new LeaseHolder();
     await holdLease(holder, policy, calls);
@@ -536,7 +530,7 @@ describe("refills (a location holder's stock when a minute begins)", () => {
   const stock = 6;
 
   it("asks for the stock only for a holder with a stock, able to renew, with no call in flight and no usable lease", async () => {
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const stub = newObject();
     const { calls, renewals } = watchedCalls(stub, () => policy);
     expect(new LeaseHolder().refill(policy, calls), "an isolate keeps no stock").toBeNull();
@@ -564,7 +558,7 @@ describe("refills (a location holder's stock when a minute begins)", () => {
   });
 
   it("a refill that brings nothing: none again before the minute ends, one from its first instant", async () => {
-    const policy = policyOf(20, 1_000_000);
+    const policy = policyWith(20, 1_000_000);
     const stub = newObject();
     const { calls, renewals } = watchedCalls(stub, () => policy);
     await othersUseAllBut(stub, policy, 0);
@@ -580,7 +574,7 @@ describe("refills (a location holder's stock when a minute begins)", () => {
   });
 
   it("a refill answered after a change made here goes back unused", async () => {
-    const policy = policyOf(6_000, 1_000_000);
+    const policy = policyWith(6_000, 1_000_000);
     const stub = newObject();
     const { gate, open } = closedGate();
     const granted: Lease[] = [];
@@ -608,9 +602,9 @@ describe("refills (a location holder's stock when a minute begins)", () => {
   });
 
   it("a refill answered under a newer policy brings nothing and holds nothing off: the next refill goes at once", async () => {
-    const v1 = policyOf(6_000, 1_000_000);
+    const v1 = policyWith(6_000, 1_000_000);
     const stub = newObject();
-    await stub.configure({ ...policyOf(3_000, 1_000_000), version: 2 }); // a change made elsewhere
+    await stub.configure({ ...policyWith(3_000, 1_000_000), version: 2 }); // a change made elsewhere
     const { calls, renewals } = watchedCalls(stub, () => v1);
     const holder = new LeaseHolder({ stock });
     expect(await holder.refill(v1, calls)).toBe(false);

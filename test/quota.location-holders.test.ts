@@ -24,6 +24,7 @@ import {
   keyDetail,
   MIDNIGHT,
   mockClock,
+  policyWith,
   seededRandom as random,
   T0,
 } from "./helpers";
@@ -32,13 +33,6 @@ const time = mockClock(T0);
 let seq = 0;
 
 const { passTime, uncounted } = backgroundWork(time);
-
-const policyOf = (perMinute: number, perDay: number): Policy => ({
-  perMinute,
-  perDay,
-  version: 1,
-  revoked: false,
-});
 
 const holderOf = (keyId: string, location: string) =>
   env.QUOTA_HOLDER.getByName(holderName(keyId, location));
@@ -71,7 +65,7 @@ describe("location holders racing on one key", () => {
   }, async () => {
     const perMinute = 1_200;
     const perDay = 2_000;
-    const policy = policyOf(perMinute, perDay);
+    const policy = policyWith(perMinute, perDay);
     const bound = heldBound(policy); // 120
     const keyId = `holders_race_${++seq}`;
     const locations = ["AMS", "FRA", "SIN", "IAD"];
@@ -158,7 +152,7 @@ describe("a quiet key in one location", () => {
     },
     async (gapMs, requests, perMinute) => {
       const keyId = `holders_quiet_${++seq}`;
-      const policy = policyOf(60, 1_000);
+      const policy = policyWith(60, 1_000);
       const holder = holderOf(keyId, "AMS");
       const answers: HolderAnswer[] = [];
       for (let t = 0; t < 3 * MINUTE_MS; t += gapMs) {
@@ -181,7 +175,7 @@ describe("a quiet key in one location", () => {
 
   it("its stock comes back to the key's object 5 s (STOCK_LEASE_MS + GIVE_BACK_GRACE_MS) after the last request", async () => {
     const keyId = `holders_back_${++seq}`;
-    const policy = policyOf(60, 1_000);
+    const policy = policyWith(60, 1_000);
     const locations = ["AMS", "FRA", "SIN", "IAD"];
     time.now = T0 + 1_000;
     for (const location of locations) {
@@ -211,7 +205,7 @@ describe("a quiet key in one location", () => {
 describe("a location holder that goes away mid-stock", () => {
   it("strands at most heldBound until its minute ends, admits nothing uncounted, and its next instance starts afresh", async () => {
     const keyId = `holders_evicted_${++seq}`;
-    const policy = policyOf(60, 1_000);
+    const policy = policyWith(60, 1_000);
     time.now = T0 + 1_000;
     const holder = holderOf(keyId, "AMS");
     expect((await holder.admit(keyId, policy)).reached).toBe(true);
@@ -245,7 +239,7 @@ describe("a location holder that goes away mid-stock", () => {
 describe("a key near its limit", () => {
   it("the holders never refuse on their own: the object's 429s, Retry-After and ban stay exact", async () => {
     const keyId = `holders_limit_${++seq}`;
-    const policy = policyOf(10, 1_000);
+    const policy = policyWith(10, 1_000);
     time.now = T0 + 30_000;
     const answers: HolderAnswer[] = [];
     for (let i = 0; i < 24; i++) {
@@ -356,7 +350,7 @@ describe("a location holder that cannot be reached", () => {
 describe("a change to the key", () => {
   it("is pushed to every holder with stock: the next request there is decided by the object under the new policy", async () => {
     const keyId = `holders_change_${++seq}`;
-    const v1 = policyOf(60, 1_000);
+    const v1 = policyWith(60, 1_000);
     const locations = ["AMS", "FRA", "SIN"];
     time.now = T0 + 1_000;
     for (const location of locations) await holderOf(keyId, location).admit(keyId, v1);
