@@ -1,6 +1,16 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ADMIN, auth, call, callWith, expectError, fixClock, issueKey, postJson } from "./helpers";
+import {
+  ADMIN,
+  auth,
+  call,
+  callWith,
+  expectError,
+  fixClock,
+  issueKey,
+  postJson,
+  preparingDb,
+} from "./helpers";
 
 const REALM = 'Bearer realm="animal-store"';
 const INVALID_TOKEN = /^Bearer realm="animal-store", error="invalid_token"$/;
@@ -195,16 +205,9 @@ describe("a cached key near the end of its entry", () => {
   it("keeps what it re-read: the key's next requests, past the old entry's end, read no D1 for it", async () => {
     const time = fixClock(Date.UTC(2030, 0, 1, 13));
     const { key } = await issueKey("pro"); // issued through the admin API: not cached yet
-    const keyReads: string[] = [];
-    const db = new Proxy(env.DB, {
-      get: (target, prop) =>
-        prop === "prepare"
-          ? (sql: string) => {
-              if (sql.includes("FROM api_keys WHERE key_hash = ?1")) keyReads.push(sql);
-              return target.prepare(sql);
-            }
-          : Reflect.get(target, prop).bind(target),
-    });
+    const { db, prepared: keyReads } = preparingDb((sql) =>
+      sql.includes("FROM api_keys WHERE key_hash = ?1"),
+    );
     const list = () =>
       callWith({ DB: db }, "/v1/pets?limit=1", { headers: auth(key) }, { wait: true });
     expect((await list()).status).toBe(200);

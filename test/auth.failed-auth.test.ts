@@ -4,7 +4,17 @@ import { cacheKey } from "../src/auth/key-cache";
 import { getKey } from "../src/db/keys";
 import { MINUTE_MS } from "../src/lib/clock";
 import { sha256Hex } from "../src/lib/crypto";
-import { ADMIN, auth, call, callWith, expectError, issueKey, mockClock, T0 } from "./helpers";
+import {
+  ADMIN,
+  auth,
+  call,
+  callWith,
+  expectError,
+  issueKey,
+  mockClock,
+  preparingDb,
+  T0,
+} from "./helpers";
 
 // The Worker's side of the shield (src/auth/failed-auth.ts); the object's counting is in objects.auth-shield.test.ts.
 const time = mockClock(T0);
@@ -68,16 +78,7 @@ describe("clients the shield refused", () => {
     for (let i = 0; i < 31; i++)
       await call("/v1/pets", { headers: { ...auth(WRONG_KEY), "CF-Connecting-IP": ip } });
     const { key } = await issueKey("pro"); // issued through the admin API: not cached by lookups
-    const keyReads: string[] = [];
-    const db = new Proxy(env.DB, {
-      get: (target, prop) =>
-        prop === "prepare"
-          ? (sql: string) => {
-              if (sql.includes("api_keys")) keyReads.push(sql);
-              return target.prepare(sql);
-            }
-          : Reflect.get(target, prop).bind(target),
-    });
+    const { db, prepared: keyReads } = preparingDb((sql) => sql.includes("api_keys"));
     const res = await callWith({ DB: db }, "/v1/pets", {
       headers: { ...auth(key), "CF-Connecting-IP": ip },
     });

@@ -24,6 +24,7 @@ import {
   mockClock,
   patchKey,
   postJson,
+  preparingDb,
   T0,
 } from "./helpers";
 
@@ -38,7 +39,8 @@ beforeEach(() => {
 
 /** What the isolate called: its D1 statements on key records (reads, first-use marks), its holder and limiter calls. */
 function recordingBindings() {
-  const keyQueries: string[] = [];
+  const keyDb = preparingDb((sql) => sql.includes("api_keys"));
+  const keyQueries = keyDb.prepared;
   const holderCalls: string[] = [];
   const limiterCalls: string[] = [];
   const stubRecording = <T extends object>(stub: T, calls: string[]): T =>
@@ -54,15 +56,7 @@ function recordingBindings() {
       },
     });
   const bindings = {
-    DB: new Proxy(env.DB, {
-      get: (target, prop) =>
-        prop === "prepare"
-          ? (sql: string) => {
-              if (sql.includes("api_keys")) keyQueries.push(sql);
-              return target.prepare(sql);
-            }
-          : Reflect.get(target, prop).bind(target),
-    }),
+    DB: keyDb.db,
     QUOTA_HOLDER: {
       getByName: (name: string) => stubRecording(env.QUOTA_HOLDER.getByName(name), holderCalls),
     },
@@ -231,13 +225,7 @@ describe("a cold isolate with a key that names its id", () => {
 describe("a holder's copy of its key (HeldKeyRecord)", () => {
   it("requests arriving together with a secret it has not met share one D1 read, and then none", async () => {
     const { id, key } = await issueKey("free");
-    const reads: string[] = [];
-    const db = new Proxy(env.DB, {
-      get: (target, prop) =>
-        prop === "prepare"
-          ? (sql: string) => (reads.push(sql), target.prepare(sql))
-          : Reflect.get(target, prop).bind(target),
-    });
+    const { db, prepared: reads } = preparingDb();
     const copy = new HeldKeyRecord();
     const hash = await sha256Hex(key);
     const matches = await Promise.all(

@@ -330,6 +330,21 @@ export function fixClock(at: number): { now: number } {
 export const retryAtOf = (decision: object): number | undefined =>
   "retryAt" in decision ? (decision.retryAt as number) : undefined;
 
+/** The D1 binding, recording the SQL of every statement it prepares that `matches`. */
+export function preparingDb(matches: (sql: string) => boolean = () => true) {
+  const prepared: string[] = [];
+  const db = new Proxy(env.DB, {
+    get: (target, prop) =>
+      prop === "prepare"
+        ? (sql: string) => {
+            if (matches(sql)) prepared.push(sql);
+            return target.prepare(sql);
+          }
+        : Reflect.get(target, prop).bind(target),
+  });
+  return { db, prepared };
+}
+
 /** Records the bookmark each D1 session of a request started from. */
 export function recordingDb() {
   const opened: string[] = [];
