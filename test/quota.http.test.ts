@@ -1,8 +1,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { getKey } from "../src/db/keys";
+import { getKey, policyOf } from "../src/db/keys";
 import { MINUTE_MS } from "../src/lib/clock";
-import { policyOf } from "../src/objects/quota-limiter-client";
 import {
   auth,
   call,

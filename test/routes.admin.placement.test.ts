@@ -5,12 +5,12 @@
 import { listDurableObjectIds, runInDurableObject } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { getKey } from "../src/db/keys";
+import { getKey, policyOf } from "../src/db/keys";
 import type { ApiError } from "../src/lib/errors";
 import { markFirstUseOrThrow } from "../src/middleware/first-use";
 import { holderName } from "../src/objects/quota-holder";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
-import { policyOf, unusedKeyUsage } from "../src/objects/quota-limiter-client";
+import { unusedKeyUsage } from "../src/objects/quota-limiter-client";
 import { REGIONS } from "../src/schemas/region";
 import {
   ADMIN,

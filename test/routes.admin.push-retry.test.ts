@@ -6,10 +6,9 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { forgetKey, KEY_CACHE_TTL_MS } from "../src/auth/key-cache";
-import { getKey, type KeyRecord } from "../src/db/keys";
+import { getKey, type KeyRecord, policyOf } from "../src/db/keys";
 import { clock } from "../src/lib/clock";
 import { HELD_KEY_MAX_AGE_MS } from "../src/objects/holder-key-record";
-import { policyOf } from "../src/objects/quota-limiter-client";
 import {
   ADMIN,
   auth,

@@ -3,10 +3,9 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { getKey, markKeyUsed } from "../src/db/keys";
+import { getKey, markKeyUsed, policyOf } from "../src/db/keys";
 import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
-import { policyOf } from "../src/objects/quota-limiter-client";
 import { ADMIN, auth, brokenDb, call, expectError, fixClock, issueKey, keyDetail } from "./helpers";
 
 type Day = {

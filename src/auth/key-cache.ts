@@ -1,4 +1,4 @@
-import { type KeyMatch, secretStatus } from "../db/keys";
+import { KEY_RECORD_MAX_AGE_MS, type KeyMatch, secretStatus } from "../db/keys";
 import { ExpiringMap } from "../lib/expiring-map";
 
 // Warm keys authenticate without a D1 read. The cache may be briefly stale; that is safe because
@@ -10,7 +10,7 @@ import { ExpiringMap } from "../lib/expiring-map";
 // also starts one re-read in the background (after its response, in waitUntil), so a key in
 // steady use is re-read every ~25 s without any request waiting for D1; only a key idle for the
 // last 5 s of its entry's life waits for a read.
-export const KEY_CACHE_TTL_MS = 30_000;
+export const KEY_CACHE_TTL_MS = KEY_RECORD_MAX_AGE_MS;
 export const KEY_REFRESH_AFTER_MS = 25_000;
 // A record that refuses the key (disabled, expired, revoked, a rolled-out secret) is answered
 // from the cache without asking the key's object, so no newer version reaches it: it is kept

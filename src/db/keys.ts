@@ -36,6 +36,13 @@ export interface KeyRecord {
 }
 
 /**
+ * How long a copy of a key record read from D1 is used before it is read again, at most: an
+ * isolate's key cache and a location holder's copy alike. It bounds how long a change the key's
+ * quota object never learnt (its push failed) can go unseen.
+ */
+export const KEY_RECORD_MAX_AGE_MS = 30_000;
+
+/**
  * What a key's quota object enforces for it: the key's limits and version, and whether it is
  * refused outright. A disabled key is refused like a revoked one (the object knows no
  * difference); enabling it pushes a newer version that is not refused.

@@ -8,18 +8,13 @@ import {
   whyKeyUnusable,
 } from "../auth/api-key";
 import { forgetKey } from "../auth/key-cache";
-import { getKey, type KeyRecord } from "../db/keys";
+import { getKey, type KeyRecord, policyOf } from "../db/keys";
 import { runAfterResponse } from "../lib/after-response";
 import { clock } from "../lib/clock";
 import { ExpiringMap } from "../lib/expiring-map";
 import type { EnvWith } from "../lib/hono-env";
 import type { RouteTable } from "../lib/route-table";
-import {
-  type AdmitResult,
-  locationOf,
-  policyOf,
-  QuotaLimiterClient,
-} from "../objects/quota-limiter-client";
+import { type AdmitResult, locationOf, QuotaLimiterClient } from "../objects/quota-limiter-client";
 import { answerWithoutObject, rereadKeyProblem } from "../quota/fail-open";
 import { rateLimitHeaders } from "../quota/headers";
 import { refusalError } from "../quota/refusals";

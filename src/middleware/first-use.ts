@@ -1,10 +1,10 @@
 import { unusableKeyError, whyKeyUnusable } from "../auth/api-key";
 import { forgetKey } from "../auth/key-cache";
-import { type KeyRecord, markKeyUsed } from "../db/keys";
+import { type KeyRecord, markKeyUsed, policyOf } from "../db/keys";
 import { clock } from "../lib/clock";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
-import { policyOf, QuotaLimiterClient } from "../objects/quota-limiter-client";
+import { QuotaLimiterClient } from "../objects/quota-limiter-client";
 
 // Keys this isolate has marked used: its cached record of the key may say "never used" for up to
 // the key cache's lifetime, and one mark per key is all D1 needs.

@@ -1,14 +1,9 @@
 import type { Queryable } from "../db/database-error";
-import { findKeyByHash, type KeyMatch, type KeyRecord } from "../db/keys";
+import { findKeyByHash, KEY_RECORD_MAX_AGE_MS, type KeyMatch, type KeyRecord } from "../db/keys";
 import { STOCK_LEASE_MS } from "../quota/lease";
 
-/**
- * How long a holder uses its copy of the key after reading it from D1, at most: the age an
- * isolate's record of a key may reach (KEY_CACHE_TTL_MS in auth/key-cache.ts; a test holds the two
- * equal). It bounds a change the key's object never learnt (its push failed), which nothing else
- * would bring to the copy.
- */
-export const HELD_KEY_MAX_AGE_MS = 30_000;
+/** How long a holder uses its copy of the key after reading it from D1, at most. */
+export const HELD_KEY_MAX_AGE_MS = KEY_RECORD_MAX_AGE_MS;
 
 /**
  * A location holder's copy of its key's record, and which of the key's secrets (by SHA-256 hash)

@@ -25,9 +25,6 @@ import {
 import type { KeyUsage, QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 
-// Where the key's object and its location holders learn a key's policy (defined with the record).
-export { policyOf } from "../db/keys";
-
 /**
  * What the key's object reports at `now` before it has counted anything. The admin views of a key
  * never used (KeyRecord.firstUsedAt null) answer this rather than create the object.

@@ -4,6 +4,7 @@ import { type RevisedUsageDay, saveUsageDays, type UsageDay } from "../db/usage-
 import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
+import { withDeadline } from "../quota/call-coordination";
 import {
   givePermitsBack,
   leaseExpiry,
@@ -373,9 +374,10 @@ export class QuotaLimiter extends DurableObject<Env> {
     const now = clock.now();
     // A lease settled already (handed back before, or stranded) changes nothing and writes
     // nothing: a retried hand-back reaching an idle object leaves it idle.
-    if (this.#leaseRow(returned.id)) {
+    const row = this.#leaseRow(returned.id);
+    if (row) {
       const previousDay = this.#usage.dayStart;
-      this.#keep(this.#takeBack(rollWindows(this.#usage, now), returned), previousDay);
+      this.#keep(this.#settleReturned(rollWindows(this.#usage, now), row, returned), previousDay);
     }
     this.#strandUnreportedLeases(now);
   }
@@ -386,7 +388,11 @@ export class QuotaLimiter extends DurableObject<Env> {
    */
   #takeBack(usage: UsageState, returned: ReturnedLease): UsageState {
     const row = this.#leaseRow(returned.id);
-    if (!row) return usage;
+    return row ? this.#settleReturned(usage, row, returned) : usage;
+  }
+
+  /** #takeBack for the lease's row, read already. */
+  #settleReturned(usage: UsageState, row: LeaseRow, returned: ReturnedLease): UsageState {
     const used = clampTo(
       row.permits,
       returned.used ?? row.permits - clampTo(row.permits, returned.unused),
@@ -478,10 +484,6 @@ export class QuotaLimiter extends DurableObject<Env> {
       .map((row) => row.grantee);
     const keyId = this.ctx.id.name;
     if (!keyId || grantees.length === 0) return;
-    let timer: ReturnType<typeof setTimeout> | null = null;
-    const deadline = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, PUSH_DEADLINE_MS);
-    });
     const pushes = Promise.all(
       grantees.map((name) =>
         this.env.QUOTA_HOLDER.getByName(name)
@@ -495,9 +497,8 @@ export class QuotaLimiter extends DurableObject<Env> {
           ),
       ),
     );
-    await Promise.race([pushes, deadline]).finally(() => {
-      if (timer !== null) clearTimeout(timer);
-    });
+    // Each push logs its own failure, so only the deadline rejects: past it, configure answers.
+    await withDeadline(pushes, PUSH_DEADLINE_MS).catch(() => undefined);
   }
 
   /** Current counts and ban. `offered` (the key as D1 has it) supplies limits the object has not seen yet. */

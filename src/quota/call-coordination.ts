@@ -10,7 +10,6 @@ export class CallsInFlight {
   #exclusive: Promise<unknown> | null = null;
   /** The renewal in flight: requests keep admitting from the lease, and wait only if it runs out. */
   #renewal: Promise<unknown> | null = null;
-  #plainCount = 0;
   /** The calls for requests decided one by one now in flight (each made by its own request). */
   readonly #plainCalls = new Set<Promise<unknown>>();
 
@@ -26,12 +25,12 @@ export class CallsInFlight {
 
   /** How many requests decided one by one are in flight. */
   get plainInFlight(): number {
-    return this.#plainCount;
+    return this.#plainCalls.size;
   }
 
   /** No call of any kind in flight. */
   get idle(): boolean {
-    return !this.#exclusive && !this.#renewal && this.#plainCount === 0;
+    return !this.#exclusive && !this.#renewal && this.#plainCalls.size === 0;
   }
 
   /** The oldest call for a request decided one by one still in flight, if any. */
@@ -69,9 +68,7 @@ export class CallsInFlight {
 
   /** Starts the call of a request decided one by one, counted in flight until it settles. */
   plain<T>(start: () => Promise<T>): Promise<T> {
-    this.#plainCount++;
     const running = start().finally(() => {
-      this.#plainCount--;
       this.#plainCalls.delete(running);
     });
     this.#plainCalls.add(running);

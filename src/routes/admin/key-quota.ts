@@ -1,11 +1,11 @@
 import { forgetKey } from "../../auth/key-cache";
 import type { KeyRecord } from "../../db/keys";
+import { policyOf } from "../../db/keys";
 import type { UsageDay } from "../../db/usage-history";
 import { clock } from "../../lib/clock";
 import type { KeyUsage } from "../../objects/quota-limiter";
 import {
   locationOf,
-  policyOf,
   QuotaLimiterClient,
   type RequestLocation,
   unusedKeyUsage,

@@ -6,7 +6,7 @@ import {
   whyKeyUnusable,
 } from "../../auth/api-key";
 import { forgetKey } from "../../auth/key-cache";
-import { getKey } from "../../db/keys";
+import { getKey, policyOf } from "../../db/keys";
 import { everyDay, readUsageDays } from "../../db/usage-history";
 import { clock, DAY_MS, dayName, dayStartOf, isoTime } from "../../lib/clock";
 import { ApiError } from "../../lib/errors";
@@ -15,7 +15,7 @@ import type { EnvWith } from "../../lib/hono-env";
 import { validationHook } from "../../middleware/validation-hook";
 import { countInShield } from "../../objects/auth-shield-client";
 import type { KeyUsage } from "../../objects/quota-limiter";
-import { locationOf, policyOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
+import { locationOf, QuotaLimiterClient } from "../../objects/quota-limiter-client";
 import { rateLimitHeaders } from "../../quota/headers";
 import type { Decision, WindowStatus } from "../../quota/windows";
 import { errorResponses, json } from "../../schemas/common";
