@@ -1,10 +1,9 @@
 import { unusableKeyError, whyKeyUnusable } from "../auth/api-key";
-import { forgetKey } from "../auth/key-cache";
-import { type KeyRecord, markKeyUsed, policyOf } from "../db/keys";
+import { pushPolicyOrThrow } from "../auth/push-policy";
+import { type KeyRecord, markKeyUsed } from "../db/keys";
 import { clock } from "../lib/clock";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
-import { QuotaLimiterClient } from "../objects/quota-limiter-client";
 
 // Keys this isolate has marked used: its cached record of the key may say "never used" for up to
 // the key cache's lifetime, and one mark per key is all D1 needs.
@@ -35,15 +34,12 @@ export function markFirstUseOrThrow(env: Env, key: KeyRecord): Promise<void> | n
     async (current) => {
       markedHere.set(key.id, true, Infinity);
       if (!current || current.version <= key.version) return;
-      forgetKey(key.id);
-      await new QuotaLimiterClient(env.QUOTA, current)
-        .configureOrThrow(policyOf(current))
-        .catch((err: unknown) =>
-          log("warn", "a newer policy found at a key's first use was not pushed", {
-            keyId: key.id,
-            error: String(err),
-          }),
-        );
+      await pushPolicyOrThrow(env, current).catch((err: unknown) =>
+        log("warn", "a newer policy found at a key's first use was not pushed", {
+          keyId: key.id,
+          error: String(err),
+        }),
+      );
       const problem = whyKeyUnusable(current, clock.now());
       if (problem) throw unusableKeyError(problem);
     },

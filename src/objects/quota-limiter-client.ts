@@ -6,15 +6,7 @@ import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import type { Admission, LeaseRequest } from "../quota/lease-messages";
-import {
-  EMPTY_USAGE,
-  type KeyDecision,
-  type Policy,
-  type Refusal,
-  rollWindows,
-  type WindowStatus,
-  windowsOf,
-} from "../quota/windows";
+import { EMPTY_USAGE, type KeyDecision, type Policy, type Refusal } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import {
   type HolderAnswer,
@@ -22,25 +14,15 @@ import {
   holderName,
   type QuotaHolder,
 } from "./quota-holder";
-import type { KeyUsage, QuotaLimiter } from "./quota-limiter";
+import { type KeyUsage, keyUsageOf, type QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
 
 /**
  * What the key's object reports at `now` before it has counted anything. The admin views of a key
  * never used (KeyRecord.firstUsedAt null) answer this rather than create the object.
  */
-export function unusedKeyUsage(policy: Policy, now: number): KeyUsage {
-  const [minute, day] = windowsOf(rollWindows(EMPTY_USAGE, now), policy) as [
-    WindowStatus,
-    WindowStatus,
-  ];
-  return {
-    policy,
-    minute: { count: 0, limit: policy.perMinute, resetAt: minute.resetAt },
-    day: { count: 0, limit: policy.perDay, resetAt: day.resetAt },
-    bannedUntil: null,
-  };
-}
+export const unusedKeyUsage = (policy: Policy, now: number): KeyUsage =>
+  keyUsageOf(EMPTY_USAGE, policy, now);
 
 /**
  * The decision (from the object, or from this isolate's lease), or why there is none: the

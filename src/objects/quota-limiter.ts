@@ -133,6 +133,18 @@ export interface KeyUsage {
   bannedUntil: number | null;
 }
 
+/** What the key's object reports at `now` for its `state` under `policy` (null: none known yet). */
+export function keyUsageOf(state: UsageState, policy: Policy | null, now: number): KeyUsage {
+  const u = rollWindows(state, now);
+  const [minute, day] = windowsOf(u, policy ?? { perMinute: 0, perDay: 0 });
+  return {
+    policy,
+    minute: { count: u.minuteCount, limit: policy?.perMinute ?? null, resetAt: minute!.resetAt },
+    day: { count: u.dayCount, limit: policy?.perDay ?? null, resetAt: day!.resetAt },
+    bannedUntil: u.bannedUntil > now ? u.bannedUntil : null,
+  };
+}
+
 /**
  * One per API key (named by the key's id). `admit` both enforces and counts; a busy isolate
  * also gets a lease of permits with it and admits from the lease without calling
@@ -503,19 +515,11 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /** Current counts and ban. `offered` (the key as D1 has it) supplies limits the object has not seen yet. */
   usage(offered?: Policy): KeyUsage {
-    const now = clock.now();
-    const u = rollWindows(this.#usage, now);
     const policy =
       this.#policy && (!offered || this.#policy.version >= offered.version)
         ? this.#policy
         : (offered ?? null);
-    const [minute, day] = windowsOf(u, policy ?? { perMinute: 0, perDay: 0 });
-    return {
-      policy,
-      minute: { count: u.minuteCount, limit: policy?.perMinute ?? null, resetAt: minute!.resetAt },
-      day: { count: u.dayCount, limit: policy?.perDay ?? null, resetAt: day!.resetAt },
-      bannedUntil: u.bannedUntil > now ? u.bannedUntil : null,
-    };
+    return keyUsageOf(this.#usage, policy, clock.now());
   }
 
   /**

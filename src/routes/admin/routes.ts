@@ -1,6 +1,7 @@
 import { createRoute, OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { generateApiKey, newKeyId } from "../../auth/key-format";
+import { pushPolicyOrThrow } from "../../auth/push-policy";
 import { type AuditAction, appendAudit, clearBanStatement } from "../../db/audit";
 import {
   changeKey,
@@ -38,7 +39,7 @@ import {
 import { AdminIdentitySchema } from "../../schemas/operator";
 import { type AdminEnv, auditOf, foundOrThrow, security } from "./admin-env";
 import { historyApi } from "./history-routes";
-import { adminKeyQuota } from "./key-quota";
+import { adminKeyQuota, listedKeyReportOrThrow } from "./key-quota";
 import {
   decodeKeyCursorOrThrow,
   encodeKeyCursor,
@@ -144,15 +145,15 @@ function notRevokedOrThrow(current: KeyRecord, change: string): void {
 /**
  * Lets `decide` compute the key's new settings and the audit action from its current record, and
  * writes both in one batch (writeKeyOrThrow: decided again if the key changed in between). A
- * decision that changes nothing writes nothing, and leaves no audit entry: `changed` is false.
+ * decision that changes nothing writes nothing, and leaves no audit entry. Returns the key as
+ * written.
  */
 async function changeKeyOrThrow(
   c: Context<AdminEnv>,
   id: string,
   decide: (current: KeyRecord, now: number) => { next: KeySettings; action: AuditAction },
-): Promise<{ key: KeyRecord; changed: boolean }> {
-  let changed = true;
-  const key = await writeKeyOrThrow(c, id, "change", async (current, now) => {
+): Promise<KeyRecord> {
+  return writeKeyOrThrow(c, id, "change", async (current, now) => {
     const { next, action } = decide(current, now);
     const expected: KeyRecord = {
       ...current,
@@ -160,11 +161,9 @@ async function changeKeyOrThrow(
       limits: limitsOrThrow(next.plan, next.ownLimits),
     };
     const changes = fieldChanges(current, expected);
-    changed = Object.keys(changes).length > 0;
-    if (!changed) return current;
+    if (Object.keys(changes).length === 0) return current;
     return changeKey(c.env.DB, id, current.version, next, auditOf(c, action, id, changes));
   });
-  return { key, changed };
 }
 
 export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook })
@@ -281,13 +280,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           c.env.DB,
           page.map((k) => k.id),
         ),
-        Promise.all(
-          page.map((k) =>
-            adminKeyQuota(c.env, c.req.raw, k)
-              .listedReportOrThrow()
-              .catch(() => null),
-          ),
-        ),
+        Promise.all(page.map((k) => listedKeyReportOrThrow(c.env, k).catch(() => null))),
       ]);
       const data = page.map((k, i) => ({
         ...keyView(k, now),
@@ -342,7 +335,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
     async (c) => {
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
-      const { key: updated } = await changeKeyOrThrow(c, id, (current, now) => {
+      const updated = await changeKeyOrThrow(c, id, (current, now) => {
         notRevokedOrThrow(current, "changed, enabled or disabled");
         const plan = body.plan ?? current.plan;
         // Moving to enterprise without new limits keeps none to fall back on, so limits are required then.
@@ -381,7 +374,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       });
       // Pushed even when nothing changed: repeating a change whose push failed (503) is how the
       // operator gets it enforced, and the push is idempotent.
-      await adminKeyQuota(c.env, c.req.raw, updated).pushPolicyOrThrow();
+      await pushPolicyOrThrow(c.env, updated);
       return c.json(keyView(updated, clock.now()), 200);
     },
   )
@@ -408,13 +401,13 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const { id } = c.req.valid("param");
       // Final and idempotent: a key revoked earlier keeps its first revocation time, and
       // revoking it again changes nothing (no write, no audit entry).
-      const { key: revoked } = await changeKeyOrThrow(c, id, (current, now) => ({
+      const revoked = await changeKeyOrThrow(c, id, (current, now) => ({
         next: { ...settingsOf(current), revokedAt: current.revokedAt ?? now },
         action: "revoke",
       }));
       // Pushed again when the key was revoked already: a revocation answered 503 (saved, not
       // pushed) is enforced by repeating it.
-      await adminKeyQuota(c.env, c.req.raw, revoked).pushPolicyOrThrow();
+      await pushPolicyOrThrow(c.env, revoked);
       return c.json(keyView(revoked, clock.now()), 200);
     },
   )
@@ -503,14 +496,12 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       // Isolates holding the old secret's record drop it on its next request (newer version).
       // The new secret must reach the operator whatever happens: if the push fails, those
       // isolates keep the old record for at most the key cache's 30 s, so it is only logged.
-      await adminKeyQuota(c.env, c.req.raw, rolled)
-        .pushPolicyOrThrow()
-        .catch((err: unknown) =>
-          log("warn", "rolled key's policy not pushed; caches expire on their own", {
-            keyId: id,
-            error: String(err),
-          }),
-        );
+      await pushPolicyOrThrow(c.env, rolled).catch((err: unknown) =>
+        log("warn", "rolled key's policy not pushed; caches expire on their own", {
+          keyId: id,
+          error: String(err),
+        }),
+      );
       return c.json({ ...keyView(rolled, clock.now()), key }, 201);
     },
   );
