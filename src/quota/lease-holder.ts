@@ -1,15 +1,7 @@
 import { clock } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
 import { CallsInFlight, withDeadline } from "./call-coordination";
-import {
-  GIVE_BACK_GRACE_MS,
-  ISOLATE_LEASE_MS,
-  type LeaseInUse,
-  RENEW_AHEAD_MS,
-  renewsNow,
-  STOCK_LEASE_MS,
-  STOCK_RENEW_AHEAD_MS,
-} from "./lease";
+import { GIVE_BACK_GRACE_MS, LEASE_TIMINGS, type LeaseInUse, renewsNow } from "./lease";
 import type {
   Admission,
   Lease,
@@ -136,8 +128,9 @@ export class LeaseHolder {
    */
   constructor({ stock = 0 }: { stock?: number } = {}) {
     this.#stock = stock;
-    this.#leaseLifetimeMs = stock > 0 ? STOCK_LEASE_MS : ISOLATE_LEASE_MS;
-    this.#renewAheadMs = stock > 0 ? STOCK_RENEW_AHEAD_MS : RENEW_AHEAD_MS;
+    const timings = LEASE_TIMINGS[stock > 0 ? "stock" : "isolate"];
+    this.#leaseLifetimeMs = timings.lifetimeMs;
+    this.#renewAheadMs = timings.renewAheadMs;
   }
 
   /**

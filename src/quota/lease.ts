@@ -124,11 +124,20 @@ export function renewsNow(
 }
 
 /**
+ * A lease's timings by who holds it: an isolate's own lease, or a location holder's stock. The
+ * key's object grants for the lifetime, and the holder sizes its asks and renews by both.
+ */
+export const LEASE_TIMINGS = {
+  isolate: { lifetimeMs: ISOLATE_LEASE_MS, renewAheadMs: RENEW_AHEAD_MS },
+  stock: { lifetimeMs: STOCK_LEASE_MS, renewAheadMs: STOCK_RENEW_AHEAD_MS },
+} as const;
+
+/**
  * How long a lease granted to `grantee` lives: a location holder's stock (named), or an isolate's
  * own lease (null).
  */
 export function leaseLifetimeMs(grantee: string | null): number {
-  return grantee === null ? ISOLATE_LEASE_MS : STOCK_LEASE_MS;
+  return LEASE_TIMINGS[grantee === null ? "isolate" : "stock"].lifetimeMs;
 }
 
 /**

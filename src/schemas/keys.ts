@@ -90,29 +90,31 @@ export const CreateKeySchema = z
   })
   .openapi("CreateKey");
 
+const updatableKeyFields = {
+  name: DisplayNameSchema.optional(),
+  plan: PlanSchema.optional(),
+  limits: LimitsSchema.optional(),
+  enabled: z
+    .boolean({ error: "must be true or false" })
+    .optional()
+    .openapi({ description: "false refuses the key at once (401); true lets it in again" }),
+  expiresAt: isoDate
+    .nullable()
+    .optional()
+    .openapi({ description: "When the key stops working; null removes the expiry" }),
+  ownerId: OwnerIdSchema.nullable().optional(),
+  meta: MetaSchema.nullable().optional(),
+  region: RegionSchema.nullable().optional().openapi({
+    description:
+      "Where to create the key's quota object; null: near its first request. Applies only while the key has never been used: an object, once created, stays where it is",
+  }),
+};
+
 export const UpdateKeySchema = z
-  .strictObject({
-    name: DisplayNameSchema.optional(),
-    plan: PlanSchema.optional(),
-    limits: LimitsSchema.optional(),
-    enabled: z
-      .boolean({ error: "must be true or false" })
-      .optional()
-      .openapi({ description: "false refuses the key at once (401); true lets it in again" }),
-    expiresAt: isoDate
-      .nullable()
-      .optional()
-      .openapi({ description: "When the key stops working; null removes the expiry" }),
-    ownerId: OwnerIdSchema.nullable().optional(),
-    meta: MetaSchema.nullable().optional(),
-    region: RegionSchema.nullable().optional().openapi({
-      description:
-        "Where to create the key's quota object; null: near its first request. Applies only while the key has never been used: an object, once created, stays where it is",
-    }),
-  })
+  .strictObject(updatableKeyFields)
   .refine(
     (b) => Object.keys(b).length > 0,
-    "give at least one of: name, plan, limits, enabled, expiresAt, ownerId, meta, region",
+    `give at least one of: ${Object.keys(updatableKeyFields).join(", ")}`,
   )
   .openapi("UpdateKey");
 
