@@ -2,9 +2,10 @@ import { DurableObject } from "cloudflare:workers";
 import { type KeyMatch, type KeyRecord, markKeyUsed, policyOf, secretStatus } from "../db/keys";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
+import type { NoDecision } from "../quota/fail-open";
 import { QUIET_STOCK } from "../quota/lease";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
-import type { KeyDecision, Policy, Refusal } from "../quota/windows";
+import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HeldKeyRecord } from "./holder-key-record";
 import type { QuotaLimiter } from "./quota-limiter";
@@ -18,11 +19,7 @@ import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
  */
 export type HolderAnswer =
   | { reached: true; decision: KeyDecision; fromStock: boolean }
-  | {
-      reached: false;
-      overloaded: boolean;
-      refusal: { outcome: Refusal; retryAt: number } | null;
-    };
+  | ({ reached: false } & NoDecision);
 
 /**
  * A location holder's answer to a secret of its key (a key whose token names its id, see

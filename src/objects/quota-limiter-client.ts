@@ -4,9 +4,10 @@ import { clock } from "../lib/clock";
 import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
+import type { NoDecision } from "../quota/fail-open";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import type { Admission, LeaseRequest } from "../quota/lease-messages";
-import { EMPTY_USAGE, type KeyDecision, type Policy, type Refusal } from "../quota/windows";
+import { EMPTY_USAGE, type KeyDecision, type Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import {
   type HolderAnswer,
@@ -40,11 +41,7 @@ export type AdmitResult =
        */
       afterResponse: Promise<void> | null;
     }
-  | {
-      reached: false;
-      overloaded: boolean;
-      refusal: { outcome: Refusal; retryAt: number } | null;
-    };
+  | ({ reached: false } & NoDecision);
 
 // This isolate's lease holder per key (bounded: a dropped holder's unused permits stay counted
 // until their minute ends, the same as an isolate that goes away).
@@ -90,7 +87,7 @@ export type LocationAuthentication =
 function admitResultOf(answer: HolderAnswer): AdmitResult {
   return answer.reached
     ? { reached: true, decision: answer.decision, afterResponse: null }
-    : { reached: false, overloaded: answer.overloaded, refusal: answer.refusal };
+    : answer;
 }
 
 /** The key's holder in `location`. */

@@ -5,7 +5,7 @@ import { log } from "../lib/log";
 import { fallbackHeaders, retryAfterSeconds } from "./headers";
 import type { Limits } from "./plans";
 import { refusalError } from "./refusals";
-import type { Refusal } from "./windows";
+import type { Refusal, SeenRefusal } from "./windows";
 
 /**
  * What a request gets when the key's object gives no decision, and this isolate's memory of it:
@@ -54,7 +54,7 @@ const fallbacks = new ExpiringMap<string, FallbackState>(10_000);
 /** Why the key's object gave no decision, and the last refusal this isolate saw for the key. */
 export interface NoDecision {
   overloaded: boolean;
-  refusal: { outcome: Refusal; retryAt: number } | null;
+  refusal: SeenRefusal | null;
 }
 
 /**

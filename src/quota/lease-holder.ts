@@ -11,7 +11,7 @@ import type {
   ReturnedLease,
 } from "./lease-messages";
 import { ShownWindows } from "./shown-windows";
-import type { KeyDecision, Policy, Refusal, WindowStatus } from "./windows";
+import type { KeyDecision, Policy, SeenRefusal, WindowStatus } from "./windows";
 
 /** How a holder reaches its key's object (objects/quota-limiter-client.ts supplies the stub calls). */
 export interface LeaseCalls {
@@ -108,7 +108,7 @@ export class LeaseHolder {
   readonly #windows = new ShownWindows();
   /** Refused, banned, or too close to the limit: no lease is asked for before this time. */
   #noLeaseUntil = 0;
-  #refusal: { outcome: Refusal; retryAt: number } | null = null;
+  #refusal: SeenRefusal | null = null;
   /** Permits asked for even while the key is quiet (0: a quiet key asks for none). */
   readonly #stock: number;
   /**
@@ -271,7 +271,7 @@ export class LeaseHolder {
   }
 
   /** The last refusal the object gave this isolate, while it lasts. */
-  refusal(now: number): { outcome: Refusal; retryAt: number } | null {
+  refusal(now: number): SeenRefusal | null {
     return this.#refusal && this.#refusal.retryAt > now ? this.#refusal : null;
   }
 

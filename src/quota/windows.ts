@@ -19,6 +19,12 @@ export interface Policy extends Limits {
 }
 
 export type Refusal = "rate_limited" | "quota_exceeded" | "key_banned";
+
+/** A refusal seen for a key, and until when it lasts. */
+export interface SeenRefusal {
+  outcome: Refusal;
+  retryAt: number;
+}
 export type Outcome = "allowed" | Refusal | "revoked";
 
 export interface WindowStatus {
