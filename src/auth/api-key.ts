@@ -126,11 +126,10 @@ async function lookUp<E extends BaseEnv>(
   }
   if (isRefused(clientAddress(c.req.header("CF-Connecting-IP")), now)) return null;
   const tagSecrets = keyTagSecretsAccepted(c.var.config);
-  if (shape.keyId && shape.tag && tagSecrets.length > 0) {
-    const named = { keyId: shape.keyId, tag: shape.tag };
-    if (!(await hasGenuineTag(tagSecrets, named))) return null;
+  if (shape.keyId !== null && tagSecrets.length > 0) {
+    if (!(await hasGenuineTag(tagSecrets, shape))) return null;
     const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
-    const said = location ? await askHolder(location, named.keyId, hash) : null;
+    const said = location ? await askHolder(location, shape.keyId, hash) : null;
     if (said?.outcome === "unknown") return null;
     if (said?.outcome === "found") {
       cacheKey(hash, said.match, now);

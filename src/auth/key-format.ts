@@ -51,10 +51,7 @@ export async function generateApiKey(
  * without a routing part (`keyId` null: found through D1 by its hash), or a key that names its id
  * (its tag still to be checked, `hasGenuineTag`).
  */
-export interface KeyShape {
-  keyId: string | null;
-  tag: string | null;
-}
+export type KeyShape = { keyId: string; tag: string } | { keyId: null; tag: null };
 
 export function keyShapeOf(token: string): KeyShape | null {
   const m = KEY_PATTERN.exec(token);
