@@ -14,6 +14,8 @@ const viaWorker: typeof fetch = (input, init) => exports.default.fetch(new Reque
 
 describe("client against the app", () => {
   it("creates, lists, pages and fetches pets, and exposes the rate-limit headers", async () => {
+    // A fixed instant in the middle of a minute: Remaining is compared across requests.
+    fixClock(Date.UTC(2030, 2, 4, 9, 20, 30));
     const k = await issueKey("pro");
     const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });
     expect(store.rateLimit).toBeUndefined();
@@ -52,6 +54,7 @@ describe("client against the app", () => {
   });
 
   it("parses both windows of the IETF headers on every response, and reads usage() for free", async () => {
+    fixClock(Date.UTC(2030, 2, 4, 9, 21, 30));
     const k = await issueKey("enterprise", { perMinute: 50, perDay: 500 });
     const store = createAnimalStoreClient({ baseUrl: BASE, apiKey: k.key, fetch: viaWorker });
     const page = await store.listPets({ limit: 1 });
