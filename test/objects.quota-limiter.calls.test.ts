@@ -238,6 +238,43 @@ describe("the cleanup alarm", () => {
     expect(await usageRows(stub), "the day's windows are kept").toHaveLength(1);
   });
 
+  it("an object that starts again with an alarm set keeps it: no extra alarm run", async () => {
+    const stub = newObject();
+    expect((await stub.admit(policyWith(5, 100))).outcome).toBe("allowed");
+    await vi.waitFor(async () => expect(await alarmOf(stub)).toBe(cleanupAt(time.now)));
+    await evictDurableObject(stub);
+    time.now += 1_000;
+    expect(await alarmOf(stub)).toBe(cleanupAt(time.now));
+  });
+
+  it("of two alarms that could not be set, the earlier is owed", async () => {
+    const stub = newObject();
+    const logged = loggedErrors();
+    // While storage fails: the day's cleanup (midnight and a minute) cannot be set, then the
+    // ban's record (due now) cannot either.
+    await runInDurableObject(stub, async (instance: QuotaLimiter, ctx) => {
+      const failing = vi
+        .spyOn(ctx.storage, "getAlarm")
+        .mockRejectedValue(new Error("storage is unavailable"));
+      let outcome = "";
+      for (let i = 0; i < 100 && outcome !== "key_banned"; i++)
+        outcome = instance.admit(policyWith(5, 100)).outcome;
+      expect(outcome).toBe("key_banned");
+      await vi.waitFor(() =>
+        expect(logged).toContainEqual(
+          expect.objectContaining({ msg: "could not schedule the ban's record" }),
+        ),
+      );
+      failing.mockRestore();
+    });
+    expect(logged).toContainEqual(expect.objectContaining(cleanupFailure));
+    expect(await alarmOf(stub)).toBeNull();
+    time.now += 1_000;
+    await stub.admit(policyWith(5, 100));
+    await vi.waitFor(async () => expect(await alarmOf(stub)).not.toBeNull());
+    expect(await alarmOf(stub), "the ban's record, not the later cleanup").toBe(T0);
+  });
+
   it("an object that holds nothing starts with no alarm", async () => {
     const stub = newObject();
     expect((await stub.usage()).day.count).toBe(0);
