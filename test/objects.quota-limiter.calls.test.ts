@@ -294,3 +294,45 @@ describe("the cleanup alarm", () => {
     expect(await alarmOf(stub)).toBe(owed);
   });
 });
+
+describe("storage it does not need is not touched", () => {
+  // Each alarm read and write and each row write is a billed storage operation on every request.
+  const upsertsOfUsage = (exec: { mock: { calls: unknown[][] } }) =>
+    exec.mock.calls.filter(([sql]) => /^\s*INSERT INTO usage\b/.test(String(sql))).length;
+
+  it("a day's first request reads the alarm for its cleanup and its history and sets it once; the day's next request reads none", async () => {
+    const stub = newObject();
+    await runInDurableObject(stub, async (instance: QuotaLimiter, ctx) => {
+      const get = vi.spyOn(ctx.storage, "getAlarm");
+      const set = vi.spyOn(ctx.storage, "setAlarm");
+      expect(instance.admit(policyWith(5, 100)).outcome).toBe("allowed");
+      await vi.waitFor(() => expect(get).toHaveBeenCalledTimes(2));
+      // The second read's continuation (which would set the alarm) runs before this one.
+      await get.mock.results[1]!.value;
+      await Promise.resolve();
+      expect(set.mock.calls).toEqual([[MIDNIGHT + MINUTE_MS]]);
+
+      get.mockClear();
+      time.now += 1_000;
+      expect(instance.admit(policyWith(5, 100)).outcome).toBe("allowed");
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(get).not.toHaveBeenCalled();
+    });
+  });
+
+  it("a request that changes no count writes no usage row", async () => {
+    const stub = newObject();
+    await stub.admit(policyWith(5, 100));
+    await runInDurableObject(stub, (instance: QuotaLimiter, ctx) => {
+      const exec = vi.spyOn(ctx.storage.sql, "exec");
+      // A revoked key's request is refused without a count (no rate-limit refusal either).
+      const revoked = policyWith(5, 100, { version: 2, revoked: true });
+      expect(instance.admit(revoked).outcome).toBe("revoked");
+      expect(upsertsOfUsage(exec)).toBe(0);
+      // The control: a counted request writes the row.
+      const counted = instance.admit(policyWith(5, 100, { version: 3 }));
+      expect(counted.outcome).toBe("allowed");
+      expect(upsertsOfUsage(exec)).toBe(1);
+    });
+  });
+});
