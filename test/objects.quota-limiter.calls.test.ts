@@ -69,22 +69,14 @@ describe("the ban's edges", () => {
     expect(first.lease?.permits).toBe(2);
     const bannedUntil = await banKey(stub, policy);
 
+    // The same renewal, sent an instant before the ban's end and at it.
+    const asked = { leaseId: first.lease!.id, want: 2, holding: 0, returning: [] };
     time.now = bannedUntil - 1;
-    const during = await stub.renewLease(policy, {
-      leaseId: first.lease!.id,
-      want: 2,
-      holding: 0,
-      returning: [],
-    });
+    const during = await stub.renewLease(policy, asked);
     expect(during.granted).toBeNull();
 
     time.now = bannedUntil;
-    const renewal = await stub.renewLease(policy, {
-      leaseId: first.lease!.id,
-      want: 2,
-      holding: 0,
-      returning: [],
-    });
+    const renewal = await stub.renewLease(policy, asked);
     expect(renewal.granted?.permits).toBe(2);
     expect((await stub.admit(policy)).outcome).toBe("allowed");
     expect((await stub.usage()).minute.count).toBe(3);
