@@ -172,7 +172,7 @@ export class QuotaHolder extends DurableObject<Env> {
    * usage read, or after a change to the key made in this location).
    */
   async giveBack(keyId: string): Promise<void> {
-    this.#stopAdmittingFromStock();
+    this.#leases.dropLeaseAndRefusals();
     await this.#leases.giveBackUnused(this.#giveBackCall(keyId));
   }
 
@@ -183,14 +183,8 @@ export class QuotaHolder extends DurableObject<Env> {
    */
   async keyChanged(keyId: string): Promise<void> {
     this.#keyRecord.forget();
-    this.#stopAdmittingFromStock();
+    this.#leases.dropLeaseAndRefusals();
     this.#inBackground(keyId, this.#leases.giveBackUnused(this.#giveBackCall(keyId)));
-  }
-
-  /** The key's next requests here go to its object: no admission from the stock, no refusal kept. */
-  #stopAdmittingFromStock(): void {
-    this.#leases.dropLease();
-    this.#leases.forgetRefusals();
   }
 
   /** Permits in stock or waiting to go back (for tests and the bench). */

@@ -270,6 +270,15 @@ export class LeaseHolder {
     this.#changes++;
   }
 
+  /**
+   * Both of the above: the key's next request asks the object (after a change to the key made
+   * or learnt here, or as a location holder hands its stock back before a usage read).
+   */
+  dropLeaseAndRefusals(): void {
+    this.dropLease();
+    this.forgetRefusals();
+  }
+
   /** The last refusal the object gave this isolate, while it lasts. */
   refusal(now: number): SeenRefusal | null {
     return this.#refusal && this.#refusal.retryAt > now ? this.#refusal : null;
