@@ -209,11 +209,7 @@ export class QuotaHolder extends DurableObject<Env> {
         const latest = this.#policy ?? policy;
         const calls = this.#callsTo(keyId, latest);
         const refill = this.#leases.refill(latest, calls);
-        if (!refill) return;
-        const refilled = await refill;
-        await (refilled
-          ? this.#leases.giveBackAtExpiry(calls)
-          : this.#leases.giveBackRetired(calls));
+        if (refill) await this.#leases.giveBackAfterRenewal(refill, calls);
       }),
     );
   }
