@@ -1,4 +1,8 @@
-import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import {
+  createExecutionContext,
+  runInDurableObject,
+  waitOnExecutionContext,
+} from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { afterEach, beforeEach, expect, onTestFinished, vi } from "vitest";
 import { createApp } from "../src/app";
@@ -344,6 +348,10 @@ export function preparingDb(matches: (sql: string) => boolean = () => true) {
   });
   return { db, prepared };
 }
+
+/** When a Durable Object will next run its alarm (null: none set). */
+export const alarmOf = (stub: DurableObjectStub) =>
+  runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
 
 /** Records the bookmark each D1 session of a request started from. */
 export function recordingDb() {

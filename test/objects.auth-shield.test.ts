@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import type { AuthShield } from "../src/objects/auth-shield";
-import { ADMIN, auth, call, expectError, issueKey, mockClock, T0 } from "./helpers";
+import { ADMIN, alarmOf, auth, call, expectError, issueKey, mockClock, T0 } from "./helpers";
 
 const time = mockClock(T0);
 
@@ -158,9 +158,7 @@ describe("the shield object's cleanup alarm", () => {
     const shield = env.AUTH_SHIELD.getByName("alarm-early.shield.test");
     time.now = T0 + 10_000;
     expect((await shield.countRequest(30)).windows[0]!.remaining).toBe(29);
-    expect(await runInDurableObject(shield, (_i, ctx) => ctx.storage.getAlarm())).toBe(
-      T0 + 2 * MINUTE_MS,
-    );
+    expect(await alarmOf(shield)).toBe(T0 + 2 * MINUTE_MS);
     time.now = T0 + MINUTE_MS - 1; // the window's last millisecond
     expect(await runDurableObjectAlarm(shield)).toBe(true);
     expect(await rows(shield)).toHaveLength(1);

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import type { Policy } from "../src/quota/windows";
-import { BAN_MS, MIDNIGHT, mockClock, policyWith, T0 } from "./helpers";
+import { alarmOf, BAN_MS, MIDNIGHT, mockClock, policyWith, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -15,7 +15,6 @@ let seq = 0;
 const newObject = () => env.QUOTA.getByName(`limiter_calls_${++seq}`);
 type Stub = DurableObjectStub<QuotaLimiter>;
 
-const alarmOf = (stub: Stub) => runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm());
 const usageRows = (stub: Stub) =>
   runInDurableObject(stub, (_i, ctx) => ctx.storage.sql.exec("SELECT * FROM usage").toArray());
 /** The days the object holds, as GET /v1/usage reads them. */

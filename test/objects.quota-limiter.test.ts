@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import type { Policy } from "../src/quota/windows";
-import { BAN_MS, DAY0, mockClock, retryAtOf, T0 } from "./helpers";
+import { alarmOf, BAN_MS, DAY0, mockClock, retryAtOf, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -197,21 +197,17 @@ describe("QuotaLimiter cleanup alarm", () => {
   it("schedules cleanup after the day ends, re-schedules when run early, then deletes the usage row", async () => {
     const stub = limiter();
     await admitN(stub, policy(5, 100), 2);
-    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(
-      DAY0 + DAY_MS + MINUTE_MS,
-    );
+    expect(await alarmOf(stub)).toBe(DAY0 + DAY_MS + MINUTE_MS);
 
     time.now = DAY0 + DAY_MS - 1;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await usageRows(stub)).toHaveLength(1);
-    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(
-      DAY0 + DAY_MS + MINUTE_MS,
-    );
+    expect(await alarmOf(stub)).toBe(DAY0 + DAY_MS + MINUTE_MS);
 
     time.now = DAY0 + DAY_MS + MINUTE_MS;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await usageRows(stub)).toHaveLength(0);
-    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBeNull();
+    expect(await alarmOf(stub)).toBeNull();
 
     // The key keeps working afterwards, from zero, and its policy survives the cleanup.
     const d = await stub.admit(policy(1, 1, 0));
@@ -234,7 +230,7 @@ describe("QuotaLimiter cleanup alarm", () => {
     expect(await usageRows(stub)).toHaveLength(1);
     // The next alarm is the ban's end: it writes the end to D1 and the audit trail, and the row,
     // idle from then on, goes with it.
-    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBe(bannedUntil);
+    expect(await alarmOf(stub)).toBe(bannedUntil);
     expect((await stub.usage()).bannedUntil).toBe(bannedUntil);
 
     time.now = bannedUntil;
@@ -256,7 +252,7 @@ describe("QuotaLimiter idle", () => {
     time.now += 1_000;
     await stub.returnLease({ id: lease!.id, unused: 5, used: 0 });
     expect(await usageRows(stub), "no windows row written").toHaveLength(0);
-    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBeNull();
+    expect(await alarmOf(stub)).toBeNull();
     expect((await stub.usage()).day.count, "nothing credited to the new day").toBe(0);
   });
 });
@@ -271,7 +267,7 @@ describe("QuotaLimiter idle, unbanned", () => {
     const { bannedUntilBefore } = await stub.unban();
     expect(bannedUntilBefore).toBeNull();
     expect(await usageRows(stub), "nothing written by the unban").toHaveLength(0);
-    expect(await runInDurableObject(stub, (_i, ctx) => ctx.storage.getAlarm())).toBeNull();
+    expect(await alarmOf(stub)).toBeNull();
   });
 });
 
@@ -302,9 +298,7 @@ describe("AuthShield.recordFailure", () => {
   it("clears its row with the alarm once the window is over", async () => {
     const shield = env.AUTH_SHIELD.getByName("198.51.100.9");
     await shield.recordFailure();
-    expect(await runInDurableObject(shield, (_i, ctx) => ctx.storage.getAlarm())).toBe(
-      T0 + 2 * MINUTE_MS,
-    );
+    expect(await alarmOf(shield)).toBe(T0 + 2 * MINUTE_MS);
     time.now = T0 + 2 * MINUTE_MS;
     expect(await runDurableObjectAlarm(shield)).toBe(true);
     expect(

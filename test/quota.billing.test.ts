@@ -12,7 +12,7 @@ import { type QuotaLimiter, STRANDED_AFTER_MS } from "../src/objects/quota-limit
 import { schemaVersion } from "../src/objects/schema-migrations";
 import { heldBound, ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
-import { ADMIN, call, fixClock, issueKey } from "./helpers";
+import { ADMIN, alarmOf, call, fixClock, issueKey } from "./helpers";
 
 const POLICY = { perMinute: 1_000, perDay: 100_000, version: 1, revoked: false };
 const DAY = Date.UTC(2032, 4, 6);
@@ -266,9 +266,7 @@ describe("the day-end flush", () => {
     time.now = DAY + DAY_MS + 5_000;
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await storedDay(keyId, DAY_NAME)).toBeNull();
-    const alarmAt = await runInDurableObject(stub, (_: QuotaLimiter, state) =>
-      state.storage.getAlarm(),
-    );
+    const alarmAt = await alarmOf(stub);
     // It runs again as soon as the earliest of them can be settled: not sooner (no alarm
     // spinning until then), not later.
     expect(alarmAt).toBe(lost.expiresAt + STRANDED_AFTER_MS);
@@ -277,9 +275,7 @@ describe("the day-end flush", () => {
     await stub.returnLease({ id: late.id, unused: 3, used: 7 });
     // That hand-back starts the new day's windows (their cleanup is asked for after that day):
     // the finished day's write is not put off by it.
-    const stillAt = await runInDurableObject(stub, (_: QuotaLimiter, state) =>
-      state.storage.getAlarm(),
-    );
+    const stillAt = await alarmOf(stub);
     expect(stillAt).toBe(lost.expiresAt + STRANDED_AFTER_MS);
     // The day-end alarm settles the lost lease as stranded and writes the day.
     time.now = DAY + DAY_MS + MINUTE_MS;
@@ -298,9 +294,7 @@ describe("the day-end flush", () => {
     expect(leases).toEqual([]);
     // Nothing of the day is left to wait for: the one alarm left is the cleanup of the windows'
     // row (the hand-back at 00:00:06 rolled it into the new day), after that day ends.
-    const nextAlarm = await runInDurableObject(stub, (_: QuotaLimiter, state) =>
-      state.storage.getAlarm(),
-    );
+    const nextAlarm = await alarmOf(stub);
     expect(nextAlarm).toBe(DAY + 2 * DAY_MS + MINUTE_MS);
   });
 });

@@ -8,6 +8,7 @@ import { MINUTE_MS } from "../src/lib/clock";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import {
   ADMIN,
+  alarmOf,
   auth,
   BAN_MS,
   brokenDb,
@@ -55,10 +56,6 @@ async function audit(query: string): Promise<Entry[]> {
   expect(res.status, text).toBe(200);
   return (JSON.parse(text) as { data: Entry[] }).data;
 }
-
-/** When the key's object will next run its alarm (null: none set). */
-const alarmOf = (stub: DurableObjectStub<QuotaLimiter>) =>
-  runInDurableObject(stub, (_: QuotaLimiter, state) => state.storage.getAlarm());
 
 /** Runs the object's alarm handler now, whether or not an alarm is set. */
 const runObjectAlarm = (stub: DurableObjectStub<QuotaLimiter>) =>

@@ -6,7 +6,17 @@ import { describe, expect, it } from "vitest";
 import { getKey, markKeyUsed, policyOf } from "../src/db/keys";
 import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
-import { ADMIN, auth, brokenDb, call, expectError, fixClock, issueKey, keyDetail } from "./helpers";
+import {
+  ADMIN,
+  alarmOf,
+  auth,
+  brokenDb,
+  call,
+  expectError,
+  fixClock,
+  issueKey,
+  keyDetail,
+} from "./helpers";
 
 type Day = {
   day: string;
@@ -210,9 +220,7 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await storedRows(id)).toEqual([]);
-    const alarmAt = await runInDurableObject(stub, (_: QuotaLimiter, state) =>
-      state.storage.getAlarm(),
-    );
+    const alarmAt = await alarmOf(stub);
     // Tried again in 5 minutes: not sooner (no alarm spinning while D1 is down), not later.
     expect(alarmAt).toBe(time.now + 5 * MINUTE_MS);
     expect(await daysHeldByObject(id)).toContain(DAY_A);
