@@ -172,7 +172,7 @@ export class QuotaHolder extends DurableObject<Env> {
    * usage read, or after a change to the key made in this location).
    */
   async giveBack(keyId: string): Promise<void> {
-    this.#stopAdmittingFromStock();
+    this.#leases.dropLeaseAndRefusals();
     await this.#leases.giveBackUnused(this.#giveBackCall(keyId));
   }
 
@@ -183,14 +183,8 @@ export class QuotaHolder extends DurableObject<Env> {
    */
   async keyChanged(keyId: string): Promise<void> {
     this.#keyRecord.forget();
-    this.#stopAdmittingFromStock();
+    this.#leases.dropLeaseAndRefusals();
     this.#inBackground(keyId, this.#leases.giveBackUnused(this.#giveBackCall(keyId)));
-  }
-
-  /** The key's next requests here go to its object: no admission from the stock, no refusal kept. */
-  #stopAdmittingFromStock(): void {
-    this.#leases.dropLease();
-    this.#leases.forgetRefusals();
   }
 
   /** Permits in stock or waiting to go back (for tests and the bench). */
@@ -215,11 +209,7 @@ export class QuotaHolder extends DurableObject<Env> {
         const latest = this.#policy ?? policy;
         const calls = this.#callsTo(keyId, latest);
         const refill = this.#leases.refill(latest, calls);
-        if (!refill) return;
-        const refilled = await refill;
-        await (refilled
-          ? this.#leases.giveBackAtExpiry(calls)
-          : this.#leases.giveBackRetired(calls));
+        if (refill) await this.#leases.giveBackAfterRenewal(refill, calls);
       }),
     );
   }

@@ -276,9 +276,7 @@ export class QuotaLimiterClient {
   async configureOrThrow(policy: Policy): Promise<void> {
     // In this isolate the change applies from the very next request: no more admissions from
     // a lease granted under the old policy. Other isolates' leases end within ISOLATE_LEASE_MS.
-    const holder = this.#leasesIfAny();
-    holder?.dropLease();
-    holder?.forgetRefusals();
+    this.#leasesIfAny()?.dropLeaseAndRefusals();
     await this.#call((stub) => stub.configure(policy)).catch((err: unknown) => {
       log("error", "could not push key policy", { keyId: this.keyId, error: String(err) });
       throw unavailable("The change is saved but not yet enforced everywhere; repeat the request.");

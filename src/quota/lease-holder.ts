@@ -149,11 +149,18 @@ export class LeaseHolder {
    * meanwhile); null when there is none. Rejects with what a call rejects with.
    */
   upkeep(decided: HolderDecision, calls: GiveBackCall): Promise<void> | null {
-    if (decided.renewal)
-      return decided.renewal.then((renewed) =>
-        renewed ? this.giveBackAtExpiry(calls) : this.giveBackRetired(calls),
-      );
+    if (decided.renewal) return this.giveBackAfterRenewal(decided.renewal, calls);
     return decided.leaseGranted ? this.giveBackAtExpiry(calls) : null;
+  }
+
+  /**
+   * Once a renewal or refill has settled: the lease's unused permits handed back at its expiry if
+   * it brought one, else the retired leases' now. Rejects with what the renewal rejects with.
+   */
+  giveBackAfterRenewal(renewal: Promise<boolean>, calls: GiveBackCall): Promise<void> {
+    return renewal.then((renewed) =>
+      renewed ? this.giveBackAtExpiry(calls) : this.giveBackRetired(calls),
+    );
   }
 
   /** Decides one request; throws what the object's call throws. */
@@ -268,6 +275,15 @@ export class LeaseHolder {
     this.#refusal = null;
     this.#noLeaseUntil = 0;
     this.#changes++;
+  }
+
+  /**
+   * Both of the above: the key's next request asks the object (after a change to the key made
+   * or learnt here, or as a location holder hands its stock back before a usage read).
+   */
+  dropLeaseAndRefusals(): void {
+    this.dropLease();
+    this.forgetRefusals();
   }
 
   /** The last refusal the object gave this isolate, while it lasts. */

@@ -1,5 +1,4 @@
-import type { KeyRecord } from "../../db/keys";
-import { policyOf } from "../../db/keys";
+import { type KeyRecord, policyOf } from "../../db/keys";
 import type { UsageDay } from "../../db/usage-history";
 import { clock } from "../../lib/clock";
 import type { KeyUsage } from "../../objects/quota-limiter";
@@ -9,7 +8,6 @@ import {
   type RequestLocation,
   unusedKeyUsage,
 } from "../../objects/quota-limiter-client";
-import type { Policy } from "../../quota/windows";
 
 /**
  * The client of the key's quota object, or null for a key never used (`firstUsedAt` null): such
@@ -33,7 +31,7 @@ function clientOfUsedKey(
  * const usage = await adminKeyQuota(c.env, c.req.raw, record).usage(); // null if unreachable
  */
 export function adminKeyQuota(env: Env, request: Request, record: KeyRecord) {
-  const policy: Policy = policyOf(record);
+  const policy = policyOf(record);
   const client = clientOfUsedKey(env, record, locationOf(request, env.QUOTA_HOLDER));
   const unused = () => unusedKeyUsage(policy, clock.now());
   return {
