@@ -86,9 +86,13 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       const { id } = c.req.valid("param");
       const { from, to } = rangeOrThrow(c.req.valid("query"), clock.now());
       const record = foundOrThrow(await getKey(c.env.DB, id), id);
-      // The object's days win: it holds today, and any finished day D1 did not take yet.
-      const live = await adminKeyQuota(c.env, c.req.raw, record).saveUsageHistoryOrThrow();
-      const stored = await readUsageDays(c.env.DB, id, from, to);
+      // The object's days win: it holds today, and any finished day D1 did not take yet. So
+      // D1 is read at the same time as the object writes its days there: a stale stored day
+      // is replaced by the object's.
+      const [live, stored] = await Promise.all([
+        adminKeyQuota(c.env, c.req.raw, record).saveUsageHistoryOrThrow(),
+        readUsageDays(c.env.DB, id, from, to),
+      ]);
       // Later entries win in everyDay: the live ones go last.
       const days = everyDay(from, to, [...stored, ...live]);
       if (wantsCsv(c.req.header("Accept")))
