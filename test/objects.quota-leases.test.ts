@@ -923,4 +923,12 @@ describe("the holder's memory of hand-backs and refusals", () => {
     iso.holder.forgetRefusals();
     expect(iso.holder.refusal(time.now)).toBeNull();
   });
+
+  it("dropLeaseAndRefusals forgets the refusal seen here too (a change to the key made here)", async () => {
+    const iso = isolate(newObject(), () => policyWith(2, 100));
+    for (let i = 0; i < 3; i++) await iso.admit();
+    expect(iso.holder.refusal(time.now)).toMatchObject({ outcome: "rate_limited" });
+    iso.holder.dropLeaseAndRefusals();
+    expect(iso.holder.refusal(time.now)).toBeNull();
+  });
 });
