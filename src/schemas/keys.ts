@@ -110,12 +110,12 @@ const updatableKeyFields = {
   }),
 };
 
+/** The fields a PATCH may change, as the operator documents and errors name them. */
+export const UPDATABLE_KEY_FIELDS = Object.keys(updatableKeyFields).join(", ");
+
 export const UpdateKeySchema = z
   .strictObject(updatableKeyFields)
-  .refine(
-    (b) => Object.keys(b).length > 0,
-    `give at least one of: ${Object.keys(updatableKeyFields).join(", ")}`,
-  )
+  .refine((b) => Object.keys(b).length > 0, `give at least one of: ${UPDATABLE_KEY_FIELDS}`)
   .openapi("UpdateKey");
 
 export const RollKeySchema = z

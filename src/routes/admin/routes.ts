@@ -34,6 +34,7 @@ import {
   type ListedKeySchema,
   ListKeysQuerySchema,
   RollKeySchema,
+  UPDATABLE_KEY_FIELDS,
   UpdateKeySchema,
 } from "../../schemas/keys";
 import { AdminIdentitySchema } from "../../schemas/operator";
@@ -322,8 +323,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       operationId: "updateKey",
       tags: ["Keys"],
       summary: "Change a key's settings",
-      description:
-        "Changes any of name, plan, limits, enabled, expiresAt, ownerId, meta and region; fields not given keep their value. A region applies only while the key has never been used: its quota object, once created, stays where it is. The change applies from the key's next request, in every isolate. `enabled: false` refuses the key at once. A revoked key is final: any change to it is 409 `key_revoked`. Recorded in the audit trail as update, disable or enable; a PATCH that changes nothing answers 200 with the key as it is and writes no audit entry. 404 if no key has this id; 503 if the key kept changing under concurrent writes.",
+      description: `Changes any of ${UPDATABLE_KEY_FIELDS}; fields not given keep their value. A region applies only while the key has never been used: its quota object, once created, stays where it is. The change applies from the key's next request, in every isolate. \`enabled: false\` refuses the key at once. A revoked key is final: any change to it is 409 \`key_revoked\`. Recorded in the audit trail as update, disable or enable; a PATCH that changes nothing answers 200 with the key as it is and writes no audit entry. 404 if no key has this id; 503 if the key kept changing under concurrent writes.`,
       security,
       middleware: jsonBody,
       request: { ...byId, body: { required: true, content: json(UpdateKeySchema) } },
