@@ -916,19 +916,14 @@ describe("the holder's memory of hand-backs and refusals", () => {
     expect(iso.holder.unusedPermits).toBe(0);
   });
 
-  it("forgetRefusals forgets the refusal seen here", async () => {
-    const iso = isolate(newObject(), () => policyWith(2, 100));
-    for (let i = 0; i < 3; i++) await iso.admit();
-    expect(iso.holder.refusal(time.now)).toMatchObject({ outcome: "rate_limited" });
-    iso.holder.forgetRefusals();
-    expect(iso.holder.refusal(time.now)).toBeNull();
-  });
-
-  it("dropLeaseAndRefusals forgets the refusal seen here too (a change to the key made here)", async () => {
-    const iso = isolate(newObject(), () => policyWith(2, 100));
-    for (let i = 0; i < 3; i++) await iso.admit();
-    expect(iso.holder.refusal(time.now)).toMatchObject({ outcome: "rate_limited" });
-    iso.holder.dropLeaseAndRefusals();
-    expect(iso.holder.refusal(time.now)).toBeNull();
-  });
+  it.each(["forgetRefusals", "dropLeaseAndRefusals"] as const)(
+    "%s forgets the refusal seen here",
+    async (forget) => {
+      const iso = isolate(newObject(), () => policyWith(2, 100));
+      for (let i = 0; i < 3; i++) await iso.admit();
+      expect(iso.holder.refusal(time.now)).toMatchObject({ outcome: "rate_limited" });
+      iso.holder[forget]();
+      expect(iso.holder.refusal(time.now)).toBeNull();
+    },
+  );
 });
