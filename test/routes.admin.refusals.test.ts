@@ -450,7 +450,11 @@ describe("admin cursors are only those the API issued", () => {
   });
 
   it("the key list with a fractional or negative createdAt → 400; an issued cursor → 200", async () => {
-    for (const values of [[1.5, "key_x"], [-1, "key_x"], [1, ""]]) {
+    for (const values of [
+      [1.5, "key_x"],
+      [-1, "key_x"],
+      [1, ""],
+    ]) {
       const res = await call(`/admin/v1/keys?cursor=${cursorOf(values)}`, { headers: ADMIN });
       await expectError(res, 400, "invalid_request");
     }
