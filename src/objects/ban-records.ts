@@ -13,7 +13,8 @@ export class BanRecords {
   constructor(
     private readonly sql: SqlStorage,
     private readonly alarms: AlarmSchedule,
-    private readonly db: D1Database,
+    /** D1, as the object's env has it at each write. */
+    private readonly db: () => D1Database,
     private readonly keyId: string | undefined,
   ) {}
 
@@ -45,7 +46,7 @@ export class BanRecords {
     for (const row of rows) {
       try {
         if (!row.startWritten) {
-          await recordBanStart(db, keyId, row);
+          await recordBanStart(db(), keyId, row);
           this.sql.exec(
             "UPDATE ban_records SET start_written = 1 WHERE banned_until = ?",
             row.until,
@@ -55,7 +56,7 @@ export class BanRecords {
           next = Math.min(next, row.until);
           continue;
         }
-        await recordBanEnd(db, keyId, row.until);
+        await recordBanEnd(db(), keyId, row.until);
         this.sql.exec("DELETE FROM ban_records WHERE banned_until = ?", row.until);
       } catch (err) {
         log("warn", "could not record a ban in D1; retrying", { keyId, error: String(err) });

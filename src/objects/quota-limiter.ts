@@ -79,9 +79,9 @@ export class QuotaLimiter extends DurableObject<Env> {
     const { sql } = ctx.storage;
     this.#usageTable = new UsageTable(sql);
     this.#alarms = new AlarmSchedule(ctx.storage);
-    this.#history = new UsageHistoryTable(sql, this.#alarms, env.DB, ctx.id.name);
+    this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#leases = new LeaseLedger(sql, this.#history);
-    this.#bans = new BanRecords(sql, this.#alarms, env.DB, ctx.id.name);
+    this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
     ctx.blockConcurrencyWhile(async () => {
       migrateSchema(ctx.storage, QUOTA_LIMITER_MIGRATIONS);

@@ -62,7 +62,8 @@ export class UsageHistoryTable {
   constructor(
     private readonly sql: SqlStorage,
     private readonly alarms: AlarmSchedule,
-    private readonly db: D1Database,
+    /** D1, as the object's env has it at each write. */
+    private readonly db: () => D1Database,
     private readonly keyId: string | undefined,
   ) {}
 
@@ -198,6 +199,6 @@ export class UsageHistoryTable {
 
   async #saveToDatabase(days: RevisedUsageDay[]): Promise<void> {
     if (!this.keyId) throw new Error("the quota object has no name (key id)");
-    await saveUsageDays(this.db, this.keyId, days);
+    await saveUsageDays(this.db(), this.keyId, days);
   }
 }
