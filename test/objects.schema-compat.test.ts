@@ -7,7 +7,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { AUTH_SHIELD_SCHEMA } from "../src/objects/auth-shield";
-import { OBJECT_SCHEMAS, QUOTA_LIMITER_SCHEMA } from "../src/objects/object-schemas";
+import { OBJECT_SCHEMAS } from "../src/objects/object-schemas";
+import { QUOTA_LIMITER_SCHEMA } from "../src/objects/quota-limiter-schema";
 import {
   appliedAdditions,
   migrateSchemaOrThrow,

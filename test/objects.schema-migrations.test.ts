@@ -1,8 +1,9 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { AUTH_SHIELD_MIGRATIONS } from "../src/objects/auth-shield";
-import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter";
+import { AUTH_SHIELD_MIGRATIONS, AuthShield } from "../src/objects/auth-shield";
+import { QuotaLimiter } from "../src/objects/quota-limiter";
+import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter-schema";
 import {
   appliedAdditions,
   migrateSchema,
@@ -148,5 +149,58 @@ describe("expand-then-contract: additions and the versions a release reads", () 
       expect(schemaVersion(state.storage.sql)).toBe(later);
       expect(appliedAdditions(state.storage.sql)).toEqual([]);
     });
+  });
+});
+
+describe("an object that cannot open says so, whatever failed", () => {
+  /** What the object's constructor left to run under blockConcurrencyWhile, run on `state`. */
+  async function opening(
+    make: (ctx: DurableObjectState) => unknown,
+    state: DurableObjectState,
+  ): Promise<unknown> {
+    let open: Promise<unknown> = Promise.resolve();
+    Object.defineProperty(state, "blockConcurrencyWhile", {
+      configurable: true,
+      value: (fn: () => Promise<unknown>) => {
+        open = fn();
+        return open;
+      },
+    });
+    try {
+      make(state);
+    } finally {
+      delete (state as { blockConcurrencyWhile?: unknown }).blockConcurrencyWhile;
+    }
+    return open;
+  }
+
+  it("a QuotaLimiter whose settings are bad (its constructor's work throws)", async () => {
+    const stub = env.QUOTA.getByName(`schema-bad-config-${++seq}`);
+    await stub.admit(POLICY);
+    const failure = await runInDurableObject(stub, (_, state) =>
+      opening((ctx) => new QuotaLimiter(ctx, { ...env, BAN_MINUTES: "soon" }), state).then(
+        () => null,
+        (err: unknown) => err,
+      ),
+    );
+    expect(failure).toBeInstanceOf(ObjectCannotOpenError);
+    expect(String((failure as Error).message)).toMatch(/^object cannot open: .*BAN_MINUTES/);
+  });
+
+  it.each([
+    ["QuotaLimiter", (ctx: DurableObjectState) => new QuotaLimiter(ctx, env)],
+    ["AuthShield", (ctx: DurableObjectState) => new AuthShield(ctx, env)],
+  ])("a %s whose stored schema is newer than its code reads", async (_, make) => {
+    const stub = env.QUOTA.getByName(`schema-too-new-open-${++seq}`);
+    await stub.admit(POLICY);
+    const failure = await runInDurableObject(stub, (_, state) => {
+      state.storage.sql.exec("UPDATE schema_version SET version = 99");
+      return opening(make, state).then(
+        () => null,
+        (err: unknown) => err,
+      );
+    });
+    expect(failure).toBeInstanceOf(ObjectCannotOpenError);
+    expect(String((failure as Error).message)).toContain("newer than this code reads");
   });
 });

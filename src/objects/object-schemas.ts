@@ -1,5 +1,5 @@
 import { AUTH_SHIELD_SCHEMA } from "./auth-shield";
-import { QUOTA_LIMITER_MIGRATIONS } from "./quota-limiter";
+import { QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import type { ObjectSchema } from "./schema-migrations";
 
 /**
@@ -14,13 +14,6 @@ export interface ObjectSchemaRecord {
   /** The newest stored contract version this release opens (older ones it migrates up). */
   readsThrough: number;
 }
-
-/** QuotaLimiter's storage schema. */
-export const QUOTA_LIMITER_SCHEMA: ObjectSchema = {
-  contract: QUOTA_LIMITER_MIGRATIONS,
-  readsThrough: QUOTA_LIMITER_MIGRATIONS.length,
-  additions: [],
-};
 
 const recordOf = (schema: ObjectSchema): ObjectSchemaRecord => ({
   writes: schema.contract.length,
