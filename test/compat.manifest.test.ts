@@ -8,7 +8,7 @@ import { generateApiKey, keyShapeOf, newKeyId } from "../src/auth/key-format";
 import { fromBase64Url } from "../src/lib/encoding";
 import { signBookmark, verifiedBookmarkOrThrow } from "../src/middleware/d1-session";
 import { AUTH_SHIELD_MIGRATIONS } from "../src/objects/auth-shield";
-import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter";
+import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter-schema";
 import { decodeKeyCursorOrThrow, encodeKeyCursor } from "../src/routes/admin/key-views";
 import { decodeCursorOrThrow, encodeCursor } from "../src/routes/pets/cursor";
 
