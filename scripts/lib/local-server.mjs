@@ -285,7 +285,7 @@ export async function startApi({
   const persist = path.join(dir, "api-state");
   await migrateLocal(config, persist, root);
   const varArgs = Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
-  const server = await startWranglerDev({
+  const devOptions = {
     name: "api",
     config,
     port,
@@ -296,8 +296,21 @@ export async function startApi({
     cwd: root,
     localObservability,
     entry,
-  });
-  return { ...server, adminToken, readToken };
+  };
+  const api = {
+    ...(await startWranglerDev(devOptions)),
+    adminToken,
+    readToken,
+    /**
+     * Starts the API again on the same port, with the same secrets and stored state (D1, Durable
+     * Objects), after `stop()`: a server that went down and came back.
+     */
+    async restart() {
+      await api.stop();
+      Object.assign(api, await startWranglerDev(devOptions));
+    },
+  };
+  return api;
 }
 
 /** Local D1 migrations for `config` into the persistence dir `persist`, as `npm run dev` applies them. */
