@@ -26,6 +26,12 @@ export default defineConfig(async () => {
             ADMIN_READ_TOKENS: "viewer:test-viewer-read-token",
             CURSOR_SECRET: "test-cursor-secret",
             KEY_TAG_SECRET: "test-key-tag-secret-0123456789abcdef",
+            // The quota model's runs (test/quota.model.test.ts): CI's fixed budget unless
+            // npm run test:model (scripts/test-model.mjs) asks for more or replays one.
+            MODEL_RUNS: process.env.MODEL_RUNS ?? "",
+            MODEL_SEED: process.env.MODEL_SEED ?? "",
+            MODEL_PATH: process.env.MODEL_PATH ?? "",
+            MODEL_REPLAY: process.env.MODEL_REPLAY ?? "",
             // The tests' requests go to https://api.example.com (test/helpers.ts BASE).
             PUBLIC_ORIGIN: "https://api.example.com",
           },
