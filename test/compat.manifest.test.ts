@@ -7,7 +7,9 @@ import { describe, expect, it } from "vitest";
 import { generateApiKey, keyShapeOf, newKeyId } from "../src/auth/key-format";
 import { fromBase64Url } from "../src/lib/encoding";
 import { signBookmark, verifiedBookmarkOrThrow } from "../src/middleware/d1-session";
+import { AUTH_SHIELD_MIGRATIONS } from "../src/objects/auth-shield";
 import { OBJECT_SCHEMAS } from "../src/objects/object-schemas";
+import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter-schema";
 import { decodeKeyCursorOrThrow, encodeKeyCursor } from "../src/routes/admin/key-views";
 import { decodeCursorOrThrow, encodeCursor } from "../src/routes/pets/cursor";
 
@@ -60,8 +62,11 @@ describe("compat/release.json: what this release reads and writes", () => {
   });
 
   it("objects: the schema version each object's code migrates to, and opens", () => {
-    // The objects' own record (src/objects/object-schemas.ts), built from each migration list.
     expect(manifest.objects).toEqual(OBJECT_SCHEMAS);
+    expect(manifest.objects.QuotaLimiter?.writes).toBe(QUOTA_LIMITER_MIGRATIONS.length);
+    expect(manifest.objects.AuthShield?.writes).toBe(AUTH_SHIELD_MIGRATIONS.length);
+    // The location holder keeps nothing durable (docs/quotas.md).
+    expect(manifest.objects.QuotaHolder).toEqual({ writes: 0, readsThrough: 0 });
     for (const object of Object.values(manifest.objects))
       expect(object.readsThrough).toBeGreaterThanOrEqual(object.writes);
   });
