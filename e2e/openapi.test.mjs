@@ -40,7 +40,7 @@ describe("OpenAPI documents", () => {
     assert.ok(doc.info.contact.name);
     assert.deepEqual(
       doc.tags.map((t) => t.name),
-      ["Pets", "Usage"],
+      ["Pets", "Usage", "Document"],
     );
     const headerRefs = JSON.stringify(doc.paths).match(/#\/components\/headers\//g) ?? [];
     assert.ok(headerRefs.length > 50, "response headers are references");

@@ -57,7 +57,7 @@ async function send(
     bindings?: Parameters<typeof callWith>[0];
   },
 ): Promise<Response> {
-  const required = REQUIRED_QUERY[op.operationId] ?? "";
+  const required = REQUIRED_QUERY[op.operationId.replace(/Head$/, "")] ?? "";
   const extra = query && required ? query.replace("?", "&") : query;
   const url = `/admin/v1${path.replace("{id}", id)}${required}${extra}`;
   const hasBody = op.operationId in BODIES;
@@ -89,6 +89,8 @@ describe("the operator document's responses and headers", () => {
       await send(operation, { id }); // 200 or 201
       await send(operation, { id, query: "?bogus=1" }); // 400
       await send(operation, { id, headers: {} }); // 401, no credentials
+      await send(operation, { id, headers: { Authorization: "Bearer a b" } }); // 400, malformed
+      await send(operation, { id, headers: { ...ADMIN, "If-None-Match": "*" } }); // 304 where an ETag is
       await send(operation, { id, headers: { Authorization: "Bearer wrong" } }); // 401, a guess
       await send(operation, { id, headers: { ...guesser, Authorization: "Bearer wrong" } }); // 429
       if (write) await send(operation, { id, headers: VIEWER }); // 403
