@@ -153,11 +153,15 @@ describe("the documents state the rules", () => {
     expect(create.additionalProperties).toBe(false);
     expect(create.oneOf).toEqual([
       expect.objectContaining({
-        properties: { plan: { const: "enterprise" } },
-        required: ["limits"],
+        properties: {
+          plan: { const: "enterprise" },
+          limits: { $ref: "#/components/schemas/Limits" },
+        },
+        required: ["plan", "limits"],
       }),
       expect.objectContaining({
         properties: { plan: { enum: ["free", "pro", "business"] }, limits: false },
+        required: ["plan"],
       }),
     ]);
     const update = components.schemas.UpdateKey!;

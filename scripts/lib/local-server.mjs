@@ -326,7 +326,7 @@ export async function issueKey(api, { name, plan, limits }) {
 }
 
 /** A TCP port that was free a moment ago on 127.0.0.1 (for tests that start their own server). */
-async function freePort() {
+export async function freePort() {
   const { createServer } = await import("node:net");
   return /** @type {Promise<number>} */ (
     new Promise((resolve, reject) => {

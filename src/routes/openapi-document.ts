@@ -32,10 +32,19 @@ const ETAG = text(
   "Weak entity tag of the body; send it as If-None-Match to get 304 when unchanged",
 );
 
-/** Headers every /v1 response carries, added here once rather than on every route. */
+/**
+ * Headers every API answer carries (middleware/api-response-headers.ts, request-id.ts, hono's
+ * timing), added here once rather than on every route.
+ */
 const COMMON_RESPONSE_HEADERS = {
   "X-Request-Id": text("Your X-Request-Id if it is sane, else Cloudflare's ray id or a UUID"),
-  "Server-Timing": text("Time spent per hop: auth, quota, db"),
+  "Server-Timing": text("Time spent per hop: auth, quota, db, cache"),
+  "Cache-Control": text(
+    "private, no-cache on a successful read of the public API (revalidate with its ETag); no-store on every other answer",
+  ),
+  Vary: text("Authorization (the answer depends on the key), and Origin where CORS is on"),
+  "X-Content-Type-Options": text("nosniff"),
+  "Content-Security-Policy": text("default-src 'none'; frame-ancestors 'none'"),
 };
 
 const BOOKMARK_RESPONSE_HEADER = {
@@ -140,6 +149,7 @@ const PREFLIGHT_HEADERS = {
   "Access-Control-Allow-Origin": text("The requesting origin, one of CORS_ORIGINS"),
   "Access-Control-Allow-Methods": text("The methods of this path"),
   "Access-Control-Allow-Headers": text("The request headers a browser may send"),
+  "Timing-Allow-Origin": text("The requesting origin: its page may read Server-Timing"),
   "Access-Control-Max-Age": {
     description: "Seconds a browser may keep this answer",
     schema: { type: "integer" as const },

@@ -75,6 +75,9 @@ const MetaSchema = z
     description: `Your own data about the key: a JSON object of at most ${MAX_META_BYTES} bytes, nested at most ${MAX_META_DEPTH} levels deep`,
   });
 
+/** The Limits schema as the documents name it (a component, like every named schema). */
+const LIMITS_REF = { $ref: "#/components/schemas/Limits" };
+
 /** The plans whose limits come from the plan table: their keys may not carry `limits`. */
 const TABLE_PLANS = Object.keys(PLAN_LIMITS);
 
@@ -87,7 +90,7 @@ const ENTERPRISE_LIMITS_RULE = {
   oneOf: [
     {
       title: "Enterprise key: its own limits",
-      properties: { plan: { const: "enterprise" } },
+      properties: { plan: { const: "enterprise" }, limits: LIMITS_REF },
       required: ["plan", "limits"],
     },
     {
@@ -144,7 +147,7 @@ export const UpdateKeySchema = z
   .openapi("UpdateKey", {
     minProperties: 1,
     not: {
-      properties: { plan: { enum: TABLE_PLANS }, limits: { $ref: "#/components/schemas/Limits" } },
+      properties: { plan: { enum: TABLE_PLANS }, limits: LIMITS_REF },
       required: ["plan", "limits"],
     },
   } as object);
