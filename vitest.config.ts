@@ -26,6 +26,12 @@ export default defineConfig(async () => {
             ADMIN_READ_TOKENS: "viewer:test-viewer-read-token",
             CURSOR_SECRET: "test-cursor-secret",
             KEY_TAG_SECRET: "test-key-tag-secret-0123456789abcdef",
+            // The quota model's runs (test/quota.model.test.ts): CI's fixed budget unless
+            // npm run test:model (scripts/test-model.mjs) asks for more or replays one.
+            MODEL_RUNS: process.env.MODEL_RUNS ?? "",
+            MODEL_SEED: process.env.MODEL_SEED ?? "",
+            MODEL_PATH: process.env.MODEL_PATH ?? "",
+            MODEL_REPLAY: process.env.MODEL_REPLAY ?? "",
             // The tests' requests go to https://api.example.com (test/helpers.ts BASE).
             PUBLIC_ORIGIN: "https://api.example.com",
           },
@@ -35,8 +41,15 @@ export default defineConfig(async () => {
     test: {
       // e2e/ runs under node --test against wrangler dev (npm run test:e2e); the bench's own
       // tests run apart from the product's (npm run test:bench, bench/vitest.config.ts).
-      // .stryker-tmp: npm run mutate's sandbox copies (their tests run inside the sandbox).
-      exclude: [...configDefaults.exclude, "e2e/**", "bench/**", ".stryker-tmp/**"],
+      // .stryker-tmp: npm run mutate's sandbox copies (their tests run inside the sandbox);
+      // .rehearsal: the previous releases npm run rehearse:rollback checks out.
+      exclude: [
+        ...configDefaults.exclude,
+        "e2e/**",
+        "bench/**",
+        ".stryker-tmp/**",
+        ".rehearsal/**",
+      ],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       // Test files run in workerd, one per worker at a time; vitest's default leaves one core to
       // its own process, which mostly waits for the workers here: use them all.

@@ -9,7 +9,7 @@ import { generateApiKey, hasGenuineTag, keyShapeOf, newKeyId } from "../src/auth
 import { insertKey } from "../src/db/keys";
 import { clock } from "../src/lib/clock";
 import { randomBase62, sha256Hex } from "../src/lib/crypto";
-import { HeldKeyRecord } from "../src/objects/holder-key-record";
+import { HeldKeyRecord, REFUSING_COPY_TRUSTED_MS } from "../src/objects/holder-key-record";
 import { holderName } from "../src/objects/quota-holder";
 import { GIVE_BACK_GRACE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
 import { KeyIdParamSchema } from "../src/schemas/keys";
@@ -400,7 +400,7 @@ describe("a change to a key reaches the holders' copies", () => {
     expect(old.message).toMatch(/rolled/);
   });
 
-  it("enabling a key reaches a holder whose copy refused it (no lease, so no push): its copy is read again once not vouched for within STOCK_LEASE_MS", async () => {
+  it("enabling a key reaches a holder whose copy refused it (no lease, so no push): its copy is read again once older than REFUSING_COPY_TRUSTED_MS", async () => {
     const { id, key } = await issueKey("free");
     time.now = T0 + 1_000;
     expect((await fromColdIsolate(id, key, "CDG")).status).toBe(200);
@@ -410,7 +410,7 @@ describe("a change to a key reaches the holders' copies", () => {
     const holder = env.QUOTA_HOLDER.getByName(holderName(id, "CDG"));
     expect(await holder.unusedPermits()).toBe(0); // no stock: the key's object tells it nothing
     expect((await patchKey(id, { enabled: true })).status).toBe(200);
-    time.now += STOCK_LEASE_MS;
+    time.now += REFUSING_COPY_TRUSTED_MS;
     const res = await fromColdIsolate(id, key, "CDG");
     expect(res.status).toBe(200);
     expect(res.headers.get("X-RateLimit-Remaining")).toBe("58");

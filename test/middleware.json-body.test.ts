@@ -87,7 +87,7 @@ describe("JSON bodies are sent uncompressed", () => {
       });
       const error = await expectError(res, 415, "unsupported_media_type");
       expect(error.message).toBe(
-        `The body must be sent uncompressed (got Content-Encoding: "${coding}").`,
+        `The body must be uncompressed UTF-8 JSON sent with Content-Type: application/json (got Content-Type: "application/json", Content-Encoding: "${coding}").`,
       );
       expect(await petCount()).toBe(before);
     },
@@ -106,9 +106,9 @@ describe("JSON bodies are sent uncompressed", () => {
 
 describe("a Content-Type that is not application/json is named as sent", () => {
   it.each([
-    [";;;==", '(got ";;;==")'],
-    ["text/plain; charset=utf-8", '(got "text/plain; charset=utf-8")'],
-    ["", "(got none)"],
+    [";;;==", '(got Content-Type: ";;;==")'],
+    ["text/plain; charset=utf-8", '(got Content-Type: "text/plain; charset=utf-8")'],
+    ["", "(got no Content-Type)"],
   ])("Content-Type: %j → 415 %s, nothing stored", async (type, got) => {
     const { key } = await issueKey();
     const before = await petCount();
@@ -119,7 +119,35 @@ describe("a Content-Type that is not application/json is named as sent", () => {
     });
     const error = await expectError(res, 415, "unsupported_media_type");
     expect(error.message).toBe(
-      `The body must be JSON sent with Content-Type: application/json ${got}.`,
+      `The body must be uncompressed UTF-8 JSON sent with Content-Type: application/json ${got}.`,
+    );
+    expect(await petCount()).toBe(before);
+  });
+});
+
+describe("JSON is UTF-8: another charset is refused, in the words of every 415", () => {
+  it.each([
+    ["application/json; charset=utf-16", 415],
+    ['application/json; charset="UTF-16LE"', 415],
+    ["application/json; charset=iso-8859-1", 415],
+    ["application/json; charset=utf-8", 201],
+    ['application/json;charset="UTF-8"', 201],
+    ["application/json; foo=bar", 201],
+  ])("Content-Type: %s → %i", async (type, status) => {
+    const { key } = await issueKey();
+    const before = await petCount();
+    const res = await call("/v1/pets", {
+      method: "POST",
+      headers: auth(key, { "Content-Type": type }),
+      body: JSON.stringify({ name: "Charset", categoryId: 1 }),
+    });
+    if (status === 201) {
+      expect(res.status).toBe(201);
+      return;
+    }
+    const error = await expectError(res, 415, "unsupported_media_type");
+    expect(error.message).toBe(
+      `The body must be uncompressed UTF-8 JSON sent with Content-Type: application/json (got Content-Type: ${JSON.stringify(type)}).`,
     );
     expect(await petCount()).toBe(before);
   });

@@ -220,7 +220,7 @@ describe("the usage CSV is safe in every spreadsheet", () => {
       '"key_id","name","plan","owner_id","day","admitted","rate_limited","quota_exceeded","key_banned","stranded"',
     );
     expect(lines).toContain(
-      `"${k.id}","x;=1+1","pro","'=HYPERLINK(""http://evil.example"",""x"")","${day}","0","0","0","0","0"`,
+      `"${k.id}","x;'=1+1","pro","'=HYPERLINK(""http://evil.example"",""x"")","${day}","0","0","0","0","0"`,
     );
     expect(lines).toContain(`"${other.id}","'-2+3","pro","'@SUM(A1)","${day}","0","0","0","0","0"`);
     // Every cell of every row is quoted, so a spreadsheet that splits on ";" splits nothing.
@@ -237,6 +237,11 @@ describe("toCsv", () => {
     ["\r@x", `"'\r@x"`],
     ["-1", `"'-1"`],
     ["a=1", `"a=1"`],
+    // A spreadsheet that ignores the quotes and splits on ";" or "," sees each piece as a cell.
+    ["csv;=1+1;@SUM(A1)", `"csv;'=1+1;'@SUM(A1)"`],
+    ["a, +1,b", `"a,' +1,b"`],
+    ["a;\u00a0-1", `"a;'\u00a0-1"`],
+    ["1-2;3", `"1-2;3"`],
     ['say "hi"', `"say ""hi"""`],
     [null, `""`],
     [7, `"7"`],
@@ -431,5 +436,76 @@ describe("enterprise limits fit the RateLimit headers", () => {
     expect(res.headers.get("RateLimit-Policy")).toBe(
       '"minute";q=1000;w=60, "day";q=999999999999999;w=86400',
     );
+  });
+});
+
+describe("admin cursors are only those the API issued", () => {
+  const cursorOf = (values: unknown) =>
+    btoa(JSON.stringify(values)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  it.each([
+    ["a fraction", [1.5]],
+    ["a negative id", [-1]],
+    ["an unsafe integer", [2 ** 53]],
+    ["an extra value", [1, 2]],
+    ["an exponent", "[1e3]"],
+  ])("the audit trail with %s → 400", async (_, values) => {
+    const cursor =
+      typeof values === "string"
+        ? btoa(values).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "")
+        : cursorOf(values);
+    const res = await call(`/admin/v1/audit?cursor=${cursor}`, { headers: ADMIN });
+    const error = await expectError(res, 400, "invalid_request");
+    expect(error.message).toBe("cursor: is not a cursor returned by this API.");
+  });
+
+  it("the key list with a fractional or negative createdAt → 400; an issued cursor → 200", async () => {
+    for (const values of [
+      [1.5, "key_x"],
+      [-1, "key_x"],
+      [1, ""],
+    ]) {
+      const res = await call(`/admin/v1/keys?cursor=${cursorOf(values)}`, { headers: ADMIN });
+      await expectError(res, 400, "invalid_request");
+    }
+    await issueKey();
+    await issueKey();
+    const first = await call("/admin/v1/keys?limit=1", { headers: ADMIN });
+    const { nextCursor } = (await first.json()) as { nextCursor: string };
+    const next = await call(`/admin/v1/keys?limit=1&cursor=${nextCursor}`, { headers: ADMIN });
+    expect(next.status).toBe(200);
+  });
+});
+
+describe("concurrent admin writes", () => {
+  it("6 PATCHes of different fields at once → all 200, every change kept, each audited", async () => {
+    const k = await issueKey("pro");
+    const changes = [
+      { name: "renamed" },
+      { ownerId: "acct_6" },
+      { meta: { tier: "gold" } },
+      { expiresAt: "2031-01-01T00:00:00.000Z" },
+      { plan: "business" },
+      { enabled: false },
+    ];
+    const answers = await Promise.all(changes.map((change) => patchKey(k.id, change)));
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    const detail = (await (await call(`/admin/v1/keys/${k.id}`, { headers: ADMIN })).json()) as {
+      name: string;
+      ownerId: string;
+      meta: unknown;
+      expiresAt: string;
+      plan: string;
+      disabledAt: string | null;
+    };
+    expect(detail).toMatchObject({
+      name: "renamed",
+      ownerId: "acct_6",
+      meta: { tier: "gold" },
+      expiresAt: "2031-01-01T00:00:00.000Z",
+      plan: "business",
+    });
+    expect(detail.disabledAt).not.toBeNull();
+    const actions = await auditActions(k.id);
+    expect(actions.filter((a) => a === "update" || a === "disable")).toHaveLength(6);
   });
 });

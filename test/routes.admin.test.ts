@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { WRITE_ATTEMPTS } from "../src/routes/admin/routes";
 import {
   ADMIN,
   auth,
@@ -417,7 +418,7 @@ describe("an admin write that loses a race to another admin write", () => {
       body: JSON.stringify({ name }),
     });
 
-  it("roll: is decided again on the fresh key, up to three attempts", async () => {
+  it("roll: is decided again on the fresh key, up to WRITE_ATTEMPTS attempts", async () => {
     const k = await issueKey("pro");
     const { db, raced } = dbLosingRaces(k.id, 2);
     const res = await roll(db, k.id);
@@ -428,15 +429,15 @@ describe("an admin write that loses a race to another admin write", () => {
     expect(await auditActionsOf(k.id)).toEqual(["roll", "create"]);
   });
 
-  it("roll: 503 when the key changed under each of the three attempts; nothing is written", async () => {
+  it("roll: 503 when the key changed under each of the WRITE_ATTEMPTS attempts; nothing is written", async () => {
     const k = await issueKey("pro");
-    const { db, raced } = dbLosingRaces(k.id, 3);
+    const { db, raced } = dbLosingRaces(k.id, WRITE_ATTEMPTS);
     const res = await roll(db, k.id);
     const body = await expectError(res, 503, "service_unavailable");
     expect(body.message).toBe(
       "The key kept changing while this request tried to roll it; repeat it.",
     );
-    expect(raced()).toBe(3);
+    expect(raced()).toBe(WRITE_ATTEMPTS);
     expect((await call("/v1/pets?limit=1", { headers: auth(k.key) })).status).toBe(200);
     expect(await auditActionsOf(k.id)).toEqual(["create"]);
   });
@@ -454,7 +455,7 @@ describe("an admin write that loses a race to another admin write", () => {
     expect(await auditActionsOf(k.id)).toEqual(["create"]);
   });
 
-  it("change: is decided again on the fresh key; 503 after three lost races", async () => {
+  it("change: is decided again on the fresh key; 503 after WRITE_ATTEMPTS lost races", async () => {
     const k = await issueKey("pro");
     const once = dbLosingRaces(k.id, 1);
     const renamed = await rename(once.db, k.id);
@@ -462,7 +463,7 @@ describe("an admin write that loses a race to another admin write", () => {
     expect(((await renamed.json()) as KeyView).name).toBe("renamed");
     expect(once.raced()).toBe(1);
 
-    const always = dbLosingRaces(k.id, 3);
+    const always = dbLosingRaces(k.id, WRITE_ATTEMPTS);
     const body = await expectError(
       await rename(always.db, k.id, "renamed again"),
       503,
@@ -471,7 +472,7 @@ describe("an admin write that loses a race to another admin write", () => {
     expect(body.message).toBe(
       "The key kept changing while this request tried to change it; repeat it.",
     );
-    expect(always.raced()).toBe(3);
+    expect(always.raced()).toBe(WRITE_ATTEMPTS);
     expect(await auditActionsOf(k.id)).toEqual(["update", "create"]);
   });
 });

@@ -1,5 +1,6 @@
 import { KEY_RECORD_MAX_AGE_MS, type KeyMatch, secretStatus } from "../db/keys";
 import { ExpiringMap } from "../lib/expiring-map";
+import { CHANGE_APPLIES_WITHIN_MS } from "../quota/lease";
 
 // Warm keys authenticate without a D1 read. The cache may be briefly stale; that is safe because
 // the key's quota object holds the authoritative plan and revocation (objects/quota-limiter.ts),
@@ -14,8 +15,10 @@ export const KEY_CACHE_TTL_MS = KEY_RECORD_MAX_AGE_MS;
 export const KEY_REFRESH_AFTER_MS = 25_000;
 // A record that refuses the key (disabled, expired, revoked, a rolled-out secret) is answered
 // from the cache without asking the key's object, so no newer version reaches it: it is kept
-// 5 s only, because an operator can enable the key or clear its expiry from another isolate.
-export const REFUSED_KEY_CACHE_TTL_MS = 5_000;
+// half of CHANGE_APPLIES_WITHIN_MS only, because an operator can enable the key or clear its
+// expiry from another isolate (the location holder this isolate asks next trusts its own
+// refusing copy the other half, objects/holder-key-record.ts).
+export const REFUSED_KEY_CACHE_TTL_MS = CHANGE_APPLIES_WITHIN_MS / 2;
 
 /** A re-read not settled after this long is taken as lost (its request's waitUntil cut short). */
 const REFRESH_GIVEN_UP_AFTER_MS = 10_000;

@@ -5,21 +5,39 @@ import { errorResponse } from "./error-handler";
 
 const MAX_BODY_BYTES = 16 * 1024;
 
+/** The charset parameter of a media type, unquoted and lower-cased, if it names one. */
+function charsetOf(mediaType: string): string | undefined {
+  for (const parameter of mediaType.split(";").slice(1)) {
+    const [name, value] = parameter.split("=", 2).map((part) => part.trim());
+    if (name?.toLowerCase() === "charset" && value !== undefined)
+      return value.replace(/^"(.*)"$/, "$1").toLowerCase();
+  }
+  return undefined;
+}
+
+/** Every 415 says the same thing: what the body must be, and what was sent. */
+function unsupportedMediaType(sentType: string | undefined, coding?: string): ApiError {
+  const got = [
+    sentType ? `Content-Type: ${JSON.stringify(sentType)}` : "no Content-Type",
+    ...(coding ? [`Content-Encoding: ${JSON.stringify(coding)}`] : []),
+  ].join(", ");
+  return new ApiError(
+    "unsupported_media_type",
+    `The body must be uncompressed UTF-8 JSON sent with Content-Type: application/json (got ${got}).`,
+  );
+}
+
 const requireJsonType: MiddlewareHandler = async (c, next) => {
   const sent = c.req.header("Content-Type")?.trim();
   const type = sent?.split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/json") {
-    const got = sent ? JSON.stringify(sent) : "none";
-    const message = `The body must be JSON sent with Content-Type: application/json (got ${got}).`;
-    throw new ApiError("unsupported_media_type", message);
-  }
+  // JSON text is UTF-8 (RFC 8259 §8.1): a body declared in another charset would be misread.
+  const charset = sent ? charsetOf(sent) : undefined;
+  if (type !== "application/json" || (charset !== undefined && charset !== "utf-8"))
+    throw unsupportedMediaType(sent);
   // The body is read as sent: a compressed one would fail as "not UTF-8" (gzip) or, worse, be
   // read as plain JSON while its sender meant another coding. Refuse any coding (RFC 9110 §8.4).
   const coding = c.req.header("Content-Encoding")?.trim().toLowerCase();
-  if (coding && coding !== "identity") {
-    const message = `The body must be sent uncompressed (got Content-Encoding: ${JSON.stringify(coding)}).`;
-    throw new ApiError("unsupported_media_type", message);
-  }
+  if (coding && coding !== "identity") throw unsupportedMediaType(sent, coding);
   await next();
 };
 

@@ -1,9 +1,16 @@
 import type { Queryable } from "../db/database-error";
 import { findKeyByHash, KEY_RECORD_MAX_AGE_MS, type KeyMatch, type KeyRecord } from "../db/keys";
-import { STOCK_LEASE_MS } from "../quota/lease";
+import { CHANGE_APPLIES_WITHIN_MS, STOCK_LEASE_MS } from "../quota/lease";
 
 /** How long a holder uses its copy of the key after reading it from D1, at most. */
 export const HELD_KEY_MAX_AGE_MS = KEY_RECORD_MAX_AGE_MS;
+
+/**
+ * How long a copy that refuses the key (disabled, expired, a rolled-out secret) is trusted after
+ * its read: it asks the key's object nothing, so no newer version reaches it, and an isolate may
+ * keep the refusal as long again (REFUSED_KEY_CACHE_TTL_MS): together CHANGE_APPLIES_WITHIN_MS.
+ */
+export const REFUSING_COPY_TRUSTED_MS = CHANGE_APPLIES_WITHIN_MS / 2;
 
 /**
  * A location holder's copy of its key's record, and which of the key's secrets (by SHA-256 hash)
@@ -36,6 +43,11 @@ export class HeldKeyRecord {
     if (now >= this.#readAt + HELD_KEY_MAX_AGE_MS) return null;
     const secret = this.#secrets.get(hash);
     return this.#record && secret ? { record: this.#record, secret } : null;
+  }
+
+  /** Whether the copy was read from D1 within REFUSING_COPY_TRUSTED_MS of `now`. */
+  readJustNow(now: number): boolean {
+    return this.#record !== null && now < this.#readAt + REFUSING_COPY_TRUSTED_MS;
   }
 
   /** As `cached`, while the copy is vouched for at `now`. */

@@ -63,8 +63,21 @@ export class QuotaHolder extends DurableObject<Env> {
    * No decision is made (GET /v1/usage).
    */
   async authenticate(keyId: string, hash: string): Promise<HolderAuthentication> {
-    const kept = this.#keyRecord.vouchedFor(hash, clock.now());
-    return kept ? { outcome: "found", match: kept, answer: null } : this.#read(keyId, hash);
+    const now = clock.now();
+    const kept = this.#keyRecord.vouchedFor(hash, now);
+    return kept && this.#keptDecides(kept, now)
+      ? { outcome: "found", match: kept, answer: null }
+      : this.#read(keyId, hash);
+  }
+
+  /**
+   * Whether the copy `kept` may answer at `now` without a read: one that lets the secret in (the
+   * key's object, which every decision asks or leased from, names a newer version), or one that
+   * refuses it read within REFUSING_COPY_TRUSTED_MS (it asks nobody, so a key enabled again, or
+   * its expiry cleared, with no lease here to push that to, is read again).
+   */
+  #keptDecides(kept: KeyMatch, now: number): boolean {
+    return secretStatus(kept, now) === "active" || this.#keyRecord.readJustNow(now);
   }
 
   /**
@@ -81,15 +94,10 @@ export class QuotaHolder extends DurableObject<Env> {
   async authenticateAndAdmit(keyId: string, hash: string): Promise<HolderAuthentication> {
     const now = clock.now();
     const kept = this.#keyRecord.cached(hash, now);
-    // A copy that refuses the key decides alone (no request goes to the key's object, whose
-    // answer would name a newer version), so it refuses only while it is vouched for: a key
-    // enabled again, or its expiry cleared, with no lease here to push that to, is read again.
-    const keptDecides =
-      kept !== null &&
-      (secretStatus(kept, now) === "active" || this.#keyRecord.vouchedFor(hash, now) !== null);
-    const found: HolderAuthentication = keptDecides
-      ? { outcome: "found", match: kept, answer: null }
-      : await this.#read(keyId, hash);
+    const found: HolderAuthentication =
+      kept !== null && this.#keptDecides(kept, now)
+        ? { outcome: "found", match: kept, answer: null }
+        : await this.#read(keyId, hash);
     if (found.outcome !== "found" || secretStatus(found.match, clock.now()) !== "active")
       return found;
     const { record } = found.match;

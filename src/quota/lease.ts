@@ -17,6 +17,14 @@ import type { UsageState, WindowStatus } from "./windows";
 export const GIVE_BACK_GRACE_MS = 250;
 
 /**
+ * Every change to a key (revocation, disabling, enabling, expiry, roll, plan) applies everywhere
+ * within this long. Where the key's object cannot tell it at once: an isolate's own lease lives
+ * less (ISOLATE_LEASE_MS); a copy of the key that refuses it asks nobody, so it is trusted half of
+ * this in an isolate and half in the location holder that isolate asks next.
+ */
+export const CHANGE_APPLIES_WITHIN_MS = 2_000;
+
+/**
  * How long an isolate's own lease lives (it also ends with its minute window). Nothing can push
  * a change to an isolate, so this is how long a revocation or plan change takes to reach a busy
  * isolate that did not make it: under 2 s. Its unused permits are back within 2 s of its grant.

@@ -80,17 +80,20 @@ export function pageOf<T>(
   return { page, nextCursor: rows.length > limit ? cursorOf(page[page.length - 1]!) : null };
 }
 
-/** A formula trigger at the start of a cell, after any leading whitespace a spreadsheet skips. */
-const FORMULA_START = /^[\s\u00a0\u3000]*[=+\-@\t\r]/;
+/**
+ * A formula trigger at the start of a cell, after any leading whitespace a spreadsheet skips; or
+ * after a `,` or `;` inside it, where a spreadsheet that ignores the quotes starts a cell.
+ */
+const FORMULA_START = /(^|[,;])(?=[\s\u00a0\u3000]*?[=+\-@\t\r])/g;
 
 /**
  * One CSV field (RFC 4180), safe in every spreadsheet: always quoted, so no locale's separator
- * (`,` or `;`) splits it, and defused against formulas (=, +, -, @, tab or CR at its start, also
- * after leading whitespace) by a leading apostrophe.
+ * (`,` or `;`) splits it, and defused against formulas (=, +, -, @, tab or CR at its start or
+ * after a separator inside it, also after whitespace) by an apostrophe at the start of that piece.
  */
 function csvField(value: unknown): string {
-  let text = value === null || value === undefined ? "" : String(value);
-  if (FORMULA_START.test(text)) text = `'${text}`;
+  const raw = value === null || value === undefined ? "" : String(value);
+  const text = raw.replace(FORMULA_START, "$1'");
   return `"${text.replaceAll('"', '""')}"`;
 }
 
@@ -109,11 +112,23 @@ function encodeValues(values: (number | string)[]): string {
   return toBase64Url(new TextEncoder().encode(JSON.stringify(values)));
 }
 
-/** The cursor's values if they have the given types, else a 400. */
+/** Whether `value` could be in a cursor this API issued: ids and times are whole and ≥ 0. */
+const issuedValue = {
+  number: (value: unknown) => Number.isSafeInteger(value) && (value as number) >= 0,
+  string: (value: unknown) => typeof value === "string" && value.length > 0,
+};
+
+/** The cursor's values if they are of the kinds given, spelt as this API spells them, else a 400. */
 function decodeValuesOrThrow(cursor: string, types: ("number" | "string")[]): unknown[] {
   try {
     const values = JSON.parse(new TextDecoder().decode(fromBase64Url(cursor))) as unknown[];
-    if (Array.isArray(values) && types.every((type, i) => typeof values[i] === type)) return values;
+    if (
+      Array.isArray(values) &&
+      values.length === types.length &&
+      types.every((type, i) => issuedValue[type](values[i])) &&
+      encodeValues(values as (number | string)[]) === cursor
+    )
+      return values;
   } catch {
     // fall through to the 400 below
   }

@@ -1,0 +1,293 @@
+// The network between the quota tiers, as the model drives it: every call to a quota object
+// (QUOTA, the key's object; QUOTA_HOLDER, a location's holder), from a simulated isolate or from
+// inside an object, passes the stub-call boundary here. The model arms faults on it: a call
+// held before it reaches its object (delayed; released later, in any order), its answer held
+// on its way back, the call delivered twice, or lost before or after the object acted (the
+// caller sees a `.retryable` error, as the runtime marks a dropped connection, and retries as
+// it does in production). Background work sleeps on a fake clock.sleep and wakes when the
+// model moves time. Test-only wiring: the bindings' getByName is spied on, nothing in src
+// changes.
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { vi } from "vitest";
+import { clock } from "../../src/lib/clock";
+
+export type Fault = "holdCall" | "holdAnswer" | "duplicate" | "loseBefore" | "loseAfter";
+export type Tier = "object" | "holder";
+
+/** An object making a call. */
+export interface Caller {
+  tier: Tier;
+  name: string;
+}
+
+/** A fault armed for the next call to `tier` of method `method`. */
+export interface ArmedFault {
+  tier: Tier;
+  method: string;
+  fault: Fault;
+}
+
+/** A call or an answer held back, released by the model (or when the run heals). */
+interface Held {
+  label: string;
+  release: () => void;
+  /** The object that made the call (null: an isolate, the test): released in its context. */
+  caller: Caller | null;
+}
+
+interface Sleep {
+  at: number;
+  wake: () => void;
+  /** The object whose work sleeps (null: an isolate's): woken in its context. */
+  caller: Caller | null;
+}
+
+/** Timers this long or longer run in fake time (call deadlines); shorter ones are real. */
+const DEADLINE_MS = 1_000;
+
+/** How long everything must be quiet, while something is held, to count as settled. */
+const QUIET_TASKS = 20;
+const QUIET_MS = 40;
+
+const realTimeout = globalThis.setTimeout;
+const nextTask = () => new Promise<void>((resolve) => realTimeout(resolve, 0));
+
+/** What the runtime throws for a dropped connection: retried once on a fresh stub. */
+export function droppedConnection(label: string): Error {
+  return Object.assign(new Error(`network: connection lost (${label})`), { retryable: true });
+}
+
+/** Calls the model makes that are not part of the protocol it explores (reads, setup). */
+const UNFAULTED = new Set(["usage", "report", "unusedPermits", "configure"]);
+
+export class Network {
+  readonly armed: ArmedFault[] = [];
+  readonly held: Held[] = [];
+  readonly sleeping: Sleep[] = [];
+  /** Faults that fired, in order (for the counterexample's story). */
+  readonly fired: string[] = [];
+  #inFlight = 0;
+  /** Calls started or ended (a call that ends may let others go on). */
+  #events = 0;
+  /** Each run's calls are its own: work left over from an earlier run is never counted again. */
+  #generation = 0;
+  #uncounted = new Map<object, (name: string) => unknown>();
+  #now: () => number;
+  #callerOf: (() => Caller | null) | null = null;
+
+  constructor(now: () => number) {
+    this.#now = now;
+  }
+
+  /**
+   * Spies on the bindings, clock.sleep and the timers of a second or more (the deadlines given to
+   * renewals and pushes: they end in fake time, so a run replays whatever real time it takes).
+   * Restored by vi.restoreAllMocks after each test.
+   */
+  install(): void {
+    vi.spyOn(clock, "sleep").mockImplementation(
+      (ms) =>
+        new Promise<void>((wake) =>
+          this.sleeping.push({ at: this.#now() + ms, wake, caller: this.#caller() }),
+        ),
+    );
+    const realSetTimeout = globalThis.setTimeout;
+    const realClearTimeout = globalThis.clearTimeout;
+    vi.spyOn(globalThis, "setTimeout").mockImplementation(((
+      handler: (...a: unknown[]) => void,
+      ms?: number,
+      ...rest: unknown[]
+    ) => {
+      if (typeof ms !== "number" || ms < DEADLINE_MS) return realSetTimeout(handler, ms, ...rest);
+      const sleep: Sleep = {
+        at: this.#now() + ms,
+        wake: () => handler(...rest),
+        caller: this.#caller(),
+      };
+      this.sleeping.push(sleep);
+      return sleep;
+    }) as unknown as typeof setTimeout);
+    vi.spyOn(globalThis, "clearTimeout").mockImplementation(((handle: unknown) => {
+      const i = this.sleeping.indexOf(handle as Sleep);
+      if (i >= 0) this.sleeping.splice(i, 1);
+      else realClearTimeout(handle as number);
+    }) as typeof clearTimeout);
+    for (const [namespace, tier] of [
+      [env.QUOTA, "object"],
+      [env.QUOTA_HOLDER, "holder"],
+    ] as const) {
+      const getByName = namespace.getByName.bind(namespace);
+      this.#uncounted.set(namespace, getByName);
+      vi.spyOn(namespace, "getByName").mockImplementation(((
+        ...args: Parameters<typeof getByName>
+      ) => this.#wrap(getByName(...args) as object, tier, args[0])) as typeof namespace.getByName);
+    }
+  }
+
+  /** A stub the network does not see (evictDurableObject needs the runtime's own). */
+  uncounted<T extends Rpc.DurableObjectBranded | undefined>(
+    namespace: DurableObjectNamespace<T>,
+    name: string,
+  ): DurableObjectStub<T> {
+    const getByName = this.#uncounted.get(namespace) ?? namespace.getByName.bind(namespace);
+    return getByName(name) as DurableObjectStub<T>;
+  }
+
+  /** Starts a new run: nothing armed, held or sleeping, no call in flight. */
+  reset(): void {
+    this.#generation++;
+    this.#inFlight = 0;
+    this.armed.length = 0;
+    this.held.length = 0;
+    this.sleeping.length = 0;
+    this.fired.length = 0;
+  }
+
+  #takeFault(tier: Tier, method: string): Fault | null {
+    if (UNFAULTED.has(method)) return null;
+    const i = this.armed.findIndex((f) => f.tier === tier && f.method === method);
+    if (i < 0) return null;
+    return this.armed.splice(i, 1)[0]!.fault;
+  }
+
+  /** Held (not counted in flight) until the model releases it. */
+  async #heldWhile(label: string): Promise<void> {
+    const generation = this.#generation;
+    this.#inFlight--;
+    const caller = this.#caller();
+    await new Promise<void>((release) => this.held.push({ label, release, caller }));
+    this.#events++;
+    if (generation === this.#generation) this.#inFlight++;
+  }
+
+  #wrap<T extends object>(stub: T, tier: Tier, name: string): T {
+    return new Proxy(stub, {
+      get: (target, prop) => {
+        const value = (target as Record<PropertyKey, unknown>)[prop];
+        if (typeof value !== "function" || typeof prop === "symbol" || prop === "then")
+          return value;
+        return (...args: unknown[]) => {
+          const fault = this.#takeFault(tier, prop);
+          const label = `${tier} ${name}.${prop}`;
+          if (fault) this.fired.push(`${fault} ${label}`);
+          const deliver = () => Promise.resolve(Reflect.apply(value, target, args));
+          return this.#track(async () => {
+            switch (fault) {
+              case "loseBefore":
+                throw droppedConnection(label);
+              case "holdCall": {
+                await this.#heldWhile(`call ${label}`);
+                return deliver();
+              }
+              case "holdAnswer": {
+                const answer = await deliver().then(
+                  (v) => ({ ok: true as const, v }),
+                  (e: unknown) => ({ ok: false as const, e }),
+                );
+                await this.#heldWhile(`answer ${label}`);
+                if (!answer.ok) throw answer.e;
+                return answer.v;
+              }
+              case "duplicate": {
+                const [first] = await Promise.allSettled([deliver(), deliver()]);
+                if (first.status === "rejected") throw first.reason;
+                return first.value;
+              }
+              case "loseAfter": {
+                await deliver().catch(() => undefined);
+                throw droppedConnection(label);
+              }
+              default:
+                return deliver();
+            }
+          });
+        };
+      },
+    });
+  }
+
+  async #track<R>(call: () => Promise<R>): Promise<R> {
+    const generation = this.#generation;
+    this.#inFlight++;
+    this.#events++;
+    try {
+      return await call();
+    } finally {
+      this.#events++;
+      if (generation === this.#generation) this.#inFlight--;
+    }
+  }
+
+  /**
+   * Waits until no call is in flight (held ones aside) and none started or ended during a
+   * macrotask: work that goes on only on promises has then finished, sleeps, or waits for
+   * something held. A call waiting (through its object) for a held one stays in flight: once
+   * something is held, quiet for QUIET_TASKS macrotasks and QUIET_MS of real time counts as settled.
+   */
+  async settle(): Promise<void> {
+    let quietTasks = 0;
+    let quietSince = Date.now();
+    for (let rounds = 0; ; rounds++) {
+      const before = this.#events;
+      await nextTask();
+      if (this.#events !== before) {
+        quietTasks = 0;
+        quietSince = Date.now();
+        continue;
+      }
+      if (this.#inFlight <= 0) return;
+      quietTasks++;
+      if (this.held.length > 0 && quietTasks >= QUIET_TASKS && Date.now() - quietSince >= QUIET_MS)
+        return;
+      if (rounds > 20_000)
+        throw new Error("network: calls still in flight after 20,000 macrotasks");
+    }
+  }
+
+  /** Wakes the sleeps fake time has reached, earliest first. */
+  async wakeDue(): Promise<number> {
+    const now = this.#now();
+    const due = this.sleeping.filter((s) => s.at <= now).sort((a, b) => a.at - b.at);
+    for (const s of due) this.sleeping.splice(this.sleeping.indexOf(s), 1);
+    for (const s of due) await this.#inContextOf(s.caller, s.wake);
+    return due.length;
+  }
+
+  #caller(): Caller | null {
+    return this.#callerOf?.() ?? null;
+  }
+
+  /** Runs `fn` in the context of the object `caller` (null: here). */
+  async #inContextOf(caller: Caller | null, fn: () => void): Promise<void> {
+    if (!caller) return fn();
+    const stub =
+      caller.tier === "object"
+        ? this.uncounted(env.QUOTA, caller.name)
+        : this.uncounted(env.QUOTA_HOLDER, caller.name);
+    await runInDurableObject(stub, fn);
+  }
+
+  /** Releases the `index`-th held call or answer (modulo how many are held); false: none held. */
+  async release(index: number): Promise<string | null> {
+    if (this.held.length === 0) return null;
+    const [h] = this.held.splice(index % this.held.length, 1);
+    // A call an object made goes on in that object's context (workerd refuses I/O across them).
+    await this.#inContextOf(h!.caller, h!.release);
+    return h!.label;
+  }
+
+  /**
+   * Tells the network which object is making a call (from the objects' own context, see
+   * quota-model.ts installObjectClocks); null: the test's own code (an isolate).
+   */
+  callerIs(callerOf: () => Caller | null): void {
+    this.#callerOf = callerOf;
+  }
+
+  /** Disarms every fault and releases everything held (the network heals). */
+  async heal(): Promise<void> {
+    this.armed.length = 0;
+    while (this.held.length) await this.release(0);
+  }
+}

@@ -1,0 +1,206 @@
+// A change to a key reaches every copy of it within CHANGE_APPLIES_WITHIN_MS: a warm isolate's
+// cached record (up to 30 s old), a location holder's copy, with or without a lease there. The
+// isolate that "made" a change forgets its copy at once, so a change made elsewhere is played
+// here by putting the copy back in this isolate's cache after the admin API answered.
+import { env } from "cloudflare:workers";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { cachedKey, cacheKey, forgetKey } from "../src/auth/key-cache";
+import { MINUTE_MS } from "../src/lib/clock";
+import { sha256Hex } from "../src/lib/crypto";
+import { HeldKeyRecord } from "../src/objects/holder-key-record";
+import { holderName } from "../src/objects/quota-holder";
+import { CHANGE_APPLIES_WITHIN_MS } from "../src/quota/lease";
+import { backgroundWork } from "./background-work";
+import {
+  ADMIN,
+  auth,
+  BASE,
+  call,
+  callWith,
+  closedGate,
+  expectError,
+  issueKey,
+  mockClock,
+  patchKey,
+  postJson,
+  T0,
+} from "./helpers";
+
+const time = mockClock(T0);
+const { passTime } = backgroundWork(time);
+let seq = 0;
+
+beforeEach(() => {
+  for (const level of ["log", "warn"] as const)
+    vi.spyOn(console, level).mockImplementation(() => undefined);
+});
+
+/** A request with `key` arriving in location `colo` (none: decided by the key's object). */
+function located(key: string, colo: string | null, path = "/v1/pets?limit=1"): Request {
+  return new Request(`${BASE}${path}`, {
+    headers: auth(key, { "CF-Connecting-IP": `198.51.100.${++seq % 250}` }),
+    ...(colo ? { cf: { colo } } : {}),
+  } as RequestInit);
+}
+const send = (key: string, colo: string | null, path?: string) =>
+  callWith({}, located(key, colo, path));
+
+/**
+ * Makes `change` as the admin API of another isolate would: this isolate keeps the copy of the
+ * key it cached for `key` (the admin API forgets it here, which another isolate's would not).
+ */
+async function elsewhere<T>(key: string, change: () => Promise<T>): Promise<T> {
+  const hash = await sha256Hex(key);
+  const kept = cachedKey(hash, time.now);
+  expect(kept, "this isolate holds a copy of the key").toBeDefined();
+  const cachedAt = time.now;
+  const result = await change();
+  cacheKey(hash, kept!.match, cachedAt);
+  return result;
+}
+
+const rollWithoutGrace = async (id: string): Promise<string> => {
+  const res = await postJson(`/admin/v1/keys/${id}/roll`, { gracePeriodSeconds: 0 }, ADMIN);
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { key: string }).key;
+};
+
+describe(`a change applies within CHANGE_APPLIES_WITHIN_MS (${CHANGE_APPLIES_WITHIN_MS} ms) everywhere`, () => {
+  it("is 2 s", () => expect(CHANGE_APPLIES_WITHIN_MS).toBe(2_000));
+
+  it.each([
+    ["a warm isolate", "warm"],
+    ["a cold isolate, through the holder that refused it", "cold"],
+  ])("enabling a key again reaches %s", async (_, isolate) => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    expect((await send(key, "CDG")).status).toBe(200);
+    expect((await patchKey(id, { enabled: false })).status).toBe(200);
+    await expectError(await send(key, "CDG"), 401, "unauthorized"); // cached as refused
+    await elsewhere(key, async () =>
+      expect((await patchKey(id, { enabled: true })).status).toBe(200),
+    );
+    if (isolate === "cold") forgetKey(id);
+    time.now += CHANGE_APPLIES_WITHIN_MS;
+    expect((await send(key, "CDG")).status).toBe(200);
+  });
+
+  it("clearing an expiry reaches a warm isolate that refused the key as expired", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    const soon = new Date(time.now + 1_000).toISOString();
+    expect((await patchKey(id, { expiresAt: soon })).status).toBe(200);
+    time.now += 1_000;
+    await expectError(await send(key, "CDG"), 401, "unauthorized");
+    await elsewhere(key, async () =>
+      expect((await patchKey(id, { expiresAt: null })).status).toBe(200),
+    );
+    time.now += CHANGE_APPLIES_WITHIN_MS;
+    expect((await send(key, "CDG")).status).toBe(200);
+  });
+});
+
+describe("a location holder's copy of its key", () => {
+  it("a roll with no grace at a holder with no lease that met the new secret first: the old one is refused there", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    expect((await send(key, "GRU")).status).toBe(200);
+    time.now += 10_000; // its stock's lease is over: the roll is pushed to nobody there
+    await passTime();
+    const rolled = await rollWithoutGrace(id);
+    forgetKey(id);
+    expect((await send(rolled, "GRU")).status).toBe(200);
+    forgetKey(id);
+    const old = await expectError(await send(key, "GRU"), 401, "unauthorized");
+    expect(old.message).toMatch(/rolled/);
+  });
+
+  it("a D1 read still in flight when the key changes is used for its own request, never kept", async () => {
+    const { id, key } = await issueKey("free");
+    const hash = await sha256Hex(key);
+    const { gate, open } = closedGate();
+    const slowDb = new Proxy(env.DB, {
+      get: (target, prop) =>
+        prop === "prepare"
+          ? (sql: string) => {
+              const statement = target.prepare(sql);
+              return new Proxy(statement, {
+                get: (s, p) =>
+                  p === "bind"
+                    ? (...args: unknown[]) => {
+                        const bound = s.bind(...args);
+                        return {
+                          first: async () => {
+                            await gate;
+                            return bound.first();
+                          },
+                        };
+                      }
+                    : Reflect.get(s, p).bind(s),
+              });
+            }
+          : Reflect.get(target, prop).bind(target),
+    });
+    const copy = new HeldKeyRecord();
+    const reading = copy.read(slowDb, id, hash, T0);
+    copy.forget(); // the key's object told the holder of a change
+    open();
+    expect((await reading)?.record.id).toBe(id);
+    expect(copy.cached(hash, T0)).toBeNull();
+    expect(copy.vouchedFor(hash, T0)).toBeNull();
+    // And the next read is kept.
+    expect((await copy.read(env.DB, id, hash, T0))?.record.id).toBe(id);
+    expect(copy.cached(hash, T0)?.record.id).toBe(id);
+  });
+
+  it("the stock taken as a minute begins, by a key that then goes quiet, is back within 5 s", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 50_000;
+    expect((await send(key, "NRT")).status).toBe(200);
+    const holder = env.QUOTA_HOLDER.getByName(holderName(id, "NRT"));
+    const object = env.QUOTA.getByName(id);
+    time.now = T0 + 56_000; // the first stock is back
+    await passTime();
+    await passTime();
+    expect(await holder.unusedPermits()).toBe(0);
+    time.now = T0 + MINUTE_MS; // the refill
+    await passTime();
+    expect(await holder.unusedPermits()).toBeGreaterThan(0);
+    expect((await object.usage()).minute.count).toBeGreaterThan(0);
+    time.now = T0 + MINUTE_MS + 5_000;
+    await passTime();
+    await passTime();
+    expect(await holder.unusedPermits()).toBe(0);
+    expect((await object.usage()).minute.count).toBe(0);
+  });
+
+  it.each([
+    ["a holder that never met the key", false],
+    ["a holder holding a copy of the key", true],
+  ])("a wrong secret under a genuine tag costs one D1 read, at %s", async (_, holderHasCopy) => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    if (holderHasCopy) expect((await send(key, "AMS")).status).toBe(200);
+    const forged = `pet_test_${"x".repeat(43)}${key.slice("pet_test_".length + 43)}`;
+    const prepare = vi.spyOn(env.DB, "prepare");
+    forgetKey(id);
+    await expectError(await send(forged, "AMS"), 401, "unauthorized");
+    const keyReads = prepare.mock.calls.filter(([sql]) => sql.includes("FROM api_keys"));
+    expect(keyReads).toHaveLength(1);
+  });
+});
+
+describe("GET /v1/usage", () => {
+  it("shows today's live count after an admin history read wrote an earlier one to D1", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    for (let i = 0; i < 2; i++) expect((await send(key, null)).status).toBe(200);
+    const history = await call(`/admin/v1/keys/${id}/usage`, { headers: ADMIN });
+    expect(history.status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await send(key, null)).status).toBe(200);
+    const usage = await send(key, null, "/v1/usage");
+    expect(usage.status).toBe(200);
+    const body = (await usage.json()) as { days: { admitted: number }[] };
+    expect(body.days.at(-1)?.admitted).toBe(5);
+  });
+});

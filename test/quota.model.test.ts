@@ -1,0 +1,80 @@
+// The quota protocol as a model: fast-check generates command lists (requests in 3 locations ×
+// 2 isolates, time moving across minute and day ends, faults on every call between the tiers,
+// evictions, changes to the key) and runs them against the real QuotaLimiter and QuotaHolder
+// objects and the isolates' lease holders, checking after every command that no window admits
+// past its limit, that what the object counted and nobody served stays within heldBound, that no
+// request sent after a change's bound is admitted under the old policy, and, at the end of each
+// run, that every served request is billed once as admitted and unserved permits only as
+// stranded. See test/model/quota-model.ts. CI runs a fixed budget (MODEL_RUNS runs from a fixed
+// seed, at most MODEL_BUDGET_MS); `npm run test:model -- --runs N --seed S [--path P]` runs
+// longer or replays a counterexample.
+import { env } from "cloudflare:workers";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { mockClock, T0 } from "./helpers";
+import { WINDOWS_ONLY_MOVE_FORWARD } from "./model/flags";
+import {
+  installModelWorld,
+  installObjectClocks,
+  modelSetup,
+  quotaCommands,
+  settleAndBill,
+  useTime,
+} from "./model/quota-model";
+
+/** CI's budget: this many runs from this seed, and never more than this long. */
+const CI_RUNS = 40;
+const CI_SEED = 26;
+const MODEL_BUDGET_MS = 45_000;
+
+const time = mockClock(T0);
+
+/** The run's parameters: CI's budget, or those given to npm run test:model (scripts/test-model.mjs). */
+function parameters() {
+  const given = env as unknown as Record<string, string | undefined>;
+  const runs = Number(given.MODEL_RUNS || CI_RUNS);
+  const seed = Number(given.MODEL_SEED || CI_SEED);
+  const path = given.MODEL_PATH || undefined;
+  const replayPath = given.MODEL_REPLAY || undefined;
+  const long = Boolean(given.MODEL_RUNS);
+  return { runs, seed, path, replayPath, long };
+}
+
+describe("the quota protocol as a model (fast-check commands against the real tiers)", () => {
+  it("keeps every invariant over random command lists", { timeout: 600_000 }, async () => {
+    const { runs, seed, path, replayPath, long } = parameters();
+    const net = installModelWorld(time);
+    installObjectClocks(net);
+    useTime(time);
+    const setup = modelSetup(net, time, T0 + 5_000);
+    const property = fc.asyncProperty(
+      fc.commands(quotaCommands({ stepsBack: WINDOWS_ONLY_MOVE_FORWARD }), {
+        maxCommands: 40,
+        ...(replayPath ? { replayPath } : {}),
+      }),
+      async (cmds) => {
+        let world: ReturnType<typeof setup> | null = null;
+        await fc.asyncModelRun(() => {
+          world = setup();
+          return world;
+        }, cmds);
+        const { model, real } = world!;
+        await settleAndBill(model, real, time);
+        if (model.violations.length)
+          throw new Error(`invariant broken at the end:\n${model.violations.join("\n")}`);
+      },
+    );
+    const details = await fc.check(property, {
+      numRuns: runs,
+      seed,
+      ...(path ? { path, endOnFailure: true } : {}),
+      ...(long ? {} : { interruptAfterTimeLimit: MODEL_BUDGET_MS }),
+    });
+    if (details.failed)
+      expect.fail(
+        `model counterexample: npm run test:model -- --seed ${details.seed} --path ${details.counterexamplePath} --replay <the replayPath below>\n` +
+          `${String(details.counterexample?.[0])}\n${String(details.errorInstance)}`,
+      );
+    expect(details.numRuns, "runs completed").toBeGreaterThan(0);
+  });
+});
