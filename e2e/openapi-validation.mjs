@@ -236,6 +236,11 @@ export async function validateEveryAnswer(api) {
     const target = await issue("pro");
     const isDocument = op.path === "/openapi.json";
     await adminSend(op, target.id); // 200, 201 (405 for OPTIONS)
+    if (op.path.endsWith("/usage") && op.method !== "OPTIONS")
+      await adminSend(op, target.id, {
+        headers: { ...admin, Accept: "text/csv" },
+        query: op.path === "/usage" ? "limit=1" : "", // a next page: Next-Cursor
+      }); // 200 as CSV
     if (isDocument && op.method !== "OPTIONS") {
       await adminSend(op, target.id, { headers: { "If-None-Match": "*" } }); // 304
       continue;

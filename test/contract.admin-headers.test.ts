@@ -87,6 +87,12 @@ describe("the operator document's responses and headers", () => {
       const { id } = await issueKey("pro");
       const write = operation.method !== "GET";
       await send(operation, { id }); // 200 or 201
+      if (operation.path.endsWith("/usage") && operation.method !== "OPTIONS")
+        await send(operation, {
+          id,
+          headers: { ...ADMIN, Accept: "text/csv" },
+          query: operation.path === "/usage" ? "?limit=1" : "", // a next page: Next-Cursor
+        }); // 200 as CSV
       await send(operation, { id, query: "?bogus=1" }); // 400
       await send(operation, { id, headers: {} }); // 401, no credentials
       await send(operation, { id, headers: { Authorization: "Bearer a b" } }); // 400, malformed

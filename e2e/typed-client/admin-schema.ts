@@ -185,7 +185,7 @@ export interface paths {
         };
         /**
          * Every key's totals for one UTC day, for invoicing
-         * @description Every key that existed on the day, in id order, zeros where it made no request. Totals reach this list when the day ends (and whenever the key's own usage is read), so the current day may lag; GET /keys/{id}/usage is live. As CSV, the next page's cursor is in the Next-Cursor header.
+         * @description Every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 503 if a key's quota object could not be reached.
          */
         get: operations["listUsageOfDay"];
         put?: never;
@@ -432,6 +432,11 @@ export interface components {
         DayUsagePage: {
             data: components["schemas"]["KeyDayTotals"][];
             nextCursor: string | null;
+            /**
+             * Format: date-time
+             * @description While the day is not over: when these running totals were read from the keys' quota objects (they are the day so far). null once the day is over: its totals are final.
+             */
+            asOf: string | null;
         };
         KeyDayTotals: components["schemas"]["UsageDay"] & {
             keyId: string;
@@ -480,6 +485,8 @@ export interface components {
         ETag: string;
         /** @description The new key's URL: /admin/v1/keys/{id} */
         Location: string;
+        /** @description As CSV: the next page's cursor, while more keys follow */
+        "Next-Cursor": string;
         /** @description IETF form, every window: "minute";r=<remaining>;t=<seconds to reset>, "day";… ("fallback" while the key's limiter cannot be reached) */
         RateLimit: string;
         /** @description IETF form: "minute";q=<limit>;w=60, "day";q=<limit>;w=86400 (the client's failed-authentication window "minute";q=30;w=60 when no key could be used; "fallback";q=<per-minute limit>;w=60 while the key's limiter cannot be reached) */
@@ -488,6 +495,8 @@ export interface components {
         "Retry-After": number;
         /** @description Time spent per hop: auth, quota, db, cache */
         "Server-Timing": string;
+        /** @description As CSV, for a day not over: the time of reading (the JSON's asOf) */
+        "Usage-As-Of": string;
         /** @description Authorization (the answer depends on the key), and Origin where CORS is on */
         Vary: string;
         /** @description Bearer challenge: Bearer realm="…", with error="invalid_token" for a token that may not be used, error="invalid_request" (and error_description) for a malformed Authorization header */
@@ -2753,6 +2762,8 @@ export interface operations {
             /** @description One entry per key */
             200: {
                 headers: {
+                    "Next-Cursor": components["headers"]["Next-Cursor"];
+                    "Usage-As-Of": components["headers"]["Usage-As-Of"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
                     "Cache-Control": components["headers"]["Cache-Control"];
@@ -2961,6 +2972,8 @@ export interface operations {
             /** @description One entry per key */
             200: {
                 headers: {
+                    "Next-Cursor": components["headers"]["Next-Cursor"];
+                    "Usage-As-Of": components["headers"]["Usage-As-Of"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
                     "Cache-Control": components["headers"]["Cache-Control"];
