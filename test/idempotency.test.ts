@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../src/lib/crypto";
-import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter";
+import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter-schema";
 import { schemaVersion } from "../src/objects/schema-migrations";
 import {
   auth,

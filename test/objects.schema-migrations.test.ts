@@ -2,7 +2,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { AUTH_SHIELD_MIGRATIONS } from "../src/objects/auth-shield";
-import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter";
+import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter-schema";
 import { migrateSchema, schemaVersion } from "../src/objects/schema-migrations";
 import { mockClock, T0 } from "./helpers";
 

@@ -1,6 +1,8 @@
-import type { RevisedUsageDay } from "../db/usage-history";
-import { dayName } from "../lib/clock";
+import { type RevisedUsageDay, saveUsageDays, type UsageDay } from "../db/usage-history";
+import { DAY_MS, dayName, MINUTE_MS } from "../lib/clock";
+import { log } from "../lib/log";
 import type { Outcome } from "../quota/windows";
+import { type AlarmSchedule, D1_RETRY_MS } from "./alarm-schedule";
 
 /**
  * QuotaLimiter migration 4: the key's daily totals not yet known to be in D1. IF NOT EXISTS
@@ -40,22 +42,39 @@ const COLUMN_OF: Partial<Record<Outcome, string>> = {
   key_banned: "key_banned",
 };
 
+/** A held day as the history reports it (without its day start and revision). */
+const usageDayOf = ({ day, admitted, refused, stranded }: RevisedUsageDay): UsageDay => ({
+  day,
+  admitted,
+  refused,
+  stranded,
+});
+
 /**
- * Per UTC day, how many requests the object admitted and refused by reason. Rows stay until
- * D1 holds their finished day, so at most a few exist (today, and any day D1 could not take yet);
- * SQLite writes are durable before the object answers, so no count is lost to an eviction.
+ * The key's day history: per UTC day, how many requests the object admitted and refused by
+ * reason. The current day is read live from here; finished days go to D1 (key_usage_days) from
+ * the alarm after the day ends, and every day held goes there whenever the history is read. Rows
+ * stay until D1 holds their finished day, so at most a few exist (today, and any day D1 could not
+ * take yet); SQLite writes are durable before the object answers, so no count is lost to an
+ * eviction.
  */
 export class UsageHistoryTable {
-  constructor(private readonly sql: SqlStorage) {}
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly alarms: AlarmSchedule,
+    /** D1, as the object's env has it at each write. */
+    private readonly db: () => D1Database,
+    private readonly keyId: string | undefined,
+  ) {}
 
   /**
-   * Counts `requests` decisions with `outcome` in their day (requests admitted from a lease are
-   * counted as its holder reports them); true when this started the day's row. Revocations are
-   * not counted.
+   * Counts `requests` decisions with `outcome` in the day of `at` (requests admitted from a lease
+   * are counted as its holder reports them). Revocations are not counted.
    */
-  count(outcome: Outcome, dayStart: number, requests = 1): boolean {
+  count(outcome: Outcome, at: number, requests = 1): void {
     const column = COLUMN_OF[outcome];
-    if (!column) return false;
+    if (!column || requests <= 0) return;
+    const dayStart = at - (at % DAY_MS);
     // One statement per request: the row's new total equals `requests` exactly when this started it.
     const [row] = this.sql
       .exec<{ total: number }>(
@@ -67,7 +86,13 @@ export class UsageHistoryTable {
       )
       .toArray();
     this.#revise(dayStart);
-    return row?.total === requests;
+    if (row?.total === requests) this.#scheduleFlush(dayStart);
+  }
+
+  /** Adds `requests` served from leases (negative: takes them off) to the day at `dayStart`. */
+  countServed(dayStart: number, requests: number): void {
+    if (requests > 0) this.count("allowed", dayStart, requests);
+    else this.#uncountAdmitted(dayStart, -requests);
   }
 
   /** Raises the revision of a day's totals (they changed). */
@@ -79,12 +104,17 @@ export class UsageHistoryTable {
     );
   }
 
-  /**
-   * Counts `permits` leased and never reported used in their day, apart from its admissions;
-   * true when this started the day's row.
-   */
-  strand(dayStart: number, permits: number): boolean {
-    if (permits <= 0) return false;
+  /** A new day in the history: makes sure an alarm after its end writes it to D1. */
+  #scheduleFlush(dayStart: number): void {
+    this.alarms.wakeNoLaterThan(
+      dayStart + DAY_MS + MINUTE_MS,
+      "could not schedule the usage history write",
+    );
+  }
+
+  /** Counts `permits` leased and never reported used in their day, apart from its admissions. */
+  strand(dayStart: number, permits: number): void {
+    if (permits <= 0) return;
     const started =
       this.sql.exec("INSERT OR IGNORE INTO usage_history (day_start) VALUES (?)", dayStart)
         .rowsWritten > 0;
@@ -95,14 +125,14 @@ export class UsageHistoryTable {
       permits,
     );
     this.#revise(dayStart);
-    return started;
+    if (started) this.#scheduleFlush(dayStart);
   }
 
   /**
    * Takes back `requests` admissions of a day still held (the unused permits of a lease granted
    * when leases were counted whole at grant).
    */
-  uncountAdmitted(dayStart: number, requests: number): void {
+  #uncountAdmitted(dayStart: number, requests: number): void {
     if (requests <= 0) return;
     const { rowsWritten } = this.sql.exec(
       "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?",
@@ -112,43 +142,63 @@ export class UsageHistoryTable {
     if (rowsWritten > 0) this.#revise(dayStart);
   }
 
+  /** Every day held (today, and any finished day D1 has not taken yet), oldest first. */
+  days(): UsageDay[] {
+    return this.#revisedDays().map(usageDayOf);
+  }
+
   /** Every day held, oldest first, with its day start and revision. */
-  days(): Array<RevisedUsageDay & { dayStart: number }> {
+  #revisedDays(): Array<RevisedUsageDay & { dayStart: number }> {
+    type Totals = "admitted" | "rate_limited" | "quota_exceeded" | "key_banned" | "stranded";
     return this.sql
-      .exec<{
-        day_start: number;
-        admitted: number;
-        rate_limited: number;
-        quota_exceeded: number;
-        key_banned: number;
-        stranded: number;
-        revision: number;
-      }>(
-        `SELECT h.day_start, h.admitted, h.rate_limited, h.quota_exceeded, h.key_banned,
-                COALESCE(s.permits, 0) AS stranded, COALESCE(r.revision, 0) AS revision
+      .exec<Record<Totals | "dayStart" | "revision", number>>(
+        `SELECT h.day_start AS dayStart, h.admitted, h.rate_limited, h.quota_exceeded,
+                h.key_banned, COALESCE(s.permits, 0) AS stranded,
+                COALESCE(r.revision, 0) AS revision
          FROM usage_history h LEFT JOIN usage_history_revisions r ON r.day_start = h.day_start
            LEFT JOIN usage_history_stranded s ON s.day_start = h.day_start
          ORDER BY h.day_start`,
       )
       .toArray()
-      .map((r) => ({
-        dayStart: r.day_start,
-        day: dayName(r.day_start),
+      .map(({ dayStart, rate_limited, quota_exceeded, key_banned, ...r }) => ({
+        dayStart,
+        day: dayName(dayStart),
         admitted: r.admitted,
-        refused: {
-          rate_limited: r.rate_limited,
-          quota_exceeded: r.quota_exceeded,
-          key_banned: r.key_banned,
-        },
+        refused: { rate_limited, quota_exceeded, key_banned },
         stranded: r.stranded,
         revision: r.revision,
       }));
   }
 
-  /** Forgets days that started before `dayStart` (D1 has them). */
-  forgetDaysBefore(dayStart: number): void {
-    this.sql.exec("DELETE FROM usage_history WHERE day_start < ?", dayStart);
-    this.sql.exec("DELETE FROM usage_history_revisions WHERE day_start < ?", dayStart);
-    this.sql.exec("DELETE FROM usage_history_stranded WHERE day_start < ?", dayStart);
+  /** Writes the days held here to D1, and returns them; a D1 failure is logged, not thrown. */
+  async save(): Promise<UsageDay[]> {
+    const days = this.#revisedDays();
+    await this.#saveToDatabase(days).catch((err: unknown) =>
+      log("warn", "could not write usage history to D1", { error: String(err) }),
+    );
+    return days.map(usageDayOf);
+  }
+
+  /**
+   * Writes the days that started before `dayStart` to D1 and forgets them here; if D1 fails,
+   * keeps them and tries again later. The caller makes sure nothing can still count on them.
+   */
+  async flushDaysBefore(dayStart: number, now: number): Promise<void> {
+    const finished = this.#revisedDays().filter((d) => d.dayStart < dayStart);
+    if (!finished.length) return;
+    try {
+      await this.#saveToDatabase(finished);
+      this.sql.exec("DELETE FROM usage_history WHERE day_start < ?", dayStart);
+      this.sql.exec("DELETE FROM usage_history_revisions WHERE day_start < ?", dayStart);
+      this.sql.exec("DELETE FROM usage_history_stranded WHERE day_start < ?", dayStart);
+    } catch (err) {
+      log("warn", "could not write finished usage days to D1; retrying", { error: String(err) });
+      await this.alarms.noLaterThan(now + D1_RETRY_MS);
+    }
+  }
+
+  async #saveToDatabase(days: RevisedUsageDay[]): Promise<void> {
+    if (!this.keyId) throw new Error("the quota object has no name (key id)");
+    await saveUsageDays(this.db(), this.keyId, days);
   }
 }

@@ -1,0 +1,52 @@
+import { MINUTE_MS } from "../lib/clock";
+import { log } from "../lib/log";
+
+/** How soon the object tries again when D1 did not take a write (a ban, a finished day). */
+export const D1_RETRY_MS = 5 * MINUTE_MS;
+
+/**
+ * An object's one alarm, shared by everything it holds for later: each asks for an alarm no
+ * later than it needs, and the earliest wins.
+ */
+export class AlarmSchedule {
+  /** The earliest alarm asked for that storage failed to set (see wakeNoLaterThan). */
+  #owed: number | null = null;
+  /** The last alarm change asked for (see noLaterThan). */
+  #change: Promise<void> = Promise.resolve();
+
+  constructor(private readonly storage: DurableObjectStorage) {}
+
+  /**
+   * Moves the alarm to `at` if it is not set for earlier. One change at a time, each reading the
+   * alarm the previous one left: a call that asks for two alarms (today's cleanup and an earlier
+   * one owed) keeps the earlier.
+   */
+  noLaterThan(at: number): Promise<void> {
+    const change = this.#change.then(async () => {
+      const current = await this.storage.getAlarm();
+      if (current === null || current > at) await this.storage.setAlarm(at);
+    });
+    this.#change = change.catch(() => undefined);
+    return change;
+  }
+
+  /**
+   * Asks for an alarm no later than `at`, without waiting for storage. A failure is logged as
+   * `failure` and kept: the object's next request, renewal or hand-back asks again (askOwed), so
+   * a key still in use is not left without its day's cleanup, history write or ban record.
+   */
+  wakeNoLaterThan(at: number, failure: string): void {
+    this.noLaterThan(at).catch((err: unknown) => {
+      this.#owed = Math.min(at, this.#owed ?? at);
+      log("error", failure, { error: String(err) });
+    });
+  }
+
+  /** Asks again for the alarm storage failed to set, if any. */
+  askOwed(): void {
+    const owed = this.#owed;
+    if (owed === null) return;
+    this.#owed = null;
+    this.wakeNoLaterThan(owed, "could not schedule an alarm owed since an earlier failure");
+  }
+}

@@ -1,0 +1,68 @@
+import { recordBanEnd, recordBanStart } from "../db/audit";
+import { log } from "../lib/log";
+import { type AlarmSchedule, D1_RETRY_MS } from "./alarm-schedule";
+
+/**
+ * The key's bans that D1 has not fully heard of yet (table `ban_records`). A ban starts in the
+ * key's object, on the request that earns it; D1 hears of it from the alarm (never from the
+ * request, which must not wait for D1): the key's banned_until and a `ban` entry by `system`,
+ * then at its end a `ban_end` entry. Each write is idempotent, so a failed one is simply tried
+ * again later.
+ */
+export class BanRecords {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly alarms: AlarmSchedule,
+    /** D1, as the object's env has it at each write. */
+    private readonly db: () => D1Database,
+    private readonly keyId: string | undefined,
+  ) {}
+
+  /** Keeps a new ban for D1 and wakes the alarm now to write it. */
+  note(now: number, bannedUntil: number): void {
+    this.sql.exec(
+      "INSERT OR IGNORE INTO ban_records (banned_until, started_at) VALUES (?, ?)",
+      bannedUntil,
+      now,
+    );
+    this.alarms.wakeNoLaterThan(now, "could not schedule the ban's record");
+  }
+
+  /** Forgets every ban: the operator's unban is audited (and clears D1's ban) by the admin API. */
+  forget(): void {
+    this.sql.exec("DELETE FROM ban_records");
+  }
+
+  /** Writes the bans' starts and the ends that have come; re-arms for the next end or a retry. */
+  async record(now: number): Promise<void> {
+    const { db, keyId } = this;
+    const rows = this.sql
+      .exec<{ until: number; startedAt: number; startWritten: number }>(
+        "SELECT banned_until AS until, started_at AS startedAt, start_written AS startWritten FROM ban_records",
+      )
+      .toArray();
+    if (!rows.length || !keyId) return;
+    let next = Number.POSITIVE_INFINITY;
+    for (const row of rows) {
+      try {
+        if (!row.startWritten) {
+          await recordBanStart(db(), keyId, row);
+          this.sql.exec(
+            "UPDATE ban_records SET start_written = 1 WHERE banned_until = ?",
+            row.until,
+          );
+        }
+        if (row.until > now) {
+          next = Math.min(next, row.until);
+          continue;
+        }
+        await recordBanEnd(db(), keyId, row.until);
+        this.sql.exec("DELETE FROM ban_records WHERE banned_until = ?", row.until);
+      } catch (err) {
+        log("warn", "could not record a ban in D1; retrying", { keyId, error: String(err) });
+        next = Math.min(next, now + D1_RETRY_MS);
+      }
+    }
+    if (next !== Number.POSITIVE_INFINITY) await this.alarms.noLaterThan(next);
+  }
+}

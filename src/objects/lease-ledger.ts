@@ -1,0 +1,194 @@
+import { MINUTE_MS } from "../lib/clock";
+import { givePermitsBack, leaseExpiry, leaseLifetimeMs } from "../quota/lease";
+import type { Lease, ReturnedLease } from "../quota/lease-messages";
+import type { UsageState } from "../quota/windows";
+import type { UsageHistoryTable } from "./usage-history-table";
+
+/**
+ * A lease not handed back this long after its expiry (and not before its minute ends) is settled
+ * as stranded (see LeaseLedger.#settle). Its holder hands it back within GIVE_BACK_GRACE_MS of the
+ * expiry, or with its next call. Under a minute, so every lease of a day is settled by the
+ * day-end flush (a minute after the day).
+ */
+export const STRANDED_AFTER_MS = 30_000;
+
+/** A lease as the object keeps it: when it was granted and what the history counts of it. */
+type LeaseRow = {
+  id: string;
+  minuteStart: number;
+  dayStart: number;
+  permits: number;
+  /** Permits the usage history counts as served so far. */
+  counted: number;
+};
+
+const LEASE_ROW = `SELECT id, minute_start AS minuteStart, day_start AS dayStart, permits, counted
+  FROM leases`;
+
+/** `n` within 0…`most`. */
+const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, n));
+
+/**
+ * The leases the key's object granted and has not settled yet (table `leases`), each the account
+ * of its permits: the windows count them from the grant, the usage history only as their holder
+ * reports them used. The caller counts grants and give-backs in the windows.
+ */
+export class LeaseLedger {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly history: UsageHistoryTable,
+  ) {}
+
+  /**
+   * The most permits the current minute's leases may hold unused (leaving out lease `except`):
+   * each lease's last known holding plus what was granted to it since. A lease counts until it
+   * is handed back, used up or not, and so does one whose holder went away, until its minute
+   * ends: what leases hold unused never exceeds heldBound, whatever happens to the holders.
+   */
+  heldBy(state: UsageState, except = ""): number {
+    const row = this.sql
+      .exec<{ held: number }>(
+        `SELECT COALESCE(SUM(held), 0) AS held FROM leases
+           WHERE minute_start = ? AND day_start = ? AND id != ?`,
+        state.minuteStart,
+        state.dayStart,
+        except,
+      )
+      .toArray()[0];
+    return row?.held ?? 0;
+  }
+
+  /** Records a new lease of `permits`, granted to the location holder `grantee` (null: an isolate). */
+  grant(state: UsageState, permits: number, now: number, grantee: string | null): Lease {
+    const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee));
+    const lease = { id: crypto.randomUUID(), permits, expiresAt };
+    this.sql.exec(
+      `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
+         VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      lease.id,
+      state.minuteStart,
+      state.dayStart,
+      permits,
+      lease.expiresAt,
+      permits,
+      grantee,
+    );
+    return lease;
+  }
+
+  /**
+   * Adds `permits` to lease `id` and pushes its expiry out, if it was granted in the current
+   * minute window and not handed back (a give-back then credits all of its unused permits);
+   * null otherwise. The lease then holds at most `holding` (its holder's unused) + `permits`.
+   */
+  extend(
+    id: string,
+    state: UsageState,
+    permits: number,
+    holding: number,
+    now: number,
+    grantee: string | null,
+  ): Lease | null {
+    const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee));
+    const extended = this.sql.exec(
+      `UPDATE leases SET permits = permits + ?, expires_at = ?, held = MIN(held, ?) + ?
+         WHERE id = ? AND minute_start = ? AND day_start = ?`,
+      permits,
+      expiresAt,
+      holding,
+      permits,
+      id,
+      state.minuteStart,
+      state.dayStart,
+    ).rowsWritten;
+    return extended > 0 ? { id, permits, expiresAt } : null;
+  }
+
+  /**
+   * Settles a returned lease once: the history counts what was used of it, the windows get the
+   * rest back, and its row goes, so a repeated return is a no-op (null: settled already).
+   */
+  takeBack(usage: UsageState, returned: ReturnedLease): UsageState | null {
+    const row = this.#row(returned.id);
+    if (!row) return null;
+    const used = clampTo(
+      row.permits,
+      returned.used ?? row.permits - clampTo(row.permits, returned.unused),
+    );
+    this.#settle(row, used, 0);
+    return givePermitsBack(usage, row, row.permits - used);
+  }
+
+  #row(id: string): LeaseRow | undefined {
+    return this.sql.exec<LeaseRow>(`${LEASE_ROW} WHERE id = ?`, id).toArray()[0];
+  }
+
+  /**
+   * The usage history counts a lease's permits as served only once its holder reports them used
+   * (a renewal, a hand-back); never at grant. So a lease's row is its account: `counted` is what
+   * the history counts of it so far. A renewal's report raises it (countUsed); a hand-back
+   * settles it (the history then counts exactly what was used, the rest is credited back); a
+   * lease not handed back within STRANDED_AFTER_MS of its expiry is settled as stranded: its
+   * permits not reported used are counted apart, never as admitted. See docs/quotas.md (Billing).
+   */
+  #settle(row: LeaseRow, used: number, stranded: number): void {
+    this.sql.exec("DELETE FROM leases WHERE id = ?", row.id);
+    // Negative only for a lease granted before the history counted leases as served (counted
+    // whole at grant): its unused permits come off.
+    this.history.countServed(row.dayStart, used - row.counted);
+    this.history.strand(row.dayStart, stranded);
+  }
+
+  /** Counts a renewing holder's report that `used` of lease `id` have been admitted. */
+  countUsed(id: string, used: number): void {
+    const row = this.#row(id);
+    if (!row) return;
+    const counted = Math.max(row.counted, clampTo(row.permits, used));
+    if (counted === row.counted) return;
+    this.sql.exec("UPDATE leases SET counted = ? WHERE id = ?", counted, id);
+    this.history.countServed(row.dayStart, counted - row.counted);
+  }
+
+  /**
+   * Settles every lease not handed back within STRANDED_AFTER_MS of its expiry, once its minute
+   * is over, as stranded: the history keeps what its holder reported used, the rest is stranded.
+   * Its permits stay counted in the windows, as the holder may have used them; and until its
+   * minute ends the lease still counts towards heldBound (heldBy), as one handed back would not.
+   */
+  strandUnreported(now: number): void {
+    const rows = this.sql
+      .exec<LeaseRow>(
+        `${LEASE_ROW} WHERE expires_at <= ? AND minute_start <= ?`,
+        now - STRANDED_AFTER_MS,
+        now - MINUTE_MS,
+      )
+      .toArray();
+    for (const row of rows) this.#settle(row, row.counted, row.permits - row.counted);
+  }
+
+  /** The location holders holding a lease of the current minute that has not expired. */
+  granteesHolding(now: number): string[] {
+    return this.sql
+      .exec<{ grantee: string }>(
+        `SELECT DISTINCT grantee FROM leases
+           WHERE grantee IS NOT NULL AND minute_start = ? AND expires_at > ?`,
+        now - (now % MINUTE_MS),
+        now,
+      )
+      .toArray()
+      .map((row) => row.grantee);
+  }
+
+  /**
+   * The first day before `today` with a lease not settled yet (null: none), and the earliest
+   * expiry of such leases, after which STRANDED_AFTER_MS settles them.
+   */
+  unsettledBefore(today: number): { dayStart: number | null; expiresAt: number | null } {
+    return this.sql
+      .exec<{ dayStart: number | null; expiresAt: number | null }>(
+        "SELECT MIN(day_start) AS dayStart, MIN(expires_at) AS expiresAt FROM leases WHERE day_start < ?",
+        today,
+      )
+      .one();
+  }
+}
