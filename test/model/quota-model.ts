@@ -12,8 +12,9 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import fc from "fast-check";
 import { vi } from "vitest";
 import { clock, DAY_MS, dayName, MINUTE_MS } from "../../src/lib/clock";
+import { STRANDED_AFTER_MS } from "../../src/objects/lease-ledger";
 import { holderName, QuotaHolder } from "../../src/objects/quota-holder";
-import { QuotaLimiter, STRANDED_AFTER_MS } from "../../src/objects/quota-limiter";
+import { QuotaLimiter } from "../../src/objects/quota-limiter";
 import { type AdmitResult, QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
 import { bindingWindow } from "../../src/quota/headers";
 import { heldBound, ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../../src/quota/lease";
@@ -92,8 +93,10 @@ export interface QuotaModel {
   trueNow: number;
   /** The key's object's clock reads trueNow + this (negative after a step back). */
   objectSkewMs: number;
-  /** The latest clock reading any tier made: windows are judged by it (they only move forward). */
+  /** The latest clock reading any tier made. */
   latestClock: number;
+  /** The latest minute window any decision was made in (windows only move forward). */
+  latestMinute: number;
   policy: Policy;
   /** Every policy the key had, and from when (true time). */
   policies: { policy: Policy; from: number }[];
@@ -195,6 +198,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       trueNow: start,
       objectSkewMs: 0,
       latestClock: start,
+      latestMinute: 0,
       policy,
       policies: [{ policy, from: start }],
       changes: [],
@@ -245,8 +249,12 @@ interface Sent {
   clockAt: number;
   /** The model's event count when it was sent. */
   seq: number;
-  /** The latest clock reading when it was sent (windows before it are over). */
-  latestClock: number;
+  /**
+   * A minute it can no longer be decided in: the one before the latest minute any decision was
+   * made in, and the one before the key's object's clock (a holder behind the object's clock
+   * must not decide in it).
+   */
+  over: number;
   /** Requests in flight anywhere when it was sent. */
   concurrent: number;
   /** Isolates holding permits of their own when it was sent. */
@@ -262,8 +270,15 @@ function onAnswer(m: QuotaModel, r: QuotaReal, sent: Sent, result: AdmitResult):
   }
   result.afterResponse?.catch(() => undefined);
   const d = result.decision;
-  if (d.outcome !== "allowed") return;
   const minute = d.windows.find((w) => w.name === "minute")!;
+  // Windows only move forward: no decision in a minute over when the request was sent.
+  if (WINDOWS_ONLY_MOVE_FORWARD && minute.resetAt - MINUTE_MS <= sent.over)
+    violation(
+      m,
+      `request of isolate ${iso.index} sent at ${new Date(sent.clockAt).toISOString()}: decided in minute ${new Date(minute.resetAt - MINUTE_MS).toISOString()}, already over`,
+    );
+  m.latestMinute = Math.max(m.latestMinute, minute.resetAt - MINUTE_MS);
+  if (d.outcome !== "allowed") return;
   const day = d.windows.find((w) => w.name === "day")!;
   const minuteStart = minute.resetAt - MINUTE_MS;
   const dayStart = day.resetAt - DAY_MS;
@@ -281,10 +296,6 @@ function onAnswer(m: QuotaModel, r: QuotaReal, sent: Sent, result: AdmitResult):
     );
   if (inDay > dayLimits.perDay)
     violation(m, `${at}: day ${dayName(dayStart)} admitted ${inDay} > ${dayLimits.perDay}`);
-
-  // Windows only move forward: a decision is never made in a window that ended before it was sent.
-  if (WINDOWS_ONLY_MOVE_FORWARD && minute.resetAt <= minuteOf(sent.latestClock))
-    violation(m, `${at}: decided in minute ${new Date(minuteStart).toISOString()}, already over`);
 
   // No request sent after a change's bound is admitted under the old policy.
   const local = iso.leases.fromLease.has(d);
@@ -355,7 +366,7 @@ async function checkObject(m: QuotaModel, r: QuotaReal): Promise<void> {
  * back or left to strand, and time passes until every lease is settled. Then the bill: every
  * served request billed once as admitted; permits counted and never served only as stranded.
  */
-export async function settleAndBill(m: QuotaModel, r: QuotaReal, time: { now: number }) {
+export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
   await r.net.heal();
   await r.net.settle();
   await Promise.all([...r.pending]);
@@ -449,7 +460,7 @@ function send(m: QuotaModel, r: QuotaReal, iso: Isolate): void {
     iso,
     at: m.trueNow,
     clockAt: now + iso.skewMs,
-    latestClock: m.latestClock,
+    over: Math.max(m.latestMinute, minuteOf(runTime.now)) - MINUTE_MS,
     seq: ++m.seq,
     concurrent: m.inFlight,
     leasesHeld: r.isolates.filter((i) => i.leases.unusedPermits > 0).length,
@@ -581,6 +592,8 @@ class Evict extends Step {
   }
   async act(m: QuotaModel, r: QuotaReal) {
     await r.net.settle();
+    // An object with a call held in it cannot be evicted (it still has active references).
+    if (r.net.held.length > 0) return;
     if (this.target === "object") {
       await evictIfRunning(r.net.uncounted(env.QUOTA, r.keyId));
       return;
