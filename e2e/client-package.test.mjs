@@ -1,8 +1,10 @@
 // The client as a consumer gets it: `npm pack` the package, install the tarball into a fresh
-// project, then (a) call a running local API from plain Node 20 and Node 22 and (b) type-check a
-// consumer file with tsc (moduleResolution NodeNext, no Workers types).
+// project, then (a) call a running local API from plain Node 20 and Node 22, with `import` and
+// with `require`, (b) type-check consumer files with tsc (moduleResolution NodeNext, no Workers
+// types): an ES module and a CommonJS `.cts` file, which is then compiled and run, and (c) see
+// what an uncaught error prints.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,8 +12,10 @@ import { after, before, describe, it } from "node:test";
 import { cleanupNow, issueKey, startApiOnFreePorts } from "../scripts/lib/local-server.mjs";
 import { projectNode22, ROOT, systemNode } from "./helpers.mjs";
 
+const TSC = path.join(ROOT, "node_modules/typescript/bin/tsc");
+
 const CONSUMER_JS = `
-import { AnimalStoreError, createAnimalStoreClient } from "@animal-store/client";
+import { ApiError, createAnimalStoreClient } from "@animal-store/client";
 const store = createAnimalStoreClient({ baseUrl: process.env.API_URL, apiKey: process.env.API_KEY });
 const tag = process.versions.node;
 const created = await store.createPet({ name: "From Node " + tag, categoryId: 2 }, { idempotencyKey: crypto.randomUUID() });
@@ -19,7 +23,51 @@ const names = [];
 for await (const pet of store.pets({ limit: 1 })) names.push(pet.name);
 const fetched = await store.getPet(created.id);
 const missing = await store.getPet(999999999).catch((e) => e);
-console.log(JSON.stringify({ node: tag, created, names, fetched, rateLimit: store.rateLimit, missing: missing instanceof AnimalStoreError ? { status: missing.status, code: missing.code } : String(missing) }));
+console.log(JSON.stringify({ node: tag, created, names, fetched, rateLimit: store.rateLimit, missing: missing instanceof ApiError ? { status: missing.status, code: missing.code } : String(missing) }));
+`;
+
+// CommonJS, as a project without "type": "module" writes it (run as consumer.cjs).
+const CONSUMER_CJS = `
+const { ApiError, RateLimitError, createAnimalStoreClient } = require("@animal-store/client");
+const store = createAnimalStoreClient({ baseUrl: process.env.API_URL, apiKey: process.env.API_KEY });
+(async () => {
+  const created = await store.createPet({ name: "From require " + process.versions.node, categoryId: 2 });
+  const missing = await store.getPet(999999999).catch((e) => e);
+  console.log(JSON.stringify({
+    node: process.versions.node,
+    created,
+    missing: { apiError: missing instanceof ApiError, rateLimit: missing instanceof RateLimitError, status: missing.status, code: missing.code, line: String(missing) },
+  }));
+})();
+`;
+
+// A CommonJS TypeScript consumer: type-checked against the .d.cts types, compiled, then run.
+const CONSUMER_CTS = `
+import { ApiError, NetworkError, RateLimitError, createAnimalStoreClient, type Pet } from "@animal-store/client";
+
+const store = createAnimalStoreClient({ baseUrl: process.env.API_URL!, apiKey: process.env.API_KEY!, timeoutMs: 5_000 });
+async function main(): Promise<void> {
+  const pet: Pet = await store.createPet({ name: "From .cts", categoryId: 5 });
+  const names: string[] = [];
+  for await (const p of store.listAllPets({ limit: 2 })) names.push(p.name);
+  let code: string | undefined;
+  try {
+    await store.getPet(999999999);
+  } catch (e) {
+    if (e instanceof RateLimitError) throw e;
+    if (e instanceof NetworkError) throw e;
+    if (e instanceof ApiError) code = e.code;
+  }
+  console.log(JSON.stringify({ pet: pet.name, found: names.includes(pet.name), code }));
+}
+main();
+`;
+
+// No catch: what an uncaught ApiError prints.
+const UNCAUGHT_JS = `
+import { createAnimalStoreClient } from "@animal-store/client";
+const store = createAnimalStoreClient({ baseUrl: process.env.API_URL, apiKey: process.env.API_KEY });
+await store.getPet(999999999);
 `;
 
 const CONSUMER_TS = `
@@ -62,6 +110,9 @@ describe("the packed @animal-store/client in a fresh project", () => {
     const files = packed[0].files.map((f) => f.path).sort();
     assert.deepEqual(files, [
       "README.md",
+      "dist/index.cjs",
+      "dist/index.cjs.map",
+      "dist/index.d.cts",
       "dist/index.d.ts",
       "dist/index.js",
       "dist/index.js.map",
@@ -99,11 +150,13 @@ describe("the packed @animal-store/client in a fresh project", () => {
       installed.filter((n) => !n.startsWith(".")),
       ["@animal-store", "openapi-fetch", "openapi-typescript-helpers"],
     );
-    const dts = readFileSync(
-      path.join(dir, "node_modules/@animal-store/client/dist/index.d.ts"),
-      "utf8",
-    );
-    assert.doesNotMatch(dts, /workers-types|D1Database|DurableObject|SqlStorage|from "hono/);
+    for (const types of ["index.d.ts", "index.d.cts"]) {
+      const dts = readFileSync(
+        path.join(dir, "node_modules/@animal-store/client/dist", types),
+        "utf8",
+      );
+      assert.doesNotMatch(dts, /workers-types|D1Database|DurableObject|SqlStorage|from "hono/);
+    }
   });
 
   for (const [label, bin] of [
@@ -131,7 +184,42 @@ describe("the packed @animal-store/client in a fresh project", () => {
       // started (not necessarily after it finished, which may be in the next minute).
       assert.ok(out.rateLimit.remaining < 300 && out.rateLimit.reset > startedSeconds);
     });
+
+    it(`require()s the package from CommonJS on plain ${label}`, () => {
+      writeFileSync(path.join(dir, "consumer.cjs"), CONSUMER_CJS);
+      const out = JSON.parse(
+        execFileSync(bin(), ["consumer.cjs"], {
+          cwd: dir,
+          encoding: "utf8",
+          env: { ...process.env, API_URL: api.url, API_KEY: key },
+        }),
+      );
+      assert.equal(out.node.split(".")[0], label.split(" ")[1]);
+      assert.equal(out.created.name, `From require ${out.node}`);
+      assert.deepEqual(
+        { ...out.missing, line: undefined },
+        { apiError: true, rateLimit: false, status: 404, code: "not_found", line: undefined },
+      );
+      assert.match(out.missing.line, /^ApiError: 404 not_found: .+ \(request [\w-]+\)$/);
+    });
   }
+
+  it("prints an uncaught ApiError in a few lines: message, stack and its fields, not the Response", () => {
+    writeFileSync(path.join(dir, "uncaught.mjs"), UNCAUGHT_JS);
+    const run = spawnSync(systemNode(20), ["uncaught.mjs"], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...process.env, API_URL: api.url, API_KEY: key },
+    });
+    assert.equal(run.status, 1);
+    const lines = run.stderr.trimEnd().split("\n");
+    assert.ok(lines.length <= 25, `${lines.length} lines:\n${run.stderr}`);
+    assert.match(run.stderr, /ApiError: No pet with id 999999999\./);
+    assert.match(run.stderr, /code: 'not_found'/);
+    assert.match(run.stderr, /status: 404/);
+    assert.match(run.stderr, /requestId: '[\w-]+'/);
+    assert.doesNotMatch(run.stderr, /Response|Headers|body:|\[Symbol/);
+  });
 
   it("type-checks a consumer with tsc (NodeNext, no Workers types, library types checked too)", () => {
     writeFileSync(path.join(dir, "consumer.ts"), CONSUMER_TS);
@@ -149,11 +237,53 @@ describe("the packed @animal-store/client in a fresh project", () => {
       files: ["consumer.ts"],
     };
     writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify(tsconfig));
-    const tsc = path.join(ROOT, "node_modules/typescript/bin/tsc");
     try {
-      execFileSync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8" });
+      execFileSync(process.execPath, [TSC, "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8" });
     } catch (e) {
       assert.fail(`tsc failed:\n${e.stdout}${e.stderr}`);
+    }
+  });
+
+  it("type-checks a CommonJS .cts consumer against the .d.cts types, and runs it on Node 20 and 22", () => {
+    writeFileSync(path.join(dir, "consumer.cts"), CONSUMER_CTS);
+    const tsconfig = {
+      compilerOptions: {
+        target: "ES2022",
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        lib: ["ES2022", "DOM"],
+        types: [],
+        strict: true,
+        skipLibCheck: false,
+        outDir: "out",
+      },
+      files: ["consumer.cts", "env.d.ts"],
+    };
+    // process.env without @types/node: the consumer only needs these two variables.
+    writeFileSync(
+      path.join(dir, "env.d.ts"),
+      "declare const process: { env: Record<string, string | undefined> };\n",
+    );
+    writeFileSync(path.join(dir, "tsconfig.cts.json"), JSON.stringify(tsconfig));
+    try {
+      execFileSync(process.execPath, [TSC, "-p", "tsconfig.cts.json"], {
+        cwd: dir,
+        encoding: "utf8",
+      });
+    } catch (e) {
+      assert.fail(`tsc failed:\n${e.stdout}${e.stderr}`);
+    }
+    const compiled = readFileSync(path.join(dir, "out/consumer.cjs"), "utf8");
+    assert.match(compiled, /require\("@animal-store\/client"\)/);
+    for (const bin of [systemNode(20), projectNode22()]) {
+      const out = JSON.parse(
+        execFileSync(bin, ["out/consumer.cjs"], {
+          cwd: dir,
+          encoding: "utf8",
+          env: { ...process.env, API_URL: api.url, API_KEY: key },
+        }),
+      );
+      assert.deepEqual(out, { pet: "From .cts", found: true, code: "not_found" });
     }
   });
 });

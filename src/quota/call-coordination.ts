@@ -3,7 +3,7 @@
  * and who waits for whom. A call that asks for a lease or hands one back runs alone (every other
  * call waits for it); a renewal runs while requests go on admitting from the lease; requests
  * decided one by one each make their own call. What this makes exact is in docs/quotas.md
- * ("Admission leases in an isolate").
+ * ("The machine", an isolate's invariants).
  */
 export class CallsInFlight {
   /** The call that asks for a lease or hands one back; others wait for it. */

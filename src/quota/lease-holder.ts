@@ -115,7 +115,7 @@ interface SentRenewal {
  * no other call for the key is in flight from here, and requests decided one by one are sent
  * only while the holder has no unused permits. What that guarantees (min(N, R) of N
  * simultaneous requests on a key with room R, as without leases) is in docs/quotas.md,
- * "Admission leases in an isolate".
+ * "The machine" (its transitions are named there).
  */
 export class LeaseHolder {
   #lease: HeldLease | null = null;

@@ -3,23 +3,52 @@
  * document (openapi-typescript types, openapi-fetch requests).
  *
  *   const store = createAnimalStoreClient({ baseUrl: "https://api.example.com", apiKey });
- *   const rex = await store.createPet({ name: "Rex", categoryId: 1 }, { idempotencyKey: crypto.randomUUID() });
- *   for await (const pet of store.pets({ status: "available", limit: 100 })) console.log(pet.name);
+ *   const rex = await store.createPet({ name: "Rex", categoryId: 1 }); // retried safely: it carries an Idempotency-Key
+ *   for await (const pet of store.listAllPets({ status: "available" })) console.log(pet.name);
  *   console.log(store.rateLimit?.windows.day); // the latest response's day window: remaining, reset
  *   console.log((await store.usage()).windows); // both windows, without spending a request
  */
-import createFetchClient from "openapi-fetch";
+import openapiFetch from "openapi-fetch";
+import { ApiError, apiErrorFor } from "./errors.js";
 import { type RetryOptions, retryingFetch } from "./retry.js";
 import type { components, operations, paths } from "./schema.js";
 
-export { abortableSleep, type RetryOptions, retryAfterMs, retryingFetch } from "./retry.js";
+export {
+  ApiError,
+  type ErrorBody,
+  type ErrorCode,
+  NetworkError,
+  type ParsedErrorBody,
+  parseErrorBody,
+  RateLimitError,
+  TimeoutError,
+} from "./errors.js";
+export {
+  abortableSleep,
+  fullJitterBackoffMs,
+  RETRY_DEFAULTS,
+  type RetryOptions,
+  retryAfterMs,
+  retryingFetch,
+} from "./retry.js";
 export type { components, operations, paths } from "./schema.js";
+
+/** @deprecated The former name of `ApiError`. */
+export const AnimalStoreError = ApiError;
+/** @deprecated The former name of `ApiError`. */
+export type AnimalStoreError = ApiError;
+
+/**
+ * openapi-fetch's `createClient`. The ESM build's default import is the function itself; the
+ * CommonJS build's is openapi-fetch's `module.exports` (Node semantics, as this package is
+ * `"type": "module"`), whose `default` is the function.
+ */
+const createFetchClient: typeof openapiFetch =
+  (openapiFetch as unknown as { default?: typeof openapiFetch }).default ?? openapiFetch;
 
 export type Pet = components["schemas"]["Pet"];
 export type NewPet = components["schemas"]["NewPet"];
 export type PetStatus = components["schemas"]["PetStatus"];
-/** The body of every error response: `{code, message, status}`. */
-export type ErrorBody = components["schemas"]["Error"];
 export type ListPetsQuery = NonNullable<operations["listPets"]["parameters"]["query"]>;
 /** Your key's plan, quota windows, ban and last 30 days (`GET /v1/usage`). */
 export type Usage = components["schemas"]["Usage"];
@@ -106,30 +135,6 @@ export function readRateLimit(headers: Headers): RateLimit | undefined {
   };
 }
 
-/** A response that was not a success, with its `{code, message, status}` body. */
-export class AnimalStoreError extends Error {
-  override readonly name = "AnimalStoreError";
-  readonly status: number;
-  readonly code: ErrorBody["code"] | undefined;
-  readonly body: unknown;
-  readonly response: Response;
-  constructor(response: Response, body: unknown) {
-    const error = body as Partial<ErrorBody> | undefined;
-    super(
-      `${response.status} ${error?.code ?? response.statusText}: ${error?.message ?? "request failed"}`,
-    );
-    this.status = response.status;
-    this.code = error?.code;
-    this.body = body;
-    this.response = response;
-  }
-  /** Seconds the server asked to wait (Retry-After), if it did. */
-  get retryAfter(): number | undefined {
-    const v = this.response.headers.get("Retry-After");
-    return v && /^\d+$/.test(v) ? Number(v) : undefined;
-  }
-}
-
 export interface ClientOptions extends RetryOptions {
   /** The API's origin, e.g. `https://api.example.com` (the client adds `/v1`). */
   baseUrl: string;
@@ -140,14 +145,15 @@ export interface ClientOptions extends RetryOptions {
 }
 
 export interface RequestOptions {
-  /** Cancels the request, including any wait between retries. */
+  /** Cancels the request, including any wait between retries (its reason is thrown as it is). */
   signal?: AbortSignal;
 }
 
 export interface CreateOptions extends RequestOptions {
   /**
-   * Makes the create safe to retry: the same key and body within 24 h create one pet. Without
-   * it the client never retries a create (a dropped connection leaves its outcome unknown).
+   * The create's `Idempotency-Key`: the same key and body within 24 h create one pet. The client
+   * makes one up (a random UUID) when you give none, so its own retries are safe; pass your own to
+   * retry the create yourself after the call failed.
    */
   idempotencyKey?: string;
 }
@@ -165,6 +171,20 @@ export function nextCursor(headers: Headers): string | null {
   return next ? new URL(next, "http://relative.invalid").searchParams.get("cursor") : null;
 }
 
+/**
+ * `fetch` that gives every POST an `Idempotency-Key` (a random UUID) unless it has one, so the
+ * retrying fetch behind it may repeat it: the API creates one pet per key and body.
+ */
+function withIdempotencyKey(next: typeof fetch): typeof fetch {
+  return (input, init) => {
+    const request = new Request(input, init);
+    if (request.method !== "POST" || request.headers.has("Idempotency-Key")) return next(request);
+    const headers = new Headers(request.headers);
+    headers.set("Idempotency-Key", crypto.randomUUID());
+    return next(new Request(request, { headers }));
+  };
+}
+
 export function createAnimalStoreClient(options: ClientOptions) {
   const { baseUrl, apiKey, headers, ...retry } = options;
   let latest: RateLimit | undefined;
@@ -176,11 +196,11 @@ export function createAnimalStoreClient(options: ClientOptions) {
   const api = createFetchClient<paths>({
     baseUrl: `${baseUrl.replace(/\/+$/, "")}/v1`,
     headers: { ...headers, Authorization: `Bearer ${apiKey}` },
-    fetch: retryingFetch({ ...retry, onResponse }),
+    fetch: withIdempotencyKey(retryingFetch({ ...retry, onResponse })),
   });
 
   const fail = (response: Response, error: unknown): never => {
-    throw new AnimalStoreError(response, error);
+    throw apiErrorFor(response, error);
   };
 
   async function listPets(
@@ -196,31 +216,40 @@ export function createAnimalStoreClient(options: ClientOptions) {
     };
   }
 
+  /** Every pet matching `query`, page by page as you iterate, following the `Link` cursors. */
+  async function* listAllPets(
+    query: Omit<ListPetsQuery, "cursor"> = {},
+    options: RequestOptions = {},
+  ): AsyncGenerator<Pet, void, undefined> {
+    let cursor: string | null = null;
+    do {
+      const page: Page = await listPets(cursor ? { ...query, cursor } : query, options);
+      yield* page.pets;
+      cursor = page.nextCursor;
+    } while (cursor);
+  }
+
   return {
     api,
-    /** The rate-limit headers of the latest response that had them. */
+    /** The parsed quota headers of the latest response that had them (every counted answer has). */
     get rateLimit(): RateLimit | undefined {
       return latest;
     },
     /** One page of pets (`GET /v1/pets`). */
     listPets,
-    /** Every pet matching `status`, fetched page by page as you iterate. */
-    async *pets(
-      query: Omit<ListPetsQuery, "cursor"> = {},
-      options: RequestOptions = {},
-    ): AsyncGenerator<Pet, void, undefined> {
-      let cursor: string | null = null;
-      do {
-        const page: Page = await listPets(cursor ? { ...query, cursor } : query, options);
-        yield* page.pets;
-        cursor = page.nextCursor;
-      } while (cursor);
-    },
-    /** Adds a pet (`POST /v1/pets`); retried only when it carries an `idempotencyKey`. */
+    /** Every pet matching `query` (`status`, `limit` per page), fetched page by page as you iterate. */
+    listAllPets,
+    /** @deprecated The former name of `listAllPets`. */
+    pets: listAllPets,
+    /**
+     * Adds a pet (`POST /v1/pets`). It always carries an `Idempotency-Key` (yours, or one the
+     * client makes up), so a retry after a lost answer returns the same pet instead of a second.
+     */
     async createPet(pet: NewPet, { idempotencyKey, signal }: CreateOptions = {}): Promise<Pet> {
       const { data, error, response } = await api.POST("/pets", {
         body: pet,
         params: {
+          // Without one, withIdempotencyKey gives the request a random key.
           header: idempotencyKey === undefined ? {} : { "idempotency-key": idempotencyKey },
         },
         signal,
