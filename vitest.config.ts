@@ -41,8 +41,15 @@ export default defineConfig(async () => {
     test: {
       // e2e/ runs under node --test against wrangler dev (npm run test:e2e); the bench's own
       // tests run apart from the product's (npm run test:bench, bench/vitest.config.ts).
-      // .stryker-tmp: npm run mutate's sandbox copies (their tests run inside the sandbox).
-      exclude: [...configDefaults.exclude, "e2e/**", "bench/**", ".stryker-tmp/**"],
+      // .stryker-tmp: npm run mutate's sandbox copies (their tests run inside the sandbox);
+      // .rehearsal: the previous releases npm run rehearse:rollback checks out.
+      exclude: [
+        ...configDefaults.exclude,
+        "e2e/**",
+        "bench/**",
+        ".stryker-tmp/**",
+        ".rehearsal/**",
+      ],
       setupFiles: ["./test/setup/apply-migrations.ts"],
       // Test files run in workerd, one per worker at a time; vitest's default leaves one core to
       // its own process, which mostly waits for the workers here: use them all.

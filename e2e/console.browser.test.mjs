@@ -1,9 +1,10 @@
 // The operator console in a real headless browser: Debian's chromium driven by puppeteer-core
 // (which never downloads a browser), against the Worker under `wrangler dev`. Run with
-// `npm run test:browser`; CHROMIUM overrides the browser path (default /usr/bin/chromium).
-// CONSOLE_SCREENSHOTS=<dir> also saves full-page screenshots at 1366 px and 390 px there.
+// `npm run test:e2e -- e2e/console.browser.test.mjs`; CHROMIUM overrides the browser path
+// (default /usr/bin/chromium). CONSOLE_SCREENSHOTS=<dir> also saves a full-page screenshot of
+// every view at 1366 px and 390 px, light and dark, there.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
@@ -17,6 +18,9 @@ const INSPECTOR_PORT = Number(process.env.CONSOLE_TEST_INSPECTOR_PORT ?? 9340);
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS;
 const STEP_MS = 15_000;
+// A laptop's screen, and a phone's.
+const WIDE = { width: 1366, height: 768 };
+const PHONE = { width: 390, height: 844 };
 
 let api;
 let browser;
@@ -38,7 +42,7 @@ before(async () => {
   const cdp = await browser.target().createCDPSession();
   await cdp.send("Browser.setDownloadBehavior", { behavior: "allow", downloadPath: downloads });
   page = await browser.newPage();
-  await page.setViewport({ width: 1366, height: 900 });
+  await page.setViewport(WIDE);
   page.setDefaultTimeout(STEP_MS);
   page.on("request", (request) => requests.push(request.url()));
   page.on("response", (response) => {
@@ -56,6 +60,7 @@ before(async () => {
       window.__cspViolations.push(`${e.violatedDirective} ${e.blockedURI}`),
     );
   });
+  if (SCREENSHOTS) mkdirSync(SCREENSHOTS, { recursive: true });
 });
 
 after(async () => {
@@ -74,10 +79,25 @@ async function useKey(key, n, expected = 200) {
   }
 }
 
+/** Issues a key through the admin API (not the page). */
+async function issueKey(body) {
+  const res = await fetch(`${api.url}/admin/v1/keys`, {
+    method: "POST",
+    headers: { ...bearer(api.adminToken), "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  assert.equal(res.status, 201, await res.clone().text());
+  return res.json();
+}
+
 const textOf = (selector) => page.$eval(selector, (el) => el.textContent ?? "");
 const today = () => new Date().toISOString().slice(0, 10);
 /** The current UTC minute window's start, in ms (the quota's minute window is aligned to it). */
 const minuteWindow = () => Math.floor(Date.now() / 60_000) * 60_000;
+const pathAndQuery = () => {
+  const url = new URL(page.url());
+  return url.pathname + url.search;
+};
 
 /** Waits for the next UTC minute when fewer than `seconds` are left in this one. */
 async function waitForRoomInMinute(seconds) {
@@ -85,13 +105,45 @@ async function waitForRoomInMinute(seconds) {
   if (left < seconds * 1000) await new Promise((r) => setTimeout(r, left + 50));
 }
 
-/** Waits until the detail view shows key `id` with `text` in `selector`. */
+/** Waits until `selector`'s text includes `text`. */
 function waitForText(selector, text) {
   return page.waitForFunction(
     (s, t) => document.querySelector(s)?.textContent?.includes(t),
     {},
     selector,
     text,
+  );
+}
+
+/** Waits until the page shows `view` (keys, new, key, usage, audit) with what it loads drawn. */
+function waitForView(view) {
+  return page.waitForFunction(
+    (v) =>
+      document.body.dataset.view === v &&
+      !document.querySelector("#app")?.hasAttribute("aria-busy") &&
+      !document.querySelector(`#app > [data-view="${v}"]`)?.hidden,
+    {},
+    view,
+  );
+}
+
+/** Opens a console URL (a new page load) and waits for its view. */
+async function visit(urlPath, view) {
+  await page.goto(`${api.url}${urlPath}`, { waitUntil: "networkidle0" });
+  await waitForView(view);
+}
+
+/** Waits until the key page shows key `id`, drawn (not busy) with its usage chart. */
+function waitForKey(id) {
+  return page.waitForFunction(
+    (k) =>
+      document.body.dataset.view === "key" &&
+      document.querySelector("#detail")?.dataset.keyId === k &&
+      !document.querySelector("#detail")?.hasAttribute("aria-busy") &&
+      !document.querySelector("#app")?.hasAttribute("aria-busy") &&
+      document.querySelectorAll("#usage-chart g.day").length > 0,
+    {},
+    id,
   );
 }
 
@@ -116,22 +168,6 @@ async function setField(selector, value) {
   );
 }
 
-/** The key row of `id` in the key table. */
-const rowOf = (id) => page.waitForSelector(`#key-table tbody tr[data-key-id="${id}"]`);
-
-async function openKey(id) {
-  await (await rowOf(id)).click();
-  // Not busy: the open this click started has drawn the key (it may be on show already).
-  await page.waitForFunction(
-    (k) =>
-      document.querySelector("#detail")?.dataset.keyId === k &&
-      !document.querySelector("#detail")?.hasAttribute("aria-busy") &&
-      document.querySelectorAll("#usage-chart g.day").length > 0,
-    {},
-    id,
-  );
-}
-
 /** The chart's bars as drawn: one per day, with the numbers it was drawn from. */
 const chartDays = () =>
   page.$$eval("#usage-chart g.day", (groups) =>
@@ -150,24 +186,24 @@ async function downloaded(name) {
   return readFileSync(file, "utf8");
 }
 
-/** Page width beyond the viewport (0: no horizontal overflow). */
-const overflow = () =>
-  page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+/** Whether `selector` is laid out (not display: none, itself or through an ancestor). */
+const shown = (selector) =>
+  page.$eval(selector, (el) => el.getClientRects().length > 0).catch(() => false);
 
 let keyId;
 let keyName;
 let secret;
 
-test("an operator logs in, creates a key and sees who uses what: today's share, last used, the chart and its numbers", async () => {
-  // What it reads back as "today" (the share, the chart, the CSV) was counted today: the test
-  // runs within one UTC day.
-  await waitForRoomInDay(180);
+test("logged out, any view's URL asks for the token and shows that view after; with no keys, the views say so", async () => {
   const response = await page.goto(`${api.url}/admin`, { waitUntil: "networkidle0" });
   assert.equal(response.status(), 200);
   assert.match(response.headers()["content-security-policy"], /^default-src 'self'/);
+  // /admin is the key list: the address bar says so.
+  assert.equal(pathAndQuery(), "/admin/keys");
 
   // Logged out: only the login form shows. A wrong token is refused with the API's message.
   assert.equal(await page.$eval("#app", (el) => el.hidden), true);
+  assert.equal(await shown("#nav"), false);
   await page.type("#token", "not-the-admin-token");
   await page.click("#login-form button[type=submit]");
   await page.waitForFunction(() =>
@@ -175,13 +211,56 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
   );
   assert.equal(await page.evaluate(() => sessionStorage.length), 0);
 
+  // A bookmarked audit view with its filter: after logging in, that view, filtered.
+  await page.goto(`${api.url}/admin/audit?actor=nobody`, { waitUntil: "networkidle0" });
   await page.type("#token", api.adminToken);
   await page.click("#login-form button[type=submit]");
-  await page.waitForSelector("#app:not([hidden])");
+  await waitForView("audit");
+  assert.equal(pathAndQuery(), "/admin/audit?actor=nobody");
+  assert.equal(await page.$eval("#audit-filters input[name=actor]", (i) => i.value), "nobody");
+  assert.equal(await shown("#no-audit"), true);
+  assert.equal(await shown("#clear-audit-filters"), true);
   assert.equal(await page.evaluate(() => document.cookie), "");
   assert.ok(!page.url().includes(api.adminToken));
+  assert.match(await textOf("#whoami"), /admin/);
+  assert.equal(
+    await page.$eval('#nav a[aria-current="page"]', (a) => a.getAttribute("href")),
+    "/admin/audit",
+  );
 
-  // Create a key through the page: the secret is shown once, next to the form, and it is listed.
+  // The navigation moves between the views, each at its own URL; Back goes back.
+  await page.click('#nav a[data-nav="keys"]');
+  await waitForView("keys");
+  assert.equal(pathAndQuery(), "/admin/keys");
+  assert.equal(await shown("#first-key"), true, "no keys yet: the first-key empty state");
+  assert.equal(await shown("#key-table"), false);
+  await page.click('#nav a[data-nav="usage"]');
+  await waitForView("usage");
+  assert.equal(pathAndQuery(), "/admin/usage");
+  assert.equal(await page.$eval("#day-form input[name=day]", (i) => i.value), today());
+  assert.match(
+    await textOf("#day-summary"),
+    new RegExp(`^${today()} so far, as of \\d\\d:\\d\\d UTC`),
+  );
+  assert.equal(await shown("#no-day-usage"), true);
+  await page.goBack();
+  await waitForView("keys");
+  assert.equal(pathAndQuery(), "/admin/keys");
+  assert.equal(
+    await page.$eval('#nav a[aria-current="page"]', (a) => a.textContent.trim()),
+    "Keys",
+  );
+});
+
+test("an operator creates a key on its own page and sees who uses what: today's share, last used, the chart and its numbers", async () => {
+  // What it reads back as "today" (the share, the chart, the CSV) was counted today: the test
+  // runs within one UTC day.
+  await waitForRoomInDay(180);
+  await page.click("#first-key a.button");
+  await waitForView("new");
+  assert.equal(pathAndQuery(), "/admin/keys/new");
+
+  // Create a key: its page opens, with the secret shown once.
   const name = `browser-${Date.now()}`;
   keyName = name;
   await page.type("#create-form input[name=name]", name);
@@ -190,41 +269,33 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
   await page.select("#create-form select[name=region]", "weur");
   await page.click("#create-form button[type=submit]");
   await page.waitForSelector("#create-secret:not([hidden])");
+  keyId = await page.$eval("#detail", (d) => d.dataset.keyId);
+  assert.match(keyId, /^key_[0-9A-Za-z]{20}$/);
+  await waitForKey(keyId);
+  assert.equal(pathAndQuery(), `/admin/keys/${keyId}`);
   secret = await textOf("#create-secret .secret-value");
   assert.match(secret, /^pet_test_[0-9A-Za-z]{43}_[0-9A-Za-z]{20}_[0-9a-f]{32}$/);
-  assert.match(await textOf("#create-form output"), /Created/);
-  const row = await page.waitForFunction(
-    (n) =>
-      [...document.querySelectorAll("#key-table tbody tr")].find((tr) =>
-        tr.textContent.includes(n),
-      ),
-    {},
-    name,
-  );
-  keyId = await row.evaluate((tr) => tr.dataset.keyId);
-  assert.match(keyId, /^key_[0-9A-Za-z]{20}$/);
-  assert.match(
-    await row.evaluate((tr) => tr.textContent),
-    /pro.*active.*0 \/ 10K.*never.*acct-browser/,
-  );
-
+  // The header: its name, state and plan.
+  assert.equal(await textOf("#detail-title"), name);
+  assert.deepEqual(await page.$$eval("#detail-badges .badge", (b) => b.map((x) => x.textContent)), [
+    "active",
+    "pro",
+  ]);
   // A brand-new key: the chart says so instead of showing a blank box.
-  await page.waitForFunction(
-    (id) => document.querySelector("#detail")?.dataset.keyId === id,
-    {},
-    keyId,
-  );
   await page.waitForSelector("#usage-figure.empty");
   assert.match(await textOf("#usage-summary"), /^No usage yet/);
   assert.equal(await textOf("#usage-chart .empty-text"), "No usage yet");
 
-  // Use the key, then find it by the start of its secret: today's share and last used show.
-  // The three requests and the detail view below fall in one UTC minute window (the view shows
+  // Use the key, then find it in the list by the start of its secret: today's share and last
+  // used show. The start of a secret never goes into the URL.
+  // The three requests and the key page below fall in one UTC minute window (the page shows
   // "this minute" as of its draw); the steps between take well under 45 s.
   await waitForRoomInMinute(45);
   const usedInMinute = minuteWindow();
   await useKey(secret, 3);
   assert.equal(minuteWindow(), usedInMinute, "the three requests spanned a minute boundary");
+  await page.click('#nav a[data-nav="keys"]');
+  await waitForView("keys");
   await setField("#filters input[name=q]", secret.slice(0, 20));
   // Permits leased to the Worker's isolate count as used until they come back (within seconds),
   // so the list is asked again until it shows exactly the 3 requests.
@@ -240,16 +311,42 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
     { polling: 500 },
     keyId,
   );
+  assert.equal(pathAndQuery(), "/admin/keys");
+  assert.ok(!page.url().includes("pet_test"), "the secret's start went into the URL");
   const cells = await page.$$eval(`#key-table tbody tr[data-key-id="${keyId}"] td`, (tds) =>
     Object.fromEntries(tds.map((td) => [td.dataset.label, td.textContent])),
   );
   assert.equal(cells["Last used"], today());
   assert.match(cells.Today, /^3 \/ 10K \(0\.03%\)$/);
   assert.equal(cells.State, "active");
+  assert.match(cells.Name, new RegExp(`^${name}${keyId}$`));
+  assert.match(await textOf("#keys-as-of"), /so far today \(UTC\), as of \d\d:\d\d UTC/);
 
-  // Open it: axes with dates and a scale, a legend, today marked, and the numbers of the usage API.
-  await openKey(keyId);
-  await waitForText("#usage-summary", "Today: 3 admitted");
+  // Filters are in the URL: a reload shows the same list.
+  await page.select("#filters select[name=plan]", "pro");
+  await setField("#filters input[name=q]", "");
+  await page.click("#filters button[type=submit]");
+  await waitForView("keys");
+  assert.equal(pathAndQuery(), "/admin/keys?plan=pro");
+  await visit("/admin/keys?plan=pro&ownerId=acct-browser", "keys");
+  assert.equal(await page.$eval("#filters select[name=plan]", (s) => s.value), "pro");
+  assert.equal(await page.$eval("#filters input[name=ownerId]", (s) => s.value), "acct-browser");
+  assert.deepEqual(
+    await page.$$eval("#key-table tbody tr", (rows) => rows.map((r) => r.dataset.keyId)),
+    [keyId],
+  );
+
+  // A click on the row opens the key at its URL: axes with dates and a scale, a legend, today
+  // marked, and the numbers of the usage API.
+  await page.click(`#key-table tbody tr[data-key-id="${keyId}"] td[data-label="Plan"]`);
+  await waitForKey(keyId);
+  assert.equal(pathAndQuery(), `/admin/keys/${keyId}`);
+  assert.equal(await shown("#create-secret"), false, "the secret shows once, not again");
+  await waitForText("#usage-summary", "3 admitted");
+  assert.match(
+    await textOf("#usage-summary"),
+    /Today so far \(as of \d\d:\d\d UTC\): 3 admitted, 0 refused\.$/,
+  );
   const yLabels = await page.$$eval("#usage-chart .y-axis text[data-value]", (t) =>
     t.map((x) => x.textContent),
   );
@@ -287,21 +384,26 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
     [today(), "3", "0", "0", "0", "0"],
   );
   assert.equal(await page.$$eval("#usage-table tbody tr", (r) => r.length), 30);
-  // Drawn within the requests' minute window (checked after the read, so the draw was too).
-  const detailNow = await textOf("#detail-now");
+  // The minute and the day, live from the key's object and said to be so (checked after the
+  // read, so the draw was within the requests' minute window too).
+  const figures = await page.$$eval("#detail-now .stat", (stats) =>
+    stats.map((s) => [s.querySelector("dt").textContent, s.querySelector("dd").textContent]),
+  );
   assert.equal(
     minuteWindow(),
     usedInMinute,
     `the minute ended ${Date.now() - usedInMinute - 60_000} ms before the read`,
   );
-  assert.match(detailNow, /This minute: 3 of 300\. Today: 3 of 10,000\./);
+  assert.deepEqual(figures[0], ["This minute", "3 of 300"]);
+  assert.match(figures[1][0], /^Today so far, as of \d\d:\d\d UTC$/);
+  assert.equal(figures[1][1], "3 of 10,000");
   // Times are local, with UTC on hover.
   assert.match(
     await page.$eval("#detail-fields time", (t) => t.getAttribute("title")),
     /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/,
   );
 
-  // Ranges of 7 and 90 days.
+  // Ranges of 7 and 90 days, each in the URL (a reload keeps it).
   for (const days of [7, 90]) {
     await page.click(`#usage-range input[value="${days}"]`);
     await page.waitForFunction(
@@ -309,8 +411,12 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
       {},
       days,
     );
+    assert.equal(pathAndQuery(), `/admin/keys/${keyId}?days=${days}`);
     assert.equal((await chartDays()).at(-1).admitted, 3);
   }
+  await visit(`/admin/keys/${keyId}?days=90`, "key");
+  await waitForKey(keyId);
+  assert.equal((await chartDays()).length, 90);
 
   // The key's usage as CSV (the 90 days chosen), downloaded from the page.
   await page.click("#download-key-csv");
@@ -325,15 +431,17 @@ test("an operator logs in, creates a key and sees who uses what: today's share, 
   assert.equal(lines.at(-1), `"${today()}","3","0","0","0","0"`);
 });
 
-test("every CLI action works from the page, with its result beside it; revoked keys offer none", async () => {
+test("every CLI action works from the key page, with its result beside it; revoked keys offer none", async () => {
   // Its audit filter and the day's usage read "today": the test runs within one UTC day.
   await waitForRoomInDay(180);
-  await openKey(keyId);
+  await visit(`/admin/keys/${keyId}`, "key");
+  await waitForKey(keyId);
 
   await act("rename", "Renamed to renamed-by-console", (form) =>
     setField(`${form} input[name=name]`, "renamed-by-console"),
   );
   await waitForText("#detail-title", "renamed-by-console");
+  assert.equal(await textOf("#crumb-key"), "renamed-by-console");
 
   // The region chosen at creation is shown, in the detail and in its action form; changed, then
   // cleared (the key has not been used yet, so it still places the object).
@@ -363,6 +471,7 @@ test("every CLI action works from the page, with its result beside it; revoked k
     await setField(`${form} input[name=perMinute]`, "7");
     await setField(`${form} input[name=perDay]`, "700");
   });
+  await waitForText("#detail-badges", "enterprise");
 
   // Expiry: set (tomorrow, local time), then cleared.
   const tomorrow = new Date(Date.now() + 86_400_000);
@@ -383,7 +492,6 @@ test("every CLI action works from the page, with its result beside it; revoked k
   await page.waitForSelector("#roll-secret:not([hidden])");
   const rolled = await textOf("#roll-secret .secret-value");
   assert.notEqual(rolled, secret);
-  assert.equal(await page.$eval("#create-secret", (el) => el.hidden), false);
   await useKey(secret, 1, 401);
   await useKey(rolled, 1);
 
@@ -394,9 +502,8 @@ test("every CLI action works from the page, with its result beside it; revoked k
     banned = res.status === 429 && (await res.json()).code === "key_banned";
   }
   assert.ok(banned, "the key was not banned");
-  await setField("#filters select[name=state]", "banned");
-  await setField("#filters input[name=q]", "");
   // The ban reaches D1 from the key's object right after the request that earned it.
+  await visit("/admin/keys?state=banned", "keys");
   await page.waitForFunction(
     async (id) => {
       document.querySelector("#filters button[type=submit]").click();
@@ -406,39 +513,36 @@ test("every CLI action works from the page, with its result beside it; revoked k
     { polling: 500 },
     keyId,
   );
+  assert.equal(pathAndQuery(), "/admin/keys?state=banned");
   assert.match(
     await page.$eval(`#key-table tbody tr[data-key-id="${keyId}"]`, (tr) => tr.textContent),
     /banned.* \/ 700 /,
   );
-  await openKey(keyId);
-  await waitForText("#detail-now", "Banned until");
+  await page.click(`#key-table tbody tr[data-key-id="${keyId}"] .name a`);
+  await waitForKey(keyId);
+  await waitForText("#detail-badges", "banned");
+  assert.match((await textOf("#detail-now")).replace(/\s+/g, " "), /Banned until/);
   const stateForm = '#actions form[data-action="state"]';
   await page.click(`${stateForm} [data-unban]`);
   await waitForText(`${stateForm} output`, "no longer banned");
   assert.equal(await page.$eval(`${stateForm} [data-unban]`, (b) => b.hidden), true);
 
-  // The automatic ban is in the audit trail, by system; the filters find it.
-  await setField("#audit-filters input[name=actor]", "system");
-  await page.click("#load-audit");
-  await page.waitForFunction(
-    (id) =>
-      [...document.querySelectorAll("#audit-list li")].some(
-        (li) =>
-          li.dataset.keyId === id && li.dataset.action === "ban" && li.dataset.actor === "system",
-      ),
-    {},
-    keyId,
+  // The key's own audit trail, its latest entries; "All entries" opens the audit view for it.
+  assert.equal(
+    await page.$eval("#detail-audit li", (li) => li.dataset.action),
+    "unban",
+    "newest first",
   );
-  await setField("#audit-filters input[name=actor]", "");
-  await setField("#audit-filters select[name=action]", "update");
-  await setField("#audit-filters input[name=from]", today());
-  await page.click("#load-audit");
-  await page.waitForFunction(() => {
-    const items = [...document.querySelectorAll("#audit-list li")];
-    return items.length > 0 && items.every((li) => li.dataset.action === "update");
-  });
+  await page.click("#detail-audit-all");
+  await waitForView("audit");
+  assert.equal(pathAndQuery(), `/admin/audit?keyId=${keyId}`);
+  const actions = await page.$$eval("#audit-list li", (items) =>
+    items.map((li) => li.dataset.action),
+  );
+  assert.equal(actions.at(-1), "create");
+  assert.ok(actions.includes("ban") && actions.includes("roll"), actions.join(","));
   // Diffs read as before → after, times local with UTC on hover.
-  const diffs = await page.$$eval('#detail-audit li[data-action="update"] .diff', (lists) =>
+  const diffs = await page.$$eval('#audit-list li[data-action="update"] .diff', (lists) =>
     lists.map((dl) => dl.textContent),
   );
   assert.ok(
@@ -454,7 +558,33 @@ test("every CLI action works from the page, with its result beside it; revoked k
     diffs.join(" | "),
   );
 
-  // Disable asks first: cancelling changes nothing; confirming refuses the key (401).
+  // The automatic ban is in the audit trail, by system; the filters find it and go in the URL.
+  await setField("#audit-filters input[name=keyId]", "");
+  await setField("#audit-filters input[name=actor]", "system");
+  await page.click("#load-audit");
+  await waitForView("audit");
+  assert.equal(pathAndQuery(), "/admin/audit?actor=system");
+  assert.ok(
+    await page.$$eval(
+      "#audit-list li",
+      (items, id) =>
+        items.some(
+          (li) =>
+            li.dataset.keyId === id && li.dataset.action === "ban" && li.dataset.actor === "system",
+        ),
+      keyId,
+    ),
+  );
+  await visit(`/admin/audit?action=update&from=${today()}`, "audit");
+  assert.equal(await page.$eval("#audit-filters select[name=action]", (s) => s.value), "update");
+  const listed = await page.$$eval("#audit-list li", (items) =>
+    items.map((li) => li.dataset.action),
+  );
+  assert.ok(listed.length > 0 && listed.every((a) => a === "update"), listed.join(","));
+
+  // Back on the key: disable asks first; cancelling changes nothing; confirming refuses the key.
+  await visit(`/admin/keys/${keyId}`, "key");
+  await waitForKey(keyId);
   await page.click(`${stateForm} button[type=submit]`);
   await page.waitForSelector("#confirm[open]");
   assert.match(await textOf("#confirm-text"), /^Disable renamed-by-console\?/);
@@ -463,18 +593,10 @@ test("every CLI action works from the page, with its result beside it; revoked k
   await page.click(`${stateForm} button[type=submit]`);
   await page.waitForSelector("#confirm[open]");
   await page.click("#confirm-button");
-  await waitForText("#detail-title", "disabled");
+  await waitForText("#detail-badges", "disabled");
   await useKey(rolled, 1, 401);
   await page.click(`${stateForm} button[type=submit]`);
-  await waitForText("#detail-title", "active");
-
-  // The day's usage of every key, on the page and as CSV.
-  await page.click("#day-form button[type=submit]");
-  await page.waitForSelector(`#day-table tbody tr[data-key-id="${keyId}"]`);
-  await page.click("#download-day-csv");
-  const dayCsv = await downloaded(`usage-${today()}.csv`);
-  assert.match(dayCsv.split("\r\n")[0], /^"key_id","name","plan","owner_id","day","admitted",/);
-  assert.ok(dayCsv.includes(keyId));
+  await waitForText("#detail-badges", "active");
 
   // Revoke asks first; a revoked key offers no action.
   await page.click('#actions button[data-action="revoke"]');
@@ -484,42 +606,186 @@ test("every CLI action works from the page, with its result beside it; revoked k
   await page.click('#actions button[data-action="revoke"]');
   await page.waitForSelector("#confirm[open]");
   await page.click("#confirm-button");
-  await waitForText("#detail-title", "revoked");
-  assert.equal(await page.$eval("#actions", (el) => el.getClientRects().length), 0);
+  await waitForText("#detail-badges", "revoked");
+  assert.equal(await shown("#actions"), false);
   assert.equal(await page.$eval("#no-actions", (el) => el.hidden), false);
 });
 
-test("no horizontal overflow at 390 px or 1366 px; nothing left the origin; no CSP violation", async () => {
-  const other = await fetch(`${api.url}/admin/v1/keys`, {
-    method: "POST",
-    headers: { ...bearer(api.adminToken), "Content-Type": "application/json" },
-    body: JSON.stringify({
-      name: "a-key-with-a-rather-long-name-for-a-narrow-screen",
-      plan: "enterprise",
-      limits: { perMinute: 1_000_000, perDay: 1_250_673_000 },
-      ownerId: "customer-with-a-long-account-identifier-0123456789",
-      meta: { note: "x".repeat(300) },
-    }),
-  }).then((r) => r.json());
-  await useKey(other.key, 2);
-  for (const width of [1366, 390]) {
-    await page.setViewport({ width, height: 900 });
-    await page.goto(`${api.url}/admin`, { waitUntil: "networkidle0" });
-    await page.waitForSelector("#key-table tbody tr");
-    await openKey(other.id);
-    await page.click("#usage-table-box summary");
-    assert.equal(await overflow(), 0, `horizontal overflow at ${width} px`);
-    // The chart is drawn at its real width: its text keeps its size.
-    const chartWidth = await page.$eval("#usage-chart", (s) => s.getBoundingClientRect().width);
-    const viewBoxWidth = await page.$eval("#usage-chart", (s) => s.viewBox.baseVal.width);
-    assert.ok(Math.abs(chartWidth - viewBoxWidth) <= 1, `${chartWidth} vs ${viewBoxWidth}`);
-    if (SCREENSHOTS)
-      await page.screenshot({
-        path: path.join(SCREENSHOTS, `console-${width}.png`),
-        fullPage: true,
+test("today's usage of every key is live and said to be the day so far; a finished day is final", async () => {
+  await waitForRoomInDay(180);
+  // A key that served requests and whose own usage nobody has read: today's totals come from
+  // its quota object, not from what D1 has heard of.
+  const quiet = await issueKey({ name: "served-unread", plan: "free" });
+  await useKey(quiet.key, 4);
+  await page.click('#nav a[data-nav="usage"]');
+  await waitForView("usage");
+  await page.waitForFunction(
+    async (id) => {
+      document.querySelector("#day-form button[type=submit]").click();
+      await new Promise((r) => setTimeout(r, 300));
+      const row = document.querySelector(`#day-table tbody tr[data-key-id="${id}"]`);
+      return row?.querySelector('td[data-label="Admitted"]')?.textContent === "4";
+    },
+    { polling: 500 },
+    quiet.id,
+  );
+  assert.equal(pathAndQuery(), `/admin/usage?day=${today()}`);
+  const asOf = await page.$eval("#day-summary", (p) => p.dataset.asOf);
+  assert.ok(Math.abs(Date.parse(asOf) - Date.now()) < 60_000, asOf);
+  assert.match(
+    await textOf("#day-summary"),
+    new RegExp(`^${today()} so far, as of ${asOf.slice(11, 16)} UTC: the day is not over`),
+  );
+  // The foot adds the rows up.
+  const admittedCells = await page.$$eval('#day-table tbody td[data-label="Admitted"]', (tds) =>
+    tds.map((td) => Number(td.textContent.replace(/\D/g, ""))),
+  );
+  assert.equal(
+    await textOf('#day-table tfoot td[data-label="Admitted"]'),
+    admittedCells.reduce((a, b) => a + b, 0).toLocaleString(),
+  );
+  // The day's CSV says in its name that it is the day so far.
+  await page.click("#download-day-csv");
+  const dayCsv = await downloaded(`usage-${today()}-so-far.csv`);
+  assert.match(dayCsv.split("\r\n")[0], /^"key_id","name","plan","owner_id","day","admitted",/);
+  assert.ok(dayCsv.includes(`"${quiet.id}","served-unread","free","","${today()}","4",`));
+  assert.match(await textOf("#day-form output"), /so far, as of \d\d:\d\d UTC/);
+
+  // Yesterday is over: final, and no key existed then.
+  const yesterday = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10);
+  await setField("#day-form input[name=day]", yesterday);
+  await page.click("#day-form button[type=submit]");
+  await waitForView("usage");
+  assert.equal(pathAndQuery(), `/admin/usage?day=${yesterday}`);
+  assert.equal(await textOf("#day-summary"), `${yesterday} (UTC), final: 0 admitted.`);
+  assert.equal(await shown("#no-day-usage"), true);
+  assert.equal(await shown("#day-table"), false);
+});
+
+/** The background's relative luminance (0 black … 1 white). */
+const backgroundLuminance = () =>
+  page.evaluate(() => {
+    const [r, g, b] = getComputedStyle(document.documentElement)
+      .backgroundColor.match(/\d+/g)
+      .map(Number)
+      .map((v) => {
+        const c = v / 255;
+        return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
       });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  });
+
+test("every view at 1366 px and 390 px, light and dark: nothing overflows, the key list and a key page fit in two screens", async () => {
+  const long = await issueKey({
+    name: "a-key-with-a-rather-long-name-for-a-narrow-screen",
+    plan: "enterprise",
+    limits: { perMinute: 1_000_000, perDay: 1_250_673_000 },
+    ownerId: "customer-with-a-long-account-identifier-0123456789",
+    meta: { note: "x".repeat(300) },
+  });
+  await useKey(long.key, 2);
+  // A list of a realistic size: a full page of the key list (20 keys, then "Show more") must fit.
+  const made = [long];
+  for (let i = made.length; i < 25; i++)
+    made.push(await issueKey({ name: `tenant-${String(i).padStart(2, "0")}`, plan: "pro" }));
+  await useKey(made[3].key, 5);
+
+  const VIEWS = [
+    { name: "keys", url: "/admin/keys", view: "keys", screens: 2 },
+    { name: "key", url: `/admin/keys/${long.id}`, view: "key", screens: 2 },
+    { name: "keys-no-match", url: "/admin/keys?ownerId=nobody", view: "keys" },
+    { name: "new-key", url: "/admin/keys/new", view: "new" },
+    { name: "usage", url: "/admin/usage", view: "usage" },
+    { name: "audit", url: "/admin/audit", view: "audit" },
+  ];
+  const problems = [];
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: scheme }]);
+    for (const viewport of [WIDE, PHONE]) {
+      await page.setViewport(viewport);
+      for (const { name, url, view, screens } of VIEWS) {
+        await visit(url, view);
+        if (view === "key") await waitForKey(long.id);
+        const where = `${name} at ${viewport.width} px, ${scheme}`;
+        const size = await page.evaluate(() => ({
+          scrollWidth: document.scrollingElement.scrollWidth,
+          scrollHeight: document.scrollingElement.scrollHeight,
+          innerWidth,
+          innerHeight,
+        }));
+        if (view === "key") {
+          // Opened, the usage table fits the width too (it scrolls within its box).
+          await page.click("#usage-table-box summary");
+          const width = await page.evaluate(() => document.scrollingElement.scrollWidth);
+          if (width > size.innerWidth) problems.push(`the usage table overflows: ${where}`);
+          await page.click("#usage-table-box summary");
+        }
+        // Every view is looked at (and photographed) before the test fails on one.
+        if (size.scrollWidth > size.innerWidth)
+          problems.push(`horizontal overflow: ${where} (${size.scrollWidth} px)`);
+        if (screens && viewport === WIDE && size.scrollHeight > screens * size.innerHeight)
+          problems.push(`${where} is ${size.scrollHeight} px high, over ${screens} screens`);
+        const luminance = await backgroundLuminance();
+        if (scheme === "dark") assert.ok(luminance < 0.05, `${where}: background ${luminance}`);
+        else assert.ok(luminance > 0.8, `${where}: background ${luminance}`);
+        if (view === "key") {
+          // The chart is drawn at its real width: its text keeps its size.
+          const chartWidth = await page.$eval(
+            "#usage-chart",
+            (s) => s.getBoundingClientRect().width,
+          );
+          const viewBoxWidth = await page.$eval("#usage-chart", (s) => s.viewBox.baseVal.width);
+          assert.ok(Math.abs(chartWidth - viewBoxWidth) <= 1, `${chartWidth} vs ${viewBoxWidth}`);
+        }
+        if (SCREENSHOTS) {
+          await page.evaluate(() => window.scrollTo(0, 0));
+          await page.screenshot({
+            path: path.join(SCREENSHOTS, `${name}-${viewport.width}-${scheme}.png`),
+            fullPage: true,
+          });
+        }
+      }
+    }
   }
 
+  // The login form and the home page, which links to each surface.
+  await page.evaluate(() => sessionStorage.clear());
+  for (const scheme of ["light", "dark"]) {
+    await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: scheme }]);
+    for (const viewport of [WIDE, PHONE]) {
+      await page.setViewport(viewport);
+      for (const [name, url] of [
+        ["login", "/admin/keys"],
+        ["home", "/"],
+      ]) {
+        await page.goto(`${api.url}${url}`, { waitUntil: "networkidle0" });
+        const overflow = await page.evaluate(
+          () => document.scrollingElement.scrollWidth - innerWidth,
+        );
+        if (overflow > 0) problems.push(`horizontal overflow: ${name} at ${viewport.width} px`);
+        if (SCREENSHOTS)
+          await page.screenshot({
+            path: path.join(SCREENSHOTS, `${name}-${viewport.width}-${scheme}.png`),
+            fullPage: true,
+          });
+      }
+    }
+  }
+  assert.deepEqual(problems, []);
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
+  assert.deepEqual(
+    await page.$$eval(".surfaces a", (links) => links.map((a) => a.getAttribute("href"))),
+    ["/docs", "/v1/openapi.json", "/admin/keys", "/admin/usage", "/admin/audit"],
+  );
+  assert.match(
+    await page.evaluate(() => getComputedStyle(document.body).fontFamily),
+    /system-ui/,
+    "the home page has the console's styles",
+  );
+  await page.setViewport(WIDE);
+});
+
+test("nothing left the origin, no CSP violation, the token in no URL; logging out forgets it", async () => {
   const origin = new URL(api.url).origin;
   assert.ok(requests.length >= 20, `only ${requests.length} requests seen`);
   // data: URLs are the browser's own (the date inputs' icons), not requests to anyone.
@@ -538,6 +804,11 @@ test("no horizontal overflow at 390 px or 1366 px; nothing left the origin; no C
   );
 
   // Logging out forgets the token.
+  await page.evaluate(
+    (token) => sessionStorage.setItem("animal-store-admin-token", token),
+    api.adminToken,
+  );
+  await visit("/admin/keys", "keys");
   await page.click("#logout");
   assert.equal(await page.evaluate(() => sessionStorage.length), 0);
   assert.equal(await page.$eval("#login", (el) => el.hidden), false);

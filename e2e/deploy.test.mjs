@@ -20,6 +20,7 @@ import {
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { releaseManifestAt, unreadableByTarget } from "../scripts/lib/compat.mjs";
 import {
   addressProblem,
   compatibilityDateProblem,
@@ -30,6 +31,7 @@ import {
 import { localApiForTests, ROOT } from "./helpers.mjs";
 
 const SERVING = "11111111-aaaa-4aaa-8aaa-111111111111";
+const BEFORE = "33333333-cccc-4ccc-8ccc-333333333333";
 const NEW = "22222222-bbbb-4bbb-8bbb-222222222222";
 // Nothing listens on the discard port: a smoke test against it fails at its first check.
 const NOT_ANSWERING = "http://127.0.0.1:9";
@@ -105,6 +107,43 @@ describe("deploy decisions", () => {
   });
 });
 
+describe("what each release reads and writes (compat/)", () => {
+  const fixture = (name) =>
+    JSON.parse(readFileSync(path.join(ROOT, "compat/before-manifest", `${name}.json`), "utf8"));
+
+  it("420f69a cannot read what abaefec writes: routed keys and the limiter's schema 10", () => {
+    const problems = unreadableByTarget(fixture("abaefec"), fixture("420f69a"));
+    assert.equal(problems.length, 2, problems.join("\n"));
+    assert.match(problems[0], /API keys in the format routed: .*refused \(401\)/);
+    assert.match(problems[1], /QuotaLimiter storage at schema version 10: .* up to 4 only/);
+    assert.deepEqual(unreadableByTarget(fixture("420f69a"), fixture("abaefec")), []);
+  });
+
+  it("this release is safe to roll back to the release it records as previous", () => {
+    const current = releaseManifestAt("HEAD", ROOT, ROOT);
+    assert.ok(current, "compat/release.json");
+    const previousRelease = current.manifest.previousRelease;
+    assert.match(previousRelease ?? "", /^[0-9a-f]{40}$/);
+    const previous = releaseManifestAt(previousRelease, undefined, ROOT);
+    assert.ok(previous, `a record of ${previousRelease}`);
+    assert.deepEqual(unreadableByTarget(current.manifest, previous.manifest), []);
+  });
+
+  it("a contracting D1 migration, a cursor or bookmark format the target lacks, are named", () => {
+    const base = fixture("abaefec");
+    const next = structuredClone(base);
+    next.d1.migrations.push("0013_drop_old.sql");
+    next.d1.contract.push("0013_drop_old.sql");
+    next.cursors.writes = ["pets-v2", "admin-v1"];
+    next.bookmarks.writes = ["signed-v2"];
+    const problems = unreadableByTarget(next, base);
+    assert.equal(problems.length, 3, problems.join("\n"));
+    assert.match(problems[0], /page cursors in the format pets-v2/);
+    assert.match(problems[1], /D1 bookmarks in the format signed-v2/);
+    assert.match(problems[2], /D1 after 0013_drop_old\.sql/);
+  });
+});
+
 describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () => {
   const server = localApiForTests();
   let work;
@@ -133,6 +172,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       edit(readFileSync(path.join(ROOT, "wrangler.toml"), "utf8")),
     );
     cpSync(path.join(ROOT, "scripts"), path.join(dir, "scripts"), { recursive: true });
+    cpSync(path.join(ROOT, "compat"), path.join(dir, "compat"), { recursive: true });
     symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"), "dir");
     writeFileSync(
       path.join(dir, "package.json"),
@@ -151,6 +191,32 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
     git("commit", "-qm", "project");
     return dir;
   }
+
+  /**
+   * Commits, in the project `dir`, a release whose compat/release.json is the current one as
+   * `edit` makes it, then the current one again; returns the earlier release's commit.
+   */
+  function earlierRelease(dir, edit) {
+    const file = path.join(dir, "compat/release.json");
+    const now = readFileSync(file, "utf8");
+    const git = (...args) =>
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], {
+        cwd: dir,
+        encoding: "utf8",
+      }).trim();
+    writeFileSync(file, JSON.stringify(edit(JSON.parse(now)), null, 2));
+    git("commit", "-qam", "earlier release");
+    const commit = git("rev-parse", "HEAD");
+    writeFileSync(file, now);
+    git("commit", "-qam", "this release");
+    return commit;
+  }
+  /** A release before the routed keys and the limiter's schema 10. */
+  const beforeRoutedKeys = (m) => ({
+    ...m,
+    keys: { reads: ["plain"], writes: ["plain"] },
+    objects: { ...m.objects, QuotaLimiter: { writes: 4, readsThrough: 4 } },
+  });
 
   /**
    * wrangler.toml with real ids, and staging served at `origin` (its PUBLIC_ORIGIN, and a route
@@ -228,6 +294,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
         "whoami --json",
         "secret list --format json",
         "deployments status --json",
+        `versions view ${SERVING} --json`,
         "d1 migrations list DB --remote",
         "d1 migrations apply DB --remote",
         `versions upload --tag ${r.calls.find((c) => c.startsWith("versions upload")).split(" ")[3]} --message …`,
@@ -238,6 +305,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
     assert.ok(r.calls.every((c) => c.endsWith("--env staging")));
     assert.match(r.stdout, /0006_more\.sql/);
     assert.match(r.stdout, /✓ tests green/);
+    assert.match(r.stdout, new RegExp(`✓ ${SERVING} reads what this release writes`));
     // The smoke test ran twice (pinned to the new version, then at 100 %), all checks passing.
     assert.equal(r.stdout.match(/✓ revoke the smoke key/g)?.length, 2);
     assert.match(
@@ -527,7 +595,11 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
     assert.deepEqual(back.calls, [
       "whoami --json --env staging",
       "deployments status --env staging",
-      "rollback --yes --message manual rollback to the version deployed before the current one --env staging",
+      "deployments status --json --env staging",
+      "deployments list --json --env staging",
+      `versions view ${BEFORE} --json --env staging`,
+      `versions view ${SERVING} --json --env staging`,
+      `rollback ${BEFORE} --yes --message manual rollback to ${BEFORE}, the version deployed before the current one --env staging`,
       "deployments status --env staging",
     ]);
     assert.match(back.stdout, /✓ rolled back/);
@@ -553,5 +625,94 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
 
     const bad = await rollback(["everywhere"]);
     assert.equal(bad.status, 2);
+  });
+  it("deploy: refused in the preflight when the version serving now cannot read what this release writes", async () => {
+    const dir = project({ edit: configured() });
+    const earlier = earlierRelease(dir, beforeRoutedKeys);
+    const r = await deploy(dir, ["staging", "--yes"], {
+      standIn: {
+        STAND_IN_TAGS: `${SERVING}=${earlier.slice(0, 7)}`,
+        STAND_IN_PENDING: "0006_more.sql",
+      },
+    });
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(r.stderr, /if this deploy failed, it could not roll back/);
+    assert.match(r.stderr, /API keys in the format routed/);
+    assert.match(
+      r.stderr,
+      /QuotaLimiter storage at schema version 10: the target opens versions up to 4/,
+    );
+    assert.match(r.stderr, /Deploy first a release that reads what this one writes/);
+    assert.deepEqual(changes(r.calls), []);
+  });
+
+  it("deploy --force over such a version: a failed smoke test does not roll back; the new version keeps serving", async () => {
+    const dir = project({ edit: configured(NOT_ANSWERING) });
+    const earlier = earlierRelease(dir, beforeRoutedKeys);
+    const r = await deploy(dir, ["staging", "--yes", "--force"], {
+      standIn: { STAND_IN_TAGS: `${SERVING}=${earlier}` },
+    });
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(
+      r.stdout,
+      new RegExp(`! --force: a failed deploy will not roll back to ${SERVING}`),
+    );
+    assert.match(r.stderr, /smoke test of the new version failed/);
+    assert.match(r.stderr, /NOT ROLLED BACK: .* cannot read what/);
+    assert.match(r.stderr, /roll forward: fix the current release/);
+    assert.ok(!r.calls.some((c) => c.startsWith("rollback")), r.calls.join("\n"));
+  });
+
+  it("deploy: a serving version with no git revision, or one this checkout lacks, cannot be checked: refused", async () => {
+    const dir = project({ edit: configured() });
+    const untagged = await deploy(dir, ["staging", "--yes"], {
+      standIn: { STAND_IN_TAGS: `${SERVING}=-` },
+    });
+    assert.equal(untagged.status, 1);
+    assert.match(untagged.stderr, new RegExp(`version ${SERVING} has no git revision tag`));
+    const unknown = await deploy(dir, ["staging", "--yes"], {
+      standIn: { STAND_IN_TAGS: `${SERVING}=0badc0de` },
+    });
+    assert.equal(unknown.status, 1);
+    assert.match(
+      unknown.stderr,
+      /deployed from 0badc0de, which this checkout does not have \(git fetch/,
+    );
+    assert.deepEqual(changes([...untagged.calls, ...unknown.calls]), []);
+  });
+
+  it("npm run rollback: refuses a target that cannot read what serves now, naming what and what to do", async () => {
+    const dir = project({ edit: configured() });
+    const earlier = earlierRelease(dir, beforeRoutedKeys);
+    const r = await run(dir, "rollback.mjs", ["production", "--yes"], {
+      standIn: { STAND_IN_TAGS: `${BEFORE}=${earlier}` },
+    });
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `Not rolling back production: ${BEFORE} \\(${earlier.slice(0, 7)}\\) cannot read what`,
+      ),
+    );
+    assert.match(
+      r.stderr,
+      /API keys in the format routed: issued by the current release, refused \(401\)/,
+    );
+    assert.match(r.stderr, /QuotaLimiter storage at schema version 10/);
+    assert.match(r.stderr, /roll forward: fix the current release and deploy the fix/);
+    assert.match(r.stderr, /restoring D1 does not take objects back/);
+    assert.ok(!r.calls.some((c) => c.startsWith("rollback")), r.calls.join("\n"));
+
+    // Keys alone: D1 Time Travel (losing the keys issued since) is the other way out.
+    const keysOnly = earlierRelease(dir, (m) => ({
+      ...m,
+      keys: { reads: ["plain"], writes: ["plain"] },
+    }));
+    const k = await run(dir, "rollback.mjs", ["production", "--yes"], {
+      standIn: { STAND_IN_TAGS: `${BEFORE}=${keysOnly}` },
+    });
+    assert.equal(k.status, 1);
+    assert.match(k.stderr, /restore D1 with Time Travel .* then roll back/s);
+    assert.ok(!k.calls.some((c) => c.startsWith("rollback")));
   });
 });

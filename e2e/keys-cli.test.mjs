@@ -125,9 +125,17 @@ test("create with owner and meta, list with filters, roll, disable, enable, set-
     `"day","admitted","rate_limited","quota_exceeded","key_banned","stranded"\r\n"${usedOn}","2","0","0","0","0"\r\n`,
   );
 
-  // Reading the key's usage wrote the day's totals to D1, so the day's listing has them.
+  // The day's listing has the key's totals (today's read live from its quota object), and
+  // says when today's totals are the day so far.
   const invoice = await keys("usage-day", "--day", usedOn, "--csv", "--limit", "100");
   assert.equal(invoice.code, 0);
+  if (usedOn === new Date().toISOString().slice(0, 10))
+    assert.match(
+      invoice.stderr,
+      new RegExp(
+        `^${usedOn} is not over: these totals are the day so far, as of \\d\\d:\\d\\d UTC\\.`,
+      ),
+    );
   assert.ok(
     invoice.stdout
       .split("\r\n")

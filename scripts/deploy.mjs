@@ -16,6 +16,9 @@
 //    deploy of an environment (nothing to roll back to), and one with --all-at-once (a release
 //    with a Durable Object migration, which a version upload cannot carry), is a plain
 //    `wrangler deploy` followed by the smoke test (and the same rollback when it fails).
+//    The rollback is checked in the preflight: the version serving now must read what this
+//    release writes (compat/release.json); if not, the deploy stops there (--force deploys
+//    anyway, and then a failure does not roll back: quotas and keys stay working).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -24,6 +27,7 @@ import path from "node:path";
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import { unstable_readConfig } from "wrangler";
+import { rollbackTargetProblem } from "./lib/compat.mjs";
 import {
   addressProblem,
   compatibilityDateProblem,
@@ -205,6 +209,38 @@ console.log(
     : "✓ first deploy of this environment (nothing serves yet)",
 );
 
+// A failed deploy rolls back to the version serving now: only if that version reads everything
+// this release may write meanwhile (key formats, object schemas, D1, cursors), else the rollback
+// would turn quotas off or refuse keys.
+const headCommit = spawnSync("git", ["rev-parse", "HEAD"], { encoding: "utf8" }).stdout?.trim();
+const rollbackUnsafe =
+  previousVersion &&
+  rollbackTargetProblem({
+    servingVersions: [previousVersion],
+    targetVersion: previousVersion,
+    versionView: (id) => {
+      const view = wrangler(env, ["versions", "view", id, "--json"]);
+      try {
+        return view.ok ? JSON.parse(view.output) : null;
+      } catch {
+        return null;
+      }
+    },
+    current: { commit: headCommit || "HEAD", checkout: process.cwd() },
+  });
+if (rollbackUnsafe && !force)
+  refuse(
+    `if this deploy failed, it could not roll back: ${rollbackUnsafe}\n` +
+      "Deploy first a release that reads what this one writes (docs/architecture.md, " +
+      '"Where a change goes"), or pass --force to deploy without an automatic rollback.',
+  );
+if (rollbackUnsafe)
+  console.log(
+    `! --force: a failed deploy will not roll back to ${previousVersion}: ${rollbackUnsafe.split("\n")[0]}`,
+  );
+else if (previousVersion)
+  console.log(`✓ ${previousVersion} reads what this release writes: a rollback to it is safe`);
+
 /** @param {string} question */
 async function confirmedOrRefuse(question) {
   if (yes) return;
@@ -270,6 +306,12 @@ async function smokeFailure(pinnedVersion) {
 /** @param {string} why @returns {never} */
 function rollBackAndExit(why) {
   console.error(`✗ ${why}`);
+  if (rollbackUnsafe) {
+    console.error(
+      `✗ NOT ROLLED BACK: ${rollbackUnsafe}\nThe new version keeps serving; the deploy failed.`,
+    );
+    process.exit(1);
+  }
   step(`Rollback to ${previousVersion}`);
   const back = wrangler(
     env,
@@ -298,7 +340,9 @@ if (!previousVersion || allAtOnce) {
       ? "Deploy to all traffic at once"
       : "Deploy (first version of this environment)",
   );
-  const whole = wrangler(env, ["deploy", "--message", message], { inherit: true });
+  const whole = wrangler(env, ["deploy", "--tag", revision, "--message", message], {
+    inherit: true,
+  });
   if (!whole.ok)
     refuse(
       `wrangler deploy failed (exit ${whole.status}).${previousVersion ? ` ${previousVersion} should still serve all traffic.` : ""}`,

@@ -25,6 +25,7 @@ Keys:
 Usage history and audit:
   usage      KEY_ID [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--csv]   per day (default: last 30 days)
   usage-day  --day YYYY-MM-DD [--limit N] [--cursor C] [--csv]     every key's totals of one day
+             (a day not over yet: the day so far, with the time of reading)
   audit      [KEY_ID] [--limit N] [--cursor C]                      newest first
 KEY_ID may also be given as --id KEY_ID. REGION: where the key's quota object is created, a
 Durable Object location hint (weur, enam, apac, …; a wrong one is refused with the list).
@@ -200,6 +201,15 @@ try {
   out = JSON.stringify(JSON.parse(text), null, 2);
 } catch {}
 (res.ok ? process.stdout : process.stderr).write(out.endsWith("\n") ? out : `${out}\n`);
+// A day not over yet is the day so far: said beside the totals, never silently.
+const asOf =
+  res.ok && command === "usage-day"
+    ? (res.headers.get("Usage-As-Of") ?? (values.csv ? null : JSON.parse(text).asOf))
+    : null;
+if (asOf)
+  console.error(
+    `${values.day} is not over: these totals are the day so far, as of ${asOf.slice(11, 16)} UTC.`,
+  );
 const nextCursor = res.headers.get("Next-Cursor");
 if (res.ok && nextCursor) console.error(`More: --cursor ${nextCursor}`);
 if (res.ok && (command === "create" || command === "roll"))

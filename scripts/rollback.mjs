@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 // @ts-check
 // `npm run rollback -- staging|production [--to VERSION_ID] [--yes]`: puts back, at 100 % of
-// traffic, the version that served before the latest deployment (wrangler's choice), or the one
-// named with --to. Shows what serves now and asks first (--yes: does not ask). D1 is not touched:
-// a migration already applied stays applied (docs/operations.md, "Rollback").
+// traffic, the version that served before the latest deployment, or the one named with --to.
+// Shows what serves now and asks first (--yes: does not ask). D1 is not touched: a migration
+// already applied stays applied (docs/operations.md, "Rolling back"). First it checks that the
+// target can read what the versions serving now have written (compat/release.json of each
+// version's git revision), and refuses when it cannot.
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
+import { rollbackTargetProblem } from "./lib/compat.mjs";
+import { deployedBeforeOf } from "./lib/deploy-checks.mjs";
 import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
 const USAGE = "Usage: npm run rollback -- staging|production [--to VERSION_ID] [--yes]";
@@ -44,7 +48,32 @@ const before = wrangler(env, ["deployments", "status"]);
 if (!before.ok) refuse(`could not read the current deployment:\n${before.output}`);
 console.log(`Serving ${env} now:\n${before.output.trimEnd()}\n`);
 
-const target = to ?? "the version deployed before the current one";
+/** @param {string[]} args what to ask wrangler, as JSON */
+function jsonOrRefuse(args) {
+  const r = wrangler(env, [...args, "--json"]);
+  try {
+    if (r.ok) return JSON.parse(r.output);
+  } catch {
+    // refused below, with what wrangler said
+  }
+  refuse(`could not read ${args.join(" ")}:\n${r.output}`);
+}
+const serving = /** @type {{ versions?: Array<{ version_id: string }> }} */ (
+  jsonOrRefuse(["deployments", "status"])
+);
+const targetId =
+  to ??
+  deployedBeforeOf(jsonOrRefuse(["deployments", "list"])) ??
+  refuse("there is no deployment before the current one to roll back to.");
+const problem = rollbackTargetProblem({
+  servingVersions: (serving.versions ?? []).map((v) => v.version_id),
+  targetVersion: targetId,
+  versionView: (id) => jsonOrRefuse(["versions", "view", id]),
+});
+if (problem) refuse(problem);
+console.log(`✓ ${targetId} reads what the versions serving now have written (compat/release.json)`);
+
+const target = to ?? `${targetId}, the version deployed before the current one`;
 if (!yes) {
   if (!process.stdin.isTTY) refuse("not asked (no terminal): pass --yes.");
   const prompt = createInterface({ input: process.stdin, output: process.stdout });
@@ -55,7 +84,7 @@ if (!yes) {
 
 const rollback = wrangler(
   env,
-  ["rollback", ...(to ? [to] : []), "--yes", "--message", `manual rollback to ${target}`],
+  ["rollback", targetId, "--yes", "--message", `manual rollback to ${target}`.slice(0, 100)],
   { inherit: true },
 );
 if (!rollback.ok) refuse(`wrangler rollback failed (exit ${rollback.status}).`);

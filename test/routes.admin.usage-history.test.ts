@@ -424,6 +424,50 @@ describe("GET /admin/v1/usage?day=", () => {
     );
   });
 
+  it("today's totals are live from each key's object, with the time they were read; a finished day's are final", async () => {
+    const time = fixClock(Date.UTC(2032, 1, 7, 14, 5));
+    const made = [await issueKey("pro"), await issueKey("free"), await issueKey("pro")];
+    const tallies = made.map(() => emptyDay("2032-02-07"));
+    // The first two serve requests; nobody reads their usage, so D1 has nothing of today yet.
+    await send(made[0]!.key, 25, tallies[0]!);
+    await send(made[1]!.key, 41, tallies[1]!);
+    expect(await storedRows(made[0]!.id)).toEqual([]);
+
+    async function dayPage(day: string) {
+      const res = await call(`/admin/v1/usage?day=${day}&limit=100`, { headers: ADMIN });
+      expect(res.status, await res.clone().text()).toBe(200);
+      return (await res.json()) as {
+        data: Array<Day & { keyId: string }>;
+        asOf: string | null;
+      };
+    }
+    const today = await dayPage("2032-02-07");
+    expect(today.asOf).toBe(new Date(time.now).toISOString());
+    for (const [i, k] of made.entries())
+      expect(today.data.find((r) => r.keyId === k.id)).toMatchObject(tallies[i]!);
+
+    // As CSV, the same live totals, and the time they were read in a header.
+    const csv = await call("/admin/v1/usage?day=2032-02-07&limit=100", {
+      headers: { ...ADMIN, Accept: "text/csv" },
+    });
+    expect(csv.headers.get("Usage-As-Of")).toBe(today.asOf);
+    expect((await csv.text()).split("\r\n")).toContain(
+      `"${made[1]!.id}","test-free","free","","2032-02-07","41","0","0","0","0"`,
+    );
+
+    // Once the day is over (and its totals are in D1), they are final: no time of reading.
+    time.now += DAY_MS;
+    for (const k of made) await runDurableObjectAlarm(env.QUOTA.getByName(k.id));
+    const finished = await dayPage("2032-02-07");
+    expect(finished.asOf).toBeNull();
+    for (const [i, k] of made.entries())
+      expect(finished.data.find((r) => r.keyId === k.id)).toMatchObject(tallies[i]!);
+    const finishedCsv = await call("/admin/v1/usage?day=2032-02-07&limit=100", {
+      headers: { ...ADMIN, Accept: "text/csv" },
+    });
+    expect(finishedCsv.headers.get("Usage-As-Of")).toBeNull();
+  });
+
   it.each([
     ["no day", ""],
     ["a malformed day", "?day=05-01-2032"],

@@ -28,8 +28,41 @@ describe("operator console pages", () => {
     expect(html).not.toMatch(/<style\b|\sstyle=|\son[a-z]+=/i);
     const urls = [...html.matchAll(/\s(?:src|href|action)="([^"]*)"/g)].map((m) => m[1]);
     expect(urls.length).toBeGreaterThan(0);
-    for (const url of urls) expect(url).toMatch(/^\/admin\//);
+    // Its own files and views, and the home page: all of this origin.
+    for (const url of urls) expect(url).toMatch(/^\/$|^\/admin\//);
   });
+
+  it.each([
+    "/admin",
+    "/admin/keys",
+    "/admin/keys?plan=pro&state=active",
+    "/admin/keys/new",
+    "/admin/keys/key_0123456789abcdefABCD",
+    "/admin/usage?day=2030-06-10",
+    "/admin/audit?actor=system",
+  ])("%s is a view of its own: the console's page, under its CSP", async (path) => {
+    const res = await call(path);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Security-Policy")).toMatch(/^default-src 'self'/);
+    expect(await res.text()).toBe(await (await call("/admin")).text());
+  });
+
+  it("the page links each view from its navigation", async () => {
+    const html = await (await call("/admin")).text();
+    const nav = /<nav class="nav"[^>]*>([\s\S]*?)<\/nav>/.exec(html)?.[1] ?? "";
+    expect([...nav.matchAll(/href="([^"]+)"/g)].map((m) => m[1])).toEqual([
+      "/admin/keys",
+      "/admin/usage",
+      "/admin/audit",
+    ]);
+  });
+
+  it.each(["/admin/keys/not-a-key-id", "/admin/keys/key_short", "/admin/keys/new/more"])(
+    "%s names no view: 404",
+    async (path) => {
+      expect((await call(path)).status).toBe(404);
+    },
+  );
 
   it.each(["/admin/console.js", "/admin/console.css", "/admin/favicon.svg"])(
     "%s is not in the Worker (a static asset, outside its bundle)",

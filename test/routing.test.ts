@@ -241,18 +241,26 @@ describe("contract documentation", () => {
     expect(JSON.stringify(newPet.properties!.status)).toContain("available");
   });
 
-  it("GET / is a small public page pointing at /docs, the OpenAPI document and /admin; it loads only its icon", async () => {
+  it("GET / is a small public page pointing at /docs, the OpenAPI document and each console view; it loads only the console's icon and styles", async () => {
     const res = await call("/");
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Type")).toMatch(/^text\/html/);
     expect(res.headers.get("Content-Security-Policy")).toMatch(
-      /^default-src 'none'; img-src 'self';/,
+      /^default-src 'none'; img-src 'self'; style-src 'self';/,
     );
     const html = await res.text();
     const links = [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]);
-    expect(links).toEqual(["/admin/favicon.svg", "/docs", "/v1/openapi.json", "/admin"]);
-    expect(html).not.toMatch(/<script|<style|<img/i);
-    expect(html.match(/<link /g)).toEqual(["<link "]);
+    expect(links).toEqual([
+      "/admin/favicon.svg",
+      "/admin/console.css",
+      "/docs",
+      "/v1/openapi.json",
+      "/admin/keys",
+      "/admin/usage",
+      "/admin/audit",
+    ]);
+    expect(html).not.toMatch(/<script|<style|\sstyle=|<img/i);
+    expect(html.match(/<link /g)).toEqual(["<link ", "<link "]);
     expect((await call("/", { method: "POST" })).status).toBe(405);
   });
 

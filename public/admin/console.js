@@ -2,11 +2,20 @@
 // loaded by the page (src/routes/console/) under a CSP of default-src 'self'. Everything shown
 // comes from the admin API and goes into the page as text (textContent), never as HTML. The usage
 // chart is plain SVG drawn here: a few dozen elements, no library to ship or to allow in the CSP.
+//
+// Each view has a URL of its own (/admin/keys?plan=…, /admin/keys/{id}?days=…, /admin/keys/new,
+// /admin/usage?day=…, /admin/audit?actor=…): links and filters change the URL through the
+// History API, and the view is drawn from the URL, so a view can be bookmarked, shared and
+// reloaded, and Back goes back.
 
 (() => {
   const TOKEN_KEY = "animal-store-admin-token";
   const API = "/admin/v1";
+  const BASE = "/admin";
   const SVG = "http://www.w3.org/2000/svg";
+  const KEYS_PAGE = 20;
+  const KEY_AUDIT_ENTRIES = 6;
+  const AUDIT_PAGE = 50;
   const $ = (selector, root = document) => root.querySelector(selector);
   const $$ = (selector, root = document) => [...root.querySelectorAll(selector)];
 
@@ -108,6 +117,8 @@
   });
   const utcText = (iso) => `${iso.slice(0, 19).replace("T", " ")} UTC`;
   const todayUtc = () => new Date().toISOString().slice(0, 10);
+  /** "HH:MM" (UTC) of a time: the days are UTC days, so "so far" is told in UTC too. */
+  const clockTime = (at) => new Date(at).toISOString().slice(11, 16);
 
   /** A time in the reader's own time zone, with the UTC time on hover. */
   function timeEl(iso) {
@@ -118,11 +129,108 @@
   const totalOf = (d) =>
     d.admitted + d.refused.rate_limited + d.refused.quota_exceeded + d.refused.key_banned;
 
+  function badge(text, kind = text) {
+    return el("span", text, { class: `badge ${kind}` });
+  }
+
+  // ------------------------------------------------------------------ views and their URLs
+  const KEY_PATH = /^\/admin\/keys\/(key_[0-9A-Za-z]{20})$/;
+  // A search that starts like a secret: kept out of the URL (and so out of the history).
+  const SECRET_START = /^pet_(live|test)_/;
+  let secretSearch = "";
+
+  /** The view a URL names, with its id and query. */
+  function routeOf(url) {
+    const path = url.pathname.replace(/\/+$/, "") || "/";
+    const query = url.searchParams;
+    if (path === BASE || path === `${BASE}/keys`) return { view: "keys", query };
+    if (path === `${BASE}/keys/new`) return { view: "new", query };
+    const key = KEY_PATH.exec(path);
+    if (key) return { view: "key", id: key[1], query };
+    if (path === `${BASE}/usage`) return { view: "usage", query };
+    if (path === `${BASE}/audit`) return { view: "audit", query };
+    return { view: "missing", query };
+  }
+
+  /** A console URL with `params` (empty values left out) as its query string. */
+  function urlOf(path, params = {}) {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(params))
+      if (value !== undefined && value !== null && String(value).trim())
+        query.set(name, String(value).trim());
+    const text = query.toString();
+    return text ? `${path}?${text}` : path;
+  }
+
+  /** Goes to `url` in the console (a new history entry, or replacing this one) and draws it. */
+  async function navigate(url, { replace = false } = {}) {
+    if (replace) history.replaceState(null, "", url);
+    else history.pushState(null, "", url);
+    await render();
+  }
+
+  const VIEW_TITLES = {
+    keys: "Keys",
+    new: "New key",
+    key: "Key",
+    usage: "Usage",
+    audit: "Audit trail",
+    missing: "Not found",
+  };
+  const NAV_OF = { keys: "keys", new: "keys", key: "keys", usage: "usage", audit: "audit" };
+
+  /** Shows the view the URL names, and loads what it shows. */
+  async function render() {
+    if (!session.get()) return showApp(false);
+    showApp(true);
+    const route = routeOf(new URL(location.href));
+    for (const section of $$("#app > [data-view]"))
+      section.hidden = section.dataset.view !== route.view;
+    for (const link of $$("#nav a")) {
+      if (link.dataset.nav === NAV_OF[route.view]) link.setAttribute("aria-current", "page");
+      else link.removeAttribute("aria-current");
+    }
+    document.title = `${VIEW_TITLES[route.view]} — Animal Store console`;
+    say("");
+    if (route.view !== "keys" && route.view !== "key") secretSearch = "";
+    // Busy until the view has drawn what it loads (tests and assistive technology wait on it).
+    const app = $("#app");
+    app.setAttribute("aria-busy", "true");
+    document.body.dataset.view = route.view;
+    const views = {
+      keys: () => showKeys(route.query),
+      new: () => showNewKey(),
+      key: () => openKey(route.id, route.query),
+      usage: () => showDay(route.query),
+      audit: () => showAuditView(route.query),
+      missing: async () => {},
+    };
+    try {
+      await guarded(views[route.view])();
+    } finally {
+      app.removeAttribute("aria-busy");
+    }
+  }
+
+  /** Console links move within the page (a plain click); others, and modified clicks, do not. */
+  function followLink(event) {
+    const link = event.target.closest?.("a[href]");
+    if (!link || link.target || link.hasAttribute("download")) return;
+    if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey)
+      return;
+    const url = new URL(link.href);
+    if (url.origin !== location.origin || routeOf(url).view === "missing") return;
+    event.preventDefault();
+    if (link.closest("#nav")) secretSearch = "";
+    guarded(() => navigate(url.pathname + url.search))();
+  }
+
   // ------------------------------------------------------------------ log in and out
   function showApp(loggedIn) {
     $("#login").hidden = loggedIn;
     $("#app").hidden = !loggedIn;
-    $("#logout").hidden = !loggedIn;
+    $("#nav").hidden = !loggedIn;
+    $("#session").hidden = !loggedIn;
   }
 
   /**
@@ -133,11 +241,15 @@
   async function loadAccess() {
     const me = await api("GET", "/whoami");
     document.body.dataset.access = me.access;
+    const who = $("#whoami");
+    who.replaceChildren(el("span", me.name));
+    if (me.access === "read") who.append(" ", badge("read-only", "read"));
   }
 
   function logOut(reason) {
     session.clear();
     delete document.body.dataset.access;
+    $("#whoami").replaceChildren();
     showApp(false);
     $("#login-form").reset();
     if (reason) $("#login .hint").textContent = reason;
@@ -157,34 +269,43 @@
         err instanceof ApiFailure ? `Not accepted: ${err.message}` : String(err);
       return;
     }
-    showApp(true);
-    await Promise.all([loadKeys(), loadAudit()]);
+    await render();
   }
 
   // ------------------------------------------------------------------ keys
   let nextKeysCursor = null;
+  let keysQuery = new URLSearchParams();
+  let keysShown = 0;
 
-  function formQuery(form) {
-    const params = new URLSearchParams();
+  /** The form's fields with a value, trimmed. */
+  function formValues(form) {
+    const values = {};
     for (const [name, value] of new FormData(form))
-      if (String(value).trim()) params.set(name, String(value).trim());
-    return params;
+      if (String(value).trim()) values[name] = String(value).trim();
+    return values;
+  }
+
+  /** Sets each field of `form` that `query` names (others are emptied). */
+  function fillForm(form, query) {
+    for (const field of form.elements) {
+      if (!field.name || field.type === "submit" || field.type === "button") continue;
+      field.value = query.get(field.name) ?? "";
+    }
   }
 
   /** A table cell that names its column (the narrow layout shows it as a label). */
-  function cell(label, content) {
-    const td = el("td", undefined, { "data-label": label });
+  function cell(label, content, attributes = {}) {
+    const td = el("td", undefined, { "data-label": label, ...attributes });
     if (content instanceof Node) td.append(content);
     else td.textContent = content;
     return td;
   }
 
   function stateCell(key) {
-    const box = el("span", key.status, { class: `state ${key.status}` });
     const wrap = el("span");
-    wrap.append(box);
+    wrap.append(badge(key.status));
     if (key.activity?.bannedUntil) {
-      wrap.append(" ", el("span", "banned", { class: "state banned" }));
+      wrap.append(" ", badge("banned"));
       wrap.title = `Banned until ${localDateTime.format(new Date(key.activity.bannedUntil))} (${utcText(key.activity.bannedUntil)})`;
     }
     return wrap;
@@ -212,17 +333,31 @@
     return wrap;
   }
 
+  /** The key list as the URL's query filters it (a secret's start, kept out of the URL, too). */
+  async function showKeys(query) {
+    keysQuery = new URLSearchParams(query);
+    keysQuery.delete("cursor");
+    if (secretSearch && !keysQuery.has("q")) keysQuery.set("q", secretSearch);
+    fillForm($("#filters"), keysQuery);
+    await loadKeys();
+  }
+
   async function loadKeys(more = false) {
-    const params = formQuery($("#filters"));
-    params.set("limit", "50");
+    const params = new URLSearchParams(keysQuery);
+    params.set("limit", String(KEYS_PAGE));
     if (more && nextKeysCursor) params.set("cursor", nextKeysCursor);
     const page = await api("GET", `/keys?${params}`);
+    const readAt = Date.now();
     const body = $("#key-table tbody");
-    if (!more) body.replaceChildren();
+    if (!more) {
+      body.replaceChildren();
+      keysShown = 0;
+    }
     for (const key of page.data) {
-      const row = el("tr", undefined, { "data-key-id": key.id, tabindex: "0" });
+      const href = `${BASE}/keys/${key.id}`;
+      const row = el("tr", undefined, { "data-key-id": key.id });
       const name = el("span", undefined, { class: "name" });
-      name.append(el("strong", key.name), el("small", key.id));
+      name.append(el("a", key.name, { href }), el("small", key.id));
       row.append(
         cell("Name", name),
         cell("Plan", key.plan),
@@ -231,17 +366,46 @@
         cell("Last used", key.activity ? (key.activity.lastUsedDay ?? "never") : "—"),
         cell("Owner", key.ownerId ?? "—"),
       );
-      const open = guarded(() => openKey(key.id));
-      row.addEventListener("click", open);
-      row.addEventListener("keydown", (event) => {
-        if (event.key === "Enter") open();
+      // The whole row opens the key (the name is the link, for the keyboard and new tabs).
+      row.addEventListener("click", (event) => {
+        if (event.target.closest("a")) return;
+        guarded(() => navigate(href))();
       });
-      if (current?.id === key.id) row.classList.add("selected");
       body.append(row);
     }
-    $("#no-keys").hidden = body.children.length > 0;
+    keysShown += page.data.length;
+    const filtered = [...keysQuery.keys()].length > 0;
+    const none = keysShown === 0;
+    $("#key-table").hidden = none;
+    $("#no-keys").hidden = !(none && filtered);
+    $("#first-key").hidden = !(none && !filtered);
+    $("#clear-filters").hidden = !filtered;
+    $("#keys-foot").hidden = none;
     nextKeysCursor = page.nextCursor;
     $("#more-keys").hidden = !page.nextCursor;
+    $("#keys-count").textContent =
+      `${fmt(keysShown)} ${keysShown === 1 ? "key" : "keys"}${page.nextCursor ? ", more to show" : ""}`;
+    $("#keys-as-of").textContent =
+      `Today: requests counted so far today (UTC), as of ${clockTime(readAt)} UTC, live from each key's quota object.`;
+  }
+
+  async function filterKeys(event) {
+    event.preventDefault();
+    const values = formValues($("#filters"));
+    // The start of a secret is searched for, but never written into the URL or the history.
+    secretSearch = values.q && SECRET_START.test(values.q) ? values.q : "";
+    if (secretSearch) delete values.q;
+    await navigate(urlOf(`${BASE}/keys`, values));
+  }
+
+  // ------------------------------------------------------------------ a new key
+  /** A secret just issued by "create", shown on the key's page once. */
+  let issuedSecret = null;
+
+  function showNewKey() {
+    const form = $("#create-form");
+    report($(".result", form), "", "");
+    form.classList.toggle("enterprise", form.elements.plan.value === "enterprise");
   }
 
   async function createKey(event) {
@@ -251,21 +415,22 @@
     const body = { name: String(form.get("name")), plan: String(form.get("plan")) };
     const perMinute = String(form.get("perMinute") ?? "");
     const perDay = String(form.get("perDay") ?? "");
-    if (perMinute || perDay) body.limits = { perMinute: Number(perMinute), perDay: Number(perDay) };
+    if (body.plan === "enterprise" || perMinute || perDay)
+      body.limits = { perMinute: Number(perMinute), perDay: Number(perDay) };
     const ownerId = String(form.get("ownerId") ?? "").trim();
     if (ownerId) body.ownerId = ownerId;
     const region = String(form.get("region") ?? "");
     if (region) body.region = region;
     const created = await api("POST", "/keys", body);
-    showSecret($("#create-secret"), created.key);
     formEl.reset();
-    report($(".result", formEl), `Created ${created.name} (${created.id}).`);
-    await Promise.all([loadKeys(), loadAudit()]);
-    await openKey(created.id);
+    formEl.classList.remove("enterprise");
+    issuedSecret = { id: created.id, key: created.key };
+    await navigate(`${BASE}/keys/${created.id}`);
   }
 
   function showSecret(box, secret) {
     $(".secret-value", box).textContent = secret;
+    $(".copy-secret", box).textContent = "Copy";
     box.hidden = false;
   }
 
@@ -278,6 +443,7 @@
   // ------------------------------------------------------------------ one key
   let current = null;
   let usageDays = [];
+  let usageReadAt = Date.now();
 
   /** "2030-06-10T12:00" in the reader's time zone, for a datetime-local input. */
   function localInputValue(iso) {
@@ -305,7 +471,7 @@
 
   function clearResults() {
     for (const output of $$("#actions output.result")) report(output, "", "");
-    for (const box of $$("#actions .secret")) box.hidden = true;
+    for (const box of $$("#detail .secret")) box.hidden = true;
   }
 
   let lastOpen = 0;
@@ -315,32 +481,67 @@
    * open that answers later is dropped, so a slow answer never redraws an older state over a
    * newer one, or over what the operator has typed into the action forms since.
    */
-  async function openKey(id) {
+  async function openKey(id, query = new URLSearchParams(location.search)) {
     const open = ++lastOpen;
     const detail = $("#detail");
     detail.setAttribute("aria-busy", "true");
+    const days = ["7", "30", "90"].includes(query.get("days")) ? query.get("days") : "30";
+    $(`#usage-range input[value="${days}"]`).checked = true;
     try {
       await drawKey(id, () => open === lastOpen);
+    } catch (err) {
+      if (err instanceof ApiFailure && err.status === 404 && open === lastOpen) {
+        for (const section of $$("#app > [data-view]"))
+          section.hidden = section.dataset.view !== "missing";
+        $("#missing-text").textContent = `No key has the id ${id}.`;
+        return;
+      }
+      throw err;
     } finally {
       if (open === lastOpen) detail.removeAttribute("aria-busy");
     }
   }
 
+  /** One of the key page's figures: a name, a value and what it is measured against. */
+  function stat(name, value, detail) {
+    const box = el("div", undefined, { class: "card stat" });
+    const dd = el("dd", undefined);
+    if (value instanceof Node) dd.append(value);
+    else dd.textContent = value;
+    if (detail) dd.append(" ", el("small", detail));
+    box.append(el("dt", name), dd);
+    return box;
+  }
+
   async function drawKey(id, isLatest) {
     const [key, audit] = await Promise.all([
       api("GET", `/keys/${id}`),
-      api("GET", `/audit?keyId=${id}&limit=20`),
+      api("GET", `/audit?keyId=${id}&limit=${KEY_AUDIT_ENTRIES}`),
     ]);
     if (!isLatest()) return;
+    const readAt = Date.now();
     if (current?.id !== id) clearResults();
     current = key;
-    for (const row of $$("#key-table tbody tr"))
-      row.classList.toggle("selected", row.dataset.keyId === id);
     const detail = $("#detail");
-    detail.hidden = false;
     detail.dataset.keyId = id;
     detail.dataset.status = key.status;
-    $("#detail-title").textContent = `${key.name} — ${key.status}`;
+    document.title = `${key.name} — Animal Store console`;
+    $("#crumb-key").textContent = key.name;
+    $("#detail-title").textContent = key.name;
+    const badges = $("#detail-badges");
+    badges.replaceChildren(badge(key.status), badge(key.plan, "plan"));
+    if (key.usage?.bannedUntil) badges.append(badge("banned"));
+    const sub = $("#detail-sub");
+    sub.replaceChildren(
+      el("code", key.id),
+      el("span", `secret ${key.prefix}…`),
+      el("span", `${fmt(key.limits.perMinute)}/min · ${fmt(key.limits.perDay)}/day`),
+    );
+    if (issuedSecret?.id === id) {
+      showSecret($("#create-secret"), issuedSecret.key);
+      issuedSecret = null;
+    }
+
     const fields = $("#detail-fields");
     fields.replaceChildren();
     const shown = [
@@ -358,27 +559,36 @@
     if (key.previousSecretExpiresAt)
       shown.push(["Old secret works until", timeEl(key.previousSecretExpiresAt)]);
     for (const [name, value] of shown) {
-      const dd = el("dd");
+      const dd = el("dd", undefined, name === "Metadata" ? { class: "long" } : {});
       if (value instanceof Node) dd.append(value);
       else dd.textContent = value;
       fields.append(el("dt", name), dd);
     }
+
+    // Live from the key's quota object as of the read: the minute and the day so far.
     const now = $("#detail-now");
     now.replaceChildren();
+    now.dataset.asOf = new Date(readAt).toISOString();
     if (key.usage) {
       const { minute, day, bannedUntil } = key.usage;
       now.append(
-        `This minute: ${fmt(minute.count)} of ${fmt(minute.limit)}. Today: ${fmt(day.count)} of ${fmt(day.limit)}.`,
+        stat("This minute", fmt(minute.count), `of ${fmt(minute.limit)}`),
+        stat(
+          `Today so far, as of ${clockTime(readAt)} UTC`,
+          fmt(day.count),
+          `of ${fmt(day.limit)}`,
+        ),
+        bannedUntil ? stat("Banned until", timeEl(bannedUntil)) : stat("Ban", "none"),
       );
-      if (bannedUntil) now.append(" Banned until ", timeEl(bannedUntil), ".");
     } else {
-      now.textContent = "The key's quota object could not be reached.";
+      now.append(stat("Now", "unavailable", "the key's quota object could not be reached"));
     }
     const revoked = key.status === "revoked";
     $("#actions").hidden = revoked;
     $("#no-actions").hidden = !revoked;
     fillActionForms(key);
-    showAudit($("#detail-audit"), audit.data);
+    showAudit($("#detail-audit"), audit.data, "No changes recorded for this key yet.");
+    $("#detail-audit-all").href = urlOf(`${BASE}/audit`, { keyId: id });
     await loadUsage();
   }
 
@@ -399,10 +609,23 @@
     const days = rangeDays();
     const { from, to } = rangeOf(days);
     const usage = await api("GET", `/keys/${current.id}/usage?from=${from}&to=${to}`);
+    usageReadAt = Date.now();
     usageDays = usage.data;
     $("#usage-heading").textContent = `Usage, last ${days} days`;
     drawUsage();
     fillUsageTable(usageDays);
+  }
+
+  /** A new range: in the URL (replacing this entry, so Back leaves the key), then drawn. */
+  async function changeRange() {
+    if (!current) return;
+    const days = rangeDays();
+    history.replaceState(
+      null,
+      "",
+      urlOf(`${BASE}/keys/${current.id}`, days === 30 ? {} : { days }),
+    );
+    await loadUsage();
   }
 
   /** A round axis maximum at or above `peak`, and its step (4 or 5 gridlines). */
@@ -427,7 +650,7 @@
     const chart = $("#usage-chart");
     const days = usageDays;
     const width = Math.max(280, Math.round(chart.getBoundingClientRect().width || 640));
-    const height = 240;
+    const height = 220;
     const margin = { left: 52, right: 10, top: 22, bottom: 40 };
     const plotW = width - margin.left - margin.right;
     const plotH = height - margin.top - margin.bottom;
@@ -573,7 +796,7 @@
       peak === 0
         ? `No usage yet: no requests from ${days[0]?.day} to ${last?.day} (UTC).`
         : `${days[0]?.day} to ${last?.day} (UTC): ${fmt(admitted)} admitted, ${fmt(refused)} refused. ` +
-          `Today: ${fmt(last?.admitted ?? 0)} admitted, ${fmt(last ? totalOf(last) - last.admitted : 0)} refused.`;
+          `Today so far (as of ${clockTime(usageReadAt)} UTC): ${fmt(last?.admitted ?? 0)} admitted, ${fmt(last ? totalOf(last) - last.admitted : 0)} refused.`;
   }
 
   function fillUsageTable(days) {
@@ -581,13 +804,14 @@
     body.replaceChildren();
     for (const d of [...days].reverse()) {
       const row = el("tr", undefined, { "data-day": d.day });
+      const number = (n) => el("td", fmt(n), { class: "number" });
       row.append(
         el("th", d.day, { scope: "row" }),
-        el("td", fmt(d.admitted)),
-        el("td", fmt(d.refused.rate_limited)),
-        el("td", fmt(d.refused.quota_exceeded)),
-        el("td", fmt(d.refused.key_banned)),
-        el("td", fmt(d.stranded)),
+        number(d.admitted),
+        number(d.refused.rate_limited),
+        number(d.refused.quota_exceeded),
+        number(d.refused.key_banned),
+        number(d.stranded),
       );
       body.append(row);
     }
@@ -608,6 +832,7 @@
   async function fetchCsv(path) {
     let text = "";
     let cursor = null;
+    let asOf = null;
     do {
       const separator = path.includes("?") ? "&" : "?";
       const res = await request(
@@ -619,8 +844,9 @@
       const page = await res.text();
       text += text ? page.slice(page.indexOf("\r\n") + 2) : page;
       cursor = res.headers.get("Next-Cursor");
+      asOf ??= res.headers.get("Usage-As-Of");
     } while (cursor);
-    return text;
+    return { text, asOf };
   }
 
   const rowsOf = (csv) => csv.split("\r\n").filter(Boolean).length - 1;
@@ -628,25 +854,29 @@
   async function downloadKeyCsv() {
     if (!current) return;
     const { from, to } = rangeOf(rangeDays());
-    const csv = await fetchCsv(`/keys/${current.id}/usage?from=${from}&to=${to}`);
+    const { text } = await fetchCsv(`/keys/${current.id}/usage?from=${from}&to=${to}`);
     const filename = `${current.id}-usage-${from}-to-${to}.csv`;
-    saveFile(csv, filename);
-    say(`Downloaded ${filename} (${rowsOf(csv)} days).`);
+    saveFile(text, filename);
+    say(`Downloaded ${filename} (${rowsOf(text)} days; today's numbers are so far).`);
   }
 
-  async function showDay(event) {
-    event?.preventDefault();
+  // ------------------------------------------------------------------ usage of one day
+  /** Every key's totals of the URL's day (today by default), with the day's total at the foot. */
+  async function showDay(query) {
     const form = $("#day-form");
-    const day = form.elements.day.value;
-    if (!day) throw new Error("Choose a day first.");
+    const day = /^\d{4}-\d{2}-\d{2}$/.test(query.get("day") ?? "") ? query.get("day") : todayUtc();
+    form.elements.day.value = day;
+    report($(".result", form), "", "");
     const rows = [];
     let cursor = null;
+    let asOf = null;
     do {
       const page = await api(
         "GET",
         `/usage?day=${day}&limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
       );
       rows.push(...page.data);
+      asOf ??= page.asOf;
       cursor = page.nextCursor;
     } while (cursor);
     const body = $("#day-table tbody");
@@ -654,30 +884,63 @@
     for (const r of rows) {
       const row = el("tr", undefined, { "data-key-id": r.keyId });
       const name = el("span", undefined, { class: "name" });
-      name.append(el("strong", r.name), el("small", r.keyId));
+      name.append(el("a", r.name, { href: `${BASE}/keys/${r.keyId}` }), el("small", r.keyId));
       row.append(
         cell("Key", name),
         cell("Plan", r.plan),
         cell("Owner", r.ownerId ?? "—"),
-        cell("Admitted", fmt(r.admitted)),
-        cell("Refused", fmt(totalOf(r) - r.admitted)),
-        cell("Stranded", fmt(r.stranded)),
+        cell("Admitted", fmt(r.admitted), { class: "number" }),
+        cell("Refused", fmt(totalOf(r) - r.admitted), { class: "number" }),
+        cell("Stranded", fmt(r.stranded), { class: "number" }),
       );
       body.append(row);
     }
-    $("#day-table").hidden = false;
-    const admitted = rows.reduce((n, r) => n + r.admitted, 0);
-    report($(".result", form), `${day}: ${fmt(rows.length)} keys, ${fmt(admitted)} admitted.`);
+    const sum = (f) => rows.reduce((n, r) => n + f(r), 0);
+    const admitted = sum((r) => r.admitted);
+    const foot = $("#day-table tfoot");
+    const total = el("tr");
+    total.append(
+      el("th", `Total, ${fmt(rows.length)} ${rows.length === 1 ? "key" : "keys"}`, {
+        scope: "row",
+        colspan: "3",
+      }),
+      cell("Admitted", fmt(admitted), { class: "number" }),
+      cell("Refused", fmt(sum((r) => totalOf(r) - r.admitted)), { class: "number" }),
+      cell("Stranded", fmt(sum((r) => r.stranded)), { class: "number" }),
+    );
+    foot.replaceChildren(total);
+    $("#day-table").hidden = rows.length === 0;
+    $("#no-day-usage").hidden = rows.length > 0;
+    const summary = $("#day-summary");
+    summary.dataset.asOf = asOf ?? "";
+    summary.replaceChildren();
+    if (asOf)
+      summary.append(
+        el("span", `${day} so far, as of ${clockTime(asOf)} UTC`, { class: "so-far" }),
+        `: the day is not over, so these totals still grow (read live from each key's quota object). ${fmt(admitted)} admitted.`,
+      );
+    else summary.append(`${day} (UTC), final: ${fmt(admitted)} admitted.`);
+  }
+
+  async function chooseDay(event) {
+    event.preventDefault();
+    const day = $("#day-form").elements.day.value;
+    if (!day) throw new Error("Choose a day first.");
+    await navigate(urlOf(`${BASE}/usage`, { day }));
   }
 
   async function downloadDayCsv() {
     const form = $("#day-form");
     const day = form.elements.day.value;
     if (!day) throw new Error("Choose a day first.");
-    const csv = await fetchCsv(`/usage?day=${day}&limit=100`);
-    const filename = `usage-${day}.csv`;
-    saveFile(csv, filename);
-    report($(".result", form), `Downloaded ${filename} (${fmt(rowsOf(csv))} keys).`);
+    const { text, asOf } = await fetchCsv(`/usage?day=${day}&limit=100`);
+    // An unfinished day's file says so in its name: it is not the day's invoice yet.
+    const filename = asOf ? `usage-${day}-so-far.csv` : `usage-${day}.csv`;
+    saveFile(text, filename);
+    report(
+      $(".result", form),
+      `Downloaded ${filename} (${fmt(rowsOf(text))} keys${asOf ? `, so far, as of ${clockTime(asOf)} UTC` : ""}).`,
+    );
   }
 
   // ------------------------------------------------------------------ audit
@@ -713,37 +976,66 @@
     return list;
   }
 
-  function showAudit(list, entries) {
-    list.replaceChildren();
-    if (!entries.length) list.append(el("li", "No entries."));
-    for (const e of entries) {
-      const item = el("li", undefined, {
-        "data-action": e.action,
-        "data-key-id": e.keyId,
-        "data-actor": e.actor,
-      });
-      const head = el("div", undefined, { class: "entry-head" });
-      head.append(
-        timeEl(e.at),
-        " ",
-        el("span", e.actor, { class: e.actor === "system" ? "actor system" : "actor" }),
-        " ",
-        el("span", e.action, { class: `action ${e.action}` }),
-        " ",
-        el("code", e.keyId),
-      );
-      item.append(head);
-      if (Object.keys(e.changes).length) item.append(diffList(e.changes, e.action === "create"));
-      list.append(item);
-    }
+  function auditItem(e) {
+    const item = el("li", undefined, {
+      "data-action": e.action,
+      "data-key-id": e.keyId,
+      "data-actor": e.actor,
+    });
+    const head = el("div", undefined, { class: "entry-head" });
+    head.append(
+      timeEl(e.at),
+      el("span", e.actor, { class: e.actor === "system" ? "actor system" : "actor" }),
+      el("span", e.action, { class: `action ${e.action}` }),
+      el("a", e.keyId, { href: `${BASE}/keys/${e.keyId}`, class: "mono" }),
+    );
+    item.append(head);
+    if (Object.keys(e.changes).length) item.append(diffList(e.changes, e.action === "create"));
+    return item;
   }
 
-  async function loadAudit(event) {
-    event?.preventDefault();
-    const params = formQuery($("#audit-filters"));
-    params.set("limit", "50");
+  function showAudit(list, entries, emptyText) {
+    list.replaceChildren(...entries.map(auditItem));
+    if (!entries.length && emptyText) list.append(el("li", emptyText, { class: "hint" }));
+  }
+
+  let auditQuery = new URLSearchParams();
+  let nextAuditCursor = null;
+  let auditShown = 0;
+
+  async function showAuditView(query) {
+    auditQuery = new URLSearchParams(query);
+    auditQuery.delete("cursor");
+    fillForm($("#audit-filters"), auditQuery);
+    await loadAudit();
+  }
+
+  async function loadAudit(more = false) {
+    const params = new URLSearchParams(auditQuery);
+    params.set("limit", String(AUDIT_PAGE));
+    if (more && nextAuditCursor) params.set("cursor", nextAuditCursor);
     const page = await api("GET", `/audit?${params}`);
-    showAudit($("#audit-list"), page.data);
+    const list = $("#audit-list");
+    if (!more) {
+      list.replaceChildren();
+      auditShown = 0;
+    }
+    list.append(...page.data.map(auditItem));
+    auditShown += page.data.length;
+    const none = auditShown === 0;
+    list.hidden = none;
+    $("#no-audit").hidden = !none;
+    $("#clear-audit-filters").hidden = [...auditQuery.keys()].length === 0;
+    $("#audit-foot").hidden = none;
+    nextAuditCursor = page.nextCursor;
+    $("#more-audit").hidden = !page.nextCursor;
+    $("#audit-count").textContent =
+      `${fmt(auditShown)} ${auditShown === 1 ? "entry" : "entries"}${page.nextCursor ? ", more to show" : ""}`;
+  }
+
+  async function filterAudit(event) {
+    event.preventDefault();
+    await navigate(urlOf(`${BASE}/audit`, formValues($("#audit-filters"))));
   }
 
   // ------------------------------------------------------------------ actions on the open key
@@ -761,9 +1053,9 @@
     });
   }
 
-  /** Shows the key, the list and the audit trail as the action left them. */
+  /** Shows the key as the action left it (its fields, figures, usage and audit trail). */
   async function refreshAfter() {
-    await Promise.all([loadKeys(), loadAudit(), openKey(current.id)]);
+    await openKey(current.id);
   }
 
   /** The body of a PATCH from an action form, or throws with what is wrong in it. */
@@ -878,31 +1170,37 @@
 
   // ------------------------------------------------------------------ wiring
   document.addEventListener("DOMContentLoaded", () => {
+    document.addEventListener("click", followLink);
+    window.addEventListener("popstate", () => guarded(render)());
     $("#login-form").addEventListener("submit", guarded(logIn));
     $("#logout").addEventListener("click", () => logOut());
-    $("#filters").addEventListener("submit", (event) => {
-      event.preventDefault();
-      guarded(loadKeys)();
-    });
+    $("#filters").addEventListener("submit", guarded(filterKeys));
     $("#more-keys").addEventListener(
       "click",
       guarded(() => loadKeys(true)),
     );
     $("#create-form").addEventListener("submit", guarded(createKey, $("#create-form .result")));
+    const createPlan = $("#create-form").elements.plan;
+    createPlan.addEventListener("change", () =>
+      $("#create-form").classList.toggle("enterprise", createPlan.value === "enterprise"),
+    );
     for (const button of $$(".copy-secret"))
       button.addEventListener(
         "click",
         guarded(() => copySecret(button)),
       );
-    $("#audit-filters").addEventListener("submit", guarded(loadAudit));
-    $("#usage-range").addEventListener("change", guarded(loadUsage));
+    $("#audit-filters").addEventListener("submit", guarded(filterAudit));
+    $("#more-audit").addEventListener(
+      "click",
+      guarded(() => loadAudit(true)),
+    );
+    $("#usage-range").addEventListener("change", guarded(changeRange));
     $("#download-key-csv").addEventListener("click", guarded(downloadKeyCsv));
-    $("#day-form").addEventListener("submit", guarded(showDay, $("#day-form .result")));
+    $("#day-form").addEventListener("submit", guarded(chooseDay, $("#day-form .result")));
     $("#download-day-csv").addEventListener(
       "click",
       guarded(downloadDayCsv, $("#day-form .result")),
     );
-    $("#day-form").elements.day.value = todayUtc();
     for (const form of $$("#actions form.action")) {
       const output = $(".result", form);
       form.addEventListener("submit", (event) => {
@@ -936,11 +1234,10 @@
       if (width !== lastWidth && usageDays.length) drawUsage();
       lastWidth = width;
     }).observe($("#usage-chart"));
-    if (session.get()) {
-      showApp(true);
-      guarded(() => Promise.all([loadAccess(), loadKeys(), loadAudit()]))();
-    } else {
-      showApp(false);
-    }
+    // /admin is the key list: say so in the address bar.
+    if (location.pathname.replace(/\/+$/, "") === BASE)
+      history.replaceState(null, "", `${BASE}/keys${location.search}`);
+    if (session.get()) guarded(() => Promise.all([loadAccess(), render()]))();
+    else showApp(false);
   });
 })();

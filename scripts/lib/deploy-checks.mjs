@@ -91,6 +91,18 @@ export function stableVersionOf(deployment) {
 }
 
 /**
+ * The version a plain rollback goes back to: the one serving most of the traffic in the
+ * deployment before the latest (`wrangler deployments list --json`, oldest first), or null.
+ * @param {Array<{ created_on?: string, versions?: Array<{ version_id: string, percentage: number }> }> | null} deployments
+ */
+export function deployedBeforeOf(deployments) {
+  const sorted = [...(deployments ?? [])].sort((a, b) =>
+    (a.created_on ?? "").localeCompare(b.created_on ?? ""),
+  );
+  return sorted.length < 2 ? null : stableVersionOf(sorted[sorted.length - 2] ?? null);
+}
+
+/**
  * The migration files `wrangler d1 migrations list --remote` reports as pending.
  * @param {string} output
  */

@@ -113,11 +113,14 @@ export function snapshotProject({ extra = [] } = {}) {
   return dir;
 }
 
-/** Runs wrangler to completion; resolves with its output, rejects on a non-zero exit. */
-export function runWrangler(args, { cwd = ROOT, timeoutMs = 120_000 } = {}) {
+/**
+ * Runs wrangler (this checkout's, or the `wrangler.js` of another release's install) to
+ * completion; resolves with its output, rejects on a non-zero exit.
+ */
+export function runWrangler(args, { cwd = ROOT, timeoutMs = 120_000, wranglerJs = WRANGLER } = {}) {
   installCleanup();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [WRANGLER, ...args], {
+    const child = spawn(process.execPath, [wranglerJs, ...args], {
       cwd,
       env: ENV,
       stdio: ["ignore", "pipe", "pipe"],
@@ -169,7 +172,9 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs) {
  * file in the temp dir, read but not parsed, so a full pipe never stalls the server.
  * @param {{ name: string, config: string, port: number, inspectorPort: number, dir: string,
  *   extraArgs?: string[], probePath: string, cwd?: string, localObservability?: boolean,
- *   entry?: string }} options
+ *   entry?: string, persistTo?: string, wranglerJs?: string }} options
+ * `persistTo`: the state directory (default `<dir>/<name>-state`); `wranglerJs`: another
+ * release's wrangler (default this checkout's).
  */
 export async function startWranglerDev({
   name,
@@ -182,6 +187,8 @@ export async function startWranglerDev({
   cwd = ROOT,
   localObservability = true,
   entry,
+  persistTo = path.join(dir, `${name}-state`),
+  wranglerJs = WRANGLER,
 }) {
   const logFile = path.join(dir, `${name}.log`);
   const log = createWriteStream(logFile);
@@ -197,14 +204,14 @@ export async function startWranglerDev({
     "--inspector-port",
     String(inspectorPort),
     "--persist-to",
-    path.join(dir, `${name}-state`),
+    persistTo,
     "--show-interactive-dev-session=false",
     ...extraArgs,
   ];
   // X_LOCAL_OBSERVABILITY attaches wrangler's local trace collector or not (see startApi); set
   // either way, so a value exported in the caller's shell cannot contradict the report.
   const env = { ...ENV, X_LOCAL_OBSERVABILITY: localObservability ? "true" : "false" };
-  const child = spawn(process.execPath, [WRANGLER, ...args], {
+  const child = spawn(process.execPath, [wranglerJs, ...args], {
     cwd,
     env,
     stdio: ["ignore", "pipe", "pipe"],
@@ -339,7 +346,7 @@ export async function issueKey(api, { name, plan, limits }) {
 }
 
 /** A TCP port that was free a moment ago on 127.0.0.1 (for tests that start their own server). */
-async function freePort() {
+export async function freePort() {
   const { createServer } = await import("node:net");
   return /** @type {Promise<number>} */ (
     new Promise((resolve, reject) => {

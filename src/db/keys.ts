@@ -234,6 +234,18 @@ export function getKey(db: Queryable, id: string): Promise<KeyRecord | null> {
   });
 }
 
+/** The keys of `ids` (at most 100), in no particular order; an unknown id is left out. */
+export function getKeys(db: Queryable, ids: readonly string[]): Promise<KeyRecord[]> {
+  if (!ids.length) return Promise.resolve([]);
+  return guarded(async () => {
+    const { results } = await db
+      .prepare(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id IN (${ids.map(() => "?").join(", ")})`)
+      .bind(...ids)
+      .all<KeyRow>();
+    return results.map(toRecord);
+  });
+}
+
 // A search that starts like a secret (what a consumer reads out) also looks at the secrets' prefixes.
 const SECRET_START = /^pet_(live|test)_./;
 

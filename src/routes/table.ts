@@ -31,6 +31,11 @@ const ROUTES: readonly Route[] = [
   { path: "/", methods: { GET: "read" }, audience: "page" },
   { path: "/docs", methods: { GET: "read" }, audience: "page" },
   { path: "/admin", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/keys", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/keys/new", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/keys/:id", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/usage", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/audit", methods: { GET: "read" }, audience: "page" },
 ];
 
 export const routeTable = new RouteTable(ROUTES);

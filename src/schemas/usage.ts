@@ -51,7 +51,15 @@ export const KeyDayTotalsSchema = UsageDaySchema.extend({
 }).openapi("KeyDayTotals");
 
 export const DayUsagePageSchema = z
-  .object({ data: z.array(KeyDayTotalsSchema), nextCursor: z.string().nullable() })
+  .object({
+    data: z.array(KeyDayTotalsSchema),
+    nextCursor: z.string().nullable(),
+    asOf: z.string().nullable().openapi({
+      format: "date-time",
+      description:
+        "While the day is not over: when these running totals were read from the keys' quota objects (they are the day so far). null once the day is over: its totals are final.",
+    }),
+  })
   .openapi("DayUsagePage");
 
 const QuotaWindowSchema = z

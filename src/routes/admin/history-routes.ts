@@ -1,9 +1,15 @@
 import { createRoute, OpenAPIHono, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { listAudit } from "../../db/audit";
-import { getKey } from "../../db/keys";
-import { everyDay, listUsageOfDay, readUsageDays, type UsageDay } from "../../db/usage-history";
-import { clock, DAY_MS, dayName, dayStartOf } from "../../lib/clock";
+import { getKey, getKeys } from "../../db/keys";
+import {
+  everyDay,
+  type KeyDayTotals,
+  listUsageOfDay,
+  readUsageDays,
+  type UsageDay,
+} from "../../db/usage-history";
+import { clock, DAY_MS, dayName, dayStartOf, isoTime, MINUTE_MS } from "../../lib/clock";
 import { ApiError } from "../../lib/errors";
 import { validationHook } from "../../middleware/validation-hook";
 import { AuditPageSchema, AuditQuerySchema } from "../../schemas/audit";
@@ -17,7 +23,7 @@ import {
   MAX_USAGE_DAYS,
 } from "../../schemas/usage";
 import { type AdminEnv, foundOrThrow, security } from "./admin-env";
-import { adminKeyQuota } from "./key-quota";
+import { adminKeyQuota, listedKeyReportOrThrow } from "./key-quota";
 import {
   auditEntryView,
   decodeCursorOrThrow,
@@ -61,6 +67,42 @@ const USAGE_CSV: readonly (readonly [column: string, cell: (d: UsageDay) => unkn
 ];
 const USAGE_COLUMNS = USAGE_CSV.map(([column]) => column);
 const usageCells = (d: UsageDay) => USAGE_CSV.map(([, cell]) => cell(d));
+
+/**
+ * How long after a day ends the day listing still reads it from the keys' quota objects rather
+ * than from D1 alone: an object writes a finished day to D1 a minute after the day ends, and tries
+ * again 5 minutes later if D1 failed.
+ */
+const HELD_AFTER_DAY_END_MS = 10 * MINUTE_MS;
+
+/**
+ * `rows` (one day's D1 totals) with each key's totals as its quota object holds them, where it
+ * holds that day: today's, and a finished day's until the object has written it to D1. One call
+ * per listed key (at most a page's), none to a location holder; unreachable: throws 503.
+ */
+async function withHeldTotalsOrThrow(
+  env: Env,
+  day: string,
+  rows: KeyDayTotals[],
+): Promise<KeyDayTotals[]> {
+  const records = new Map(
+    (
+      await getKeys(
+        env.DB,
+        rows.map((r) => r.keyId),
+      )
+    ).map((k) => [k.id, k]),
+  );
+  const held = await Promise.all(
+    rows.map(async (r) => {
+      const record = records.get(r.keyId);
+      if (!record) return undefined;
+      const { days } = await listedKeyReportOrThrow(env, record);
+      return days.find((d) => d.day === day);
+    }),
+  );
+  return rows.map((r, i) => ({ ...r, ...held[i] }));
+}
 
 function csvResponse(c: Context, text: string, headers: Record<string, string> = {}) {
   return c.body(text, 200, { "Content-Type": "text/csv; charset=utf-8", ...headers });
@@ -108,7 +150,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       tags: ["Usage"],
       summary: "Every key's totals for one UTC day, for invoicing",
       description:
-        "Every key that existed on the day, in id order, zeros where it made no request. Totals reach this list when the day ends (and whenever the key's own usage is read), so the current day may lag; GET /keys/{id}/usage is live. As CSV, the next page's cursor is in the Next-Cursor header.",
+        "Every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 503 if a key's quota object could not be reached.",
       security,
       request: { query: DayUsageQuerySchema },
       responses: {
@@ -118,21 +160,31 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
     }),
     async (c) => {
       const { day, limit, cursor } = c.req.valid("query");
+      const now = clock.now();
+      const dayStart = dayStartOf(day);
+      const dayEnd = dayStart + DAY_MS;
       const rows = await listUsageOfDay(c.env.DB, {
         day,
-        dayEnd: dayStartOf(day) + DAY_MS,
+        dayEnd,
         limit: limit + 1,
         afterKeyId: cursor ? decodeCursorOrThrow(cursor, "string") : undefined,
       });
-      const { page, nextCursor } = pageOf(rows, limit, (last) => encodeCursor(last.keyId));
+      const { page: stored, nextCursor } = pageOf(rows, limit, (last) => encodeCursor(last.keyId));
+      const held = dayStart <= now && now < dayEnd + HELD_AFTER_DAY_END_MS;
+      const page = held ? await withHeldTotalsOrThrow(c.env, day, stored) : stored;
+      // A day not over yet is the day so far: said, with the time of reading.
+      const asOf = now < dayEnd ? isoTime(now) : null;
       if (wantsCsv(c.req.header("Accept"))) {
         const csv = toCsv(
           ["key_id", "name", "plan", "owner_id", ...USAGE_COLUMNS],
           page.map((r) => [r.keyId, r.name, r.plan, r.ownerId, ...usageCells(r)]),
         );
-        return csvResponse(c, csv, nextCursor ? { "Next-Cursor": nextCursor } : {});
+        return csvResponse(c, csv, {
+          ...(nextCursor ? { "Next-Cursor": nextCursor } : {}),
+          ...(asOf ? { "Usage-As-Of": asOf } : {}),
+        });
       }
-      return c.json({ data: page, nextCursor }, 200);
+      return c.json({ data: page, nextCursor, asOf }, 200);
     },
   )
   .openapi(

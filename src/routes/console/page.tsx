@@ -26,25 +26,31 @@ const RegionOptions: FC = () => (
   </>
 );
 
-/** Where a new secret is shown, once, next to the action that made it. */
+/** Where a new secret is shown, once, next to what made it. */
 const SecretBox: FC<{ id: string }> = ({ id }) => (
   <div id={id} class="secret" hidden>
     <p>
       The new secret, shown <strong>once</strong>: store it now.
     </p>
-    <code class="secret-value" />
-    <button type="button" class="copy-secret">
-      Copy
-    </button>
+    <div class="secret-row">
+      <code class="secret-value" />
+      <button type="button" class="copy-secret small">
+        Copy
+      </button>
+    </div>
   </div>
 );
 
-/** A table's header row: one column per name, then `children` (columns that need more than a name). */
-const ColumnHeads: FC<PropsWithChildren<{ names: readonly string[] }>> = ({ names, children }) => (
+/** A table's header row: one column per name (`numeric` ones right-aligned), then `children`. */
+const ColumnHeads: FC<
+  PropsWithChildren<{ names: readonly string[]; numeric?: readonly string[] }>
+> = ({ names, numeric = [], children }) => (
   <thead>
     <tr>
       {names.map((name) => (
-        <th scope="col">{name}</th>
+        <th scope="col" class={numeric.includes(name) ? "number" : undefined}>
+          {name}
+        </th>
       ))}
       {children}
     </tr>
@@ -53,7 +59,11 @@ const ColumnHeads: FC<PropsWithChildren<{ names: readonly string[] }>> = ({ name
 
 /** The usage tables' last column, with what it counts. */
 const StrandedHead: FC = () => (
-  <th scope="col" title="Permits leased and never reported used: not requests, not billed">
+  <th
+    scope="col"
+    class="number"
+    title="Permits leased and never reported used: not requests, not billed"
+  >
     Stranded
   </th>
 );
@@ -71,10 +81,19 @@ const ActionForm: FC<PropsWithChildren<{ action: string; submitLabel: string }>>
   </form>
 );
 
+/** What a list shows when it has nothing to show: what that means, and what to do. */
+const Empty: FC<PropsWithChildren<{ id: string; title: string }>> = ({ id, title, children }) => (
+  <div id={id} class="empty" hidden>
+    <strong>{title}</strong>
+    {children}
+  </div>
+);
+
 /**
- * The operator console's one page, rendered on the server with Hono's JSX. It holds no data:
- * its script (public/admin/console.js) fills it in from the admin API with the token the
- * operator pastes (kept in sessionStorage only). No inline script or style, so the CSP can be `default-src 'self'`.
+ * The operator console's one page, rendered on the server with Hono's JSX, for every console
+ * URL: its script (public/admin/console.js) shows the view the URL names (keys, a key, a new
+ * key, usage, audit) and fills it in from the admin API with the token the operator pastes (kept
+ * in sessionStorage only). No inline script or style, so the CSP can be `default-src 'self'`.
  */
 const ConsolePage: FC = () => (
   <html lang="en">
@@ -82,179 +101,125 @@ const ConsolePage: FC = () => (
       <meta charset="utf-8" />
       <meta name="viewport" content="width=device-width, initial-scale=1" />
       <meta name="referrer" content="no-referrer" />
+      <meta name="color-scheme" content="light dark" />
       <title>Animal Store — operator console</title>
       <link rel="icon" href="/admin/favicon.svg" />
       <link rel="stylesheet" href="/admin/console.css" />
       <script src="/admin/console.js" defer />
     </head>
     <body>
-      <header>
-        <h1>Animal Store operator console</h1>
-        <button type="button" id="logout" hidden>
-          Log out
-        </button>
+      <header class="topbar">
+        <a class="brand" href="/">
+          <img src="/admin/favicon.svg" alt="" width="20" height="20" />
+          Animal Store <small>console</small>
+        </a>
+        <nav class="nav" id="nav" aria-label="Console" hidden>
+          <a href="/admin/keys" data-nav="keys">
+            Keys
+          </a>
+          <a href="/admin/usage" data-nav="usage">
+            Usage
+          </a>
+          <a href="/admin/audit" data-nav="audit">
+            Audit
+          </a>
+        </nav>
+        <div class="session" id="session" hidden>
+          <span id="whoami" />
+          <button type="button" id="logout" class="small">
+            Log out
+          </button>
+        </div>
       </header>
 
-      <section id="login">
-        <h2>Log in</h2>
-        <form id="login-form">
-          <label>
-            Admin token
-            <input type="password" id="token" name="token" autocomplete="off" required />
-          </label>
-          <button type="submit">Log in</button>
-          <p class="hint">
-            The token stays in this tab's sessionStorage: never in a URL or a cookie, and it is gone
-            when the tab closes.
-          </p>
-        </form>
-      </section>
-
-      <main id="app" hidden>
-        <p id="message" role="status" aria-live="polite" />
-
-        <section id="keys">
-          <h2>Keys</h2>
-          <form id="filters">
-            <select name="plan" aria-label="Plan">
-              <Options values={PLANS} anyLabel="any plan" />
-            </select>
-            <select name="state" aria-label="State">
-              <Options values={KEY_LIST_STATES} anyLabel="any state" />
-            </select>
-            <input
-              name="q"
-              type="search"
-              placeholder="name or secret (pet_test_…)"
-              aria-label="Search by name or by the start of the secret"
-            />
-            <input name="ownerId" placeholder="owner id" aria-label="Owner id" />
-            <button type="submit">Filter</button>
-          </form>
-          <table id="key-table">
-            <caption class="hint">
-              Today: requests counted today against the day quota. Last used: the last UTC day with
-              any request.
-            </caption>
-            <ColumnHeads names={["Name", "Plan", "State", "Today", "Last used", "Owner"]} />
-            <tbody />
-          </table>
-          <p id="no-keys" class="hint" hidden>
-            No key matches these filters.
-          </p>
-          <button type="button" id="more-keys" hidden>
-            More
-          </button>
-        </section>
-
-        <section id="create" data-writes>
-          <h2>Create a key</h2>
-          <form id="create-form">
-            <input name="name" placeholder="name" aria-label="Name" required maxlength={200} />
-            <select name="plan" aria-label="Plan">
-              <Options values={PLANS} />
-            </select>
-            <input
-              name="perMinute"
-              type="number"
-              min="1"
-              placeholder="per minute (enterprise)"
-              aria-label="Per minute"
-            />
-            <input
-              name="perDay"
-              type="number"
-              min="1"
-              placeholder="per day (enterprise)"
-              aria-label="Per day"
-            />
-            <input name="ownerId" placeholder="owner id (optional)" aria-label="Owner id" />
-            <select
-              name="region"
-              aria-label="Region"
-              title="Where the key's quota object is created: near the key's consumer"
-            >
-              <RegionOptions />
-            </select>
-            <button type="submit">Create</button>
-            <output class="result" />
-          </form>
-          <SecretBox id="create-secret" />
-        </section>
-
-        <section id="detail" hidden>
-          <h2 id="detail-title">Key</h2>
-          <dl id="detail-fields" />
-          <h3>Now</h3>
-          <p id="detail-now" />
-          <h3 id="usage-heading">Usage</h3>
-          <form id="usage-range" class="range" aria-label="Range">
-            {[7, 30, 90].map((days) => (
-              <label class="choice">
-                <input type="radio" name="days" value={String(days)} checked={days === 30} />
-                {days} days
-              </label>
-            ))}
-            <button type="button" id="download-key-csv">
-              Download CSV
+      <main class="page">
+        <section id="login" class="card narrow">
+          <h1>Log in</h1>
+          <form id="login-form" class="view">
+            <label>
+              Admin token
+              <input type="password" id="token" name="token" autocomplete="off" required />
+            </label>
+            <button type="submit" class="primary">
+              Log in
             </button>
+            <p class="hint">
+              The token stays in this tab's sessionStorage: never in a URL or a cookie, and it is
+              gone when the tab closes.
+            </p>
           </form>
-          <figure id="usage-figure">
-            <svg
-              id="usage-chart"
-              role="img"
-              aria-labelledby="usage-summary"
-              viewBox="0 0 640 240"
-              preserveAspectRatio="none"
-            />
-            <ul class="legend" id="usage-legend">
-              <li>
-                <span class="swatch admitted" /> Admitted
-              </li>
-              <li>
-                <span class="swatch refused" /> Refused (rate limited, over quota, banned)
-              </li>
-            </ul>
-            <figcaption id="usage-summary" />
-          </figure>
-          <details id="usage-table-box">
-            <summary>The same numbers as a table</summary>
-            <div class="scroll">
-              <table id="usage-table">
-                <ColumnHeads
-                  names={["Day (UTC)", "Admitted", "Rate limited", "Over quota", "Banned"]}
-                >
-                  <StrandedHead />
-                </ColumnHeads>
-                <tbody />
-              </table>
-            </div>
-          </details>
+        </section>
 
-          <h3 data-writes>Actions</h3>
-          <p id="no-actions" class="hint" hidden>
-            This key is revoked: nothing about it can be changed any more.
-          </p>
-          <div id="actions" data-writes>
-            <ActionForm action="rename" submitLabel="Rename">
+        <div id="app" class="view" hidden>
+          <p id="message" role="status" aria-live="polite" />
+
+          <section id="view-keys" class="view" data-view="keys" hidden>
+            <div class="view-head">
+              <div>
+                <h1>Keys</h1>
+                <p id="keys-as-of">Today: requests counted today (UTC) against the day quota.</p>
+              </div>
+              <a href="/admin/keys/new" class="button primary" data-writes>
+                New key
+              </a>
+            </div>
+            <form id="filters" class="toolbar">
+              <input
+                name="q"
+                type="search"
+                placeholder="Name, or the start of a secret (pet_test_…)"
+                aria-label="Search by name or by the start of the secret"
+              />
+              <select name="plan" aria-label="Plan">
+                <Options values={PLANS} anyLabel="Any plan" />
+              </select>
+              <select name="state" aria-label="State">
+                <Options values={KEY_LIST_STATES} anyLabel="Any state" />
+              </select>
+              <input name="ownerId" placeholder="Owner id" aria-label="Owner id" />
+              <button type="submit">Filter</button>
+              <a href="/admin/keys" class="button ghost" id="clear-filters" hidden>
+                Clear
+              </a>
+            </form>
+            <div class="card flush">
+              <div class="table-scroll">
+                <table id="key-table">
+                  <ColumnHeads names={["Name", "Plan", "State", "Today", "Last used", "Owner"]} />
+                  <tbody />
+                </table>
+              </div>
+              <Empty id="no-keys" title="No key matches these filters">
+                <p>Change or clear the filters to see more keys.</p>
+              </Empty>
+              <Empty id="first-key" title="No keys yet">
+                <p>An API key lets a consumer call /v1. Create the first one.</p>
+                <a href="/admin/keys/new" class="button primary" data-writes>
+                  New key
+                </a>
+              </Empty>
+              <div class="table-foot" id="keys-foot" hidden>
+                <span id="keys-count" />
+                <button type="button" id="more-keys" class="small" hidden>
+                  Show more
+                </button>
+              </div>
+            </div>
+          </section>
+
+          <section id="view-new" class="view" data-view="new" hidden>
+            <nav class="crumbs" aria-label="Breadcrumb">
+              <a href="/admin/keys">Keys</a> / New key
+            </nav>
+            <h1>New key</h1>
+            <p class="hint" data-read-only-note>
+              This token is read-only: it cannot create keys.
+            </p>
+            <form id="create-form" class="card" data-writes>
               <label>
                 Name
-                <input name="name" required maxlength={200} />
+                <input name="name" required maxlength={200} placeholder="acme-production" />
               </label>
-            </ActionForm>
-            <ActionForm action="owner" submitLabel="Save owner">
-              <label>
-                Owner id
-                <input name="ownerId" maxlength={200} placeholder="none" />
-              </label>
-            </ActionForm>
-            <ActionForm action="meta" submitLabel="Save metadata">
-              <label>
-                Metadata (a JSON object; empty clears it)
-                <textarea name="meta" rows={3} spellcheck={false} />
-              </label>
-            </ActionForm>
-            <ActionForm action="plan" submitLabel="Change plan">
               <label>
                 Plan
                 <select name="plan">
@@ -262,122 +227,334 @@ const ConsolePage: FC = () => (
                 </select>
               </label>
               <label class="enterprise-only">
-                Per minute
+                Per minute (enterprise)
                 <input name="perMinute" type="number" min="1" />
               </label>
               <label class="enterprise-only">
-                Per day
+                Per day (enterprise)
                 <input name="perDay" type="number" min="1" />
               </label>
-            </ActionForm>
-            <ActionForm action="region" submitLabel="Save region">
               <label>
-                Region (where its quota object is created, at its first request; an object never
-                moves)
+                Owner id (optional)
+                <input name="ownerId" placeholder="acct_42" />
+              </label>
+              <label title="Where the key's quota object is created: near the key's consumer">
+                Region
                 <select name="region">
                   <RegionOptions />
                 </select>
               </label>
-            </ActionForm>
-            <form class="action" data-action="expiry">
+              <div class="form-actions">
+                <button type="submit" class="primary">
+                  Create key
+                </button>
+                <a href="/admin/keys" class="button ghost">
+                  Cancel
+                </a>
+                <output class="result" />
+              </div>
+            </form>
+          </section>
+
+          <section id="detail" class="view" data-view="key" hidden>
+            <nav class="crumbs" aria-label="Breadcrumb">
+              <a href="/admin/keys">Keys</a> / <span id="crumb-key" />
+            </nav>
+            <div>
+              <div class="key-head">
+                <h1 id="detail-title">Key</h1>
+                <span id="detail-badges" class="key-head" />
+              </div>
+              <div class="key-sub" id="detail-sub" />
+            </div>
+            <SecretBox id="create-secret" />
+            <dl class="stats" id="detail-now" />
+
+            <div class="key-columns">
+              <section class="card" aria-labelledby="usage-heading">
+                <div class="card-head">
+                  <h2 id="usage-heading">Usage</h2>
+                  <form id="usage-range" class="range" aria-label="Range">
+                    <div class="segmented">
+                      {[7, 30, 90].map((days) => (
+                        <label>
+                          <input
+                            type="radio"
+                            name="days"
+                            value={String(days)}
+                            checked={days === 30}
+                          />
+                          <span>{days} days</span>
+                        </label>
+                      ))}
+                    </div>
+                    <button type="button" id="download-key-csv" class="small">
+                      CSV
+                    </button>
+                  </form>
+                </div>
+                <figure id="usage-figure">
+                  <svg
+                    id="usage-chart"
+                    role="img"
+                    aria-labelledby="usage-summary"
+                    viewBox="0 0 640 220"
+                    preserveAspectRatio="none"
+                  />
+                  <ul class="legend" id="usage-legend">
+                    <li>
+                      <span class="swatch admitted" /> Admitted
+                    </li>
+                    <li>
+                      <span class="swatch refused" /> Refused (rate limited, over quota, banned)
+                    </li>
+                  </ul>
+                  <figcaption id="usage-summary" />
+                </figure>
+                <details id="usage-table-box">
+                  <summary>The same numbers as a table</summary>
+                  <div class="table-scroll">
+                    <table id="usage-table">
+                      <ColumnHeads
+                        names={["Day (UTC)", "Admitted", "Rate limited", "Over quota", "Banned"]}
+                        numeric={["Admitted", "Rate limited", "Over quota", "Banned"]}
+                      >
+                        <StrandedHead />
+                      </ColumnHeads>
+                      <tbody />
+                    </table>
+                  </div>
+                </details>
+              </section>
+              <section class="card" aria-labelledby="fields-heading">
+                <h2 id="fields-heading">Details</h2>
+                <dl id="detail-fields" class="fields" />
+              </section>
+            </div>
+            <section class="card" aria-labelledby="actions-heading" data-writes>
+              <h2 id="actions-heading">Actions</h2>
+              <p id="no-actions" class="hint" hidden>
+                This key is revoked: nothing about it can be changed any more.
+              </p>
+              <div id="actions">
+                <div class="action-group">
+                  <h3>Name and owner</h3>
+                  <ActionForm action="rename" submitLabel="Rename">
+                    <label>
+                      Name
+                      <input name="name" required maxlength={200} />
+                    </label>
+                  </ActionForm>
+                  <ActionForm action="owner" submitLabel="Save owner">
+                    <label>
+                      Owner id
+                      <input name="ownerId" maxlength={200} placeholder="none" />
+                    </label>
+                  </ActionForm>
+                  <ActionForm action="meta" submitLabel="Save metadata">
+                    <label>
+                      Metadata (a JSON object; empty clears it)
+                      <textarea name="meta" rows={2} spellcheck={false} />
+                    </label>
+                  </ActionForm>
+                </div>
+                <div class="action-group">
+                  <h3>Plan and placement</h3>
+                  <ActionForm action="plan" submitLabel="Change plan">
+                    <label>
+                      Plan
+                      <select name="plan">
+                        <Options values={PLANS} />
+                      </select>
+                    </label>
+                    <label class="enterprise-only">
+                      Per minute
+                      <input name="perMinute" type="number" min="1" />
+                    </label>
+                    <label class="enterprise-only">
+                      Per day
+                      <input name="perDay" type="number" min="1" />
+                    </label>
+                  </ActionForm>
+                  <ActionForm action="region" submitLabel="Save region">
+                    <label title="Where its quota object is created, at its first request; an object never moves">
+                      Region (used at its first request)
+                      <select name="region">
+                        <RegionOptions />
+                      </select>
+                    </label>
+                  </ActionForm>
+                  <form class="action" data-action="expiry">
+                    <label>
+                      Expires (your local time)
+                      <input name="expiresAt" type="datetime-local" />
+                    </label>
+                    <button type="submit">Set expiry</button>
+                    <button type="button" data-clear-expiry>
+                      Clear
+                    </button>
+                    <output class="result" />
+                  </form>
+                </div>
+                <div class="action-group">
+                  <h3>Secret</h3>
+                  <form class="action" data-action="roll">
+                    <label>
+                      Old secret keeps working for
+                      <select name="gracePeriodSeconds">
+                        <option value="0">0 (ends now)</option>
+                        <option value="3600">1 hour</option>
+                        <option value="86400" selected>
+                          1 day
+                        </option>
+                        <option value="604800">7 days</option>
+                      </select>
+                    </label>
+                    <button type="submit">Roll secret</button>
+                    <output class="result" />
+                  </form>
+                  <SecretBox id="roll-secret" />
+                </div>
+                <div class="action-group">
+                  <h3>Access</h3>
+                  <form class="action" data-action="state">
+                    <button type="submit" id="toggle-enabled">
+                      Disable…
+                    </button>
+                    <button type="button" data-unban>
+                      Unban
+                    </button>
+                    <button type="button" data-action="revoke" class="danger">
+                      Revoke…
+                    </button>
+                    <output class="result" />
+                  </form>
+                </div>
+              </div>
+            </section>
+            <section class="card" aria-labelledby="detail-audit-heading">
+              <div class="card-head">
+                <h2 id="detail-audit-heading">Audit trail</h2>
+                <a id="detail-audit-all" href="/admin/audit">
+                  All entries
+                </a>
+              </div>
+              <ol id="detail-audit" class="audit" />
+            </section>
+          </section>
+
+          <section id="view-usage" class="view" data-view="usage" hidden>
+            <div class="view-head">
+              <div>
+                <h1>Usage</h1>
+                <p>Every key's totals of one UTC day, for invoicing.</p>
+              </div>
+            </div>
+            <form id="day-form" class="toolbar">
               <label>
-                Expires (your local time)
-                <input name="expiresAt" type="datetime-local" />
+                Day (UTC)
+                <input name="day" type="date" required />
               </label>
-              <button type="submit">Set expiry</button>
-              <button type="button" data-clear-expiry>
-                Clear expiry
+              <button type="submit">Show</button>
+              <button type="button" id="download-day-csv">
+                Download CSV
               </button>
               <output class="result" />
             </form>
-            <form class="action" data-action="roll">
+            <p id="day-summary" />
+            <div class="card flush">
+              <div class="table-scroll">
+                <table id="day-table" hidden>
+                  <ColumnHeads
+                    names={["Key", "Plan", "Owner", "Admitted", "Refused"]}
+                    numeric={["Admitted", "Refused"]}
+                  >
+                    <StrandedHead />
+                  </ColumnHeads>
+                  <tbody />
+                  <tfoot />
+                </table>
+              </div>
+              <Empty id="no-day-usage" title="No keys on this day">
+                <p>No key existed yet on this day, so there is nothing to invoice.</p>
+              </Empty>
+            </div>
+          </section>
+
+          <section id="audit" class="view" data-view="audit" hidden>
+            <div class="view-head">
+              <div>
+                <h1>Audit trail</h1>
+                <p>Every admin write and automatic ban, newest first.</p>
+              </div>
+            </div>
+            <form id="audit-filters" class="toolbar">
               <label>
-                Old secret keeps working for
-                <select name="gracePeriodSeconds">
-                  <option value="0">0 (ends now)</option>
-                  <option value="3600">1 hour</option>
-                  <option value="86400" selected>
-                    1 day
-                  </option>
-                  <option value="604800">7 days</option>
+                Key id
+                <input name="keyId" placeholder="key_…" />
+              </label>
+              <label>
+                Actor
+                <input name="actor" placeholder="token name, system" />
+              </label>
+              <label>
+                Action
+                <select name="action">
+                  <Options values={AUDIT_ACTION_NAMES} anyLabel="Any action" />
                 </select>
               </label>
-              <button type="submit">Roll secret</button>
-              <output class="result" />
-              <SecretBox id="roll-secret" />
+              <label>
+                From (UTC day)
+                <input name="from" type="date" />
+              </label>
+              <label>
+                To
+                <input name="to" type="date" />
+              </label>
+              <button type="submit" id="load-audit">
+                Filter
+              </button>
+              <a href="/admin/audit" class="button ghost" id="clear-audit-filters" hidden>
+                Clear
+              </a>
             </form>
-            <form class="action" data-action="state">
-              <button type="submit" id="toggle-enabled">
-                Disable…
-              </button>
-              <button type="button" data-unban>
-                Unban
-              </button>
-              <button type="button" data-action="revoke" class="danger">
-                Revoke…
-              </button>
-              <output class="result" />
-            </form>
-          </div>
-          <h3>Audit trail of this key</h3>
-          <ol id="detail-audit" class="audit" />
-        </section>
+            <div class="card flush">
+              <ol id="audit-list" class="audit padded" />
+              <Empty id="no-audit" title="No entries">
+                <p>Nothing recorded matches these filters.</p>
+              </Empty>
+              <div class="table-foot" id="audit-foot" hidden>
+                <span id="audit-count" />
+                <button type="button" id="more-audit" class="small" hidden>
+                  Show more
+                </button>
+              </div>
+            </div>
+          </section>
 
-        <section id="day-usage">
-          <h2>Usage of one day (invoicing)</h2>
-          <form id="day-form">
-            <label>
-              Day (UTC)
-              <input name="day" type="date" required />
-            </label>
-            <button type="submit">Show</button>
-            <button type="button" id="download-day-csv">
-              Download CSV
-            </button>
-            <output class="result" />
-          </form>
-          <div class="scroll">
-            <table id="day-table" hidden>
-              <ColumnHeads names={["Key", "Plan", "Owner", "Admitted", "Refused"]}>
-                <StrandedHead />
-              </ColumnHeads>
-              <tbody />
-            </table>
-          </div>
-        </section>
-
-        <section id="audit">
-          <h2>Audit trail (all keys)</h2>
-          <form id="audit-filters">
-            <input name="actor" placeholder="actor (token name, system)" aria-label="Actor" />
-            <select name="action" aria-label="Action">
-              <Options values={AUDIT_ACTION_NAMES} anyLabel="any action" />
-            </select>
-            <label>
-              From (UTC day)
-              <input name="from" type="date" />
-            </label>
-            <label>
-              To
-              <input name="to" type="date" />
-            </label>
-            <button type="submit" id="load-audit">
-              Filter
-            </button>
-          </form>
-          <ol id="audit-list" class="audit" />
-        </section>
+          <section id="view-missing" class="view" data-view="missing" hidden>
+            <div class="card empty">
+              <strong>No such page</strong>
+              <p id="missing-text">This address names nothing in the console.</p>
+              <a href="/admin/keys" class="button">
+                Go to the keys
+              </a>
+            </div>
+          </section>
+        </div>
       </main>
 
       <dialog id="confirm">
         <form method="dialog">
           <p id="confirm-text" />
-          <button type="submit" value="cancel">
-            Cancel
-          </button>
-          <button type="submit" value="confirm" class="danger" id="confirm-button">
-            Confirm
-          </button>
+          <div class="dialog-buttons">
+            <button type="submit" value="cancel">
+              Cancel
+            </button>
+            <button type="submit" value="confirm" class="danger" id="confirm-button">
+              Confirm
+            </button>
+          </div>
         </form>
       </dialog>
     </body>

@@ -1,5 +1,6 @@
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { BaseEnv } from "../../lib/hono-env";
+import { KEY_ID_PATTERN } from "../../schemas/keys";
 import { renderConsolePage } from "./page";
 
 /**
@@ -22,14 +23,26 @@ const SECURITY_HEADERS = {
 
 let page: string | undefined;
 
-/**
- * The operator console's page at /admin. Its script, styles and icon (/admin/console.js,
- * /admin/console.css, /admin/favicon.svg) are static assets from public/admin/, served from this
- * origin without running the Worker (wrangler.toml, run_worker_first), so they do not weigh on
- * the Worker's bundle. All of it is public (none of it holds data); every call the page makes goes
- * to the admin API with the operator's token.
- */
-export const consolePages = new Hono<BaseEnv>().get("/", (c) => {
+/** Serves the console's page: the same document for each of its URLs. */
+function consolePage(c: Context<BaseEnv>) {
   page ??= renderConsolePage();
   return c.html(page, 200, SECURITY_HEADERS);
-});
+}
+
+/**
+ * The operator console's page, at each URL of a view: /admin (the key list), /admin/keys (with
+ * its filters in the query string), /admin/keys/new, /admin/keys/{id}, /admin/usage and
+ * /admin/audit. Its script picks the view from the URL. Its script, styles and icon
+ * (/admin/console.js, /admin/console.css, /admin/favicon.svg) are static assets from
+ * public/admin/, served from this origin without running the Worker (wrangler.toml,
+ * run_worker_first), so they do not weigh on the Worker's bundle. All of it is public (none of it
+ * holds data); every call the page makes goes to the admin API with the operator's token.
+ */
+export const consolePages = new Hono<BaseEnv>()
+  .get("/", consolePage)
+  .get("/keys", consolePage)
+  .get("/keys/new", consolePage)
+  // A key's page only for what can be a key's id; anything else under /admin/keys/ is no page.
+  .get("/keys/:id", (c) => (KEY_ID_PATTERN.test(c.req.param("id")) ? consolePage(c) : c.notFound()))
+  .get("/usage", consolePage)
+  .get("/audit", consolePage);
