@@ -72,6 +72,7 @@ describe("QuotaLimiterClient when the key's object cannot be reached", () => {
       reached: false,
       overloaded: false,
       refusal: null,
+      persistentFailure: null,
     });
     expect(plain.calls()).toBe(1);
     expect(logged.some((l) => l.includes("quota limiter unreachable") && l.includes(keyId))).toBe(
@@ -88,9 +89,38 @@ describe("QuotaLimiterClient when the key's object cannot be reached", () => {
       reached: false,
       overloaded: true,
       refusal: null,
+      persistentFailure: null,
     });
     expect(logged.some((l) => l.includes("quota limiter overloaded"))).toBe(true);
   });
+
+  it.each([
+    [
+      "cannot open",
+      () =>
+        new Error(
+          "object cannot open: its stored schema version 11 is newer than this code reads (10)",
+        ),
+    ],
+    [
+      "throws from its own code",
+      () => Object.assign(new Error("TypeError: x is undefined"), { remote: true }),
+    ],
+  ])(
+    "admit: an object that %s fails for good: said so with the cause, not retried, not logged per call",
+    async (_, error) => {
+      const failing = unreachable<Env["QUOTA"]>(error);
+      const result = await clientOf(failing.namespace).admit(policy);
+      expect(result).toEqual({
+        reached: false,
+        overloaded: false,
+        refusal: null,
+        persistentFailure: error().message,
+      });
+      expect(failing.calls()).toBe(1);
+      expect(logged).toEqual([]); // the answer to it logs, once a minute (quota/fail-open.ts)
+    },
+  );
 
   it("usage: null (the view says so), not an error", async () => {
     const { namespace } = unreachable<Env["QUOTA"]>();
@@ -346,10 +376,12 @@ describe("QuotaLimiterClient's calls", () => {
       { holders, name: "FRA" },
       new LeaseHolder(),
     );
+    // A holder of the release before says nothing of a failure for good: taken as none.
     expect(await client.admit(policyWith(60, 1_000))).toEqual({
       reached: false,
       overloaded: true,
       refusal,
+      persistentFailure: null,
     });
     expect(objects.calls.admit).toBeUndefined();
     const { id, key } = await issueKey("free");

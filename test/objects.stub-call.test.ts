@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { callWithOneRetry, isOverloaded } from "../src/objects/stub-call";
+import {
+  callWithOneRetry,
+  isOverloaded,
+  ObjectCannotOpenError,
+  openOrThrow,
+  persistentFailureOf,
+} from "../src/objects/stub-call";
 
 /** An error as the Durable Objects runtime marks it. */
 const marked = (marks: { retryable?: boolean; overloaded?: boolean; remote?: boolean }) =>
@@ -56,5 +62,44 @@ describe("callWithOneRetry", () => {
     expect(isOverloaded(new Error("Durable Object is overloaded"))).toBe(false);
     expect(isOverloaded("overloaded")).toBe(false);
     expect(isOverloaded(null)).toBe(false);
+  });
+});
+
+describe("persistentFailureOf (a failure that repeats on every call, not an outage)", () => {
+  it.each([
+    ["thrown by the object's own code", { remote: true }],
+    ["thrown by the object's own code and marked retryable", { remote: true, retryable: true }],
+    ["retryable (a dropped connection, a reset object)", { retryable: true }],
+    ["overloaded", { overloaded: true, remote: true }],
+    ["unmarked (the network, the runtime)", {}],
+  ])("an error %s", (what, marks) => {
+    const persistent = what === "thrown by the object's own code";
+    expect(persistentFailureOf(marked(marks))).toBe(persistent ? "Durable Object error" : null);
+  });
+
+  it("an object that cannot open, as its caller sees it (the message alone crosses the call)", () => {
+    const thrown = new ObjectCannotOpenError(
+      "its stored schema version 11 is newer than this code reads (10)",
+    );
+    const seen = Object.assign(new Error(thrown.message), { durableObjectReset: true });
+    expect(persistentFailureOf(seen)).toBe(thrown.message);
+    expect(persistentFailureOf(Object.assign(new Error(thrown.message), { retryable: true }))).toBe(
+      thrown.message,
+    );
+  });
+});
+
+describe("openOrThrow", () => {
+  it("turns whatever fails while an object opens into an error its callers recognise", async () => {
+    const failing = openOrThrow(() => {
+      throw new Error("BAN_MINUTES is not a number");
+    });
+    await expect(failing).rejects.toThrow(ObjectCannotOpenError);
+    await expect(failing).rejects.toThrow(
+      /^object cannot open: Error: BAN_MINUTES is not a number$/,
+    );
+    const tooNew = new ObjectCannotOpenError("schema");
+    await expect(openOrThrow(() => Promise.reject(tooNew))).rejects.toBe(tooNew);
+    await expect(openOrThrow(() => undefined)).resolves.toBeUndefined();
   });
 });

@@ -3,7 +3,7 @@
 // whichever tier saw it. A request decided by the key's location holder (a cold isolate's, which
 // authenticates and decides in one hop) passes no refusal through the isolate's own memory: the
 // holder's memory of it must reach the isolate with its "no decision".
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { forgetKey } from "../src/auth/key-cache";
@@ -95,5 +95,33 @@ describe("the key's object unreachable from its location holder", () => {
       policies.push(res.headers.get("RateLimit-Policy"));
     }
     expect(policies.at(-1)).toMatch(/^"fallback"/);
+  });
+});
+
+describe("the key's object failing for good, seen from its location holder", () => {
+  it("an object that cannot open is no outage: 503, nothing admitted, one error line a minute in the holder", async () => {
+    time.now = T0 + 1_000;
+    const { id, key } = await issueKey("enterprise", { perMinute: PER_MINUTE, perDay: 1_000 });
+    expect((await fromColdIsolate(id, key, "CDG")).status).toBe(200);
+    const stub = env.QUOTA.getByName(id);
+    await runInDurableObject(stub, (_, state) => {
+      state.storage.sql.exec("UPDATE schema_version SET version = version + 1");
+    });
+    await evictDurableObject(stub);
+    // The holder's stock of that minute is spent by the next requests; a new minute has none.
+    time.now = T0 + 60_000 + 5_000;
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    for (let i = 0; i < 3; i++) {
+      const res = await fromColdIsolate(id, key, "CDG");
+      await expectError(res, 503, "service_unavailable");
+      expect(res.headers.get("Retry-After")).toBe("55");
+    }
+    const cannotOpen = errors.mock.calls.filter(([line]) =>
+      String(line).includes("object cannot open"),
+    );
+    // Once a minute in each isolate: the holder's and the Worker's (one isolate in this test).
+    expect(cannotOpen.length).toBeGreaterThanOrEqual(1);
+    expect(cannotOpen.length).toBeLessThanOrEqual(2);
   });
 });

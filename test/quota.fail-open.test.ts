@@ -1,13 +1,13 @@
 // The fail-open rule (src/quota/fail-open.ts), without an object.
 import { describe, expect, it, vi } from "vitest";
-import { MINUTE_MS } from "../src/lib/clock";
+import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { answerWithoutObject, fallbackVerdict, rereadKeyProblem } from "../src/quota/fail-open";
 import { fixClock, T0 } from "./helpers";
 
 const limits = (perMinute: number, perDay: number) => ({ perMinute, perDay });
 
 describe("fallbackVerdict (limiter unreachable)", () => {
-  const fresh = { minuteStart: 0, admitted: 0 };
+  const fresh = { minuteStart: 0, admitted: 0, dayStart: 0, admittedToday: 0 };
 
   it("lets through at most the per-minute limit in one minute window", () => {
     let state = fresh;
@@ -22,6 +22,22 @@ describe("fallbackVerdict (limiter unreachable)", () => {
       retryAt: T0 + MINUTE_MS,
     });
     expect(fallbackVerdict(state, limits(3, 1000), 0, T0 + MINUTE_MS).admit).toBe(true);
+  });
+
+  it("lets through at most the per-day limit in one UTC day, however many minutes it spans", () => {
+    let state = fresh;
+    const dayStart = T0 - (T0 % DAY_MS);
+    for (let i = 0; i < 5; i++) {
+      const v = fallbackVerdict(state, limits(3, 5), 0, T0 + i * MINUTE_MS);
+      if (!v.admit) throw new Error(`refused request ${i}`);
+      state = v.state;
+    }
+    expect(fallbackVerdict(state, limits(3, 5), 0, T0 + 10 * MINUTE_MS)).toEqual({
+      admit: false,
+      reason: "allowance_used",
+      retryAt: dayStart + DAY_MS,
+    });
+    expect(fallbackVerdict(state, limits(3, 5), 0, dayStart + DAY_MS).admit).toBe(true);
   });
 
   it("lets nothing through for a key refused in this isolate until that refusal's retryAt", () => {
@@ -73,6 +89,75 @@ describe("answerWithoutObject", () => {
     expect(used.quota).toBe("unavailable");
     expect(used.error.status).toBe(503);
     expect(used.error.headers["Retry-After"]).toBe("57");
+  });
+
+  it("unreachable for a whole day: admits at most the per-day limit in it, one minute after another", () => {
+    quiet();
+    const id = keyId();
+    const unreachable = { overloaded: false, refusal: null };
+    const dayStart = T0 - (T0 % DAY_MS);
+    let admitted = 0;
+    for (let minute = 0; minute < 10; minute++) {
+      for (let i = 0; i < 4; i++) {
+        const at = T0 + minute * MINUTE_MS + i;
+        if (answerWithoutObject(id, limits(4, 10), unreachable, at).admitted) admitted++;
+      }
+    }
+    expect(admitted).toBe(10);
+    const refused = answerWithoutObject(id, limits(4, 10), unreachable, T0 + 20 * MINUTE_MS);
+    if (refused.admitted) throw new Error("admitted past the day's fallback allowance");
+    expect(refused.error.status).toBe(503);
+    expect(refused.error.headers["X-RateLimit-Reset"]).toBe(String((dayStart + DAY_MS) / 1000));
+  });
+
+  describe("failing for good (the object cannot open, or its own code throws)", () => {
+    const broken = {
+      overloaded: false,
+      refusal: null,
+      persistentFailure:
+        "object cannot open: its stored schema version 11 is newer than this code reads (10)",
+    };
+
+    it("answers 503 with Retry-After to the minute's end and admits nothing, with the allowance untouched", () => {
+      const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+      const id = keyId();
+      const now = T0 + 15_000;
+      const answer = answerWithoutObject(id, limits(100, 1000), broken, now);
+      if (answer.admitted) throw new Error("a key whose object fails for good was admitted");
+      expect(answer.quota).toBe("unavailable");
+      expect(answer.error.status).toBe(503);
+      expect(answer.error.code).toBe("service_unavailable");
+      expect(answer.error.headers).toMatchObject({
+        "Retry-After": "45",
+        "X-RateLimit-Remaining": "0",
+        "RateLimit-Policy": '"fallback";q=100;w=60',
+      });
+      expect(errors).toHaveBeenCalledTimes(1);
+    });
+
+    it("logs one error line with the cause per key per minute, not one per request", () => {
+      const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+      const id = keyId();
+      const other = keyId();
+      for (let i = 0; i < 20; i++)
+        answerWithoutObject(id, limits(100, 1000), broken, T0 + i * 1000);
+      expect(errors).toHaveBeenCalledTimes(1);
+      expect(String(errors.mock.calls[0]![0])).toContain(broken.persistentFailure);
+      expect(String(errors.mock.calls[0]![0])).toContain(id);
+      answerWithoutObject(other, limits(100, 1000), broken, T0 + 30_000);
+      expect(errors).toHaveBeenCalledTimes(2);
+      answerWithoutObject(id, limits(100, 1000), broken, T0 + MINUTE_MS);
+      expect(errors).toHaveBeenCalledTimes(3);
+    });
+
+    it("a key refused here before keeps that refusal while it lasts", () => {
+      vi.spyOn(console, "error").mockImplementation(() => {});
+      const refusal = { outcome: "key_banned" as const, retryAt: T0 + 5 * MINUTE_MS };
+      const answer = answerWithoutObject(keyId(), limits(100, 1000), { ...broken, refusal }, T0);
+      if (answer.admitted) throw new Error("a banned key was admitted");
+      expect(answer.quota).toBe("key_banned");
+      expect(answer.error.headers["Retry-After"]).toBe("300");
+    });
   });
 
   it("a key refused here before keeps that refusal, and the access log names it", () => {

@@ -1,3 +1,4 @@
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { cachedKey, cacheKey } from "../src/auth/key-cache";
@@ -259,13 +260,61 @@ describe("limiter unreachable", () => {
     await expectError(await listWith(lost.namespace, key), 503, "service_unavailable");
   });
 
-  it("treats an exception from the object's own code (.remote) as an outage", async () => {
-    const { key } = await issueKey("enterprise", { perMinute: 1, perDay: 1000 });
-    vi.spyOn(console, "warn").mockImplementation(() => {});
+  /** Creates a pet with `key` through an app whose QUOTA binding is `QUOTA`. */
+  const createWith = (QUOTA: Env["QUOTA"], key: string) =>
+    callWith({ QUOTA }, "/v1/pets", {
+      method: "POST",
+      headers: auth(key, { "Content-Type": "application/json" }),
+      body: JSON.stringify({ name: "Uncounted", categoryId: 1 }),
+    });
+
+  it("fails closed on an exception from the object's own code (.remote): 503 with Retry-After, nothing admitted, not retried", async () => {
+    const { key } = await issueKey("enterprise", { perMinute: 100, perDay: 1000 });
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const failing = failingWith(marked("TypeError: x is undefined", { remote: true }));
-    expect((await listWith(failing.namespace, key)).status).toBe(200);
-    expect(failing.stubs()).toBe(1);
-    await expectError(await listWith(failing.namespace, key), 503, "service_unavailable");
+    const before = await petCount();
+    time.now = T0 + 20_000;
+    for (let i = 0; i < 3; i++) {
+      const res = await createWith(failing.namespace, key);
+      await expectError(res, 503, "service_unavailable");
+      expect(res.headers.get("Retry-After")).toBe("40");
+      expect(res.headers.get("RateLimit-Policy")).toBe('"fallback";q=100;w=60');
+    }
+    expect(await petCount()).toBe(before);
+    expect(failing.stubs()).toBe(3); // one call per request: no retry
+    const lines = errors.mock.calls.map(([line]) => String(line));
+    expect(lines.filter((l) => l.includes("TypeError: x is undefined"))).toHaveLength(1);
+  });
+
+  it("fails closed when the key's object cannot open (its stored schema is newer than this code reads): nothing admitted, one error line a minute", async () => {
+    const { id, key } = await issueKey("enterprise", { perMinute: 100, perDay: 1000 });
+    expect((await list(key)).status).toBe(200);
+    const stub = env.QUOTA.getByName(id);
+    await runInDurableObject(stub, (_, state) => {
+      state.storage.sql.exec("UPDATE schema_version SET version = version + 1");
+    });
+    await evictDurableObject(stub);
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const before = await petCount();
+    time.now = T0 + 30_000;
+    for (let i = 0; i < 4; i++) {
+      const res = await createWith(env.QUOTA, key);
+      await expectError(res, 503, "service_unavailable");
+      expect(res.headers.get("Retry-After")).toBe("30");
+    }
+    expect(await petCount()).toBe(before);
+    const lines = errors.mock.calls.map(([line]) => String(line));
+    const cannotOpen = lines.filter((l) => l.includes("object cannot open"));
+    expect(cannotOpen).toHaveLength(1);
+    expect(cannotOpen[0]).toContain("newer than this code reads");
+    expect(cannotOpen[0]).toContain(id);
+    time.now = T0 + 60_000; // a new minute: logged again, once
+    await expectError(await createWith(env.QUOTA, key), 503, "service_unavailable");
+    await expectError(await createWith(env.QUOTA, key), 503, "service_unavailable");
+    expect(
+      errors.mock.calls.filter(([line]) => String(line).includes("object cannot open")),
+    ).toHaveLength(2);
   });
 
   it("still requires authentication when the limiter is unreachable", async () => {

@@ -8,11 +8,19 @@ import {
   EMPTY_USAGE,
   type UsageState,
 } from "../quota/windows";
-import { migrateSchema } from "./schema-migrations";
+import { migrateSchemaOrThrow, type ObjectSchema } from "./schema-migrations";
+import { openOrThrow } from "./stub-call";
 import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
 
-/** The object's storage schema, oldest first (see schema-migrations.ts). */
+/** The object's contract migrations, oldest first (see schema-migrations.ts). */
 export const AUTH_SHIELD_MIGRATIONS = [CREATE_USAGE_TABLE] as const;
+
+/** The object's storage schema (what this release reads and writes: objects/object-schemas.ts). */
+export const AUTH_SHIELD_SCHEMA: ObjectSchema = {
+  contract: AUTH_SHIELD_MIGRATIONS,
+  readsThrough: AUTH_SHIELD_MIGRATIONS.length,
+  additions: [],
+};
 
 /**
  * One per client IP. Counts failed authentications so API keys cannot be guessed at speed.
@@ -26,10 +34,12 @@ export class AuthShield extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#usageTable = new UsageTable(ctx.storage.sql);
-    ctx.blockConcurrencyWhile(async () => {
-      migrateSchema(ctx.storage, AUTH_SHIELD_MIGRATIONS);
-      this.#usage = this.#usageTable.load();
-    });
+    ctx.blockConcurrencyWhile(() =>
+      openOrThrow(() => {
+        migrateSchemaOrThrow(ctx.storage, AUTH_SHIELD_SCHEMA);
+        this.#usage = this.#usageTable.load();
+      }),
+    );
   }
 
   /**

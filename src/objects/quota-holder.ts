@@ -2,14 +2,14 @@ import { DurableObject } from "cloudflare:workers";
 import { type KeyMatch, type KeyRecord, markKeyUsed, policyOf, secretStatus } from "../db/keys";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
-import type { NoDecision } from "../quota/fail-open";
+import { logPersistentFailure, type NoDecision } from "../quota/fail-open";
 import { QUIET_STOCK } from "../quota/lease";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HeldKeyRecord } from "./holder-key-record";
 import type { QuotaLimiter } from "./quota-limiter";
-import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
+import { callWithOneRetry, isOverloaded, persistentFailureOf, placedIn } from "./stub-call";
 
 /**
  * A location holder's answer: the decision (from its stock, or forwarded to the key's object),
@@ -163,14 +163,19 @@ export class QuotaHolder extends DurableObject<Env> {
       this.#refillWhenTheMinuteTurns(keyId, policy);
       return { reached: true, decision: decided.decision, fromStock: decided.local };
     } catch (err) {
-      log("warn", "a location holder could not reach the key's quota object", {
-        keyId,
-        error: String(err),
-      });
+      const persistentFailure = persistentFailureOf(err);
+      // A failure for good repeats on every request: logged once a minute, not per request.
+      if (persistentFailure) logPersistentFailure(keyId, persistentFailure, clock.now());
+      else
+        log("warn", "a location holder could not reach the key's quota object", {
+          keyId,
+          error: String(err),
+        });
       return {
         reached: false,
         overloaded: isOverloaded(err),
         refusal: this.#leases.refusal(clock.now()),
+        persistentFailure,
       };
     }
   }

@@ -16,7 +16,7 @@ import {
   type QuotaHolder,
 } from "./quota-holder";
 import { type KeyUsage, keyUsageOf, type QuotaLimiter } from "./quota-limiter";
-import { callWithOneRetry, isOverloaded, placedIn } from "./stub-call";
+import { callWithOneRetry, isOverloaded, persistentFailureOf, placedIn } from "./stub-call";
 
 /**
  * What the key's object reports at `now` before it has counted anything. The admin views of a key
@@ -144,14 +144,21 @@ export function authenticateAndAdmitInLocation(
 
 /** An error that says why a location holder had no decision (read by `isOverloaded`). */
 class HolderWithoutDecision extends Error {
-  constructor(
-    readonly overloaded: boolean,
-    /** The refusal the holder was last given for the key, while it lasts. */
-    readonly refusal: Extract<HolderAnswer, { reached: false }>["refusal"],
-  ) {
+  readonly overloaded: boolean;
+  /** The refusal the holder was last given for the key, while it lasts. */
+  readonly refusal: NoDecision["refusal"];
+  /** The object's failure, when it fails every call (absent from a holder of the release before). */
+  readonly persistentFailure: string | null;
+
+  constructor(why: NoDecision) {
     super(
-      overloaded ? "the key's quota object is overloaded" : "the key's quota object is unreachable",
+      why.overloaded
+        ? "the key's quota object is overloaded"
+        : "the key's quota object is unreachable",
     );
+    this.overloaded = why.overloaded;
+    this.refusal = why.refusal;
+    this.persistentFailure = why.persistentFailure ?? null;
   }
 }
 
@@ -209,15 +216,20 @@ export class QuotaLimiterClient {
       return { reached: true, decision: decided.decision, afterResponse };
     } catch (err) {
       const overloaded = isOverloaded(err);
-      log("warn", overloaded ? "quota limiter overloaded" : "quota limiter unreachable", {
-        keyId: this.keyId,
-        error: String(err),
-      });
+      const fromHolder = err instanceof HolderWithoutDecision ? err : null;
+      const persistentFailure = fromHolder
+        ? fromHolder.persistentFailure
+        : persistentFailureOf(err);
+      // A failure for good is logged once a minute by the answer to it (quota/fail-open.ts).
+      if (!persistentFailure)
+        log("warn", overloaded ? "quota limiter overloaded" : "quota limiter unreachable", {
+          keyId: this.keyId,
+          error: String(err),
+        });
       // The refusal this isolate saw last, or else the one the location holder saw (a refusal
       // decided there for a cold isolate never reached this isolate's leases).
-      const refusal =
-        holder.refusal(clock.now()) ?? (err instanceof HolderWithoutDecision ? err.refusal : null);
-      return { reached: false, overloaded, refusal };
+      const refusal = holder.refusal(clock.now()) ?? fromHolder?.refusal ?? null;
+      return { reached: false, overloaded, refusal, persistentFailure };
     }
   }
 
@@ -339,7 +351,7 @@ export class QuotaLimiterClient {
         });
       }
       if (answer?.reached) return { ...answer.decision, lease: null };
-      if (answer) throw new HolderWithoutDecision(answer.overloaded, answer.refusal);
+      if (answer) throw new HolderWithoutDecision(answer);
     }
     return this.#call<Admission>(async (stub) => stub.admit(policy, request));
   }

@@ -1,3 +1,4 @@
+import type { ObjectSchema } from "./schema-migrations";
 import {
   CREATE_USAGE_HISTORY_TABLE,
   CREATE_USAGE_REVISIONS_TABLE,
@@ -55,3 +56,13 @@ export const QUOTA_LIMITER_MIGRATIONS = [
   // 10: per day, leased permits never reported used (see usage-history-table.ts).
   CREATE_USAGE_STRANDED_TABLE,
 ] as const;
+
+/**
+ * The object's storage schema: the contract above, and the additive steps the release before
+ * ignores (see schema-migrations.ts; what goes where: docs/architecture.md, "Where a change goes").
+ */
+export const QUOTA_LIMITER_SCHEMA: ObjectSchema = {
+  contract: QUOTA_LIMITER_MIGRATIONS,
+  readsThrough: QUOTA_LIMITER_MIGRATIONS.length,
+  additions: [],
+};

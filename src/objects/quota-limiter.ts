@@ -4,7 +4,7 @@ import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
 import { withDeadline } from "../quota/call-coordination";
-import { permitsToLease, takePermits } from "../quota/lease";
+import { CHANGE_APPLIES_WITHIN_MS, permitsToLease, takePermits } from "../quota/lease";
 import type {
   Admission,
   Lease,
@@ -24,13 +24,17 @@ import {
 import { AlarmSchedule } from "./alarm-schedule";
 import { BanRecords } from "./ban-records";
 import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
-import { QUOTA_LIMITER_MIGRATIONS } from "./quota-limiter-schema";
-import { migrateSchema } from "./schema-migrations";
+import { QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
+import { migrateSchemaOrThrow } from "./schema-migrations";
+import { openOrThrow } from "./stub-call";
 import { UsageHistoryTable } from "./usage-history-table";
 import { UsageTable } from "./usage-table";
 
-/** How long a change to the key waits for the location holders it is pushed to. */
-export const PUSH_DEADLINE_MS = 2_000;
+/**
+ * How long a change to the key waits for the location holders it is pushed to: the bound every
+ * change keeps, since a holder stops admitting from its stock when the push reaches it.
+ */
+export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 
 const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
 
@@ -71,8 +75,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #bans: BanRecords;
   #usage: UsageState = { ...EMPTY_USAGE };
   #policy: Policy | null = null;
-  /** How long a ban lasts (BAN_MINUTES). */
-  readonly #banMs: number;
+  /** How long a ban lasts (BAN_MINUTES), read as the object opens. */
+  #banMs = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -82,28 +86,33 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#leases = new LeaseLedger(sql, this.#history);
     this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
+    // Whatever fails here fails every call alike: callers must tell it from an outage.
+    ctx.blockConcurrencyWhile(() => openOrThrow(async () => this.#open(ctx, env)));
+  }
+
+  /** Reads the settings, brings the storage to this release's schema and loads what it keeps. */
+  async #open(ctx: DurableObjectState, env: Env): Promise<void> {
+    const { sql } = ctx.storage;
     this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
-    ctx.blockConcurrencyWhile(async () => {
-      migrateSchema(ctx.storage, QUOTA_LIMITER_MIGRATIONS);
-      this.#usage = this.#usageTable.load();
-      const row = sql
-        .exec<{ perMinute: number; perDay: number; version: number; revoked: number }>(
-          "SELECT per_minute AS perMinute, per_day AS perDay, version, revoked FROM policy WHERE id = 1",
-        )
-        .toArray()[0];
-      this.#policy = row ? { ...row, revoked: row.revoked === 1 } : null;
-      // Whatever this object holds for later (the day's windows, history days not yet in D1,
-      // leases to settle, bans to record) has an alarm, unless setting it failed before the
-      // object was evicted: then it gets one now, and the alarm re-arms for what is not due.
-      const holdsWorkForLater = sql
-        .exec<{ held: number }>(
-          `SELECT EXISTS (SELECT 1 FROM usage) OR EXISTS (SELECT 1 FROM usage_history)
-              OR EXISTS (SELECT 1 FROM leases) OR EXISTS (SELECT 1 FROM ban_records) AS held`,
-        )
-        .one().held;
-      if (holdsWorkForLater && (await ctx.storage.getAlarm()) === null)
-        await ctx.storage.setAlarm(clock.now());
-    });
+    migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
+    this.#usage = this.#usageTable.load();
+    const row = sql
+      .exec<{ perMinute: number; perDay: number; version: number; revoked: number }>(
+        "SELECT per_minute AS perMinute, per_day AS perDay, version, revoked FROM policy WHERE id = 1",
+      )
+      .toArray()[0];
+    this.#policy = row ? { ...row, revoked: row.revoked === 1 } : null;
+    // Whatever this object holds for later (the day's windows, history days not yet in D1,
+    // leases to settle, bans to record) has an alarm, unless setting it failed before the
+    // object was evicted: then it gets one now, and the alarm re-arms for what is not due.
+    const holdsWorkForLater = sql
+      .exec<{ held: number }>(
+        `SELECT EXISTS (SELECT 1 FROM usage) OR EXISTS (SELECT 1 FROM usage_history)
+            OR EXISTS (SELECT 1 FROM leases) OR EXISTS (SELECT 1 FROM ban_records) AS held`,
+      )
+      .one().held;
+    if (holdsWorkForLater && (await ctx.storage.getAlarm()) === null)
+      await ctx.storage.setAlarm(clock.now());
   }
 
   /**
@@ -180,7 +189,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
     this.#keep(state, previousDay);
     this.#leases.strandUnreported(now);
-    return { policyVersion: effective.version, revoked: effective.revoked, windows, granted };
+    return { policyVersion: effective.version, revoked: effective.revoked, windows, granted, now };
   }
 
   /** The windows at `now`, with the `returning` leases taken back. */

@@ -1,34 +1,107 @@
+import { ObjectCannotOpenError } from "./stub-call";
+
 /**
- * Versioned SQLite schemas for Durable Objects ("Rules of Durable Objects"): each object lists
- * its migrations in order, and on start applies those past the version it has stored, in one
- * transaction. Migrations are append-only: to add a column later, append an ALTER TABLE.
+ * Versioned SQLite schemas for Durable Objects, changed expand-then-contract so that the release
+ * before can still open an object this release has opened (a rollback, a failed canary). The
+ * rule, and where each kind of change goes, is in docs/architecture.md ("Where a change goes").
+ *
+ * - The **contract** list: migrations oldest first, as shipped (never edit one). The stored
+ *   `schema_version.version` is how many have run: the contract version. A release refuses an
+ *   object whose contract version is past what it reads (`readsThrough`), so a new contract step
+ *   is one the release before cannot read: it ships only once that release already reads it.
+ * - The **additions**: additive steps (a new table or index, a new column that is NULL-able or has
+ *   a DEFAULT), applied after the contract, once each, and recorded by name in
+ *   `schema_additions`. They leave `schema_version` alone, so the release before opens the object
+ *   as it is and ignores them (its statements name their columns). Never removed or edited.
  */
-export function migrateSchema(storage: DurableObjectStorage, migrations: readonly string[]): void {
+export interface ObjectSchema {
+  /** The contract migrations, oldest first; their count is the version this release writes. */
+  contract: readonly string[];
+  /**
+   * The newest stored contract version this code opens and runs its statements on: its own
+   * (`contract.length`), or a later one it has learnt to read before a later release writes it.
+   * Older versions are migrated up to its own.
+   */
+  readsThrough: number;
+  /** Additive steps, applied once each in order after the contract; old code ignores them. */
+  additions: readonly SchemaAddition[];
+}
+
+/** One additive step of an object's schema (see ObjectSchema). */
+export interface SchemaAddition {
+  /** Recorded in `schema_additions` once applied; unique within the object, never reused. */
+  name: string;
+  /** The statements: CREATE TABLE / INDEX IF NOT EXISTS, or ALTER TABLE … ADD COLUMN (NULL-able or with a DEFAULT). */
+  sql: string;
+}
+
+/**
+ * Brings `storage` to `schema` in one transaction: runs the contract migrations past the stored
+ * version (recording the new one), then the additions not yet recorded. Throws
+ * ObjectCannotOpenError, changing nothing, when the stored contract version is past
+ * `schema.readsThrough` (a later release's schema this code cannot read).
+ */
+export function migrateSchemaOrThrow(storage: DurableObjectStorage, schema: ObjectSchema): void {
   const { sql } = storage;
+  const { contract, readsThrough, additions } = schema;
   storage.transactionSync(() => {
     sql.exec(`CREATE TABLE IF NOT EXISTS schema_version (
       id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL) STRICT`);
     const stored = sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0];
     const current = stored?.version ?? 0;
-    if (current > migrations.length) {
-      throw new Error(`schema version ${current} is newer than this code (${migrations.length})`);
+    if (current > readsThrough) {
+      throw new ObjectCannotOpenError(
+        `its stored schema version ${current} is newer than this code reads (${readsThrough})`,
+      );
     }
-    for (const migration of migrations.slice(current)) sql.exec(migration);
-    if (current < migrations.length) {
+    if (current < contract.length) {
+      for (const migration of contract.slice(current)) sql.exec(migration);
       sql.exec(
         `INSERT INTO schema_version (id, version) VALUES (1, ?)
          ON CONFLICT (id) DO UPDATE SET version = excluded.version`,
-        migrations.length,
+        contract.length,
       );
+    }
+    if (additions.length === 0) return;
+    sql.exec("CREATE TABLE IF NOT EXISTS schema_additions (name TEXT PRIMARY KEY) STRICT");
+    const applied = new Set(appliedAdditions(sql));
+    for (const addition of additions) {
+      if (applied.has(addition.name)) continue;
+      sql.exec(addition.sql);
+      sql.exec("INSERT INTO schema_additions (name) VALUES (?)", addition.name);
     }
   });
 }
 
-/** The schema version an object has stored (0 before its first migration). */
+/**
+ * As migrateSchemaOrThrow, for an object whose schema is a contract list alone (no additions,
+ * reading no later version than its own).
+ */
+export function migrateSchema(storage: DurableObjectStorage, migrations: readonly string[]): void {
+  migrateSchemaOrThrow(storage, {
+    contract: migrations,
+    readsThrough: migrations.length,
+    additions: [],
+  });
+}
+
+/** The contract version an object has stored (0 before its first migration). */
 export function schemaVersion(sql: SqlStorage): number {
-  const tables = sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").toArray();
-  if (!tables.length) return 0;
+  if (!hasTable(sql, "schema_version")) return 0;
   return (
     sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0]?.version ?? 0
   );
 }
+
+/** The names of the additions an object has applied (by any release), in no set order. */
+export function appliedAdditions(sql: SqlStorage): string[] {
+  if (!hasTable(sql, "schema_additions")) return [];
+  return sql
+    .exec<{ name: string }>("SELECT name FROM schema_additions")
+    .toArray()
+    .map((row) => row.name);
+}
+
+const hasTable = (sql: SqlStorage, name: string): boolean =>
+  sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name).toArray().length >
+  0;

@@ -20,6 +20,49 @@ const marksOf = (err: unknown): ObjectErrorMarks =>
 export const isOverloaded = (err: unknown): boolean => marksOf(err).overloaded === true;
 
 /**
+ * The start of the message of every error an object throws when it cannot open (its stored
+ * schema is newer than its code reads, its constructor failed): the runtime carries an object's
+ * error to the caller by its message, without its class or `.remote` mark.
+ */
+export const CANNOT_OPEN = "object cannot open:";
+
+/**
+ * An object that cannot open: every call to it fails the same way until its code or its storage
+ * changes, so a caller must not read it as an outage (see `persistentFailureOf`).
+ */
+export class ObjectCannotOpenError extends Error {
+  constructor(why: string, options?: ErrorOptions) {
+    super(`${CANNOT_OPEN} ${why}`, options);
+    this.name = "ObjectCannotOpenError";
+  }
+}
+
+/**
+ * Runs an object's opening steps (its constructor's work), throwing whatever fails as an
+ * ObjectCannotOpenError, so that callers recognise it.
+ */
+export async function openOrThrow(open: () => void | Promise<void>): Promise<void> {
+  try {
+    await open();
+  } catch (err) {
+    throw err instanceof ObjectCannotOpenError ? err : new ObjectCannotOpenError(String(err));
+  }
+}
+
+/**
+ * Why a failed call will fail again however often it is repeated, or null for a transient
+ * failure: an object that cannot open (its message starts with CANNOT_OPEN), or an exception
+ * from the object's own code (`.remote`, not `.retryable` nor `.overloaded`). A transient one is
+ * the infrastructure's: a dropped connection, a reset object, an overload, a network error.
+ */
+export function persistentFailureOf(err: unknown): string | null {
+  const message = err instanceof Error ? err.message : String(err);
+  if (message.includes(CANNOT_OPEN)) return message;
+  const { remote, retryable, overloaded } = marksOf(err);
+  return remote === true && !retryable && !overloaded ? message : null;
+}
+
+/**
  * Runs `call` on a stub from `stubFor()`; if it fails with an error marked `.retryable` and not
  * `.overloaded`, runs it once more on a fresh stub (a stub that has failed may stay broken).
  * Anything else, or a second failure, is thrown for the call site's own policy to handle.

@@ -1,4 +1,4 @@
-import { clock, MINUTE_MS } from "../lib/clock";
+import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
@@ -9,9 +9,9 @@ import type { Refusal, SeenRefusal } from "./windows";
 
 /**
  * What a request gets when the key's object gives no decision, and this isolate's memory of it:
- * an overloaded object gets the key a 429; an unreachable one lets the request through (fail
- * open) within a bounded allowance. The guarantees are in docs/quotas.md ("When the limiter does
- * not answer").
+ * an overloaded object gets the key a 429; one that fails for good (it cannot open, its own code
+ * throws) a 503; an unreachable one lets the request through (fail open) within a bounded
+ * allowance. The guarantees are in docs/quotas.md ("When the limiter does not answer").
  */
 
 /** What an isolate remembers of a key while its limiter cannot be reached. */
@@ -20,7 +20,18 @@ export interface FallbackState {
   minuteStart: number;
   /** Requests this isolate let through without the object in that minute. */
   admitted: number;
+  /** Start of the UTC day `admittedToday` counts in. */
+  dayStart: number;
+  /** Requests this isolate let through without the object in that day. */
+  admittedToday: number;
 }
+
+const NOTHING_LET_THROUGH: FallbackState = {
+  minuteStart: 0,
+  admitted: 0,
+  dayStart: 0,
+  admittedToday: 0,
+};
 
 type FallbackVerdict =
   | { admit: true; state: FallbackState }
@@ -28,9 +39,9 @@ type FallbackVerdict =
 
 /**
  * Failing open, bounded. While the key's object is unreachable (a real outage, not an overloaded
- * object), an isolate lets through at most the key's per-minute limit per minute window, and
- * nothing for a key it has seen refused or banned until that refusal's retryAt: flooding the
- * object cannot buy a client more than its own plan.
+ * object), an isolate lets through at most the key's per-minute limit per minute window and its
+ * per-day limit per UTC day, and nothing for a key it has seen refused or banned until that
+ * refusal's retryAt: flooding the object cannot buy a client more than its own plan.
  */
 export function fallbackVerdict(
   previous: FallbackState,
@@ -40,21 +51,52 @@ export function fallbackVerdict(
 ): FallbackVerdict {
   if (refusedUntil > now) return { admit: false, reason: "refused_before", retryAt: refusedUntil };
   const minuteStart = now - (now % MINUTE_MS);
+  const dayStart = now - (now % DAY_MS);
   const admitted = previous.minuteStart === minuteStart ? previous.admitted : 0;
+  const admittedToday = previous.dayStart === dayStart ? previous.admittedToday : 0;
+  if (admittedToday >= limits.perDay) {
+    return { admit: false, reason: "allowance_used", retryAt: dayStart + DAY_MS };
+  }
   if (admitted >= limits.perMinute) {
     return { admit: false, reason: "allowance_used", retryAt: minuteStart + MINUTE_MS };
   }
-  return { admit: true, state: { minuteStart, admitted: admitted + 1 } };
+  return {
+    admit: true,
+    state: { minuteStart, admitted: admitted + 1, dayStart, admittedToday: admittedToday + 1 },
+  };
 }
 
 // Per key, what this isolate let through while the key's object was unreachable (a bounded
-// fallback allowance, see fallbackVerdict).
+// fallback allowance, see fallbackVerdict), kept until the day it counts in is over.
 const fallbacks = new ExpiringMap<string, FallbackState>(10_000);
 
-/** Why the key's object gave no decision, and the last refusal this isolate saw for the key. */
+/**
+ * Why the key's object gave no decision, and the last refusal this isolate saw for the key.
+ * `persistentFailure`: the object fails every call the same way (it cannot open, or its own code
+ * throws; see objects/stub-call.ts), with that failure's message; null or absent (a holder of
+ * the release before) for an outage.
+ */
 export interface NoDecision {
   overloaded: boolean;
   refusal: SeenRefusal | null;
+  persistentFailure?: string | null;
+}
+
+// Per key, the minute this isolate last logged the key's object failing for good.
+const persistentFailuresLogged = new ExpiringMap<string, number>(10_000);
+
+/**
+ * Logs that key `keyId`'s object fails for good (with the cause), at most once per key per
+ * minute window in this isolate: the failure repeats on every request until someone acts.
+ */
+export function logPersistentFailure(keyId: string, cause: string, now: number): void {
+  const minuteStart = now - (now % MINUTE_MS);
+  if (persistentFailuresLogged.get(keyId, now) === minuteStart) return;
+  persistentFailuresLogged.set(keyId, minuteStart, minuteStart + MINUTE_MS);
+  log("error", "the key's quota object fails every call; refusing its requests", {
+    keyId,
+    cause,
+  });
 }
 
 /**
@@ -66,10 +108,15 @@ export type AnswerWithoutObject =
   | { admitted: true; quota: "unavailable"; headers: Record<string, string> }
   | { admitted: false; quota: Refusal | "overloaded" | "unavailable"; error: ApiError };
 
+/** How long a request refused because the key's object is overloaded is told to wait (429). */
+export const OVERLOADED_RETRY_MS = 1_000;
+
 /**
  * Overloaded: the key's own traffic is more than its object takes, so the key waits (429), never
- * admitted. Unreachable: a real outage, let through within the fallback allowance, never for a
- * key refused here in the current window.
+ * admitted. Failing for good: nothing can count the request and waiting does not mend it, so it
+ * is no outage: 503 until the minute ends (or the refusal seen here last, while it lasts), never
+ * admitted, logged once a minute. Unreachable: a real outage, let through within the fallback
+ * allowance, never for a key refused here in the current window.
  */
 export function answerWithoutObject(
   keyId: string,
@@ -81,33 +128,43 @@ export function answerWithoutObject(
     const error = new ApiError(
       "rate_limited",
       "Too many requests for this API key right now; wait for Retry-After, then back off exponentially.",
-      { ...fallbackHeaders(limits.perMinute, 0, now + 1000, now), "Retry-After": "1" },
+      {
+        ...fallbackHeaders(limits.perMinute, 0, now + OVERLOADED_RETRY_MS, now),
+        "Retry-After": String(OVERLOADED_RETRY_MS / 1000),
+      },
     );
     return { admitted: false, quota: "overloaded", error };
   }
+  if (why.persistentFailure) {
+    logPersistentFailure(keyId, why.persistentFailure, now);
+    const refusal = why.refusal && why.refusal.retryAt > now ? why.refusal : null;
+    const retryAt = refusal?.retryAt ?? now - (now % MINUTE_MS) + MINUTE_MS;
+    return refusedUntil(
+      retryAt,
+      refusal,
+      limits,
+      now,
+      "The rate limiter cannot count this key's requests; wait for Retry-After.",
+    );
+  }
   const verdict = fallbackVerdict(
-    fallbacks.get(keyId, now) ?? { minuteStart: 0, admitted: 0 },
+    fallbacks.get(keyId, now) ?? NOTHING_LET_THROUGH,
     limits,
     why.refusal?.retryAt ?? 0,
     now,
   );
   if (!verdict.admit) {
-    const quota = why.refusal?.outcome ?? "unavailable";
-    const headers = {
-      ...fallbackHeaders(limits.perMinute, 0, verdict.retryAt, now),
-      "Retry-After": retryAfterSeconds(verdict.retryAt, now),
-    };
-    if (why.refusal)
-      return { admitted: false, quota, error: refusalError(why.refusal.outcome, headers) };
-    log("warn", "quota limiter unreachable; fallback allowance used up", { keyId });
-    const error = new ApiError(
-      "service_unavailable",
+    if (!why.refusal)
+      log("warn", "quota limiter unreachable; fallback allowance used up", { keyId });
+    return refusedUntil(
+      verdict.retryAt,
+      why.refusal,
+      limits,
+      now,
       "The rate limiter is unavailable; wait for Retry-After.",
-      headers,
     );
-    return { admitted: false, quota, error };
   }
-  fallbacks.set(keyId, verdict.state, verdict.state.minuteStart + MINUTE_MS);
+  fallbacks.set(keyId, verdict.state, verdict.state.dayStart + DAY_MS);
   log("warn", "quota limiter unreachable; failing open", { keyId });
   const { minuteStart, admitted } = verdict.state;
   const headers = fallbackHeaders(
@@ -117,6 +174,31 @@ export function answerWithoutObject(
     now,
   );
   return { admitted: true, quota: "unavailable", headers };
+}
+
+/**
+ * A request refused without the object until `retryAt`: with `refusal` (the last one seen for
+ * the key) if there is one, else 503 `service_unavailable` saying `unavailable`.
+ */
+function refusedUntil(
+  retryAt: number,
+  refusal: SeenRefusal | null,
+  limits: Limits,
+  now: number,
+  unavailable: string,
+): Extract<AnswerWithoutObject, { admitted: false }> {
+  const headers = {
+    ...fallbackHeaders(limits.perMinute, 0, retryAt, now),
+    "Retry-After": retryAfterSeconds(retryAt, now),
+  };
+  if (refusal)
+    return {
+      admitted: false,
+      quota: refusal.outcome,
+      error: refusalError(refusal.outcome, headers),
+    };
+  const error = new ApiError("service_unavailable", unavailable, headers);
+  return { admitted: false, quota: "unavailable", error };
 }
 
 // While the limiter is unreachable: each key's re-read answer, reused for a few seconds to spare D1.

@@ -8,7 +8,7 @@ import {
 import { forgetKey } from "../../auth/key-cache";
 import { getKey, policyOf } from "../../db/keys";
 import { everyDay, readUsageDays } from "../../db/usage-history";
-import { clock, DAY_MS, dayName, dayStartOf, isoTime } from "../../lib/clock";
+import { clock, DAY_MS, dayName, dayStartOf, isoTime, MINUTE_MS } from "../../lib/clock";
 import { ApiError } from "../../lib/errors";
 import { ExpiringMap } from "../../lib/expiring-map";
 import type { EnvWith } from "../../lib/hono-env";
@@ -70,7 +70,10 @@ function windowsOf(usage: KeyUsage): WindowStatus[] {
     const limit = w.limit ?? 0;
     return { name, limit, remaining: Math.max(0, limit - w.count), resetAt: w.resetAt, seconds };
   };
-  return [window("minute", usage.minute, 60), window("day", usage.day, DAY_MS / 1000)];
+  return [
+    window("minute", usage.minute, MINUTE_MS / 1000),
+    window("day", usage.day, DAY_MS / 1000),
+  ];
 }
 
 /**

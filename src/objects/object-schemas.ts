@@ -1,0 +1,28 @@
+import { AUTH_SHIELD_SCHEMA } from "./auth-shield";
+import { QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
+import type { ObjectSchema } from "./schema-migrations";
+
+/**
+ * What this release reads and writes of each Durable Object's stored schema, for the
+ * compatibility manifest (compat/release.json) that the rollback and deploy scripts check: a
+ * rollback from release C to release T is safe only when, for every object,
+ * `C.writes <= T.readsThrough`. See docs/architecture.md ("Where a change goes").
+ */
+export interface ObjectSchemaRecord {
+  /** The contract version (`schema_version.version`) this release stores; additions leave it. */
+  writes: number;
+  /** The newest stored contract version this release opens (older ones it migrates up). */
+  readsThrough: number;
+}
+
+const recordOf = (schema: ObjectSchema): ObjectSchemaRecord => ({
+  writes: schema.contract.length,
+  readsThrough: schema.readsThrough,
+});
+
+/** Per Durable Object class; QuotaHolder keeps nothing in storage (0: no schema). */
+export const OBJECT_SCHEMAS = {
+  QuotaLimiter: recordOf(QUOTA_LIMITER_SCHEMA),
+  AuthShield: recordOf(AUTH_SHIELD_SCHEMA),
+  QuotaHolder: { writes: 0, readsThrough: 0 },
+} as const satisfies Record<string, ObjectSchemaRecord>;

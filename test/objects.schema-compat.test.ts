@@ -1,0 +1,203 @@
+// A rollback must leave every Durable Object working: the previous release (its migration lists
+// and the statements its objects run, kept as fixtures in test/fixtures/previous-release/) opens
+// storage this release has migrated and runs its statements on it; and this release opens storage
+// the previous release wrote, keeping its data. See docs/architecture.md ("Where a change goes").
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
+import { AUTH_SHIELD_SCHEMA } from "../src/objects/auth-shield";
+import { OBJECT_SCHEMAS } from "../src/objects/object-schemas";
+import { QUOTA_LIMITER_SCHEMA } from "../src/objects/quota-limiter-schema";
+import {
+  appliedAdditions,
+  migrateSchemaOrThrow,
+  type ObjectSchema,
+  schemaVersion,
+} from "../src/objects/schema-migrations";
+import {
+  type PreviousQuery,
+  QUOTA_LIMITER_QUERIES,
+  USAGE_HISTORY_FORGET,
+  USAGE_TABLE_CLEAR,
+  USAGE_TABLE_QUERIES,
+} from "./fixtures/previous-release/queries";
+import {
+  AUTH_SHIELD_MIGRATIONS as PREVIOUS_AUTH_SHIELD,
+  QUOTA_LIMITER_MIGRATIONS as PREVIOUS_QUOTA_LIMITER,
+  PREVIOUS_RELEASE,
+  migrateSchema as previousMigrateSchema,
+} from "./fixtures/previous-release/schemas";
+import { mockClock, T0 } from "./helpers";
+
+const time = mockClock(T0);
+const POLICY = { perMinute: 50, perDay: 1_000, version: 1, revoked: false };
+let seq = 0;
+
+interface Case {
+  object: keyof typeof OBJECT_SCHEMAS;
+  schema: ObjectSchema;
+  previous: readonly string[];
+  /** Every statement the previous release's object runs, in an order that leaves rows to read. */
+  statements: readonly PreviousQuery[];
+  stub: (name: string) => DurableObjectStub;
+  /** Uses a fresh object of this release so that every table it keeps holds rows. */
+  use: (name: string) => Promise<void>;
+  /** Reads, through this release's object, the minute count it keeps. */
+  minuteCount: (name: string) => Promise<number>;
+}
+
+const CASES: Case[] = [
+  {
+    object: "QuotaLimiter",
+    schema: QUOTA_LIMITER_SCHEMA,
+    previous: PREVIOUS_QUOTA_LIMITER,
+    statements: [
+      ...USAGE_TABLE_QUERIES,
+      ...QUOTA_LIMITER_QUERIES,
+      ...USAGE_HISTORY_FORGET,
+      USAGE_TABLE_CLEAR,
+    ],
+    stub: (name) => env.QUOTA.getByName(name),
+    use: async (name) => {
+      const stub = env.QUOTA.getByName(name);
+      await stub.admit(POLICY);
+      // A lease granted to a location holder: a row in leases with every column set.
+      const { lease } = await stub.admit(POLICY, { want: 4, returning: [] }, `${name}@LHR`);
+      expect(lease).not.toBeNull();
+      await stub.saveUsageHistory();
+    },
+    minuteCount: async (name) => (await env.QUOTA.getByName(name).usage(POLICY)).minute.count,
+  },
+  {
+    object: "AuthShield",
+    schema: AUTH_SHIELD_SCHEMA,
+    previous: PREVIOUS_AUTH_SHIELD,
+    statements: [...USAGE_TABLE_QUERIES, USAGE_TABLE_CLEAR],
+    stub: (name) => env.AUTH_SHIELD.getByName(name),
+    use: async (name) => {
+      await env.AUTH_SHIELD.getByName(name).countRequest(30);
+    },
+    // One more counted request shows the count it kept (remaining = limit - count).
+    minuteCount: async (name) => {
+      const decision = await env.AUTH_SHIELD.getByName(name).countRequest(30);
+      return 30 - decision.windows[0]!.remaining - 1;
+    },
+  },
+];
+
+/** The tables an object keeps (not the runtime's own). */
+const tablesOf = (sql: SqlStorage): string[] =>
+  sql
+    .exec<{ name: string }>(
+      `SELECT name FROM sqlite_master WHERE type = 'table'
+         AND substr(name, 1, 4) != '_cf_' AND substr(name, 1, 7) != 'sqlite_' ORDER BY name`,
+    )
+    .toArray()
+    .map((row) => row.name);
+
+/** Runs each statement as the previous release does; names the one that fails. */
+function runPrevious(sql: SqlStorage, statements: readonly PreviousQuery[]): void {
+  for (const { at, sql: text, params } of statements) {
+    try {
+      sql.exec(text, ...params).toArray();
+    } catch (err) {
+      throw new Error(`${PREVIOUS_RELEASE}'s ${at} fails: ${String(err)}`);
+    }
+  }
+}
+
+/** Additions of every kind the rule allows, on every table the object keeps. */
+function probeAdditions(sql: SqlStorage): ObjectSchema["additions"] {
+  return [
+    ...tablesOf(sql)
+      .filter((t) => t !== "schema_version" && t !== "schema_additions")
+      .flatMap((t) => [
+        { name: `probe_${t}_nullable`, sql: `ALTER TABLE ${t} ADD COLUMN probe_note TEXT` },
+        {
+          name: `probe_${t}_defaulted`,
+          sql: `ALTER TABLE ${t} ADD COLUMN probe_count INTEGER NOT NULL DEFAULT 0`,
+        },
+      ]),
+    {
+      name: "probe_table",
+      sql: `CREATE TABLE IF NOT EXISTS probe (id TEXT PRIMARY KEY, at INTEGER NOT NULL) STRICT;
+        CREATE INDEX IF NOT EXISTS probe_at ON probe (at)`,
+    },
+  ];
+}
+
+describe.each(CASES)("$object across a rollback to the previous release", (c) => {
+  it("stores no contract version the previous release cannot open, and keeps its migrations as shipped", () => {
+    expect(OBJECT_SCHEMAS[c.object]).toEqual({
+      writes: c.schema.contract.length,
+      readsThrough: c.schema.readsThrough,
+    });
+    expect(c.schema.readsThrough).toBeGreaterThanOrEqual(c.schema.contract.length);
+    expect(OBJECT_SCHEMAS[c.object].writes).toBeLessThanOrEqual(c.previous.length);
+    expect(c.schema.contract.slice(0, c.previous.length)).toEqual(c.previous);
+    const names = c.schema.additions.map((a) => a.name);
+    expect(new Set(names).size).toBe(names.length);
+  });
+
+  it("the previous release opens storage this release migrated and used, and runs its statements on it", async () => {
+    const name = `compat-${c.object}-${++seq}`;
+    await c.use(name);
+    await runInDurableObject(c.stub(name), (_, state) => {
+      const { sql } = state.storage;
+      expect(appliedAdditions(sql).sort()).toEqual(c.schema.additions.map((a) => a.name).sort());
+      const tables = tablesOf(sql);
+      previousMigrateSchema(state.storage, c.previous); // its constructor: must not throw
+      expect(schemaVersion(sql)).toBe(OBJECT_SCHEMAS[c.object].writes);
+      expect(tablesOf(sql)).toEqual(tables); // no migration of its ran again
+      runPrevious(sql, c.statements);
+    });
+  });
+
+  it("the previous release ignores additions of every allowed kind; a contract step instead would lock it out", async () => {
+    const name = `compat-probe-${c.object}-${++seq}`;
+    await c.use(name);
+    await runInDurableObject(c.stub(name), (_, state) => {
+      const { sql } = state.storage;
+      const additions = [...c.schema.additions, ...probeAdditions(sql)];
+      migrateSchemaOrThrow(state.storage, { ...c.schema, additions });
+      previousMigrateSchema(state.storage, c.previous);
+      runPrevious(sql, c.statements);
+      // The same change appended to the contract list raises the stored version past it.
+      const bumped = [...c.schema.contract, "CREATE TABLE IF NOT EXISTS probe2 (id TEXT) STRICT"];
+      migrateSchemaOrThrow(state.storage, {
+        ...c.schema,
+        contract: bumped,
+        readsThrough: bumped.length,
+      });
+      expect(() => previousMigrateSchema(state.storage, c.previous)).toThrow(
+        /newer than this code/,
+      );
+    });
+  });
+
+  it("this release opens storage the previous release wrote, keeps its data, and counts on from it", async () => {
+    const name = `compat-back-${c.object}-${++seq}`;
+    await c.use(name);
+    const minuteStart = T0 - (T0 % MINUTE_MS);
+    await runInDurableObject(c.stub(name), (_, state) => {
+      const { sql } = state.storage;
+      // Back to what the previous release alone made of it: its migrations and its rows.
+      for (const table of tablesOf(sql)) sql.exec(`DROP TABLE ${table}`);
+      previousMigrateSchema(state.storage, c.previous);
+      const save = c.statements.find((s) => s.at === "UsageTable.save")!;
+      sql.exec(save.sql, minuteStart, 7, 0, T0 - (T0 % DAY_MS), 9, 0);
+    });
+    await evictDurableObject(c.stub(name));
+    expect(await c.minuteCount(name)).toBe(7);
+    time.now = T0 + 1_000;
+    await c.use(name);
+    await runInDurableObject(c.stub(name), (_, state) => {
+      expect(schemaVersion(state.storage.sql)).toBe(OBJECT_SCHEMAS[c.object].writes);
+      expect(appliedAdditions(state.storage.sql).sort()).toEqual(
+        c.schema.additions.map((a) => a.name).sort(),
+      );
+    });
+    time.now = T0;
+  });
+});
