@@ -8,6 +8,7 @@ import { generateApiKey, keyShapeOf, newKeyId } from "../src/auth/key-format";
 import { fromBase64Url } from "../src/lib/encoding";
 import { signBookmark, verifiedBookmarkOrThrow } from "../src/middleware/d1-session";
 import { AUTH_SHIELD_MIGRATIONS } from "../src/objects/auth-shield";
+import { OBJECT_SCHEMAS } from "../src/objects/object-schemas";
 import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter-schema";
 import { decodeKeyCursorOrThrow, encodeKeyCursor } from "../src/routes/admin/key-views";
 import { decodeCursorOrThrow, encodeCursor } from "../src/routes/pets/cursor";
@@ -61,6 +62,7 @@ describe("compat/release.json: what this release reads and writes", () => {
   });
 
   it("objects: the schema version each object's code migrates to, and opens", () => {
+    expect(manifest.objects).toEqual(OBJECT_SCHEMAS);
     expect(manifest.objects.QuotaLimiter?.writes).toBe(QUOTA_LIMITER_MIGRATIONS.length);
     expect(manifest.objects.AuthShield?.writes).toBe(AUTH_SHIELD_MIGRATIONS.length);
     // The location holder keeps nothing durable (docs/quotas.md).

@@ -21,7 +21,7 @@ export const KEY_REFRESH_AFTER_MS = 25_000;
 export const REFUSED_KEY_CACHE_TTL_MS = CHANGE_APPLIES_WITHIN_MS / 2;
 
 /** A re-read not settled after this long is taken as lost (its request's waitUntil cut short). */
-const REFRESH_GIVEN_UP_AFTER_MS = 10_000;
+export const REFRESH_GIVEN_UP_AFTER_MS = 10_000;
 
 interface Entry {
   match: KeyMatch;

@@ -4,7 +4,7 @@ import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
 import { withDeadline } from "../quota/call-coordination";
-import { permitsToLease, takePermits } from "../quota/lease";
+import { CHANGE_APPLIES_WITHIN_MS, permitsToLease, takePermits } from "../quota/lease";
 import type {
   Admission,
   Lease,
@@ -31,8 +31,11 @@ import { openOrThrow } from "./stub-call";
 import { UsageHistoryTable } from "./usage-history-table";
 import { UsageTable } from "./usage-table";
 
-/** How long a change to the key waits for the location holders it is pushed to. */
-export const PUSH_DEADLINE_MS = 2_000;
+/**
+ * How long a change to the key waits for the location holders it is pushed to: the bound every
+ * change keeps, since a holder stops admitting from its stock when the push reaches it.
+ */
+export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 
 const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
 
@@ -213,11 +216,12 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
     this.#keep(state, previousDay);
     this.#leases.strandUnreported(now);
-    const renewal = {
+    const renewal: Renewal = {
       policyVersion: effective.version,
       revoked: effective.revoked,
       windows,
       granted,
+      now,
     };
     if (id !== undefined) this.#admissions.remember(id, now, renewal);
     return renewal;

@@ -108,6 +108,9 @@ export type AnswerWithoutObject =
   | { admitted: true; quota: "unavailable"; headers: Record<string, string> }
   | { admitted: false; quota: Refusal | "overloaded" | "unavailable"; error: ApiError };
 
+/** How long a request refused because the key's object is overloaded is told to wait (429). */
+export const OVERLOADED_RETRY_MS = 1_000;
+
 /**
  * Overloaded: the key's own traffic is more than its object takes, so the key waits (429), never
  * admitted. Failing for good: nothing can count the request and waiting does not mend it, so it
@@ -125,7 +128,10 @@ export function answerWithoutObject(
     const error = new ApiError(
       "rate_limited",
       "Too many requests for this API key right now; wait for Retry-After, then back off exponentially.",
-      { ...fallbackHeaders(limits.perMinute, 0, now + 1000, now), "Retry-After": "1" },
+      {
+        ...fallbackHeaders(limits.perMinute, 0, now + OVERLOADED_RETRY_MS, now),
+        "Retry-After": String(OVERLOADED_RETRY_MS / 1000),
+      },
     );
     return { admitted: false, quota: "overloaded", error };
   }

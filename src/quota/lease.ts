@@ -31,13 +31,16 @@ export const CHANGE_APPLIES_WITHIN_MS = 2_000;
  */
 export const ISOLATE_LEASE_MS = 1_750;
 
+/** A location holder's stock not renewed is back in the key's object within this long of its grant. */
+export const STOCK_BACK_WITHIN_MS = 5_000;
+
 /**
- * How long a location holder's stock lives (it also ends with its minute window): with the
- * give-back's grace, a stock not renewed is back in the key's object within 5 s of its grant.
- * Changes reach a holder by a push; this is also how long a holder the push missed (or that
- * cannot reach the key's object) goes on admitting from stock.
+ * How long a location holder's stock lives (it also ends with its minute window), so that with
+ * the give-back's grace it is back within STOCK_BACK_WITHIN_MS. Changes reach a holder by a push;
+ * this is also how long a holder the push missed (or that cannot reach the key's object) goes on
+ * admitting from stock.
  */
-export const STOCK_LEASE_MS = 5_000 - GIVE_BACK_GRACE_MS;
+export const STOCK_LEASE_MS = STOCK_BACK_WITHIN_MS - GIVE_BACK_GRACE_MS;
 
 /** A lease takes at most a quarter of the room left in the tighter window… */
 const ROOM_SHARE = 4;

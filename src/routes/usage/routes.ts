@@ -2,7 +2,7 @@ import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
 import { type ApiKeyVariables, authenticate, reauthenticateOrThrow } from "../../auth/api-key";
 import { policyOf } from "../../db/keys";
 import { everyDay, readUsageDays } from "../../db/usage-history";
-import { clock, DAY_MS, dayName, dayStartOf, isoTime } from "../../lib/clock";
+import { clock, DAY_MS, dayName, dayStartOf, isoTime, MINUTE_MS } from "../../lib/clock";
 import { ApiError } from "../../lib/errors";
 import { ExpiringMap } from "../../lib/expiring-map";
 import type { EnvWith } from "../../lib/hono-env";
@@ -64,7 +64,10 @@ function windowsOf(usage: KeyUsage): WindowStatus[] {
     const limit = w.limit ?? 0;
     return { name, limit, remaining: Math.max(0, limit - w.count), resetAt: w.resetAt, seconds };
   };
-  return [window("minute", usage.minute, 60), window("day", usage.day, DAY_MS / 1000)];
+  return [
+    window("minute", usage.minute, MINUTE_MS / 1000),
+    window("day", usage.day, DAY_MS / 1000),
+  ];
 }
 
 /**
@@ -103,7 +106,7 @@ const usageRoute = createRoute({
       headers: RATE_LIMIT_HEADERS,
       content: json(OwnUsageSchema),
     },
-    ...errorResponses(400, 401, 405, 429, 500, 503),
+    ...errorResponses(400, 401, 429, 500, 503),
   },
 });
 

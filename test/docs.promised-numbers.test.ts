@@ -1,0 +1,331 @@
+/// <reference types="vite/client" />
+// The numbers the README and docs/ promise are each written once in the code. Every phrase below
+// that states one is found in the docs, and every number it states equals the constant it
+// promises: changing the constant or the docs' number alone fails here.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import {
+  KEY_CACHE_TTL_MS,
+  KEY_REFRESH_AFTER_MS,
+  REFRESH_GIVEN_UP_AFTER_MS,
+  REFUSED_KEY_CACHE_TTL_MS,
+} from "../src/auth/key-cache";
+import { configOrThrow } from "../src/lib/config";
+import { D1_RETRY_MS } from "../src/objects/alarm-schedule";
+import { HELD_KEY_MAX_AGE_MS } from "../src/objects/holder-key-record";
+import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
+import { PUSH_DEADLINE_MS } from "../src/objects/quota-limiter";
+import { RATE_HORIZON_MS } from "../src/quota/arrival-rate";
+import { OVERLOADED_RETRY_MS } from "../src/quota/fail-open";
+import {
+  CHANGE_APPLIES_WITHIN_MS,
+  GIVE_BACK_GRACE_MS,
+  heldBound,
+  ISOLATE_LEASE_MS,
+  QUIET_STOCK,
+  RENEW_AHEAD_MS,
+  STOCK_BACK_WITHIN_MS,
+  STOCK_LEASE_MS,
+  STOCK_RENEW_AHEAD_MS,
+} from "../src/quota/lease";
+import { PLAN_LIMITS } from "../src/quota/plans";
+import { AUTH_FAILURES_PER_MINUTE, banThreshold } from "../src/quota/windows";
+import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
+
+// Read at transform time by Vite.
+const docs = import.meta.glob<string>(["../README.md", "../docs/*.md"], {
+  query: "?raw",
+  import: "default",
+  eager: true,
+});
+/** The product text: line breaks and Markdown emphasis do not split a phrase. */
+const text = Object.values(docs).join("\n").replaceAll("**", "").replace(/\s+/g, " ");
+
+const S = 1_000;
+const MIN = 60_000;
+const NUMBER = "(\\d+(?:\\.\\d+)?)";
+
+/**
+ * A promised number: its value in the code, the unit the docs state it in (ms per unit; 1 for a
+ * count), and the phrases that state it (`{n}` stands for the number).
+ */
+interface PromisedNumber {
+  name: string;
+  value: number;
+  unit: number;
+  phrases: string[];
+}
+
+const PROMISES: PromisedNumber[] = [
+  {
+    name: "CHANGE_APPLIES_WITHIN_MS",
+    value: CHANGE_APPLIES_WITHIN_MS,
+    unit: S,
+    phrases: [
+      "takes effect within {n} s everywhere",
+      "applies from the key's next request \\(within {n} s everywhere\\)",
+      "takes effect within {n} s everywhere: for",
+      "Location holders: within {n} s\\.",
+      "let in everywhere within {n} s",
+      "asks next, within {n} s\\.",
+      "reaches every location within {n} s for holders",
+    ],
+  },
+  {
+    name: "PUSH_DEADLINE_MS",
+    value: PUSH_DEADLINE_MS,
+    unit: S,
+    phrases: ["waiting at most {n} s for them", "answer by {n} s at most", "waiting {n} s at most"],
+  },
+  {
+    name: "ISOLATE_LEASE_MS",
+    value: ISOLATE_LEASE_MS,
+    unit: S,
+    phrases: [
+      "an isolate's own lease {n} s \\(`ISOLATE_LEASE_MS`\\)",
+      "within {n} s \\(`ISOLATE_LEASE_MS`\\)",
+      "for a lease of {n} s worth of its recent rate",
+      "is given up after {n} s;",
+      "an ask for {n} s of its recent rate",
+      "its lease lives {n} s and is renewed halfway",
+    ],
+  },
+  {
+    name: "ISOLATE_LEASE_MS + GIVE_BACK_GRACE_MS (an isolate's permits back)",
+    value: ISOLATE_LEASE_MS + GIVE_BACK_GRACE_MS,
+    unit: S,
+    phrases: [
+      "within {n} s for an isolate's own lease",
+      "isolate's own lease within {n} s\\)",
+      "within {n} s of the last request in that isolate",
+    ],
+  },
+  {
+    name: "STOCK_LEASE_MS",
+    value: STOCK_LEASE_MS,
+    unit: S,
+    phrases: [
+      "a location holder's stock lives {n} s",
+      "a new {n} s lifetime each",
+      "at least one request every {n} s in a location",
+      "a lease that ends {n} s after the holder's last contact",
+      "stops admitting from stock within {n} s",
+      "for at most {n} s \\(fail closed",
+      "within {n} s where a push was lost",
+      "vouched for in the last {n} s",
+      "at most {n} s at a location the push did not reach",
+    ],
+  },
+  {
+    name: "STOCK_BACK_WITHIN_MS",
+    value: STOCK_BACK_WITHIN_MS,
+    unit: S,
+    phrases: [
+      "How fast stranded permits come back: within {n} s\\.",
+      "within {n} s of the last grant or renewal",
+      "so within {n} s of the last request in that location",
+      "come back within {n} s of the last request",
+      "{n} s in that location\\)",
+    ],
+  },
+  {
+    name: "STOCK_RENEW_AHEAD_MS",
+    value: STOCK_RENEW_AHEAD_MS,
+    unit: S,
+    phrases: ["or {n} s from its expiry"],
+  },
+  {
+    name: "RENEW_AHEAD_MS",
+    value: RENEW_AHEAD_MS,
+    unit: 1,
+    phrases: ["or {n} ms from its expiry"],
+  },
+  {
+    name: "GIVE_BACK_GRACE_MS",
+    value: GIVE_BACK_GRACE_MS,
+    unit: 1,
+    phrases: [
+      "or {n} ms after it if no request came",
+      "{n} ms on \\(`GIVE_BACK_GRACE_MS`\\)",
+      "{n} ms on with no request",
+    ],
+  },
+  {
+    name: "STRANDED_AFTER_MS",
+    value: STRANDED_AFTER_MS,
+    unit: S,
+    phrases: [
+      "a lease not handed back {n} s after its expiry",
+      "{n} s past its expiry \\(`STRANDED_AFTER_MS`\\)",
+      "stranded permits {n} s after their lease's expiry",
+      "\\({n} s after its expiry, not before its minute ends\\)",
+    ],
+  },
+  {
+    name: "HELD_KEY_MAX_AGE_MS",
+    value: HELD_KEY_MAX_AGE_MS,
+    unit: S,
+    phrases: [
+      "reads them from D1 again once the copy is {n} s old",
+      "one {n} s old \\| a secret of the key",
+      "about once per key per location every {n} s",
+      "is then at most {n} s old",
+      "reaches the holders' copies within {n} s",
+    ],
+  },
+  {
+    name: "KEY_CACHE_TTL_MS",
+    value: KEY_CACHE_TTL_MS,
+    unit: S,
+    phrases: [
+      "caches key records \\(by SHA-256 of the key\\) for at most {n} s",
+      "keeps the record until its {n} s are over",
+      "authenticated in the last {n} s\\)",
+    ],
+  },
+  {
+    name: "KEY_REFRESH_AFTER_MS",
+    value: KEY_REFRESH_AFTER_MS,
+    unit: S,
+    phrases: ["and from {n} s on the first request"],
+  },
+  {
+    name: "KEY_CACHE_TTL_MS - KEY_REFRESH_AFTER_MS",
+    value: KEY_CACHE_TTL_MS - KEY_REFRESH_AFTER_MS,
+    unit: S,
+    phrases: ["a key idle for the last {n} s of its record"],
+  },
+  {
+    name: "REFRESH_GIVEN_UP_AFTER_MS",
+    value: REFRESH_GIVEN_UP_AFTER_MS,
+    unit: S,
+    phrases: ["given up after {n} s without an answer"],
+  },
+  {
+    name: "REFUSED_KEY_CACHE_TTL_MS",
+    value: REFUSED_KEY_CACHE_TTL_MS,
+    unit: S,
+    phrases: ["is kept {n} s only"],
+  },
+  {
+    name: "RATE_HORIZON_MS",
+    value: RATE_HORIZON_MS,
+    unit: S,
+    phrases: ["on average over the last {n} s"],
+  },
+  {
+    name: "OVERLOADED_RETRY_MS",
+    value: OVERLOADED_RETRY_MS,
+    unit: S,
+    phrases: ["with `Retry-After: {n}`; the request is not admitted"],
+  },
+  {
+    name: "D1_RETRY_MS",
+    value: D1_RETRY_MS,
+    unit: MIN,
+    phrases: ["tries again {n} minutes later", "the object retries every {n} minutes"],
+  },
+  {
+    name: "BAN_MINUTES",
+    value: configOrThrow(env).BAN_MINUTES * MIN,
+    unit: MIN,
+    phrases: [
+      "ban the key for {n} minutes",
+      "bans the key for {n} minutes",
+      "banned for {n} minutes",
+    ],
+  },
+  {
+    name: "banThreshold's floor",
+    value: banThreshold(0),
+    unit: 1,
+    phrases: [
+      "the per-minute limit \\(at least {n}\\)",
+      "more than `max\\({n}, perMinute\\)` times",
+    ],
+  },
+  {
+    name: "AUTH_FAILURES_PER_MINUTE",
+    value: AUTH_FAILURES_PER_MINUTE,
+    unit: 1,
+    phrases: [
+      "{n} guesses a minute",
+      "{n} wrong admin tokens a minute",
+      "\\({n} a minute per address\\)",
+      'failed-authentication window, `RateLimit-Policy: "minute";q={n};w=60`',
+    ],
+  },
+  {
+    name: "USAGE_READS_PER_MINUTE",
+    value: USAGE_READS_PER_MINUTE,
+    unit: 1,
+    phrases: ["{n} usage reads per key and minute"],
+  },
+  {
+    name: "QUIET_STOCK",
+    value: QUIET_STOCK,
+    unit: 1,
+    phrases: ["\\({n} permits, `QUIET_STOCK`\\)"],
+  },
+];
+
+/** The numbers each phrase states, in the promise's unit, in the docs' order. */
+function statedIn(doc: string, promise: PromisedNumber): Map<string, number[]> {
+  const stated = new Map<string, number[]>();
+  for (const phrase of promise.phrases) {
+    const pattern = new RegExp(phrase.replaceAll("{n}", NUMBER), "g");
+    stated.set(
+      phrase,
+      [...doc.matchAll(pattern)].map((m) => Number(m[1]) * promise.unit),
+    );
+  }
+  return stated;
+}
+
+describe("numbers the docs promise, each from its one constant", () => {
+  for (const promise of PROMISES) {
+    it(`${promise.name}: every phrase that states it is in the docs, with its value`, () => {
+      for (const [phrase, numbers] of statedIn(text, promise)) {
+        expect(numbers.length, `"${phrase}" in README.md or docs/`).toBeGreaterThan(0);
+        for (const n of numbers)
+          expect(n, `"${phrase}" states ${promise.name}`).toBe(promise.value);
+      }
+    });
+  }
+
+  it("heldBound: max(N, ⌊perMinute/M⌋) as the docs write it, and each plan's bound they name", () => {
+    const formulas = [...text.matchAll(/max\((\d+), ⌊perMinute\/(\d+)⌋\)/g)];
+    expect(formulas.length, "max(N, ⌊perMinute/M⌋) in the docs").toBeGreaterThan(1);
+    for (const [formula, floor, share] of formulas) {
+      for (let perMinute = 0; perMinute <= 2_000; perMinute++) {
+        const stated = Math.max(Number(floor), Math.floor(perMinute / Number(share)));
+        expect(stated, `${formula} at ${perMinute} a minute`).toBe(
+          heldBound({ perMinute, perDay: 1 }),
+        );
+      }
+    }
+    const plans = text.match(
+      /`heldBound`: (\d+) for a free key, (\d+) for pro, (\d+) for business/,
+    );
+    expect(plans, "the plans' bounds in docs/quotas.md").not.toBeNull();
+    expect(plans!.slice(1).map(Number)).toEqual(
+      [PLAN_LIMITS.free, PLAN_LIMITS.pro, PLAN_LIMITS.business].map(heldBound),
+    );
+    for (const free of text.matchAll(/\((\d+) for a free key\)/g))
+      expect(Number(free[1]), free[0]).toBe(heldBound(PLAN_LIMITS.free));
+  });
+
+  it("the docs' numbers are read as stated: a changed number or a changed constant fails", () => {
+    const promise = PROMISES.find((p) => p.name === "STOCK_LEASE_MS")!;
+    const changed = text.replace(
+      "a location holder's stock lives 4.75 s",
+      "a location holder's stock lives 5 s",
+    );
+    const numbers = statedIn(changed, promise).get("a location holder's stock lives {n} s")!;
+    expect(numbers).toEqual([5_000]);
+    expect(numbers[0]).not.toBe(promise.value);
+    expect(
+      statedIn(text, { ...promise, value: 1 }).get("a location holder's stock lives {n} s"),
+    ).toEqual([STOCK_LEASE_MS]);
+  });
+});
