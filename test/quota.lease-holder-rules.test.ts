@@ -3,6 +3,7 @@
 // and how unused permits are kept to go back.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { MINUTE_MS } from "../src/lib/clock";
 import { leaseWanted } from "../src/quota/arrival-rate";
 import {
   GIVE_BACK_GRACE_MS,
@@ -12,8 +13,10 @@ import {
 } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type {
+  Admission,
   Lease,
   LeaseRequest,
+  Renewal,
   RenewalRequest,
   ReturnedLease,
 } from "../src/quota/lease-messages";
@@ -612,5 +615,41 @@ describe("refills (a location holder's stock when a minute begins)", () => {
     expect(next, "nothing held off").not.toBeNull();
     expect(await next).toBe(false);
     expect(renewals).toHaveLength(2);
+  });
+});
+
+describe("a holder whose clock runs behind the key's object's", () => {
+  /** Calls to `stub` made while the object's clock reads `aheadMs` later than the holder's. */
+  function objectAhead(stub: Stub, policy: Policy, aheadMs: number): LeaseCalls {
+    const ahead = async (call: () => Promise<unknown>): Promise<unknown> => {
+      time.now += aheadMs;
+      try {
+        return await call();
+      } finally {
+        time.now -= aheadMs;
+      }
+    };
+    return {
+      admit: (request) => ahead(() => stub.admit(policy, request)) as Promise<Admission>,
+      giveBack: async (returned) => void (await ahead(() => stub.returnLease(returned))),
+      renew: (request) => ahead(() => stub.renewLease(policy, request)) as Promise<Renewal>,
+    };
+  }
+
+  it("stops admitting from a lease when the lease ends by the object's clock, not its own", async () => {
+    const stub = newObject();
+    const policy = policyWith(20, 1_000);
+    const behindMs = 2_000;
+    const calls = objectAhead(stub, policy, behindMs);
+    const holder = new LeaseHolder();
+    // 59 s into the object's minute: a lease granted now ends with that minute, at T0 + 60 s.
+    time.now = T0 + 59_000 - behindMs;
+    await holdLease(holder, policy, calls);
+    // The object's clock has passed the lease's end (and the minute's); the holder's has not.
+    time.now = T0 + 60_100 - behindMs;
+    const decided = await holder.admit(policy, calls);
+    expect(decided.local, "admitted from a lease that had ended").toBe(false);
+    const minute = decided.decision.windows.find((w) => w.name === "minute")!;
+    expect(minute.resetAt, "decided in the object's new minute").toBe(T0 + 2 * MINUTE_MS);
   });
 });

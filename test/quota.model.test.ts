@@ -59,7 +59,7 @@ describe("the quota protocol as a model (fast-check commands against the real ti
           return world;
         }, cmds);
         const { model, real } = world!;
-        await settleAndBill(model, real, time);
+        await settleAndBill(model, real);
         if (model.violations.length)
           throw new Error(`invariant broken at the end:\n${model.violations.join("\n")}`);
       },

@@ -84,6 +84,20 @@ describe("rollWindows", () => {
     });
   });
 
+  it("only moves forward: a clock that steps back stays in the windows it reached", () => {
+    // An NTP correction takes the clock from the new minute back into the one before (and from
+    // the new day into the day before): the windows it reached keep their counts.
+    const newMinute = rollWindows(s, T0 + MINUTE_MS);
+    expect(rollWindows(newMinute, T0 + MINUTE_MS - 2)).toBe(newMinute);
+    const newDay = { ...s, minuteStart: MIDNIGHT, dayStart: MIDNIGHT, dayCount: 3, minuteCount: 3 };
+    expect(rollWindows(newDay, MIDNIGHT - 1)).toBe(newDay);
+    // And a request decided meanwhile is counted in them, under their limits.
+    const full = { ...s, minuteStart: T0 + MINUTE_MS, minuteCount: 10 };
+    const { decision } = decide(full, policy(10, 1000), T0 + MINUTE_MS - 500, BAN_MS);
+    expect(decision.outcome).toBe("rate_limited");
+    expect(retryAtOf(decision)).toBe(T0 + 2 * MINUTE_MS);
+  });
+
   it("aligns an empty state to the current windows", () => {
     const r = rollWindows(EMPTY_USAGE, T0 + 12_345);
     expect(r).toMatchObject({ minuteStart: T0, dayStart: DAY0, minuteCount: 0, dayCount: 0 });

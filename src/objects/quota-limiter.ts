@@ -189,7 +189,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
     this.#keep(state, previousDay);
     this.#leases.strandUnreported(now);
-    return { policyVersion: effective.version, revoked: effective.revoked, windows, granted };
+    return { policyVersion: effective.version, revoked: effective.revoked, windows, granted, now };
   }
 
   /** The windows at `now`, with the `returning` leases taken back. */

@@ -48,13 +48,33 @@ interface HeldLease extends LeaseInUse {
   used: number;
 }
 
+/**
+ * When a lease ends by this holder's own clock. A lease never outlives the minute it was counted
+ * in (quota/lease.ts), and the holder must not admit from it once that minute is over by the
+ * object's clock, whatever its own reads: the object then admits a whole new minute. So the time
+ * the minute had left when the object answered (`answer.now`) is counted from `sentAt`, when this
+ * holder asked (before the answer, whatever the two clocks read), and the lease ends then if that
+ * comes before its expiry. With clocks that agree this changes nothing but for a lease that ends
+ * with its minute, which ends a round trip early. An answer that does not say when it was given
+ * (an object of an earlier release) is read by the object's expiry.
+ */
+export function localExpiry(
+  granted: Lease,
+  answer: { now?: number; windows: WindowStatus[] },
+  sentAt: number,
+): number {
+  const minuteEnd = answer.windows.find((w) => w.name === "minute")?.resetAt;
+  if (answer.now === undefined || minuteEnd === undefined) return granted.expiresAt;
+  return Math.min(granted.expiresAt, sentAt + Math.max(0, minuteEnd - answer.now));
+}
+
 /** A lease the object has just granted under policy `policyVersion`, none of it used yet. */
-function heldLease(granted: Lease, policyVersion: number): HeldLease {
+function heldLease(granted: Lease, policyVersion: number, expiresAt: number): HeldLease {
   return {
     id: granted.id,
     left: granted.permits,
     lastGrant: granted.permits,
-    expiresAt: granted.expiresAt,
+    expiresAt,
     policyVersion,
     used: 0,
   };
@@ -79,6 +99,8 @@ interface SentRenewal {
   windows: WindowStatus[];
   /** `#changes` then. */
   changes: number;
+  /** When it was sent, by this holder's clock. */
+  at: number;
 }
 
 /**
@@ -358,6 +380,7 @@ export class LeaseHolder {
       admitted: this.#windows.admittedSinceContact,
       windows: this.#windows.atContact,
       changes: this.#changes,
+      at: now,
     };
     return this.#sendRenewal(
       renew,
@@ -405,12 +428,12 @@ export class LeaseHolder {
     this.#retireLease(policy, now);
     const changes = this.#changes;
     return this.#sendRenewal(renew, { leaseId: "", want: this.#stock, holding: 0 }, (answer) =>
-      this.#refilled(answer, policy, changes),
+      this.#refilled(answer, policy, changes, now),
     );
   }
 
   /** Applies a refill's answer (see `refill`); permits it cannot use go to the ones to hand back. */
-  #refilled(answer: Renewal, policy: Policy, changes: number): boolean {
+  #refilled(answer: Renewal, policy: Policy, changes: number, sentAt: number): boolean {
     const { granted } = answer;
     this.#windows.contact(answer.windows);
     const changed = this.#changes !== changes;
@@ -422,7 +445,7 @@ export class LeaseHolder {
       this.#noLeaseUntilMinuteEnds(answer.windows);
       return false;
     }
-    this.#lease = heldLease(granted, answer.policyVersion);
+    this.#lease = heldLease(granted, answer.policyVersion, localExpiry(granted, answer, sentAt));
     return true;
   }
 
@@ -450,7 +473,7 @@ export class LeaseHolder {
     if (inUse && granted.id === lease.id) {
       lease.left += granted.permits;
       lease.lastGrant = granted.permits;
-      lease.expiresAt = granted.expiresAt;
+      lease.expiresAt = localExpiry(granted, answer, sent.at);
       return true;
     }
     if (!inUse) {
@@ -460,7 +483,7 @@ export class LeaseHolder {
     }
     // A new lease (the one in use was of an earlier minute): the old one's rest goes back.
     this.#keepToReturn(returnOf(lease));
-    this.#lease = heldLease(granted, answer.policyVersion);
+    this.#lease = heldLease(granted, answer.policyVersion, localExpiry(granted, answer, sent.at));
     return true;
   }
 
@@ -472,9 +495,10 @@ export class LeaseHolder {
 
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
     const changes = this.#changes;
+    const sentAt = clock.now();
     return this.#calls.exclusively(
       calls.admit(request).then(
-        (admission) => this.#contact(admission, request.want, changes),
+        (admission) => this.#contact(admission, request.want, changes, sentAt),
         (err: unknown) => {
           // The object may not have taken it back; a repeated return is credited once.
           for (const r of request.returning) this.#keepToReturn(r);
@@ -488,17 +512,18 @@ export class LeaseHolder {
     return this.#calls.plain(() =>
       calls
         .admit({ want: 0, returning: [] })
-        .then((admission) => this.#contact(admission, 0, this.#changes)),
+        .then((admission) => this.#contact(admission, 0, this.#changes, 0)),
     );
   }
 
   /**
-   * Applies the object's answer to a call sent when `#changes` was `changes`. A lease it grants
+   * Applies the object's answer to a call sent when `#changes` was `changes`, at `sentAt` (by
+   * this holder's clock; a lease it grants ends by it, see `localExpiry`). A lease it grants
    * is not used when the key changed meanwhile (a plan change or revocation pushed while the
    * answer was on its way): requests that arrive after the change must not be admitted under
    * the old policy, so its permits go back instead.
    */
-  #contact(admission: Admission, wanted: number, changes: number): HolderDecision {
+  #contact(admission: Admission, wanted: number, changes: number, sentAt: number): HolderDecision {
     const { lease, ...decision } = admission;
     if (decision.outcome === "revoked") {
       this.#lease = null;
@@ -511,7 +536,8 @@ export class LeaseHolder {
     }
     const changed = this.#changes !== changes;
     if (lease && changed) this.#keepToReturn({ id: lease.id, unused: lease.permits });
-    else if (lease) this.#lease = heldLease(lease, decision.policyVersion);
+    else if (lease)
+      this.#lease = heldLease(lease, decision.policyVersion, localExpiry(lease, decision, sentAt));
     this.#windows.contact(decision.windows);
     const leaseGranted = lease !== null && !changed;
     return { decision: this.#windows.show(decision), local: false, leaseGranted, renewal: null };

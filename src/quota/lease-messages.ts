@@ -55,6 +55,12 @@ export interface Renewal {
   revoked: boolean;
   windows: WindowStatus[];
   granted: Lease | null;
+  /**
+   * The object's clock when it answered: the holder ends the lease by its own clock, its lifetime
+   * left at `now` after it asked (see localExpiry in lease-holder.ts). Absent from an object of an
+   * earlier release.
+   */
+  now?: number;
 }
 
 /**

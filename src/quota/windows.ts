@@ -63,9 +63,14 @@ export const EMPTY_USAGE: UsageState = {
   bannedUntil: 0,
 };
 
+/**
+ * The windows at `now`. They only move forward: a clock that steps back (an NTP correction) stays
+ * in the windows it already reached, with their counts, rather than starting an earlier window
+ * afresh and admitting its whole limit again.
+ */
 export function rollWindows(s: UsageState, now: number): UsageState {
-  const minuteStart = now - (now % MINUTE_MS);
-  const dayStart = now - (now % DAY_MS);
+  const minuteStart = Math.max(s.minuteStart, now - (now % MINUTE_MS));
+  const dayStart = Math.max(s.dayStart, now - (now % DAY_MS));
   if (minuteStart === s.minuteStart && dayStart === s.dayStart) return s;
   const next = { ...s };
   if (minuteStart !== s.minuteStart)

@@ -6,7 +6,14 @@
 export const ADMISSIONS_COUNTED_ONCE = false;
 
 /** Item 5: windows only move forward; a clock that steps back (or runs behind) reopens none. */
-export const WINDOWS_ONLY_MOVE_FORWARD = false;
+export const WINDOWS_ONLY_MOVE_FORWARD = true;
 
 /** Item 6: X-RateLimit-Remaining is exact in one location, and within heldBound below across them. */
 export const REMAINING_EXACT = false;
+
+/**
+ * A lease an isolate stops using because of a change made there (dropLease) is handed back (with
+ * what it served) even if no request follows; until then its served requests can be billed as
+ * stranded.
+ */
+export const DROPPED_LEASES_HANDED_BACK = false;

@@ -29,8 +29,10 @@ export interface ArmedFault {
 }
 
 /** A call or an answer held back, released by the model (or when the run heals). */
-interface Held {
+export interface Held {
   label: string;
+  /** Fake time when it was held. */
+  heldAt: number;
   release: () => void;
   /** The object that made the call (null: an isolate, the test): released in its context. */
   caller: Caller | null;
@@ -156,7 +158,9 @@ export class Network {
     const generation = this.#generation;
     this.#inFlight--;
     const caller = this.#caller();
-    await new Promise<void>((release) => this.held.push({ label, release, caller }));
+    await new Promise<void>((release) =>
+      this.held.push({ label, heldAt: this.#now(), release, caller }),
+    );
     this.#events++;
     if (generation === this.#generation) this.#inFlight++;
   }
@@ -254,6 +258,14 @@ export class Network {
     return due.length;
   }
 
+  /** When the next sleep or deadline ends (null: none). */
+  nextWake(): number | null {
+    return this.sleeping.reduce<number | null>(
+      (soonest, s) => (soonest === null || s.at < soonest ? s.at : soonest),
+      null,
+    );
+  }
+
   #caller(): Caller | null {
     return this.#callerOf?.() ?? null;
   }
@@ -269,13 +281,17 @@ export class Network {
   }
 
   /** Releases the `index`-th held call or answer (modulo how many are held); false: none held. */
-  async release(index: number): Promise<string | null> {
+  async release(index: number): Promise<Held | null> {
     if (this.held.length === 0) return null;
     const [h] = this.held.splice(index % this.held.length, 1);
+    this.onRelease?.(h!);
     // A call an object made goes on in that object's context (workerd refuses I/O across them).
     await this.#inContextOf(h!.caller, h!.release);
-    return h!.label;
+    return h!;
   }
+
+  /** Told of each release (the model notes what a late call may cost). */
+  onRelease: ((held: Held) => void) | null = null;
 
   /**
    * Tells the network which object is making a call (from the objects' own context, see

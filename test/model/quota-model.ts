@@ -12,6 +12,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import fc from "fast-check";
 import { vi } from "vitest";
 import { clock, DAY_MS, dayName, MINUTE_MS } from "../../src/lib/clock";
+import { STRANDED_AFTER_MS } from "../../src/objects/lease-ledger";
 import { holderName, QuotaHolder } from "../../src/objects/quota-holder";
 import { QuotaLimiter } from "../../src/objects/quota-limiter";
 import { type AdmitResult, QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
@@ -19,7 +20,12 @@ import { bindingWindow } from "../../src/quota/headers";
 import { heldBound, ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../../src/quota/lease";
 import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { Policy } from "../../src/quota/windows";
-import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
+import {
+  ADMISSIONS_COUNTED_ONCE,
+  DROPPED_LEASES_HANDED_BACK,
+  REMAINING_EXACT,
+  WINDOWS_ONLY_MOVE_FORWARD,
+} from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 
 export const LOCATIONS = ["AMS", "FRA", "SIN"] as const;
@@ -62,6 +68,8 @@ interface Change {
   policy: Policy;
   /** When the admin API's push was answered (true time), null while in flight. */
   answeredAt: number | null;
+  /** The model's event count then (orders it before or after a request sent at the same instant). */
+  answeredSeq: number;
   /** A push to a location holder was faulted (lost or held): holders may admit from stock for STOCK_LEASE_MS. */
   pushFaulted: boolean;
 }
@@ -85,8 +93,10 @@ export interface QuotaModel {
   trueNow: number;
   /** The key's object's clock reads trueNow + this (negative after a step back). */
   objectSkewMs: number;
-  /** The latest clock reading any tier made: windows are judged by it (they only move forward). */
+  /** The latest clock reading any tier made. */
   latestClock: number;
+  /** The latest minute window any decision was made in (windows only move forward). */
+  latestMinute: number;
   policy: Policy;
   /** Every policy the key had, and from when (true time). */
   policies: { policy: Policy; from: number }[];
@@ -95,7 +105,7 @@ export interface QuotaModel {
   servedInDay: Tally;
   /** Requests whose decision never came back (the Worker fails open for them). */
   unreached: number;
-  /** Calls that reached the object twice (a duplicate, or lost after it acted and retried). */
+  /** Permits counted twice by calls that reached the object twice (a duplicate, or lost after it acted and retried). */
   deliveredTwice: number;
   /** A holder or isolate went away holding permits: the requests it served since its last report are billed as stranded. */
   reportsLost: boolean;
@@ -103,6 +113,8 @@ export interface QuotaModel {
   locationsInMinute: Map<number, Set<string>>;
   /** Requests sent and not answered yet. */
   inFlight: number;
+  /** Counts events (requests sent, changes answered), to order those at the same instant. */
+  seq: number;
   violations: string[];
   log: string[];
 }
@@ -174,10 +186,19 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
         );
         isolates.push({ index: isolates.length, location, leases, client, policy, skewMs: 0 });
       }
+    net.onRelease = (held) => {
+      // A lease's report held past its settling deadline: what it served is billed as stranded.
+      if (
+        /\.(returnLease|renewLease|giveBack)$/.test(held.label) &&
+        time.now - held.heldAt >= STRANDED_AFTER_MS
+      )
+        model.reportsLost = true;
+    };
     const model: QuotaModel = {
       trueNow: start,
       objectSkewMs: 0,
       latestClock: start,
+      latestMinute: 0,
       policy,
       policies: [{ policy, from: start }],
       changes: [],
@@ -188,6 +209,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       reportsLost: false,
       locationsInMinute: new Map(),
       inFlight: 0,
+      seq: 0,
       violations: [],
       log: [],
     };
@@ -225,8 +247,14 @@ interface Sent {
   iso: Isolate;
   at: number;
   clockAt: number;
-  /** The latest clock reading when it was sent (windows before it are over). */
-  latestClock: number;
+  /** The model's event count when it was sent. */
+  seq: number;
+  /**
+   * A minute it can no longer be decided in: the one before the latest minute any decision was
+   * made in, and the one before the key's object's clock (a holder behind the object's clock
+   * must not decide in it).
+   */
+  over: number;
   /** Requests in flight anywhere when it was sent. */
   concurrent: number;
   /** Isolates holding permits of their own when it was sent. */
@@ -242,8 +270,15 @@ function onAnswer(m: QuotaModel, r: QuotaReal, sent: Sent, result: AdmitResult):
   }
   result.afterResponse?.catch(() => undefined);
   const d = result.decision;
-  if (d.outcome !== "allowed") return;
   const minute = d.windows.find((w) => w.name === "minute")!;
+  // Windows only move forward: no decision in a minute over when the request was sent.
+  if (WINDOWS_ONLY_MOVE_FORWARD && minute.resetAt - MINUTE_MS <= sent.over)
+    violation(
+      m,
+      `request of isolate ${iso.index} sent at ${new Date(sent.clockAt).toISOString()}: decided in minute ${new Date(minute.resetAt - MINUTE_MS).toISOString()}, already over`,
+    );
+  m.latestMinute = Math.max(m.latestMinute, minute.resetAt - MINUTE_MS);
+  if (d.outcome !== "allowed") return;
   const day = d.windows.find((w) => w.name === "day")!;
   const minuteStart = minute.resetAt - MINUTE_MS;
   const dayStart = day.resetAt - DAY_MS;
@@ -262,16 +297,13 @@ function onAnswer(m: QuotaModel, r: QuotaReal, sent: Sent, result: AdmitResult):
   if (inDay > dayLimits.perDay)
     violation(m, `${at}: day ${dayName(dayStart)} admitted ${inDay} > ${dayLimits.perDay}`);
 
-  // Windows only move forward: a decision is never made in a window that ended before it was sent.
-  if (WINDOWS_ONLY_MOVE_FORWARD && minute.resetAt <= minuteOf(sent.latestClock))
-    violation(m, `${at}: decided in minute ${new Date(minuteStart).toISOString()}, already over`);
-
   // No request sent after a change's bound is admitted under the old policy.
   const local = iso.leases.fromLease.has(d);
   for (const c of m.changes) {
     if (c.answeredAt === null) continue;
     const bound = local ? ISOLATE_LEASE_MS : c.pushFaulted ? STOCK_LEASE_MS : 0;
-    if (sent.at >= c.answeredAt + bound && d.policyVersion < c.policy.version)
+    const after = sent.seq > c.answeredSeq && sent.at >= c.answeredAt + bound;
+    if (after && d.policyVersion < c.policy.version)
       violation(
         m,
         `${at}: admitted under policy ${d.policyVersion}${local ? " (isolate lease)" : ""}, ${bound} ms after change to ${c.policy.version} was answered`,
@@ -292,7 +324,8 @@ function onAnswer(m: QuotaModel, r: QuotaReal, sent: Sent, result: AdmitResult):
       if (shown !== truth) violation(m, `${at}: Remaining ${shown}, truth ${truth} (one location)`);
     } else {
       const bound = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS).bound;
-      if (shown < truth - bound - m.inFlight - sent.concurrent)
+      const twice = ADMISSIONS_COUNTED_ONCE ? 0 : m.deliveredTwice;
+      if (shown < truth - bound - m.inFlight - sent.concurrent - twice)
         violation(m, `${at}: Remaining ${shown} more than heldBound ${bound} below truth ${truth}`);
     }
   }
@@ -333,7 +366,7 @@ async function checkObject(m: QuotaModel, r: QuotaReal): Promise<void> {
  * back or left to strand, and time passes until every lease is settled. Then the bill: every
  * served request billed once as admitted; permits counted and never served only as stranded.
  */
-export async function settleAndBill(m: QuotaModel, r: QuotaReal, time: { now: number }) {
+export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
   await r.net.heal();
   await r.net.settle();
   await Promise.all([...r.pending]);
@@ -344,11 +377,8 @@ export async function settleAndBill(m: QuotaModel, r: QuotaReal, time: { now: nu
     );
   for (const location of LOCATIONS)
     await env.QUOTA_HOLDER.getByName(holderName(r.keyId, location)).giveBack(r.keyId);
-  for (let i = 0; i < 8; i++) {
-    advance(m, time, 15_000);
-    await r.net.wakeDue();
-    await r.net.settle();
-  }
+  await passTime(m, r, 2 * MINUTE_MS);
+  await r.net.settle();
   const object = env.QUOTA.getByName(r.keyId);
   const { usage, days } = await object.report();
   const twice = ADMISSIONS_COUNTED_ONCE ? 0 : m.deliveredTwice;
@@ -379,6 +409,24 @@ function advance(m: QuotaModel, time: { now: number }, ms: number): void {
   m.trueNow += ms;
   time.now += ms;
   m.latestClock = Math.max(m.latestClock, time.now);
+}
+
+/**
+ * Moves time on by `ms`, as real time passes: each sleep and deadline wakes at its own time, and
+ * the work it starts runs (until it waits for something) before time moves on past it.
+ */
+async function passTime(m: QuotaModel, r: QuotaReal, ms: number): Promise<void> {
+  const clockNow = runTime.now;
+  const target = clockNow + ms;
+  for (;;) {
+    const next = r.net.nextWake();
+    if (next === null || next > target) break;
+    if (next > runTime.now) advance(m, runTime, next - runTime.now);
+    await r.net.wakeDue();
+    await r.net.settle();
+  }
+  if (target > runTime.now) advance(m, runTime, target - runTime.now);
+  await r.net.wakeDue();
 }
 
 // ------------------------------------------------------------------ commands
@@ -412,7 +460,8 @@ function send(m: QuotaModel, r: QuotaReal, iso: Isolate): void {
     iso,
     at: m.trueNow,
     clockAt: now + iso.skewMs,
-    latestClock: m.latestClock,
+    over: Math.max(m.latestMinute, minuteOf(runTime.now)) - MINUTE_MS,
+    seq: ++m.seq,
     concurrent: m.inFlight,
     leasesHeld: r.isolates.filter((i) => i.leases.unusedPermits > 0).length,
   };
@@ -459,8 +508,7 @@ class Advance extends Step {
         : this.to === "minuteEnd"
           ? minuteOf(now) + MINUTE_MS + this.ms
           : dayOf(now) + DAY_MS + this.ms;
-    advance(m, time(r), Math.max(1, target - now));
-    await r.net.wakeDue();
+    await passTime(m, r, Math.max(1, target - now));
   }
 }
 
@@ -515,7 +563,8 @@ class Arm extends Step {
       (this.fault === "duplicate" || this.fault === "loseAfter") &&
       ["admit", "renewLease", "authenticateAndAdmit"].includes(this.method)
     )
-      m.deliveredTwice++;
+      // A request counted twice, or a renewal's grant (at most heldBound) granted twice.
+      m.deliveredTwice += this.method === "renewLease" ? heldBound(m.policy) : 1;
   }
 }
 
@@ -543,6 +592,8 @@ class Evict extends Step {
   }
   async act(m: QuotaModel, r: QuotaReal) {
     await r.net.settle();
+    // An object with a call held in it cannot be evicted (it still has active references).
+    if (r.net.held.length > 0) return;
     if (this.target === "object") {
       await evictIfRunning(r.net.uncounted(env.QUOTA, r.keyId));
       return;
@@ -594,15 +645,17 @@ class ChangeKey extends Step {
     const policy: Policy = { ...limits, revoked, version: p.version + 1 };
     m.policy = policy;
     m.policies.push({ policy, from: m.trueNow });
-    const change: Change = { policy, answeredAt: null, pushFaulted: false };
+    const change: Change = { policy, answeredAt: null, answeredSeq: 0, pushFaulted: false };
     m.changes.push(change);
     const firedBefore = r.net.fired.length;
     // As the admin API does: the isolate making the change drops its lease, then pushes.
     const maker = r.isolates[0]!;
+    if (!DROPPED_LEASES_HANDED_BACK && maker.leases.unusedPermits > 0) m.reportsLost = true;
     maker.policy = policy;
     const push = maker.client.configureOrThrow(policy).then(
       () => {
         change.answeredAt = m.trueNow;
+        change.answeredSeq = ++m.seq;
         change.pushFaulted = r.net.fired.slice(firedBefore).some((f) => f.includes(".keyChanged"));
         for (const iso of r.isolates) if ((this.learn >> iso.index) & 1) iso.policy = policy;
       },
