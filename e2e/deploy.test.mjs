@@ -159,6 +159,23 @@ describe("what each release reads and writes (compat/)", () => {
     assert.deepEqual(unreadableByTarget(current.manifest, previous.manifest), []);
   });
 
+  it("npm run rehearse:rollback: --help, and a previous release that is not a commit, before any work", () => {
+    const rehearse = (...args) =>
+      spawnSync(process.execPath, ["scripts/rehearse-rollback.mjs", ...args], {
+        cwd: ROOT,
+        encoding: "utf8",
+      });
+    const help = rehearse("--help");
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /--previous <commit>[\s\S]*--current <commit\|worktree>/);
+    const bad = rehearse("--previous", "not-a-commit-anywhere");
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /--previous not-a-commit-anywhere is not a commit of this repository/);
+    const unknown = rehearse("--everything");
+    assert.equal(unknown.status, 2);
+    assert.match(unknown.stderr, /Usage: npm run rehearse:rollback/);
+  });
+
   it("a contracting D1 migration, a cursor or bookmark format the target lacks, are named", () => {
     const base = fixture("abaefec");
     const next = structuredClone(base);
