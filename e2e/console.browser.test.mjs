@@ -9,12 +9,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import puppeteer from "puppeteer-core";
-import { ROOT, startApi } from "../scripts/lib/local-server.mjs";
+import { ROOT, startApiOnFreePorts } from "../scripts/lib/local-server.mjs";
 import { waitForRoomInDay } from "./helpers.mjs";
 
-// This test's own ports (wrangler dev and its inspector), apart from `npm run dev`'s 8787.
-const PORT = Number(process.env.CONSOLE_TEST_PORT ?? 8840);
-const INSPECTOR_PORT = Number(process.env.CONSOLE_TEST_INSPECTOR_PORT ?? 9340);
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS;
 const STEP_MS = 15_000;
@@ -31,7 +28,8 @@ const failedResponses = [];
 const consoleErrors = [];
 
 before(async () => {
-  api = await startApi({ port: PORT, inspectorPort: INSPECTOR_PORT, localObservability: false });
+  // Free ports, so that no other server (npm run dev, another test run) answers in its place.
+  api = await startApiOnFreePorts({ localObservability: false });
   browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,

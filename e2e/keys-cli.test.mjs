@@ -5,18 +5,16 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
-import { ROOT, startApi } from "../scripts/lib/local-server.mjs";
+import { ROOT, startApiOnFreePorts } from "../scripts/lib/local-server.mjs";
 import { waitForRoomInDay } from "./helpers.mjs";
 
-// This test's own ports, apart from `npm run dev` (8787) and the console's browser test (8840).
-const PORT = Number(process.env.CLI_TEST_PORT ?? 8841);
-const INSPECTOR_PORT = Number(process.env.CLI_TEST_INSPECTOR_PORT ?? 9341);
 const run = promisify(execFile);
 
 let api;
 
 before(async () => {
-  api = await startApi({ port: PORT, inspectorPort: INSPECTOR_PORT, localObservability: false });
+  // Free ports, so that no other server (npm run dev, another test run) answers in its place.
+  api = await startApiOnFreePorts({ localObservability: false });
 });
 
 after(async () => {
