@@ -155,7 +155,11 @@ async function act(action, expected, fill = async () => {}) {
   });
   await fill(form);
   await page.click(`${form} button[type=submit]`);
-  await waitForText(`${form} output`, expected);
+  await waitForText(`${form} output`, expected).catch(async (err) => {
+    // Says what the page said instead (an API error, another result), not only "timed out".
+    const said = await textOf(`${form} output`);
+    throw new Error(`${action}: expected "${expected}", the page said "${said}"`, { cause: err });
+  });
 }
 
 async function setField(selector, value) {

@@ -38,14 +38,15 @@ export async function waitForRoomInDay(seconds) {
 }
 
 /**
- * A local API for the tests of the calling file: started before them, stopped after them.
+ * A local API for the tests of the calling file: started before them, stopped after them, with
+ * `vars` set over wrangler.toml's (e.g. CORS_ORIGINS).
  * `server.api` holds it (url, adminToken, stop) once the tests run.
  */
-export function localApiForTests() {
+export function localApiForTests({ vars } = {}) {
   /** @type {{ api: Awaited<ReturnType<typeof startApiOnFreePorts>> | undefined }} */
   const server = { api: undefined };
   before(async () => {
-    server.api = await startApiOnFreePorts({ localObservability: false });
+    server.api = await startApiOnFreePorts({ localObservability: false, vars });
   });
   after(async () => {
     await server.api?.stop();

@@ -1,20 +1,24 @@
-// The served OpenAPI documents against the client's committed snapshot and generated types, and
-// `redocly lint` (recommended-strict + descriptions) over the public and the admin document.
+// The served OpenAPI documents against the client's committed snapshot and generated types,
+// `redocly lint` (recommended-strict + descriptions) over the public and the admin document, and
+// every answer of the API checked against them by Prism's validator (e2e/openapi-validation.mjs).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
+import { issueKey } from "../scripts/lib/local-server.mjs";
 import {
   DOCUMENTS,
   fetchDocument,
+  GENERATED_ADMIN_TYPES,
   GENERATED_TYPES,
   generateTypes,
   lintDocument,
   readSnapshot,
 } from "../scripts/lib/openapi.mjs";
 import { localApiForTests } from "./helpers.mjs";
+import { VALIDATION_ORIGIN, validateEveryAnswer } from "./openapi-validation.mjs";
 
 describe("OpenAPI documents", () => {
-  const server = localApiForTests();
+  const server = localApiForTests({ vars: { CORS_ORIGINS: VALIDATION_ORIGIN } });
 
   it("the served public document is the client's snapshot (else: npm run openapi -- update)", async () => {
     const served = await fetchDocument(server.api.url, DOCUMENTS[0]);
@@ -30,6 +34,47 @@ describe("OpenAPI documents", () => {
       assert.match(types, new RegExp(`${op}: \\{`));
   });
 
+  it("the admin types are what openapi-typescript generates from the served admin document", async () => {
+    const served = await fetchDocument(server.api.url, DOCUMENTS[1]);
+    assert.equal(await generateTypes(served), readFileSync(GENERATED_ADMIN_TYPES, "utf8"));
+  });
+
+  it("a client generated from both documents (openapi-typescript + openapi-fetch) calls every operation", async () => {
+    const { callEveryOperation } = await import("./typed-client/calls.ts");
+    const { key } = await issueKey(server.api, { name: "typed client", plan: "pro" });
+    const log = await callEveryOperation(server.api.url, {
+      apiKey: key,
+      adminToken: server.api.adminToken,
+    });
+    const answered = new Set(log.map((line) => line.split(" ").slice(0, 3).join(" ")));
+    const expected = [];
+    for (const spec of DOCUMENTS) {
+      const doc = await fetchDocument(server.api.url, spec);
+      for (const [path, methods] of Object.entries(doc.paths))
+        for (const method of Object.keys(methods))
+          expected.push(`${method.toUpperCase()} ${spec.name} ${path}`);
+    }
+    assert.deepEqual(
+      expected.filter((call) => !answered.has(call)),
+      [],
+      "operations the generated client did not call",
+    );
+    // Each call got the answer it asked for: a success, or the 405 an OPTIONS gets.
+    const unexpected = log.filter((line) => {
+      const [method, , , status] = line.split(" ");
+      return method === "OPTIONS" ? status !== "405" : !/^2|^304$/.test(status);
+    });
+    assert.deepEqual(unexpected, [], "calls that did not get the answer they asked for");
+  });
+
+  // Last of the tests that call the API: it uses up this client's failed-authentication window.
+  it("every answer is one the documents describe (Prism's validator), every declared status is produced", async () => {
+    const { problems, outside, missing } = await validateEveryAnswer(server.api);
+    assert.deepEqual(problems, [], "answers the documents do not describe");
+    assert.deepEqual(outside, [], "Prism made no request outside this machine");
+    assert.deepEqual(missing, [], "declared statuses no request produced");
+  });
+
   it("lists this environment's server, a license, a contact and tags", async () => {
     const doc = await fetchDocument(server.api.url, DOCUMENTS[0]);
     assert.deepEqual(
@@ -40,7 +85,7 @@ describe("OpenAPI documents", () => {
     assert.ok(doc.info.contact.name);
     assert.deepEqual(
       doc.tags.map((t) => t.name),
-      ["Pets", "Usage"],
+      ["Pets", "Usage", "Document"],
     );
     const headerRefs = JSON.stringify(doc.paths).match(/#\/components\/headers\//g) ?? [];
     assert.ok(headerRefs.length > 50, "response headers are references");

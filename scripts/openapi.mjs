@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run openapi -- update`: start the API locally, write the served public document to
-//   packages/client/openapi.json and the types generated from it to packages/client/src/schema.ts.
+//   packages/client/openapi.json and the types generated from it to packages/client/src/schema.ts,
+//   and the admin document's types to e2e/typed-client/admin-schema.ts.
 // `npm run openapi -- lint [--url URL]`: `redocly lint` (recommended-strict) over the public and the
 //   admin document of a running server (--url), or of one started for the purpose. Exits 1 on any
 //   error or warning. The admin document is skipped, and said so, while its route answers 404.
@@ -12,6 +13,7 @@ import {
   DOCUMENTS,
   fetchDocument,
   formatDocument,
+  GENERATED_ADMIN_TYPES,
   GENERATED_TYPES,
   generateTypes,
   lintDocument,
@@ -39,8 +41,10 @@ try {
     const doc = await fetchDocument(baseUrl, DOCUMENTS[0]);
     writeFileSync(SNAPSHOT, formatDocument(doc));
     writeFileSync(GENERATED_TYPES, await generateTypes(doc));
+    const adminDoc = await fetchDocument(baseUrl, DOCUMENTS[1], { adminToken });
+    writeFileSync(GENERATED_ADMIN_TYPES, await generateTypes(adminDoc));
     console.log(
-      `wrote ${path.relative(ROOT, SNAPSHOT)} and ${path.relative(ROOT, GENERATED_TYPES)}`,
+      `wrote ${[SNAPSHOT, GENERATED_TYPES, GENERATED_ADMIN_TYPES].map((f) => path.relative(ROOT, f)).join(", ")}`,
     );
   } else {
     for (const spec of DOCUMENTS) {

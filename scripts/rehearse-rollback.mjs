@@ -569,6 +569,16 @@ check("every key works on both sides", /does not work on|never answered/);
 check("no window admits past its limit", /admitted in the (day|minute)/);
 check("every admitted request is counted", /counted|could not read its usage/);
 check("a day quota used up on one side holds on the other", /day quota/);
+// Counted and not served is allowed (never past a limit): permits a holder had in stock when its
+// release stopped are billed as stranded (docs/quotas.md).
+const last = usageReads.filter((r) => r.phase === 3 && r.counted !== null);
+const unserved = last.filter((r) => /** @type {number} */ (r.counted) > r.admitted);
+if (unserved.length)
+  console.log(
+    `  · counted and not served (permits stranded in a stock at a switch): ${unserved
+      .map((r) => `${r.key} ${/** @type {number} */ (r.counted) - r.admitted}`)
+      .join(", ")}`,
+  );
 cleanupNow();
 if (failures.length) {
   console.log(

@@ -57,7 +57,7 @@ async function send(
     bindings?: Parameters<typeof callWith>[0];
   },
 ): Promise<Response> {
-  const required = REQUIRED_QUERY[op.operationId] ?? "";
+  const required = REQUIRED_QUERY[op.operationId.replace(/Head$/, "")] ?? "";
   const extra = query && required ? query.replace("?", "&") : query;
   const url = `/admin/v1${path.replace("{id}", id)}${required}${extra}`;
   const hasBody = op.operationId in BODIES;
@@ -87,8 +87,16 @@ describe("the operator document's responses and headers", () => {
       const { id } = await issueKey("pro");
       const write = operation.method !== "GET";
       await send(operation, { id }); // 200 or 201
+      if (operation.path.endsWith("/usage") && operation.method !== "OPTIONS")
+        await send(operation, {
+          id,
+          headers: { ...ADMIN, Accept: "text/csv" },
+          query: operation.path === "/usage" ? "?limit=1" : "", // a next page: Next-Cursor
+        }); // 200 as CSV
       await send(operation, { id, query: "?bogus=1" }); // 400
       await send(operation, { id, headers: {} }); // 401, no credentials
+      await send(operation, { id, headers: { Authorization: "Bearer a b" } }); // 400, malformed
+      await send(operation, { id, headers: { ...ADMIN, "If-None-Match": "*" } }); // 304 where an ETag is
       await send(operation, { id, headers: { Authorization: "Bearer wrong" } }); // 401, a guess
       await send(operation, { id, headers: { ...guesser, Authorization: "Bearer wrong" } }); // 429
       if (write) await send(operation, { id, headers: VIEWER }); // 403

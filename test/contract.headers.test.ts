@@ -26,30 +26,44 @@ let seq = 0;
 const newClient = () => ({ "CF-Connecting-IP": `198.18.${Math.floor(++seq / 250)}.${seq % 250}` });
 
 // ------------------------------------------------------------------ the recording
-type Operation = "listPets" | "createPet" | "getPet" | "getUsage";
-
-/** The operations a request is for: by method and path; another method on a known path is each of that path's. */
-function operationsOf(method: string, path: string): Operation[] {
-  const byPath: Record<string, Partial<Record<string, Operation>>> = {
-    "/v1/pets": { GET: "listPets", HEAD: "listPets", POST: "createPet" },
-    "/v1/pets/{petId}": { GET: "getPet", HEAD: "getPet" },
-    "/v1/usage": { GET: "getUsage", HEAD: "getUsage" },
+/**
+ * The operation a request is for, by method and path, as the document names them: HEAD is the
+ * GET's `…Head` operation, and any method a path does not list (OPTIONS included) is that path's
+ * OPTIONS operation, the one that declares its 405.
+ */
+function operationOf(method: string, path: string): string {
+  const byPath: Record<string, { options: string } & Partial<Record<string, string>>> = {
+    "/v1/pets": { GET: "listPets", POST: "createPet", options: "optionsPets" },
+    "/v1/pets/{petId}": { GET: "getPet", options: "optionsPetsPetId" },
+    "/v1/usage": { GET: "getUsage", options: "optionsUsage" },
+    "/v1/openapi.json": { GET: "getOpenApiDocument", options: "optionsOpenapiJson" },
   };
   const template = /^\/v1\/pets\/[^/]+$/.test(path) ? "/v1/pets/{petId}" : path;
-  const methods = byPath[template] ?? {};
-  const own = methods[method];
-  return own ? [own] : ([...new Set(Object.values(methods))] as Operation[]);
+  const ops = byPath[template];
+  if (!ops) throw new Error(`no operation for ${method} ${path}`);
+  if (method === "HEAD") return `${ops.GET}Head`;
+  return ops[method] ?? ops.options;
 }
 
 /** Header names seen per "operation status", over every answer this file checked. */
 const seen = new Map<string, Set<string>>();
 
 function record(method: string, path: string, res: Response): void {
-  for (const op of operationsOf(method, path)) {
-    const names = seen.get(`${op} ${res.status}`) ?? new Set<string>();
-    res.headers.forEach((_v, name) => names.add(name.toLowerCase()));
-    seen.set(`${op} ${res.status}`, names);
-  }
+  const op = operationOf(method, path);
+  const names = seen.get(`${op} ${res.status}`) ?? new Set<string>();
+  res.headers.forEach((_v, name) => names.add(name.toLowerCase()));
+  seen.set(`${op} ${res.status}`, names);
+}
+
+/** Sends `path` with `init` (through `bindings` when given) and records it, checking nothing else. */
+async function sendUnchecked(
+  path: string,
+  init: RequestInit = {},
+  bindings?: Parameters<typeof callWith>[0],
+): Promise<Response> {
+  const res = bindings ? await callWith(bindings, path, init) : await call(path, init);
+  record((init.method ?? "GET").toUpperCase(), new URL(path, "https://x").pathname, res);
+  return res;
 }
 
 // ------------------------------------------------------------------ the header checks
@@ -130,9 +144,8 @@ async function send(
   init: RequestInit = {},
   bindings?: Parameters<typeof callWith>[0],
 ): Promise<{ res: Response; windows: Windows }> {
-  const res = bindings ? await callWith(bindings, path, init) : await call(path, init);
+  const res = await sendUnchecked(path, init, bindings);
   const method = (init.method ?? "GET").toUpperCase();
-  record(method, new URL(path, "https://x").pathname, res);
   return { res, windows: rateLimitOf(res, `${method} ${path} → ${res.status}`) };
 }
 
@@ -201,6 +214,18 @@ describe("every /v1 answer carries consistent rate-limit headers", () => {
       headers: { ...headers, "If-None-Match": got.res.headers.get("ETag")! },
     });
     expect(gotAgain.res.status).toBe(304);
+    // A 304 keeps the 200's headers: one read from D1 (a tail page, a pet not cached yet) has
+    // the bookmark too. If-None-Match: * matches whatever the ETag.
+    const tail = await send("/v1/pets?limit=100", {
+      headers: { ...headers, "If-None-Match": "*" },
+    });
+    expect(tail.res.status).toBe(304);
+    expect(tail.res.headers.get("x-d1-bookmark")).toBeTruthy();
+    const fresh = await send(`/v1/pets/${id - 1}`, {
+      headers: { ...headers, "If-None-Match": "*" },
+    });
+    expect(fresh.res.status).toBe(304);
+    expect(fresh.res.headers.get("x-d1-bookmark")).toBeTruthy();
     const missing = await send("/v1/pets/999999999", { headers });
     await expectError(missing.res, 404, "not_found");
     expectKeyWindows(missing.windows, k.limits);
@@ -437,6 +462,113 @@ describe("every /v1 answer carries consistent rate-limit headers", () => {
   });
 });
 
+// ------------------------------------------------------------------ HEAD and OPTIONS
+/** Sends `path` as HEAD and expects `status` and no body. */
+async function head(
+  path: string,
+  headers: Record<string, string>,
+  status: number,
+  bindings?: Parameters<typeof callWith>[0],
+): Promise<Response> {
+  const res = await sendUnchecked(path, { method: "HEAD", headers }, bindings);
+  expect(res.status, `HEAD ${path}`).toBe(status);
+  expect(await res.text(), `HEAD ${path}: no body`).toBe("");
+  return res;
+}
+
+describe("HEAD wherever GET works, and OPTIONS", () => {
+  it("HEAD answers every status its GET does, without a body", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const k = await issueKey("pro");
+    const headers = auth(k.key, newClient());
+    const created = await postJson("/v1/pets", { name: "Head", categoryId: 1 }, headers);
+    const { id } = (await created.json()) as { id: number };
+    await postJson("/v1/pets", { name: "Head 2", categoryId: 1 }, headers);
+    for (const path of ["/v1/pets?limit=1", `/v1/pets/${id}`, "/v1/usage", "/v1/openapi.json"]) {
+      const ok = await head(path, headers, 200);
+      const etag = ok.headers.get("ETag");
+      if (etag) await head(path, { ...headers, "If-None-Match": etag }, 304);
+      if (path === "/v1/openapi.json") continue;
+      await head(path, { ...newClient(), Authorization: "Bearer a b" }, 400);
+      await head(path, newClient(), 401);
+      await head(path, auth(`pet_test_${"D".repeat(43)}`, newClient()), 503, { DB: brokenDb() });
+    }
+    await head("/v1/pets?limit=100", { ...headers, "If-None-Match": "*" }, 304);
+    const fresh = await head(`/v1/pets/${id + 1}`, { ...headers, "If-None-Match": "*" }, 304);
+    expect(fresh.headers.get("x-d1-bookmark")).toBeTruthy();
+    await head("/v1/pets?limit=05", headers, 400);
+    await head("/v1/pets/999999999", headers, 404);
+    const limited = await issueKey("enterprise", { perMinute: 1, perDay: 100 });
+    const limitedHeaders = auth(limited.key, newClient());
+    await head("/v1/pets", limitedHeaders, 200);
+    await head("/v1/pets", limitedHeaders, 429);
+    await head(`/v1/pets/${id}`, limitedHeaders, 429);
+    const reader = await issueKey("pro");
+    for (let i = 0; i < 30; i++) await call("/v1/usage", { headers: auth(reader.key) });
+    await head("/v1/usage", auth(reader.key), 429);
+    time.now = SUNSET_AT + 1000;
+    const late = await issueKey("pro");
+    await head(`/v1/pets/${id}`, auth(late.key, newClient()), 410);
+  });
+
+  it("GET the document: public, with an ETag, 304 on If-None-Match", async () => {
+    const doc = await sendUnchecked("/v1/openapi.json", { headers: newClient() });
+    expect(doc.status).toBe(200);
+    const etag = doc.headers.get("ETag")!;
+    const again = await sendUnchecked("/v1/openapi.json", { headers: { "If-None-Match": etag } });
+    expect(again.status).toBe(304);
+  });
+
+  it("OPTIONS: a CORS preflight 204 without a key; any other OPTIONS is authenticated, then 405 with Allow", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const origin = "https://app.example.com";
+    const k = await issueKey("pro");
+    const guesser = newClient();
+    for (let i = 0; i < AUTH_FAILURES_PER_MINUTE; i++)
+      await call("/v1/pets", { headers: { ...guesser, ...auth(`pet_test_${"G".repeat(43)}`) } });
+    const allow: Record<string, string> = {
+      "/v1/pets": "GET, HEAD, POST",
+      "/v1/pets/1": "GET, HEAD",
+      "/v1/usage": "GET, HEAD",
+      "/v1/openapi.json": "GET, HEAD",
+    };
+    for (const [path, methods] of Object.entries(allow)) {
+      const options = (
+        headers: Record<string, string>,
+        bindings?: Parameters<typeof callWith>[0],
+      ) => sendUnchecked(path, { method: "OPTIONS", headers }, bindings);
+      const preflight = await options(
+        { Origin: origin, "Access-Control-Request-Method": "GET" },
+        { CORS_ORIGINS: origin },
+      );
+      expect(preflight.status, `preflight ${path}`).toBe(204);
+      expect(preflight.headers.get("Access-Control-Allow-Methods")).toBe(methods);
+      expect(preflight.headers.get("X-RateLimit-Limit"), "a preflight is not metered").toBeNull();
+      await expectError(await options(newClient()), 401, "unauthorized");
+      const guess = auth(`pet_test_${"Q".repeat(43)}`, newClient());
+      await expectError(await options(guess), 401, "unauthorized");
+      await expectError(
+        await options({ ...newClient(), Authorization: "Bearer a b" }),
+        400,
+        "invalid_request",
+      );
+      await expectError(
+        await options({ ...guesser, ...auth(`pet_test_${"G".repeat(43)}`) }),
+        429,
+        "rate_limited",
+      );
+      await expectError(
+        await options(auth(`pet_test_${"D".repeat(43)}`, newClient()), { DB: brokenDb() }),
+        503,
+        "service_unavailable",
+      );
+      const refused = await options(auth(k.key, newClient()));
+      await expectError(refused, 405, "method_not_allowed");
+      expect(refused.headers.get("Allow")).toBe(methods);
+    }
+  });
+});
+
 // ------------------------------------------------------------------ the documents
 type Responses = Record<string, { headers?: Record<string, { $ref?: string }> }>;
 type Doc = {
@@ -497,7 +629,7 @@ describe("the documents say only what the service does", () => {
     expect(checked).toBeGreaterThan(100);
   });
 
-  it("the walk produced every status the public document declares (but 500)", async () => {
+  it("the walks produced every status the public document declares (but 500)", async () => {
     const doc = await documentOf("/v1/openapi.json");
     const notProduced: string[] = [];
     for (const methods of Object.values(doc.paths))

@@ -47,7 +47,30 @@ describe("GET /admin/v1/openapi.json", () => {
         ([method, op]) => `${method.toUpperCase()} ${path} ${op.operationId}`,
       ),
     );
-    expect(operations.sort()).toEqual(
+    // HEAD wherever GET works, OPTIONS (the 405 of every method a path lacks) on every path, and
+    // the document itself.
+    const heads = operations.filter((o) => o.startsWith("HEAD "));
+    expect(heads.sort()).toEqual(
+      operations
+        .filter((o) => o.startsWith("GET "))
+        .map((o) => `HEAD ${o.slice(4)}Head`)
+        .sort(),
+    );
+    expect(operations.filter((o) => o.startsWith("OPTIONS ")).map((o) => o.split(" ")[1])).toEqual(
+      Object.keys(doc.paths),
+    );
+    const documentOps = [
+      "GET /openapi.json getOpenApiDocument",
+      "HEAD /openapi.json getOpenApiDocumentHead",
+    ];
+    expect(operations).toEqual(expect.arrayContaining(documentOps));
+    expect(
+      operations
+        .filter(
+          (o) => !o.startsWith("HEAD ") && !o.startsWith("OPTIONS ") && !documentOps.includes(o),
+        )
+        .sort(),
+    ).toEqual(
       [
         "GET /audit listAudit",
         "GET /keys listKeys",
@@ -62,14 +85,16 @@ describe("GET /admin/v1/openapi.json", () => {
         "POST /keys/{id}/unban unbanKey",
       ].sort(),
     );
-    for (const methods of Object.values(doc.paths))
-      for (const op of Object.values(methods)) {
-        expect(op.security).toEqual([{ adminToken: [] }]);
+    for (const [path, methods] of Object.entries(doc.paths))
+      for (const [method, op] of Object.entries(methods)) {
+        // The document is public; asking it for any other method is not.
+        const isDocument = path === "/openapi.json" && method !== "options";
+        expect(op.security).toEqual(isDocument ? [] : [{ adminToken: [] }]);
         expect(op.summary).toBeTruthy();
         expect(op.description).toBeTruthy();
         expect(op.tags).toHaveLength(1);
         expect(doc.tags.map((t) => t.name)).toContain(op.tags![0]);
-        expect(op.responses["401"]).toBeDefined();
+        expect(op.responses["401"] !== undefined).toBe(!isDocument);
       }
     expect(doc.components.securitySchemes.adminToken).toMatchObject({
       type: "http",
@@ -114,12 +139,15 @@ describe("GET /admin/v1/openapi.json", () => {
 
 describe("the admin document's error responses say which headers each really carries", () => {
   type Responses = Record<string, { headers?: Record<string, unknown> }>;
+  /** The responses of every operation that needs the admin token (all but the document's). */
   const responsesOf = async () => {
     const doc = (await (await call("/admin/v1/openapi.json")).json()) as {
-      paths: Record<string, Record<string, { responses: Responses }>>;
+      paths: Record<string, Record<string, { security: unknown[]; responses: Responses }>>;
     };
     return Object.values(doc.paths).flatMap((methods) =>
-      Object.values(methods).map((op) => op.responses),
+      Object.values(methods)
+        .filter((op) => op.security.length > 0)
+        .map((op) => op.responses),
     );
   };
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES } from "../src/lib/errors";
+import { DISPLAY_NAME_PATTERN } from "../src/schemas/common";
 import { auth, call, expectError, issueKey } from "./helpers";
 
 // The closed list the issue names; quota and idempotency codes join it in later issues.
@@ -231,7 +232,10 @@ describe("contract documentation", () => {
     const petId = ops.getPet!.parameters!.find((p) => p.name === "petId" && p.in === "path")!;
     expect(petId.schema).toMatchObject({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
     const newPet = d.components.schemas.NewPet!;
-    expect(newPet.properties!.name).toMatchObject({ minLength: 1, maxLength: 200 });
+    // 1–200 characters once trimmed: the pattern holds the length (a maxLength would count the
+    // whitespace around the name too).
+    expect(newPet.properties!.name).toMatchObject({ minLength: 1, pattern: DISPLAY_NAME_PATTERN });
+    expect(DISPLAY_NAME_PATTERN).toContain("{0,198}");
     expect(newPet.properties!.categoryId).toMatchObject({
       minimum: 1,
       maximum: Number.MAX_SAFE_INTEGER,

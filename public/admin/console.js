@@ -320,6 +320,7 @@
       min: "0",
       max: String(limit),
       value: String(used),
+      low: String(limit * 0.5),
       high: String(limit * 0.8),
       optimum: "0",
     });

@@ -10,6 +10,8 @@ import { ROOT } from "./local-server.mjs";
 export const CLIENT_DIR = path.join(ROOT, "packages/client");
 export const SNAPSHOT = path.join(CLIENT_DIR, "openapi.json");
 export const GENERATED_TYPES = path.join(CLIENT_DIR, "src/schema.ts");
+/** The admin document's types, for the generated-client test (e2e/typed-client/calls.ts). */
+export const GENERATED_ADMIN_TYPES = path.join(ROOT, "e2e/typed-client/admin-schema.ts");
 export const DOCUMENTS = [
   { name: "public", path: "/v1/openapi.json", required: true },
   // Added by the admin OpenAPI work; linted when the server has it, reported as skipped otherwise.

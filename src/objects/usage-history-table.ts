@@ -42,13 +42,10 @@ const COLUMN_OF: Partial<Record<Outcome, string>> = {
   key_banned: "key_banned",
 };
 
+type HeldDay = RevisedUsageDay & { dayStart: number };
+
 /** A held day as the history reports it (without its day start and revision). */
-const usageDayOf = ({ day, admitted, refused, stranded }: RevisedUsageDay): UsageDay => ({
-  day,
-  admitted,
-  refused,
-  stranded,
-});
+const usageDayOf = ({ dayStart, revision, ...day }: HeldDay): UsageDay => day;
 
 /**
  * The key's day history: per UTC day, how many requests the object admitted and refused by
@@ -148,7 +145,7 @@ export class UsageHistoryTable {
   }
 
   /** Every day held, oldest first, with its day start and revision. */
-  #revisedDays(): Array<RevisedUsageDay & { dayStart: number }> {
+  #revisedDays(): HeldDay[] {
     type Totals = "admitted" | "rate_limited" | "quota_exceeded" | "key_banned" | "stranded";
     return this.sql
       .exec<Record<Totals | "dayStart" | "revision", number>>(
@@ -188,9 +185,8 @@ export class UsageHistoryTable {
     if (!finished.length) return;
     try {
       await this.#saveToDatabase(finished);
-      this.sql.exec("DELETE FROM usage_history WHERE day_start < ?", dayStart);
-      this.sql.exec("DELETE FROM usage_history_revisions WHERE day_start < ?", dayStart);
-      this.sql.exec("DELETE FROM usage_history_stranded WHERE day_start < ?", dayStart);
+      for (const table of ["usage_history", "usage_history_revisions", "usage_history_stranded"])
+        this.sql.exec(`DELETE FROM ${table} WHERE day_start < ?`, dayStart);
     } catch (err) {
       log("warn", "could not write finished usage days to D1; retrying", { error: String(err) });
       await this.alarms.noLaterThan(now + D1_RETRY_MS);

@@ -1,7 +1,12 @@
 import { z } from "@hono/zod-openapi";
 import { dayName, dayStartOf } from "../lib/clock";
 import { ERROR_CODES } from "../lib/errors";
-import { RATE_LIMIT_HEADERS, RETRY_AFTER_HEADER } from "./headers";
+import {
+  ALLOW_HEADER,
+  RATE_LIMIT_HEADERS,
+  RETRY_AFTER_HEADER,
+  WWW_AUTHENTICATE_HEADER,
+} from "./headers";
 
 /** Largest integer that D1 (JS numbers) and JSON clients can hold exactly: 2^53 − 1. */
 export const MAX_ID = Number.MAX_SAFE_INTEGER;
@@ -13,6 +18,9 @@ export const ErrorSchema = z
     status: z.number().int().openapi({ description: "The HTTP status code, repeated" }),
   })
   .openapi("Error");
+
+/** An integer as the API reads it in a path or query string: decimal digits, no leading zeros. */
+export const INTEGER_PATTERN = "^[1-9][0-9]*$";
 
 /**
  * A path or query integer in 1..2^53−1, given as decimal digits (no sign, no exponent, no
@@ -36,6 +44,8 @@ export function positiveIdString(name: string, description: string) {
       format: "int64",
       minimum: 1,
       maximum: MAX_ID,
+      // The one spelling as it appears in the URL (pattern applies to the text of the parameter).
+      pattern: INTEGER_PATTERN,
       example: 1,
     });
 }
@@ -53,6 +63,23 @@ const LINE_SEPARATOR = /[\u2028\u2029]/;
  */
 const VISIBLE = /[^\p{Default_Ignorable_Code_Point}\p{Cf}\p{Z}\p{M}\p{Cc}\p{Cs}\p{Cn}\s\u2800]/u;
 
+/** The most characters (code points) a name may have after trimming. */
+const MAX_NAME_LENGTH = 200;
+
+/** The characters of a class regex such as /[abc]/, without its brackets. */
+const classBody = (re: RegExp) => re.source.slice(1, -1);
+
+/**
+ * DisplayNameSchema's rules as one JSON Schema `pattern` (ECMA-262 with the `u` flag, as JSON
+ * Schema validators compile it) over the name as sent, before trimming: optional leading and
+ * trailing whitespace around 1–200 characters that start and end with a non-space character,
+ * hold no forbidden character (control, bidi, line separator, lone surrogate) and at least one
+ * visible one. Written from the same character classes as the checks; a property test holds the
+ * two to the same answers. Its shape keeps a validator's backtracking linear in the length.
+ */
+const FORBIDDEN = `${classBody(CONTROL)}${classBody(BIDI_CONTROL)}${classBody(LINE_SEPARATOR)}\\p{Cs}`;
+export const DISPLAY_NAME_PATTERN = `^\\s*(?=[^${FORBIDDEN}]*${VISIBLE.source})[^${FORBIDDEN}\\s](?:[^${FORBIDDEN}]{0,${MAX_NAME_LENGTH - 2}}[^${FORBIDDEN}\\s])?\\s*$`;
+
 /**
  * A display name: trimmed, 1–200 characters of well-formed Unicode (a lone surrogate would be
  * stored altered) with at least one visible character and no control characters (NUL cuts
@@ -63,8 +90,9 @@ export const DisplayNameSchema = z
   .string({ error: (i) => (i.input === undefined ? "is required" : "must be a string") })
   .trim()
   .min(1, "must not be empty or only whitespace")
-  .max(200, "must be at most 200 characters")
   .refine((s) => s.isWellFormed(), "must be well-formed Unicode (no lone surrogates)")
+  // Characters, as JSON Schema's maxLength counts them: an emoji is one, not two UTF-16 units.
+  .refine((s) => [...s].length <= MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`)
   .refine(
     (s) => !CONTROL.test(s),
     "must not contain control characters (U+0000–U+001F, U+007F–U+009F)",
@@ -81,8 +109,9 @@ export const DisplayNameSchema = z
     (s) => s === "" || VISIBLE.test(s),
     "must contain at least one visible character (not only invisible ones such as U+200B)",
   )
-  // The refinements hide the length bounds from the OpenAPI generator: state them for it.
-  .openapi({ type: "string", minLength: 1, maxLength: 200 });
+  // The refinements hide the rules from the OpenAPI generator: state them for it. maxLength is of
+  // the trimmed name, which the pattern holds to 200 characters; whitespace around it is free.
+  .openapi({ type: "string", minLength: 1, pattern: DISPLAY_NAME_PATTERN });
 
 /** A calendar date YYYY-MM-DD that exists (2030-02-30 does not). */
 export function isoDay(description: string) {
@@ -101,14 +130,24 @@ export const oneOfError = (values: readonly string[]) => ({
   error: `must be one of: ${values.join(", ")}`,
 });
 
+/** A page size as written in a query string: 1–100, no leading zeros. */
+export const PAGE_LIMIT_PATTERN = "^(100|[1-9][0-9]?)$";
+
 /** A page size query parameter: an integer 1–100 given as digits without leading zeros, 20 when absent. */
 export function pageLimit(description: string) {
   return z
     .string()
-    .regex(/^(100|[1-9][0-9]?)$/, "must be an integer from 1 to 100")
+    .regex(new RegExp(PAGE_LIMIT_PATTERN), "must be an integer from 1 to 100")
     .transform(Number)
     .default(20)
-    .openapi({ type: "integer", minimum: 1, maximum: 100, default: 20, description });
+    .openapi({
+      type: "integer",
+      minimum: 1,
+      maximum: 100,
+      pattern: PAGE_LIMIT_PATTERN,
+      default: 20,
+      description,
+    });
 }
 
 /**
@@ -166,8 +205,15 @@ function errorResponsesWith(
   );
 }
 
-const withRetryAfter = (status: number): HeaderObjects =>
-  status === 429 || status === 503 ? RETRY_AFTER_HEADER : {};
+/**
+ * The headers a status carries whatever the operation: Retry-After on 429 and 503, the Bearer
+ * challenge on 401 (and on the 400 of a malformed Authorization header), Allow on 405.
+ */
+const statusHeaders = (status: number): HeaderObjects => ({
+  ...(status === 429 || status === 503 ? RETRY_AFTER_HEADER : {}),
+  ...(status === 400 || status === 401 ? WWW_AUTHENTICATE_HEADER : {}),
+  ...(status === 405 ? ALLOW_HEADER : {}),
+});
 
 /**
  * Error responses of the public API for `statuses`: every answer carries the key's rate-limit
@@ -177,9 +223,14 @@ export function errorResponses(first: number | HeaderObjects, ...rest: number[])
   const [extra, statuses] = typeof first === "number" ? [{}, [first, ...rest]] : [first, rest];
   return errorResponsesWith(
     statuses,
-    (s) => ({ ...RATE_LIMIT_HEADERS, ...withRetryAfter(s), ...extra }),
+    (s) => ({ ...RATE_LIMIT_HEADERS, ...statusHeaders(s), ...extra }),
     {},
   );
+}
+
+/** Error responses of a public route outside every quota (the document): no rate-limit headers. */
+export function unmeteredErrorResponses(...statuses: number[]) {
+  return errorResponsesWith(statuses, statusHeaders, {});
 }
 
 /**
@@ -190,8 +241,9 @@ export function errorResponses(first: number | HeaderObjects, ...rest: number[])
 export function adminErrorResponses(...statuses: number[]) {
   return errorResponsesWith(
     statuses,
-    (s) => ({ ...(s === 401 || s === 429 ? RATE_LIMIT_HEADERS : {}), ...withRetryAfter(s) }),
+    (s) => ({ ...(s === 401 || s === 429 ? RATE_LIMIT_HEADERS : {}), ...statusHeaders(s) }),
     {
+      400: "Invalid request: a parameter, header or body breaks a rule, or a query parameter the operation does not take (the operator API refuses unknown ones, naming them); also a malformed Authorization header",
       401: "Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not)",
       403: "The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something",
       429: "Too many invalid admin tokens from this client this minute",

@@ -33,3 +33,18 @@ export const DEPRECATION_HEADERS = {
   Sunset: header(`RFC 8594 removal date: ${DEPRECATION_VALUES.Sunset}`),
   Link: header(DEPRECATION_VALUES.Link),
 };
+
+/**
+ * RFC 6750 §3 challenge: on every 401, and on the 400 for a malformed Authorization header (with
+ * error="invalid_request"); error="invalid_token" when a token was sent and is not usable.
+ */
+export const WWW_AUTHENTICATE_HEADER = {
+  "WWW-Authenticate": header(
+    'Bearer challenge: Bearer realm="…", with error="invalid_token" for a token that may not be used, error="invalid_request" (and error_description) for a malformed Authorization header',
+  ),
+};
+
+/** On every 405: the methods the path has (HEAD with GET). */
+export const ALLOW_HEADER = {
+  Allow: header("The methods this path allows, comma-separated (HEAD wherever GET is)"),
+};

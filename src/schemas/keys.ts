@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { PLANS } from "../quota/plans";
+import { PLAN_LIMITS, PLANS } from "../quota/plans";
 import { adminPageCursor, DisplayNameSchema, oneOfError, pageLimit } from "./common";
 import { RegionSchema } from "./region";
 
@@ -75,6 +75,32 @@ const MetaSchema = z
     description: `Your own data about the key: a JSON object of at most ${MAX_META_BYTES} bytes, nested at most ${MAX_META_DEPTH} levels deep`,
   });
 
+/** The Limits schema as the documents name it (a component, like every named schema). */
+const LIMITS_REF = { $ref: "#/components/schemas/Limits" };
+
+/** The plans whose limits come from the plan table: their keys may not carry `limits`. */
+const TABLE_PLANS = Object.keys(PLAN_LIMITS);
+
+/**
+ * "limits only, and always, on enterprise keys" as JSON Schema, for the create body: exactly one
+ * of an enterprise key with limits, or a key of a table plan without them. The handler enforces
+ * the same rule (ownLimitsOrThrow in routes/admin) with a message that names it.
+ */
+const ENTERPRISE_LIMITS_RULE = {
+  oneOf: [
+    {
+      title: "Enterprise key: its own limits",
+      properties: { plan: { const: "enterprise" }, limits: LIMITS_REF },
+      required: ["plan", "limits"],
+    },
+    {
+      title: "Plan-table key: no limits",
+      properties: { plan: { enum: TABLE_PLANS }, limits: false },
+      required: ["plan"],
+    },
+  ],
+};
+
 export const CreateKeySchema = z
   .strictObject({
     name: DisplayNameSchema,
@@ -88,7 +114,7 @@ export const CreateKeySchema = z
         "Where to create the key's quota object (a Durable Object location hint), if you know where the key's consumer runs; without it, near the key's first request",
     }),
   })
-  .openapi("CreateKey");
+  .openapi("CreateKey", ENTERPRISE_LIMITS_RULE as object);
 
 const updatableKeyFields = {
   name: DisplayNameSchema.optional(),
@@ -116,7 +142,15 @@ export const UPDATABLE_KEY_FIELDS = Object.keys(updatableKeyFields).join(", ");
 export const UpdateKeySchema = z
   .strictObject(updatableKeyFields)
   .refine((b) => Object.keys(b).length > 0, `give at least one of: ${UPDATABLE_KEY_FIELDS}`)
-  .openapi("UpdateKey");
+  // A plan change to a table plan cannot come with limits; a change to enterprise needs limits
+  // unless the key is enterprise already, which the body alone cannot tell (the handler can).
+  .openapi("UpdateKey", {
+    minProperties: 1,
+    not: {
+      properties: { plan: { enum: TABLE_PLANS }, limits: LIMITS_REF },
+      required: ["plan", "limits"],
+    },
+  } as object);
 
 export const RollKeySchema = z
   .strictObject({

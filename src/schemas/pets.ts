@@ -60,6 +60,13 @@ export const ListPetsQuerySchema = z.object({
   }),
 });
 
+/**
+ * The Idempotency-Key header's rules as one JSON Schema `pattern`: 1–255 printable ASCII
+ * characters, either quoted (`"…"`, the draft's structured-field form, with no quote inside) or
+ * bare, without a comma and not of the quoted form. A property test holds it to the schema below.
+ */
+export const IDEMPOTENCY_KEY_PATTERN = '^(?:"[ !#-~]{1,255}"|(?!"[\\s\\S]*"$)[ -+\\--~]{1,255})$';
+
 export const CreatePetHeadersSchema = z.object({
   "idempotency-key": z
     .string()
@@ -75,7 +82,8 @@ export const CreatePetHeadersSchema = z.object({
     .optional()
     .openapi({
       description:
-        "Makes retries safe: the same key and body within 24 h return the first answer (Idempotent-Replayed: true). Exactly one header; a bare key contains no comma (quote it to use one)",
+        "Makes retries safe: the same key and body within 24 h return the first answer (Idempotent-Replayed: true). 1–255 printable ASCII characters; exactly one header; a bare key contains no comma (quote it to use one)",
+      pattern: IDEMPOTENCY_KEY_PATTERN,
     }),
 });
 

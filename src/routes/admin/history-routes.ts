@@ -154,7 +154,20 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       security,
       request: { query: DayUsageQuerySchema },
       responses: {
-        200: { description: "One entry per key", content: jsonOrCsv(DayUsagePageSchema) },
+        200: {
+          description: "One entry per key",
+          headers: {
+            "Next-Cursor": {
+              description: "As CSV: the next page's cursor, while more keys follow",
+              schema: { type: "string" as const },
+            },
+            "Usage-As-Of": {
+              description: "As CSV, for a day not over: the time of reading (the JSON's asOf)",
+              schema: { type: "string" as const },
+            },
+          },
+          content: jsonOrCsv(DayUsagePageSchema),
+        },
         ...adminErrorResponses(400, 401, 429, 503),
       },
     }),

@@ -210,6 +210,12 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       responses: {
         201: {
           description: "The new key, with its secret (shown once)",
+          headers: {
+            Location: {
+              description: "The new key's URL: /admin/v1/keys/{id}",
+              schema: { type: "string" as const },
+            },
+          },
           content: json(CreatedKeySchema),
         },
         ...adminErrorResponses(400, 401, 403, 413, 415, 429, 503),

@@ -98,7 +98,7 @@ const listPetsRoute = createRoute({
       },
       content: json(PetsSchema),
     },
-    ...errorResponses(400, 401, 405, 429, 500, 503),
+    ...errorResponses(400, 401, 429, 500, 503),
   },
 });
 
@@ -130,7 +130,7 @@ const createPetRoute = createRoute({
       },
       content: json(PetSchema),
     },
-    ...errorResponses(400, 401, 405, 413, 415, 422, 429, 500, 503),
+    ...errorResponses(400, 401, 413, 415, 422, 429, 500, 503),
   },
 });
 
@@ -152,9 +152,7 @@ const getPetRoute = createRoute({
       headers: { ...RATE_LIMIT_HEADERS, ...DEPRECATION_HEADERS },
       content: json(PetSchema),
     },
-    // A 405 belongs to the path, not to this operation: it is not marked deprecated.
     ...errorResponses(DEPRECATION_HEADERS, 400, 401, 404, 410, 429, 500, 503),
-    ...errorResponses(405),
   },
 });
 

@@ -112,7 +112,7 @@ const usageRoute = createRoute({
       headers: RATE_LIMIT_HEADERS,
       content: json(OwnUsageSchema),
     },
-    ...errorResponses(400, 401, 405, 429, 500, 503),
+    ...errorResponses(400, 401, 429, 500, 503),
   },
 });
 
