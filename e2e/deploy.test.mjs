@@ -4,7 +4,7 @@
 // run happens in a git copy of the project (wrangler.toml edited per case) whose `npm test` passes
 // or fails as the case needs.
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import {
   chmodSync,
@@ -127,6 +127,23 @@ describe("what each release reads and writes (compat/)", () => {
     const previous = releaseManifestAt(previousRelease, undefined, ROOT);
     assert.ok(previous, `a record of ${previousRelease}`);
     assert.deepEqual(unreadableByTarget(current.manifest, previous.manifest), []);
+  });
+
+  it("npm run rehearse:rollback: --help, and a previous release that is not a commit, before any work", () => {
+    const rehearse = (...args) =>
+      spawnSync(process.execPath, ["scripts/rehearse-rollback.mjs", ...args], {
+        cwd: ROOT,
+        encoding: "utf8",
+      });
+    const help = rehearse("--help");
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /--previous <commit>[\s\S]*--current <commit\|worktree>/);
+    const bad = rehearse("--previous", "not-a-commit-anywhere");
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /--previous not-a-commit-anywhere is not a commit of this repository/);
+    const unknown = rehearse("--everything");
+    assert.equal(unknown.status, 2);
+    assert.match(unknown.stderr, /Usage: npm run rehearse:rollback/);
   });
 
   it("a contracting D1 migration, a cursor or bookmark format the target lacks, are named", () => {

@@ -191,3 +191,47 @@ test("errors: the API's Error body on stderr and exit 1; usage mistakes exit 2",
   assert.equal((await keys("set-meta", "key_AAAAAAAAAAAAAAAAAAAA", "--meta", "{nope")).code, 2);
   assert.equal((await keys("frobnicate")).code, 2);
 });
+
+test("a table for a person (--table, as on a terminal), JSON for a script (--json, or a pipe)", async () => {
+  const created = await keysJson("create", "--name", "cli-table", "--plan", "free");
+  const shown = await keys("get", created.id, "--table");
+  assert.equal(shown.code, 0, shown.stderr);
+  const lines = shown.stdout.trimEnd().split("\n");
+  assert.match(lines[0] ?? "", /^field\s+value$/);
+  assert.ok(
+    lines.some((line) => /^name\s+cli-table$/.test(line)),
+    shown.stdout,
+  );
+  assert.ok(
+    lines.some((line) => /^limits\.perMinute\s+60$/.test(line)),
+    shown.stdout,
+  );
+
+  const listed = await keys("list", "--q", "cli-table", "--table");
+  assert.equal(listed.code, 0, listed.stderr);
+  const [header, rule, row] = listed.stdout.trimEnd().split("\n");
+  assert.deepEqual(header?.split(/\s{2,}/), [
+    "id",
+    "name",
+    "plan",
+    "status",
+    "owner",
+    "today",
+    "last used",
+    "banned until",
+  ]);
+  assert.match(rule ?? "", /^─+( +─+)+$/);
+  assert.ok(row?.startsWith(created.id), listed.stdout);
+  assert.match(row ?? "", /\bcli-table\s+free\s+active\s+0\/1000\b/);
+
+  const none = await keys("list", "--q", "no-such-key-name", "--table");
+  assert.equal(none.stdout.trim(), "(none)");
+
+  const refused = await keys("disable", "key_AAAAAAAAAAAAAAAAAAAA", "--table");
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr.trim(), /^404 not_found: /);
+
+  // Piped without a flag (as here), or with --json: the API's JSON, unchanged.
+  assert.equal((await keysJson("get", created.id, "--json")).id, created.id);
+  assert.equal((await keys("get", created.id, "--json", "--table")).code, 2);
+});

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
+// @ts-check
 // Operator CLI for the admin API: `npm run keys -- <command> [options]`.
 import { parseArgs } from "node:util";
+import { tableOf } from "./lib/cli-table.mjs";
 import { readDevVars } from "./lib/dev-vars.mjs";
 
 const USAGE = `Usage: npm run keys -- <command> [options]
@@ -29,8 +31,11 @@ Usage history and audit:
   audit      [KEY_ID] [--limit N] [--cursor C]                      newest first
 KEY_ID may also be given as --id KEY_ID. REGION: where the key's quota object is created, a
 Durable Object location hint (weur, enam, apac, …; a wrong one is refused with the list).
+Output: a table on a terminal; JSON when piped or with --json (for scripts); --table forces the
+table. Errors go to stderr, and the exit code is 1 (2 for a usage error).
 Options: --url URL (default $ANIMAL_STORE_URL or http://localhost:8787)
-         --token TOKEN (default $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars)`;
+         --token TOKEN (default $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars)
+         --json, --table, --help`;
 
 /**
  * Prints `message` and the usage, and exits 2.
@@ -69,6 +74,8 @@ function parseCommandLine() {
         limit: { type: "string" },
         cursor: { type: "string" },
         "key-only": { type: "boolean" },
+        json: { type: "boolean" },
+        table: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -86,6 +93,11 @@ if (values.help) {
 }
 if (!command) fail("No command given.");
 if (values["key-only"] && command !== "create") fail("--key-only is for create.");
+if (values.json && values.table) fail("--json and --table: choose one.");
+if (values.csv && (values.json || values.table))
+  fail("--csv is an output of its own: drop --json or --table.");
+/** A person at a terminal reads a table; a script (a pipe, or --json) reads JSON. */
+const asTable = values.table || (!values.json && process.stdout.isTTY === true);
 const base = (values.url ?? process.env.ANIMAL_STORE_URL ?? "http://localhost:8787").replace(
   /\/$/,
   "",
@@ -186,8 +198,9 @@ try {
     body: body ? JSON.stringify(body) : undefined,
   });
 } catch (err) {
+  const failure = /** @type {Error & { cause?: { code?: string } }} */ (err);
   console.error(
-    `Cannot reach ${base}: ${err.cause?.code ?? err.message}. Is the server running (npm run dev)?`,
+    `Cannot reach ${base}: ${failure.cause?.code ?? failure.message}. Is the server running (npm run dev)?`,
   );
   process.exit(1);
 }
@@ -196,15 +209,25 @@ if (values["key-only"] && command === "create" && res.ok) {
   console.log(JSON.parse(text).key);
   process.exit(0);
 }
-let out = text;
+/** @type {unknown} */
+let parsed;
 try {
-  out = JSON.stringify(JSON.parse(text), null, 2);
+  parsed = JSON.parse(text);
 } catch {}
+let out = text;
+if (parsed !== undefined && !values.csv) {
+  const error = /** @type {{ code?: string, message?: string, status?: number }} */ (parsed);
+  if (!asTable) out = JSON.stringify(parsed, null, 2);
+  else if (!res.ok && error.code)
+    out = `${error.status ?? res.status} ${error.code}: ${error.message}`;
+  else out = tableOf(command, parsed);
+}
 (res.ok ? process.stdout : process.stderr).write(out.endsWith("\n") ? out : `${out}\n`);
 // A day not over yet is the day so far: said beside the totals, never silently.
 const asOf =
   res.ok && command === "usage-day"
-    ? (res.headers.get("Usage-As-Of") ?? (values.csv ? null : JSON.parse(text).asOf))
+    ? (res.headers.get("Usage-As-Of") ??
+      (values.csv ? null : /** @type {{ asOf?: string }} */ (parsed)?.asOf))
     : null;
 if (asOf)
   console.error(

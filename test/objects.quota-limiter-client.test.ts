@@ -401,6 +401,34 @@ describe("QuotaLimiterClient's calls", () => {
       refusal,
     });
   });
+
+  it("a location holder whose key's object fails for good says so, and the client passes it on (the object is not asked)", async () => {
+    const persistentFailure =
+      "object cannot open: its stored schema version 11 is newer than this code reads (10)";
+    const withoutDecision: HolderAnswer = {
+      reached: false,
+      overloaded: false,
+      refusal: null,
+      persistentFailure,
+    };
+    const holders = {
+      getByName: () => ({ admit: async () => withoutDecision }),
+    } as unknown as Env["QUOTA_HOLDER"];
+    const objects = counted(env.QUOTA);
+    const client = new QuotaLimiterClient(
+      objects.namespace,
+      { id: newKeyId(), region: null },
+      { holders, name: "FRA" },
+      new LeaseHolder(),
+    );
+    expect(await client.admit(policyWith(60, 1_000))).toEqual({
+      reached: false,
+      overloaded: false,
+      refusal: null,
+      persistentFailure,
+    });
+    expect(objects.calls.admit).toBeUndefined();
+  });
 });
 
 describe("QuotaLimiterClient's work after the response", () => {

@@ -3,7 +3,10 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { AUTH_SHIELD_MIGRATIONS, AuthShield } from "../src/objects/auth-shield";
 import { QuotaLimiter } from "../src/objects/quota-limiter";
-import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter-schema";
+import {
+  QUOTA_LIMITER_MIGRATIONS,
+  QUOTA_LIMITER_SCHEMA,
+} from "../src/objects/quota-limiter-schema";
 import {
   appliedAdditions,
   migrateSchema,
@@ -79,6 +82,8 @@ describe("expand-then-contract: additions and the versions a release reads", () 
     readsThrough: QUOTA_LIMITER_MIGRATIONS.length,
     additions: [],
   };
+  /** The additions the object itself applied when it opened (this release's own). */
+  const OWN = QUOTA_LIMITER_SCHEMA.additions.map((addition) => addition.name);
   const NOTE = { name: "usage_note", sql: "ALTER TABLE usage ADD COLUMN note TEXT" };
   const EXTRA = {
     name: "extra_table",
@@ -93,7 +98,9 @@ describe("expand-then-contract: additions and the versions a release reads", () 
       migrateSchemaOrThrow(state.storage, schema);
       migrateSchemaOrThrow(state.storage, schema); // a second start must not re-run the ALTER
       expect(schemaVersion(state.storage.sql)).toBe(QUOTA_LIMITER_MIGRATIONS.length);
-      expect(appliedAdditions(state.storage.sql).sort()).toEqual(["extra_table", "usage_note"]);
+      expect(appliedAdditions(state.storage.sql).sort()).toEqual(
+        [...OWN, "extra_table", "usage_note"].sort(),
+      );
       const row = state.storage.sql.exec("SELECT minute_count, note FROM usage").one();
       expect(row).toEqual({ minute_count: 1, note: null });
       state.storage.sql.exec("INSERT INTO extra (id, at) VALUES ('a', 1)");
@@ -121,7 +128,9 @@ describe("expand-then-contract: additions and the versions a release reads", () 
     await runInDurableObject(stub, (_, state) => {
       migrateSchemaOrThrow(state.storage, { ...base, additions: [NOTE, EXTRA] });
       migrateSchemaOrThrow(state.storage, { ...base, additions: [NOTE] }); // the release before
-      expect(appliedAdditions(state.storage.sql).sort()).toEqual(["extra_table", "usage_note"]);
+      expect(appliedAdditions(state.storage.sql).sort()).toEqual(
+        [...OWN, "extra_table", "usage_note"].sort(),
+      );
       expect(state.storage.sql.exec("SELECT COUNT(*) AS n FROM extra").one()).toEqual({ n: 0 });
     });
   });
@@ -147,7 +156,7 @@ describe("expand-then-contract: additions and the versions a release reads", () 
         ObjectCannotOpenError,
       );
       expect(schemaVersion(state.storage.sql)).toBe(later);
-      expect(appliedAdditions(state.storage.sql)).toEqual([]);
+      expect(appliedAdditions(state.storage.sql)).toEqual(OWN);
     });
   });
 });

@@ -150,6 +150,15 @@ describe("answerWithoutObject", () => {
       expect(errors).toHaveBeenCalledTimes(3);
     });
 
+    it("a refusal seen here that has ended is no longer answered: 503", () => {
+      vi.spyOn(console, "error").mockImplementation(() => {});
+      const refusal = { outcome: "rate_limited" as const, retryAt: T0 - 1 };
+      const answer = answerWithoutObject(keyId(), limits(100, 1000), { ...broken, refusal }, T0);
+      if (answer.admitted) throw new Error("admitted with its object failing for good");
+      expect(answer.error.code).toBe("service_unavailable");
+      expect(answer.error.headers["Retry-After"]).toBe("60");
+    });
+
     it("a key refused here before keeps that refusal while it lasts", () => {
       vi.spyOn(console, "error").mockImplementation(() => {});
       const refusal = { outcome: "key_banned" as const, retryAt: T0 + 5 * MINUTE_MS };

@@ -65,6 +65,75 @@ const rollWithoutGrace = async (id: string): Promise<string> => {
   return ((await res.json()) as { key: string }).key;
 };
 
+describe("a warm isolate's copy of a key older than a change made elsewhere", () => {
+  it.each([
+    ["through its location's holder", "AMS"],
+    ["decided by the key's object", null],
+  ])("a roll with no grace: the old secret is refused at its next request, %s", async (_, colo) => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    expect((await send(key, colo)).status).toBe(200);
+    await elsewhere(key, () => rollWithoutGrace(id));
+    time.now += 10_000; // well within the key cache's 30 s
+    const refused = await expectError(await send(key, colo), 401, "unauthorized");
+    expect(refused.message).toMatch(/rolled/);
+  });
+
+  it("a roll with no grace: the old secret is refused even where the new one has stock already", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    expect((await send(key, "AMS")).status).toBe(200);
+    const rolled = await elsewhere(key, () => rollWithoutGrace(id));
+    time.now += 100;
+    expect((await send(rolled, "AMS")).status).toBe(200);
+    const holder = env.QUOTA_HOLDER.getByName(holderName(id, "AMS"));
+    expect(await holder.unusedPermits()).toBeGreaterThan(0); // granted under the rolled key
+    time.now += 100;
+    await expectError(await send(key, "AMS"), 401, "unauthorized");
+  });
+
+  it("the expiry moved earlier: refused once it has passed, not up to 30 s later", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    expect((await send(key, "AMS")).status).toBe(200);
+    const soon = new Date(time.now + 3_000).toISOString();
+    await elsewhere(key, async () =>
+      expect((await patchKey(id, { expiresAt: soon })).status).toBe(200),
+    );
+    time.now += 3_000;
+    const refused = await expectError(await send(key, "AMS"), 401, "unauthorized");
+    expect(refused.message).toMatch(/expired/);
+  });
+
+  it("GET /v1/usage for a key revoked elsewhere is refused, and so is a secret rolled out elsewhere", async () => {
+    const revokedKey = await issueKey("free");
+    time.now = T0 + 1_000;
+    expect((await send(revokedKey.key, "AMS")).status).toBe(200);
+    await elsewhere(revokedKey.key, async () =>
+      expect(
+        (await call(`/admin/v1/keys/${revokedKey.id}`, { method: "DELETE", headers: ADMIN }))
+          .status,
+      ).toBe(200),
+    );
+    const revoked = await expectError(
+      await send(revokedKey.key, "AMS", "/v1/usage"),
+      401,
+      "unauthorized",
+    );
+    expect(revoked.message).toMatch(/revoked/);
+
+    const rolledKey = await issueKey("free");
+    expect((await send(rolledKey.key, "AMS")).status).toBe(200);
+    await elsewhere(rolledKey.key, () => rollWithoutGrace(rolledKey.id));
+    const rolled = await expectError(
+      await send(rolledKey.key, "AMS", "/v1/usage"),
+      401,
+      "unauthorized",
+    );
+    expect(rolled.message).toMatch(/rolled/);
+  });
+});
+
 describe(`a change applies within CHANGE_APPLIES_WITHIN_MS (${CHANGE_APPLIES_WITHIN_MS} ms) everywhere`, () => {
   it("is 2 s", () => expect(CHANGE_APPLIES_WITHIN_MS).toBe(2_000));
 

@@ -20,7 +20,7 @@ import {
 } from "../objects/quota-limiter-client";
 import { credentialsError, parseAuthorization } from "./authorization-header";
 import { failedGuess, isRefused } from "./failed-auth";
-import { cachedKey, cacheKey, refreshCachedKey } from "./key-cache";
+import { cachedKey, cacheKey, forgetKey, refreshCachedKey } from "./key-cache";
 import { hasGenuineTag, keyShapeOf } from "./key-format";
 
 const REALM = "animal-store";
@@ -39,6 +39,13 @@ export const KEY_PROBLEMS = {
 /** Set by `authenticate`: the key the request authenticated with. */
 export interface ApiKeyVariables {
   apiKey: KeyRecord;
+  /** The SHA-256 of the secret it authenticated with (to read the key again by, see `reauthenticateOrThrow`). */
+  apiKeyHash: string;
+  /**
+   * Set by `authenticateAndAdmit`: the request's admission id, sent with every attempt to decide
+   * it (quota/lease-messages.ts), so the tier that decided it counts it once.
+   */
+  admissionId?: string;
   /**
    * Set by `authenticateAndAdmit` when the key's location holder decided the request along with
    * authenticating it (counted there): middleware/enforce-quota.ts then asks for no decision.
@@ -88,9 +95,10 @@ type AskHolder = (
   hash: string,
 ) => Promise<LocationAuthentication>;
 
-/** The key a token found, and the decision its location holder made with it, if any. */
+/** The key a token found (by its SHA-256 `hash`), and the decision its location holder made with it, if any. */
 interface Found {
   match: KeyMatch;
+  hash: string;
   admission: AdmitResult | null;
 }
 
@@ -122,7 +130,7 @@ async function lookUp<E extends BaseEnv>(
         }),
       );
     }
-    return { match: cached.match, admission: null };
+    return { match: cached.match, hash, admission: null };
   }
   if (isRefused(clientAddress(c.req.header("CF-Connecting-IP")), now)) return null;
   const tagSecrets = keyTagSecretsAccepted(c.var.config);
@@ -133,12 +141,12 @@ async function lookUp<E extends BaseEnv>(
     if (said?.outcome === "unknown") return null;
     if (said?.outcome === "found") {
       cacheKey(hash, said.match, now);
-      return { match: said.match, admission: said.admission };
+      return { match: said.match, hash, admission: said.admission };
     }
   }
   const match = await findKeyByHash(c.env.DB, hash);
   if (match) cacheKey(hash, match, now);
-  return match && { match, admission: null };
+  return match && { match, hash, admission: null };
 }
 
 /**
@@ -163,7 +171,12 @@ export const authenticate = createMiddleware<EnvWith<ApiKeyVariables>>(async (c,
  * decides the request, in one local hop, and sets `admission`.
  */
 export const authenticateAndAdmit = createMiddleware<EnvWith<ApiKeyVariables>>(async (c, next) => {
-  const admission = await authenticated(c, authenticateAndAdmitInLocation);
+  // Made here, never taken from the client: a repeated id is answered without being counted.
+  const admissionId = crypto.randomUUID();
+  c.set("admissionId", admissionId);
+  const admission = await authenticated(c, (location, keyId, hash) =>
+    authenticateAndAdmitInLocation(location, keyId, hash, admissionId),
+  );
   if (admission) c.set("admission", admission);
   await next();
 });
@@ -181,5 +194,28 @@ async function authenticated(
   const problem = whySecretUnusable(found.match, clock.now());
   if (problem) throw unusableKeyError(problem);
   c.set("apiKey", found.match.record);
+  c.set("apiKeyHash", found.hash);
   return found.admission;
+}
+
+/**
+ * Reads the key this request authenticated with again, by its secret's hash, when a tier said
+ * this isolate's copy is older than the key's object's policy (a change made elsewhere): caches
+ * the key as D1 has it now in place of every older copy, and sets `apiKey` to it; or throws the
+ * 401 the secret now earns (a roll with no grace left, an expiry moved earlier, a revocation, a
+ * disabling). Throws what D1 throws.
+ */
+export async function reauthenticateOrThrow<V extends ApiKeyVariables>(
+  c: Context<EnvWith<V>>,
+): Promise<KeyRecord> {
+  const hash = c.var.apiKeyHash;
+  const match = await findKeyByHash(c.env.DB, hash);
+  const now = clock.now();
+  forgetKey(c.var.apiKey.id);
+  if (!match) throw unusableKeyError(KEY_PROBLEMS.unknown);
+  cacheKey(hash, match, now);
+  const problem = whySecretUnusable(match, now);
+  if (problem) throw unusableKeyError(problem);
+  c.set("apiKey", match.record);
+  return match.record;
 }

@@ -4,6 +4,7 @@ import { wrapTime } from "hono/timing";
 import {
   type ApiKeyVariables,
   KEY_PROBLEMS,
+  reauthenticateOrThrow,
   unusableKeyError,
   whyKeyUnusable,
 } from "../auth/api-key";
@@ -11,6 +12,7 @@ import { forgetKey } from "../auth/key-cache";
 import { getKey, type KeyRecord, policyOf } from "../db/keys";
 import { runAfterResponse } from "../lib/after-response";
 import { clock } from "../lib/clock";
+import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import type { EnvWith } from "../lib/hono-env";
 import type { RouteTable } from "../lib/route-table";
@@ -71,9 +73,9 @@ async function headersOrThrowWithoutObject(
 /** Throws the answer for a refused request; returns the rate-limit headers of an admitted one. */
 async function headersOrThrowRefusal(
   c: Context<QuotaEnv>,
-  key: KeyRecord,
   result: AdmitResult,
 ): Promise<Record<string, string>> {
+  const key = c.var.apiKey;
   noteRoomLeft(key.id, result);
   if (!result.reached) return headersOrThrowWithoutObject(c, key, result);
   c.set("quota", result.decision.outcome);
@@ -87,11 +89,48 @@ async function headersOrThrowRefusal(
     const problem = await rereadKeyProblemInD1(c.env, key.id).catch(() => null);
     throw unusableKeyError(problem ?? KEY_PROBLEMS.revoked);
   }
+  if (decision.outcome === "stale") throw staleAgain();
   const headers = rateLimitHeaders(decision);
   if (decision.outcome !== "allowed") {
     throw refusalError(decision.outcome, headers);
   }
   return headers;
+}
+
+/**
+ * How many times a request's copy of the key is read again because the key's object said it was
+ * stale (a change made elsewhere), before the request is answered 503: a second change between
+ * the read and the decision is rare, a third rarer still.
+ */
+const MOST_REREADS = 2;
+
+const staleAgain = () =>
+  unavailable("The API key changed while this request was decided; repeat the request.");
+
+/**
+ * The request decided: by the key's location holder along with authenticating it, or now. A key
+ * whose copy here is older than its object's policy is read again (a change made elsewhere: a
+ * roll, an expiry, any change of the key) and refused, or decided under the key as it is now,
+ * with the same admission id; a stale copy is never served.
+ */
+async function decidedOrThrow(
+  c: Context<QuotaEnv>,
+  admissionId: string,
+  decidedInLocation: AdmitResult | undefined,
+): Promise<AdmitResult> {
+  const decideNow = () =>
+    new QuotaLimiterClient(
+      c.env.QUOTA,
+      c.var.apiKey,
+      locationOf(c.req.raw, c.env.QUOTA_HOLDER),
+    ).admit(policyOf(c.var.apiKey), admissionId);
+  let result = await (decidedInLocation ?? decideNow());
+  for (let reread = 0; result.reached && result.decision.outcome === "stale"; reread++) {
+    if (reread === MOST_REREADS) throw staleAgain();
+    await reauthenticateOrThrow(c);
+    result = await decideNow();
+  }
+  return result;
 }
 
 /**
@@ -111,11 +150,7 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
     // The first request of a key also marks it used (see first-use.ts); its answer waits for both.
     const firstUse = markFirstUseOrThrow(c.env, key);
     // Decided already when the key's location holder authenticated the request (auth/api-key.ts).
-    const decision =
-      c.var.admission ??
-      new QuotaLimiterClient(c.env.QUOTA, key, locationOf(c.req.raw, c.env.QUOTA_HOLDER)).admit(
-        policyOf(key),
-      );
+    const decision = decidedOrThrow(c, c.var.admissionId ?? crypto.randomUUID(), c.var.admission);
     const admitted = wrapTime(
       c,
       "quota",
@@ -128,14 +163,14 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
     );
     const isRead = routes.effectOf(c.req.method, c.req.path) === "read";
     if (!(isRead && keysWithRoom.get(key.id, 0))) {
-      const headers = await headersOrThrowRefusal(c, key, await admitted);
+      const headers = await headersOrThrowRefusal(c, await admitted);
       for (const [name, value] of Object.entries(headers)) c.header(name, value);
       return next();
     }
     await next();
     let headers: Record<string, string>;
     try {
-      headers = await headersOrThrowRefusal(c, key, await admitted);
+      headers = await headersOrThrowRefusal(c, await admitted);
     } catch (refusal) {
       // The refusal replaces the read's answer: drop what describes that answer, keep the rest.
       for (const name of READ_ANSWER_HEADERS) c.res.headers.delete(name);

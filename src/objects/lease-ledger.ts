@@ -119,6 +119,11 @@ export class LeaseLedger {
     return givePermitsBack(usage, row, row.permits - used);
   }
 
+  /** Whether lease `id` is still out: granted and not settled (handed back or stranded). */
+  isOut(id: string): boolean {
+    return this.#row(id) !== undefined;
+  }
+
   #row(id: string): LeaseRow | undefined {
     return this.sql.exec<LeaseRow>(`${LEASE_ROW} WHERE id = ?`, id).toArray()[0];
   }

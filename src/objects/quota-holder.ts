@@ -1,11 +1,12 @@
 import { DurableObject } from "cloudflare:workers";
 import { type KeyMatch, type KeyRecord, markKeyUsed, policyOf, secretStatus } from "../db/keys";
 import { clock, MINUTE_MS } from "../lib/clock";
+import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
 import { logPersistentFailure, type NoDecision } from "../quota/fail-open";
 import { QUIET_STOCK } from "../quota/lease";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
-import type { Admission, LeaseRequest } from "../quota/lease-messages";
+import { ADMISSION_MEMORY_MS, type Admission, type LeaseRequest } from "../quota/lease-messages";
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HeldKeyRecord } from "./holder-key-record";
@@ -57,6 +58,8 @@ export class QuotaHolder extends DurableObject<Env> {
   #region: Region | null = null;
   /** The key's record, for requests that arrive with a secret rather than the key (`authenticate`). */
   readonly #keyRecord = new HeldKeyRecord();
+  /** The answers to the requests decided here lately, by admission id (see `admit`). */
+  readonly #answers = new ExpiringMap<string, Promise<HolderAnswer>>(10_000);
 
   /**
    * The key whose secret has SHA-256 `hash`, if it is key `keyId`: from this holder's copy while
@@ -92,7 +95,11 @@ export class QuotaHolder extends DurableObject<Env> {
    * makes it read the key again before it answers. The age limit covers a change the object
    * itself never learnt (the admin API's push failed).
    */
-  async authenticateAndAdmit(keyId: string, hash: string): Promise<HolderAuthentication> {
+  async authenticateAndAdmit(
+    keyId: string,
+    hash: string,
+    admissionId: string | null = null,
+  ): Promise<HolderAuthentication> {
     const now = clock.now();
     const kept = this.#keyRecord.cached(hash, now);
     const found: HolderAuthentication =
@@ -103,12 +110,20 @@ export class QuotaHolder extends DurableObject<Env> {
       return found;
     const { record } = found.match;
     const [answer, used] = await Promise.all([
-      this.admit(keyId, policyOf(record), record.region),
+      this.admit(keyId, policyOf(record), record.region, admissionId),
       record.firstUsedAt === null ? this.#markUsed(record) : null,
     ]);
     const match = used ? { ...found.match, record: used } : found.match;
     if (!answer.reached) return { outcome: "found", match, answer };
     const { decision } = answer;
+    if (decision.outcome === "stale") {
+      // The copy is older than the key's object's policy (a change that did not reach this
+      // holder): nothing was counted. The Worker judges the secret by the key as D1 has it now,
+      // and has the request decided under it (the same admission id).
+      this.#keyRecord.forget();
+      const fresh = await this.#read(keyId, hash);
+      return fresh.outcome === "found" ? { ...fresh, answer: null } : fresh;
+    }
     if (decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
       this.#keyRecord.vouch(decision.policyVersion, clock.now());
       return { outcome: "found", match, answer };
@@ -153,11 +168,39 @@ export class QuotaHolder extends DurableObject<Env> {
 
   /**
    * Decides one request of key `keyId` under `policy` (the caller's view of the key); `region`
-   * is where the key's object is created if this holder's call is its first.
+   * is where the key's object is created if this holder's call is its first. A request with an
+   * `admissionId` this holder decided in the last ADMISSION_MEMORY_MS (its caller lost the
+   * answer, or asks again after a cold isolate's authentication here could not answer) gets the
+   * same answer, counted once; one forwarded to the key's object carries the id there.
    */
-  async admit(keyId: string, policy: Policy, region: Region | null = null): Promise<HolderAnswer> {
+  admit(
+    keyId: string,
+    policy: Policy,
+    region: Region | null = null,
+    admissionId: string | null = null,
+  ): Promise<HolderAnswer> {
+    if (admissionId === null) return this.#decide(keyId, policy, region, null);
+    const now = clock.now();
+    const known = this.#answers.get(admissionId, now);
+    if (known) return known;
+    const answer = this.#decide(keyId, policy, region, admissionId);
+    this.#answers.set(admissionId, answer, now + ADMISSION_MEMORY_MS);
+    // Only a decision is repeated: a request not decided (the key's object unreachable, or the
+    // caller's copy of the key stale) is decided afresh when asked again.
+    void answer.then((said) => {
+      if (!said.reached || said.decision.outcome === "stale") this.#answers.delete(admissionId);
+    });
+    return answer;
+  }
+
+  async #decide(
+    keyId: string,
+    policy: Policy,
+    region: Region | null,
+    admissionId: string | null,
+  ): Promise<HolderAnswer> {
     this.#region = region;
-    const calls = this.#callsTo(keyId, policy);
+    const calls = this.#callsTo(keyId, policy, admissionId);
     try {
       const decided = await this.#leases.admit(policy, calls);
       this.#inBackground(keyId, this.#leases.upkeep(decided, calls));
@@ -285,12 +328,14 @@ export class QuotaHolder extends DurableObject<Env> {
     };
   }
 
-  #callsTo(keyId: string, policy: Policy): LeaseCalls {
+  /** The calls for a request of `policy` (with its `admissionId`, if it has one). */
+  #callsTo(keyId: string, policy: Policy, admissionId: string | null = null): LeaseCalls {
     return {
       admit: (request) =>
         callWithOneRetry(
           () => this.#stub(keyId),
-          async (stub) => stub.admit(policy, request, this.#name),
+          async (stub) =>
+            stub.admit(policy, admissionId ? { ...request, admissionId } : request, this.#name),
         ),
       giveBack: this.#giveBackCall(keyId).giveBack,
       // Not retried, as in the isolate's client: a renewal counted twice would strand permits.

@@ -138,8 +138,11 @@ export function authenticateAndAdmitInLocation(
   location: RequestLocation,
   keyId: string,
   hash: string,
+  admissionId: string | null = null,
 ): Promise<LocationAuthentication> {
-  return askHolder(location, keyId, (holder) => holder.authenticateAndAdmit(keyId, hash));
+  return askHolder(location, keyId, (holder) =>
+    holder.authenticateAndAdmit(keyId, hash, admissionId),
+  );
 }
 
 /** An error that says why a location holder had no decision (read by `isOverloaded`). */
@@ -199,12 +202,14 @@ export class QuotaLimiterClient {
 
   /**
    * Decides one request: from this isolate's lease when it holds one, else by the object (which
-   * counts it). Unreachable: `{ reached: false }` (the caller decides).
+   * counts it). Unreachable: `{ reached: false }` (the caller decides). `admissionId` names the
+   * request (one per API request, the same in every attempt to decide it; made here if none is
+   * given): a holder or object that decided it already answers the same decision, counted once.
    */
-  async admit(policy: Policy): Promise<AdmitResult> {
+  async admit(policy: Policy, admissionId: string | null = null): Promise<AdmitResult> {
     const holder = this.#isolateLeases();
     try {
-      const decided = await holder.admit(policy, this.#leaseCalls(policy));
+      const decided = await holder.admit(policy, this.#leaseCalls(policy, admissionId));
       // The renewal the admission started and the hand-back it leaves, after the response. Only
       // the renewal can fail here: a failed hand-back is logged by the call and kept for the next.
       const afterResponse =
@@ -245,9 +250,12 @@ export class QuotaLimiterClient {
       }),
   };
 
-  #leaseCalls(policy: Policy): LeaseCalls {
+  #leaseCalls(policy: Policy, admissionId: string | null): LeaseCalls {
     return {
-      admit: (request) => this.#admitCall(policy, request),
+      // One admit call per request at most: an id made here (none given) is still the same in
+      // its retry and its fallback from the holder to the object.
+      admit: (request) =>
+        this.#admitCall(policy, { ...request, admissionId: admissionId ?? crypto.randomUUID() }),
       giveBack: this.#giveBackCall.giveBack,
       // Not retried: a renewal that reached the object before its connection failed has been
       // counted, and a second one would count its permits again. A lost renewal costs nothing
@@ -344,7 +352,13 @@ export class QuotaLimiterClient {
     if (location && request.want === 0 && request.returning.length === 0) {
       let answer: HolderAnswer | null = null;
       try {
-        answer = await holderIn(location, this.keyId).admit(this.keyId, policy, this.region);
+        // Retried once on a `.retryable` error, and then asked of the key's object, with the
+        // same admission id: whichever decided it already answers the same decision.
+        answer = await callWithOneRetry(
+          () => holderIn(location, this.keyId),
+          async (holder): Promise<HolderAnswer> =>
+            holder.admit(this.keyId, policy, this.region, request.admissionId ?? null),
+        );
       } catch (err) {
         log("warn", "location holder unreachable; asking the key's object", {
           keyId: this.keyId,

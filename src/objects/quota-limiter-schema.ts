@@ -1,3 +1,4 @@
+import { CREATE_ADMISSIONS_TABLE } from "./admission-memory";
 import type { ObjectSchema } from "./schema-migrations";
 import {
   CREATE_USAGE_HISTORY_TABLE,
@@ -64,5 +65,8 @@ export const QUOTA_LIMITER_MIGRATIONS = [
 export const QUOTA_LIMITER_SCHEMA: ObjectSchema = {
   contract: QUOTA_LIMITER_MIGRATIONS,
   readsThrough: QUOTA_LIMITER_MIGRATIONS.length,
-  additions: [],
+  additions: [
+    // The answers given to admissions and renewals that carry an id (admission-memory.ts).
+    { name: "admissions", sql: CREATE_ADMISSIONS_TABLE },
+  ],
 };

@@ -21,6 +21,7 @@ import {
   type UsageState,
   windowsOf,
 } from "../quota/windows";
+import { AdmissionMemory } from "./admission-memory";
 import { AlarmSchedule } from "./alarm-schedule";
 import { BanRecords } from "./ban-records";
 import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
@@ -73,6 +74,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #history: UsageHistoryTable;
   readonly #leases: LeaseLedger;
   readonly #bans: BanRecords;
+  readonly #admissions: AdmissionMemory;
   #usage: UsageState = { ...EMPTY_USAGE };
   #policy: Policy | null = null;
   /** How long a ban lasts (BAN_MINUTES), read as the object opens. */
@@ -86,6 +88,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#leases = new LeaseLedger(sql, this.#history);
     this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
+    this.#admissions = new AdmissionMemory(sql);
     // Whatever fails here fails every call alike: callers must tell it from an outage.
     ctx.blockConcurrencyWhile(() => openOrThrow(async () => this.#open(ctx, env)));
   }
@@ -108,7 +111,8 @@ export class QuotaLimiter extends DurableObject<Env> {
     const holdsWorkForLater = sql
       .exec<{ held: number }>(
         `SELECT EXISTS (SELECT 1 FROM usage) OR EXISTS (SELECT 1 FROM usage_history)
-            OR EXISTS (SELECT 1 FROM leases) OR EXISTS (SELECT 1 FROM ban_records) AS held`,
+            OR EXISTS (SELECT 1 FROM leases) OR EXISTS (SELECT 1 FROM ban_records)
+            OR EXISTS (SELECT 1 FROM admissions) AS held`,
       )
       .one().held;
     if (holdsWorkForLater && (await ctx.storage.getAlarm()) === null)
@@ -119,7 +123,10 @@ export class QuotaLimiter extends DurableObject<Env> {
    * Decides and counts one request; first takes back the caller's returned lease, and when the
    * request is admitted with room to spare, grants the lease asked for (counted as used here,
    * in the same synchronous step). `policy` is the caller's view of the key; a newer stored one
-   * wins.
+   * wins. A request with an admission id (see LeaseRequest) is decided once: asked again, it gets
+   * the same decision, and the same lease while that is out, counted once; and one sent on an
+   * older version of the key than this object's is not decided but answered `stale` (counted
+   * nowhere): what its copy alone decided (a rolled secret, the expiry) may have changed too.
    */
   admit(
     policy: Policy,
@@ -127,9 +134,24 @@ export class QuotaLimiter extends DurableObject<Env> {
     grantee: string | null = null,
   ): Admission {
     const now = clock.now();
+    const id = request.admissionId;
+    const known = id === undefined ? null : this.#admissions.recall<Admission>(id, now);
+    // The lease granted with it goes again while it is out (its caller never had it).
+    if (known)
+      return {
+        ...known,
+        lease: known.lease && this.#leases.isOut(known.lease.id) ? known.lease : null,
+      };
     const effective = this.#adopt(policy);
     const previousDay = this.#usage.dayStart;
-    const decided = decide(this.#takeBack(now, request.returning), effective, now, this.#banMs);
+    const current = this.#takeBack(now, request.returning);
+    if (id !== undefined && effective.version > policy.version) {
+      this.#keep(current, previousDay);
+      this.#leases.strandUnreported(now);
+      const windows = windowsOf(current, effective);
+      return { outcome: "stale", windows, now, policyVersion: effective.version, lease: null };
+    }
+    const decided = decide(current, effective, now, this.#banMs);
     let { state } = decided;
     const { decision } = decided;
     let lease: Lease | null = null;
@@ -150,7 +172,9 @@ export class QuotaLimiter extends DurableObject<Env> {
     // windows' day, which a clock stepping back does not leave.
     this.#history.count(decision.outcome, state.dayStart, 1);
     this.#leases.strandUnreported(now);
-    return { ...decision, lease };
+    const admission: Admission = { ...decision, lease };
+    if (id !== undefined) this.#admissions.remember(id, now, admission);
+    return admission;
   }
 
   /**
@@ -162,6 +186,9 @@ export class QuotaLimiter extends DurableObject<Env> {
    */
   renewLease(policy: Policy, request: RenewalRequest, grantee: string | null = null): Renewal {
     const now = clock.now();
+    const id = request.renewalId;
+    const known = id === undefined ? null : this.#admissions.recall<Renewal>(id, now);
+    if (known) return known;
     const effective = this.#adopt(policy);
     const previousDay = this.#usage.dayStart;
     let state = this.#takeBack(now, request.returning);
@@ -190,7 +217,15 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
     this.#keep(state, previousDay);
     this.#leases.strandUnreported(now);
-    return { policyVersion: effective.version, revoked: effective.revoked, windows, granted, now };
+    const renewal: Renewal = {
+      policyVersion: effective.version,
+      revoked: effective.revoked,
+      windows,
+      granted,
+      now,
+    };
+    if (id !== undefined) this.#admissions.remember(id, now, renewal);
+    return renewal;
   }
 
   /** The windows at `now`, with the `returning` leases taken back. */
@@ -299,6 +334,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     const now = clock.now();
     this.#leases.strandUnreported(now);
+    this.#admissions.forgetOlderThanMemory(now);
     if (this.#usage.dayStart !== 0) {
       const idleFrom = Math.max(this.#usage.bannedUntil, this.#usage.dayStart + DAY_MS);
       if (now >= idleFrom) {

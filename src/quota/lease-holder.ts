@@ -349,14 +349,24 @@ export class LeaseHolder {
     });
   }
 
+  /**
+   * Whether a request of `policy` may be admitted from `lease`: only under the version of the key
+   * it was granted under. A request on an older copy of the key (another secret's record, not yet
+   * read again) goes to the key's object, which tells it its copy is stale, and leaves the lease
+   * alone; a newer one ends it (see `#leaseOver`).
+   */
   #usable(lease: HeldLease, policy: Policy, now: number): boolean {
-    // A newer policy than the lease was granted under (this isolate re-read the key) ends it.
-    return lease.left > 0 && now < lease.expiresAt && policy.version <= lease.policyVersion;
+    return !this.#leaseOver(lease, policy, now) && policy.version === lease.policyVersion;
+  }
+
+  /** Used up, expired, or granted under an older policy than `policy` (this isolate re-read the key). */
+  #leaseOver(lease: HeldLease, policy: Policy, now: number): boolean {
+    return lease.left <= 0 || now >= lease.expiresAt || policy.version > lease.policyVersion;
   }
 
   #retireLease(policy: Policy, now: number): void {
     const lease = this.#lease;
-    if (!lease || this.#usable(lease, policy, now)) return;
+    if (!lease || !this.#leaseOver(lease, policy, now)) return;
     this.#keepToReturn(returnOf(lease));
     this.#lease = null;
   }
@@ -421,7 +431,9 @@ export class LeaseHolder {
     return this.#calls.asRenewal(
       withDeadline(
         // A call that throws instead of rejecting must not fail the request that sent it.
-        Promise.resolve().then(() => renew({ ...request, returning })),
+        Promise.resolve().then(() =>
+          renew({ ...request, returning, renewalId: crypto.randomUUID() }),
+        ),
         this.#leaseLifetimeMs,
       ).then(apply, (err: unknown) => {
         for (const r of returning) this.#keepToReturn(r);
@@ -442,7 +454,7 @@ export class LeaseHolder {
     const now = clock.now();
     if (!renew || this.#stock <= 0 || !this.#calls.idle) return null;
     if (now < this.#noLeaseUntil) return null;
-    if (this.#lease && this.#usable(this.#lease, policy, now)) return null;
+    if (this.#lease && !this.#leaseOver(this.#lease, policy, now)) return null;
     this.#retireLease(policy, now);
     const changes = this.#changes;
     return this.#sendRenewal(renew, { leaseId: "", want: this.#stock, holding: 0 }, (answer) =>
@@ -543,6 +555,12 @@ export class LeaseHolder {
    */
   #contact(admission: Admission, wanted: number, changes: number, sentAt: number): HolderDecision {
     const { lease, ...decision } = admission;
+    // Not decided (the caller's copy of the key is older than the object's): nothing counted,
+    // nothing to show or remember; the caller reads the key again and asks again.
+    if (decision.outcome === "stale") {
+      if (lease) this.#keepToReturn({ id: lease.id, unused: lease.permits });
+      return { decision, local: false, leaseGranted: false, renewal: null };
+    }
     if (decision.outcome === "revoked") {
       this.#lease = null;
     } else if (decision.outcome !== "allowed") {

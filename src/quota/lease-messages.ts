@@ -15,12 +15,29 @@ export interface ReturnedLease {
   used?: number;
 }
 
+/**
+ * How long the tier that decided a request remembers its admission id with the decision (and the
+ * key's object a renewal's id with its answer): longer than any retry of it can take to arrive (a retried call, an isolate's fallback from its location
+ * holder to the key's object, a cold isolate deciding after its holder could not answer: all
+ * within the request that made the id).
+ */
+export const ADMISSION_MEMORY_MS = 60_000;
+
 /** What an isolate asks for along with one request. */
 export interface LeaseRequest {
   /** Permits wanted on top of this request (0: decide this request only). */
   want: number;
   /** The isolate's previous leases with unused permits to give back (taken back first). */
   returning: ReturnedLease[];
+  /**
+   * The request's admission id, made by the Worker once per API request and sent with every
+   * attempt to decide it: the key's object decides an id once and answers it again with the same
+   * decision for ADMISSION_MEMORY_MS. A caller that sends one also reads its copy of the key
+   * again when told its copy is stale (an older version than the object's): the object answers
+   * such a request `stale`, counting nothing, rather than deciding it under a policy the caller's
+   * copy does not know (a roll, an expiry). Without one (an earlier release), it decides.
+   */
+  admissionId?: string;
 }
 
 /** Permits counted as used for the isolate, valid until `expiresAt` (epoch ms). */
@@ -42,6 +59,12 @@ export interface RenewalRequest {
   returning: ReturnedLease[];
   /** Requests admitted from the lease in use so far (the usage history counts them now). */
   used?: number;
+  /**
+   * The renewal's id, one per renewal sent: one delivered twice is granted once (the object
+   * answers the same id with the same answer for ADMISSION_MEMORY_MS). Without one (an earlier
+   * release), each delivery grants.
+   */
+  renewalId?: string;
 }
 
 /**

@@ -25,7 +25,7 @@ export interface SeenRefusal {
   outcome: Refusal;
   retryAt: number;
 }
-export type Outcome = "allowed" | Refusal | "revoked";
+export type Outcome = "allowed" | Refusal | "revoked" | "stale";
 
 export interface WindowStatus {
   name: "minute" | "day";
@@ -42,14 +42,19 @@ interface DecisionOf<O extends Outcome> {
   now: number;
 }
 
-/** A decision on one request: admitted, refused until `retryAt`, or refused for good (revoked). */
+/**
+ * A decision on one request: admitted, refused until `retryAt`, refused for good (revoked), or
+ * not decided because the caller's copy of the key is older than the key's object's (stale: the
+ * caller reads the key again and asks again; nothing was counted).
+ */
 export type Decision =
   | DecisionOf<"allowed">
   | (DecisionOf<Refusal> & {
       /** Epoch ms after which a retry can succeed. */
       retryAt: number;
     })
-  | DecisionOf<"revoked">;
+  | DecisionOf<"revoked">
+  | DecisionOf<"stale">;
 
 /** A key's decision names the version of the policy it applied. */
 export type KeyDecision = Decision & { policyVersion: number };

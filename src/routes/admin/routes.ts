@@ -472,7 +472,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Roll a key's secret",
       description:
-        "Issues a new secret for the same key (same id, plan, counters and quota object) and returns it, shown only this once. The old secret keeps working for `gracePeriodSeconds` (default one day, 0 ends it at once), then gets 401. A revoked key cannot be rolled (409 `key_revoked`). Recorded in the audit trail. 404 if no key has this id.",
+        "Issues a new secret for the same key (same id, plan, counters and quota object) and returns it, shown only this once. The old secret keeps working for `gracePeriodSeconds` (default one day; 0 ends it at once, everywhere within 2 s), then gets 401. A revoked key cannot be rolled (409 `key_revoked`). Recorded in the audit trail. 404 if no key has this id.",
       security,
       middleware: jsonBody,
       request: { ...byId, body: { required: true, content: json(RollKeySchema) } },

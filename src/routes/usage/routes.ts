@@ -1,12 +1,6 @@
 import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
-import {
-  type ApiKeyVariables,
-  authenticate,
-  unusableKeyError,
-  whyKeyUnusable,
-} from "../../auth/api-key";
-import { forgetKey } from "../../auth/key-cache";
-import { getKey, policyOf } from "../../db/keys";
+import { type ApiKeyVariables, authenticate, reauthenticateOrThrow } from "../../auth/api-key";
+import { policyOf } from "../../db/keys";
 import { everyDay, readUsageDays } from "../../db/usage-history";
 import { clock, DAY_MS, dayName, dayStartOf, isoTime, MINUTE_MS } from "../../lib/clock";
 import { ApiError } from "../../lib/errors";
@@ -103,7 +97,7 @@ const usageRoute = createRoute({
   path: "/usage",
   operationId: "getUsage",
   tags: ["Usage"],
-  summary: "Your key's plan, quota windows, ban and last 30 days (free of charge)",
+  summary: "Your key's quota and usage (free)",
   description: `The key this request authenticates with: its plan and limits, both quota windows (used, remaining, reset) as they stand, any temporary ban, its prefix and expiry, and its requests per UTC day for the last ${OWN_USAGE_DAYS} days (admitted, and refused by reason). It does not count against the key's quota and works while the key is banned or over its limits. It has its own limit instead: ${USAGE_READS_PER_MINUTE} reads per key and minute, then 429 \`rate_limited\` with Retry-After (the X-RateLimit-* and RateLimit headers of that 429 describe the usage-read window). A 200 carries the key's usual quota headers, as the next request would see them before it is counted.`,
   security: [{ bearerAuth: [] }],
   responses: {
@@ -120,7 +114,7 @@ const usageRoute = createRoute({
 export const ownUsageApi = new OpenAPIHono<EnvWith<ApiKeyVariables>>({
   defaultHook: validationHook,
 }).openapi({ ...usageRoute, middleware: authenticate }, async (c) => {
-  const key = c.var.apiKey;
+  let key = c.var.apiKey;
   await countUsageReadOrThrow(c.env, key.id);
   const location = locationOf(c.req.raw, c.env.QUOTA_HOLDER);
   const { usage, days: held } = await new QuotaLimiterClient(
@@ -128,14 +122,11 @@ export const ownUsageApi = new OpenAPIHono<EnvWith<ApiKeyVariables>>({
     key,
     location,
   ).reportOrThrow(policyOf(key));
+  // This isolate's record of the key may be up to the key cache's age; the object is told of
+  // every change at once (a revocation, a disabling, a roll, a new expiry: a newer version).
+  if (usage.policy && (usage.policy.revoked || usage.policy.version > key.version))
+    key = await reauthenticateOrThrow(c);
   const now = clock.now();
-  // This isolate's record of the key may be up to the key cache's age; the object is told of a
-  // revocation or a disabling at once.
-  if (usage.policy?.revoked) {
-    forgetKey(key.id);
-    const problem = whyKeyUnusable(await getKey(c.env.DB, key.id), now);
-    throw unusableKeyError(problem ?? "The API key has been revoked.");
-  }
   const to = dayName(now);
   const from = dayName(dayStartOf(to) - (OWN_USAGE_DAYS - 1) * DAY_MS);
   // The object's days go last so they win: it holds today, and any day D1 has not taken yet.

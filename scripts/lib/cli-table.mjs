@@ -1,0 +1,138 @@
+// @ts-check
+// Tables for a person at a terminal: what the keys CLI prints unless it is asked for JSON.
+
+/**
+ * @typedef {(value: unknown) => string} Format
+ * @typedef {[label: string, path: string, format?: Format]} Column
+ */
+
+/** "3/300" for a window's use, "" when there is none. */
+/** @type {Format} */
+const usedOfLimit = (value) => {
+  const window = /** @type {{ used?: number, limit?: number } | null} */ (value);
+  return window && typeof window === "object" ? `${window.used}/${window.limit}` : "";
+};
+
+/** An audit entry's changes, one `field: before → after` each. */
+/** @type {Format} */
+const changesOf = (value) =>
+  Object.entries(/** @type {Record<string, { before: unknown, after: unknown }>} */ (value ?? {}))
+    .map(([field, { before, after }]) => `${field}: ${cell(before)} → ${cell(after)}`)
+    .join("; ");
+
+/** @type {Column[]} */
+const REFUSED_AND_BILLED = [
+  ["admitted", "admitted"],
+  ["rate limited", "refused.rate_limited"],
+  ["quota exceeded", "refused.quota_exceeded"],
+  ["banned", "refused.key_banned"],
+  ["stranded", "stranded"],
+];
+
+/** The columns of each command that answers a list (`{ data: [...] }`). */
+/** @type {Record<string, Column[]>} */
+export const LIST_COLUMNS = {
+  list: [
+    ["id", "id"],
+    ["name", "name"],
+    ["plan", "plan"],
+    ["status", "status"],
+    ["owner", "ownerId"],
+    ["today", "activity.today", usedOfLimit],
+    ["last used", "activity.lastUsedDay"],
+    ["banned until", "activity.bannedUntil"],
+  ],
+  usage: [["day", "day"], ...REFUSED_AND_BILLED],
+  "usage-day": [
+    ["key", "keyId"],
+    ["name", "name"],
+    ["plan", "plan"],
+    ["owner", "ownerId"],
+    ...REFUSED_AND_BILLED,
+  ],
+  audit: [
+    ["at", "at"],
+    ["actor", "actor"],
+    ["action", "action"],
+    ["key", "keyId"],
+    ["changes", "changes", changesOf],
+  ],
+};
+
+/**
+ * The value at a dotted path of `record`.
+ * @param {unknown} record
+ * @param {string} path
+ */
+function at(record, path) {
+  /** @type {any} */
+  let value = record;
+  for (const part of path.split(".")) value = value?.[part];
+  return value;
+}
+
+/**
+ * A value as one table cell: empty for null, JSON for objects, the text otherwise.
+ * @param {unknown} value
+ */
+function cell(value) {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "object") return JSON.stringify(value);
+  return String(value);
+}
+
+/**
+ * Rows of text as aligned columns, a header row and a rule under it.
+ * @param {string[]} header
+ * @param {string[][]} rows
+ */
+function aligned(header, rows) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
+  const line = (/** @type {string[]} */ r) =>
+    r
+      .map((text, i) => text.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
+  return [line(header), line(widths.map((w) => "─".repeat(w))), ...rows.map(line)].join("\n");
+}
+
+/**
+ * An object's fields, nested ones by their dotted path, as `field  value` lines.
+ * @param {Record<string, unknown>} record
+ */
+function fieldsOf(record) {
+  /** @type {string[][]} */
+  const rows = [];
+  const walk = (/** @type {Record<string, unknown>} */ object, /** @type {string} */ prefix) => {
+    for (const [name, value] of Object.entries(object)) {
+      const path = prefix ? `${prefix}.${name}` : name;
+      if (value && typeof value === "object" && !Array.isArray(value) && name !== "meta")
+        walk(/** @type {Record<string, unknown>} */ (value), path);
+      else rows.push([path, cell(value)]);
+    }
+  };
+  walk(record, "");
+  return aligned(["field", "value"], rows);
+}
+
+/**
+ * What `command` answered, as a table: a list's rows under its columns, or one record's fields.
+ * @param {string} command
+ * @param {unknown} body the parsed JSON answer
+ */
+export function tableOf(command, body) {
+  const data = /** @type {{ data?: unknown }} */ (body)?.data;
+  if (Array.isArray(data)) {
+    if (data.length === 0) return "(none)";
+    const columns =
+      LIST_COLUMNS[command] ??
+      Object.keys(data[0] ?? {}).map((/** @type {string} */ name) => [name, name]);
+    return aligned(
+      columns.map(([label]) => label),
+      data.map((row) => columns.map(([, path, format = cell]) => format(at(row, path)))),
+    );
+  }
+  if (body && typeof body === "object")
+    return fieldsOf(/** @type {Record<string, unknown>} */ (body));
+  return cell(body);
+}
