@@ -107,6 +107,36 @@ describe("deploy decisions", () => {
   });
 });
 
+describe("--help and usage errors", () => {
+  const script = (name, args) =>
+    spawnSync(process.execPath, [`scripts/${name}`, ...args], { cwd: ROOT, encoding: "utf8" });
+
+  for (const [name, usage] of [
+    ["deploy.mjs", /^Usage: npm run deploy:staging\|deploy:production -- /],
+    ["rollback.mjs", /^Usage: npm run rollback -- staging\|production/],
+  ]) {
+    it(`${name}: --help and -h print the usage and exit 0, with or without an environment`, () => {
+      for (const args of [["--help"], ["-h"], ["staging", "--help"]]) {
+        const run = script(name, args);
+        assert.equal(run.status, 0, `${args.join(" ")}: ${run.stdout}${run.stderr}`);
+        assert.match(run.stdout, usage);
+        assert.match(run.stdout, /--help, -h/);
+        assert.match(run.stdout, /--yes/);
+        assert.equal(run.stderr, "");
+      }
+    });
+
+    it(`${name}: an unknown option prints what is wrong and the usage, and exits 2`, () => {
+      const run = script(name, ["staging", "--bogus"]);
+      assert.equal(run.status, 2);
+      assert.match(run.stderr, /Unknown option '--bogus'/);
+      // The usage follows the error, on a line of its own.
+      assert.match(run.stderr, new RegExp(`\\n${usage.source.slice(1)}`));
+      assert.equal(run.stdout, "");
+    });
+  }
+});
+
 describe("what each release reads and writes (compat/)", () => {
   const fixture = (name) =>
     JSON.parse(readFileSync(path.join(ROOT, "compat/before-manifest", `${name}.json`), "utf8"));

@@ -1,7 +1,7 @@
 // `npm run seed` against a fresh local store: it applies the migrations and adds the sample pets
 // once; a second run adds nothing.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -52,10 +52,24 @@ test("npm run seed fills an empty local store with sample pets, once", () => {
 });
 
 test("npm run seed -- --help prints its usage instead of running wrangler", () => {
-  const out = execFileSync(projectNode22(), ["scripts/seed.mjs", "--help"], {
+  for (const flag of ["--help", "-h"]) {
+    const out = execFileSync(projectNode22(), ["scripts/seed.mjs", flag], {
+      cwd: ROOT,
+      env,
+      encoding: "utf8",
+    });
+    assert.match(out, /^Usage: npm run seed/);
+    assert.match(out, /--persist-to DIR/);
+  }
+});
+
+test("npm run seed with an unknown option prints the usage and exits 2, running nothing", () => {
+  const run = spawnSync(projectNode22(), ["scripts/seed.mjs", "--bogus"], {
     cwd: ROOT,
     env,
     encoding: "utf8",
   });
-  assert.match(out, /^Usage: npm run seed/);
+  assert.equal(run.status, 2);
+  assert.match(run.stderr, /^Unknown option '--bogus'\nUsage: npm run seed/);
+  assert.equal(run.stdout, "");
 });

@@ -2,9 +2,9 @@
 // @ts-check
 // `npm run seed`: applies the local D1 migrations and adds sample pets to the local store (the one
 // `npm run dev` serves, under .wrangler/), so a newcomer's first `GET /v1/pets` lists animals.
-// Adds nothing when the store already holds pets. Extra arguments go to wrangler
-// (`npm run seed -- --persist-to DIR` for another local store).
+// Adds nothing when the store already holds pets. `--persist-to DIR` seeds another local store.
 import { spawnSync } from "node:child_process";
+import { parseArgs } from "node:util";
 
 /** [name, category id, status]: categories 1 dogs, 2 cats, 3 birds, 4 fish, 5 small mammals. */
 const SAMPLE_PETS = [
@@ -22,15 +22,30 @@ const SAMPLE_PETS = [
   ["Pip", 5, "available"],
 ];
 
-const extra = process.argv.slice(2);
-if (extra.includes("--help") || extra.includes("-h")) {
-  console.log(
-    "Usage: npm run seed [-- WRANGLER_OPTIONS]\n" +
-      "Applies the local D1 migrations and adds 12 sample pets to the local store that `npm run dev`\n" +
-      "serves, unless it already holds pets. WRANGLER_OPTIONS go to `wrangler d1` (--persist-to DIR).",
-  );
+const USAGE = `Usage: npm run seed [-- --persist-to DIR]
+Applies the local D1 migrations and adds ${SAMPLE_PETS.length} sample pets to the local store that \`npm run dev\`
+serves, unless it already holds pets.
+  --persist-to DIR  seed the local store under DIR instead (wrangler's --persist-to)
+  --help, -h        this text
+Exit codes: 0 seeded (or nothing to add), 1 wrangler failed, 2 bad arguments.`;
+
+/** @returns {{ "persist-to"?: string, help?: boolean }} */
+function optionsOrExit() {
+  try {
+    return parseArgs({
+      options: { "persist-to": { type: "string" }, help: { type: "boolean", short: "h" } },
+    }).values;
+  } catch (err) {
+    console.error(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+const options = optionsOrExit();
+if (options.help) {
+  console.log(USAGE);
   process.exit(0);
 }
+const extra = options["persist-to"] ? ["--persist-to", options["persist-to"]] : [];
 
 /** Runs wrangler with `args`; exits with its status when it fails. Returns its standard output. */
 function wrangler(args) {
