@@ -4,7 +4,7 @@
 // run happens in a git copy of the project (wrangler.toml edited per case) whose `npm test` passes
 // or fails as the case needs.
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import {
   chmodSync,
@@ -107,6 +107,36 @@ describe("deploy decisions", () => {
   });
 });
 
+describe("--help and usage errors", () => {
+  const script = (name, args) =>
+    spawnSync(process.execPath, [`scripts/${name}`, ...args], { cwd: ROOT, encoding: "utf8" });
+
+  for (const [name, usage] of [
+    ["deploy.mjs", /^Usage: npm run deploy:staging\|deploy:production -- /],
+    ["rollback.mjs", /^Usage: npm run rollback -- staging\|production/],
+  ]) {
+    it(`${name}: --help and -h print the usage and exit 0, with or without an environment`, () => {
+      for (const args of [["--help"], ["-h"], ["staging", "--help"]]) {
+        const run = script(name, args);
+        assert.equal(run.status, 0, `${args.join(" ")}: ${run.stdout}${run.stderr}`);
+        assert.match(run.stdout, usage);
+        assert.match(run.stdout, /--help, -h/);
+        assert.match(run.stdout, /--yes/);
+        assert.equal(run.stderr, "");
+      }
+    });
+
+    it(`${name}: an unknown option prints what is wrong and the usage, and exits 2`, () => {
+      const run = script(name, ["staging", "--bogus"]);
+      assert.equal(run.status, 2);
+      assert.match(run.stderr, /Unknown option '--bogus'/);
+      // The usage follows the error, on a line of its own.
+      assert.match(run.stderr, new RegExp(`\\n${usage.source.slice(1)}`));
+      assert.equal(run.stdout, "");
+    });
+  }
+});
+
 describe("what each release reads and writes (compat/)", () => {
   const fixture = (name) =>
     JSON.parse(readFileSync(path.join(ROOT, "compat/before-manifest", `${name}.json`), "utf8"));
@@ -127,6 +157,23 @@ describe("what each release reads and writes (compat/)", () => {
     const previous = releaseManifestAt(previousRelease, undefined, ROOT);
     assert.ok(previous, `a record of ${previousRelease}`);
     assert.deepEqual(unreadableByTarget(current.manifest, previous.manifest), []);
+  });
+
+  it("npm run rehearse:rollback: --help, and a previous release that is not a commit, before any work", () => {
+    const rehearse = (...args) =>
+      spawnSync(process.execPath, ["scripts/rehearse-rollback.mjs", ...args], {
+        cwd: ROOT,
+        encoding: "utf8",
+      });
+    const help = rehearse("--help");
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /--previous <commit>[\s\S]*--current <commit\|worktree>/);
+    const bad = rehearse("--previous", "not-a-commit-anywhere");
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /--previous not-a-commit-anywhere is not a commit of this repository/);
+    const unknown = rehearse("--everything");
+    assert.equal(unknown.status, 2);
+    assert.match(unknown.stderr, /Usage: npm run rehearse:rollback/);
   });
 
   it("a contracting D1 migration, a cursor or bookmark format the target lacks, are named", () => {

@@ -2,12 +2,15 @@
 // the three operations of the served document, and no request leaves the origin (none is even
 // attempted: the Content-Security-Policy reports any attempt as a violation).
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
+import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import puppeteer from "puppeteer-core";
 import { cleanupNow, startApiOnFreePorts } from "../scripts/lib/local-server.mjs";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+// DOCS_SCREENSHOTS=<dir> saves a screenshot of each reference page there.
+const SCREENSHOTS = process.env.DOCS_SCREENSHOTS;
 
 describe("/docs in headless Chromium", () => {
   let api;
@@ -28,15 +31,17 @@ describe("/docs in headless Chromium", () => {
     cleanupNow();
   });
 
-  it("renders every operation of the document with no request leaving the origin", async () => {
-    const doc = await (await fetch(`${api.url}/v1/openapi.json`)).json();
+  /**
+   * Opens `pagePath` and checks that it renders every operation of `documentPath` with no request
+   * leaving the origin, the document's security scheme preselected with a field for the
+   * credential, and the document's own code samples (`sampleText` appears; no generic language).
+   */
+  async function checkReference(pagePath, documentPath, { sampleText, screenshot }) {
+    const doc = await (await fetch(`${api.url}${documentPath}`)).json();
     const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
-    assert.deepEqual(operations.map((op) => op.operationId).sort(), [
-      "createPet",
-      "getPet",
-      "getUsage",
-      "listPets",
-    ]);
+    assert.ok(operations.length > 5, "the document has its operations");
+    for (const op of operations)
+      assert.ok(op["x-codeSamples"]?.length === 2, `${op.operationId} has its code samples`);
 
     const page = await browser.newPage();
     await page.setViewport({ width: 1400, height: 1000 });
@@ -54,7 +59,7 @@ describe("/docs in headless Chromium", () => {
       );
     });
 
-    const res = await page.goto(`${api.url}/docs`, { waitUntil: "load", timeout: 60_000 });
+    const res = await page.goto(`${api.url}${pagePath}`, { waitUntil: "load", timeout: 60_000 });
     assert.equal(res.status(), 200);
     const csp = res.headers()["content-security-policy"];
     assert.match(csp, /default-src 'none'/);
@@ -63,19 +68,40 @@ describe("/docs in headless Chromium", () => {
 
     // Each operation's summary, as the document gives it, appears on the rendered page (Scalar
     // renders operations as they scroll into view: keep scrolling while waiting).
-    const summaries = operations.map((op) => op.summary);
+    const summaries = [...new Set(operations.map((op) => op.summary))];
     const shown = (texts) => {
       window.scrollBy(0, 600);
       return texts.every((t) => document.body.innerText.includes(t));
     };
     await page
-      .waitForFunction(shown, { timeout: 30_000, polling: 250 }, summaries)
+      .waitForFunction(shown, { timeout: 60_000, polling: 250 }, summaries)
       .catch(async () => {
         const text = await page.evaluate(() => document.body.innerText);
         const missing = summaries.filter((t) => !text.includes(t));
         assert.fail(`the page does not show ${missing.join(" | ")}:\n${text.slice(0, 1500)}`);
       });
     await new Promise((r) => setTimeout(r, 1000)); // anything fired late by the page
+
+    const text = await page.evaluate(() => document.body.innerText);
+    // Authentication: the document's scheme is selected, with a field for the credential.
+    assert.doesNotMatch(text, /No authentication selected/i);
+    assert.ok(
+      await page.evaluate(() =>
+        [...document.querySelectorAll("input")].some((i) =>
+          /token|key/i.test(`${i.placeholder} ${i.getAttribute("aria-label") ?? ""} ${i.id}`),
+        ),
+      ),
+      "a field for the key or token",
+    );
+    // Code samples: the document's own (curl and the client), none of the generic languages.
+    assert.ok(text.includes(sampleText), `the page shows its code sample (${sampleText})`);
+    assert.doesNotMatch(text, /require 'uri'|<\?php|import requests/);
+
+    if (SCREENSHOTS) {
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: path.join(SCREENSHOTS, screenshot) });
+    }
 
     const origin = new URL(api.url).origin;
     const offOrigin = requests.filter(
@@ -86,7 +112,7 @@ describe("/docs in headless Chromium", () => {
       requests.includes(`${origin}/docs/scalar.js`),
       "the Scalar bundle came from the Worker",
     );
-    assert.ok(requests.includes(`${origin}/v1/openapi.json`), "the page read the served document");
+    assert.ok(requests.includes(`${origin}${documentPath}`), "the page read the served document");
     // The CSP refused nothing but Scalar's probe for eval() (the page works without it, and
     // 'unsafe-eval' stays off): no blocked load, no blocked inline script or style.
     const violations = await page.evaluate(() => globalThis.__violations);
@@ -97,6 +123,21 @@ describe("/docs in headless Chromium", () => {
     );
     assert.deepEqual(pageErrors, [], "uncaught errors on the page");
     assert.deepEqual(failed, [], "requests the page made that failed (a missing icon included)");
+    await page.close();
+  }
+
+  it("/docs renders every operation, Bearer preselected, with curl and client samples, offline", async () => {
+    await checkReference("/docs", "/v1/openapi.json", {
+      sampleText: "$ANIMAL_STORE_KEY",
+      screenshot: "docs.png",
+    });
+  });
+
+  it("/admin/docs renders the operator API the same way, with no token", async () => {
+    await checkReference("/admin/docs", "/admin/v1/openapi.json", {
+      sampleText: "$ADMIN_TOKEN",
+      screenshot: "admin-docs.png",
+    });
   });
 
   it("serves the pinned bundle as a static asset", async () => {

@@ -88,6 +88,19 @@ describe("npm run smoke", () => {
     );
   });
 
+  it("--help prints the usage and exits 0; an unknown option exits 2 with the usage", async () => {
+    for (const flag of ["--help", "-h"]) {
+      const help = await smoke([flag]);
+      assert.equal(help.status, 0, help.stderr);
+      assert.match(help.stdout, /^Usage: npm run smoke -- --url URL \[--token ADMIN_TOKEN\]\n/);
+      assert.match(help.stdout, /Exit codes: 0 every check passed/);
+    }
+    const unknown = await smoke(["--url", server.api.url, "--bogus"]);
+    assert.equal(unknown.status, 2);
+    assert.match(unknown.stderr, /Unknown option '--bogus'\nUsage: npm run smoke/);
+    assert.equal(unknown.stdout, "");
+  });
+
   it("without a token for a remote URL, or without --url, exits 2 saying what is missing", async () => {
     const noToken = await smoke(["--url", "https://api.animal-store.dev"]);
     assert.equal(noToken.status, 2);

@@ -41,8 +41,18 @@ import {
 import { runSmokeOrThrow, SmokeFailure } from "./lib/smoke.mjs";
 import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
-const USAGE =
-  "Usage: node scripts/deploy.mjs staging|production [--yes] [--force] [--percentage 1-99 | --all-at-once]";
+const USAGE = `Usage: npm run deploy:staging|deploy:production -- [--yes] [--force] [--percentage 1-99 | --all-at-once]
+   or: node scripts/deploy.mjs staging|production [options]
+Preflight checks, remote D1 migrations, then a gradual rollout: the new version at N % beside the
+one serving now, smoke-tested, then 100 % and smoke-tested again; a failure rolls back.
+  --yes            apply pending migrations without asking (needed without a terminal)
+  --force          deploy with uncommitted changes, without running the tests, and without an
+                   automatic rollback when the version serving now could not read this release
+  --percentage N   the canary's share of traffic, 1-99 (default 10)
+  --all-at-once    one \`wrangler deploy\` to all traffic (a release with a Durable Object migration)
+  --help, -h       this text
+Needs ADMIN_TOKEN (the environment's admin token) for the smoke test.
+Exit codes: 0 deployed, 1 refused or failed (rolled back where it could), 2 bad arguments.`;
 
 /** @returns {{ env: string, yes: boolean, force: boolean, percentage: number, allAtOnce: boolean }} */
 function argumentsOrExit() {
@@ -54,8 +64,13 @@ function argumentsOrExit() {
         force: { type: "boolean", default: false },
         percentage: { type: "string" },
         "all-at-once": { type: "boolean", default: false },
+        help: { type: "boolean", short: "h" },
       },
     });
+    if (values.help) {
+      console.log(USAGE);
+      process.exit(0);
+    }
     const [env, ...rest] = positionals;
     if ((env !== "staging" && env !== "production") || rest.length)
       throw new Error("name one environment: staging or production");

@@ -12,15 +12,29 @@ import { rollbackTargetProblem } from "./lib/compat.mjs";
 import { deployedBeforeOf } from "./lib/deploy-checks.mjs";
 import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
-const USAGE = "Usage: npm run rollback -- staging|production [--to VERSION_ID] [--yes]";
+const USAGE = `Usage: npm run rollback -- staging|production [--to VERSION_ID] [--yes]
+Puts back, at 100 % of traffic, the version deployed before the current one (or VERSION_ID),
+after checking that it reads what the versions serving now have written. D1 is not touched.
+  --to VERSION_ID  the version to put back (a UUID: npm run wrangler -- versions list --env ENV)
+  --yes            do not ask for confirmation (needed without a terminal)
+  --help, -h       this text
+Exit codes: 0 rolled back, 1 refused or failed (with the reason), 2 bad arguments.`;
 
 /** @returns {{ env: string, to: string | undefined, yes: boolean }} */
 function argumentsOrExit() {
   try {
     const { values, positionals } = parseArgs({
       allowPositionals: true,
-      options: { to: { type: "string" }, yes: { type: "boolean", default: false } },
+      options: {
+        to: { type: "string" },
+        yes: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h" },
+      },
     });
+    if (values.help) {
+      console.log(USAGE);
+      process.exit(0);
+    }
     const [env, ...rest] = positionals;
     if ((env !== "staging" && env !== "production") || rest.length)
       throw new Error("name one environment: staging or production");

@@ -6,10 +6,17 @@
 // every check passed, 1 naming the check that failed (also when the URL does not answer), 2 for
 // bad arguments.
 import { parseArgs } from "node:util";
-import { readDevVars } from "./lib/dev-vars.mjs";
+import { isLocalUrl, localAdminToken } from "./lib/dev-vars.mjs";
 import { runSmokeOrThrow, SmokeFailure } from "./lib/smoke.mjs";
 
-const usage = "Usage: npm run smoke -- --url URL [--token ADMIN_TOKEN]";
+const usage = `Usage: npm run smoke -- --url URL [--token ADMIN_TOKEN]
+Runs the smoke test against a running environment: the OpenAPI document, a request with the
+smoke key, its rate-limit headers, a 401 without a key and /docs.
+  --url URL      the environment's origin (http or https)
+  --token TOKEN  an admin token with full access (default $ADMIN_TOKEN; for a URL on this
+                 machine, ADMIN_TOKEN from .dev.vars)
+  --help, -h     this text
+Exit codes: 0 every check passed, 1 a check failed (named), 2 bad arguments.`;
 
 /**
  * @param {string} message
@@ -20,11 +27,15 @@ function exitWithUsage(message) {
   process.exit(2);
 }
 
-/** @returns {{ url?: string, token?: string }} */
+/** @returns {{ url?: string, token?: string, help?: boolean }} */
 function optionsOrExit() {
   try {
     return parseArgs({
-      options: { url: { type: "string" }, token: { type: "string" } },
+      options: {
+        url: { type: "string" },
+        token: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
       strict: true,
     }).values;
   } catch (err) {
@@ -32,17 +43,15 @@ function optionsOrExit() {
   }
 }
 const values = optionsOrExit();
+if (values.help) {
+  console.log(usage);
+  process.exit(0);
+}
 const url = values.url ?? exitWithUsage("--url is required.");
 if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol))
   exitWithUsage(`--url ${url} is not an http(s) URL.`);
 
-const isLocal = ["localhost", "127.0.0.1", "[::1]"].includes(new URL(url).hostname);
-/** The local server's admin token: ADMIN_TOKEN, else the first of ADMIN_TOKENS. */
-function localAdminToken() {
-  const vars = readDevVars();
-  const firstNamed = vars.get("ADMIN_TOKENS")?.split(",")[0] ?? "";
-  return vars.get("ADMIN_TOKEN") || firstNamed.slice(firstNamed.indexOf(":") + 1).trim();
-}
+const isLocal = isLocalUrl(url);
 const adminToken =
   values.token ||
   process.env.ADMIN_TOKEN ||

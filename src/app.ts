@@ -18,7 +18,7 @@ import { rateLimitHeadersOnEveryAnswer } from "./middleware/rate-limit-headers";
 import { requestIds } from "./middleware/request-id";
 import { adminApi } from "./routes/admin/routes";
 import { consolePages } from "./routes/console/routes";
-import { docsPage } from "./routes/docs-page";
+import { adminDocsPage, docsPage } from "./routes/docs-page";
 import { homePage } from "./routes/home-page";
 import { adminOpenApiDocument, openApiDocument } from "./routes/openapi-document";
 import { petsApi } from "./routes/pets/routes";
@@ -76,6 +76,8 @@ export function createApp() {
     const { text, etag } = adminDocument(c.var.config);
     return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
   });
+  // Its reference, public like the document (same assets and CSP as /docs).
+  app.get("/admin/docs", adminDocsPage);
   // The operator console: a public page that asks for the token and calls the admin API.
   app.route("/admin", consolePages);
   app.use("/admin/v1/*", requireAdmin);

@@ -262,6 +262,7 @@ describe("contract documentation", () => {
       "/admin/keys",
       "/admin/usage",
       "/admin/audit",
+      "/admin/docs",
     ]);
     expect(html).not.toMatch(/<script|<style|\sstyle=|<img/i);
     expect(html.match(/<link /g)).toEqual(["<link ", "<link "]);
@@ -277,28 +278,49 @@ describe("contract documentation", () => {
     expect(html).toContain("/v1/openapi.json");
   });
 
-  it("GET /docs loads only same-origin scripts, under a CSP that allows nothing else", async () => {
-    const res = await call("/docs");
-    const csp = res.headers.get("Content-Security-Policy") ?? "";
-    const directives = Object.fromEntries(
-      csp.split(";").map((d) => {
-        const [name, ...values] = d.trim().split(/\s+/);
-        return [name, values];
-      }),
-    );
-    expect(directives["default-src"]).toEqual(["'none'"]);
-    expect(directives["script-src"]).toEqual(["'self'"]);
-    expect(directives["connect-src"]).toEqual(["'self'"]);
-    expect(directives["frame-ancestors"]).toEqual(["'none'"]);
-    expect(csp).not.toMatch(/https?:|unsafe-eval|\*/);
-    expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+  it.each([
+    ["/docs", "/v1/openapi.json", "bearerAuth"],
+    ["/admin/docs", "/admin/v1/openapi.json", "adminToken"],
+  ])("GET %s (no credential) names %s and preselects %s", async (page, document, scheme) => {
+    const res = await call(page);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("Content-Type")).toMatch(/^text\/html/);
     const html = await res.text();
-    expect(html).not.toMatch(/https?:\/\//); // no third-party URL at all
-    const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
-    expect(scripts.map(([, attrs]) => attrs!.trim())).toEqual([
-      'src="/docs/scalar.js"',
-      'src="/docs/init.js"',
-    ]);
-    expect(scripts.every(([, , body]) => body === "")).toBe(true); // nothing inline
+    expect(html).toContain(`data-document="${document}"`);
+    expect(html).toContain(`data-security-scheme="${scheme}"`);
+    // The scheme the page preselects is the one the document's operations require.
+    const doc = (await (await call(document)).json()) as {
+      components: { securitySchemes: Record<string, unknown> };
+    };
+    expect(Object.keys(doc.components.securitySchemes)).toEqual([scheme]);
+    expect((await call(page, { method: "POST" })).status).toBe(405);
   });
+
+  it.each(["/docs", "/admin/docs"])(
+    "GET %s loads only same-origin scripts, under a CSP that allows nothing else",
+    async (page) => {
+      const res = await call(page);
+      const csp = res.headers.get("Content-Security-Policy") ?? "";
+      const directives = Object.fromEntries(
+        csp.split(";").map((d) => {
+          const [name, ...values] = d.trim().split(/\s+/);
+          return [name, values];
+        }),
+      );
+      expect(directives["default-src"]).toEqual(["'none'"]);
+      expect(directives["script-src"]).toEqual(["'self'"]);
+      expect(directives["connect-src"]).toEqual(["'self'"]);
+      expect(directives["frame-ancestors"]).toEqual(["'none'"]);
+      expect(csp).not.toMatch(/https?:|unsafe-eval|\*/);
+      expect(res.headers.get("X-Content-Type-Options")).toBe("nosniff");
+      const html = await res.text();
+      expect(html).not.toMatch(/https?:\/\//); // no third-party URL at all
+      const scripts = [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
+      expect(scripts.map(([, attrs]) => attrs!.trim())).toEqual([
+        'src="/docs/scalar.js"',
+        'src="/docs/init.js"',
+      ]);
+      expect(scripts.every(([, , body]) => body === "")).toBe(true); // nothing inline
+    },
+  );
 });

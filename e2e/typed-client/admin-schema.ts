@@ -135,7 +135,7 @@ export interface paths {
         put?: never;
         /**
          * Roll a key's secret
-         * @description Issues a new secret for the same key (same id, plan, counters and quota object) and returns it, shown only this once. The old secret keeps working for `gracePeriodSeconds` (default one day, 0 ends it at once), then gets 401. A revoked key cannot be rolled (409 `key_revoked`). Recorded in the audit trail. 404 if no key has this id.
+         * @description Issues a new secret for the same key (same id, plan, counters and quota object) and returns it, shown only this once. The old secret keeps working for `gracePeriodSeconds` (default one day; 0 ends it at once, everywhere within 2 s), then gets 401. A revoked key cannot be rolled (409 `key_revoked`). Recorded in the audit trail. 404 if no key has this id.
          */
         post: operations["rollKey"];
         delete?: never;
@@ -156,8 +156,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A key's requests per UTC day: admitted, and refused by reason
-         * @description Every day from `from` to `to` (at most 400), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with `Accept: text/csv`. 400 for a reversed or too long range; 404 if no key has this id.
+         * A key's usage per day
+         * @description A key's requests per UTC day, admitted and refused by reason: every day from `from` to `to` (at most 400), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with `Accept: text/csv`. 400 for a reversed or too long range; 404 if no key has this id.
          */
         get: operations["getKeyUsage"];
         put?: never;
@@ -169,7 +169,7 @@ export interface paths {
          */
         options: operations["optionsKeysIdUsage"];
         /**
-         * A key's requests per UTC day: admitted, and refused by reason (headers only)
+         * A key's usage per day (headers only)
          * @description GET getKeyUsage without the body: the same statuses and headers, counted the same way.
          */
         head: operations["getKeyUsageHead"];
@@ -184,8 +184,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Every key's totals for one UTC day, for invoicing
-         * @description Every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 503 if a key's quota object could not be reached.
+         * Every key's totals for a day
+         * @description Every key's totals for one UTC day, for invoicing: every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 503 if a key's quota object could not be reached.
          */
         get: operations["listUsageOfDay"];
         put?: never;
@@ -197,7 +197,7 @@ export interface paths {
          */
         options: operations["optionsUsage"];
         /**
-         * Every key's totals for one UTC day, for invoicing (headers only)
+         * Every key's totals for a day (headers only)
          * @description GET listUsageOfDay without the body: the same statuses and headers, counted the same way.
          */
         head: operations["listUsageOfDayHead"];
@@ -212,7 +212,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The audit trail of admin writes and automatic bans, newest first
+         * The audit trail
          * @description One entry per admin write (create, update, disable, enable, revoke, roll, unban) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.
          */
         get: operations["listAudit"];
@@ -225,7 +225,7 @@ export interface paths {
          */
         options: operations["optionsAudit"];
         /**
-         * The audit trail of admin writes and automatic bans, newest first (headers only)
+         * The audit trail (headers only)
          * @description GET listAudit without the body: the same statuses and headers, counted the same way.
          */
         head: operations["listAuditHead"];
@@ -470,6 +470,32 @@ export interface components {
             /** @description The X-Request-Id the client sent, if any (the client's, not the service's) */
             clientRequestId: string | null;
         };
+        /** @description RFC 9457 problem details: the body of an error answer (Content-Type `application/problem+json`) when the request's `Accept` prefers `application/problem+json` to `application/json`. It says what the default Error body says: `detail` is its `message`. */
+        Problem: {
+            /**
+             * Format: uri-reference
+             * @description The problem type: `/problems/<code>`, one per error code (relative while the environment's PUBLIC_ORIGIN is empty)
+             * @example /problems/rate_limited
+             */
+            type: string;
+            /**
+             * @description A short title of the problem type, the same for every occurrence
+             * @example Rate limited
+             */
+            title: string;
+            /**
+             * @description The HTTP status code, repeated
+             * @example 429
+             */
+            status: number;
+            /** @description What went wrong this time (the Error body's `message`) */
+            detail: string;
+            /**
+             * @description Machine-readable error code
+             * @enum {string}
+             */
+            code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "key_revoked" | "endpoint_removed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exceeded" | "key_banned" | "internal_error" | "service_unavailable";
+        };
     };
     responses: never;
     parameters: never;
@@ -497,7 +523,7 @@ export interface components {
         "Server-Timing": string;
         /** @description As CSV, for a day not over: the time of reading (the JSON's asOf) */
         "Usage-As-Of": string;
-        /** @description Authorization (the answer depends on the key), and Origin where CORS is on */
+        /** @description Authorization (the answer depends on the key), Origin where CORS is on, and Accept on errors (problem details on request) */
         Vary: string;
         /** @description Bearer challenge: Bearer realm="…", with error="invalid_token" for a token that may not be used, error="invalid_request" (and error_description) for a malformed Authorization header */
         "WWW-Authenticate": string;
@@ -554,6 +580,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -575,6 +602,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -596,6 +624,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -623,6 +652,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -644,6 +674,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -659,6 +690,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -675,6 +707,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -696,6 +729,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -827,6 +861,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -848,6 +883,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -869,6 +905,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -885,6 +922,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -932,6 +970,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -953,6 +992,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -968,6 +1008,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body larger than 16 KiB */
@@ -983,6 +1024,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not uncompressed application/json */
@@ -998,6 +1040,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -1019,6 +1062,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -1035,6 +1079,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1062,6 +1107,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -1083,6 +1129,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -1098,6 +1145,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -1114,6 +1162,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -1135,6 +1184,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1283,6 +1333,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -1304,6 +1355,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Not found */
@@ -1319,6 +1371,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -1340,6 +1393,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -1356,6 +1410,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1401,6 +1456,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -1422,6 +1478,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -1437,6 +1494,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Not found */
@@ -1452,6 +1510,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -1473,6 +1532,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -1489,6 +1549,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1519,6 +1580,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -1540,6 +1602,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -1555,6 +1618,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -1571,6 +1635,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -1592,6 +1657,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1747,6 +1813,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -1768,6 +1835,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -1783,6 +1851,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Not found */
@@ -1798,6 +1867,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The key is revoked, which is final: it cannot be changed, enabled or rolled */
@@ -1813,6 +1883,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body larger than 16 KiB */
@@ -1828,6 +1899,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not uncompressed application/json */
@@ -1843,6 +1915,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -1864,6 +1937,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -1880,6 +1954,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1925,6 +2000,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -1946,6 +2022,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -1961,6 +2038,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Not found */
@@ -1976,6 +2054,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -1997,6 +2076,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -2013,6 +2093,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2043,6 +2124,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -2064,6 +2146,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -2079,6 +2162,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -2095,6 +2179,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -2116,6 +2201,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2165,6 +2251,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -2186,6 +2273,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -2201,6 +2289,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Not found */
@@ -2216,6 +2305,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The key is revoked, which is final: it cannot be changed, enabled or rolled */
@@ -2231,6 +2321,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body larger than 16 KiB */
@@ -2246,6 +2337,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not uncompressed application/json */
@@ -2261,6 +2353,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -2282,6 +2375,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -2298,6 +2392,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2328,6 +2423,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -2349,6 +2445,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -2364,6 +2461,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -2380,6 +2478,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -2401,6 +2500,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2452,6 +2552,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -2473,6 +2574,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Not found */
@@ -2488,6 +2590,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -2509,6 +2612,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -2525,6 +2629,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2555,6 +2660,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -2576,6 +2682,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -2591,6 +2698,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -2607,6 +2715,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -2628,6 +2737,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2791,6 +2901,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -2812,6 +2923,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -2833,6 +2945,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -2849,6 +2962,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2876,6 +2990,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -2897,6 +3012,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -2912,6 +3028,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -2928,6 +3045,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -2949,6 +3067,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3105,6 +3224,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -3126,6 +3246,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -3147,6 +3268,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -3163,6 +3285,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3190,6 +3313,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -3211,6 +3335,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -3226,6 +3351,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -3242,6 +3368,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -3263,6 +3390,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -3441,6 +3569,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not) */
@@ -3462,6 +3591,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something */
@@ -3477,6 +3607,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -3493,6 +3624,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Too many invalid admin tokens from this client this minute */
@@ -3514,6 +3646,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };

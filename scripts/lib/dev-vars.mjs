@@ -19,3 +19,14 @@ export function parseDevVars(text) {
 export function readDevVars(file = ".dev.vars") {
   return existsSync(file) ? parseDevVars(readFileSync(file, "utf8")) : new Map();
 }
+
+/** The local server's admin token from .dev.vars: ADMIN_TOKEN, else the first of ADMIN_TOKENS. */
+export function localAdminToken() {
+  const vars = readDevVars();
+  const firstNamed = vars.get("ADMIN_TOKENS")?.split(",")[0] ?? "";
+  return vars.get("ADMIN_TOKEN") || firstNamed.slice(firstNamed.indexOf(":") + 1).trim();
+}
+
+/** Whether `url` is a server on this machine (whose admin token .dev.vars holds). */
+export const isLocalUrl = (/** @type {string} */ url) =>
+  ["localhost", "127.0.0.1", "[::1]"].includes(new URL(url).hostname);

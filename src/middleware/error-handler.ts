@@ -4,10 +4,34 @@ import { DatabaseError } from "../db/database-error";
 import { ConfigError } from "../lib/config";
 import { ApiError, ERROR_CODES, ERROR_STATUS, type ErrorBody, unavailable } from "../lib/errors";
 import { describeError, log } from "../lib/log";
+import {
+  PROBLEM_JSON,
+  PROBLEM_TITLES,
+  type ProblemBody,
+  prefersProblemJson,
+  problemTypeUri,
+} from "../lib/problem-details";
 
-/** The Error body of `err`, with its headers, as the response of `c`. */
+/**
+ * The response of `c` for `err`, with its headers: the Error body `{code, message, status}`, or
+ * RFC 9457 problem details when the request's Accept prefers `application/problem+json`. Every
+ * error answer of the service is made here, so both shapes always say the same thing.
+ */
 export function errorResponse(c: Context, err: ApiError): Response {
   for (const [name, value] of Object.entries(err.headers)) c.header(name, value);
+  // The body depends on Accept (errors are never stored, but say so for any cache in between).
+  c.header("Vary", "Accept", { append: true });
+  if (prefersProblemJson(c.req.header("Accept"))) {
+    const problem: ProblemBody = {
+      // A misconfigured deployment (ConfigError) has no validated config: relative types then.
+      type: problemTypeUri(c.var.config?.PUBLIC_ORIGIN ?? "", err.code),
+      title: PROBLEM_TITLES[err.code],
+      status: err.status,
+      detail: err.message,
+      code: err.code,
+    };
+    return c.body(JSON.stringify(problem), err.status, { "Content-Type": PROBLEM_JSON });
+  }
   const body: ErrorBody = { code: err.code, message: err.message, status: err.status };
   return c.json(body, err.status);
 }

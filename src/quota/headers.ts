@@ -1,3 +1,4 @@
+import { MINUTE_MS } from "../lib/clock";
 import type { Decision, WindowStatus } from "./windows";
 
 const toSeconds = (ms: number) => Math.ceil(ms / 1000);
@@ -58,7 +59,7 @@ export function fallbackHeaders(
     "X-RateLimit-Limit": String(limit),
     "X-RateLimit-Remaining": String(remaining),
     "X-RateLimit-Reset": String(toSeconds(resetAt)),
-    "RateLimit-Policy": `"${FALLBACK_POLICY}";q=${limit};w=60`,
+    "RateLimit-Policy": `"${FALLBACK_POLICY}";q=${limit};w=${MINUTE_MS / 1000}`,
     RateLimit: `"${FALLBACK_POLICY}";r=${remaining};t=${seconds}`,
   };
 }

@@ -10,6 +10,7 @@ import {
   json,
   unmeteredErrorResponses,
 } from "../schemas/common";
+import { forReference } from "./openapi-reference";
 import { routeTable } from "./table";
 
 type Document = ReturnType<OpenAPIHono["getOpenAPI31Document"]>;
@@ -42,7 +43,9 @@ const COMMON_RESPONSE_HEADERS = {
   "Cache-Control": text(
     "private, no-cache on a successful read of the public API (revalidate with its ETag); no-store on every other answer",
   ),
-  Vary: text("Authorization (the answer depends on the key), and Origin where CORS is on"),
+  Vary: text(
+    "Authorization (the answer depends on the key), Origin where CORS is on, and Accept on errors (problem details on request)",
+  ),
   "X-Content-Type-Options": text("nosniff"),
   "Content-Security-Policy": text("default-src 'none'; frame-ancestors 'none'"),
 };
@@ -427,7 +430,7 @@ export function openApiDocument(...apis: Pick<OpenAPIHono, "openAPIRegistry">[])
         }),
       ),
     );
-  return servedOncePerServer(build);
+  return servedOncePerServer((config) => forReference(build(config), config, "public"));
 }
 
 /** The operator document's tags: one per kind of resource. */
@@ -481,7 +484,7 @@ export function adminOpenApiDocument<E extends HonoEnv>(adminApi: OpenAPIHono<E>
           response.headers = { ...response.headers, ...COMMON_RESPONSE_HEADERS };
     return finishDocument(doc);
   };
-  return servedOncePerServer(build);
+  return servedOncePerServer((config) => forReference(build(config), config, "operator"));
 }
 
 /**

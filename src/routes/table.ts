@@ -30,6 +30,7 @@ const ROUTES: readonly Route[] = [
   // scripts and styles are static assets from public/, not routes of the Worker).
   { path: "/", methods: { GET: "read" }, audience: "page" },
   { path: "/docs", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/docs", methods: { GET: "read" }, audience: "page" },
   { path: "/admin", methods: { GET: "read" }, audience: "page" },
   { path: "/admin/keys", methods: { GET: "read" }, audience: "page" },
   { path: "/admin/keys/new", methods: { GET: "read" }, audience: "page" },

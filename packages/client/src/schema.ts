@@ -44,9 +44,9 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Fetch one animal (deprecated: removed on 5 December 2030; use listPets with a status filter)
+         * Fetch one animal
          * @deprecated
-         * @description One animal by id, or 404. Deprecated: its answers carry `Deprecation`, `Sunset` and a `successor-version` link, and from the sunset (2030-12-05T00:00:00Z) on it answers 410 `endpoint_removed`, after authentication and the quota like any other answer (the request is counted).
+         * @description One animal by id, or 404. Deprecated: its answers carry `Deprecation`, `Sunset` and a `successor-version` link, and from the sunset (2030-12-05T00:00:00Z) on it answers 410 `endpoint_removed`, after authentication and the quota like any other answer (the request is counted). Use listPets with a status filter instead.
          */
         get: operations["getPet"];
         put?: never;
@@ -58,7 +58,7 @@ export interface paths {
          */
         options: operations["optionsPetsPetId"];
         /**
-         * Fetch one animal (deprecated: removed on 5 December 2030; use listPets with a status filter) (headers only)
+         * Fetch one animal (headers only)
          * @deprecated
          * @description GET getPet without the body: the same statuses and headers, counted the same way.
          */
@@ -74,7 +74,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Your key's plan, quota windows, ban and last 30 days (free of charge)
+         * Your key's quota and usage (free)
          * @description The key this request authenticates with: its plan and limits, both quota windows (used, remaining, reset) as they stand, any temporary ban, its prefix and expiry, and its requests per UTC day for the last 30 days (admitted, and refused by reason). It does not count against the key's quota and works while the key is banned or over its limits. It has its own limit instead: 30 reads per key and minute, then 429 `rate_limited` with Retry-After (the X-RateLimit-* and RateLimit headers of that 429 describe the usage-read window). A 200 carries the key's usual quota headers, as the next request would see them before it is counted.
          */
         get: operations["getUsage"];
@@ -87,7 +87,7 @@ export interface paths {
          */
         options: operations["optionsUsage"];
         /**
-         * Your key's plan, quota windows, ban and last 30 days (free of charge) (headers only)
+         * Your key's quota and usage (free) (headers only)
          * @description GET getUsage without the body: the same statuses and headers, counted the same way.
          */
         head: operations["getUsageHead"];
@@ -237,6 +237,32 @@ export interface components {
             quota_exceeded: number;
             key_banned: number;
         };
+        /** @description RFC 9457 problem details: the body of an error answer (Content-Type `application/problem+json`) when the request's `Accept` prefers `application/problem+json` to `application/json`. It says what the default Error body says: `detail` is its `message`. */
+        Problem: {
+            /**
+             * Format: uri-reference
+             * @description The problem type: `/problems/<code>`, one per error code (relative while the environment's PUBLIC_ORIGIN is empty)
+             * @example /problems/rate_limited
+             */
+            type: string;
+            /**
+             * @description A short title of the problem type, the same for every occurrence
+             * @example Rate limited
+             */
+            title: string;
+            /**
+             * @description The HTTP status code, repeated
+             * @example 429
+             */
+            status: number;
+            /** @description What went wrong this time (the Error body's `message`) */
+            detail: string;
+            /**
+             * @description Machine-readable error code
+             * @enum {string}
+             */
+            code: "invalid_request" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "key_revoked" | "endpoint_removed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limited" | "quota_exceeded" | "key_banned" | "internal_error" | "service_unavailable";
+        };
     };
     responses: never;
     parameters: never;
@@ -286,7 +312,7 @@ export interface components {
         Sunset: string;
         /** @description The requesting origin: its page may read Server-Timing */
         "Timing-Allow-Origin": string;
-        /** @description Authorization (the answer depends on the key), and Origin where CORS is on */
+        /** @description Authorization (the answer depends on the key), Origin where CORS is on, and Accept on errors (problem details on request) */
         Vary: string;
         /** @description Bearer challenge: Bearer realm="…", with error="invalid_token" for a token that may not be used, error="invalid_request" (and error_description) for a malformed Authorization header */
         "WWW-Authenticate": string;
@@ -391,6 +417,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -412,6 +439,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Rate limit, daily quota or temporary ban */
@@ -433,6 +461,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error */
@@ -453,6 +482,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -474,6 +504,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -538,6 +569,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -559,6 +591,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body larger than 16 KiB */
@@ -579,6 +612,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Body is not uncompressed application/json */
@@ -599,6 +633,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Idempotency-Key reused with a different body */
@@ -620,6 +655,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Rate limit, daily quota or temporary ban */
@@ -641,6 +677,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error */
@@ -661,6 +698,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -682,6 +720,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -737,6 +776,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -758,6 +798,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -779,6 +820,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Rate limit, daily quota or temporary ban */
@@ -800,6 +842,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error */
@@ -820,6 +863,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -841,6 +885,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1091,6 +1136,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1115,6 +1161,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Not found */
@@ -1139,6 +1186,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Endpoint removed after its sunset */
@@ -1162,6 +1210,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Rate limit, daily quota or temporary ban */
@@ -1186,6 +1235,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error */
@@ -1209,6 +1259,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -1233,6 +1284,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1291,6 +1343,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1312,6 +1365,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -1333,6 +1387,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Rate limit, daily quota or temporary ban */
@@ -1354,6 +1409,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error */
@@ -1374,6 +1430,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -1395,6 +1452,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1664,6 +1722,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1685,6 +1744,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Rate limit, daily quota or temporary ban */
@@ -1706,6 +1766,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error */
@@ -1726,6 +1787,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -1747,6 +1809,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -1802,6 +1865,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -1823,6 +1887,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -1844,6 +1909,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Rate limit, daily quota or temporary ban */
@@ -1865,6 +1931,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error */
@@ -1885,6 +1952,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -1906,6 +1974,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2090,6 +2159,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };
@@ -2140,6 +2210,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing or invalid API key */
@@ -2161,6 +2232,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Method not allowed */
@@ -2182,6 +2254,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Rate limit, daily quota or temporary ban */
@@ -2203,6 +2276,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Unexpected error */
@@ -2218,6 +2292,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Database temporarily unavailable (see Retry-After) */
@@ -2234,6 +2309,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
         };

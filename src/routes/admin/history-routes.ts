@@ -115,8 +115,8 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       path: "/keys/{id}/usage",
       operationId: "getKeyUsage",
       tags: ["Usage"],
-      summary: "A key's requests per UTC day: admitted, and refused by reason",
-      description: `Every day from \`from\` to \`to\` (at most ${MAX_USAGE_DAYS}), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with \`Accept: text/csv\`. 400 for a reversed or too long range; 404 if no key has this id.`,
+      summary: "A key's usage per day",
+      description: `A key's requests per UTC day, admitted and refused by reason: every day from \`from\` to \`to\` (at most ${MAX_USAGE_DAYS}), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with \`Accept: text/csv\`. 400 for a reversed or too long range; 404 if no key has this id.`,
       security,
       request: { params: KeyIdParamSchema, query: KeyUsageQuerySchema },
       responses: {
@@ -148,9 +148,9 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       path: "/usage",
       operationId: "listUsageOfDay",
       tags: ["Usage"],
-      summary: "Every key's totals for one UTC day, for invoicing",
+      summary: "Every key's totals for a day",
       description:
-        "Every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 503 if a key's quota object could not be reached.",
+        "Every key's totals for one UTC day, for invoicing: every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 503 if a key's quota object could not be reached.",
       security,
       request: { query: DayUsageQuerySchema },
       responses: {
@@ -206,7 +206,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       path: "/audit",
       operationId: "listAudit",
       tags: ["Audit"],
-      summary: "The audit trail of admin writes and automatic bans, newest first",
+      summary: "The audit trail",
       description:
         "One entry per admin write (create, update, disable, enable, revoke, roll, unban) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.",
       security,

@@ -140,9 +140,9 @@ const getPetRoute = createRoute({
   operationId: "getPet",
   tags: ["Pets"],
   description:
-    "One animal by id, or 404. Deprecated: its answers carry `Deprecation`, `Sunset` and a `successor-version` link, and from the sunset (2030-12-05T00:00:00Z) on it answers 410 `endpoint_removed`, after authentication and the quota like any other answer (the request is counted).",
-  summary:
-    "Fetch one animal (deprecated: removed on 5 December 2030; use listPets with a status filter)",
+    "One animal by id, or 404. Deprecated: its answers carry `Deprecation`, `Sunset` and a `successor-version` link, and from the sunset (2030-12-05T00:00:00Z) on it answers 410 `endpoint_removed`, after authentication and the quota like any other answer (the request is counted). Use listPets with a status filter instead.",
+  // Short: it is the operation's label in the reference's sidebar; the deprecation is below.
+  summary: "Fetch one animal",
   deprecated: true,
   security,
   request: { params: PetIdParamSchema },

@@ -97,7 +97,7 @@ const usageRoute = createRoute({
   path: "/usage",
   operationId: "getUsage",
   tags: ["Usage"],
-  summary: "Your key's plan, quota windows, ban and last 30 days (free of charge)",
+  summary: "Your key's quota and usage (free)",
   description: `The key this request authenticates with: its plan and limits, both quota windows (used, remaining, reset) as they stand, any temporary ban, its prefix and expiry, and its requests per UTC day for the last ${OWN_USAGE_DAYS} days (admitted, and refused by reason). It does not count against the key's quota and works while the key is banned or over its limits. It has its own limit instead: ${USAGE_READS_PER_MINUTE} reads per key and minute, then 429 \`rate_limited\` with Retry-After (the X-RateLimit-* and RateLimit headers of that 429 describe the usage-read window). A 200 carries the key's usual quota headers, as the next request would see them before it is counted.`,
   security: [{ bearerAuth: [] }],
   responses: {
