@@ -1,12 +1,12 @@
 // `npm run seed` against a fresh local store: it applies the migrations and adds the sample pets
 // once; a second run adds nothing.
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { after, test } from "node:test";
-import { projectNode22, ROOT } from "./helpers.mjs";
+import { after, describe, test } from "node:test";
+import { localApiForTests, projectNode22, ROOT } from "./helpers.mjs";
 
 const store = mkdtempSync(path.join(tmpdir(), "animal-store-seed-"));
 after(() => rmSync(store, { recursive: true, force: true }));
@@ -72,4 +72,93 @@ test("npm run seed with an unknown option prints the usage and exits 2, running 
   assert.equal(run.status, 2);
   assert.match(run.stderr, /^Unknown option '--bogus'\nUsage: npm run seed/);
   assert.equal(run.stdout, "");
+});
+
+describe("npm run seed -- --url URL: through the API", () => {
+  const server = localApiForTests();
+  /** Runs seed asynchronously: the server answers from this same process's children. */
+  const seedAt = (args) =>
+    new Promise((resolve) => {
+      const childEnv = { ...env };
+      delete childEnv.ADMIN_TOKEN;
+      const child = spawn(projectNode22(), ["scripts/seed.mjs", ...args], {
+        cwd: ROOT,
+        env: childEnv,
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (d) => (stdout += d));
+      child.stderr.on("data", (d) => (stderr += d));
+      child.on("exit", (status) => resolve({ status, stdout, stderr }));
+    });
+  const admin = async (path, init = {}) => {
+    const res = await fetch(`${server.api.url}${path}`, {
+      ...init,
+      headers: {
+        Authorization: `Bearer ${server.api.adminToken}`,
+        "Content-Type": "application/json",
+      },
+    });
+    return { status: res.status, body: await res.json() };
+  };
+
+  test("adds the sample pets once, with one reused key that is disabled afterwards", async () => {
+    const first = await seedAt(["--url", server.api.url, "--token", server.api.adminToken]);
+    assert.equal(first.status, 0, first.stdout + first.stderr);
+    assert.match(first.stdout, /^Added 12 sample pets to http:\/\/127\.0\.0\.1:\d+\.$/m);
+    const second = await seedAt(["--url", server.api.url, "--token", server.api.adminToken]);
+    assert.equal(second.status, 0, second.stdout + second.stderr);
+    assert.match(second.stdout, /already holds pets; nothing added\./);
+
+    const keys = (await admin("/admin/v1/keys?q=seed&limit=100")).body.data;
+    assert.deepEqual(
+      keys.map((k) => [k.name, k.status]),
+      [["seed", "disabled"]],
+    );
+    const reader = await admin("/admin/v1/keys", {
+      method: "POST",
+      body: JSON.stringify({ name: "seed-test-reader", plan: "free" }),
+    });
+    assert.equal(reader.status, 201);
+    const pets = await fetch(`${server.api.url}/v1/pets?limit=100`, {
+      headers: { Authorization: `Bearer ${reader.body.key}` },
+    }).then((r) => r.json());
+    assert.equal(pets.length, 12);
+    assert.deepEqual(pets.map((p) => p.name).sort(), [
+      "Bella",
+      "Bubbles",
+      "Hazel",
+      "Kiwi",
+      "Luna",
+      "Max",
+      "Milo",
+      "Nala",
+      "Nemo",
+      "Pip",
+      "Rex",
+      "Rio",
+    ]);
+  });
+
+  test("says why it cannot: a read-only token, a URL that does not answer, bad arguments", async () => {
+    const readOnly = await seedAt(["--url", server.api.url, "--token", server.api.readToken]);
+    assert.equal(readOnly.status, 1);
+    assert.match(readOnly.stderr, /✗ Not seeded: could not issue the seed key/);
+    assert.match(readOnly.stderr, /got 403/);
+
+    const silent = await seedAt(["--url", "http://127.0.0.1:9", "--token", "whatever-token"]);
+    assert.equal(silent.status, 1);
+    assert.match(silent.stderr, /http:\/\/127\.0\.0\.1:9\/admin\/v1\/keys.* did not answer/);
+
+    const noToken = await seedAt(["--url", "https://api.animal-store.dev"]);
+    assert.equal(noToken.status, 2);
+    assert.match(
+      noToken.stderr,
+      /No admin token for https:\/\/api\.animal-store\.dev: pass --token/,
+    );
+
+    const both = await seedAt(["--url", server.api.url, "--persist-to", store]);
+    assert.equal(both.status, 2);
+    assert.match(both.stderr, /--url and --persist-to exclude each other/);
+  });
 });

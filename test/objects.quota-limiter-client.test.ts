@@ -304,7 +304,7 @@ function counted<T extends { getByName: (name: string) => unknown }>(
 }
 
 describe("QuotaLimiterClient's calls", () => {
-  it("a plain request goes to the location holder; a lease request goes to the key's object", async () => {
+  it("a plain request goes to the location holder; a lease request goes to the key's object through it, with its stock", async () => {
     const holders = counted(env.QUOTA_HOLDER);
     const client = new QuotaLimiterClient(
       env.QUOTA,
@@ -316,13 +316,15 @@ describe("QuotaLimiterClient's calls", () => {
     const first = await client.admit(policyWith(60, 1_000));
     expect(first.reached && first.decision.outcome).toBe("allowed");
     expect(holders.calls.admit).toBe(1);
-    // Simultaneous requests of a busy key: a lease (only the key's object grants one) is taken.
+    // Simultaneous requests of a busy key: a lease (only the key's object grants one) is taken,
+    // asked through the location holder, which hands its own stock back in the same call.
     const busyHolders = counted(env.QUOTA_HOLDER);
     const objects = counted(env.QUOTA);
     const leases = new LeaseHolder();
+    const busyKey = newKeyId();
     const busy = new QuotaLimiterClient(
       objects.namespace,
-      { id: newKeyId(), region: null },
+      { id: busyKey, region: null },
       { holders: busyHolders.namespace, name: "FRA" },
       leases,
     );
@@ -332,8 +334,11 @@ describe("QuotaLimiterClient's calls", () => {
     for (const r of results) if (r.reached) r.afterResponse?.catch(() => undefined);
     expect(results.every((r) => r.reached && r.decision.outcome === "allowed")).toBe(true);
     expect(busyHolders.calls.admit).toBeGreaterThan(0);
-    expect(objects.calls.admit).toBeGreaterThan(0);
+    expect(busyHolders.calls.admitForIsolate).toBeGreaterThan(0);
+    expect(objects.calls.admit ?? 0, "not straight to the key's object").toBe(0);
     expect(leases.unusedPermits).toBeGreaterThan(0);
+    const holder = env.QUOTA_HOLDER.getByName(holderName(busyKey, "FRA"));
+    expect(await holder.unusedPermits(), "the holder's stock went back").toBe(0);
   });
 
   it("a location holder that cannot be reached: the key's object decides, and it is logged", async () => {

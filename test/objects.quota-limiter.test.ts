@@ -79,6 +79,17 @@ describe("QuotaLimiter.admit", () => {
     expect(d.outcome).toBe("allowed");
     expect(d.windows.map((w) => w.remaining)).toEqual([1, 2]);
   });
+
+  it("a clock stepping back over midnight stays in the new day: its windows and its bill", async () => {
+    const stub = limiter();
+    time.now = DAY0 + DAY_MS;
+    expect(await admitN(stub, policy(2, 100), 1)).toEqual(["allowed"]);
+    time.now = DAY0 + DAY_MS - 1; // an NTP correction
+    expect(await admitN(stub, policy(2, 100), 2)).toEqual(["allowed", "rate_limited"]);
+    const { days } = await stub.report();
+    const newDay = new Date(DAY0 + DAY_MS).toISOString().slice(0, 10);
+    expect(days.map((d) => [d.day, d.admitted, d.refused.rate_limited])).toEqual([[newDay, 2, 1]]);
+  });
 });
 
 describe("QuotaLimiter policy versions", () => {

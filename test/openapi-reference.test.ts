@@ -88,3 +88,17 @@ describe("the public document's client samples use the client's own methods", ()
     expect(op["x-codeSamples"]![0]!.source).toContain(`-d '{"name":"Rex","categoryId":1}'`);
   });
 });
+
+describe("the public document starts with a getting-started section", () => {
+  it("key, first call, paging, a 429", async () => {
+    const doc = (await (await call("/v1/openapi.json")).json()) as {
+      info: { description: string };
+    };
+    const start = doc.info.description.split("\n\n").slice(0, 2).join("\n\n");
+    expect(start).toMatch(/^## Getting started/);
+    for (const step of ["Get a key", "first call", "Page through", "Handle a 429"])
+      expect(start).toContain(step);
+    expect(start).toContain("Retry-After");
+    expect(start).toContain('"https://api.example.com/v1/pets?limit=5"');
+  });
+});

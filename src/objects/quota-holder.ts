@@ -6,7 +6,7 @@ import { log } from "../lib/log";
 import { logPersistentFailure, type NoDecision } from "../quota/fail-open";
 import { QUIET_STOCK } from "../quota/lease";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
-import { ADMISSION_MEMORY_MS } from "../quota/lease-messages";
+import { ADMISSION_MEMORY_MS, type Admission, type LeaseRequest } from "../quota/lease-messages";
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HeldKeyRecord } from "./holder-key-record";
@@ -221,6 +221,36 @@ export class QuotaHolder extends DurableObject<Env> {
         refusal: this.#leases.refusal(clock.now()),
         persistentFailure,
       };
+    }
+  }
+
+  /**
+   * Forwards a call of an isolate in this location that asks the key's object for a lease of its
+   * own (or hands one back), handing this holder's stock back in the same call (with what it
+   * served from it). So in one location the key's permits are held by one tier at a time, and the
+   * object's remaining, shown in the isolate's X-RateLimit-Remaining, is exact for the location
+   * (docs/quotas.md). Throws what the call throws (the isolate then asks the object itself); the
+   * stock not handed back goes with this holder's next call.
+   */
+  async admitForIsolate(
+    keyId: string,
+    policy: Policy,
+    request: LeaseRequest,
+    region: Region | null = null,
+  ): Promise<Admission> {
+    this.#region = region;
+    const stock = this.#leases.surrender();
+    try {
+      const admission = await callWithOneRetry(
+        () => this.#stub(keyId),
+        async (stub) =>
+          stub.admit(policy, { ...request, returning: [...request.returning, ...stock] }),
+      );
+      // A copy: the call's own result holds its connection (and this object) until disposed.
+      return { ...admission };
+    } catch (err) {
+      this.#leases.returnLater(stock);
+      throw err;
     }
   }
 

@@ -343,8 +343,9 @@ export class QuotaLimiterClient {
   /**
    * A request this isolate cannot decide from a lease of its own: decided by the key's holder in
    * this location (from its stock, or forwarded), over a local hop. A call that asks for a lease
-   * or hands one back goes to the key's object, and so does a request whose holder cannot be
-   * reached (the object decides it exactly, one far call).
+   * or hands one back goes to the key's object through the holder, which hands its stock back in
+   * the same call; a request whose holder cannot be reached goes to the key's object directly
+   * (it decides it exactly, one far call).
    */
   async #admitCall(policy: Policy, request: LeaseRequest): Promise<Admission> {
     const location = this.location;
@@ -366,6 +367,22 @@ export class QuotaLimiterClient {
       }
       if (answer?.reached) return { ...answer.decision, lease: null };
       if (answer) throw new HolderWithoutDecision(answer);
+    } else if (location) {
+      // A lease of this isolate's own: asked through the holder, which hands its stock back in
+      // the same call, so the location's permits are held by one tier at a time.
+      try {
+        return await holderIn(location, this.keyId).admitForIsolate(
+          this.keyId,
+          policy,
+          request,
+          this.region,
+        );
+      } catch (err) {
+        log("warn", "location holder unreachable; asking the key's object", {
+          keyId: this.keyId,
+          error: String(err),
+        });
+      }
     }
     return this.#call<Admission>(async (stub) => stub.admit(policy, request));
   }

@@ -168,8 +168,9 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#keep(state, previousDay);
     if (banStarted) this.#bans.note(now, state.bannedUntil);
     // The history counts this request; a lease's permits only as their holder reports them used
-    // (see lease-ledger.ts), while the windows count them from the grant.
-    this.#history.count(decision.outcome, now, 1);
+    // (see lease-ledger.ts), while the windows count them from the grant. It counts it in the
+    // windows' day, which a clock stepping back does not leave.
+    this.#history.count(decision.outcome, state.dayStart, 1);
     this.#leases.strandUnreported(now);
     const admission: Admission = { ...decision, lease };
     if (id !== undefined) this.#admissions.remember(id, now, admission);

@@ -292,6 +292,24 @@ export class LeaseHolder {
     this.#changes++;
   }
 
+  /**
+   * Stops admitting from the lease and gives every unused permit (the lease's, and those waiting
+   * to go back, with the requests admitted from them) to the caller, to hand back in a call of its
+   * own (a location holder, as an isolate there takes a lease: see QuotaHolder.admitForIsolate).
+   * A call of this holder's in flight that brings a lease finds it changed and hands it back.
+   */
+  surrender(): ReturnedLease[] {
+    if (this.#lease) this.#keepToReturn(returnOf(this.#lease));
+    this.#lease = null;
+    this.#changes++;
+    return this.#unreturned.splice(0);
+  }
+
+  /** Keeps `returned` (surrendered, and not handed back) to go back with a later call. */
+  returnLater(returned: readonly ReturnedLease[]): void {
+    for (const r of returned) this.#keepToReturn(r);
+  }
+
   /** Forgets refusals seen here (after an unban or a plan change made in this isolate). */
   forgetRefusals(): void {
     this.#refusal = null;

@@ -262,13 +262,28 @@ export function addCodeSamples(doc: ReferenceDocument, audience: Audience, publi
     }
 }
 
+/** The public document's first section: a key, a first call, paging, a 429. */
+const gettingStarted = (origin: string) =>
+  [
+    "## Getting started",
+    "",
+    `1. **Get a key.** An operator issues it (\`npm run keys -- create --plan free --name you\`, or the console at \`/admin/keys\`): \`pet_live_…\` in production, \`pet_test_…\` elsewhere. To try requests on this page, paste it in the Bearer Token field.`,
+    `2. **Make a first call.** \`curl -sS "${origin}/v1/pets?limit=5" -H "Authorization: Bearer $ANIMAL_STORE_KEY"\`, or with the client: \`createAnimalStoreClient({ baseUrl: "${origin}", apiKey }).listPets({ limit: 5 })\`.`,
+    '3. **Page through.** While more pets exist, the answer has `Link: <…&cursor=…>; rel="next"`: follow it until an answer has none (the client\'s `listAllPets()` does). Cursors are opaque; keep `limit` and `status` as the link gives them.',
+    "4. **Handle a 429.** Wait `Retry-After` seconds, then retry. `code` says why: `rate_limited` (this minute), `quota_exceeded` (today), `key_banned` (a temporary ban; retrying early never shortens it). `GET /v1/usage` shows your windows without counting. The client retries 429s itself, up to the wait you allow (`maxRetryAfterMs`).",
+    "",
+  ].join("\n");
+
 /**
  * The reference pages' additions to a finished document of `audience`, for the environment of
- * `config`: problem details on every error answer, and code samples on every operation.
+ * `config`: problem details on every error answer, code samples on every operation, and (public) a
+ * getting-started section.
  */
 export function forReference<D>(doc: D, config: { PUBLIC_ORIGIN: string }, audience: Audience): D {
   const reference = doc as unknown as ReferenceDocument;
   addProblemDetails(reference, config.PUBLIC_ORIGIN);
   addCodeSamples(reference, audience, config.PUBLIC_ORIGIN);
+  if (audience === "public")
+    reference.info.description = `${gettingStarted(config.PUBLIC_ORIGIN || LOCAL_ORIGIN)}\n${reference.info.description ?? ""}`;
   return doc;
 }

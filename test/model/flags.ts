@@ -9,7 +9,7 @@ export const ADMISSIONS_COUNTED_ONCE = true;
 export const WINDOWS_ONLY_MOVE_FORWARD = true;
 
 /** Item 6: X-RateLimit-Remaining is exact in one location, and within heldBound below across them. */
-export const REMAINING_EXACT = false;
+export const REMAINING_EXACT = true;
 
 /**
  * A lease an isolate stops using because of a change made there (dropLease) is handed back (with

@@ -1,0 +1,71 @@
+// X-RateLimit-Remaining as a client reads it (docs/quotas.md, "Windows, headers, bans and
+// failures"): for a key used in one location it goes down by exactly one per admitted request and
+// reads 0 only when the next request will be refused; across locations it is at most heldBound
+// below what the window really has left (and never above what it had left at the answering
+// tier's last contact with the key's object, less what that tier admitted since). Real location holders and the key's
+// object, simulated isolates, fake time with the background work (renewals, hand-backs, refills)
+// run as it comes due.
+import { describe, expect, it } from "vitest";
+import { bindingWindow } from "../src/quota/headers";
+import { heldBound } from "../src/quota/lease";
+import { backgroundWork } from "./background-work";
+import { isolateClientIn, mockClock, policyWith, T0 } from "./helpers";
+
+const time = mockClock(T0 + 1_000);
+const background = backgroundWork(time);
+let seq = 0;
+
+/** Sends one request through `client`, returning what its headers show (null: refused). */
+async function remainingShown(
+  client: ReturnType<typeof isolateClientIn>["client"],
+  policy: ReturnType<typeof policyWith>,
+) {
+  const result = await client.admit(policy);
+  expect(result.reached, "decided").toBe(true);
+  if (!result.reached) return null;
+  result.afterResponse?.catch(() => undefined);
+  return result.decision.outcome === "allowed"
+    ? bindingWindow(result.decision.windows).remaining
+    : null;
+}
+
+describe("X-RateLimit-Remaining", () => {
+  it.each([50, 400, 900])(
+    "a free key's 60 requests one at a time from one location, %i ms apart: 59, 58, … 0, then refused",
+    async (gapMs) => {
+      const policy = policyWith(60, 10_000);
+      const { client } = isolateClientIn(`remaining_one_${++seq}`, "AMS");
+      const shown: (number | null)[] = [];
+      for (let i = 0; i < 61; i++) {
+        shown.push(await remainingShown(client, policy));
+        time.now += gapMs;
+        await background.passTime();
+      }
+      expect(shown).toEqual([...Array.from({ length: 60 }, (_, i) => 59 - i), null]);
+    },
+  );
+
+  it("across locations: at most heldBound below what the minute has left", async () => {
+    const policy = policyWith(60, 10_000);
+    const keyId = `remaining_many_${++seq}`;
+    const isolates = ["AMS", "FRA", "SIN"].flatMap((location) => [
+      isolateClientIn(keyId, location).client,
+      isolateClientIn(keyId, location).client,
+    ]);
+    let admitted = 0;
+    for (let i = 0; admitted < 60 && i < 200; i++) {
+      const client = isolates[(i * 7) % isolates.length]!;
+      const shown = await remainingShown(client, policy);
+      if (shown !== null) {
+        admitted++;
+        const truth = 60 - admitted;
+        expect(shown, `request ${i}: at most heldBound below`).toBeGreaterThanOrEqual(
+          truth - heldBound(policy),
+        );
+      }
+      time.now += 40;
+      await background.passTime();
+    }
+    expect(admitted).toBe(60);
+  });
+});
