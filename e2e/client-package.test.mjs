@@ -94,6 +94,17 @@ export async function demo(signal: AbortSignal): Promise<string[]> {
 }
 `;
 
+/** How a consumer of the package compiles: NodeNext, no Workers or Node types, library types checked. */
+const CONSUMER_COMPILER_OPTIONS = {
+  target: "ES2022",
+  module: "NodeNext",
+  moduleResolution: "NodeNext",
+  lib: ["ES2022", "DOM"],
+  types: [],
+  strict: true,
+  skipLibCheck: false,
+};
+
 describe("the packed @animal-store/client in a fresh project", () => {
   let dir;
   let api;
@@ -224,16 +235,7 @@ describe("the packed @animal-store/client in a fresh project", () => {
   it("type-checks a consumer with tsc (NodeNext, no Workers types, library types checked too)", () => {
     writeFileSync(path.join(dir, "consumer.ts"), CONSUMER_TS);
     const tsconfig = {
-      compilerOptions: {
-        target: "ES2022",
-        module: "NodeNext",
-        moduleResolution: "NodeNext",
-        lib: ["ES2022", "DOM"],
-        types: [],
-        strict: true,
-        skipLibCheck: false,
-        noEmit: true,
-      },
+      compilerOptions: { ...CONSUMER_COMPILER_OPTIONS, noEmit: true },
       files: ["consumer.ts"],
     };
     writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify(tsconfig));
@@ -247,16 +249,7 @@ describe("the packed @animal-store/client in a fresh project", () => {
   it("type-checks a CommonJS .cts consumer against the .d.cts types, and runs it on Node 20 and 22", () => {
     writeFileSync(path.join(dir, "consumer.cts"), CONSUMER_CTS);
     const tsconfig = {
-      compilerOptions: {
-        target: "ES2022",
-        module: "NodeNext",
-        moduleResolution: "NodeNext",
-        lib: ["ES2022", "DOM"],
-        types: [],
-        strict: true,
-        skipLibCheck: false,
-        outDir: "out",
-      },
+      compilerOptions: { ...CONSUMER_COMPILER_OPTIONS, outDir: "out" },
       files: ["consumer.cts", "env.d.ts"],
     };
     // process.env without @types/node: the consumer only needs these two variables.
