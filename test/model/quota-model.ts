@@ -22,7 +22,6 @@ import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quo
 import type { Policy } from "../../src/quota/windows";
 import {
   ADMISSIONS_COUNTED_ONCE,
-  DROPPED_LEASES_HANDED_BACK,
   REMAINING_EXACT,
   WINDOWS_ONLY_MOVE_FORWARD,
 } from "./flags";
@@ -692,7 +691,6 @@ class ChangeKey extends Step {
     const firedBefore = r.net.fired.length;
     // As the admin API does: the isolate making the change drops its lease, then pushes.
     const maker = r.isolates[0]!;
-    if (!DROPPED_LEASES_HANDED_BACK && maker.leases.unusedPermits > 0) m.reportsLost = true;
     maker.policy = policy;
     const push = maker.client.configureOrThrow(policy).then(
       () => {
