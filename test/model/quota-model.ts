@@ -20,11 +20,7 @@ import { bindingWindow } from "../../src/quota/headers";
 import { heldBound, ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../../src/quota/lease";
 import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { Policy } from "../../src/quota/windows";
-import {
-  ADMISSIONS_COUNTED_ONCE,
-  REMAINING_EXACT,
-  WINDOWS_ONLY_MOVE_FORWARD,
-} from "./flags";
+import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 
 export const LOCATIONS = ["AMS", "FRA", "SIN"] as const;
