@@ -247,6 +247,7 @@ export function adminErrorResponses(...statuses: number[]) {
       401: "Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not)",
       403: "The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something",
       429: "Too many invalid admin tokens from this client this minute",
+      500: "A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them",
     },
   );
 }
