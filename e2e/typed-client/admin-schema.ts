@@ -295,7 +295,7 @@ export interface paths {
         head: operations["getWebhookEndpointHead"];
         /**
          * Change a webhook endpoint
-         * @description Changes any of url, eventTypes, ownerId, description, enabled; fields not given keep their value. `enabled: false` stops deliveries to it, `enabled: true` resumes them (also after its receiver answered 410 Gone, which disables it). Recorded in the audit trail as webhook_update; a PATCH that changes nothing writes no entry. 404 if no endpoint has this id.
+         * @description Changes any of url, eventTypes, ownerId, description, enabled; fields not given keep their value. `enabled: false` stops deliveries to it, `enabled: true` resumes them (also after its receiver answered Gone, which disables it). Recorded in the audit trail as webhook_update; a PATCH that changes nothing writes no entry. 404 if no endpoint has this id.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -4142,6 +4142,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Database temporarily unavailable (see Retry-After) */
             503: {
                 headers: {
@@ -4299,6 +4315,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Database temporarily unavailable (see Retry-After) */
             503: {
                 headers: {
@@ -4421,6 +4453,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listWebhookEndpointsHead: {
@@ -4494,6 +4542,19 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
                     "Cache-Control": components["headers"]["Cache-Control"];
@@ -4611,6 +4672,22 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
                     "Cache-Control": components["headers"]["Cache-Control"];
@@ -4761,6 +4838,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Database temporarily unavailable (see Retry-After) */
             503: {
                 headers: {
@@ -4886,6 +4979,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     getWebhookEndpointHead: {
@@ -4968,6 +5077,19 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
                     "Cache-Control": components["headers"]["Cache-Control"];
@@ -5137,6 +5259,22 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
                     "Cache-Control": components["headers"]["Cache-Control"];
@@ -5325,6 +5463,22 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Database temporarily unavailable (see Retry-After) */
             503: {
                 headers: {
@@ -5437,6 +5591,22 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them */
+            500: {
+                headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
                     "Cache-Control": components["headers"]["Cache-Control"];

@@ -245,7 +245,7 @@ function registerOptionsOperations(
                   }
                 : errorResponses(400, 401, 405, 429, 500, 503)),
             }
-          : adminErrorResponses(400, 401, 403, 405, 429, 500),
+          : adminErrorResponses(400, 401, 403, 405, 429),
       }),
     );
   }

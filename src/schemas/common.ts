@@ -234,13 +234,15 @@ export function unmeteredErrorResponses(...statuses: number[]) {
 }
 
 /**
- * Error responses of the operator API for `statuses`. It has no per-key quota: only a refused
- * admin token (401) and the client's failed-authentication limit (429) carry rate-limit headers,
- * those of the client's failure window; 429 and 503 carry `Retry-After`.
+ * Error responses of the operator API for `statuses`, and 500, which every operation answers a
+ * deployment without a full-access admin token (so no operation can leave it out). It has no
+ * per-key quota: only a refused admin token (401) and the client's failed-authentication limit
+ * (429) carry rate-limit headers, those of the client's failure window; 429 and 503 carry
+ * `Retry-After`.
  */
 export function adminErrorResponses(...statuses: number[]) {
   return errorResponsesWith(
-    statuses,
+    [...statuses, 500],
     (s) => ({ ...(s === 401 || s === 429 ? RATE_LIMIT_HEADERS : {}), ...statusHeaders(s) }),
     {
       400: "Invalid request: a parameter, header or body breaks a rule, or a query parameter the operation does not take (the operator API refuses unknown ones, naming them); also a malformed Authorization header",

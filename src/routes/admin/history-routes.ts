@@ -121,7 +121,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       request: { params: KeyIdParamSchema, query: KeyUsageQuerySchema },
       responses: {
         200: { description: "One entry per day", content: jsonOrCsv(KeyUsageHistorySchema) },
-        ...adminErrorResponses(400, 401, 404, 429, 500, 503),
+        ...adminErrorResponses(400, 401, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -168,7 +168,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
           },
           content: jsonOrCsv(DayUsagePageSchema),
         },
-        ...adminErrorResponses(400, 401, 429, 500, 503),
+        ...adminErrorResponses(400, 401, 429, 503),
       },
     }),
     async (c) => {
@@ -216,7 +216,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
           description: "Audit entries, newest first",
           content: { "application/json": { schema: AuditPageSchema } },
         },
-        ...adminErrorResponses(400, 401, 429, 500, 503),
+        ...adminErrorResponses(400, 401, 429, 503),
       },
     }),
     async (c) => {

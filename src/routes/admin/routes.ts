@@ -191,7 +191,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       responses: {
         200: { description: "The token's name and access", content: json(AdminIdentitySchema) },
         // It reads nothing stored: no 503.
-        ...adminErrorResponses(400, 401, 429, 500),
+        ...adminErrorResponses(400, 401, 429),
       },
     }),
     (c) => c.json({ name: c.var.adminActor, access: c.var.adminAccess }, 200),
@@ -219,7 +219,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           },
           content: json(CreatedKeySchema),
         },
-        ...adminErrorResponses(400, 401, 403, 413, 415, 429, 500, 503),
+        ...adminErrorResponses(400, 401, 403, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -277,7 +277,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "Keys in creation order, narrowed by the filters given",
           content: json(KeyPageSchema),
         },
-        ...adminErrorResponses(400, 401, 429, 500, 503),
+        ...adminErrorResponses(400, 401, 429, 503),
       },
     }),
     async (c) => {
@@ -321,7 +321,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "The key with its current usage and ban",
           content: json(KeyDetailSchema),
         },
-        ...adminErrorResponses(400, 401, 404, 429, 500, 503),
+        ...adminErrorResponses(400, 401, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -344,7 +344,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       request: { ...byId, body: { required: true, content: json(UpdateKeySchema) } },
       responses: {
         200: { description: "The updated key", content: json(KeySchema) },
-        ...adminErrorResponses(400, 401, 403, 404, 409, 413, 415, 429, 500, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 409, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -409,7 +409,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "The revoked key; refused from its next request on",
           content: json(KeySchema),
         },
-        ...adminErrorResponses(400, 401, 403, 404, 429, 500, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -439,7 +439,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       request: byId,
       responses: {
         200: { description: "The key, no longer banned", content: json(KeyDetailSchema) },
-        ...adminErrorResponses(400, 401, 403, 404, 429, 500, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
       },
     }),
     async (c) => {
@@ -483,7 +483,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
             "The key with a new secret (shown once): same id, plan, counters and quota object. The old secret works until previousSecretExpiresAt, then gets 401.",
           content: json(CreatedKeySchema),
         },
-        ...adminErrorResponses(400, 401, 403, 404, 409, 413, 415, 429, 500, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 409, 413, 415, 429, 503),
       },
     }),
     async (c) => {
