@@ -20,12 +20,7 @@ import { bindingWindow } from "../../src/quota/headers";
 import { heldBound, ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../../src/quota/lease";
 import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
-import {
-  ADMISSIONS_COUNTED_ONCE,
-  DROPPED_LEASES_HANDED_BACK,
-  REMAINING_EXACT,
-  WINDOWS_ONLY_MOVE_FORWARD,
-} from "./flags";
+import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 import { type Deployed, openAndDecideAsPrevious } from "./previous-release";
 
@@ -779,7 +774,6 @@ class ChangeKey extends Step {
     const firedBefore = r.net.fired.length;
     // As the admin API does: the isolate making the change drops its lease, then pushes.
     const maker = r.isolates[0]!;
-    if (!DROPPED_LEASES_HANDED_BACK && maker.leases.unusedPermits > 0) m.reportsLost = true;
     maker.policy = policy;
     const push = maker.client.configureOrThrow(policy).then(
       () => {
