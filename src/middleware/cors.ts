@@ -48,13 +48,15 @@ const allowedOrigin = (origin: string | undefined, origins: string[]): string | 
   origin && origins.includes(origin) ? origin : null;
 
 /**
- * For hono's timing(): Server-Timing is readable by the origins CORS allows, and only there. Asked
- * of every request, so the cheapest test (no allowed Origin: most requests) comes first.
+ * For hono's timing(): Server-Timing is readable by the origins CORS allows, and only there. A
+ * misconfigured deployment (no validated settings: timing runs outside the check) allows none.
+ * Asked of every request, so the cheapest test (no allowed Origin: most requests) comes first.
  */
 export const timingAllowOrigin =
   ({ routes }: { routes: RouteTable }) =>
   (c: Context<BaseEnv>): string | false => {
-    const origin = allowedOrigin(c.req.header("Origin"), c.get("config").CORS_ORIGINS);
+    const origins = c.get("config")?.CORS_ORIGINS;
+    const origin = origins ? allowedOrigin(c.req.header("Origin"), origins) : null;
     return origin && publicRoute(routes, c.req.path) ? origin : false;
   };
 
