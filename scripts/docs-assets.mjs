@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // Copies the pinned Scalar API reference bundle (the @scalar/api-reference devDependency, exact
 // version) into public/docs/, where Workers Static Assets serves it at /docs/scalar.js. Wrangler
 // runs this as the [build] command before `wrangler dev` and `wrangler deploy`.
@@ -9,7 +10,9 @@ import { fileURLToPath } from "node:url";
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 // The package's exports map hides package.json and dist/browser: take them from the install.
 const pkgDir = path.join(root, "node_modules/@scalar/api-reference");
-const { version } = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8"));
+const { version } = /** @type {{ version: string }} */ (
+  JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8"))
+);
 copyFileSync(
   path.join(pkgDir, "dist/browser/standalone.js"),
   path.join(root, "public/docs/scalar.js"),

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// @ts-check
 // `npm run openapi -- update`: start the API locally, write the served public document to
 //   packages/client/openapi.json and the types generated from it to packages/client/src/schema.ts,
 //   and the admin document's types to e2e/typed-client/admin-schema.ts.
@@ -32,16 +33,19 @@ if (command !== "update" && command !== "lint") {
   process.exit(2);
 }
 
+// A server of its own unless --url names one already running.
 const server = values.url ? null : await startApiOnFreePorts({ localObservability: false });
-const baseUrl = (values.url ?? server.url).replace(/\/$/, "");
+const baseUrl = (server?.url ?? values.url ?? "").replace(/\/$/, "");
 const adminToken = values.token ?? process.env.ADMIN_TOKEN ?? server?.adminToken;
 let failed = false;
 try {
   if (command === "update") {
     const doc = await fetchDocument(baseUrl, DOCUMENTS[0]);
+    const adminDoc = await fetchDocument(baseUrl, DOCUMENTS[1], { adminToken });
+    // The update writes both or neither: a server without the admin document cannot be the source.
+    if (!doc || !adminDoc) throw new Error(`${baseUrl} serves no admin document (404)`);
     writeFileSync(SNAPSHOT, formatDocument(doc));
     writeFileSync(GENERATED_TYPES, await generateTypes(doc));
-    const adminDoc = await fetchDocument(baseUrl, DOCUMENTS[1], { adminToken });
     writeFileSync(GENERATED_ADMIN_TYPES, await generateTypes(adminDoc));
     console.log(
       `wrote ${[SNAPSHOT, GENERATED_TYPES, GENERATED_ADMIN_TYPES].map((f) => path.relative(ROOT, f)).join(", ")}`,

@@ -1,9 +1,11 @@
 // The lease holder's rules at their edges (src/quota/lease-holder.ts), each on a real QuotaLimiter
 // under fake time: which call may overlap which, when a lease is asked for, when a refusal ends,
 // and how unused permits are kept to go back.
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
+import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { leaseWanted } from "../src/quota/arrival-rate";
 import {
   GIVE_BACK_GRACE_MS,
@@ -163,7 +165,49 @@ describe("the work an admission leaves behind", () => {
     expect(holder.upkeep(decided, calls)).toBeNull();
   });
 
-  it("the hand-back at expiry of a lease dropped meanwhile does nothing and does not fail", async () => {
+  // A lease dropped by a change made in this isolate (dropLease) goes back with the next call;
+  // when no request of the key follows, its hand-back at expiry takes it back instead, with what
+  // it served. Before, that timer did nothing, and the object settled the lease as stranded 30 s
+  // on: requests served from it were billed as `stranded`, not `admitted`.
+  it("a lease dropped while its hand-back at expiry waits goes back then, with what it served, counted once", async () => {
+    const stub = newObject();
+    const policy = policyWith(600, 10_000);
+    const sent: ReturnedLease[] = [];
+    const calls: LeaseCalls = {
+      ...recordedCalls(stub, policy).calls,
+      giveBack: (returned) => {
+        sent.push({ ...returned });
+        return stub.returnLease(returned);
+      },
+    };
+    const holder = new LeaseHolder();
+    await holdLease(holder, policy, calls);
+    for (let i = 0; i < 2; i++)
+      expect((await holder.admit(policy, calls)).local, "served from the lease").toBe(true);
+    const unused = holder.unusedPermits;
+    const counted = (await stub.usage()).minute.count;
+    const { gate, open } = closedGate();
+    const atExpiry = holder.giveBackAtExpiry(calls, async (ms) => {
+      await gate;
+      time.now += ms;
+    });
+    holder.dropLease(); // a change to the key made in this isolate; no request of the key follows
+    open();
+    await atExpiry;
+    expect(sent).toEqual([{ id: expect.any(String), unused, used: 2 }]);
+    expect(holder.unusedPermits).toBe(0);
+    expect((await stub.usage()).minute.count).toBe(counted - unused);
+    const [day] = await runInDurableObject(stub, (o: QuotaLimiter) => o.report().days);
+    expect(day).toMatchObject({ stranded: 0 });
+    const admitted = day!.admitted;
+    // The hand-back names its lease: delivered again, it is credited and billed once.
+    await stub.returnLease(sent[0]!);
+    expect((await stub.usage()).minute.count).toBe(counted - unused);
+    const [again] = await runInDurableObject(stub, (o: QuotaLimiter) => o.report().days);
+    expect(again!.admitted).toBe(admitted);
+  });
+
+  it("the hand-back at expiry started after the lease was dropped hands it back at once", async () => {
     const stub = newObject();
     const policy = policyWith(600, 10_000);
     const { calls } = recordedCalls(stub, policy);
@@ -171,11 +215,11 @@ describe("the work an admission leaves behind", () => {
     await holdLease(holder, policy, calls);
     holder.dropLease();
     const slept: number[] = [];
-    const atExpiry = holder.giveBackAtExpiry(calls, async (ms) => {
+    await holder.giveBackAtExpiry(calls, async (ms) => {
       slept.push(ms);
     });
-    await expect(atExpiry).resolves.toBeUndefined();
-    expect(slept).toEqual([]);
+    expect(slept, "nothing to wait for").toEqual([]);
+    expect(holder.unusedPermits).toBe(0);
   });
 
   it("a lease goes back when the timer wakes at the very instant it expires", async () => {

@@ -1,3 +1,4 @@
+// @ts-check
 // The OpenAPI documents as the running Worker serves them, the client's committed snapshot of the
 // public one, the TypeScript types generated from it, and `redocly lint` over both documents.
 import { spawnSync } from "node:child_process";
@@ -12,28 +13,54 @@ export const SNAPSHOT = path.join(CLIENT_DIR, "openapi.json");
 export const GENERATED_TYPES = path.join(CLIENT_DIR, "src/schema.ts");
 /** The admin document's types, for the generated-client test (e2e/typed-client/calls.ts). */
 export const GENERATED_ADMIN_TYPES = path.join(ROOT, "e2e/typed-client/admin-schema.ts");
+/**
+ * @typedef {{ name: string, path: string, required: boolean }} DocumentSpec
+ * One document the server serves: its name in reports, its route, and whether a 404 is an error.
+ */
+/** @typedef {import("openapi-typescript").OpenAPI3} OpenApiDocument */
+/**
+ * @typedef {{ ruleId: string, severity: "error" | "warn", message: string,
+ *   location?: Array<{ pointer?: string }> }} LintProblem
+ * One problem as `redocly lint --format json` reports it.
+ */
+/** @typedef {{ errors: number, warnings: number, ignored: number }} LintTotals */
+
+/** @type {DocumentSpec[]} */
 export const DOCUMENTS = [
   { name: "public", path: "/v1/openapi.json", required: true },
   // Added by the admin OpenAPI work; linted when the server has it, reported as skipped otherwise.
   { name: "admin", path: "/admin/v1/openapi.json", required: false },
 ];
 
-/** How the snapshot is written: stable two-space JSON with a final newline. */
+/**
+ * How the snapshot is written: stable two-space JSON with a final newline.
+ * @param {OpenApiDocument} doc
+ */
 export const formatDocument = (doc) => `${JSON.stringify(doc, null, 2)}\n`;
 
-/** Fetches a document from `baseUrl`; null when the route answers 404 (and `required` is false). */
+/**
+ * Fetches a document from `baseUrl`; null when the route answers 404 (and `required` is false).
+ * @param {string} baseUrl
+ * @param {DocumentSpec} spec
+ * @param {{ adminToken?: string }} [options]
+ * @returns {Promise<OpenApiDocument | null>}
+ */
 export async function fetchDocument(baseUrl, { path: route, required }, { adminToken } = {}) {
   // The admin document may sit behind the admin token like the rest of /admin/v1.
+  /** @type {Record<string, string>} */
   const headers =
     adminToken && route.startsWith("/admin/") ? { Authorization: `Bearer ${adminToken}` } : {};
   const res = await fetch(baseUrl + route, { headers });
   if (res.status === 404 && !required) return null;
   if (res.status !== 200)
     throw new Error(`GET ${route} answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
-  return res.json();
+  return /** @type {OpenApiDocument} */ (await res.json());
 }
 
-/** TypeScript for `doc`, exactly as `npm run openapi -- update` writes it. */
+/**
+ * TypeScript for `doc`, exactly as `npm run openapi -- update` writes it.
+ * @param {OpenApiDocument} doc
+ */
 export async function generateTypes(doc) {
   const { default: openapiTS, astToString, COMMENT_HEADER } = await import("openapi-typescript");
   const ast = await openapiTS(structuredClone(doc), { alphabetize: false });
@@ -54,6 +81,9 @@ const REDOCLY_ENV = {
 /**
  * `redocly lint` (recommended-strict, from redocly.yaml) over one document. Returns the totals
  * and the problems as redocly reports them in its JSON format.
+ * @param {OpenApiDocument} doc
+ * @param {string} name
+ * @returns {{ totals: LintTotals, problems: LintProblem[], exitCode: number | null }}
  */
 export function lintDocument(doc, name) {
   const dir = mkdtempSync(path.join(tmpdir(), "animal-store-lint-"));
@@ -65,6 +95,7 @@ export function lintDocument(doc, name) {
       [REDOCLY, "lint", file, "--config", path.join(ROOT, "redocly.yaml"), "--format", "json"],
       { encoding: "utf8", env: REDOCLY_ENV, cwd: dir, timeout: 120_000 },
     );
+    /** @type {{ totals: LintTotals, problems?: LintProblem[] }} */
     let report;
     try {
       report = JSON.parse(run.stdout.slice(run.stdout.indexOf("{")));
@@ -79,4 +110,6 @@ export function lintDocument(doc, name) {
   }
 }
 
-export const readSnapshot = () => JSON.parse(readFileSync(SNAPSHOT, "utf8"));
+/** The client's committed snapshot of the public document. */
+export const readSnapshot = () =>
+  /** @type {OpenApiDocument} */ (JSON.parse(readFileSync(SNAPSHOT, "utf8")));

@@ -251,14 +251,16 @@ export class LeaseHolder {
   /**
    * Hands the lease granted last back GIVE_BACK_GRACE_MS after its expiry if it still has unused
    * permits and no request has handed it back since (meant for `waitUntil`). `sleep` waits that
-   * long, in ms.
+   * long, in ms. A lease no longer in use by then (dropped by a change made here, or replaced)
+   * goes back then with the other retired ones, with the requests it served: no request of the
+   * key need follow for them to be billed as admitted rather than stranded.
    */
   async giveBackAtExpiry(
     calls: GiveBackCall,
     sleep: (ms: number) => Promise<void> = clock.sleep,
   ): Promise<void> {
     const lease = this.#lease;
-    if (!lease) return;
+    if (!lease) return this.giveBackRetired(calls);
     // A request after the expiry hands the lease back with its own call; only if none came
     // within GIVE_BACK_GRACE_MS does the lease go back in a call of its own. A renewal that
     // extends the lease pushes its expiry out, and schedules a give-back of its own. A stock for
@@ -266,6 +268,7 @@ export class LeaseHolder {
     // hands it back, if the key was used here, with no call of its own.
     const due = lease.forTheMinute ? minuteStartFrom(lease.expiresAt) : lease.expiresAt;
     await sleep(Math.max(0, due + GIVE_BACK_GRACE_MS - clock.now()));
+    if (this.#lease !== lease) return this.giveBackRetired(calls);
     // Only once the lease has really expired: before, a request of this isolate may still use it
     // (checked again after any call in flight, which may have renewed it).
     const expired = () => this.#lease === lease && clock.now() >= lease.expiresAt;

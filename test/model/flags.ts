@@ -10,10 +10,3 @@ export const WINDOWS_ONLY_MOVE_FORWARD = true;
 
 /** Item 6: X-RateLimit-Remaining is exact in one location, and within heldBound below across them. */
 export const REMAINING_EXACT = true;
-
-/**
- * A lease an isolate stops using because of a change made there (dropLease) is handed back (with
- * what it served) even if no request follows; until then its served requests can be billed as
- * stranded.
- */
-export const DROPPED_LEASES_HANDED_BACK = false;

@@ -20,12 +20,7 @@ import { bindingWindow } from "../../src/quota/headers";
 import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
 import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { Policy } from "../../src/quota/windows";
-import {
-  ADMISSIONS_COUNTED_ONCE,
-  DROPPED_LEASES_HANDED_BACK,
-  REMAINING_EXACT,
-  WINDOWS_ONLY_MOVE_FORWARD,
-} from "./flags";
+import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 
 export const LOCATIONS = ["AMS", "FRA", "SIN"] as const;
@@ -735,7 +730,6 @@ class ChangeKey extends Step {
     const firedBefore = r.net.fired.length;
     // As the admin API does: the isolate making the change drops its lease, then pushes.
     const maker = r.isolates[0]!;
-    if (!DROPPED_LEASES_HANDED_BACK && maker.leases.unusedPermits > 0) m.reportsLost = true;
     maker.policy = policy;
     const push = maker.client.configureOrThrow(policy).then(
       () => {

@@ -90,6 +90,19 @@ const Empty: FC<PropsWithChildren<{ id: string; title: string }>> = ({ id, title
 );
 
 /**
+ * The foot of a paged list: how many are shown (`<list>-count`) and the button that loads the
+ * next page (`more-<list>`), both filled in by the console's script.
+ */
+const ListFoot: FC<{ list: string }> = ({ list }) => (
+  <div class="table-foot" id={`${list}-foot`} hidden>
+    <span id={`${list}-count`} />
+    <button type="button" id={`more-${list}`} class="small" hidden>
+      Show more
+    </button>
+  </div>
+);
+
+/**
  * The operator console's one page, rendered on the server with Hono's JSX, for every console
  * URL: its script (public/admin/console.js) shows the view the URL names (keys, a key, a new
  * key, usage, audit) and fills it in from the admin API with the token the operator pastes (kept
@@ -198,12 +211,7 @@ const ConsolePage: FC = () => (
                   New key
                 </a>
               </Empty>
-              <div class="table-foot" id="keys-foot" hidden>
-                <span id="keys-count" />
-                <button type="button" id="more-keys" class="small" hidden>
-                  Show more
-                </button>
-              </div>
+              <ListFoot list="keys" />
             </div>
           </section>
 
@@ -523,12 +531,7 @@ const ConsolePage: FC = () => (
               <Empty id="no-audit" title="No entries">
                 <p>Nothing recorded matches these filters.</p>
               </Empty>
-              <div class="table-foot" id="audit-foot" hidden>
-                <span id="audit-count" />
-                <button type="button" id="more-audit" class="small" hidden>
-                  Show more
-                </button>
-              </div>
+              <ListFoot list="audit" />
             </div>
           </section>
 
