@@ -216,6 +216,18 @@ export async function validateEveryAnswer(api) {
     "POST /keys": { name: "walked", plan: "pro" },
     "PATCH /keys/{id}": { name: "walked again" },
     "POST /keys/{id}/roll": { gracePeriodSeconds: 60 },
+    "POST /webhooks": { url: "https://hooks.example.com/walked", eventTypes: ["key.banned"] },
+    "PATCH /webhooks/{id}": { description: "walked" },
+    "POST /webhooks/{id}/roll-secret": { gracePeriodSeconds: 60 },
+  };
+  /** A webhook endpoint's id, for the operations on /webhooks/{id}. */
+  const newEndpointId = async () => {
+    const res = await fetch(`${url}/admin/v1/webhooks`, {
+      method: "POST",
+      headers: adminJson,
+      body: JSON.stringify(BODIES["POST /webhooks"]),
+    });
+    return (await res.json()).id;
   };
   const QUERIES = { "GET /usage": "day=2030-06-10" };
   const adminOps = adminDoc.operations.map((op) => ({
@@ -233,7 +245,8 @@ export async function validateEveryAnswer(api) {
   };
   for (const op of adminOps) {
     // A key of its own: revokeKey's must not be the one rollKey then rolls.
-    const target = await issue("pro");
+    const onEndpoint = op.path.startsWith("/webhooks/{id}");
+    const target = onEndpoint ? { id: await newEndpointId() } : await issue("pro");
     const isDocument = op.path === "/openapi.json";
     await adminSend(op, target.id); // 200, 201 (405 for OPTIONS)
     if (op.path.endsWith("/usage") && op.method !== "OPTIONS")
@@ -249,7 +262,8 @@ export async function validateEveryAnswer(api) {
     await adminSend(op, target.id, { headers: { Authorization: "Bearer a b" } }); // 400
     await adminSend(op, target.id, { query: "bogus=1" }); // 400
     if (!["GET", "HEAD"].includes(op.method)) await adminSend(op, target.id, { headers: viewer }); // 403
-    if (op.path.includes("{id}")) await adminSend(op, "key_AAAAAAAAAAAAAAAAAAAA"); // 404
+    if (op.path.includes("{id}"))
+      await adminSend(op, onEndpoint ? "whe_AAAAAAAAAAAAAAAAAAAA" : "key_AAAAAAAAAAAAAAAAAAAA"); // 404
     await adminSend(op, revoked.id); // 409 where a revoked key is refused
     if (BODIES[`${op.method} ${op.path}`]) {
       await adminSend(op, target.id, {

@@ -9,6 +9,17 @@ mockClock(T0);
 
 const VIEWER = { Authorization: `Bearer ${env.ADMIN_READ_TOKENS.split(":")[1]}` };
 const UNKNOWN_ID = "key_AAAAAAAAAAAAAAAAAAAA";
+const UNKNOWN_ENDPOINT_ID = "whe_AAAAAAAAAAAAAAAAAAAA";
+
+/** A webhook endpoint's id, for the operations on /webhooks/{id}. */
+async function newEndpointId(): Promise<string> {
+  const res = await call("/admin/v1/webhooks", {
+    method: "POST",
+    headers: { ...ADMIN, "Content-Type": "application/json" },
+    body: JSON.stringify(BODIES.createWebhookEndpoint),
+  });
+  return ((await res.json()) as { id: string }).id;
+}
 
 type Responses = Record<string, { headers?: Record<string, unknown> }>;
 type Operation = { operationId: string; responses: Responses };
@@ -31,6 +42,9 @@ const BODIES: Record<string, unknown> = {
   createKey: { name: "walked", plan: "pro" },
   updateKey: { name: "walked again" },
   rollKey: { gracePeriodSeconds: 60 },
+  createWebhookEndpoint: { url: "https://hooks.example.com/walked", eventTypes: ["key.banned"] },
+  updateWebhookEndpoint: { description: "walked" },
+  rollWebhookSecret: { gracePeriodSeconds: 60 },
 };
 
 async function operations(): Promise<Array<{ method: string; path: string; op: Operation }>> {
@@ -83,8 +97,12 @@ describe("the operator document's responses and headers", () => {
     const guesser = { "CF-Connecting-IP": "198.51.100.250" };
     for (let i = 0; i < 30; i++)
       await call("/admin/v1/keys", { headers: { ...guesser, Authorization: "Bearer wrong" } });
-    for (const operation of ops) {
-      const { id } = await issueKey("pro");
+    for (const [index, operation] of ops.entries()) {
+      // Each operation's guess comes from its own client, so the guesses of all the operations
+      // together do not fill one client's failed-authentication window.
+      const guess = { "CF-Connecting-IP": `203.0.113.${index + 1}`, Authorization: "Bearer wrong" };
+      const onEndpoint = operation.path.startsWith("/webhooks/{id}");
+      const id = onEndpoint ? await newEndpointId() : (await issueKey("pro")).id;
       const write = operation.method !== "GET";
       await send(operation, { id }); // 200 or 201
       if (operation.path.endsWith("/usage") && operation.method !== "OPTIONS")
@@ -97,10 +115,11 @@ describe("the operator document's responses and headers", () => {
       await send(operation, { id, headers: {} }); // 401, no credentials
       await send(operation, { id, headers: { Authorization: "Bearer a b" } }); // 400, malformed
       await send(operation, { id, headers: { ...ADMIN, "If-None-Match": "*" } }); // 304 where an ETag is
-      await send(operation, { id, headers: { Authorization: "Bearer wrong" } }); // 401, a guess
+      await send(operation, { id, headers: guess }); // 401, a guess
       await send(operation, { id, headers: { ...guesser, Authorization: "Bearer wrong" } }); // 429
       if (write) await send(operation, { id, headers: VIEWER }); // 403
-      if (operation.path.includes("{id}")) await send(operation, { id: UNKNOWN_ID }); // 404
+      if (operation.path.includes("{id}"))
+        await send(operation, { id: onEndpoint ? UNKNOWN_ENDPOINT_ID : UNKNOWN_ID }); // 404
       await send(operation, { id: revoked.id }); // 409 where a revoked key is refused
       if (operation.op.operationId in BODIES) {
         await send(operation, { id, body: JSON.stringify({ name: "x".repeat(20_000) }) }); // 413

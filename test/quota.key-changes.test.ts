@@ -7,9 +7,11 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 import { cachedKey, cacheKey, forgetKey } from "../src/auth/key-cache";
 import { MINUTE_MS } from "../src/lib/clock";
 import { sha256Hex } from "../src/lib/crypto";
+import { MOST_REREADS } from "../src/middleware/enforce-quota";
 import { HeldKeyRecord } from "../src/objects/holder-key-record";
 import { holderName } from "../src/objects/quota-holder";
 import { CHANGE_APPLIES_WITHIN_MS, GIVE_BACK_GRACE_MS } from "../src/quota/lease";
+import { PLAN_LIMITS } from "../src/quota/plans";
 import { backgroundWork } from "./background-work";
 import {
   ADMIN,
@@ -249,6 +251,45 @@ describe("a location holder's copy of its key", () => {
     expect((await object.usage()).day.count).toBe(1);
   });
 
+  // Each D1 read of a key record (by a secret's hash), wherever it is made.
+  const keyReadsSince = () => {
+    const prepare = vi.spyOn(env.DB, "prepare");
+    return () => prepare.mock.calls.filter(([sql]) => sql.includes("FROM api_keys")).length;
+  };
+
+  it("a cold isolate's request is authenticated by one D1 read at its holder, the next one's by none", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    const keyReads = keyReadsSince();
+    forgetKey(id);
+    expect((await send(key, "AMS")).status).toBe(200);
+    expect(keyReads(), "the holder reads the key once, and its decision vouches for it").toBe(1);
+    time.now += 1_000;
+    forgetKey(id); // another cold isolate in the same location
+    expect((await send(key, "AMS")).status).toBe(200);
+    expect(keyReads(), "the holder's copy, of the version the object decided under").toBe(1);
+  });
+
+  it("a newer version found as the holder marks a key used is pushed to the key's object before the answer", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    // The holder meets the key (GET /v1/usage decides nothing and marks nothing used)...
+    forgetKey(id);
+    expect((await send(key, "AMS", "/v1/usage")).status).toBe(200);
+    // ...then the plan changes while the key is still unused: nothing is pushed anywhere.
+    expect((await patchKey(id, { plan: "pro" })).status).toBe(200);
+    const { version } = (await env.DB.prepare("SELECT version FROM api_keys WHERE id = ?")
+      .bind(id)
+      .first<{ version: number }>())!;
+    // The first request is decided under the holder's older copy; marking the key used finds
+    // the newer version, which the Worker pushes to the key's object before it answers.
+    forgetKey(id);
+    expect((await send(key, "AMS")).status).toBe(200);
+    const usage = await env.QUOTA.getByName(id).usage();
+    expect(usage.policy?.version).toBe(version);
+    expect(usage.minute.limit).toBe(PLAN_LIMITS.pro.perMinute);
+  });
+
   it.each([
     ["a holder that never met the key", false],
     ["a holder holding a copy of the key", true],
@@ -262,6 +303,31 @@ describe("a location holder's copy of its key", () => {
     await expectError(await send(forged, "AMS"), 401, "unauthorized");
     const keyReads = prepare.mock.calls.filter(([sql]) => sql.includes("FROM api_keys"));
     expect(keyReads).toHaveLength(1);
+  });
+});
+
+describe(`a key that changes again on every re-read: read again ${MOST_REREADS} times, then 503`, () => {
+  it("is read again a bounded number of times, nothing counted, then answered 503 to repeat", async () => {
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 1_000;
+    expect((await send(key, null)).status).toBe(200); // this isolate caches the key
+    // The key's object knows a version D1 never gets to: each re-read is older again.
+    const object = env.QUOTA.getByName(id);
+    const { policy } = await object.usage();
+    await object.configure({ ...policy!, version: policy!.version + 100 });
+    const counted = (await object.usage()).minute.count;
+    // Counts the re-reads, and ends them a few past the bound (a loop without one would not end).
+    const prepare = env.DB.prepare.bind(env.DB);
+    let rereads = 0;
+    vi.spyOn(env.DB, "prepare").mockImplementation((sql) => {
+      if (sql.includes("FROM api_keys") && ++rereads > MOST_REREADS + 2)
+        throw new Error("read again without end");
+      return prepare(sql);
+    });
+    const res = await send(key, null);
+    await expectError(res, 503, "service_unavailable");
+    expect(rereads).toBe(MOST_REREADS);
+    expect((await object.usage()).minute.count, "stale asks count nothing").toBe(counted);
   });
 });
 

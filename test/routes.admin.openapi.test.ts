@@ -83,6 +83,12 @@ describe("GET /admin/v1/openapi.json", () => {
         "POST /keys createKey",
         "POST /keys/{id}/roll rollKey",
         "POST /keys/{id}/unban unbanKey",
+        "GET /webhooks listWebhookEndpoints",
+        "POST /webhooks createWebhookEndpoint",
+        "GET /webhooks/{id} getWebhookEndpoint",
+        "PATCH /webhooks/{id} updateWebhookEndpoint",
+        "DELETE /webhooks/{id} deleteWebhookEndpoint",
+        "POST /webhooks/{id}/roll-secret rollWebhookSecret",
       ].sort(),
     );
     for (const [path, methods] of Object.entries(doc.paths))

@@ -69,7 +69,17 @@ describe("a read-only admin token", () => {
       ([method]) => !["GET", "HEAD", "OPTIONS"].includes(method),
     );
     expect(writes.map(([, , op]) => op.operationId).sort()).toEqual(
-      ["createKey", "revokeKey", "rollKey", "unbanKey", "updateKey"].sort(),
+      [
+        "createKey",
+        "revokeKey",
+        "rollKey",
+        "unbanKey",
+        "updateKey",
+        "createWebhookEndpoint",
+        "updateWebhookEndpoint",
+        "deleteWebhookEndpoint",
+        "rollWebhookSecret",
+      ].sort(),
     );
     for (const [method, path] of writes) {
       const res = await call(`/admin/v1${path.replace("{id}", key.id)}`, {

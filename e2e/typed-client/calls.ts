@@ -99,6 +99,28 @@ export async function callEveryOperation(
   await admin.GET("/openapi.json");
   await admin.HEAD("/openapi.json");
   await admin.DELETE("/keys/{id}", keyPath);
+  const endpoint = present(
+    await admin.POST("/webhooks", {
+      body: { url: "https://hooks.example.com/typed", eventTypes: ["quota.day.warning"] },
+    }),
+    "createWebhookEndpoint",
+  );
+  const secret: string = endpoint.secret;
+  if (!secret.startsWith("whsec_")) throw new Error("createWebhookEndpoint: no whsec_ secret");
+  const endpointPath = { params: { path: { id: endpoint.id } } };
+  await admin.GET("/webhooks", { params: { query: { limit: 10 } } });
+  await admin.HEAD("/webhooks");
+  await admin.GET("/webhooks/{id}", endpointPath);
+  await admin.HEAD("/webhooks/{id}", endpointPath);
+  await admin.PATCH("/webhooks/{id}", { ...endpointPath, body: { enabled: false } });
+  await admin.POST("/webhooks/{id}/roll-secret", {
+    ...endpointPath,
+    body: { gracePeriodSeconds: 60 },
+  });
+  await admin.DELETE("/webhooks/{id}", endpointPath);
+  await admin.OPTIONS("/webhooks");
+  await admin.OPTIONS("/webhooks/{id}", endpointPath);
+  await admin.OPTIONS("/webhooks/{id}/roll-secret", endpointPath);
   await admin.OPTIONS("/whoami");
   await admin.OPTIONS("/keys");
   await admin.OPTIONS("/keys/{id}", keyPath);

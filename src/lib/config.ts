@@ -87,43 +87,54 @@ const publicOrigin = z
     "must be an origin such as https://api.example.com (no path or trailing slash), or empty",
   );
 
-const ConfigSchema = z.object({
-  ENVIRONMENT: z.enum(["local", "staging", "production"]),
-  /** How long a key stays banned after hammering while throttled. */
-  BAN_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
-  /** One JSON line per request ("on") or none ("off"). */
-  ACCESS_LOG: z.enum(["on", "off"]).default("on"),
-  CORS_ORIGINS: origins,
-  PUBLIC_ORIGIN: publicOrigin,
-  /**
-   * Part of every key of the cache of full pages and found pets (db/immutable-reads.ts). Pets are
-   * never changed by the API; an operator who edits or deletes pets by hand bumps it (any new
-   * value) and redeploys, and no answer cached before is served again.
-   */
-  PAGE_CACHE_EPOCH: z.string().trim().min(1).max(64).default("1"),
-  ADMIN_TOKEN: secret,
-  ADMIN_TOKENS: namedTokens,
-  /** Named read-only admin tokens, in ADMIN_TOKENS' form, for the people who only look. */
-  ADMIN_READ_TOKENS: namedTokens,
-  CURSOR_SECRET: secret,
-  /**
-   * The CURSOR_SECRET before a rotation: cursors and bookmarks signed with it are still accepted
-   * (new ones are signed with CURSOR_SECRET). Removed once the cursors clients held have expired.
-   */
-  CURSOR_SECRET_PREVIOUS: secret,
-  /**
-   * Tags the key id inside every key issued (auth/key-format.ts), so a Worker routes a request to
-   * the key's location holder without reading D1 and refuses a made-up key before any call. Keys
-   * live for years, so it is its own secret, not CURSOR_SECRET. Unset: keys cannot be issued or
-   * rolled, and every key authenticates through D1.
-   */
-  KEY_TAG_SECRET: macSecret,
-  /**
-   * The KEY_TAG_SECRET before a rotation: keys tagged under it still route without D1 (new and
-   * rolled keys are tagged with KEY_TAG_SECRET). See docs/operations.md.
-   */
-  KEY_TAG_SECRET_PREVIOUS: macSecret,
-});
+const ConfigSchema = z
+  .object({
+    ENVIRONMENT: z.enum(["local", "staging", "production"]),
+    /** How long a key stays banned after hammering while throttled. */
+    BAN_MINUTES: z.coerce.number().int().min(1).max(1440).default(15),
+    /** One JSON line per request ("on") or none ("off"). */
+    ACCESS_LOG: z.enum(["on", "off"]).default("on"),
+    CORS_ORIGINS: origins,
+    PUBLIC_ORIGIN: publicOrigin,
+    /**
+     * Part of every key of the cache of full pages and found pets (db/immutable-reads.ts). Pets are
+     * never changed by the API; an operator who edits or deletes pets by hand bumps it (any new
+     * value) and redeploys, and no answer cached before is served again.
+     */
+    PAGE_CACHE_EPOCH: z.string().trim().min(1).max(64).default("1"),
+    ADMIN_TOKEN: secret,
+    ADMIN_TOKENS: namedTokens,
+    /** Named read-only admin tokens, in ADMIN_TOKENS' form, for the people who only look. */
+    ADMIN_READ_TOKENS: namedTokens,
+    CURSOR_SECRET: secret,
+    /**
+     * The CURSOR_SECRET before a rotation: cursors and bookmarks signed with it are still accepted
+     * (new ones are signed with CURSOR_SECRET). Removed once the cursors clients held have expired.
+     */
+    CURSOR_SECRET_PREVIOUS: secret,
+    /**
+     * Tags the key id inside every key issued (auth/key-format.ts), so a Worker routes a request to
+     * the key's location holder without reading D1 and refuses a made-up key before any call. Keys
+     * live for years, so it is its own secret, not CURSOR_SECRET. Unset: keys cannot be issued or
+     * rolled, and every key authenticates through D1.
+     */
+    KEY_TAG_SECRET: macSecret,
+    /**
+     * The KEY_TAG_SECRET before a rotation: keys tagged under it still route without D1 (new and
+     * rolled keys are tagged with KEY_TAG_SECRET). See docs/operations.md.
+     */
+    KEY_TAG_SECRET_PREVIOUS: macSecret,
+    /**
+     * "on" lets webhook endpoints be http://localhost (127.0.0.1, [::1]) receivers, for developing
+     * with `npm run webhooks:listen`; refused outside ENVIRONMENT=local (lib/webhook-url.ts).
+     */
+    WEBHOOK_LOCAL_RECEIVERS: z.enum(["on", "off"]).default("off"),
+  })
+  .refine((c) => c.WEBHOOK_LOCAL_RECEIVERS === "off" || c.ENVIRONMENT === "local", {
+    message:
+      "may be on only where ENVIRONMENT is local (a deployed service delivers to public hosts only)",
+    path: ["WEBHOOK_LOCAL_RECEIVERS"],
+  });
 
 /** The service's settings, validated: read them from here, never from `env` directly. */
 export type Config = z.infer<typeof ConfigSchema>;
@@ -188,7 +199,7 @@ function adminTokensOf(config: Config): AdminToken[] | ConfigError {
   let problem: string | null = null;
   if (!fullAccessTokens)
     problem =
-      "neither ADMIN_TOKEN nor ADMIN_TOKENS is set: run `wrangler secret put ADMIN_TOKENS --env …` (locally: .dev.vars)";
+      "neither ADMIN_TOKEN nor ADMIN_TOKENS is set: run `wrangler versions secret put ADMIN_TOKENS --env …` and deploy that version (locally: .dev.vars)";
   else if (new Set(tokens.map((t) => t.name)).size !== tokens.length)
     problem = `ADMIN_TOKENS, ADMIN_READ_TOKENS: each name may appear once ("${DEFAULT_ADMIN_NAME}" is ADMIN_TOKEN's)`;
   else if (new Set(tokens.map((t) => t.token)).size !== tokens.length)
@@ -204,7 +215,7 @@ function adminTokensOf(config: Config): AdminToken[] | ConfigError {
 export function secretOrThrow(config: Config, name: "CURSOR_SECRET" | "KEY_TAG_SECRET"): string {
   const value = config[name];
   if (value) return value;
-  const problem = `${name} is not set: run \`wrangler secret put ${name} --env …\` (locally: .dev.vars)`;
+  const problem = `${name} is not set: run \`wrangler versions secret put ${name} --env …\` and deploy that version (locally: .dev.vars)`;
   logOnce(problem);
   throw new ConfigError(problem);
 }

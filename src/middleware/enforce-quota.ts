@@ -102,7 +102,7 @@ async function headersOrThrowRefusal(
  * stale (a change made elsewhere), before the request is answered 503: a second change between
  * the read and the decision is rare, a third rarer still.
  */
-const MOST_REREADS = 2;
+export const MOST_REREADS = 2;
 
 const staleAgain = () =>
   unavailable("The API key changed while this request was decided; repeat the request.");

@@ -444,7 +444,15 @@ const ADMIN_TAGS = [
     name: "Usage",
     description: "Usage history: a key's requests per UTC day, and every key's totals for one day",
   },
-  { name: "Audit", description: "The audit trail: who changed which key, when, and how" },
+  {
+    name: "Audit",
+    description: "The audit trail: who changed which key or webhook endpoint, when, and how",
+  },
+  {
+    name: "Webhooks",
+    description:
+      "Webhook endpoints: where usage alerts and key events are sent, signed as Standard Webhooks specifies",
+  },
   { name: "Operator", description: "The admin token a request comes with: its name and access" },
   DOCUMENT_TAG,
 ];

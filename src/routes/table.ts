@@ -26,6 +26,13 @@ const ROUTES: readonly Route[] = [
   { path: "/admin/v1/usage", methods: { GET: "read" }, audience: "operator" },
   { path: "/admin/v1/audit", methods: { GET: "read" }, audience: "operator" },
   { path: "/admin/v1/whoami", methods: { GET: "read" }, audience: "operator" },
+  { path: "/admin/v1/webhooks", methods: { GET: "read", POST: "write" }, audience: "operator" },
+  {
+    path: "/admin/v1/webhooks/:id",
+    methods: { GET: "read", PATCH: "write", DELETE: "write" },
+    audience: "operator",
+  },
+  { path: "/admin/v1/webhooks/:id/roll-secret", methods: { POST: "write" }, audience: "operator" },
   // Pages, which send their own headers: the API reference and the operator console (their
   // scripts and styles are static assets from public/, not routes of the Worker).
   { path: "/", methods: { GET: "read" }, audience: "page" },

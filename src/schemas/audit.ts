@@ -12,6 +12,11 @@ export const AUDIT_ACTION_NAMES = [
   "unban",
   "ban",
   "ban_end",
+  "webhook_create",
+  "webhook_update",
+  "webhook_delete",
+  "webhook_roll_secret",
+  "webhook_disable",
 ] as const;
 
 export const AuditQuerySchema = z.strictObject({
@@ -38,10 +43,13 @@ export const AuditEntrySchema = z
     at: z.string().openapi({ format: "date-time" }),
     actor: z.string().openapi({
       description:
-        "The name of the admin token used, or system for what the service did on its own (automatic bans and their ends)",
+        "The name of the admin token used, or system for what the service did on its own (automatic bans and their ends, an endpoint disabled because its receiver answered 410)",
     }),
     action: z.enum(AUDIT_ACTION_NAMES),
-    keyId: z.string(),
+    keyId: z.string().openapi({
+      description:
+        "The key the entry is about, or for the webhook_… actions the webhook endpoint (whe_…)",
+    }),
     changes: z
       .record(z.string(), z.object({ before: z.unknown(), after: z.unknown() }))
       .openapi({ description: "Changed fields, before → after; never a secret or a hash" }),

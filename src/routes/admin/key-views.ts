@@ -156,8 +156,8 @@ export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["
   };
 }
 
-/** Page cursors of the key list: the last (createdAt, id). */
-export function encodeKeyCursor(k: KeyRecord): string {
+/** Page cursors of the key list (and the webhook endpoints'): the last (createdAt, id). */
+export function encodeKeyCursor(k: Pick<KeyRecord, "createdAt" | "id">): string {
   return encodeValues([k.createdAt, k.id]);
 }
 

@@ -49,6 +49,7 @@ import {
   pageOf,
   usageView,
 } from "./key-views";
+import { webhookEndpointsApi } from "./webhook-routes";
 
 const byId = { params: KeyIdParamSchema, query: NoQuerySchema };
 
@@ -522,6 +523,8 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
 
 // Usage history and the audit trail.
 adminApi.route("/", historyApi);
+// Webhook endpoints.
+adminApi.route("/", webhookEndpointsApi);
 
 adminApi.openAPIRegistry.registerComponent("securitySchemes", "adminToken", {
   type: "http",

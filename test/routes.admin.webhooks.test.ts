@@ -1,0 +1,278 @@
+// Webhook endpoints through the operator API: registered for an owner or for everyone, with a
+// signing secret shown once and rollable with a grace period; every bad input a clear 400; every
+// change audited; secrets never shown again.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { getEndpoint, signingSecrets } from "../src/db/webhooks";
+import { ADMIN, call, callWith, expectError, mockClock, postJson, T0 } from "./helpers";
+
+const time = mockClock(T0);
+const VIEWER = { Authorization: `Bearer ${env.ADMIN_READ_TOKENS.split(":")[1]}` };
+
+const URL_OK = "https://hooks.example.com/animal-store";
+
+interface Endpoint {
+  id: string;
+  url: string;
+  eventTypes: string[];
+  ownerId: string | null;
+  enabled: boolean;
+  disabledReason: string | null;
+  previousSecretExpiresAt: string | null;
+  secret?: string;
+}
+
+async function create(body: Record<string, unknown>): Promise<Endpoint> {
+  const res = await postJson("/admin/v1/webhooks", body, ADMIN);
+  expect(res.status, await res.clone().text()).toBe(201);
+  return (await res.json()) as Endpoint;
+}
+
+const patch = (id: string, body: unknown) =>
+  call(`/admin/v1/webhooks/${id}`, {
+    method: "PATCH",
+    headers: { ...ADMIN, "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+
+async function auditOf(id: string): Promise<Array<{ action: string; changes: object }>> {
+  const res = await call("/admin/v1/audit?limit=100", { headers: ADMIN });
+  const { data } = (await res.json()) as {
+    data: Array<{ action: string; keyId: string; changes: object }>;
+  };
+  return data.filter((e) => e.keyId === id);
+}
+
+describe("registering an endpoint", () => {
+  it("returns it with a whsec_ secret once, Location, and audits it; reads never show the secret", async () => {
+    const res = await postJson(
+      "/admin/v1/webhooks",
+      { url: URL_OK, eventTypes: ["quota.day.warning", "key.banned"], ownerId: "acct_42" },
+      ADMIN,
+    );
+    expect(res.status).toBe(201);
+    const created = (await res.json()) as Endpoint;
+    expect(created.id).toMatch(/^whe_[0-9A-Za-z]{20}$/);
+    expect(res.headers.get("Location")).toBe(`/admin/v1/webhooks/${created.id}`);
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(created).toMatchObject({
+      url: URL_OK,
+      eventTypes: ["quota.day.warning", "key.banned"],
+      ownerId: "acct_42",
+      enabled: true,
+    });
+    const read = await call(`/admin/v1/webhooks/${created.id}`, { headers: ADMIN });
+    expect(read.status).toBe(200);
+    const text = await read.text();
+    expect(text).not.toContain(created.secret!.slice(6));
+    expect(JSON.parse(text)).not.toHaveProperty("secret");
+    const listed = await (
+      await call("/admin/v1/webhooks?ownerId=acct_42", { headers: ADMIN })
+    ).text();
+    expect(listed).toContain(created.id);
+    expect(listed).not.toContain(created.secret!.slice(6));
+    const audit = await auditOf(created.id);
+    expect(audit.map((e) => e.action)).toEqual(["webhook_create"]);
+    expect(JSON.stringify(audit)).not.toContain(created.secret!.slice(6));
+  });
+
+  it("without an owner it is for every owner; with the operator's own secret it keeps it", async () => {
+    const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    const e = await create({ url: URL_OK, eventTypes: ["key.revoked"], secret });
+    expect(e.ownerId).toBeNull();
+    expect(e.secret).toBe(secret);
+  });
+
+  it.each([
+    ["http", { url: "http://hooks.example.com/x" }, /^url: must use https:\.$/],
+    ["a private host", { url: "https://10.0.0.7/x" }, /^url: must name a public host/],
+    ["link-local metadata", { url: "https://169.254.169.254/" }, /^url: must name a public host/],
+    ["localhost", { url: "https://localhost:8443/x" }, /^url: must name a public host/],
+    ["a .internal name", { url: "https://svc.internal/x" }, /^url: .*\.internal/],
+    [
+      "credentials",
+      { url: "https://a:b@hooks.example.com/" },
+      /^url: must not contain credentials/,
+    ],
+    ["not a URL", { url: "hooks" }, /^url: must be an absolute URL/],
+    ["a URL too long", { url: `https://hooks.example.com/${"a".repeat(2100)}` }, /^url: .*2048/],
+    [
+      "an unknown event type",
+      { eventTypes: ["quota.minute.warning"] },
+      /^eventTypes\.0: must be one of: quota\.day\.warning/,
+    ],
+    ["no event type", { eventTypes: [] }, /^eventTypes: must name at least one/],
+    [
+      "a type twice",
+      { eventTypes: ["key.banned", "key.banned"] },
+      /^eventTypes: must not name a type twice/,
+    ],
+    ["event types not an array", { eventTypes: "key.banned" }, /^eventTypes: must be an array/],
+    ["an oversized secret", { secret: `whsec_${"A".repeat(300)}` }, /^secret: must be at most 200/],
+    [
+      "a secret of 100 bytes",
+      { secret: `whsec_${btoa("z".repeat(100)).slice(0, 136)}` },
+      /^secret: /,
+    ],
+    [
+      "a secret without whsec_",
+      { secret: "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
+      /^secret: must start with whsec_/,
+    ],
+    [
+      "a short secret",
+      { secret: `whsec_${btoa("z".repeat(16))}` },
+      /^secret: must hold 24 to 64 bytes/,
+    ],
+    ["an unknown field", { colour: "red" }, /unknown field: colour/],
+    ["an empty owner", { ownerId: "  " }, /^ownerId: must not be empty/],
+  ])("%s → 400 naming the field and rule, nothing stored", async (_label, change, message) => {
+    const before = await (await call("/admin/v1/webhooks?limit=100", { headers: ADMIN })).json();
+    const body = { url: URL_OK, eventTypes: ["key.banned"], ...change };
+    const error = await expectError(
+      await postJson("/admin/v1/webhooks", body, ADMIN),
+      400,
+      "invalid_request",
+    );
+    expect(error.message).toMatch(message);
+    const after = await (await call("/admin/v1/webhooks?limit=100", { headers: ADMIN })).json();
+    expect(after).toEqual(before);
+  });
+
+  it("http://localhost only where WEBHOOK_LOCAL_RECEIVERS is on (local only)", async () => {
+    const body = JSON.stringify({ url: "http://localhost:8788/", eventTypes: ["key.banned"] });
+    const init = {
+      method: "POST",
+      headers: { ...ADMIN, "Content-Type": "application/json" },
+      body,
+    };
+    const off = await callWith({ WEBHOOK_LOCAL_RECEIVERS: "off" }, "/admin/v1/webhooks", init);
+    expect((await expectError(off, 400, "invalid_request")).message).toMatch(
+      /^url: must use https/,
+    );
+    const on = await callWith({ WEBHOOK_LOCAL_RECEIVERS: "on" }, "/admin/v1/webhooks", init);
+    expect(on.status).toBe(201);
+    const deployed = await callWith(
+      { WEBHOOK_LOCAL_RECEIVERS: "on", ENVIRONMENT: "production" },
+      "/admin/v1/webhooks",
+      init,
+    );
+    expect(deployed.status).toBe(500);
+  });
+
+  it("a read-only token cannot register one (403)", async () => {
+    const res = await postJson(
+      "/admin/v1/webhooks",
+      { url: URL_OK, eventTypes: ["key.banned"] },
+      VIEWER,
+    );
+    await expectError(res, 403, "forbidden");
+  });
+});
+
+describe("changing, disabling and deleting", () => {
+  it("PATCH changes the fields given and audits what changed; one that changes nothing writes no entry", async () => {
+    const e = await create({ url: URL_OK, eventTypes: ["key.banned"] });
+    const res = await patch(e.id, { eventTypes: ["key.banned", "key.unbanned"], enabled: false });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({
+      eventTypes: ["key.banned", "key.unbanned"],
+      enabled: false,
+      disabledReason: "disabled by an operator",
+      url: URL_OK,
+    });
+    expect((await patch(e.id, { enabled: false })).status).toBe(200);
+    const enabled = (await (await patch(e.id, { enabled: true })).json()) as Endpoint;
+    expect(enabled).toMatchObject({ enabled: true, disabledReason: null });
+    const audit = await auditOf(e.id);
+    expect(audit.map((x) => x.action)).toEqual([
+      "webhook_update",
+      "webhook_update",
+      "webhook_create",
+    ]);
+    expect(audit[1]?.changes).toMatchObject({
+      eventTypes: { before: ["key.banned"], after: ["key.banned", "key.unbanned"] },
+    });
+  });
+
+  it("PATCH refuses a bad URL, an empty body and unknown types with 400, changing nothing", async () => {
+    const e = await create({ url: URL_OK, eventTypes: ["key.banned"] });
+    await expectError(await patch(e.id, { url: "https://192.168.0.1/" }), 400, "invalid_request");
+    await expectError(await patch(e.id, {}), 400, "invalid_request");
+    await expectError(await patch(e.id, { eventTypes: ["nope"] }), 400, "invalid_request");
+    const read = (await (
+      await call(`/admin/v1/webhooks/${e.id}`, { headers: ADMIN })
+    ).json()) as Endpoint;
+    expect(read.url).toBe(URL_OK);
+    expect((await auditOf(e.id)).length).toBe(1);
+  });
+
+  it("DELETE removes it (204, audited), then 404; a malformed id is 400", async () => {
+    const e = await create({ url: URL_OK, eventTypes: ["key.banned"] });
+    const del = await call(`/admin/v1/webhooks/${e.id}`, { method: "DELETE", headers: ADMIN });
+    expect(del.status).toBe(204);
+    await expectError(
+      await call(`/admin/v1/webhooks/${e.id}`, { headers: ADMIN }),
+      404,
+      "not_found",
+    );
+    await expectError(
+      await call(`/admin/v1/webhooks/${e.id}`, { method: "DELETE", headers: ADMIN }),
+      404,
+      "not_found",
+    );
+    expect((await auditOf(e.id)).map((x) => x.action)).toEqual([
+      "webhook_delete",
+      "webhook_create",
+    ]);
+    const bad = await call("/admin/v1/webhooks/key_x", { headers: ADMIN });
+    expect((await expectError(bad, 400, "invalid_request")).message).toMatch(
+      /^id: must be a webhook endpoint id/,
+    );
+  });
+});
+
+describe("rolling the signing secret", () => {
+  it("shows the new secret once; both sign during the grace period, then only the new one", async () => {
+    const e = await create({ url: URL_OK, eventTypes: ["key.banned"] });
+    const res = await postJson(
+      `/admin/v1/webhooks/${e.id}/roll-secret`,
+      { gracePeriodSeconds: 3600 },
+      ADMIN,
+    );
+    expect(res.status).toBe(201);
+    const rolled = (await res.json()) as Endpoint;
+    expect(rolled.secret).toMatch(/^whsec_/);
+    expect(rolled.secret).not.toBe(e.secret);
+    expect(rolled.previousSecretExpiresAt).toBe(new Date(time.now + 3_600_000).toISOString());
+    const stored = await getEndpoint(env.DB, e.id);
+    expect(signingSecrets(stored!, time.now)).toEqual([rolled.secret, e.secret]);
+    expect(signingSecrets(stored!, time.now + 3_600_000)).toEqual([rolled.secret]);
+    const audit = await auditOf(e.id);
+    expect(audit[0]?.action).toBe("webhook_roll_secret");
+    expect(JSON.stringify(audit)).not.toContain(rolled.secret!.slice(6));
+  });
+
+  it("with no grace period the old secret stops signing at once; bad bodies are 400", async () => {
+    const e = await create({ url: URL_OK, eventTypes: ["key.banned"] });
+    const res = await postJson(
+      `/admin/v1/webhooks/${e.id}/roll-secret`,
+      { gracePeriodSeconds: 0 },
+      ADMIN,
+    );
+    const rolled = (await res.json()) as Endpoint;
+    expect(signingSecrets((await getEndpoint(env.DB, e.id))!, time.now)).toEqual([rolled.secret]);
+    for (const [body, rule] of [
+      [{ gracePeriodSeconds: 604_801 }, /^gracePeriodSeconds: must be at most 604800/],
+      [{ gracePeriodSeconds: -1 }, /^gracePeriodSeconds: must be at least 0/],
+      [{ secret: "whsec_short" }, /^secret: /],
+    ] as const) {
+      const error = await expectError(
+        await postJson(`/admin/v1/webhooks/${e.id}/roll-secret`, body, ADMIN),
+        400,
+        "invalid_request",
+      );
+      expect(error.message).toMatch(rule);
+    }
+  });
+});
