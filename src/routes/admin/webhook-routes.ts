@@ -234,7 +234,7 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
       operationId: "updateWebhookEndpoint",
       tags: ["Webhooks"],
       summary: "Change a webhook endpoint",
-      description: `Changes any of ${UPDATABLE_WEBHOOK_FIELDS}; fields not given keep their value. \`enabled: false\` stops deliveries to it, \`enabled: true\` resumes them (also after its receiver answered 410 Gone, which disables it). Recorded in the audit trail as webhook_update; a PATCH that changes nothing writes no entry. 404 if no endpoint has this id.`,
+      description: `Changes any of ${UPDATABLE_WEBHOOK_FIELDS}; fields not given keep their value. \`enabled: false\` stops deliveries to it, \`enabled: true\` resumes them (also after its receiver answered Gone, which disables it). Recorded in the audit trail as webhook_update; a PATCH that changes nothing writes no entry. 404 if no endpoint has this id.`,
       security,
       middleware: jsonBody,
       request: { ...byId, body: { required: true, content: json(UpdateWebhookEndpointSchema) } },
