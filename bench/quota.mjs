@@ -7,14 +7,20 @@
 // report gives both medians and p99s. Requests carry X-Bench-Location, so one server plays several
 // locations, each with its own location holders (objects/quota-holder.ts).
 //
-// Scenarios: quiet (a free key, one request every --gap-ms in one location), cold (the first request
-// of fresh keys), 3 locations (a free key, one request every --gap-ms in each of three locations at
-// once), near the limit (a key allowing 20 a minute, one request every 0.5 s), busy (one key, back
-// to back). Per 1,000 requests: far calls waited for (the Worker's calls to the key's object its
-// request waited for, plus requests the location holder forwarded), far calls a request started in
-// the background (its lease's renewals), local calls (to the location holder), and Durable Object
-// requests of any kind (GET /__bench/calls before and after: the Worker's and the holders', the
-// holders' background renewals included). Informs, never gates.
+// Scenarios: quiet (a free key, one request every --gap-ms in one location), sparse (free keys calling
+// every 10 s, 60 s and 5 minutes in one location, many keys at once, staggered), a new location (a
+// key's first request in a location while it is in use in another), cold (the first request of
+// fresh keys), cold isolate, 3 locations (a free key, one request every --located-gap-ms in each of
+// three locations at once), near the limit (a key allowing 20 a minute, one request every 0.5 s),
+// busy (one key, back to back). Requests are sent one at a time, each scenario's in time order
+// (a request due while another is on its way waits for it). Per 1,000 requests: far calls waited
+// for (the Worker's calls to the key's object its request waited for, plus requests the location
+// holder forwarded), far calls a request started in the background (its lease's renewals), local
+// calls (to the location holder), and the key's Durable Object requests of any kind while it was
+// calling (GET /__bench/key-calls: the Worker's, the holders' and the key's object's, background
+// renewals, pushes and alarms included). And after each key's last request: the Durable Object
+// requests it still caused, and how long after that request the last one came. Informs, never
+// gates.
 //
 // One server playing several locations is one isolate: the isolate's own lease per key sees the
 // traffic of all of them (in production an isolate serves one location), so the 3-location
@@ -25,6 +31,14 @@ import os from "node:os";
 import path from "node:path";
 import { cleanupNow, issueKey, ROOT, snapshotProject } from "../scripts/lib/local-server.mjs";
 import { optionsOrExit } from "./lib/options.mjs";
+import {
+  byTime,
+  callsPerThousandOf,
+  keyCost,
+  keysForSamples,
+  scenarioCost,
+  sparsePlan,
+} from "./lib/quota-scenarios.mjs";
 import { percentile } from "./lib/samples.mjs";
 import { seedPets, startBenchApi, UNLIMITED } from "./lib/workers.mjs";
 
@@ -39,12 +53,33 @@ const USAGE = `Usage: npm run bench:quota -- [options]
   --located-gap-ms 3300  time between a location's requests there (all three together stay
                       below 2 a second: one server is one isolate, see below)
   --busy 300          back-to-back requests of the busy key
-  --scenarios quiet,cold,cold-isolate,3-locations,near-limit,busy
+  --sparse-gaps 10,60,300  the sparse keys' time between requests, in s (one scenario each)
+  --sparse-minutes 5  how long each sparse key calls after its first request (at least one
+                      measured request each)
+  --sparse-samples 150  measured requests per sparse scenario: as many keys as that takes
+                      (150 at 5 minutes: 150 keys, one measured request each)
+  --new-location 15   keys, each in use in one location, sending a first request in another
+  --tail-seconds 300  how long after the last request of the quiet and sparse keys their
+                      background Durable Object requests are watched before the report
+  --scenarios quiet,sparse,new-location,cold,cold-isolate,3-locations,near-limit,busy
                       the scenarios to run, comma-separated (default: all)
+
+With the defaults the whole run takes about 13 minutes: the sparse scenarios run together for
+about 6 (a minute of staggered first requests, then 5 minutes of calls), the others about 3,
+and the report waits until the last sparse request is --tail-seconds old.
   --port 8860         the API's port (its inspector: port + 2)
   --out quota         bench/results/<out>.md`;
 
-const SCENARIOS = ["quiet", "cold", "cold-isolate", "3-locations", "near-limit", "busy"];
+const SCENARIOS = [
+  "quiet",
+  "sparse",
+  "new-location",
+  "cold",
+  "cold-isolate",
+  "3-locations",
+  "near-limit",
+  "busy",
+];
 
 const opts = optionsOrExit(
   process.argv.slice(2),
@@ -58,6 +93,11 @@ const opts = optionsOrExit(
     located: { default: 15, min: 1 },
     "located-gap-ms": { default: 3_300, max: 60_000 },
     busy: { default: 300, min: 1 },
+    "sparse-gaps": { default: "10,60,300", pattern: /^[1-9][0-9]{0,4}(,[1-9][0-9]{0,4})*$/ },
+    "sparse-minutes": { default: 5, min: 1, max: 120 },
+    "sparse-samples": { default: 150, min: 1, max: 2_000 },
+    "new-location": { default: 15, min: 1, max: 500 },
+    "tail-seconds": { default: 300, max: 3_600 },
     scenarios: {
       default: SCENARIOS.join(","),
       pattern: new RegExp(`^(${SCENARIOS.join("|")})(,(${SCENARIOS.join("|")}))*$`),
@@ -81,8 +121,9 @@ const PAGE = "/v1/pets?limit=20";
 /** @type {{ stop: () => Promise<unknown>, url: string, tail: () => string, logFile: string } | null} */
 let server = null;
 
-/** One timed request; its status, time and X-Bench-Calls. */
+/** One timed request; its status, time, X-Bench-Calls, and when it started and ended (Date.now()). */
 async function timed(url, headers) {
+  const startAt = Date.now();
   const t0 = performance.now();
   const res = await fetch(url, { headers });
   await res.arrayBuffer();
@@ -90,54 +131,96 @@ async function timed(url, headers) {
     ms: performance.now() - t0,
     status: res.status,
     calls: res.headers.get("x-bench-calls"),
+    startAt,
+    endAt: Date.now(),
   };
 }
 
 /**
- * The API request, then the reference request right after it. `coldIsolate`: the API request is
- * served as by an isolate that has never seen the key (X-Bench-Cold-Isolate, bench/api/index.ts).
+ * @typedef {{ id: string, key: string, sent: import("./lib/quota-scenarios.mjs").SentRequest[] }}
+ *   Tracked  A scenario's key and its requests as sent.
+ * @typedef {Awaited<ReturnType<typeof timed>> & { refMs: number }} Sample
  */
-async function pair(api, key, location, { coldIsolate = false } = {}) {
+
+/** A key issued for a scenario, tracked: its requests are recorded as `pair` sends them. */
+async function trackedKey(api, spec) {
+  const issued = await issueKey(api, spec);
+  return /** @type {Tracked} */ ({ id: issued.id, key: issued.key, sent: [] });
+}
+
+/** Issues `count` keys of `spec` (named `<name>-<i>`), a few at a time. */
+async function trackedKeys(api, count, spec) {
+  /** @type {Tracked[]} */
+  const out = [];
+  for (let i = 0; i < count; i += 8)
+    out.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(8, count - i) }, (_, j) =>
+          trackedKey(api, { ...spec, name: `${spec.name}-${i + j}` }),
+        ),
+      )),
+    );
+  return out;
+}
+
+/**
+ * The API request, then the reference request right after it, recorded on `key` as measured or
+ * not. `coldIsolate`: the API request is served as by an isolate that has never seen the key
+ * (X-Bench-Cold-Isolate, bench/api/index.ts).
+ * @param {{ url: string }} api
+ * @param {Tracked | { key: string, sent?: undefined }} key
+ * @param {string} location
+ * @returns {Promise<Sample>}
+ */
+async function pair(api, key, location, { coldIsolate = false, measured = true } = {}) {
   const got = await timed(`${api.url}${PAGE}`, {
-    Authorization: `Bearer ${key}`,
+    Authorization: `Bearer ${key.key}`,
     "X-Bench-Location": location,
     ...(coldIsolate ? { "X-Bench-Cold-Isolate": "1" } : {}),
   });
+  key.sent?.push({ startAt: got.startAt, endAt: got.endAt, measured });
   const ref = await timed(`${api.url}/v1/openapi.json`, {});
   return { ...got, refMs: ref.ms };
 }
 
-async function callTotals(api) {
-  const res = await fetch(`${api.url}/__bench/calls`);
-  return /** @type {Record<string, number>} */ (await res.json());
+/**
+ * Sends `plan`'s requests one at a time in time order, each when due (`at` ms after the start) or
+ * as soon as the one before has its answer; `send(request)` sends one and returns its sample.
+ * The measured requests' samples.
+ * @template {{ at: number, measured: boolean }} R
+ * @param {R[]} plan
+ * @param {(request: R) => Promise<Sample>} send
+ */
+async function runPlan(plan, send) {
+  const t0 = Date.now();
+  /** @type {Sample[]} */
+  const out = [];
+  for (const request of plan) {
+    await sleep(request.at - (Date.now() - t0));
+    const sample = await send(request);
+    if (request.measured) out.push(sample);
+  }
+  return out;
 }
 
-/**
- * Far calls waited for, far calls started in the background (not waited for), local calls, per
- * 1,000 requests, from the samples' X-Bench-Calls.
- */
-function callsOf(samples) {
-  let far = 0;
-  let background = 0;
-  let local = 0;
-  for (const s of samples) {
-    const m = s.calls?.match(/limiter=(\d+), .*local=(\d+), forwarded=(\d+), background=(\d+)/);
-    if (!m) throw new Error(`a response without X-Bench-Calls: ${s.calls}`);
-    far += Number(m[1]) - Number(m[4]) + Number(m[3]);
-    background += Number(m[4]);
-    local += Number(m[2]);
-  }
-  const perThousand = (n) => (1000 * n) / samples.length;
-  return { far: perThousand(far), background: perThousand(background), local: perThousand(local) };
+async function keyCalls(api) {
+  const res = await fetch(`${api.url}/__bench/key-calls`);
+  return /** @type {Record<string, import("./lib/quota-scenarios.mjs").KeyCall[]>} */ (
+    await res.json()
+  );
 }
 
 const p = (values, q) => percentile(Float64Array.from(values).sort(), q);
 
-function summary(name, samples, before, after, objectsPerKey, note = "") {
-  const doRequests = ["limiter", "relayed", "local"].reduce(
-    (n, hop) => n + (after[hop] ?? 0) - (before[hop] ?? 0),
-    0,
-  );
+/**
+ * A scenario's row: latencies and calls per request from its samples, and its keys' cost
+ * (`scenarioCost`) once their calls are read at the end of the run.
+ * @param {string} name
+ * @param {Sample[]} samples
+ * @param {Tracked[]} keys
+ * @param {number} objectsPerKey
+ */
+function row(name, samples, keys, objectsPerKey, note = "") {
   const api = samples.map((s) => s.ms);
   const ref = samples.map((s) => s.refMs);
   const statuses = {};
@@ -149,21 +232,12 @@ function summary(name, samples, before, after, objectsPerKey, note = "") {
     p99: p(api, 0.99),
     refP50: p(ref, 0.5),
     refP99: p(ref, 0.99),
-    ...callsOf(samples),
-    doPerThousand: (1000 * doRequests) / samples.length,
+    ...callsPerThousandOf(samples),
+    keys,
     objectsPerKey,
     statuses,
     note,
   };
-}
-
-/** Runs `scenario` between two readings of the call totals. */
-async function measured(api, scenario) {
-  const before = await callTotals(api);
-  const samples = await scenario();
-  // Background work the last requests started (renewals, hand-backs) lands within a lease's life.
-  await sleep(500);
-  return { samples, before, after: await callTotals(api) };
 }
 
 async function main() {
@@ -180,44 +254,121 @@ async function main() {
   server = api;
   const seeder = await issueKey(api, { name: "seeder", plan: "enterprise", limits: UNLIMITED });
   await seedPets(api, seeder.key, 25, { prefix: "quota" });
-  for (let i = 0; i < 3; i++) await pair(api, seeder.key, "AMS"); // the page is full and cached
+  for (let i = 0; i < 3; i++) await pair(api, seeder, "AMS"); // the page is full and cached
   const rows = [];
+  /** Keys whose calls after their last request the report waits --tail-seconds for. */
+  const watched = [];
 
   if (runs("quiet")) {
     log(`quiet: a free key, ${opts.quiet} requests ${opts.gapMs} ms apart in one location`);
-    const quietKey = await issueKey(api, { name: "quiet", plan: "free" });
-    await pair(api, quietKey.key, "AMS"); // its first request (see cold)
+    const quietKey = await trackedKey(api, { name: "quiet", plan: "free" });
+    await pair(api, quietKey, "AMS", { measured: false }); // its first request (see cold)
     await sleep(opts.gapMs);
-    {
-      const { samples, before, after } = await measured(api, async () => {
-        const out = [];
-        for (let i = 0; i < opts.quiet; i++) {
-          const t0 = Date.now();
-          out.push(await pair(api, quietKey.key, "AMS"));
-          await sleep(Math.max(0, opts.gapMs - (Date.now() - t0)));
-        }
-        return out;
-      });
-      rows.push(summary("quiet", samples, before, after, 2));
+    const samples = [];
+    for (let i = 0; i < opts.quiet; i++) {
+      const t0 = Date.now();
+      samples.push(await pair(api, quietKey, "AMS"));
+      await sleep(Math.max(0, opts.gapMs - (Date.now() - t0)));
     }
+    rows.push(row("quiet", samples, [quietKey], 2));
+    watched.push(quietKey);
+  }
+
+  if (runs("sparse")) {
+    const gaps = opts.sparseGaps.split(",").map((s) => Number(s) * 1000);
+    const spanMs = opts.sparseMinutes * 60_000;
+    /** @type {{ gapMs: number, keys: Tracked[], plan: ReturnType<typeof sparsePlan> }[]} */
+    const groups = [];
+    let firstKey = 0;
+    for (const gapMs of gaps) {
+      const { keys, requestsPerKey } = keysForSamples({
+        gapMs,
+        spanMs,
+        samples: opts.sparseSamples,
+      });
+      const plan = sparsePlan({
+        gapMs,
+        keys,
+        requestsPerKey,
+        spreadMs: Math.min(gapMs, 60_000),
+        firstKey,
+      });
+      firstKey += keys;
+      log(`sparse every ${gapMs / 1000} s: issuing ${keys} keys × ${requestsPerKey} requests`);
+      groups.push({
+        gapMs,
+        keys: await trackedKeys(api, keys, { name: `sparse-${gapMs / 1000}s`, plan: "free" }),
+        plan,
+      });
+    }
+    const allKeys = groups.flatMap((g) => g.keys);
+    const plan = byTime(groups.flatMap((g) => g.plan.map((r) => ({ ...r, gapMs: g.gapMs }))));
+    const lastAt = plan.length ? plan[plan.length - 1].at : 0;
+    log(
+      `sparse: ${plan.length} requests of ${allKeys.length} keys over ${(lastAt / 60_000).toFixed(1)} min`,
+    );
+    /** @type {Map<number, Sample[]>} */
+    const byGap = new Map(gaps.map((g) => [g, []]));
+    await runPlan(plan, async (r) => {
+      const sample = await pair(api, allKeys[r.key], "AMS", { measured: r.measured });
+      if (r.measured) byGap.get(r.gapMs)?.push(sample);
+      return sample;
+    });
+    for (const g of groups) {
+      const name = g.gapMs % 60_000 === 0 ? `${g.gapMs / 60_000} min` : `${g.gapMs / 1000} s`;
+      rows.push(
+        row(
+          `sparse, every ${name}`,
+          byGap.get(g.gapMs) ?? [],
+          g.keys,
+          2,
+          `${g.keys.length} ${g.keys.length === 1 ? "key" : "keys"}, after each key's first request`,
+        ),
+      );
+      watched.push(...g.keys);
+    }
+  }
+
+  if (runs("new-location")) {
+    log(`a new location: ${opts.newLocation} keys in use in AMS, each then sent once in SIN`);
+    const keys = await trackedKeys(api, opts.newLocation, { name: "new-location", plan: "free" });
+    // Each key: three requests in AMS 1.5 s apart, then its first in SIN 1 s after the last, as a
+    // SIN isolate would serve it (one that has never seen the key). Keys start 0.6 s apart.
+    const plan = byTime(
+      keys.flatMap((_, k) => {
+        const t = k * 600;
+        return [
+          { at: t, key: k, location: "AMS", measured: false },
+          { at: t + 1_500, key: k, location: "AMS", measured: false },
+          { at: t + 3_000, key: k, location: "AMS", measured: false },
+          { at: t + 4_000, key: k, location: "SIN", measured: true },
+        ];
+      }),
+    );
+    const samples = await runPlan(plan, (r) =>
+      pair(api, keys[r.key], r.location, { coldIsolate: r.measured, measured: r.measured }),
+    );
+    rows.push(
+      row(
+        "new location",
+        samples,
+        keys,
+        3,
+        "the key's first request in SIN, 1 s after its last in AMS (where it holds stock), from an isolate new to it",
+      ),
+    );
   }
 
   if (runs("cold")) {
     log(`cold: the first request of ${opts.cold} fresh free keys`);
-    const keys = [];
-    for (let i = 0; i < opts.cold; i++)
-      keys.push(await issueKey(api, { name: `cold-${i}`, plan: "free" }));
-    const { samples, before, after } = await measured(api, async () => {
-      const out = [];
-      for (const k of keys) out.push(await pair(api, k.key, "AMS"));
-      return out;
-    });
+    const keys = await trackedKeys(api, opts.cold, { name: "cold", plan: "free" });
+    const samples = [];
+    for (const k of keys) samples.push(await pair(api, k, "AMS"));
     rows.push(
-      summary(
+      row(
         "cold",
         samples,
-        before,
-        after,
+        keys,
         2,
         "a key never used anywhere: its holder reads it from D1, then forwards",
       ),
@@ -228,24 +379,18 @@ async function main() {
     log(
       `cold isolate: the first request in an isolate of ${opts.cold} free keys used in its location`,
     );
-    const keys = [];
-    for (let i = 0; i < opts.cold; i++)
-      keys.push(await issueKey(api, { name: `cold-isolate-${i}`, plan: "free" }));
+    const keys = await trackedKeys(api, opts.cold, { name: "cold-isolate", plan: "free" });
     // Each used once in AMS (by another isolate, as it were), all at once, so that every key's
     // measured request comes --gap-ms after its use, well within its holder's stock lifetime.
-    await Promise.all(keys.map((k) => pair(api, k.key, "AMS")));
+    await Promise.all(keys.map((k) => pair(api, k, "AMS", { measured: false })));
     await sleep(opts.gapMs);
-    const { samples, before, after } = await measured(api, async () => {
-      const out = [];
-      for (const k of keys) out.push(await pair(api, k.key, "AMS", { coldIsolate: true }));
-      return out;
-    });
+    const samples = [];
+    for (const k of keys) samples.push(await pair(api, k, "AMS", { coldIsolate: true }));
     rows.push(
-      summary(
+      row(
         "cold isolate",
         samples,
-        before,
-        after,
+        keys,
         2,
         `the key used in this location ${opts.gapMs / 1000} s before, new to the isolate: its holder authenticates and decides`,
       ),
@@ -254,27 +399,26 @@ async function main() {
 
   if (runs("3-locations")) {
     log(`3 locations: a free key, ${opts.located} requests ${opts.locatedGapMs} ms apart in each`);
-    const key = await issueKey(api, { name: "located", plan: "free" });
+    const key = await trackedKey(api, { name: "located", plan: "free" });
     const locations = ["AMS", "FRA", "SIN"];
     // Spaced like the scenario: a burst here would make the one isolate take a lease of its own.
     for (const location of locations) {
-      await pair(api, key.key, location);
+      await pair(api, key, location, { measured: false });
       await sleep(opts.locatedGapMs / locations.length);
     }
-    const { samples, before, after } = await measured(api, async () => {
-      const loops = locations.map(async (location, i) => {
-        await sleep((i * opts.locatedGapMs) / locations.length);
-        const out = [];
-        for (let n = 0; n < opts.located; n++) {
-          const t0 = Date.now();
-          out.push(await pair(api, key.key, location));
-          await sleep(Math.max(0, opts.locatedGapMs - (Date.now() - t0)));
-        }
-        return out;
-      });
-      return (await Promise.all(loops)).flat();
+    const loops = locations.map(async (location, i) => {
+      await sleep((i * opts.locatedGapMs) / locations.length);
+      const out = [];
+      for (let n = 0; n < opts.located; n++) {
+        const t0 = Date.now();
+        out.push(await pair(api, key, location));
+        await sleep(Math.max(0, opts.locatedGapMs - (Date.now() - t0)));
+      }
+      return out;
     });
-    rows.push(summary("3 locations", samples, before, after, 4));
+    const samples = (await Promise.all(loops)).flat();
+    key.sent.sort((a, b) => a.startAt - b.startAt);
+    rows.push(row("3 locations", samples, [key], 4));
   }
 
   if (runs("near-limit")) {
@@ -282,52 +426,71 @@ async function main() {
     // All 30 within one minute window, so exactly 20 are admitted.
     const intoMinute = Date.now() % 60_000;
     if (intoMinute > 40_000) await sleep(60_000 - intoMinute + 500);
-    const key = await issueKey(api, {
+    const key = await trackedKey(api, {
       name: "near-limit",
       plan: "enterprise",
       limits: { perMinute: 20, perDay: 10_000 },
     });
-    const { samples, before, after } = await measured(api, async () => {
-      const out = [];
-      for (let i = 0; i < 30; i++) {
-        const t0 = Date.now();
-        out.push(await pair(api, key.key, "AMS"));
-        await sleep(Math.max(0, 500 - (Date.now() - t0)));
-      }
-      return out;
-    });
-    const row = summary("near the limit", samples, before, after, 2);
-    row.note = `admitted ${row.statuses[200] ?? 0} of 30 (limit 20), refused ${row.statuses[429] ?? 0}`;
-    rows.push(row);
+    const samples = [];
+    for (let i = 0; i < 30; i++) {
+      const t0 = Date.now();
+      samples.push(await pair(api, key, "AMS"));
+      await sleep(Math.max(0, 500 - (Date.now() - t0)));
+    }
+    const r = row("near the limit", samples, [key], 2);
+    r.note = `admitted ${r.statuses[200] ?? 0} of 30 (limit 20), refused ${r.statuses[429] ?? 0}`;
+    rows.push(r);
   }
 
   if (runs("busy")) {
     log(`busy: ${opts.busy} requests back to back`);
-    const key = await issueKey(api, { name: "busy", plan: "enterprise", limits: UNLIMITED });
-    for (let i = 0; i < 20; i++) await pair(api, key.key, "AMS");
-    const { samples, before, after } = await measured(api, async () => {
-      const out = [];
-      for (let i = 0; i < opts.busy; i++) out.push(await pair(api, key.key, "AMS"));
-      return out;
-    });
-    rows.push(summary("busy", samples, before, after, 2));
+    const key = await trackedKey(api, { name: "busy", plan: "enterprise", limits: UNLIMITED });
+    for (let i = 0; i < 20; i++) await pair(api, key, "AMS", { measured: false });
+    const samples = [];
+    for (let i = 0; i < opts.busy; i++) samples.push(await pair(api, key, "AMS"));
+    rows.push(row("busy", samples, [key], 2));
   }
 
+  // The quiet and sparse keys' background requests after their last request, until they end.
+  const lastEnd = Math.max(0, ...watched.map((k) => k.sent[k.sent.length - 1]?.endAt ?? 0));
+  const waitMs = lastEnd + opts.tailSeconds * 1000 - Date.now();
+  if (watched.length && waitMs > 0) {
+    log(
+      `watching the quiet and sparse keys' background requests for ${(waitMs / 1000).toFixed(0)} s more`,
+    );
+    await sleep(waitMs);
+  }
+  // Whatever the last requests started lands within a lease's life.
+  await sleep(500);
+  const calls = await keyCalls(api);
+  const observedUntil = Date.now();
+  const costed = rows.map((r) => ({
+    ...r,
+    ...scenarioCost(r.keys.map((k) => keyCost(k.sent, calls[k.id] ?? [], observedUntil))),
+  }));
+
   const f = (x) => (Number.isFinite(x) ? x.toFixed(1) : "–");
+  const s = (ms) => (ms === null ? "none" : `${(ms / 1000).toFixed(1)} s`);
+  const byHop = (hops) =>
+    Object.entries(hops)
+      .map(([hop, n]) => `${hop} ${n.toFixed(1)}`)
+      .join(", ");
+  const [load1, load5, load15] = os.loadavg();
   const lines = [
     `# Where quota decisions are made (npm run bench:quota)`,
     "",
     `${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, ${os.cpus().length} cores, ` +
-      `load ${os.loadavg()[0].toFixed(1)}; simulated round trips: key's object ` +
+      `load average ${load1.toFixed(1)} ${load5.toFixed(1)} ${load15.toFixed(1)}, run took ` +
+      `${((Date.now() - started) / 60_000).toFixed(1)} min; simulated round trips: key's object ` +
       `${opts.limiterRtt} ms, D1 ${opts.d1Rtt} ms, location holder ${opts.localRtt} ms. ` +
       `API: GET ${PAGE} (a full, warm page); reference: GET /v1/openapi.json on the same server, ` +
       "right after each API request.",
     "",
-    "| scenario | n | p50 | ref p50 | p50 − ref | p99 | ref p99 | far calls waited / 1,000 | far calls in background / 1,000 | local calls / 1,000 | DO requests / 1,000 | objects per key | note |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ...rows.map(
+    "| scenario | n | p50 | ref p50 | p50 − ref | p99 | ref p99 | p99 − ref | far calls waited / 1,000 | far calls in background / 1,000 | local calls / 1,000 | DO requests / 1,000 | objects per key | note |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ...costed.map(
       (r) =>
-        `| ${r.name} | ${r.n} | ${f(r.p50)} | ${f(r.refP50)} | ${f(r.p50 - r.refP50)} | ${f(r.p99)} | ${f(r.refP99)} | ` +
+        `| ${r.name} | ${r.n} | ${f(r.p50)} | ${f(r.refP50)} | ${f(r.p50 - r.refP50)} | ${f(r.p99)} | ${f(r.refP99)} | ${f(r.p99 - r.refP99)} | ` +
         `${f(r.far)} | ${f(r.background)} | ${f(r.local)} | ${f(r.doPerThousand)} | ${r.objectsPerKey} | ${r.note} |`,
     ),
     "",
@@ -335,9 +498,29 @@ async function main() {
       "waited for (answered before the response was ready) plus requests the location holder " +
       "forwarded. Far calls in background: the Worker's calls to the key's object a request " +
       "started and did not wait for (its own lease's renewals, still on their way when the " +
-      "response was ready). DO requests: every call to a QuotaLimiter or QuotaHolder during the scenario, " +
-      "from the Worker or from a holder (background renewals and refills included). Objects per " +
+      "response was ready). DO requests: every call to the scenario's keys' QuotaLimiter or " +
+      "QuotaHolders, from the Worker, a holder or the key's object (background renewals, " +
+      "refills and pushes included), and the key's object's alarms, from the end of each key's " +
+      "last unmeasured request (or the start of its first measured one) to the end of its last " +
+      "request: each measured request pays for the time since the one before. Objects per " +
       "key: the key's QuotaLimiter and one QuotaHolder per location it was used in.",
+    "",
+    "## After a key's last request",
+    "",
+    "| scenario | keys | DO requests per key (mean) | by hop (mean per key) | most for one key | last one after | watched for |",
+    "|---|---:|---:|---|---:|---:|---:|",
+    ...costed.map(
+      (r) =>
+        `| ${r.name} | ${r.keys.length} | ${f(r.tailPerKey)} | ${byHop(r.tailByHop)} | ${r.tailMostPerKey} | ` +
+        `${s(r.lastTailAfterMs)} | ${s(r.observedMs)} |`,
+    ),
+    "",
+    "The Durable Object requests each key still caused after its last request's answer (its " +
+      "holders' hand-backs and renewals, the object's pushes and alarms), by hop: `local` the " +
+      "Worker to a holder, `limiter` the Worker to the key's object, `relayed` a holder to the " +
+      "key's object, `pushed` the key's object to a holder, `alarm` the object's alarm; and the longest time " +
+      "from that answer to the start of the last of them over the scenario's keys, watched " +
+      "until the report (at least that long for every key of the scenario).",
     "",
   ];
   const md = lines.join("\n");

@@ -17,13 +17,18 @@ import {
   symlinkSync,
   writeFileSync,
 } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { releaseManifestAt, unreadableByTarget } from "../scripts/lib/compat.mjs";
 import {
   addressProblem,
+  bakeSmokeTimesOf,
   compatibilityDateProblem,
+  DEFAULT_BAKE_MS,
+  durationMsOf,
+  formatDuration,
   pendingMigrationsOf,
   routeHostsOf,
   stableVersionOf,
@@ -107,6 +112,54 @@ describe("deploy decisions", () => {
   });
 });
 
+describe("the bake between the canary and 100 %", () => {
+  it("durations: whole seconds or minutes, or 0; anything else is refused", () => {
+    assert.equal(durationMsOf("0"), 0);
+    assert.equal(durationMsOf("90s"), 90_000);
+    assert.equal(durationMsOf("5m"), 300_000);
+    for (const bad of ["", "5", "0s", "05m", "1h", "1.5m", "-5m", "5 m", "m"])
+      assert.equal(durationMsOf(bad), null, bad);
+    assert.equal(formatDuration(300_000), "5m");
+    assert.equal(formatDuration(90_000), "1m 30s");
+    assert.equal(formatDuration(4000), "4s");
+  });
+
+  it("production bakes 5 minutes by default and staging 1; the smoke test runs every interval and at the end", () => {
+    assert.deepEqual(DEFAULT_BAKE_MS, { production: 300_000, staging: 60_000 });
+    assert.deepEqual(
+      bakeSmokeTimesOf(300_000, 30_000),
+      [30_000, 60_000, 90_000, 120_000, 150_000, 180_000, 210_000, 240_000, 270_000, 300_000],
+    );
+    assert.deepEqual(bakeSmokeTimesOf(70_000, 30_000), [30_000, 60_000, 70_000]);
+    assert.deepEqual(bakeSmokeTimesOf(10_000, 30_000), [10_000]);
+    assert.deepEqual(bakeSmokeTimesOf(0, 30_000), []);
+  });
+});
+
+describe("the deploy workflow (.github/workflows/deploy.yml)", () => {
+  const workflow = readFileSync(path.join(ROOT, ".github/workflows/deploy.yml"), "utf8");
+  /** The text of the job `name` (from its key to the next job's). */
+  const job = (name) => {
+    const start = workflow.indexOf(`\n  ${name}:\n`);
+    assert.ok(start >= 0, `job ${name}`);
+    const next = workflow.slice(start + 1).search(/\n {2}[a-z-]+:\n/);
+    return next < 0 ? workflow.slice(start) : workflow.slice(start, start + 1 + next);
+  };
+
+  it("runs the tests once per deploy: in the test job, which both deploys need and do not repeat", () => {
+    assert.match(job("test"), /run: bash \.ci\/run\n/);
+    for (const [name, env] of [
+      ["staging", "staging"],
+      ["production", "production"],
+    ]) {
+      const text = job(name);
+      assert.match(text, /\n {4}needs: test\n/, name);
+      assert.match(text, new RegExp(`run: npm run deploy:${env} -- --yes --skip-tests\\n`), name);
+      assert.doesNotMatch(text, /npm (run )?test|\.ci\/run/, name);
+    }
+  });
+});
+
 describe("--help and usage errors", () => {
   const script = (name, args) =>
     spawnSync(process.execPath, [`scripts/${name}`, ...args], { cwd: ROOT, encoding: "utf8" });
@@ -114,6 +167,7 @@ describe("--help and usage errors", () => {
   for (const [name, usage] of [
     ["deploy.mjs", /^Usage: npm run deploy:staging\|deploy:production -- /],
     ["rollback.mjs", /^Usage: npm run rollback -- staging\|production/],
+    ["set-secrets.mjs", /^Usage: <JSON object> \| npm run set-secrets -- staging\|production/],
   ]) {
     it(`${name}: --help and -h print the usage and exit 0, with or without an environment`, () => {
       for (const args of [["--help"], ["-h"], ["staging", "--help"]]) {
@@ -135,6 +189,37 @@ describe("--help and usage errors", () => {
       assert.equal(run.stdout, "");
     });
   }
+});
+
+describe("deploy.mjs: the bake and test options", () => {
+  const deployScript = (args) =>
+    spawnSync(process.execPath, ["scripts/deploy.mjs", ...args], { cwd: ROOT, encoding: "utf8" });
+
+  it("--help names --bake, its defaults, --smoke-every and --skip-tests", () => {
+    const help = deployScript(["--help"]);
+    assert.equal(help.status, 0, help.stderr);
+    assert.match(help.stdout, /--bake DURATION .*\n.*\(default 5m in production, 1m in staging\)/);
+    assert.match(help.stdout, /--smoke-every DURATION .*\(default 30s\)/);
+    assert.match(help.stdout, /--skip-tests/);
+  });
+
+  it("a malformed --bake or --smoke-every, or either with --all-at-once, exits 2 before any work", () => {
+    for (const [args, message] of [
+      [["--bake", "5"], /--bake 5: whole seconds or minutes/],
+      [["--bake", "1h"], /--bake 1h: whole seconds or minutes/],
+      [["--smoke-every", "0"], /--smoke-every 0: whole seconds or minutes .*more than 0/],
+      [["--bake", "1m", "--all-at-once"], /--bake and --all-at-once exclude each other/],
+      [
+        ["--smoke-every", "5s", "--all-at-once"],
+        /--smoke-every and --all-at-once exclude each other/,
+      ],
+    ]) {
+      const run = deployScript(["staging", ...args]);
+      assert.equal(run.status, 2, args.join(" "));
+      assert.match(run.stderr, message);
+      assert.equal(run.stdout, "");
+    }
+  });
 });
 
 describe("what each release reads and writes (compat/)", () => {
@@ -284,7 +369,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
         );
 
   /** Runs a script of the project in `dir` with the stand-in first on PATH; resolves with its result and calls. */
-  function run(dir, script, args, { standIn = {}, env = {} } = {}) {
+  function run(dir, script, args, { standIn = {}, env = {}, onStdout = () => {}, input } = {}) {
     const log = path.join(work, `calls-${randomUUID()}.ndjson`);
     const childEnv = {
       ...process.env,
@@ -301,11 +386,15 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       const child = spawn(process.execPath, [`scripts/${script}`, ...args], {
         cwd: dir,
         env: childEnv,
-        stdio: ["ignore", "pipe", "pipe"],
+        stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
       });
+      if (input !== undefined) child.stdin.end(input);
       let stdout = "";
       let stderr = "";
-      child.stdout.on("data", (d) => (stdout += d));
+      child.stdout.on("data", (d) => {
+        stdout += d;
+        onStdout(stdout, child);
+      });
       child.stderr.on("data", (d) => (stderr += d));
       child.on("exit", (status) => {
         const calls = existsSync(log)
@@ -318,7 +407,61 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       });
     });
   }
-  const deploy = (dir, args, options) => run(dir, "deploy.mjs", args, options);
+  /**
+   * Runs the deploy script. No bake unless the case asks for one (`--bake`): a bake waits, and
+   * only the cases about it need the time.
+   */
+  const deploy = (dir, args, options) =>
+    run(
+      dir,
+      "deploy.mjs",
+      args.some((a) => a === "--bake" || a === "--all-at-once") ? args : [...args, "--bake", "0"],
+      options,
+    );
+  /** The smoke keys of the API under wrangler dev, by name: [name, status] pairs. */
+  async function smokeKeys() {
+    const res = await fetch(`${server.api.url}/admin/v1/keys?q=smoke&limit=100`, {
+      headers: { Authorization: `Bearer ${server.api.adminToken}` },
+    });
+    assert.equal(res.status, 200);
+    return (await res.json()).data.map((k) => [k.name, k.status]);
+  }
+  /**
+   * A proxy to the API under wrangler dev that answers 503 to everything once `fail()` is called:
+   * an environment that breaks while the canary bakes.
+   */
+  async function breakableProxy() {
+    let failing = false;
+    const proxy = createServer(async (req, res) => {
+      if (failing) {
+        res.writeHead(503, { "Content-Type": "text/plain" }).end("broken on purpose");
+        return;
+      }
+      const chunks = [];
+      for await (const chunk of req) chunks.push(chunk);
+      const headers = { ...req.headers };
+      delete headers.host;
+      const answer = await fetch(`${server.api.url}${req.url}`, {
+        method: req.method,
+        headers,
+        body: chunks.length ? Buffer.concat(chunks) : undefined,
+        redirect: "manual",
+      });
+      const out = Object.fromEntries(answer.headers);
+      // fetch has decoded the body already.
+      delete out["content-encoding"];
+      delete out["content-length"];
+      res.writeHead(answer.status, out).end(Buffer.from(await answer.arrayBuffer()));
+    });
+    await new Promise((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    return {
+      url: `http://127.0.0.1:${proxy.address().port}`,
+      fail: () => {
+        failing = true;
+      },
+      close: () => new Promise((resolve) => proxy.close(resolve)),
+    };
+  }
   /** The calls that changed something remote (everything but the reads). */
   const changes = (calls) =>
     calls.filter(
@@ -354,7 +497,12 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
     assert.match(r.stdout, /✓ tests green/);
     assert.match(r.stdout, new RegExp(`✓ ${SERVING} reads what this release writes`));
     // The smoke test ran twice (pinned to the new version, then at 100 %), all checks passing.
-    assert.equal(r.stdout.match(/✓ revoke the smoke key/g)?.length, 2);
+    assert.equal(r.stdout.match(/✓ disable the smoke key/g)?.length, 2);
+    // One reused key, disabled between runs; not one revoked key per run.
+    assert.deepEqual(
+      (await smokeKeys()).filter(([name]) => name === "smoke-deploy"),
+      [["smoke-deploy", "disabled"]],
+    );
     assert.match(
       r.stdout,
       new RegExp(`${NEW} \\(\\w+\\) serves all traffic; before it: ${SERVING}`),
@@ -387,9 +535,18 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
     });
     assert.equal(r.status, 1);
     assert.match(r.stderr, /missing secret\(s\) CURSOR_SECRET, KEY_TAG_SECRET/);
-    assert.match(r.stderr, /secret put CURSOR_SECRET --env staging/);
-    assert.match(r.stderr, /secret put KEY_TAG_SECRET --env staging/);
+    // The Worker exists: a new version with the secret, not one deployed to all traffic at once.
+    assert.match(r.stderr, /npm run wrangler -- versions secret put CURSOR_SECRET --env staging/);
+    assert.match(r.stderr, /npm run wrangler -- versions secret put KEY_TAG_SECRET --env staging/);
+    assert.match(r.stderr, /this deploy's upload carries it/);
     assert.deepEqual(changes(r.calls), []);
+
+    // No Worker yet: `secret put`, which creates it.
+    const none = await deploy(dir, ["staging", "--yes"], { standIn: { STAND_IN_WORKER: "none" } });
+    assert.equal(none.status, 1);
+    assert.match(none.stderr, /missing secret\(s\) ADMIN_TOKEN, CURSOR_SECRET, KEY_TAG_SECRET/);
+    assert.match(none.stderr, /npm run wrangler -- secret put ADMIN_TOKEN --env staging/);
+    assert.doesNotMatch(none.stderr, /versions secret put/);
   });
 
   it("without ADMIN_TOKEN for the smoke test, nothing changes", async () => {
@@ -410,6 +567,88 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       /Apply 1 migration\(s\) to animal-store-staging \(staging\): 0006_more\.sql\? Not asked \(no terminal\): pass --yes/,
     );
     assert.deepEqual(changes(r.calls), []);
+  });
+
+  it("--bake: the canary serves while the smoke test passes every --smoke-every, then 100 %", async () => {
+    const dir = project({ edit: configured() });
+    const started = Date.now();
+    const r = await deploy(dir, ["staging", "--yes", "--bake", "3s", "--smoke-every", "1s"]);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.ok(Date.now() - started >= 3000, "the bake waited");
+    assert.match(
+      r.stdout,
+      new RegExp(`== Bake: ${NEW} at 10 % for 3s, smoke test every 1s \\(3 runs\\)`),
+    );
+    for (const [i, at] of ["1s", "2s", "3s"].entries())
+      assert.match(r.stdout, new RegExp(`… ${at} of 3s: smoke test ${i + 1} of 3\\n`));
+    assert.match(r.stdout, /✓ baked 3s: 3 smoke tests passed/);
+    // Canary, three during the bake, at 100 %.
+    assert.equal(r.stdout.match(/✓ disable the smoke key/g)?.length, 5);
+    // The promotion comes after the bake.
+    assert.ok(r.stdout.indexOf("✓ baked") < r.stdout.indexOf(`== Promote ${NEW} to 100 %`));
+    assert.deepEqual(
+      changes(r.calls).map((c) => c.split(" --")[0]),
+      ["versions upload", `versions deploy ${NEW}@10 ${SERVING}@90`, `versions deploy ${NEW}@100`],
+    );
+  });
+
+  it("--bake: a smoke test that fails mid-bake rolls back, and nothing reaches 100 %", async () => {
+    const proxy = await breakableProxy();
+    try {
+      const dir = project({ edit: configured(proxy.url) });
+      const r = await deploy(dir, ["staging", "--yes", "--bake", "5s", "--smoke-every", "1s"], {
+        // The first smoke test of the bake passed: the environment breaks before the second.
+        onStdout: (out) => {
+          const bake = out.indexOf("smoke test 1 of 5");
+          if (bake >= 0 && out.indexOf("✓ disable the smoke key", bake) >= 0) proxy.fail();
+        },
+      });
+      assert.equal(r.status, 1, r.stdout + r.stderr);
+      assert.match(
+        r.stderr,
+        /✗ smoke test during the bake failed \(2s after the canary went live\): OpenAPI document: expected 200, got 503/,
+      );
+      assert.doesNotMatch(r.stdout, /smoke test 3 of 5/);
+      assert.match(r.stderr, new RegExp(`rolled back: ${SERVING} serves all traffic again`));
+      assert.deepEqual(
+        changes(r.calls).map((c) => c.split(" --")[0]),
+        ["versions upload", `versions deploy ${NEW}@10 ${SERVING}@90`, `rollback ${SERVING}`],
+      );
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("--bake: interrupted during the bake (Ctrl-C, a cancelled job), it rolls back", async () => {
+    const dir = project({ edit: configured() });
+    let interrupted = false;
+    const r = await deploy(dir, ["staging", "--yes", "--bake", "1m"], {
+      onStdout: (out, child) => {
+        if (!interrupted && out.includes("== Bake:")) {
+          interrupted = true;
+          child.kill("SIGINT");
+        }
+      },
+    });
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(r.stderr, /✗ interrupted \(SIGINT\) during the bake/);
+    assert.deepEqual(
+      changes(r.calls).map((c) => c.split(" --")[0]),
+      ["versions upload", `versions deploy ${NEW}@10 ${SERVING}@90`, `rollback ${SERVING}`],
+    );
+  });
+
+  it("--skip-tests: the tests are not run (CI ran them in its test job); the clean-tree check stays", async () => {
+    const red = project({ edit: configured(), testsExit: 1 });
+    const r = await deploy(red, ["staging", "--yes", "--skip-tests"]);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /! --skip-tests: the tests were not run here/);
+    assert.doesNotMatch(r.stdout, /npm test/);
+    writeFileSync(path.join(red, "wrangler.toml"), "# edit\n", { flag: "a" });
+    const dirty = await deploy(red, ["staging", "--yes", "--skip-tests"]);
+    assert.equal(dirty.status, 1);
+    assert.match(dirty.stderr, /uncommitted changes/);
+    assert.deepEqual(dirty.calls, []);
   });
 
   it("a failed migration stops the deploy before any upload", async () => {
@@ -518,7 +757,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       ["deploy"],
     );
     assert.match(r.stdout, /first deploy of this environment/);
-    assert.match(r.stdout, /✓ revoke the smoke key/);
+    assert.match(r.stdout, /✓ disable the smoke key/);
   });
 
   it("--all-at-once: wrangler deploy, the smoke test, and a rollback when it fails", async () => {
@@ -529,7 +768,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       changes(r.calls).map((c) => c.split(" --")[0]),
       ["deploy"],
     );
-    assert.match(r.stdout, /✓ revoke the smoke key/);
+    assert.match(r.stdout, /✓ disable the smoke key/);
 
     const failing = project({ edit: configured(NOT_ANSWERING) });
     const back = await deploy(failing, ["staging", "--yes", "--all-at-once"]);
@@ -626,6 +865,65 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       /compatibility_date 2099-01-01 is newer than the pinned runtime supports/,
     );
     assert.deepEqual(r.calls, []);
+  });
+
+  it("npm run set-secrets: one new version with the secrets (versions secret bulk, tagged), deployed to 100 %", async () => {
+    const dir = project({ edit: configured() });
+    const SECRET_VERSION = "44444444-dddd-4ddd-8ddd-444444444444";
+    const value = "a-new-cursor-secret-value-0123456789";
+    const input = JSON.stringify({
+      CURSOR_SECRET_PREVIOUS: "old-value",
+      CURSOR_SECRET: value,
+      GONE: null,
+    });
+    const setSecrets = (args, options) => run(dir, "set-secrets.mjs", args, { input, ...options });
+
+    const r = await setSecrets(["production", "--yes"], {
+      standIn: { STAND_IN_TAGS: `${SERVING}=abc1234` },
+    });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.deepEqual(r.calls, [
+      "whoami --json --env production",
+      "deployments status --json --env production",
+      "versions list --json --env production",
+      "versions secret bulk --tag abc1234 --message secrets: set CURSOR_SECRET_PREVIOUS, set CURSOR_SECRET, delete GONE --env production",
+      "stdin CURSOR_SECRET_PREVIOUS=set CURSOR_SECRET=set GONE=deleted",
+      `versions deploy ${SECRET_VERSION}@100 --yes --message secrets: set CURSOR_SECRET_PREVIOUS, set CURSOR_SECRET, delete GONE --env production`,
+    ]);
+    assert.match(r.stdout, new RegExp(`✓ production: ${SECRET_VERSION} serves all traffic`));
+    assert.ok(!`${r.stdout}${r.stderr}`.includes(value), "a secret value is never printed");
+    assert.ok(!r.calls.some((c) => c.includes(value)), "nor on wrangler's command line");
+
+    // Without --yes: what would change, and nothing changed.
+    const unasked = await setSecrets(["production"]);
+    assert.equal(unasked.status, 1);
+    assert.match(unasked.stdout, /CURSOR_SECRET_PREVIOUS, CURSOR_SECRET set and GONE deleted/);
+    assert.match(unasked.stderr, /pass --yes/);
+    assert.ok(!unasked.calls.some((c) => c.startsWith("versions secret")));
+
+    // Refused before any change: two versions serving, a newer version that does not serve, a
+    // serving version without a tag.
+    for (const [standIn, reason] of [
+      [{ STAND_IN_GRADUAL: `${NEW}@10` }, /2 versions serve .*Finish that deployment first/],
+      [{ STAND_IN_NEWEST: NEW }, new RegExp(`the newest version ${NEW} is not the one serving`)],
+      [{ STAND_IN_TAGS: `${SERVING}=-` }, /has no git revision tag/],
+    ]) {
+      const refused = await setSecrets(["staging", "--yes"], { standIn });
+      assert.equal(refused.status, 1, JSON.stringify(standIn));
+      assert.match(refused.stderr, reason);
+      assert.ok(
+        !refused.calls.some((c) => /^versions (secret|deploy)/.test(c)),
+        refused.calls.join("\n"),
+      );
+    }
+
+    // Input that is not an object of names to strings (or null): exit 2, no value echoed.
+    for (const bad of ["not json", "[]", "{}", '{"lower": "x"}', '{"NAME": 5}', '{"NAME": ""}']) {
+      const r2 = await run(dir, "set-secrets.mjs", ["staging", "--yes"], { input: bad });
+      assert.equal(r2.status, 2, bad);
+      assert.match(r2.stderr, /Usage: <JSON object> \| npm run set-secrets/);
+      assert.deepEqual(r2.calls, []);
+    }
   });
 
   it("npm run rollback: asks (or --yes), rolls back, shows what serves; refuses when logged out; reports a failure", async () => {

@@ -39,14 +39,15 @@ export async function waitForRoomInDay(seconds) {
 
 /**
  * A local API for the tests of the calling file: started before them, stopped after them, with
- * `vars` set over wrangler.toml's (e.g. CORS_ORIGINS).
+ * `vars` set over wrangler.toml's (e.g. CORS_ORIGINS), and `isUp` for a server that answers every
+ * request with an error on purpose (see startWranglerDev).
  * `server.api` holds it (url, adminToken, stop) once the tests run.
  */
-export function localApiForTests({ vars } = {}) {
+export function localApiForTests({ vars, isUp } = {}) {
   /** @type {{ api: Awaited<ReturnType<typeof startApiOnFreePorts>> | undefined }} */
   const server = { api: undefined };
   before(async () => {
-    server.api = await startApiOnFreePorts({ localObservability: false, vars });
+    server.api = await startApiOnFreePorts({ localObservability: false, vars, isUp });
   });
   after(async () => {
     await server.api?.stop();

@@ -11,6 +11,7 @@
 // status the document lists that no request here produced, but for the few named in NOT_HERE,
 // which need a clock or a failing database that `wrangler dev` does not have (the vitest
 // contract walks produce those: test/contract.headers.test.ts, test/contract.admin-headers.test.ts).
+// The 500s come from a second server, misconfigured on purpose (MISCONFIGURED_VARS).
 import http from "node:http";
 import https from "node:https";
 import { createRequire } from "node:module";
@@ -59,20 +60,30 @@ const TRANSPORT_HEADERS = new Set([
   "content-encoding",
 ]);
 
+/**
+ * A setting an operator can get wrong: PUBLIC_ORIGIN must be a bare origin, and this one ends in
+ * a slash. A server started with it answers every request 500 `internal_error`, before any work.
+ */
+export const MISCONFIGURED_VARS = { PUBLIC_ORIGIN: "https://api.example.com/" };
+
+/** Whether the Worker itself answered (its request id), whatever the status: a misconfigured server is up. */
+export const workerAnswered = (res) => res.headers.has("X-Request-Id");
+
 /** Declared statuses no request here can produce, with what does produce them. */
 const NOT_HERE = {
   410: "getPet after its sunset in 2030 (mocked clock: test/contract.headers.test.ts)",
-  500: "a bug or a misconfiguration, which no walk provokes (the contract walks leave it out too)",
   503: "D1 failing (brokenDb: test/contract.headers.test.ts, test/contract.admin-headers.test.ts)",
 };
 
 /**
- * Sends the requests to the API at `api` (started with CORS_ORIGINS = VALIDATION_ORIGIN) and
- * returns what Prism's validator and the checks here found: answers the documents do not
- * describe, hosts Prism tried to reach, and declared statuses no request produced.
+ * Sends the requests to the API at `api` (started with CORS_ORIGINS = VALIDATION_ORIGIN), and one
+ * per operation to `misconfigured` (started with MISCONFIGURED_VARS), and returns what Prism's
+ * validator and the checks here found: answers the documents do not describe, hosts Prism tried
+ * to reach, and declared statuses no request produced.
  * @param {{ url: string, adminToken: string, readToken: string }} api
+ * @param {{ url: string, adminToken: string }} misconfigured
  */
-export async function validateEveryAnswer(api) {
+export async function validateEveryAnswer(api, misconfigured) {
   const { url, adminToken, readToken } = api;
   const problems = [];
   const produced = new Map(); // "doc operationId" → Set of statuses
@@ -86,8 +97,8 @@ export async function validateEveryAnswer(api) {
   const adminDoc = await documentAt("admin", "/admin/v1");
 
   /** Sends one request, validates its answer against `doc`, and records what it produced. */
-  async function send(doc, method, path, { headers = {}, body } = {}) {
-    const res = await fetch(`${url}${doc.prefix}${path}`, { method, headers, body });
+  async function send(doc, method, path, { headers = {}, body, server = url } = {}) {
+    const res = await fetch(`${server}${doc.prefix}${path}`, { method, headers, body });
     const text = await res.text();
     const responseHeaders = Object.fromEntries(res.headers);
     const isJson = /json/.test(res.headers.get("content-type") ?? "");
@@ -301,6 +312,26 @@ export async function validateEveryAnswer(api) {
     if (op.path === "/openapi.json" && op.method !== "OPTIONS") continue;
     await adminSend(op, key.id, { headers: { Authorization: "Bearer wrong" } }); // 429
   }
+
+  // ---------------------------------------------------------------- a misconfigured deployment
+  // Every operation of both documents once: a 500 with the Error body, nothing more.
+  for (const doc of [publicDoc, adminDoc])
+    for (const op of doc.operations) {
+      const method = op.method.toUpperCase();
+      const res = await send(doc, method, op.path.replace(/\{[A-Za-z]+\}/g, "1"), {
+        headers: {
+          Authorization: `Bearer ${doc === adminDoc ? misconfigured.adminToken : key.key}`,
+        },
+        server: misconfigured.url,
+      });
+      const what = `${doc.name} ${method} ${op.path} on the misconfigured server`;
+      if (res.status !== 500) problems.push(`${what}: ${res.status}, not 500`);
+      else if (
+        method !== "HEAD" &&
+        !/^\{"code":"internal_error","message":"[^"]+","status":500\}$/.test(res.text)
+      )
+        problems.push(`${what}: not just the Error body: ${res.text}`);
+    }
 
   const missing = [];
   for (const doc of [publicDoc, adminDoc])

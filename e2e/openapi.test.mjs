@@ -15,10 +15,17 @@ import {
   readSnapshot,
 } from "../scripts/lib/openapi.mjs";
 import { localApiForTests } from "./helpers.mjs";
-import { VALIDATION_ORIGIN, validateEveryAnswer } from "./openapi-validation.mjs";
+import {
+  MISCONFIGURED_VARS,
+  VALIDATION_ORIGIN,
+  validateEveryAnswer,
+  workerAnswered,
+} from "./openapi-validation.mjs";
 
 describe("OpenAPI documents", () => {
   const server = localApiForTests({ vars: { CORS_ORIGINS: VALIDATION_ORIGIN } });
+  // The same API with a setting wrong: its answers are the documents' 500s.
+  const misconfigured = localApiForTests({ vars: MISCONFIGURED_VARS, isUp: workerAnswered });
 
   it("the served public document is the client's snapshot (else: npm run openapi -- update)", async () => {
     const served = await fetchDocument(server.api.url, DOCUMENTS[0]);
@@ -69,7 +76,7 @@ describe("OpenAPI documents", () => {
 
   // Last of the tests that call the API: it uses up this client's failed-authentication window.
   it("every answer is one the documents describe (Prism's validator), every declared status is produced", async () => {
-    const { problems, outside, missing } = await validateEveryAnswer(server.api);
+    const { problems, outside, missing } = await validateEveryAnswer(server.api, misconfigured.api);
     assert.deepEqual(problems, [], "answers the documents do not describe");
     assert.deepEqual(outside, [], "Prism made no request outside this machine");
     assert.deepEqual(missing, [], "declared statuses no request produced");

@@ -1,18 +1,22 @@
 #!/usr/bin/env node
 // @ts-check
-// `npm run deploy:staging` / `deploy:production` [-- --yes] [--force] [--percentage N | --all-at-once]
+// `npm run deploy:staging` / `deploy:production` [-- --yes] [--force] [--skip-tests]
+//   [--percentage N] [--bake DURATION] [--smoke-every DURATION] | [--all-at-once]
 //
 // 1. Preflight, before anything remote changes; each problem stops the deploy with what to do:
 //    real D1 ids and PUBLIC_ORIGIN, an address (production: a route or custom domain serving
 //    PUBLIC_ORIGIN), a compatibility date the pinned runtime knows, a clean working tree and
-//    green tests (`--force` skips these two, and says so), wrangler logged in, the Worker's
+//    green tests (`--force` skips these two, and says so; `--skip-tests` the tests alone, for CI,
+//    whose test job already ran them on this commit), wrangler logged in, the Worker's
 //    secrets set, the environment's admin token in $ADMIN_TOKEN for the smoke test, and in
 //    production D1 read replication on.
 // 2. Remote D1 migrations: the pending ones are listed, applied after a yes (or --yes), and a
 //    failure stops the deploy before any code changes.
 // 3. Gradual rollout: the new version is uploaded, deployed to N % (default 10) beside the version
-//    serving now, smoke-tested (requests pinned to it), promoted to 100 % and smoke-tested again. A
-//    failed smoke test or promotion rolls back to the version that served before. The first
+//    serving now, smoke-tested (requests pinned to it), left to bake (DEFAULT_BAKE_MS: production
+//    5 minutes, staging 1; smoke-tested every 30 s and at the end), promoted to 100 % and
+//    smoke-tested again. A failed smoke test or promotion, or an interrupt during the bake, rolls
+//    back to the version that served before. The first
 //    deploy of an environment (nothing to roll back to), and one with --all-at-once (a release
 //    with a Durable Object migration, which a version upload cannot carry), is a plain
 //    `wrangler deploy` followed by the smoke test (and the same rollback when it fails).
@@ -30,7 +34,12 @@ import { unstable_readConfig } from "wrangler";
 import { rollbackTargetProblem } from "./lib/compat.mjs";
 import {
   addressProblem,
+  bakeSmokeTimesOf,
   compatibilityDateProblem,
+  DEFAULT_BAKE_MS,
+  DEFAULT_SMOKE_EVERY_MS,
+  durationMsOf,
+  formatDuration,
   isPlaceholderId,
   isPlaceholderOrigin,
   isRolloutPercentage,
@@ -41,20 +50,32 @@ import {
 import { runSmokeOrThrow, SmokeFailure } from "./lib/smoke.mjs";
 import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
-const USAGE = `Usage: npm run deploy:staging|deploy:production -- [--yes] [--force] [--percentage 1-99 | --all-at-once]
+const USAGE = `Usage: npm run deploy:staging|deploy:production -- [--yes] [--force] [--skip-tests]
+         [--percentage 1-99] [--bake DURATION] [--smoke-every DURATION] | [--all-at-once]
    or: node scripts/deploy.mjs staging|production [options]
 Preflight checks, remote D1 migrations, then a gradual rollout: the new version at N % beside the
-one serving now, smoke-tested, then 100 % and smoke-tested again; a failure rolls back.
-  --yes            apply pending migrations without asking (needed without a terminal)
-  --force          deploy with uncommitted changes, without running the tests, and without an
-                   automatic rollback when the version serving now could not read this release
-  --percentage N   the canary's share of traffic, 1-99 (default 10)
-  --all-at-once    one \`wrangler deploy\` to all traffic (a release with a Durable Object migration)
-  --help, -h       this text
+one serving now, smoke-tested, left to bake while the smoke test runs again and again, then 100 %
+and smoke-tested again; a failure rolls back.
+  --yes                  apply pending migrations without asking (needed without a terminal)
+  --force                deploy with uncommitted changes, without running the tests, and without
+                         an automatic rollback when the version serving now could not read this
+                         release
+  --skip-tests           do not run npm test (they passed on this commit already: CI's test job)
+  --percentage N         the canary's share of traffic, 1-99 (default 10)
+  --bake DURATION        how long the canary serves before 100 %: "90s", "5m", or 0 for none
+                         (default ${formatDuration(DEFAULT_BAKE_MS.production)} in production, ${formatDuration(DEFAULT_BAKE_MS.staging)} in staging)
+  --smoke-every DURATION how often the smoke test runs during the bake (default ${formatDuration(DEFAULT_SMOKE_EVERY_MS)}),
+                         and once more at its end
+  --all-at-once          one \`wrangler deploy\` to all traffic, no canary and no bake (a release
+                         with a Durable Object migration)
+  --help, -h             this text
 Needs ADMIN_TOKEN (the environment's admin token) for the smoke test.
 Exit codes: 0 deployed, 1 refused or failed (rolled back where it could), 2 bad arguments.`;
 
-/** @returns {{ env: string, yes: boolean, force: boolean, percentage: number, allAtOnce: boolean }} */
+/**
+ * @returns {{ env: "staging" | "production", yes: boolean, force: boolean, skipTests: boolean,
+ *   percentage: number, bakeMs: number, smokeEveryMs: number, allAtOnce: boolean }}
+ */
 function argumentsOrExit() {
   try {
     const { values, positionals } = parseArgs({
@@ -62,7 +83,10 @@ function argumentsOrExit() {
       options: {
         yes: { type: "boolean", default: false },
         force: { type: "boolean", default: false },
+        "skip-tests": { type: "boolean", default: false },
         percentage: { type: "string" },
+        bake: { type: "string" },
+        "smoke-every": { type: "string" },
         "all-at-once": { type: "boolean", default: false },
         help: { type: "boolean", short: "h" },
       },
@@ -74,16 +98,34 @@ function argumentsOrExit() {
     const [env, ...rest] = positionals;
     if ((env !== "staging" && env !== "production") || rest.length)
       throw new Error("name one environment: staging or production");
-    if (values.percentage !== undefined && values["all-at-once"])
-      throw new Error("--percentage and --all-at-once exclude each other");
+    for (const canaryOnly of ["percentage", "bake", "smoke-every"])
+      if (
+        values[/** @type {"percentage" | "bake" | "smoke-every"} */ (canaryOnly)] !== undefined &&
+        values["all-at-once"]
+      )
+        throw new Error(`--${canaryOnly} and --all-at-once exclude each other`);
     const percentage = values.percentage ?? "10";
     if (!isRolloutPercentage(percentage))
       throw new Error(`--percentage ${percentage}: an integer from 1 to 99`);
+    const bakeMs = values.bake === undefined ? DEFAULT_BAKE_MS[env] : durationMsOf(values.bake);
+    if (bakeMs === null)
+      throw new Error(`--bake ${values.bake}: whole seconds or minutes ("90s", "5m"), or 0`);
+    const smokeEveryMs =
+      values["smoke-every"] === undefined
+        ? DEFAULT_SMOKE_EVERY_MS
+        : durationMsOf(values["smoke-every"]);
+    if (!smokeEveryMs)
+      throw new Error(
+        `--smoke-every ${values["smoke-every"]}: whole seconds or minutes ("30s", "1m"), more than 0`,
+      );
     return {
       env,
       yes: values.yes,
       force: values.force,
+      skipTests: values["skip-tests"],
       percentage: Number(percentage),
+      bakeMs,
+      smokeEveryMs,
       allAtOnce: values["all-at-once"],
     };
   } catch (err) {
@@ -92,7 +134,11 @@ function argumentsOrExit() {
   }
 }
 
-const { env, yes, force, percentage, allAtOnce } = argumentsOrExit();
+const { env, yes, force, skipTests, percentage, bakeMs, smokeEveryMs, allAtOnce } =
+  argumentsOrExit();
+// The deploy's smoke tests use a key of their own: `npm run smoke` by hand meanwhile (its key is
+// smoke-test) cannot disable it mid-run and fail the bake.
+const DEPLOY_SMOKE_KEY_NAME = "smoke-deploy";
 
 /** @param {string} message @returns {never} */
 function refuse(message) {
@@ -143,6 +189,8 @@ if (gitProblem) console.log(`! --force: deploying anyway; ${gitProblem.split("\n
 else console.log("✓ working tree clean");
 
 if (force) console.log("! --force: the tests were not run");
+else if (skipTests)
+  console.log("! --skip-tests: the tests were not run here (they passed on this commit before)");
 else {
   console.log("… npm test");
   const tests = spawnSync("npm", ["test"], { encoding: "utf8" });
@@ -160,23 +208,33 @@ console.log("✓ wrangler logged in");
 const secretList = wrangler(env, ["secret", "list", "--format", "json"]);
 /** @type {string[]} */
 let secretNames = [];
+let workerExists = true;
 try {
   secretNames = JSON.parse(secretList.output).map((/** @type {{name: string}} */ s) => s.name);
 } catch {
   // The Worker may not exist yet (first deploy): then no secret is set either.
   if (!/not found|does not exist|10007/i.test(secretList.output))
     refuse(`could not list the Worker's secrets:\n${secretList.output}`);
+  workerExists = false;
 }
 const missing = missingSecrets(secretNames);
+// `secret put` creates a Worker that does not exist yet, but on one that does it deploys the
+// latest version with the secret to all traffic at once (and refuses during a gradual
+// deployment); `versions secret put` only makes a new version with it, which this deploy's upload
+// then inherits.
+const putSecret = workerExists ? "versions secret put" : "secret put";
 if (missing.length)
   refuse(
-    `missing secret(s) ${missing.join(", ")}. Generate, keep and set each (docs/operations.md, "First deploy"):\n` +
+    `missing secret(s) ${missing.join(", ")}. Generate, keep and set each (docs/operations.md, "${workerExists ? "Rotating secrets" : "First deploy"}"):\n` +
       missing
         .map(
           (n) =>
-            `  ${n}=$(openssl rand -base64 32); echo "$${n}"; echo "$${n}" | npm run wrangler -- secret put ${n} --env ${env}`,
+            `  ${n}=$(openssl rand -base64 32); echo "$${n}"; echo "$${n}" | npm run wrangler -- ${putSecret} ${n} --env ${env}`,
         )
-        .join("\n"),
+        .join("\n") +
+      (workerExists
+        ? "\nEach makes a new version with the secret, not deployed; this deploy's upload carries it."
+        : ""),
   );
 console.log(`✓ secrets set (${secretNames.join(", ")})`);
 
@@ -184,7 +242,7 @@ const adminToken = process.env.ADMIN_TOKEN;
 if (!adminToken)
   refuse(
     `set ADMIN_TOKEN to ${env}'s admin token (one of its ADMIN_TOKEN or ADMIN_TOKENS secrets, with full access): ` +
-      "the smoke test after the rollout issues itself a key with it and revokes it.",
+      `the smoke test enables its key (${DEPLOY_SMOKE_KEY_NAME}) with it, and disables it after each run.`,
   );
 
 if (env === "production") {
@@ -309,6 +367,7 @@ async function smokeFailure(pinnedVersion) {
       url: /** @type {string} */ (publicOrigin),
       adminToken: /** @type {string} */ (adminToken),
       headers,
+      keyName: DEPLOY_SMOKE_KEY_NAME,
       log: (line) => console.log(`  ${line}`),
     });
     return null;
@@ -423,6 +482,33 @@ if (!canary.ok)
 step(`Smoke test ${publicOrigin} (pinned to ${newVersion})`);
 const canaryFailure = await smokeFailure(newVersion);
 if (canaryFailure) rollBackAndExit(`smoke test of the new version failed: ${canaryFailure}`);
+
+if (bakeMs > 0) {
+  // Interrupted here (Ctrl-C, a cancelled CI job), the canary would keep its share untested:
+  // put the version before back instead.
+  for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM"]))
+    process.once(signal, () => rollBackAndExit(`interrupted (${signal}) during the bake`));
+  const times = bakeSmokeTimesOf(bakeMs, smokeEveryMs);
+  step(
+    `Bake: ${newVersion} at ${percentage} % for ${formatDuration(bakeMs)}, ` +
+      `smoke test every ${formatDuration(smokeEveryMs)} (${times.length} runs)`,
+  );
+  const bakeStart = Date.now();
+  for (const [i, at] of times.entries()) {
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, bakeStart + at - Date.now())));
+    console.log(
+      `… ${formatDuration(at)} of ${formatDuration(bakeMs)}: smoke test ${i + 1} of ${times.length}`,
+    );
+    const failure = await smokeFailure(newVersion);
+    if (failure)
+      rollBackAndExit(
+        `smoke test during the bake failed (${formatDuration(at)} after the canary went live): ${failure}`,
+      );
+  }
+  for (const signal of /** @type {const} */ (["SIGINT", "SIGTERM"]))
+    process.removeAllListeners(signal);
+  console.log(`✓ baked ${formatDuration(bakeMs)}: ${times.length} smoke tests passed`);
+} else console.log("! --bake 0: promoted without a bake");
 
 step(`Promote ${newVersion} to 100 %`);
 const promote = wrangler(

@@ -11,7 +11,8 @@ import { runSmokeOrThrow, SmokeFailure } from "./lib/smoke.mjs";
 
 const usage = `Usage: npm run smoke -- --url URL [--token ADMIN_TOKEN]
 Runs the smoke test against a running environment: the OpenAPI document, a request with the
-smoke key, its rate-limit headers, a 401 without a key and /docs.
+smoke key, its rate-limit headers, a 401 without a key and /docs. The smoke key is one key named
+smoke-test, reused: enabled with a fresh secret for the run, disabled after it.
   --url URL      the environment's origin (http or https)
   --token TOKEN  an admin token with full access (default $ADMIN_TOKEN; for a URL on this
                  machine, ADMIN_TOKEN from .dev.vars)

@@ -26,8 +26,8 @@ import { routeTable } from "./routes/table";
 import { ownUsageApi } from "./routes/usage/routes";
 
 /**
- * Request order: context storage (for the logger), request id, configuration check, log,
- * timing, CORS (preflights end here), ETag, then for /v1: rate-limit headers on every answer,
+ * Request order: context storage (for the logger), request id, timing, configuration check,
+ * log, CORS (preflights end here), ETag, then for /v1: rate-limit headers on every answer,
  * authentication (401), quota (429), D1 session, 410 after a sunset, validation (400), handler. Unknown paths get 404 and known
  * paths with another method 405 with Allow.
  */
@@ -37,6 +37,8 @@ export function createApp() {
   app.use(requestIds);
   // Outside everything that can answer, so errors, 304s, 404s and 405s get the headers too.
   app.use(apiResponseHeaders({ routes: routeTable }));
+  // Outside the configuration check, so a misconfigured deployment's 500 has Server-Timing too.
+  app.use(timing({ crossOrigin: timingAllowOrigin({ routes: routeTable }) }));
   // Every setting is checked before any work: a misconfigured deployment answers 500 and logs why.
   // The rest of the request reads the validated settings from c.var.config.
   app.use((c, next) => {
@@ -44,7 +46,6 @@ export function createApp() {
     return next();
   });
   app.use(accessLog);
-  app.use(timing({ crossOrigin: timingAllowOrigin({ routes: routeTable }) }));
   app.use(corsFromConfig({ routes: routeTable }));
   // Outside everything that can answer a /v1 request (preflights aside), 405s and errors included.
   app.use("/v1/*", rateLimitHeadersOnEveryAnswer({ routes: routeTable }));

@@ -462,6 +462,107 @@ describe("every /v1 answer carries consistent rate-limit headers", () => {
   });
 });
 
+// ------------------------------------------------------------------ 500
+/**
+ * A deployment an operator got wrong: PUBLIC_ORIGIN must be a bare origin, and this one ends in
+ * a slash. Every answer is a 500, given before any work (so without rate-limit headers).
+ */
+const MISCONFIGURED = { PUBLIC_ORIGIN: "https://api.example.com/" };
+/** What D1 throws when a query breaks a constraint validation should have kept: a bug, a 500. */
+const CONSTRAINT_BROKEN = "D1_ERROR: CHECK constraint failed: secretThing (SQLITE_CONSTRAINT)";
+
+/** Every request of the public document: each operation once, HEAD and OPTIONS included. */
+const EVERY_PUBLIC_REQUEST: Array<{ path: string; init: RequestInit }> = [
+  ...OPERATIONS,
+  ...["/v1/pets", "/v1/pets/1", "/v1/usage", "/v1/openapi.json"].flatMap((path) => [
+    { path, init: { method: "OPTIONS" } },
+    ...(path === "/v1/pets" ? [] : [{ path, init: { method: "HEAD" } }]),
+  ]),
+  { path: "/v1/pets", init: { method: "HEAD" } },
+  { path: "/v1/openapi.json", init: {} },
+];
+
+/**
+ * `res` is a 500 `internal_error` with the Error body and nothing else: no stack, no detail of
+ * what failed (that is in the log). A HEAD answer has no body.
+ */
+async function expectInternalError(res: Response, what: string, method: string): Promise<void> {
+  expect(res.status, what).toBe(500);
+  const text = await res.text();
+  if (method === "HEAD") {
+    expect(text, `${what}: HEAD, no body`).toBe("");
+    return;
+  }
+  expect(Object.keys(JSON.parse(text)).sort(), what).toEqual(["code", "message", "status"]);
+  await expectError(new Response(text, res), 500, "internal_error");
+  for (const leak of ["PUBLIC_ORIGIN", "secretThing", "SQLITE", "D1_ERROR", "    at "])
+    expect(text, `${what}: no detail`).not.toContain(leak);
+}
+
+describe("500: a misconfigured deployment, a bug", () => {
+  it("every operation of the public document answers a misconfigured deployment 500, without rate-limit headers", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    for (const { path, init } of EVERY_PUBLIC_REQUEST) {
+      const method = init.method ?? "GET";
+      const res = await sendUnchecked(path, withHeaders(init, newClient()), MISCONFIGURED);
+      await expectInternalError(res, `${method} ${path}`, method);
+      expect(res.headers.get("X-RateLimit-Limit"), `${method} ${path}`).toBeNull();
+    }
+    // The operator is told which setting, once.
+    const told = errors.mock.calls.map((args) => String(args[0]));
+    expect(told.filter((line) => line.includes("PUBLIC_ORIGIN"))).toHaveLength(1);
+  });
+
+  it("a bug (D1 breaks a constraint) is a 500 with the windows of the key, or of the client when no key could be used", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    for (const { path, init } of EVERY_PUBLIC_REQUEST) {
+      const method = init.method ?? "GET";
+      const guess = withHeaders(init, auth(`pet_test_${"E".repeat(43)}`, newClient()));
+      const failing = { DB: brokenDb({ message: CONSTRAINT_BROKEN }) };
+      if (path === "/v1/openapi.json") {
+        // The document reads no key and no D1: only its OPTIONS (authenticated) meets the bug.
+        if (method !== "OPTIONS") continue;
+        const res = await sendUnchecked(path, guess, failing);
+        await expectInternalError(res, `${method} ${path}`, method);
+        expect(res.headers.get("X-RateLimit-Limit"), "outside every quota").toBeNull();
+        continue;
+      }
+      const { res, windows } = await send(path, guess, failing);
+      await expectInternalError(res, `${method} ${path}`, method);
+      expectFailureWindow(windows);
+    }
+    const k = await issueKey("pro");
+    expect((await call("/v1/pets", { headers: auth(k.key) })).status).toBe(200);
+    // The pets operations, admitted under the key's quota before D1 fails in the handler.
+    for (const { path, init } of OPERATIONS.filter((op) => op.path.startsWith("/v1/pets"))) {
+      const { res, windows } = await send(path, withHeaders(init, auth(k.key)), {
+        DB: brokenDb({ message: CONSTRAINT_BROKEN }),
+      });
+      await expectInternalError(res, `${init.method ?? "GET"} ${path}`, init.method ?? "GET");
+      expectKeyWindows(windows, k.limits);
+    }
+  });
+
+  it("CURSOR_SECRET unset: the next page is a 500, with the key's windows", async () => {
+    vi.spyOn(console, "error").mockImplementation(() => {});
+    const k = await issueKey("pro");
+    const headers = auth(k.key, newClient());
+    for (let i = 0; i < 2; i++)
+      await postJson("/v1/pets", { name: `c${i}`, categoryId: 1 }, headers);
+    for (const method of ["GET", "HEAD"]) {
+      const { res, windows } = await send(
+        "/v1/pets?limit=1",
+        { method, headers },
+        {
+          CURSOR_SECRET: "",
+        },
+      );
+      await expectInternalError(res, `${method} /v1/pets?limit=1`, method);
+      expectKeyWindows(windows, k.limits);
+    }
+  });
+});
+
 // ------------------------------------------------------------------ HEAD and OPTIONS
 /** Sends `path` as HEAD and expects `status` and no body. */
 async function head(
@@ -629,13 +730,13 @@ describe("the documents say only what the service does", () => {
     expect(checked).toBeGreaterThan(100);
   });
 
-  it("the walks produced every status the public document declares (but 500)", async () => {
+  it("the walks produced every status the public document declares", async () => {
     const doc = await documentOf("/v1/openapi.json");
     const notProduced: string[] = [];
     for (const methods of Object.values(doc.paths))
       for (const op of Object.values(methods))
         for (const status of Object.keys(op.responses))
-          if (status !== "500" && !seen.has(`${op.operationId} ${status}`))
+          if (!seen.has(`${op.operationId} ${status}`))
             notProduced.push(`${op.operationId} ${status}`);
     expect(notProduced.join("\n")).toBe("");
   });

@@ -73,6 +73,11 @@ describe("configOrThrow", () => {
     const config = configOrThrow({ ...env, CURSOR_SECRET: "" });
     expect(config.CURSOR_SECRET).toBeUndefined();
     expect(() => secretOrThrow(config, "CURSOR_SECRET")).toThrow(/CURSOR_SECRET is not set/);
+    // On a running Worker a secret is set in a new version (not `secret put`, which deploys the
+    // latest version to all traffic at once and refuses during a gradual deployment).
+    expect(() => secretOrThrow(config, "CURSOR_SECRET")).toThrow(
+      /run `wrangler versions secret put CURSOR_SECRET --env …` and deploy that version/,
+    );
   });
 
   it("keyTagSecretsAccepted: KEY_TAG_SECRET, then the previous one during a rotation; none when unset", () => {
@@ -111,7 +116,9 @@ describe("a misconfigured deployment", () => {
     await expectError(res, 500, "internal_error");
     expect(
       error.mock.calls.some(([line]) =>
-        String(line).includes("neither ADMIN_TOKEN nor ADMIN_TOKENS is set"),
+        String(line).includes(
+          "neither ADMIN_TOKEN nor ADMIN_TOKENS is set: run `wrangler versions secret put ADMIN_TOKENS",
+        ),
       ),
     ).toBe(true);
     const pets = await callWith(noTokens, "/v1/pets", { headers: auth(key) });

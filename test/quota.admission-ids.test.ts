@@ -12,7 +12,7 @@ import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { LeaseHolder } from "../src/quota/lease-holder";
 import { ADMISSION_MEMORY_MS } from "../src/quota/lease-messages";
-import { auth, BASE, callWith, issueKey, mockClock, policyWith, T0 } from "./helpers";
+import { auth, BASE, callWith, closedGate, issueKey, mockClock, policyWith, T0 } from "./helpers";
 
 const time = mockClock(T0);
 let seq = 0;
@@ -36,7 +36,16 @@ const connectionLost = () =>
 function losingAnswers<T>(
   namespace: { getByName(name: string): unknown },
   methods: string[],
-  { lose = 1, error = connectionLost }: { lose?: number; error?: () => Error } = {},
+  {
+    lose = 1,
+    error = connectionLost,
+    beforeLastLoss = async () => undefined,
+  }: {
+    lose?: number;
+    error?: () => Error;
+    /** Runs as the last answer to lose is lost (before the caller hears of it). */
+    beforeLastLoss?: () => Promise<void>;
+  } = {},
 ) {
   const state = { lost: 0, calls: 0 };
   const getByName = (name: string) => {
@@ -51,6 +60,7 @@ function losingAnswers<T>(
           const answer = await Reflect.apply(value as (...a: unknown[]) => unknown, target, args);
           if (state.lost < lose) {
             state.lost++;
+            if (state.lost === lose) await beforeLastLoss();
             throw error();
           }
           return answer;
@@ -223,6 +233,101 @@ describe("a retried or redirected admission is counted once", () => {
     const object = env.QUOTA.getByName(keyId);
     expect((await object.usage()).minute.count).toBe(2);
     expect((await daysOf(object))[0]?.admitted).toBe(2);
+  });
+
+  describe("a request its holder admitted from stock, both answers lost, then decided by the key's object", () => {
+    /**
+     * Holds the holders' lease renewals (which report what the stock admitted) at a gate until
+     * `open()`, so that the key's object decides the request before any report of it.
+     */
+    function holdingRenewals() {
+      const { gate, open } = closedGate();
+      const getByName = env.QUOTA.getByName.bind(env.QUOTA);
+      vi.spyOn(env.QUOTA, "getByName").mockImplementation((name, options) => {
+        const stub = getByName(name, options);
+        return new Proxy(stub, {
+          get: (target, prop) =>
+            prop === "renewLease"
+              ? async (...args: Parameters<typeof stub.renewLease>) => {
+                  await gate;
+                  return target.renewLease(...args);
+                }
+              : Reflect.get(target, prop),
+        });
+      });
+      return async () => {
+        open();
+        await new Promise((resolve) => setTimeout(resolve, 20)); // the held renewals arrive
+      };
+    }
+
+    /** An isolate in AMS whose holder holds stock, and that holder's calls losing 2 answers. */
+    async function withStock(policy: ReturnType<typeof policyWith>, keyId: string) {
+      const holder = env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
+      const through = (holders: Env["QUOTA_HOLDER"]) =>
+        new QuotaLimiterClient(
+          env.QUOTA,
+          { id: keyId, region: null },
+          { holders, name: "AMS" },
+          new LeaseHolder(),
+        );
+      await through(env.QUOTA_HOLDER).admit(policy, "first"); // the holder gets its stock
+      expect(await holder.unusedPermits()).toBeGreaterThan(0);
+      return { holder, through, object: env.QUOTA.getByName(keyId) };
+    }
+
+    it("the holder's report comes after the object's decision: counted once", async () => {
+      const keyId = newKeyId();
+      const { holder, through, object } = await withStock(policy, keyId);
+      const release = holdingRenewals();
+      const lossy = losingAnswers<Env["QUOTA_HOLDER"]>(env.QUOTA_HOLDER, ["admit"], { lose: 2 });
+      const result = await through(lossy.namespace).admit(policy, "second");
+      expect(result.reached && result.decision.outcome).toBe("allowed");
+      expect(lossy.state.calls, "the holder was asked twice, then the object").toBe(2);
+      await release();
+      await holder.giveBack(keyId); // reports the stock's admission of "second"
+      expect((await object.usage()).minute.count).toBe(2);
+      expect((await daysOf(object))[0]).toMatchObject({ admitted: 2, stranded: 0 });
+      // The same report again (a hand-back delivered twice) changes nothing.
+      await object.returnLease({ id: "settled", unused: 0, admissionIds: ["second"] });
+      expect((await object.usage()).minute.count).toBe(2);
+      expect((await daysOf(object))[0]).toMatchObject({ admitted: 2, stranded: 0 });
+    });
+
+    it("the holder's report comes before the object is asked: answered as admitted, counted once", async () => {
+      const keyId = newKeyId();
+      const { holder, through, object } = await withStock(policy, keyId);
+      const lossy = losingAnswers<Env["QUOTA_HOLDER"]>(env.QUOTA_HOLDER, ["admit"], {
+        lose: 2,
+        beforeLastLoss: () => holder.giveBack(keyId),
+      });
+      const result = await through(lossy.namespace).admit(policy, "second");
+      expect(result.reached && result.decision.outcome).toBe("allowed");
+      expect((await object.usage()).minute.count).toBe(2);
+      expect((await daysOf(object))[0]).toMatchObject({ admitted: 2, stranded: 0 });
+    });
+
+    it("the object refused it (its window full): the stock's permit is not billed, and comes back", async () => {
+      const keyId = newKeyId();
+      const small = policyWith(12, 1_000);
+      const { holder, through, object } = await withStock(small, keyId);
+      const { count } = (await object.usage()).minute;
+      for (let i = count; i < 12; i++)
+        await object.admit(small, { want: 0, returning: [], admissionId: `fill-${i}` });
+      const release = holdingRenewals();
+      const lossy = losingAnswers<Env["QUOTA_HOLDER"]>(env.QUOTA_HOLDER, ["admit"], { lose: 2 });
+      const result = await through(lossy.namespace).admit(small, "refused");
+      expect(result.reached && result.decision.outcome).toBe("rate_limited");
+      await release();
+      await holder.giveBack(keyId);
+      // Served: "first" and the fillers; the refused request is not, whatever the stock said.
+      const served = 1 + (12 - count);
+      expect((await object.usage()).minute.count).toBe(served);
+      expect((await daysOf(object))[0]).toMatchObject({
+        admitted: served,
+        refused: { rate_limited: 1 },
+      });
+    });
   });
 
   it("a cold isolate whose holder decided along with authenticating but could not answer: the Worker's own decision is the same one", async () => {

@@ -8,21 +8,41 @@ import { createApp } from "../../src/app";
 import { forgetKey } from "../../src/auth/key-cache";
 import { keyShapeOf } from "../../src/auth/key-format";
 import { QuotaHolder as ProductQuotaHolder } from "../../src/objects/quota-holder";
+import { QuotaLimiter as ProductQuotaLimiter } from "../../src/objects/quota-limiter";
 import {
+  callsByKey,
   callTotals,
   fetchBehindSimulatedNetwork,
   holderEnvBehindSimulatedNetwork,
+  limiterEnvBehindSimulatedNetwork,
+  recordKeyCall,
   type SimulatedNetwork,
 } from "./simulated-network";
 
 export { AuthShield } from "../../src/objects/auth-shield";
-export { QuotaLimiter } from "../../src/objects/quota-limiter";
 
 /** The product's location holder, its calls to the key's QuotaLimiter behind the far round trip. */
 export class QuotaHolder extends ProductQuotaHolder {
   constructor(ctx: DurableObjectState, env: BenchEnv) {
     const network = networkOf(env);
     super(ctx, typeof network === "string" ? env : holderEnvBehindSimulatedNetwork(env, network));
+  }
+}
+
+/**
+ * The product's key object, its calls to the key's holders (pushes) behind the far round trip, and
+ * its alarms counted as the key's Durable Object requests (`callsByKey`).
+ */
+export class QuotaLimiter extends ProductQuotaLimiter {
+  constructor(ctx: DurableObjectState, env: BenchEnv) {
+    const network = networkOf(env);
+    super(ctx, typeof network === "string" ? env : limiterEnvBehindSimulatedNetwork(env, network));
+  }
+
+  override async alarm(): Promise<void> {
+    callTotals.alarm++;
+    recordKeyCall(this.ctx.id.name, "alarm");
+    await super.alarm();
   }
 }
 
@@ -53,6 +73,9 @@ function forgetKeyOf(request: Request): void {
 
 /** GET /__bench/calls: every simulated round trip so far, by hop (see `callTotals`). */
 const CALL_TOTALS_PATH = "/__bench/calls";
+
+/** GET /__bench/key-calls: every key's Durable Object requests so far (see `callsByKey`). */
+const KEY_CALLS_PATH = "/__bench/key-calls";
 
 /** The bench's own settings, on top of the product's (`--var NAME:VALUE`). */
 interface BenchEnv extends Env {
@@ -98,7 +121,9 @@ export default {
         { code: "internal_error", message: `Bench misconfigured: ${network}`, status: 500 },
         { status: 500 },
       );
-    if (new URL(request.url).pathname === CALL_TOTALS_PATH) return Response.json(callTotals);
+    const { pathname } = new URL(request.url);
+    if (pathname === CALL_TOTALS_PATH) return Response.json(callTotals);
+    if (pathname === KEY_CALLS_PATH) return Response.json(Object.fromEntries(callsByKey));
     if (request.headers.get(COLD_ISOLATE_HEADER) === "1") forgetKeyOf(request);
     return fetchBehindSimulatedNetwork(
       (req, benchEnv) => Promise.resolve(app.fetch(req, benchEnv, ctx)),

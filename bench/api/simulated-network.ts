@@ -33,9 +33,21 @@ export interface SimulatedNetwork {
 
 /**
  * What a round trip goes to: a key's QuotaLimiter from the Worker ("limiter") or from a location
- * holder ("relayed"), D1, or a key's holder in the request's location ("local").
+ * holder ("relayed"), D1, a key's holder in the request's location ("local"), or a key's holder
+ * from the key's QuotaLimiter ("pushed": a change or anything else the object sends its holders,
+ * over the far round trip). "alarm" is no round trip: an alarm of a key's object, counted because
+ * an alarm invocation is a Durable Object request too.
  */
-type Hop = "limiter" | "relayed" | "d1" | "local";
+export type Hop = "limiter" | "relayed" | "d1" | "local" | "pushed" | "alarm";
+
+/** Hops that are Durable Object requests (every one but D1). */
+export const DURABLE_OBJECT_HOPS: readonly Hop[] = [
+  "limiter",
+  "relayed",
+  "local",
+  "pushed",
+  "alarm",
+];
 
 const BENCH_CALLS_HEADER = "X-Bench-Calls";
 
@@ -55,13 +67,50 @@ interface Calls {
  * object made it (a location holder's background renewals included): the bench reads them
  * (GET /__bench/calls) before and after a scenario to count Durable Object requests.
  */
-export const callTotals: Record<Hop, number> = { limiter: 0, relayed: 0, d1: 0, local: 0 };
+export const callTotals: Record<Hop, number> = {
+  limiter: 0,
+  relayed: 0,
+  d1: 0,
+  local: 0,
+  pushed: 0,
+  alarm: 0,
+};
+
+/**
+ * Every Durable Object request since the isolate started, by key: for each key id, its calls as
+ * `[Date.now() when the call started, hop]`, whoever made them (the Worker, a holder, the key's
+ * object). The bench (GET /__bench/key-calls) attributes them to its scenarios' keys and to the
+ * time after a key's last request. An object is a key's when its name is the key id (the key's
+ * QuotaLimiter) or starts with it and "@" (a holder, `<key id>@<colo>`).
+ */
+export const callsByKey = new Map<string, [number, Hop][]>();
+
+/** The key id an object's name belongs to (see `callsByKey`), or null for another object. */
+export function keyIdOfObject(name: string | undefined): string | null {
+  if (!name) return null;
+  const at = name.indexOf("@");
+  return at === -1 ? name : name.slice(0, at);
+}
+
+/** Records a Durable Object request to a key's object or holder (see `callsByKey`). */
+export function recordKeyCall(objectName: string | undefined, hop: Hop): void {
+  const keyId = keyIdOfObject(objectName);
+  if (keyId === null) return;
+  let log = callsByKey.get(keyId);
+  if (!log) callsByKey.set(keyId, (log = []));
+  log.push([Date.now(), hop]);
+}
 
 /** Whether SQL names the pets table (pets themselves, not key records or operator data). */
 const PETS_TABLE = /\bpets\b/i;
 
 const callsOfRequest = new AsyncLocalStorage<Calls>();
-const wrapped = new WeakMap<Env, Env>();
+/** Each env wrapped once, per kind of caller (the same env object may reach all three). */
+const wrapped = {
+  worker: new WeakMap<Env, Env>(),
+  holder: new WeakMap<Env, Env>(),
+  limiter: new WeakMap<Env, Env>(),
+};
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -80,11 +129,13 @@ async function roundTrip<T>(
   rttMs: number,
   kind: Hop,
   call: () => Promise<T>,
-  { touchesPets }: { touchesPets: boolean } = { touchesPets: false },
+  { touchesPets, objectName }: { touchesPets?: boolean; objectName?: string } = {},
 ): Promise<T> {
   callTotals[kind]++;
+  if (kind !== "d1") recordKeyCall(objectName, kind);
   const calls = callsOfRequest.getStore();
-  if (calls && kind !== "relayed") {
+  // A holder's or the key's object's own calls belong to no one request.
+  if (calls && (kind === "limiter" || kind === "d1" || kind === "local")) {
     calls[kind]++;
     if (touchesPets) calls.d1Pets++;
   }
@@ -118,7 +169,12 @@ const forwardedByHolder = (answer: unknown): boolean => {
 };
 
 /** A Durable Object stub whose method calls are delayed round trips to `hop`. */
-function delayedStub<T extends object>(stub: T, rttMs: number, hop: Hop): T {
+function delayedStub<T extends object>(
+  stub: T,
+  rttMs: number,
+  hop: Hop,
+  objectName: string | undefined,
+): T {
   return new Proxy(stub, {
     get(target, prop) {
       const value = Reflect.get(target, prop);
@@ -130,6 +186,7 @@ function delayedStub<T extends object>(stub: T, rttMs: number, hop: Hop): T {
           rttMs,
           hop,
           () => Reflect.apply(value, target, args) as Promise<unknown>,
+          { objectName },
         );
         if (calls && hop === "local" && forwardedByHolder(answer)) calls.forwarded++;
         return answer;
@@ -148,6 +205,7 @@ function delayedNamespace<T extends object>(namespace: T, rttMs: number, hop: Ho
             Reflect.apply(value as (...a: unknown[]) => object, target, args),
             rttMs,
             hop,
+            typeof args[0] === "string" ? args[0] : (args[0] as DurableObjectId | undefined)?.name,
           );
       return typeof value === "function" ? value.bind(target) : value;
     },
@@ -218,7 +276,7 @@ function delayedQueryable<T extends D1Database | D1DatabaseSession>(db: T, rttMs
  * env object); a binding whose round trip is 0 is left as it is (and its calls are not counted).
  */
 function envBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork): Env {
-  const known = wrapped.get(env);
+  const known = wrapped.worker.get(env);
   if (known) return known;
   const result: Env = {
     ...env,
@@ -227,7 +285,7 @@ function envBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork): Env {
       rtt.localMs > 0 ? delayedNamespace(env.QUOTA_HOLDER, rtt.localMs, "local") : env.QUOTA_HOLDER,
     DB: rtt.d1Ms > 0 ? delayedQueryable(env.DB, rtt.d1Ms) : env.DB,
   };
-  wrapped.set(env, result);
+  wrapped.worker.set(env, result);
   return result;
 }
 
@@ -238,7 +296,7 @@ function envBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork): Env {
  * since the holder's calls belong to no one request).
  */
 export function holderEnvBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork): Env {
-  const known = wrapped.get(env);
+  const known = wrapped.holder.get(env);
   if (known) return known;
   if (rtt.limiterMs === 0 && rtt.d1Ms === 0) return env;
   const result: Env = {
@@ -246,7 +304,24 @@ export function holderEnvBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork)
     QUOTA: rtt.limiterMs > 0 ? delayedNamespace(env.QUOTA, rtt.limiterMs, "relayed") : env.QUOTA,
     DB: rtt.d1Ms > 0 ? delayedQueryable(env.DB, rtt.d1Ms) : env.DB,
   };
-  wrapped.set(env, result);
+  wrapped.holder.set(env, result);
+  return result;
+}
+
+/**
+ * The key's QuotaLimiter's `env` with its calls to the key's holders (pushes) behind the far round
+ * trip, counted as "pushed" hops (in `callTotals` and `callsByKey` only). Unchanged when the far
+ * round trip is 0.
+ */
+export function limiterEnvBehindSimulatedNetwork(env: Env, rtt: SimulatedNetwork): Env {
+  const known = wrapped.limiter.get(env);
+  if (known) return known;
+  if (rtt.limiterMs === 0) return env;
+  const result: Env = {
+    ...env,
+    QUOTA_HOLDER: delayedNamespace(env.QUOTA_HOLDER, rtt.limiterMs, "pushed"),
+  };
+  wrapped.limiter.set(env, result);
   return result;
 }
 

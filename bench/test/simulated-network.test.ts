@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { KEY_CACHE_TTL_MS, KEY_REFRESH_AFTER_MS } from "../../src/auth/key-cache";
 import { auth, BASE, createPets, fixClock, issueKey, T0 } from "../../test/helpers";
 import worker from "../api/index";
+import { keyIdOfObject } from "../api/simulated-network";
 
 /** The bench entry Worker's fetch (bench/api/index.ts) with `vars` over the test env. */
 async function send(vars: Record<string, string>, path: string, init: RequestInit = {}) {
@@ -140,6 +141,34 @@ describe("the bench's simulated network (BENCH_*_RTT_MS)", () => {
     expect(unmarked.res.headers.get("X-Bench-Calls")).toMatch(
       /^limiter=1, .*, local=0, forwarded=0, background=0$/,
     );
+  });
+
+  it("logs each key's Durable Object requests by key, holder calls included (GET /__bench/key-calls)", async () => {
+    fixClock(T0);
+    const { key, id } = await issueKey();
+    const other = await issueKey();
+    const located = { ...DELAYS, BENCH_LOCAL_RTT_MS: "20", PAGE_CACHE_EPOCH: "sim-key-calls" };
+    const before = Date.now();
+    await send(located, "/v1/pets?limit=1", { headers: auth(key, { "X-Bench-Location": "AMS" }) });
+    await send(located, "/v1/pets?limit=1", { headers: auth(key) }); // no location: the object
+    await send(located, "/v1/pets?limit=1", { headers: auth(other.key) });
+    const after = Date.now();
+    const { res } = await send(located, "/__bench/key-calls");
+    const logs = (await res.json()) as Record<string, [number, string][]>;
+    // The first went to its holder in AMS (`<key id>@AMS`), the second to the key's object.
+    expect(logs[id]?.map(([, hop]) => hop)).toEqual(["local", "limiter"]);
+    for (const [at] of logs[id] ?? []) {
+      expect(at).toBeGreaterThanOrEqual(before);
+      expect(at).toBeLessThanOrEqual(after);
+    }
+    expect(logs[other.id]?.map(([, hop]) => hop)).toEqual(["limiter"]);
+  });
+
+  it("names the key an object belongs to: its QuotaLimiter (the key id) or a holder (<id>@<colo>)", () => {
+    expect(keyIdOfObject("key_abc")).toBe("key_abc");
+    expect(keyIdOfObject("key_abc@AMS")).toBe("key_abc");
+    expect(keyIdOfObject(undefined)).toBeNull();
+    expect(keyIdOfObject("")).toBeNull();
   });
 
   it("a limiter call a request starts and does not wait for (a lease renewal) is counted as background", async () => {

@@ -117,3 +117,50 @@ export function pendingMigrationsOf(output) {
  */
 export const isRolloutPercentage = (value) =>
   /^\d{1,2}$/.test(value) && Number(value) >= 1 && Number(value) <= 99;
+
+/**
+ * How long the canary bakes (serves its share beside the version before, smoke-tested over and
+ * over) before it is promoted to 100 %, when `--bake` does not say: production waits longer,
+ * since its traffic is what a bad release would hurt; staging only needs to show the release
+ * survives a few rounds.
+ */
+export const DEFAULT_BAKE_MS = { production: 5 * 60_000, staging: 60_000 };
+/** How often the smoke test runs during the bake, when `--smoke-every` does not say. */
+export const DEFAULT_SMOKE_EVERY_MS = 30_000;
+
+/**
+ * A duration as the deploy's options take it, in milliseconds: whole seconds or minutes
+ * ("90s", "5m"), or "0"; null for anything else.
+ * @param {string} text
+ */
+export function durationMsOf(text) {
+  if (text === "0") return 0;
+  const match = /^([1-9]\d{0,4})(s|m)$/.exec(text);
+  if (!match) return null;
+  return Number(match[1]) * (match[2] === "m" ? 60_000 : 1000);
+}
+
+/**
+ * A duration for people: "5m", "45s", "1m 30s", "0s".
+ * @param {number} ms
+ */
+export function formatDuration(ms) {
+  const seconds = Math.round(ms / 1000);
+  const minutes = Math.floor(seconds / 60);
+  const rest = seconds % 60;
+  if (minutes === 0) return `${rest}s`;
+  return rest === 0 ? `${minutes}m` : `${minutes}m ${rest}s`;
+}
+
+/**
+ * When the bake's smoke tests run, in milliseconds after the canary went live: every
+ * `smokeEveryMs`, and once at the very end, so the last one is as late as the bake goes.
+ * @param {number} bakeMs @param {number} smokeEveryMs
+ */
+export function bakeSmokeTimesOf(bakeMs, smokeEveryMs) {
+  /** @type {number[]} */
+  const times = [];
+  for (let at = smokeEveryMs; at < bakeMs; at += smokeEveryMs) times.push(at);
+  if (bakeMs > 0) times.push(bakeMs);
+  return times;
+}

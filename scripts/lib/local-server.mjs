@@ -143,7 +143,21 @@ export function runWrangler(args, { cwd = ROOT, timeoutMs = 120_000, wranglerJs 
   });
 }
 
-async function waitUntilAnswering(url, child, logFile, timeoutMs) {
+/**
+ * Whether an answer to the probe means the server is up: any status below 500 (wrangler answers
+ * 5xx itself while the Worker is still loading).
+ * @param {Response} res
+ */
+const answersBelow500 = (res) => res.status < 500;
+
+/**
+ * @param {string} url
+ * @param {import("node:child_process").ChildProcess} child
+ * @param {string} logFile
+ * @param {number} timeoutMs
+ * @param {(res: Response) => boolean} isUp
+ */
+async function waitUntilAnswering(url, child, logFile, timeoutMs, isUp) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null)
@@ -153,7 +167,7 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs) {
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
       await res.arrayBuffer();
-      if (res.status < 500) return;
+      if (isUp(res)) return;
     } catch {
       /* not up yet */
     }
@@ -172,9 +186,11 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs) {
  * file in the temp dir, read but not parsed, so a full pipe never stalls the server.
  * @param {{ name: string, config: string, port: number, inspectorPort: number, dir: string,
  *   extraArgs?: string[], probePath: string, cwd?: string, localObservability?: boolean,
- *   entry?: string, persistTo?: string, wranglerJs?: string }} options
+ *   entry?: string, persistTo?: string, wranglerJs?: string,
+ *   isUp?: (res: Response) => boolean }} options
  * `persistTo`: the state directory (default `<dir>/<name>-state`); `wranglerJs`: another
- * release's wrangler (default this checkout's).
+ * release's wrangler (default this checkout's); `isUp`: whether an answer to `probePath` means
+ * the server is up (default: a status below 500).
  */
 export async function startWranglerDev({
   name,
@@ -189,6 +205,7 @@ export async function startWranglerDev({
   entry,
   persistTo = path.join(dir, `${name}-state`),
   wranglerJs = WRANGLER,
+  isUp = answersBelow500,
 }) {
   const logFile = path.join(dir, `${name}.log`);
   const log = createWriteStream(logFile);
@@ -221,7 +238,7 @@ export async function startWranglerDev({
   child.stdout.pipe(log);
   child.stderr.pipe(log);
   const url = `http://127.0.0.1:${port}`;
-  await waitUntilAnswering(url + probePath, child, logFile, 60_000);
+  await waitUntilAnswering(url + probePath, child, logFile, 60_000, isUp);
   return {
     url,
     logFile,
@@ -258,8 +275,10 @@ export async function startWranglerDev({
  * object in the same workerd process, on the same cores as the Worker it measures.
  * `entry` runs another entry point with the API's configuration (the bench's, bench/api/index.ts,
  * relative to the project root; it must be in the snapshot `root`).
+ * `isUp`: see startWranglerDev (a server misconfigured on purpose answers every request 500).
  * @param {{ port: number, inspectorPort: number, vars?: Record<string, string | number>,
- *   root?: string, localObservability?: boolean, entry?: string }} options
+ *   root?: string, localObservability?: boolean, entry?: string,
+ *   isUp?: (res: Response) => boolean }} options
  */
 export async function startApi({
   port,
@@ -268,6 +287,7 @@ export async function startApi({
   root = snapshotProject(),
   localObservability = true,
   entry,
+  isUp,
 }) {
   const dir = makeTempDir("animal-store-api-");
   const adminToken = `bench-admin-${randomBytes(18).toString("hex")}`;
@@ -296,6 +316,7 @@ export async function startApi({
     cwd: root,
     localObservability,
     entry,
+    isUp,
   };
   const api = {
     ...(await startWranglerDev(devOptions)),

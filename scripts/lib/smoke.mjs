@@ -1,10 +1,15 @@
 // @ts-check
 // The smoke test of a running environment (`npm run smoke`, and the deploy script between its
-// rollout steps): a handful of requests an operator would make by hand after a deploy. It issues
-// itself a key with the admin token, uses it, and revokes it at the end, whatever happened.
+// rollout steps): a handful of requests an operator would make by hand after a deploy. It uses a
+// key of its own, found by name and reused (scripts/lib/service-key.mjs): enabled with a fresh
+// secret at the start, disabled again at the end, whatever happened. So any number of runs leave
+// one disabled key, not one revoked key per run.
+import { disableServiceKeyOrThrow, serviceKeyOrThrow } from "./service-key.mjs";
 
 const TIMEOUT_MS = 10_000;
 const RATE_LIMIT_HEADERS = ["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"];
+/** The key `npm run smoke` uses. */
+export const SMOKE_KEY_NAME = "smoke-test";
 
 /** A check that failed: `check` names it, `message` says what was seen instead. */
 export class SmokeFailure extends Error {
@@ -25,11 +30,19 @@ const jsonOrNull = (res) => res.json().catch(() => null);
 /**
  * Runs every check against `url`; resolves with the names of the checks passed, or rejects with
  * a SmokeFailure naming the first that failed (a URL that does not answer fails the first).
- * `headers` go with every request (the deploy pins the new version with one).
+ * `headers` go with every request (the deploy pins the new version with one). `keyName` names the
+ * key it reuses: two runs at once with the same name would disable each other's key, so the deploy
+ * uses a name of its own and a smoke test by hand never fails a deploy's bake.
  * @param {{ url: string, adminToken: string, headers?: Record<string, string>,
- *   log?: (line: string) => void }} options
+ *   keyName?: string, log?: (line: string) => void }} options
  */
-export async function runSmokeOrThrow({ url, adminToken, headers = {}, log = () => {} }) {
+export async function runSmokeOrThrow({
+  url,
+  adminToken,
+  headers = {},
+  keyName = SMOKE_KEY_NAME,
+  log = () => {},
+}) {
   const base = url.replace(/\/+$/, "");
   /** @type {string[]} */
   const passed = [];
@@ -71,14 +84,24 @@ export async function runSmokeOrThrow({ url, adminToken, headers = {}, log = () 
     throw new SmokeFailure(check, "GET /v1/openapi.json is not the API's OpenAPI document");
   pass(check);
 
-  check = "issue a smoke key";
-  const created = await request(check, "/admin/v1/keys", {
-    method: "POST",
-    headers: { ...admin, "Content-Type": "application/json" },
-    body: JSON.stringify({ name: `smoke-${new Date().toISOString()}`, plan: "free" }),
-  });
-  await expectStatus(check, created, 201);
-  const key = /** @type {{ id: string, key: string }} */ (await created.json());
+  check = "enable the smoke key";
+  /** @type {import("./service-key.mjs").AdminRequest} */
+  const adminRequest = (path, init = {}) =>
+    request(check, path, {
+      ...init,
+      headers: { ...admin, ...(init.body ? { "Content-Type": "application/json" } : {}) },
+    });
+  /** @type {{ id: string, key: string }} */
+  let key;
+  try {
+    key = await serviceKeyOrThrow(adminRequest, keyName);
+  } catch (err) {
+    if (err instanceof SmokeFailure) throw err;
+    throw new SmokeFailure(
+      check,
+      `${keyName}: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
   pass(check);
 
   /** @type {unknown} */
@@ -118,19 +141,19 @@ export async function runSmokeOrThrow({ url, adminToken, headers = {}, log = () 
   } catch (err) {
     failure = err;
   }
-  // Revoked whatever happened above, so no smoke key outlives its run.
-  const revoke = "revoke the smoke key";
+  // Disabled whatever happened above, so the key answers 401 between runs.
+  check = "disable the smoke key";
   try {
-    const revoked = await request(revoke, `/admin/v1/keys/${key.id}`, {
-      method: "DELETE",
-      headers: admin,
-    });
-    await expectStatus(revoke, revoked, 200);
-    pass(revoke);
+    await disableServiceKeyOrThrow(adminRequest, key.id);
+    pass(check);
   } catch (err) {
+    const disableFailure =
+      err instanceof SmokeFailure
+        ? err
+        : new SmokeFailure(check, err instanceof Error ? err.message : String(err));
     // The first failure is the one reported; this one is still shown.
-    if (failure) log(`✗ ${err instanceof Error ? err.message : String(err)}`);
-    else failure = err;
+    if (failure) log(`✗ ${disableFailure.message}`);
+    else failure = disableFailure;
   }
   if (failure) throw failure;
   return passed;

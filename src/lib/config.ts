@@ -232,7 +232,7 @@ function adminTokensOf(config: Config): AdminToken[] | ConfigError {
   let problem: string | null = null;
   if (!fullAccessTokens)
     problem =
-      "neither ADMIN_TOKEN nor ADMIN_TOKENS is set: run `wrangler secret put ADMIN_TOKENS --env …` (locally: .dev.vars)";
+      "neither ADMIN_TOKEN nor ADMIN_TOKENS is set: run `wrangler versions secret put ADMIN_TOKENS --env …` and deploy that version (locally: .dev.vars)";
   else if (new Set(tokens.map((t) => t.name)).size !== tokens.length)
     problem = `ADMIN_TOKENS, ADMIN_READ_TOKENS: each name may appear once ("${DEFAULT_ADMIN_NAME}" is ADMIN_TOKEN's)`;
   else if (new Set(tokens.map((t) => t.token)).size !== tokens.length)
@@ -248,7 +248,7 @@ function adminTokensOf(config: Config): AdminToken[] | ConfigError {
 export function secretOrThrow(config: Config, name: "CURSOR_SECRET" | "KEY_TAG_SECRET"): string {
   const value = config[name];
   if (value) return value;
-  const problem = `${name} is not set: run \`wrangler secret put ${name} --env …\` (locally: .dev.vars)`;
+  const problem = `${name} is not set: run \`wrangler versions secret put ${name} --env …\` and deploy that version (locally: .dev.vars)`;
   logOnce(problem);
   throw new ConfigError(problem);
 }

@@ -1,5 +1,5 @@
 import { MINUTE_MS } from "../lib/clock";
-import { givePermitsBack, leaseExpiry, leaseLifetimeMs } from "../quota/lease";
+import { type GrantedLease, givePermitsBack, leaseExpiry, leaseLifetimeMs } from "../quota/lease";
 import type { Lease, ReturnedLease } from "../quota/lease-messages";
 import type { UsageState } from "../quota/windows";
 import type { UsageHistoryTable } from "./usage-history-table";
@@ -122,6 +122,11 @@ export class LeaseLedger {
   /** Whether lease `id` is still out: granted and not settled (handed back or stranded). */
   isOut(id: string): boolean {
     return this.#row(id) !== undefined;
+  }
+
+  /** The windows lease `id` was granted in, while it is out (null: settled, or never granted). */
+  grantedIn(id: string): GrantedLease | null {
+    return this.#row(id) ?? null;
   }
 
   #row(id: string): LeaseRow | undefined {

@@ -202,7 +202,7 @@ export class QuotaHolder extends DurableObject<Env> {
     this.#region = region;
     const calls = this.#callsTo(keyId, policy, admissionId);
     try {
-      const decided = await this.#leases.admit(policy, calls);
+      const decided = await this.#leases.admit(policy, calls, admissionId);
       this.#inBackground(keyId, this.#leases.upkeep(decided, calls));
       this.#refillWhenTheMinuteTurns(keyId, policy);
       return { reached: true, decision: decided.decision, fromStock: decided.local };

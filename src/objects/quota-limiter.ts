@@ -4,7 +4,13 @@ import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
 import { withDeadline } from "../quota/call-coordination";
-import { CHANGE_APPLIES_WITHIN_MS, permitsToLease, takePermits } from "../quota/lease";
+import {
+  CHANGE_APPLIES_WITHIN_MS,
+  type GrantedLease,
+  givePermitsBack,
+  permitsToLease,
+  takePermits,
+} from "../quota/lease";
 import type {
   Admission,
   Lease,
@@ -19,6 +25,7 @@ import {
   type Policy,
   rollWindows,
   type UsageState,
+  type WindowStatus,
   windowsOf,
 } from "../quota/windows";
 import { AdmissionMemory } from "./admission-memory";
@@ -39,6 +46,18 @@ import { WebhookOutbox } from "./webhook-outbox";
 export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 
 const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
+
+/** An answer as this object remembers it: `fromStock` once a holder reported its id admitted from stock. */
+type RememberedAdmission = Admission & { fromStock?: true };
+
+/** Where the windows of `windows` (a decision's) start. */
+function windowsStartOf(windows: WindowStatus[]): { minuteStart: number; dayStart: number } | null {
+  const minute = windows.find((w) => w.name === "minute");
+  const day = windows.find((w) => w.name === "day");
+  return minute && day
+    ? { minuteStart: minute.resetAt - MINUTE_MS, dayStart: day.resetAt - DAY_MS }
+    : null;
+}
 
 export interface KeyUsage {
   policy: Policy | null;
@@ -144,13 +163,13 @@ export class QuotaLimiter extends DurableObject<Env> {
   ): Admission {
     const now = clock.now();
     const id = request.admissionId;
-    const known = id === undefined ? null : this.#admissions.recall<Admission>(id, now);
+    const known = id === undefined ? null : this.#admissions.recall<RememberedAdmission>(id, now);
     // The lease granted with it goes again while it is out (its caller never had it).
-    if (known)
-      return {
-        ...known,
-        lease: known.lease && this.#leases.isOut(known.lease.id) ? known.lease : null,
-      };
+    if (known) {
+      const { fromStock: _, ...admission } = known;
+      const lease = known.lease && this.#leases.isOut(known.lease.id) ? known.lease : null;
+      return { ...admission, lease };
+    }
     const effective = this.#adopt(policy);
     const previousDay = this.#usage.dayStart;
     const current = this.#takeBack(now, request.returning);
@@ -202,6 +221,8 @@ export class QuotaLimiter extends DurableObject<Env> {
     const previousDay = this.#usage.dayStart;
     let state = this.#takeBack(now, request.returning);
     if (request.used !== undefined) this.#leases.countUsed(request.leaseId, request.used);
+    const leaseIn = this.#leases.grantedIn(request.leaseId);
+    state = this.#countOnceFromStock(state, leaseIn, request.admissionIds, now);
     const windows = windowsOf(state, effective);
     // A caller on an older policy than the object's is told so and granted nothing: its lease
     // was granted under the old limits and must end, not grow.
@@ -240,7 +261,52 @@ export class QuotaLimiter extends DurableObject<Env> {
   /** The windows at `now`, with the `returning` leases taken back. */
   #takeBack(now: number, returning: readonly ReturnedLease[]): UsageState {
     let usage = rollWindows(this.#usage, now);
-    for (const returned of returning) usage = this.#leases.takeBack(usage, returned) ?? usage;
+    for (const returned of returning) usage = this.#handBack(usage, returned, now);
+    return usage;
+  }
+
+  /** `usage` with `returned` settled (if it was still out) and the admissions it reports counted. */
+  #handBack(usage: UsageState, returned: ReturnedLease, now: number): UsageState {
+    const leaseIn = this.#leases.grantedIn(returned.id);
+    const settled = this.#leases.takeBack(usage, returned) ?? usage;
+    return this.#countOnceFromStock(settled, leaseIn, returned.admissionIds, now);
+  }
+
+  /**
+   * Counts once each request a location holder reports it admitted from its stock (lease
+   * `leaseIn`, null once settled), by admission id, after the report's `used` was counted. Its
+   * answer may have been lost on the way from the holder, and its isolate then asked here with
+   * the same id: decided here too, this object's own count comes off (the stock's stays); refused
+   * here (the answer its client got), the stock's permit comes back and is not billed. Any other
+   * id is remembered, so that asked here later it is answered as admitted and counted nowhere
+   * else. Each id is then remembered as reported: a report delivered again changes nothing.
+   */
+  #countOnceFromStock(
+    state: UsageState,
+    leaseIn: GrantedLease | null,
+    admissionIds: readonly string[] = [],
+    now: number,
+  ): UsageState {
+    let usage = state;
+    for (const id of admissionIds) {
+      const known = this.#admissions.recall<RememberedAdmission>(id, now);
+      if (known?.fromStock) continue;
+      const decidedHere = known?.outcome === "allowed" ? windowsStartOf(known.windows) : null;
+      const uncounted = decidedHere ?? (known ? leaseIn : null);
+      if (uncounted) {
+        usage = givePermitsBack(usage, { ...uncounted, permits: 1 }, 1);
+        this.#history.countServed(uncounted.dayStart, -1);
+      }
+      const policy = this.#policy ?? { perMinute: 0, perDay: 0, version: 0, revoked: false };
+      const answer: RememberedAdmission = known ?? {
+        outcome: "allowed",
+        windows: windowsOf(usage, policy),
+        now,
+        policyVersion: policy.version,
+        lease: null,
+      };
+      this.#admissions.remember(id, now, { ...answer, fromStock: true });
+    }
     return usage;
   }
 
@@ -271,8 +337,9 @@ export class QuotaLimiter extends DurableObject<Env> {
     // A lease settled already (handed back before, or stranded) changes nothing and writes
     // nothing: a retried hand-back reaching an idle object leaves it idle.
     const previousDay = this.#usage.dayStart;
-    const settled = this.#leases.takeBack(rollWindows(this.#usage, now), returned);
-    if (settled) this.#keep(settled, previousDay);
+    const current = rollWindows(this.#usage, now);
+    const settled = this.#handBack(current, returned, now);
+    if (settled !== current) this.#keep(settled, previousDay);
     this.#leases.strandUnreported(now);
   }
 

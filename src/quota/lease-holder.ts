@@ -46,6 +46,8 @@ interface HeldLease extends LeaseInUse {
   policyVersion: number;
   /** Requests admitted from it: reported with its renewals and its hand-back (the usage history counts them). */
   used: number;
+  /** The admission ids of those not reported yet (a location holder's; see ReturnedLease). */
+  admissionIds: string[];
 }
 
 /**
@@ -77,15 +79,21 @@ function heldLease(granted: Lease, policyVersion: number, expiresAt: number): He
     expiresAt,
     policyVersion,
     used: 0,
+    admissionIds: [],
   };
 }
 
-/** What goes back to the object of a lease no longer used. */
+/** What goes back to the object of a lease no longer used (taking its ids not reported yet). */
 const returnOf = (lease: HeldLease): ReturnedLease => ({
   id: lease.id,
   unused: lease.left,
   used: lease.used,
+  ...idsOf(lease.admissionIds.splice(0)),
 });
+
+/** The `admissionIds` field of a report: absent when there are none (an isolate's lease). */
+const idsOf = (admissionIds: string[]): { admissionIds?: string[] } =>
+  admissionIds.length > 0 ? { admissionIds } : {};
 
 /** What an isolate had when it sent a renewal, to read the answer against. */
 interface SentRenewal {
@@ -185,8 +193,15 @@ export class LeaseHolder {
     );
   }
 
-  /** Decides one request; throws what the object's call throws. */
-  async admit(policy: Policy, calls: LeaseCalls): Promise<HolderDecision> {
+  /**
+   * Decides one request; throws what the object's call throws. `admissionId` (a location holder's
+   * request) is reported with the lease if the request is admitted from it.
+   */
+  async admit(
+    policy: Policy,
+    calls: LeaseCalls,
+    admissionId: string | null = null,
+  ): Promise<HolderDecision> {
     this.#rate.note(clock.now());
     for (;;) {
       const exclusive = this.#calls.exclusive;
@@ -195,7 +210,7 @@ export class LeaseHolder {
         continue;
       }
       const now = clock.now();
-      const local = this.#admitFromLease(policy, now);
+      const local = this.#admitFromLease(policy, now, admissionId);
       if (local) {
         const renewal = this.#renewIfDue(calls, now);
         return { decision: local, local: true, leaseGranted: false, renewal };
@@ -339,11 +354,12 @@ export class LeaseHolder {
     return (this.#lease?.left ?? 0) + this.#unreturned.reduce((n, r) => n + r.unused, 0);
   }
 
-  #admitFromLease(policy: Policy, now: number): KeyDecision | null {
+  #admitFromLease(policy: Policy, now: number, admissionId: string | null): KeyDecision | null {
     const lease = this.#lease;
     if (!lease || !this.#usable(lease, policy, now)) return null;
     lease.left--;
     lease.used++;
+    if (admissionId !== null) lease.admissionIds.push(admissionId);
     return this.#windows.show({
       outcome: "allowed",
       windows: this.#windows.admitLocally(),
@@ -380,13 +396,14 @@ export class LeaseHolder {
    * as holding permits (see heldBound in quota/lease.ts), and the usage history does not count
    * its last requests as served.
    */
-  #keepToReturn({ id, unused, used = 0 }: ReturnedLease): void {
+  #keepToReturn({ id, unused, used = 0, admissionIds = [] }: ReturnedLease): void {
     if (unused < 0) return;
     const known = this.#unreturned.find((r) => r.id === id);
-    if (!known) this.#unreturned.push({ id, unused, used });
+    if (!known) this.#unreturned.push({ id, unused, used, ...idsOf(admissionIds) });
     else {
       known.unused += unused;
       known.used = Math.max(known.used ?? 0, used);
+      Object.assign(known, idsOf([...(known.admissionIds ?? []), ...admissionIds]));
     }
   }
 
@@ -413,22 +430,26 @@ export class LeaseHolder {
       changes: this.#changes,
       at: now,
     };
+    const admissionIds = lease.admissionIds.splice(0);
     return this.#sendRenewal(
       renew,
-      { leaseId: lease.id, want, holding: sent.holding, used: lease.used },
+      { leaseId: lease.id, want, holding: sent.holding, used: lease.used, ...idsOf(admissionIds) },
       (answer) => this.#renewed(answer, sent),
+      () => this.#reportAgain(lease, admissionIds),
     );
   }
 
   /**
    * Sends `request` (a renewal, or a refill) to the object, with the leases waiting to be handed
    * back, as this holder's one renewal in flight; `apply` applies the answer. When the call fails
-   * (or takes longer than a lease's lifetime), the leases it carried wait to be handed back again.
+   * (or takes longer than a lease's lifetime), the leases it carried wait to be handed back again,
+   * and `failed` keeps what else it reported.
    */
   #sendRenewal(
     renew: NonNullable<LeaseCalls["renew"]>,
     request: Omit<RenewalRequest, "returning">,
     apply: (answer: Renewal) => boolean,
+    failed: () => void = () => undefined,
   ): Promise<boolean> {
     const returning = this.#unreturned.splice(0);
     return this.#calls.asRenewal(
@@ -440,9 +461,21 @@ export class LeaseHolder {
         this.#leaseLifetimeMs,
       ).then(apply, (err: unknown) => {
         for (const r of returning) this.#keepToReturn(r);
+        failed();
         throw err;
       }),
     );
+  }
+
+  /**
+   * Keeps the admission ids a failed renewal of `lease` carried, to report again: with the lease
+   * while it is in use, else with its hand-back (by what it served, so whichever of its entries
+   * arrives first settles it right; a later one settles nothing again, and still reports ids).
+   */
+  #reportAgain(lease: HeldLease, admissionIds: string[]): void {
+    if (admissionIds.length === 0) return;
+    if (this.#lease === lease) lease.admissionIds.unshift(...admissionIds);
+    else this.#keepToReturn({ id: lease.id, unused: 0, used: lease.used, admissionIds });
   }
 
   /**

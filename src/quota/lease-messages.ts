@@ -13,6 +13,14 @@ export interface ReturnedLease {
    * of an earlier release), the lease's permits less `unused`.
    */
   used?: number;
+  /**
+   * The admission ids of the requests admitted from it (a location holder's stock) that no report
+   * has carried yet. The answer to such a request can be lost on its way from the holder, and the
+   * isolate then asks the key's object with the same id: the object counts each id once, whether
+   * it decided the request too or is asked after this report. An isolate's own lease reports
+   * none: what it admits never goes anywhere else.
+   */
+  admissionIds?: string[];
 }
 
 /**
@@ -59,6 +67,8 @@ export interface RenewalRequest {
   returning: ReturnedLease[];
   /** Requests admitted from the lease in use so far (the usage history counts them now). */
   used?: number;
+  /** As ReturnedLease's: ids admitted from the lease in use since its last report. */
+  admissionIds?: string[];
   /**
    * The renewal's id, one per renewal sent: one delivered twice is granted once (the object
    * answers the same id with the same answer for ADMISSION_MEMORY_MS). Without one (an earlier

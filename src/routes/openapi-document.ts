@@ -284,7 +284,7 @@ function registerDocumentOperation(api: OpenAPIHono, which: string): void {
           ),
         },
         304: { description: "Not modified: If-None-Match matched", headers: etag },
-        ...(which === "public API" ? unmeteredErrorResponses(500) : {}),
+        ...unmeteredErrorResponses(500),
       },
     }),
   );
@@ -409,7 +409,7 @@ export function openApiDocument(...apis: Pick<OpenAPIHono, "openAPIRegistry">[])
               "",
               "Every operation needs `Authorization: Bearer <API key>` (`pet_live_…` in production, `pet_test_…` elsewhere).",
               "Errors are `{code, message, status}` with `Content-Type: application/json`.",
-              "Every response carries the quota headers (`X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset`, `RateLimit-Policy`, `RateLimit`) except this document, which is public and outside every quota, and a CORS preflight's 204; 429 and 503 carry `Retry-After` (seconds).",
+              "Every response carries the quota headers (`X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset`, `RateLimit-Policy`, `RateLimit`) except this document, which is public and outside every quota, a CORS preflight's 204, and the 500 of a misconfigured deployment, which answers before any work; 429 and 503 carry `Retry-After` (seconds).",
               "HEAD works wherever GET does (same status and headers, no body). A method a path does not list is 405 with `Allow`; each path's OPTIONS operation shows it.",
               "",
               "- With a usable key they describe the key's windows (`minute` and `day`).",

@@ -234,19 +234,22 @@ export function unmeteredErrorResponses(...statuses: number[]) {
 }
 
 /**
- * Error responses of the operator API for `statuses`. It has no per-key quota: only a refused
- * admin token (401) and the client's failed-authentication limit (429) carry rate-limit headers,
- * those of the client's failure window; 429 and 503 carry `Retry-After`.
+ * Error responses of the operator API for `statuses`, and 500, which every operation answers a
+ * deployment without a full-access admin token (so no operation can leave it out). It has no
+ * per-key quota: only a refused admin token (401) and the client's failed-authentication limit
+ * (429) carry rate-limit headers, those of the client's failure window; 429 and 503 carry
+ * `Retry-After`.
  */
 export function adminErrorResponses(...statuses: number[]) {
   return errorResponsesWith(
-    statuses,
+    [...statuses, 500],
     (s) => ({ ...(s === 401 || s === 429 ? RATE_LIMIT_HEADERS : {}), ...statusHeaders(s) }),
     {
       400: "Invalid request: a parameter, header or body breaks a rule, or a query parameter the operation does not take (the operator API refuses unknown ones, naming them); also a malformed Authorization header",
       401: "Missing or invalid admin token (a token that matches none carries the rate-limit headers of the client's failed-token window; a missing or malformed header does not)",
       403: "The admin token is read-only (one of ADMIN_READ_TOKENS) and this operation changes something",
       429: "Too many invalid admin tokens from this client this minute",
+      500: "A misconfigured deployment (no full-access admin token, an invalid setting, or a secret the operation needs unset) or a bug; the body has no details, the log has them",
     },
   );
 }
