@@ -17,11 +17,12 @@ import { holderName, QuotaHolder } from "../../src/objects/quota-holder";
 import { QuotaLimiter } from "../../src/objects/quota-limiter";
 import { type AdmitResult, QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
 import { bindingWindow } from "../../src/quota/headers";
-import { heldBound, ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../../src/quota/lease";
+import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
 import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
-import type { Policy } from "../../src/quota/windows";
+import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
+import { type Deployed, openAndDecideAsPrevious } from "./previous-release";
 
 export const LOCATIONS = ["AMS", "FRA", "SIN"] as const;
 export const ISOLATES_PER_LOCATION = 2;
@@ -65,8 +66,16 @@ interface Change {
   answeredAt: number | null;
   /** The model's event count then (orders it before or after a request sent at the same instant). */
   answeredSeq: number;
-  /** A push to a location holder was faulted (lost or held): holders may admit from stock for STOCK_LEASE_MS. */
+  /**
+   * A push to a location holder was faulted (lost or held): holders may go on admitting from the
+   * stock they held, until it is used up or its lease ends (a stock for the minute: the minute's
+   * end), never past it.
+   */
   pushFaulted: boolean;
+  /** The latest the key's object's clock read when the push was answered (its minute is the last an old stock can be of). */
+  objectClockAtAnswer: number;
+  /** Requests sent after the push was answered and admitted from a holder's stock under an older policy. */
+  admittedAfter: number;
 }
 
 /** Counts per window start. */
@@ -110,6 +119,8 @@ export interface QuotaModel {
   disturbed: boolean;
   /** Requests sent and not answered yet. */
   inFlight: number;
+  /** Which release decides requests at the key's object (a rollback, then a roll forward). */
+  release: Deployed;
   /** Counts events (requests sent, changes answered), to order those at the same instant. */
   seq: number;
   violations: string[];
@@ -207,6 +218,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       isolatesInMinute: new Map(),
       disturbed: false,
       inFlight: 0,
+      release: "current",
       seq: 0,
       violations: [],
       log: [],
@@ -259,6 +271,27 @@ interface Sent {
   leasesHeld: number;
 }
 
+const windowStarts = (d: { windows: { name: string; resetAt: number }[] }) => ({
+  minuteStart: d.windows.find((w) => w.name === "minute")!.resetAt - MINUTE_MS,
+  dayStart: d.windows.find((w) => w.name === "day")!.resetAt - DAY_MS,
+});
+
+/** Notes a request served on decision `d`: no window admits past its limit. */
+function served(m: QuotaModel, d: KeyDecision, at: string): void {
+  const { minuteStart, dayStart } = windowStarts(d);
+  const inMinute = m.servedInMinute.add(minuteStart);
+  const inDay = m.servedInDay.add(dayStart);
+  const minuteLimits = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS);
+  const dayLimits = limitsDuring(m, dayStart, dayStart + DAY_MS);
+  if (inMinute > minuteLimits.perMinute)
+    violation(
+      m,
+      `${at}: minute ${new Date(minuteStart).toISOString()} admitted ${inMinute} > ${minuteLimits.perMinute}`,
+    );
+  if (inDay > dayLimits.perDay)
+    violation(m, `${at}: day ${dayName(dayStart)} admitted ${inDay} > ${dayLimits.perDay}`);
+}
+
 function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
   m.inFlight--;
   const { iso } = sent;
@@ -277,34 +310,45 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
     );
   m.latestMinute = Math.max(m.latestMinute, minute.resetAt - MINUTE_MS);
   if (d.outcome !== "allowed") return;
-  const day = d.windows.find((w) => w.name === "day")!;
-  const minuteStart = minute.resetAt - MINUTE_MS;
-  const dayStart = day.resetAt - DAY_MS;
-  const inMinute = m.servedInMinute.add(minuteStart);
-  const inDay = m.servedInDay.add(dayStart);
+  const { minuteStart, dayStart } = windowStarts(d);
   const at = `request of isolate ${iso.index} (${iso.location}) sent at ${new Date(sent.clockAt).toISOString()}`;
+  served(m, d, at);
 
-  // No window admits past its limit.
-  const minuteLimits = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS);
-  const dayLimits = limitsDuring(m, dayStart, dayStart + DAY_MS);
-  if (inMinute > minuteLimits.perMinute)
-    violation(
-      m,
-      `${at}: minute ${new Date(minuteStart).toISOString()} admitted ${inMinute} > ${minuteLimits.perMinute}`,
-    );
-  if (inDay > dayLimits.perDay)
-    violation(m, `${at}: day ${dayName(dayStart)} admitted ${inDay} > ${dayLimits.perDay}`);
-
-  // No request sent after a change's bound is admitted under the old policy.
+  // No request sent after a change's bound is admitted under the old policy: from an isolate's
+  // own lease, ISOLATE_LEASE_MS; from a holder's stock the push reached, none at all; where the
+  // push was lost or held, only from the stock that holder had (at most heldBound of the old
+  // policy, all locations together), and only in the minute it was granted in.
   const local = iso.leases.fromLease.has(d);
   for (const c of m.changes) {
     if (c.answeredAt === null) continue;
-    const bound = local ? ISOLATE_LEASE_MS : c.pushFaulted ? STOCK_LEASE_MS : 0;
-    const after = sent.seq > c.answeredSeq && sent.at >= c.answeredAt + bound;
-    if (after && d.policyVersion < c.policy.version)
+    if (!(sent.seq > c.answeredSeq) || d.policyVersion >= c.policy.version) continue;
+    if (local) {
+      if (sent.at >= c.answeredAt + ISOLATE_LEASE_MS)
+        violation(
+          m,
+          `${at}: admitted under policy ${d.policyVersion} (isolate lease), ${ISOLATE_LEASE_MS} ms after change to ${c.policy.version} was answered`,
+        );
+      continue;
+    }
+    if (!c.pushFaulted) {
       violation(
         m,
-        `${at}: admitted under policy ${d.policyVersion}${local ? " (isolate lease)" : ""}, ${bound} ms after change to ${c.policy.version} was answered`,
+        `${at}: admitted under policy ${d.policyVersion} after change to ${c.policy.version} was answered (pushed)`,
+      );
+      continue;
+    }
+    c.admittedAfter++;
+    const before = m.policies.filter((p) => p.policy.version < c.policy.version);
+    const oldBound = Math.max(...before.map((p) => heldBound(p.policy)));
+    if (c.admittedAfter > oldBound)
+      violation(
+        m,
+        `${at}: ${c.admittedAfter} admitted under older policies after a lost push of ${c.policy.version} > heldBound ${oldBound}`,
+      );
+    if (minuteStart > minuteOf(c.objectClockAtAnswer))
+      violation(
+        m,
+        `${at}: admitted under policy ${d.policyVersion} in minute ${new Date(minuteStart).toISOString()}, after the minute of the change to ${c.policy.version}`,
       );
   }
 
@@ -381,7 +425,10 @@ export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
     );
   for (const location of LOCATIONS)
     await env.QUOTA_HOLDER.getByName(holderName(r.keyId, location)).giveBack(r.keyId);
-  await passTime(m, r, 2 * MINUTE_MS);
+  // The holders' background calls end within BACKGROUND_ENDS_WITHIN_MS (a refill the last
+  // requests scheduled, and its stock's hand-back after its minute); a lease whose hand-back was
+  // lost is settled as stranded within a minute after that.
+  await passTime(m, r, BACKGROUND_ENDS_WITHIN_MS + MINUTE_MS);
   await r.net.settle();
   // A hand-back lost on its way (and on its retry) waits for the holder's next call; with none
   // within STRANDED_AFTER_MS of the lease's expiry, what it served is billed as stranded.
@@ -494,7 +541,83 @@ class Request extends Step {
   }
   async act(m: QuotaModel, r: QuotaReal) {
     const iso = r.isolates[this.isolate % r.isolates.length]!;
+    if (m.release === "previous") return decideAsPrevious(m, r, this.count, `isolate ${iso.index}`);
     for (let i = 0; i < this.count; i++) send(m, r, iso);
+  }
+}
+
+/**
+ * `requests` requests decided by the previous release at the key's object (rolled back to): it
+ * opens the object afresh for them (evicted before and after, so this release's code, still
+ * running its background work, reads what the previous release wrote), and must find the counts
+ * served so far. Nothing happens while a call is held in the object (it cannot be evicted).
+ */
+async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, who: string) {
+  m.disturbed = true;
+  await r.net.settle();
+  if (r.net.held.length > 0) return;
+  const stub = r.net.uncounted(env.QUOTA, r.keyId);
+  await evictIfRunning(stub);
+  const now = runTime.now;
+  const at = `object at ${new Date(now).toISOString()} (the previous release)`;
+  let decided: Awaited<ReturnType<typeof openAndDecideAsPrevious>>;
+  try {
+    decided = await openAndDecideAsPrevious(stub, now, requests);
+  } catch (err) {
+    violation(m, `${at}: ${String(err)}`);
+    return;
+  }
+  // The counts survive the switch: the previous release reads at least what was served.
+  const { usage } = decided.opened;
+  if (usage.minuteCount < m.servedInMinute.of(usage.minuteStart))
+    violation(
+      m,
+      `${at}: reads minute count ${usage.minuteCount} < served ${m.servedInMinute.of(usage.minuteStart)}`,
+    );
+  if (usage.dayCount < m.servedInDay.of(usage.dayStart))
+    violation(
+      m,
+      `${at}: reads day count ${usage.dayCount} < served ${m.servedInDay.of(usage.dayStart)}`,
+    );
+  for (const d of decided.decisions)
+    if (d.outcome === "allowed") served(m, d, `request of ${who} decided by the previous release`);
+  await evictIfRunning(stub);
+}
+
+/**
+ * A rollback to the previous release: from now on it decides the key's requests at the key's
+ * object (opening it with its own migration list), `requests` of them at once; this release's
+ * tiers go on with what they hold (leases, stock, background work) until they end.
+ */
+class Rollback extends Step {
+  constructor(readonly requests: number) {
+    super();
+  }
+  label() {
+    return `Rollback(previous release decides ×${this.requests})`;
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.release === "current";
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    m.release = "previous";
+    await decideAsPrevious(m, r, this.requests, "the rollback");
+  }
+}
+
+/** The roll forward: this release's code opens the key's object with its own list again. */
+class RollForward extends Step {
+  label() {
+    return "RollForward()";
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.release === "previous";
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    m.disturbed = true;
+    m.release = "current";
+    await r.net.settle();
+    if (r.net.held.length === 0) await evictIfRunning(r.net.uncounted(env.QUOTA, r.keyId));
   }
 }
 
@@ -682,7 +805,14 @@ class ChangeKey extends Step {
     const policy: Policy = { ...limits, revoked, version: p.version + 1 };
     m.policy = policy;
     m.policies.push({ policy, from: m.trueNow });
-    const change: Change = { policy, answeredAt: null, answeredSeq: 0, pushFaulted: false };
+    const change: Change = {
+      policy,
+      answeredAt: null,
+      answeredSeq: 0,
+      pushFaulted: false,
+      objectClockAtAnswer: 0,
+      admittedAfter: 0,
+    };
     m.changes.push(change);
     const firedBefore = r.net.fired.length;
     // As the admin API does: the isolate making the change drops its lease, then pushes.
@@ -691,6 +821,8 @@ class ChangeKey extends Step {
     const push = maker.client.configureOrThrow(policy).then(
       () => {
         change.answeredAt = m.trueNow;
+        // The latest the object's clock ever read (its windows only move forward).
+        change.objectClockAtAnswer = Math.max(m.trueNow + m.objectSkewMs, m.latestClock);
         change.answeredSeq = ++m.seq;
         change.pushFaulted = r.net.fired.slice(firedBefore).some((f) => f.includes(".keyChanged"));
         for (const iso of r.isolates) if ((this.learn >> iso.index) & 1) iso.policy = policy;
@@ -739,6 +871,11 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
     fc
       .tuple(isolate, fc.integer({ min: 2, max: 30 }), fc.integer({ min: 10, max: 1_500 }))
       .map(([i, n, gap]) => new OneAtATime(i, n, gap)),
+    // A sparse key: a request every few seconds to a minute and more (stocks for the minute,
+    // the minute's refills and their hand-backs).
+    fc
+      .tuple(isolate, fc.integer({ min: 2, max: 5 }), fc.integer({ min: 4_000, max: 70_000 }))
+      .map(([i, n, gap]) => new OneAtATime(i, n, gap)),
     fc.integer({ min: 1, max: 3_000 }).map((ms) => new Advance("ms", ms)),
     fc.integer({ min: -40, max: 30 }).map((ms) => new Advance("minuteEnd", ms)),
     fc.integer({ min: -40, max: 30 }).map((ms) => new Advance("dayEnd", ms)),
@@ -767,6 +904,8 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
       )
       .map(([k, l]) => new ChangeKey(k, l)),
     isolate.map((i) => new ReadUsage(i)),
+    fc.integer({ min: 0, max: 3 }).map((n) => new Rollback(n)),
+    fc.constant(new RollForward()),
   ];
   if (stepsBack)
     arbs.push(
@@ -782,4 +921,17 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
   return arbs;
 }
 
-export { Advance, Arm, ChangeKey, Evict, OneAtATime, ReadUsage, Release, Request, Skew, StepBack };
+export {
+  Advance,
+  Arm,
+  ChangeKey,
+  Evict,
+  OneAtATime,
+  ReadUsage,
+  Release,
+  Request,
+  Rollback,
+  RollForward,
+  Skew,
+  StepBack,
+};
