@@ -167,6 +167,7 @@ describe("--help and usage errors", () => {
   for (const [name, usage] of [
     ["deploy.mjs", /^Usage: npm run deploy:staging\|deploy:production -- /],
     ["rollback.mjs", /^Usage: npm run rollback -- staging\|production/],
+    ["set-secrets.mjs", /^Usage: <JSON object> \| npm run set-secrets -- staging\|production/],
   ]) {
     it(`${name}: --help and -h print the usage and exit 0, with or without an environment`, () => {
       for (const args of [["--help"], ["-h"], ["staging", "--help"]]) {
@@ -368,7 +369,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
         );
 
   /** Runs a script of the project in `dir` with the stand-in first on PATH; resolves with its result and calls. */
-  function run(dir, script, args, { standIn = {}, env = {}, onStdout = () => {} } = {}) {
+  function run(dir, script, args, { standIn = {}, env = {}, onStdout = () => {}, input } = {}) {
     const log = path.join(work, `calls-${randomUUID()}.ndjson`);
     const childEnv = {
       ...process.env,
@@ -385,8 +386,9 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       const child = spawn(process.execPath, [`scripts/${script}`, ...args], {
         cwd: dir,
         env: childEnv,
-        stdio: ["ignore", "pipe", "pipe"],
+        stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
       });
+      if (input !== undefined) child.stdin.end(input);
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d) => {
@@ -863,6 +865,65 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       /compatibility_date 2099-01-01 is newer than the pinned runtime supports/,
     );
     assert.deepEqual(r.calls, []);
+  });
+
+  it("npm run set-secrets: one new version with the secrets (versions secret bulk, tagged), deployed to 100 %", async () => {
+    const dir = project({ edit: configured() });
+    const SECRET_VERSION = "44444444-dddd-4ddd-8ddd-444444444444";
+    const value = "a-new-cursor-secret-value-0123456789";
+    const input = JSON.stringify({
+      CURSOR_SECRET_PREVIOUS: "old-value",
+      CURSOR_SECRET: value,
+      GONE: null,
+    });
+    const setSecrets = (args, options) => run(dir, "set-secrets.mjs", args, { input, ...options });
+
+    const r = await setSecrets(["production", "--yes"], {
+      standIn: { STAND_IN_TAGS: `${SERVING}=abc1234` },
+    });
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.deepEqual(r.calls, [
+      "whoami --json --env production",
+      "deployments status --json --env production",
+      "versions list --json --env production",
+      "versions secret bulk --tag abc1234 --message secrets: set CURSOR_SECRET_PREVIOUS, set CURSOR_SECRET, delete GONE --env production",
+      "stdin CURSOR_SECRET_PREVIOUS=set CURSOR_SECRET=set GONE=deleted",
+      `versions deploy ${SECRET_VERSION}@100 --yes --message secrets: set CURSOR_SECRET_PREVIOUS, set CURSOR_SECRET, delete GONE --env production`,
+    ]);
+    assert.match(r.stdout, new RegExp(`✓ production: ${SECRET_VERSION} serves all traffic`));
+    assert.ok(!`${r.stdout}${r.stderr}`.includes(value), "a secret value is never printed");
+    assert.ok(!r.calls.some((c) => c.includes(value)), "nor on wrangler's command line");
+
+    // Without --yes: what would change, and nothing changed.
+    const unasked = await setSecrets(["production"]);
+    assert.equal(unasked.status, 1);
+    assert.match(unasked.stdout, /CURSOR_SECRET_PREVIOUS, CURSOR_SECRET set and GONE deleted/);
+    assert.match(unasked.stderr, /pass --yes/);
+    assert.ok(!unasked.calls.some((c) => c.startsWith("versions secret")));
+
+    // Refused before any change: two versions serving, a newer version that does not serve, a
+    // serving version without a tag.
+    for (const [standIn, reason] of [
+      [{ STAND_IN_GRADUAL: `${NEW}@10` }, /2 versions serve .*Finish that deployment first/],
+      [{ STAND_IN_NEWEST: NEW }, new RegExp(`the newest version ${NEW} is not the one serving`)],
+      [{ STAND_IN_TAGS: `${SERVING}=-` }, /has no git revision tag/],
+    ]) {
+      const refused = await setSecrets(["staging", "--yes"], { standIn });
+      assert.equal(refused.status, 1, JSON.stringify(standIn));
+      assert.match(refused.stderr, reason);
+      assert.ok(
+        !refused.calls.some((c) => /^versions (secret|deploy)/.test(c)),
+        refused.calls.join("\n"),
+      );
+    }
+
+    // Input that is not an object of names to strings (or null): exit 2, no value echoed.
+    for (const bad of ["not json", "[]", "{}", '{"lower": "x"}', '{"NAME": 5}', '{"NAME": ""}']) {
+      const r2 = await run(dir, "set-secrets.mjs", ["staging", "--yes"], { input: bad });
+      assert.equal(r2.status, 2, bad);
+      assert.match(r2.stderr, /Usage: <JSON object> \| npm run set-secrets/);
+      assert.deepEqual(r2.calls, []);
+    }
   });
 
   it("npm run rollback: asks (or --yes), rolls back, shows what serves; refuses when logged out; reports a failure", async () => {

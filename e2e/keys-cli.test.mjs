@@ -233,3 +233,183 @@ test("a table for a person (--table, as on a terminal), JSON for a script (--jso
   assert.equal((await keysJson("get", created.id, "--json")).id, created.id);
   assert.equal((await keys("get", created.id, "--json", "--table")).code, 2);
 });
+
+test("webhook endpoints: create (secret once), list by owner, get, update, disable, enable, roll, delete", async () => {
+  const created = await keys(
+    "webhook-create",
+    "https://hooks.example.com/cli",
+    "--events",
+    "quota.day.warning, quota.day.exhausted",
+    "--owner",
+    "acct-hooks",
+    "--description",
+    "billing alerts",
+  );
+  assert.equal(created.code, 0, created.stderr);
+  const endpoint = JSON.parse(created.stdout);
+  assert.match(endpoint.id, /^whe_[0-9A-Za-z]{20}$/);
+  assert.match(endpoint.secret, /^whsec_/);
+  assert.deepEqual(endpoint.eventTypes, ["quota.day.warning", "quota.day.exhausted"]);
+  assert.equal(endpoint.ownerId, "acct-hooks");
+  assert.equal(endpoint.description, "billing alerts");
+  assert.match(created.stderr, /Store the signing secret \("secret"\) now: it is shown only once/);
+  const id = endpoint.id;
+
+  const other = await keysJson(
+    "webhook-create",
+    "https://hooks.example.com/everyone",
+    "--events",
+    "key.banned",
+    "--all-owners",
+  );
+  assert.equal(other.ownerId, null);
+  const listed = await keysJson("webhook-list", "--owner", "acct-hooks");
+  assert.deepEqual(
+    listed.data.map((e) => e.id),
+    [id],
+  );
+  assert.ok(listed.data.every((e) => !("secret" in e)));
+  const shown = await keysJson("webhook-get", id);
+  assert.equal(shown.url, "https://hooks.example.com/cli");
+  assert.equal(shown.secret, undefined);
+
+  const updated = await keysJson(
+    "webhook-update",
+    id,
+    "--events",
+    "key.revoked",
+    "--hook-url",
+    "https://hooks.example.com/cli-2",
+    "--description",
+    "none",
+  );
+  assert.deepEqual(updated.eventTypes, ["key.revoked"]);
+  assert.equal(updated.url, "https://hooks.example.com/cli-2");
+  assert.equal(updated.description, null);
+  assert.equal(updated.ownerId, "acct-hooks");
+  assert.equal((await keysJson("webhook-update", "--id", id, "--all-owners")).ownerId, null);
+
+  const disabled = await keysJson("webhook-disable", id);
+  assert.equal(disabled.enabled, false);
+  assert.equal(disabled.disabledReason, "disabled by an operator");
+  assert.equal((await keysJson("webhook-enable", id)).enabled, true);
+
+  const rolled = await keys("webhook-roll", id, "--grace", "3600");
+  assert.equal(rolled.code, 0, rolled.stderr);
+  const roll = JSON.parse(rolled.stdout);
+  assert.match(roll.secret, /^whsec_/);
+  assert.notEqual(roll.secret, endpoint.secret);
+  const graceLeft = Date.parse(roll.previousSecretExpiresAt) - Date.parse(roll.secretRolledAt);
+  assert.equal(graceLeft, 3_600_000);
+  assert.match(rolled.stderr, /shown only once/);
+
+  const deleted = await keys("webhook-delete", id);
+  assert.equal(deleted.code, 0, deleted.stderr);
+  assert.equal(deleted.stdout, "");
+  assert.match(deleted.stderr, new RegExp(`^Deleted ${id} and its delivery log\\.`));
+  const gone = await keys("webhook-get", id);
+  assert.equal(gone.code, 1);
+  assert.equal(JSON.parse(gone.stderr).code, "not_found");
+});
+
+test("webhook endpoints as tables: the signing secret printed once, apart; every owner in words", async () => {
+  const created = await keys(
+    "webhook-create",
+    "https://hooks.example.com/table",
+    "--events",
+    "key.banned,key.unbanned",
+    "--all-owners",
+    "--table",
+  );
+  assert.equal(created.code, 0, created.stderr);
+  const secret = /^ {2}(whsec_\S+)$/m.exec(created.stdout)?.[1];
+  assert.ok(secret, created.stdout);
+  assert.equal(created.stdout.split(secret).length, 2, "the secret is printed exactly once");
+  assert.match(
+    created.stdout,
+    /\n\nSigning secret \(shown only this once; the receiver verifies signatures with it\):\n\n {2}whsec_/,
+  );
+  const lines = created.stdout.split("\n");
+  assert.match(lines[0] ?? "", /^field\s+value$/);
+  assert.ok(
+    lines.some((line) => /^eventTypes\s+key\.banned, key\.unbanned$/.test(line)),
+    created.stdout,
+  );
+  assert.ok(
+    lines.some((line) => /^ownerId\s+\(every owner\)$/.test(line)),
+    created.stdout,
+  );
+  assert.ok(!lines.some((line) => /^secret\s/.test(line)), created.stdout);
+  const id = /^id\s+(whe_\w+)$/m.exec(created.stdout)?.[1];
+  assert.ok(id, created.stdout);
+
+  await keysJson("webhook-disable", id);
+  const listed = await keys("webhook-list", "--table", "--limit", "100");
+  assert.equal(listed.code, 0, listed.stderr);
+  const [header, rule, ...rows] = listed.stdout.trimEnd().split("\n");
+  assert.deepEqual(header?.split(/\s{2,}/), ["id", "url", "owner", "events", "state"]);
+  assert.match(rule ?? "", /^─+( +─+)+$/);
+  const row = rows.find((r) => r.startsWith(id));
+  assert.ok(row, listed.stdout);
+  assert.deepEqual(row.split(/\s{2,}/), [
+    id,
+    "https://hooks.example.com/table",
+    "(every owner)",
+    "key.banned, key.unbanned",
+    "disabled: disabled by an operator",
+  ]);
+
+  const rolled = await keys("webhook-roll", id, "--grace", "0", "--table");
+  assert.equal(rolled.code, 0, rolled.stderr);
+  const newSecret = /^ {2}(whsec_\S+)$/m.exec(rolled.stdout)?.[1];
+  assert.ok(newSecret && newSecret !== secret, rolled.stdout);
+  assert.equal(rolled.stdout.split(newSecret).length, 2);
+});
+
+test("webhook commands: the API's 400 for a bad URL or event type; usage mistakes exit 2", async () => {
+  const plain = await keys(
+    "webhook-create",
+    "http://hooks.example.com/x",
+    "--events",
+    "key.banned",
+    "--all-owners",
+  );
+  assert.equal(plain.code, 1);
+  assert.equal(JSON.parse(plain.stderr).code, "invalid_request");
+  assert.match(JSON.parse(plain.stderr).message, /^url: /);
+  const unknownType = await keys(
+    "webhook-create",
+    "https://hooks.example.com/x",
+    "--events",
+    "key.exploded",
+    "--all-owners",
+  );
+  assert.equal(unknownType.code, 1);
+  assert.match(JSON.parse(unknownType.stderr).message, /eventTypes.*quota\.day\.warning/);
+
+  const usage = [
+    // No owner and no --all-owners: never every owner's events by omission.
+    ["webhook-create", "https://hooks.example.com/x", "--events", "key.banned"],
+    [
+      "webhook-create",
+      "https://hooks.example.com/x",
+      "--events",
+      "key.banned",
+      "--owner",
+      "a",
+      "--all-owners",
+    ],
+    ["webhook-create", "https://hooks.example.com/x", "--all-owners"],
+    ["webhook-create", "--events", "key.banned", "--all-owners"],
+    ["webhook-get"],
+    ["webhook-roll"],
+    ["webhook-delete"],
+  ];
+  for (const args of usage) {
+    const run = await keys(...args);
+    assert.equal(run.code, 2, `${args.join(" ")}: ${run.stderr}`);
+    assert.match(run.stderr, /Usage: npm run keys/);
+  }
+  const listed = await keysJson("webhook-list", "--limit", "100");
+  assert.ok(!listed.data.some((e) => e.url === "https://hooks.example.com/x"));
+});

@@ -29,8 +29,23 @@ Usage history and audit:
   usage-day  --day YYYY-MM-DD [--limit N] [--cursor C] [--csv]     every key's totals of one day
              (a day not over yet: the day so far, with the time of reading)
   audit      [KEY_ID] [--limit N] [--cursor C]                      newest first
-KEY_ID may also be given as --id KEY_ID. REGION: where the key's quota object is created, a
-Durable Object location hint (weur, enam, apac, …; a wrong one is refused with the list).
+Webhook endpoints (signed usage alerts and key events to a receiver's URL; docs/webhooks.md):
+  webhook-create  HOOK_URL --events TYPE[,TYPE…] (--owner OWNER_ID | --all-owners)
+                  [--description TEXT]       prints the new signing secret (whsec_…), once
+  webhook-list    [--owner OWNER_ID] [--limit N] [--cursor C]
+  webhook-get     WEBHOOK_ID
+  webhook-update  WEBHOOK_ID [--events TYPE[,TYPE…]] [--owner OWNER_ID | --all-owners]
+                  [--hook-url HOOK_URL] [--description TEXT|none]
+  webhook-disable WEBHOOK_ID     no deliveries until enabled
+  webhook-enable  WEBHOOK_ID     (also after its receiver answered 410 Gone)
+  webhook-roll    WEBHOOK_ID [--grace SECONDS]   prints the new signing secret, once; the old
+                  one also signs deliveries for SECONDS (default 86400, at most 604800; 0: none)
+  webhook-delete  WEBHOOK_ID     with its delivery log
+  TYPE: quota.day.warning, quota.day.exhausted, key.banned, key.unbanned, key.revoked,
+        key.rolled, key.expiring
+KEY_ID may also be given as --id KEY_ID, and WEBHOOK_ID (whe_…) as --id WEBHOOK_ID.
+REGION: where the key's quota object is created, a Durable Object location hint (weur, enam,
+apac, …; a wrong one is refused with the list).
 Output: a table on a terminal; JSON when piped or with --json (for scripts); --table forces the
 table. Errors go to stderr, and the exit code is 1 (2 for a usage error).
 Options: --url URL (default $ANIMAL_STORE_URL or http://localhost:8787)
@@ -67,6 +82,10 @@ function parseCommandLine() {
         state: { type: "string" },
         q: { type: "string" },
         grace: { type: "string" },
+        events: { type: "string" },
+        "all-owners": { type: "boolean" },
+        "hook-url": { type: "string" },
+        description: { type: "string" },
         from: { type: "string" },
         to: { type: "string" },
         day: { type: "string" },
@@ -123,6 +142,26 @@ function jsonObject(name) {
   }
 }
 const key = () => `/admin/v1/keys/${encodeURIComponent(keyId())}`;
+const webhook = () =>
+  `/admin/v1/webhooks/${encodeURIComponent(positionalId ?? values.id ?? fail(`${command} needs a WEBHOOK_ID.`))}`;
+/** `--events a,b`: the event types, as a list. */
+const eventTypes = () =>
+  values.events
+    ?.split(",")
+    .map((type) => type.trim())
+    .filter(Boolean);
+/**
+ * `--owner OWNER_ID` (that owner's keys) or `--all-owners` (null: every key). On create one of
+ * them is required, so that an endpoint never receives every owner's events by omission.
+ */
+function ownerOf(required) {
+  if (values.owner !== undefined && values["all-owners"])
+    fail("--owner and --all-owners: choose one.");
+  if (values["all-owners"]) return null;
+  if (values.owner === undefined && required)
+    fail(`${command} needs --owner OWNER_ID, or --all-owners for every owner's keys.`);
+  return values.owner;
+}
 const query = (params) => {
   const defined = Object.entries(params).filter(([, v]) => v !== undefined && v !== "");
   return defined.length ? `?${new URLSearchParams(defined)}` : "";
@@ -182,8 +221,43 @@ const requests = {
       cursor: values.cursor,
     })}`,
   ],
+  "webhook-create": () => [
+    "POST",
+    "/admin/v1/webhooks",
+    {
+      url: positionalId ?? values["hook-url"] ?? fail("webhook-create needs a HOOK_URL."),
+      eventTypes: eventTypes() ?? fail("--events is required for webhook-create."),
+      ownerId: ownerOf(true),
+      description: values.description,
+    },
+  ],
+  "webhook-list": () => [
+    "GET",
+    `/admin/v1/webhooks${query({ ownerId: values.owner, limit: values.limit, cursor: values.cursor })}`,
+  ],
+  "webhook-get": () => ["GET", webhook()],
+  "webhook-update": () => [
+    "PATCH",
+    webhook(),
+    {
+      url: values["hook-url"],
+      eventTypes: eventTypes(),
+      ownerId: ownerOf(false),
+      description: values.description === undefined ? undefined : orNone(values.description),
+    },
+  ],
+  "webhook-disable": () => ["PATCH", webhook(), { enabled: false }],
+  "webhook-enable": () => ["PATCH", webhook(), { enabled: true }],
+  "webhook-roll": () => [
+    "POST",
+    `${webhook()}/roll-secret`,
+    values.grace === undefined ? {} : { gracePeriodSeconds: Number(values.grace) },
+  ],
+  "webhook-delete": () => ["DELETE", webhook()],
 };
 if (!Object.hasOwn(requests, command)) fail(`Unknown command: ${command}`);
+/** The commands whose answer holds a signing secret, shown only in that answer. */
+const GIVES_WEBHOOK_SECRET = ["webhook-create", "webhook-roll"];
 
 const [method, path, body] = requests[command]();
 let res;
@@ -220,7 +294,16 @@ if (parsed !== undefined && !values.csv) {
   if (!asTable) out = JSON.stringify(parsed, null, 2);
   else if (!res.ok && error.code)
     out = `${error.status ?? res.status} ${error.code}: ${error.message}`;
-  else out = tableOf(command, parsed);
+  else if (res.ok && GIVES_WEBHOOK_SECRET.includes(command)) {
+    // The secret once, apart from the fields, where it cannot be missed.
+    const { secret, ...endpoint } = /** @type {{ secret?: string }} */ (parsed);
+    out = `${tableOf(command, endpoint)}\n\nSigning secret (shown only this once; the receiver verifies signatures with it):\n\n  ${secret}\n`;
+  } else out = tableOf(command, parsed);
+}
+if (res.status === 204) {
+  // Nothing to print on stdout (a script reading JSON gets nothing rather than something new).
+  console.error(`Deleted ${positionalId ?? values.id} and its delivery log.`);
+  process.exit(0);
 }
 (res.ok ? process.stdout : process.stderr).write(out.endsWith("\n") ? out : `${out}\n`);
 // A day not over yet is the day so far: said beside the totals, never silently.
@@ -237,4 +320,6 @@ const nextCursor = res.headers.get("Next-Cursor");
 if (res.ok && nextCursor) console.error(`More: --cursor ${nextCursor}`);
 if (res.ok && (command === "create" || command === "roll"))
   console.error("\nStore the key now: it is shown only once.");
+if (res.ok && !asTable && GIVES_WEBHOOK_SECRET.includes(command))
+  console.error('\nStore the signing secret ("secret") now: it is shown only once.');
 process.exit(res.ok ? 0 : 1);

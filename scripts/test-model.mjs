@@ -4,9 +4,10 @@
 // counterexample it printed:
 //   npm run test:model -- --runs 500            500 runs from CI's seed
 //   npm run test:model -- --runs 500 --seed 7   from another seed
-//   npm run test:model -- --seed 26 --path 15:3:1:2:2 --replay MEF:F
+//   npm run test:model -- --seed 26 --path 15:3:1:2:2 --replay MEF:F --file test/quota.model.test.ts
 //                                               replays one failure: the seed and path it printed,
-//                                               and the replayPath its command list ends with
+//                                               the replayPath its command list ends with, and the
+//                                               file that printed it (without --file: every model file)
 // The parameters reach the test, inside workerd, as bindings (vitest.config.ts MODEL_*).
 import { spawnSync } from "node:child_process";
 import { parseArgs } from "node:util";
@@ -17,18 +18,26 @@ const { values } = parseArgs({
     seed: { type: "string" },
     path: { type: "string" },
     replay: { type: "string" },
+    file: { type: "string" },
   },
 });
 for (const [name, value] of Object.entries(values)) {
-  const pattern = { path: /^\d+(:\d+)*$/, replay: /^[A-Za-z0-9+/=:]+$/ }[name] ?? /^-?\d+$/;
+  const pattern =
+    {
+      path: /^\d+(:\d+)*$/,
+      replay: /^[A-Za-z0-9+/=:]+$/,
+      file: /^test\/quota\.model[\w.-]*\.test\.ts$/,
+    }[name] ?? /^-?\d+$/;
   if (value !== undefined && !pattern.test(value)) {
     console.error(
-      `✗ --${name} ${value}: not a ${name === "path" || name === "replay" ? "path fast-check printed" : "whole number"}`,
+      `✗ --${name} ${value}: not a ${name === "file" ? "model test file (test/quota.model*.test.ts)" : name === "path" || name === "replay" ? "path fast-check printed" : "whole number"}`,
     );
     process.exit(2);
   }
 }
-const result = spawnSync("npx", ["vitest", "run", "test/quota.model.test.ts"], {
+/** The model's test files (each reads the parameters; a counterexample replays in the file that printed it). */
+const MODEL_FILES = ["test/quota.model.test.ts", "test/quota.model-keys.test.ts"];
+const result = spawnSync("npx", ["vitest", "run", ...(values.file ? [values.file] : MODEL_FILES)], {
   stdio: "inherit",
   env: {
     ...process.env,

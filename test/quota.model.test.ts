@@ -25,7 +25,7 @@ import {
 /** CI's budget: this many runs from this seed, and never more than this long. */
 const CI_RUNS = 40;
 const CI_SEED = 26;
-const MODEL_BUDGET_MS = 45_000;
+const MODEL_BUDGET_MS = 28_000;
 
 const time = mockClock(T0);
 
@@ -72,7 +72,7 @@ describe("the quota protocol as a model (fast-check commands against the real ti
     });
     if (details.failed)
       expect.fail(
-        `model counterexample: npm run test:model -- --seed ${details.seed} --path ${details.counterexamplePath} --replay <the replayPath below>\n` +
+        `model counterexample: npm run test:model -- --seed ${details.seed} --path ${details.counterexamplePath} --replay <the replayPath below> --file test/quota.model.test.ts\n` +
           `${String(details.counterexample?.[0])}\n${String(details.errorInstance)}`,
       );
     expect(details.numRuns, "runs completed").toBeGreaterThan(0);

@@ -20,6 +20,16 @@ const changesOf = (value) =>
     .map(([field, { before, after }]) => `${field}: ${cell(before)} → ${cell(after)}`)
     .join("; ");
 
+const EVERY_OWNER = "(every owner)";
+
+/** A webhook endpoint's owner: null is every owner's keys, said in words. */
+/** @type {Format} */
+const ownerOrEvery = (value) => (value === null ? EVERY_OWNER : cell(value));
+
+/** Whether an endpoint receives deliveries, and if not, why (an operator, or a 410 Gone). */
+/** @type {Format} */
+const deliveryState = (reason) => (reason ? `disabled: ${reason}` : "enabled");
+
 /** @type {Column[]} */
 const REFUSED_AND_BILLED = [
   ["admitted", "admitted"],
@@ -57,6 +67,13 @@ export const LIST_COLUMNS = {
     ["key", "keyId"],
     ["changes", "changes", changesOf],
   ],
+  "webhook-list": [
+    ["id", "id"],
+    ["url", "url"],
+    ["owner", "ownerId", ownerOrEvery],
+    ["events", "eventTypes"],
+    ["state", "disabledReason", deliveryState],
+  ],
 };
 
 /**
@@ -72,11 +89,14 @@ function at(record, path) {
 }
 
 /**
- * A value as one table cell: empty for null, JSON for objects, the text otherwise.
+ * A value as one table cell: empty for null, a list of words comma-separated, JSON for other
+ * objects, the text otherwise.
  * @param {unknown} value
  */
 function cell(value) {
   if (value === null || value === undefined) return "";
+  if (Array.isArray(value) && value.every((item) => typeof item === "string"))
+    return value.join(", ");
   if (typeof value === "object") return JSON.stringify(value);
   return String(value);
 }
@@ -132,7 +152,12 @@ export function tableOf(command, body) {
       data.map((row) => columns.map(([, path, format = cell]) => format(at(row, path)))),
     );
   }
-  if (body && typeof body === "object")
-    return fieldsOf(/** @type {Record<string, unknown>} */ (body));
+  if (body && typeof body === "object") {
+    const record = /** @type {Record<string, unknown>} */ (body);
+    // An endpoint without an owner is for every owner's keys: said so, not left blank.
+    if (command.startsWith("webhook-") && record.ownerId === null)
+      return fieldsOf({ ...record, ownerId: EVERY_OWNER });
+    return fieldsOf(record);
+  }
   return cell(body);
 }

@@ -1,19 +1,23 @@
 // @ts-check
 // Runs the `wrangler` on PATH (node_modules/.bin under `npm run`) against one environment, for
-// the scripts that change remote environments: deploy and rollback.
+// the scripts that change remote environments: deploy, rollback and set-secrets.
 import { spawnSync } from "node:child_process";
 
 /**
  * `wrangler <args> --env <env>`; output captured unless `inherit` (then shown as it comes).
+ * `input` goes to its standard input (secret values: never on the command line).
  * @param {string} env
  * @param {string[]} args
- * @param {{ inherit?: boolean, extraEnv?: Record<string, string> }} [options]
+ * @param {{ inherit?: boolean, extraEnv?: Record<string, string>, input?: string }} [options]
  */
-export function wrangler(env, args, { inherit = false, extraEnv = {} } = {}) {
+export function wrangler(env, args, { inherit = false, extraEnv = {}, input } = {}) {
   const run = spawnSync("wrangler", [...args, "--env", env], {
     encoding: "utf8",
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", ...extraEnv },
-    stdio: inherit ? ["inherit", "inherit", "inherit"] : ["ignore", "pipe", "pipe"],
+    input,
+    stdio: inherit
+      ? [input === undefined ? "inherit" : "pipe", "inherit", "inherit"]
+      : [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
   });
   return {
     ok: run.status === 0,

@@ -19,9 +19,10 @@ import { type AdmitResult, QuotaLimiterClient } from "../../src/objects/quota-li
 import { bindingWindow } from "../../src/quota/headers";
 import { heldBound, ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../../src/quota/lease";
 import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
-import type { Policy } from "../../src/quota/windows";
+import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
+import { type Deployed, openAndDecideAsPrevious } from "./previous-release";
 
 export const LOCATIONS = ["AMS", "FRA", "SIN"] as const;
 export const ISOLATES_PER_LOCATION = 2;
@@ -110,6 +111,8 @@ export interface QuotaModel {
   disturbed: boolean;
   /** Requests sent and not answered yet. */
   inFlight: number;
+  /** Which release decides requests at the key's object (a rollback, then a roll forward). */
+  release: Deployed;
   /** Counts events (requests sent, changes answered), to order those at the same instant. */
   seq: number;
   violations: string[];
@@ -207,6 +210,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       isolatesInMinute: new Map(),
       disturbed: false,
       inFlight: 0,
+      release: "current",
       seq: 0,
       violations: [],
       log: [],
@@ -259,6 +263,27 @@ interface Sent {
   leasesHeld: number;
 }
 
+const windowStarts = (d: { windows: { name: string; resetAt: number }[] }) => ({
+  minuteStart: d.windows.find((w) => w.name === "minute")!.resetAt - MINUTE_MS,
+  dayStart: d.windows.find((w) => w.name === "day")!.resetAt - DAY_MS,
+});
+
+/** Notes a request served on decision `d`: no window admits past its limit. */
+function served(m: QuotaModel, d: KeyDecision, at: string): void {
+  const { minuteStart, dayStart } = windowStarts(d);
+  const inMinute = m.servedInMinute.add(minuteStart);
+  const inDay = m.servedInDay.add(dayStart);
+  const minuteLimits = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS);
+  const dayLimits = limitsDuring(m, dayStart, dayStart + DAY_MS);
+  if (inMinute > minuteLimits.perMinute)
+    violation(
+      m,
+      `${at}: minute ${new Date(minuteStart).toISOString()} admitted ${inMinute} > ${minuteLimits.perMinute}`,
+    );
+  if (inDay > dayLimits.perDay)
+    violation(m, `${at}: day ${dayName(dayStart)} admitted ${inDay} > ${dayLimits.perDay}`);
+}
+
 function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
   m.inFlight--;
   const { iso } = sent;
@@ -277,23 +302,9 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
     );
   m.latestMinute = Math.max(m.latestMinute, minute.resetAt - MINUTE_MS);
   if (d.outcome !== "allowed") return;
-  const day = d.windows.find((w) => w.name === "day")!;
-  const minuteStart = minute.resetAt - MINUTE_MS;
-  const dayStart = day.resetAt - DAY_MS;
-  const inMinute = m.servedInMinute.add(minuteStart);
-  const inDay = m.servedInDay.add(dayStart);
+  const { minuteStart, dayStart } = windowStarts(d);
   const at = `request of isolate ${iso.index} (${iso.location}) sent at ${new Date(sent.clockAt).toISOString()}`;
-
-  // No window admits past its limit.
-  const minuteLimits = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS);
-  const dayLimits = limitsDuring(m, dayStart, dayStart + DAY_MS);
-  if (inMinute > minuteLimits.perMinute)
-    violation(
-      m,
-      `${at}: minute ${new Date(minuteStart).toISOString()} admitted ${inMinute} > ${minuteLimits.perMinute}`,
-    );
-  if (inDay > dayLimits.perDay)
-    violation(m, `${at}: day ${dayName(dayStart)} admitted ${inDay} > ${dayLimits.perDay}`);
+  served(m, d, at);
 
   // No request sent after a change's bound is admitted under the old policy.
   const local = iso.leases.fromLease.has(d);
@@ -494,7 +505,83 @@ class Request extends Step {
   }
   async act(m: QuotaModel, r: QuotaReal) {
     const iso = r.isolates[this.isolate % r.isolates.length]!;
+    if (m.release === "previous") return decideAsPrevious(m, r, this.count, `isolate ${iso.index}`);
     for (let i = 0; i < this.count; i++) send(m, r, iso);
+  }
+}
+
+/**
+ * `requests` requests decided by the previous release at the key's object (rolled back to): it
+ * opens the object afresh for them (evicted before and after, so this release's code, still
+ * running its background work, reads what the previous release wrote), and must find the counts
+ * served so far. Nothing happens while a call is held in the object (it cannot be evicted).
+ */
+async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, who: string) {
+  m.disturbed = true;
+  await r.net.settle();
+  if (r.net.held.length > 0) return;
+  const stub = r.net.uncounted(env.QUOTA, r.keyId);
+  await evictIfRunning(stub);
+  const now = runTime.now;
+  const at = `object at ${new Date(now).toISOString()} (the previous release)`;
+  let decided: Awaited<ReturnType<typeof openAndDecideAsPrevious>>;
+  try {
+    decided = await openAndDecideAsPrevious(stub, now, requests);
+  } catch (err) {
+    violation(m, `${at}: ${String(err)}`);
+    return;
+  }
+  // The counts survive the switch: the previous release reads at least what was served.
+  const { usage } = decided.opened;
+  if (usage.minuteCount < m.servedInMinute.of(usage.minuteStart))
+    violation(
+      m,
+      `${at}: reads minute count ${usage.minuteCount} < served ${m.servedInMinute.of(usage.minuteStart)}`,
+    );
+  if (usage.dayCount < m.servedInDay.of(usage.dayStart))
+    violation(
+      m,
+      `${at}: reads day count ${usage.dayCount} < served ${m.servedInDay.of(usage.dayStart)}`,
+    );
+  for (const d of decided.decisions)
+    if (d.outcome === "allowed") served(m, d, `request of ${who} decided by the previous release`);
+  await evictIfRunning(stub);
+}
+
+/**
+ * A rollback to the previous release: from now on it decides the key's requests at the key's
+ * object (opening it with its own migration list), `requests` of them at once; this release's
+ * tiers go on with what they hold (leases, stock, background work) until they end.
+ */
+class Rollback extends Step {
+  constructor(readonly requests: number) {
+    super();
+  }
+  label() {
+    return `Rollback(previous release decides ×${this.requests})`;
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.release === "current";
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    m.release = "previous";
+    await decideAsPrevious(m, r, this.requests, "the rollback");
+  }
+}
+
+/** The roll forward: this release's code opens the key's object with its own list again. */
+class RollForward extends Step {
+  label() {
+    return "RollForward()";
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.release === "previous";
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    m.disturbed = true;
+    m.release = "current";
+    await r.net.settle();
+    if (r.net.held.length === 0) await evictIfRunning(r.net.uncounted(env.QUOTA, r.keyId));
   }
 }
 
@@ -767,6 +854,8 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
       )
       .map(([k, l]) => new ChangeKey(k, l)),
     isolate.map((i) => new ReadUsage(i)),
+    fc.integer({ min: 0, max: 3 }).map((n) => new Rollback(n)),
+    fc.constant(new RollForward()),
   ];
   if (stepsBack)
     arbs.push(
@@ -782,4 +871,17 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
   return arbs;
 }
 
-export { Advance, Arm, ChangeKey, Evict, OneAtATime, ReadUsage, Release, Request, Skew, StepBack };
+export {
+  Advance,
+  Arm,
+  ChangeKey,
+  Evict,
+  OneAtATime,
+  ReadUsage,
+  Release,
+  Request,
+  Rollback,
+  RollForward,
+  Skew,
+  StepBack,
+};

@@ -1,0 +1,95 @@
+// The previous release, as far as the quota model can run it: its QuotaLimiter migration list and
+// the statements its object runs (test/fixtures/previous-release/, copied verbatim from its
+// source). After a rollback it decides the key's requests at the key's object: each time it opens
+// the storage this release migrated with its own migrateSchema (which refuses a newer contract
+// version), loads the windows and the policy with its own statements, decides, and writes back
+// with its own statements; a roll forward opens the object with this release's list again.
+import { runInDurableObject } from "cloudflare:test";
+import { MINUTE_MS } from "../../src/lib/clock";
+import { decide, EMPTY_USAGE, type KeyDecision, type UsageState } from "../../src/quota/windows";
+import {
+  type PreviousQuery,
+  QUOTA_LIMITER_QUERIES,
+  USAGE_TABLE_QUERIES,
+} from "../fixtures/previous-release/queries";
+import {
+  QUOTA_LIMITER_MIGRATIONS as PREVIOUS_LIST,
+  PREVIOUS_RELEASE,
+  migrateSchema as previousMigrateSchema,
+} from "../fixtures/previous-release/schemas";
+
+export type Deployed = "current" | "previous";
+
+const statement = (at: string): PreviousQuery => {
+  const found = [...USAGE_TABLE_QUERIES, ...QUOTA_LIMITER_QUERIES].find((q) => q.at === at);
+  if (!found) throw new Error(`no statement ${at} in the previous release's fixture`);
+  return found;
+};
+const LOAD_USAGE = statement("UsageTable.load");
+const SAVE_USAGE = statement("UsageTable.save");
+const LOAD_POLICY = statement("QuotaLimiter constructor (policy)");
+/** The history's count of each outcome the previous release counts (a revoked key's: none). */
+const COUNT_OUTCOME = new Map(
+  (["allowed", "rate_limited", "quota_exceeded", "key_banned"] as const).map((outcome) => [
+    outcome as string,
+    statement(`UsageHistoryTable.count (${outcome === "allowed" ? "admitted" : outcome})`),
+  ]),
+);
+const REVISE_DAY = statement("UsageHistoryTable#revise");
+
+/** What the previous release reads of the key's object when it opens it. */
+export interface PreviousView {
+  usage: UsageState;
+  policy: { perMinute: number; perDay: number; version: number; revoked: boolean } | null;
+}
+
+/**
+ * Opens the key's object as the previous release does, decides `requests` requests with its
+ * statements (at `now`; none: it only opens it), and returns what it read first and each
+ * decision. Throws, naming the previous release, when it cannot open the object or a statement
+ * fails.
+ */
+export async function openAndDecideAsPrevious(
+  stub: DurableObjectStub,
+  now: number,
+  requests: number,
+): Promise<{ opened: PreviousView; decisions: KeyDecision[] }> {
+  return runInDurableObject(stub, (_, state) => {
+    const { sql } = state.storage;
+    try {
+      previousMigrateSchema(state.storage, PREVIOUS_LIST);
+    } catch (err) {
+      throw new Error(`${PREVIOUS_RELEASE} cannot open the key's object: ${String(err)}`);
+    }
+    const load = (): UsageState => ({
+      ...EMPTY_USAGE,
+      ...(sql.exec(LOAD_USAGE.sql).toArray()[0] as Partial<UsageState> | undefined),
+    });
+    const row = sql.exec(LOAD_POLICY.sql).toArray()[0] as
+      | { perMinute: number; perDay: number; version: number; revoked: number }
+      | undefined;
+    const policy = row ? { ...row, revoked: row.revoked === 1 } : null;
+    const opened = { usage: load(), policy };
+    const decisions: KeyDecision[] = [];
+    if (!policy) return { opened, decisions };
+    for (let i = 0; i < requests; i++) {
+      const { state: next, decision } = decide(load(), policy, now, 15 * MINUTE_MS);
+      sql.exec(
+        SAVE_USAGE.sql,
+        next.minuteStart,
+        next.minuteCount,
+        next.minuteRejected,
+        next.dayStart,
+        next.dayCount,
+        next.bannedUntil,
+      );
+      const counted = COUNT_OUTCOME.get(decision.outcome);
+      if (counted) {
+        sql.exec(counted.sql, next.dayStart, 1).toArray();
+        sql.exec(REVISE_DAY.sql, next.dayStart);
+      }
+      decisions.push(decision);
+    }
+    return { opened, decisions };
+  });
+}

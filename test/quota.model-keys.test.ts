@@ -1,0 +1,67 @@
+// Changes to a key's record as a model: fast-check command lists of requests with the key's
+// secrets, time, and admin changes (a roll with or without grace, the expiry moved earlier, later
+// or cleared, disabled, enabled, revoked; made here or in another isolate) against the real
+// Worker, with D1 as the truth. See test/model/key-model.ts for the invariants. CI runs a fixed
+// budget; `npm run test:model -- --runs N --seed S [--path P --replay R]` runs longer or replays
+// (it runs this file too).
+import { env } from "cloudflare:workers";
+import fc from "fast-check";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { backgroundWork } from "./background-work";
+import { mockClock, T0 } from "./helpers";
+import { keyCommands, keyModelSetup } from "./model/key-model";
+
+/** CI's budget: this many runs from this seed, and never more than this long. */
+const CI_RUNS = 25;
+const CI_SEED = 26;
+const MODEL_BUDGET_MS = 12_000;
+
+const time = mockClock(T0);
+const { passTime } = backgroundWork(time);
+
+beforeEach(() => {
+  for (const level of ["log", "warn", "error"] as const)
+    vi.spyOn(console, level).mockImplementation(() => undefined);
+});
+
+function parameters() {
+  const given = env as unknown as Record<string, string | undefined>;
+  return {
+    runs: Number(given.MODEL_RUNS || CI_RUNS),
+    seed: Number(given.MODEL_SEED || CI_SEED),
+    path: given.MODEL_PATH || undefined,
+    replayPath: given.MODEL_REPLAY || undefined,
+    long: Boolean(given.MODEL_RUNS),
+  };
+}
+
+describe("changes to a key's record as a model (fast-check commands against the real Worker)", () => {
+  it("serves no secret past a change's bound, and refuses none past it", {
+    timeout: 600_000,
+  }, async () => {
+    const { runs, seed, path, replayPath, long } = parameters();
+    const setup = keyModelSetup(time, T0 + 5_000, passTime);
+    const property = fc.asyncProperty(
+      fc.commands(keyCommands(), {
+        maxCommands: 30,
+        size: "max",
+        ...(replayPath ? { replayPath } : {}),
+      }),
+      async (cmds) => {
+        await fc.asyncModelRun(setup, cmds);
+      },
+    );
+    const details = await fc.check(property, {
+      numRuns: runs,
+      seed,
+      ...(path ? { path, endOnFailure: true } : {}),
+      ...(long ? {} : { interruptAfterTimeLimit: MODEL_BUDGET_MS }),
+    });
+    if (details.failed)
+      expect.fail(
+        `model counterexample: npm run test:model -- --seed ${details.seed} --path ${details.counterexamplePath} --replay <the replayPath below> --file test/quota.model-keys.test.ts\n` +
+          `${String(details.counterexample?.[0])}\n${String(details.errorInstance)}`,
+      );
+    expect(details.numRuns, "runs completed").toBeGreaterThan(0);
+  });
+});
