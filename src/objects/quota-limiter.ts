@@ -8,7 +8,9 @@ import {
   CHANGE_APPLIES_WITHIN_MS,
   type GrantedLease,
   givePermitsBack,
+  leaseLifetimeMs,
   permitsToLease,
+  stockLivesTheMinute,
   takePermits,
 } from "../quota/lease";
 import type {
@@ -180,7 +182,9 @@ export class QuotaLimiter extends DurableObject<Env> {
         ? permitsToLease(decision.windows, effective, request.want, 0, this.#leases.heldBy(state))
         : 0;
     if (permits > 0) {
-      lease = this.#leases.grant(state, permits, now, grantee);
+      const forTheMinute = stockLivesTheMinute(decision.windows, effective, permits);
+      const lifetimeMs = leaseLifetimeMs(grantee, { forTheMinute });
+      lease = this.#leases.grant(state, permits, now, grantee, lifetimeMs);
       state = takePermits(state, permits);
     }
     const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
@@ -231,9 +235,13 @@ export class QuotaLimiter extends DurableObject<Env> {
         );
     let granted: Lease | null = null;
     if (permits > 0) {
+      // A location holder's stock lives to the minute's end while the key is far from its
+      // limits, else STOCK_LEASE_MS (an extended lease takes the lifetime of its renewal).
+      const forTheMinute = stockLivesTheMinute(windows, effective, permits);
+      const lifetimeMs = leaseLifetimeMs(grantee, { forTheMinute });
       granted =
-        this.#leases.extend(request.leaseId, state, permits, holding, now, grantee) ??
-        this.#leases.grant(state, permits, now, grantee);
+        this.#leases.extend(request.leaseId, state, permits, holding, now, grantee, lifetimeMs) ??
+        this.#leases.grant(state, permits, now, grantee, lifetimeMs);
       state = takePermits(state, permits);
     }
     this.#keep(state, previousDay);
@@ -336,7 +344,9 @@ export class QuotaLimiter extends DurableObject<Env> {
    * Stores a newer policy (plan change, new limits, revocation, disabling) pushed by the admin
    * API, and tells every location holder holding a lease of the key to stop admitting from it:
    * they forward the key's next requests here, where the new policy applies. Waits for them at
-   * most PUSH_DEADLINE_MS; a holder not reached stops on its own when its lease ends (STOCK_LEASE_MS).
+   * most PUSH_DEADLINE_MS; a holder not reached stops on its own when its lease ends (STOCK_LEASE_MS;
+   * a stock for the minute, with its minute, after at most its permits: it is renewed only here,
+   * under the newest policy).
    */
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy?.version;

@@ -44,6 +44,9 @@ const ROUTES: readonly Route[] = [
   { path: "/admin/keys/:id", methods: { GET: "read" }, audience: "page" },
   { path: "/admin/usage", methods: { GET: "read" }, audience: "page" },
   { path: "/admin/audit", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/webhooks", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/webhooks/new", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/webhooks/:id", methods: { GET: "read" }, audience: "page" },
 ];
 
 export const routeTable = new RouteTable(ROUTES);
