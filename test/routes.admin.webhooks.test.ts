@@ -96,7 +96,11 @@ describe("registering an endpoint", () => {
       /^url: must not contain credentials/,
     ],
     ["not a URL", { url: "hooks" }, /^url: must be an absolute URL/],
-    ["an empty fragment", { url: "https://hooks.example.com/x#" }, /^url: must not have a fragment/],
+    [
+      "an empty fragment",
+      { url: "https://hooks.example.com/x#" },
+      /^url: must not have a fragment/,
+    ],
     [
       "localhost with two trailing dots",
       { url: "https://localhost../x" },
