@@ -143,6 +143,11 @@ describe("registering an endpoint", () => {
     ],
     ["an unknown field", { colour: "red" }, /unknown field: colour/],
     ["an empty owner", { ownerId: "  " }, /^ownerId: must not be empty/],
+    [
+      "a description with a lone surrogate (stored as U+FFFD, unlike the answer)",
+      { description: "a\ud800b" },
+      /^description: must be well-formed Unicode/,
+    ],
   ])("%s → 400 naming the field and rule, nothing stored", async (_label, change, message) => {
     const before = await (await call("/admin/v1/webhooks?limit=100", { headers: ADMIN })).json();
     const body = { url: URL_OK, eventTypes: ["key.banned"], ...change };

@@ -57,6 +57,8 @@ const OwnerSchema = DisplayNameSchema.nullable().openapi({
 const DescriptionSchema = z
   .string({ error: "must be a string" })
   .max(500, "must be at most 500 characters")
+  // D1 would store a lone surrogate as U+FFFD while the answer showed it as sent.
+  .refine((s) => s.isWellFormed(), "must be well-formed Unicode (no lone surrogates)")
   .openapi({ description: "Your own note about the endpoint" });
 
 const SecretSchema = z
