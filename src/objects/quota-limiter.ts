@@ -4,13 +4,7 @@ import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
 import { withDeadline } from "../quota/call-coordination";
-import {
-  CHANGE_APPLIES_WITHIN_MS,
-  type GrantedLease,
-  givePermitsBack,
-  permitsToLease,
-  takePermits,
-} from "../quota/lease";
+import { CHANGE_APPLIES_WITHIN_MS, permitsToLease, takePermits } from "../quota/lease";
 import type {
   Admission,
   Lease,
@@ -25,10 +19,9 @@ import {
   type Policy,
   rollWindows,
   type UsageState,
-  type WindowStatus,
   windowsOf,
 } from "../quota/windows";
-import { AdmissionMemory } from "./admission-memory";
+import { AdmissionMemory, type RememberedAdmission } from "./admission-memory";
 import { AlarmSchedule } from "./alarm-schedule";
 import { BanRecords } from "./ban-records";
 import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
@@ -45,18 +38,6 @@ import { UsageTable } from "./usage-table";
 export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 
 const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
-
-/** An answer as this object remembers it: `fromStock` once a holder reported its id admitted from stock. */
-type RememberedAdmission = Admission & { fromStock?: true };
-
-/** Where the windows of `windows` (a decision's) start. */
-function windowsStartOf(windows: WindowStatus[]): { minuteStart: number; dayStart: number } | null {
-  const minute = windows.find((w) => w.name === "minute");
-  const day = windows.find((w) => w.name === "day");
-  return minute && day
-    ? { minuteStart: minute.resetAt - MINUTE_MS, dayStart: day.resetAt - DAY_MS }
-    : null;
-}
 
 export interface KeyUsage {
   policy: Policy | null;
@@ -107,7 +88,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#leases = new LeaseLedger(sql, this.#history);
     this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
-    this.#admissions = new AdmissionMemory(sql);
+    this.#admissions = new AdmissionMemory(sql, this.#history);
     // Whatever fails here fails every call alike: callers must tell it from an outage.
     ctx.blockConcurrencyWhile(() => openOrThrow(async () => this.#open(ctx, env)));
   }
@@ -213,7 +194,13 @@ export class QuotaLimiter extends DurableObject<Env> {
     let state = this.#takeBack(now, request.returning);
     if (request.used !== undefined) this.#leases.countUsed(request.leaseId, request.used);
     const leaseIn = this.#leases.grantedIn(request.leaseId);
-    state = this.#countOnceFromStock(state, leaseIn, request.admissionIds, now);
+    state = this.#admissions.countOnceFromStock(
+      state,
+      leaseIn,
+      request.admissionIds,
+      now,
+      this.#policy,
+    );
     const windows = windowsOf(state, effective);
     // A caller on an older policy than the object's is told so and granted nothing: its lease
     // was granted under the old limits and must end, not grow.
@@ -260,45 +247,13 @@ export class QuotaLimiter extends DurableObject<Env> {
   #handBack(usage: UsageState, returned: ReturnedLease, now: number): UsageState {
     const leaseIn = this.#leases.grantedIn(returned.id);
     const settled = this.#leases.takeBack(usage, returned) ?? usage;
-    return this.#countOnceFromStock(settled, leaseIn, returned.admissionIds, now);
-  }
-
-  /**
-   * Counts once each request a location holder reports it admitted from its stock (lease
-   * `leaseIn`, null once settled), by admission id, after the report's `used` was counted. Its
-   * answer may have been lost on the way from the holder, and its isolate then asked here with
-   * the same id: decided here too, this object's own count comes off (the stock's stays); refused
-   * here (the answer its client got), the stock's permit comes back and is not billed. Any other
-   * id is remembered, so that asked here later it is answered as admitted and counted nowhere
-   * else. Each id is then remembered as reported: a report delivered again changes nothing.
-   */
-  #countOnceFromStock(
-    state: UsageState,
-    leaseIn: GrantedLease | null,
-    admissionIds: readonly string[] = [],
-    now: number,
-  ): UsageState {
-    let usage = state;
-    for (const id of admissionIds) {
-      const known = this.#admissions.recall<RememberedAdmission>(id, now);
-      if (known?.fromStock) continue;
-      const decidedHere = known?.outcome === "allowed" ? windowsStartOf(known.windows) : null;
-      const uncounted = decidedHere ?? (known ? leaseIn : null);
-      if (uncounted) {
-        usage = givePermitsBack(usage, { ...uncounted, permits: 1 }, 1);
-        this.#history.countServed(uncounted.dayStart, -1);
-      }
-      const policy = this.#policy ?? { perMinute: 0, perDay: 0, version: 0, revoked: false };
-      const answer: RememberedAdmission = known ?? {
-        outcome: "allowed",
-        windows: windowsOf(usage, policy),
-        now,
-        policyVersion: policy.version,
-        lease: null,
-      };
-      this.#admissions.remember(id, now, { ...answer, fromStock: true });
-    }
-    return usage;
+    return this.#admissions.countOnceFromStock(
+      settled,
+      leaseIn,
+      returned.admissionIds,
+      now,
+      this.#policy,
+    );
   }
 
   /** Saves the windows if they changed; schedules the day's cleanup when a new day began. */
