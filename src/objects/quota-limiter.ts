@@ -206,7 +206,10 @@ export class QuotaLimiter extends DurableObject<Env> {
     // was granted under the old limits and must end, not grow.
     const refused =
       effective.revoked || state.bannedUntil > now || effective.version > policy.version;
-    const holding = Math.max(0, request.holding);
+    // A renewal granted whose answer was lost left permits the holder does not count in its
+    // `holding`: they are held all the same, until the lease is handed back.
+    const unusedHere = this.#leases.unusedOf(request.leaseId, state, request.used);
+    const holding = Math.max(0, request.holding, unusedHere);
     const permits = refused
       ? 0
       : permitsToLease(
