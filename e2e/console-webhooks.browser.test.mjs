@@ -401,7 +401,8 @@ test("the delivery log: a test event delivered (status, attempts, response, late
   await visit(`/admin/webhooks/${failing.body.id}`, "hook");
   await page.click("#send-test");
   const retrying = await refreshUntil("retrying");
-  assert.deepEqual(retrying.cells.slice(1, 4), ["retrying", "1", "500"]);
+  assert.deepEqual(retrying.cells.slice(1, 3), ["retrying", "1"]);
+  assert.match(retrying.cells[3], /^500\b/, "the receiver's answer, and what went wrong under it");
 });
 
 test("each webhook view at 1366 px and 390 px, light and dark: nothing overflows", async () => {

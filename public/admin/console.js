@@ -1346,8 +1346,10 @@
     for (const d of page.data) {
       const event = el("span", undefined, { class: "name" });
       event.append(el("strong", d.eventType), el("small", d.eventId));
-      const response = el("span", d.responseStatus ?? "—");
-      if (d.lastError) response.title = d.lastError;
+      // The last attempt's answer, and under it what went wrong (a timeout, a refused connection).
+      const response = el("span", undefined, { class: "name" });
+      response.append(el("span", d.responseStatus ?? "no answer"));
+      if (d.lastError) response.append(el("small", d.lastError));
       const status = badge(d.status, DELIVERY_BADGE[d.status] ?? d.status);
       if (d.nextAttemptAt && d.status === "retrying")
         status.title = `Next attempt ${localDateTime.format(new Date(d.nextAttemptAt))}`;
