@@ -4,6 +4,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getEndpoint, signingSecrets } from "../src/db/webhooks";
+import { WEBHOOK_EVENT_TYPES, WEBHOOK_TEST_EVENT } from "../src/schemas/webhooks";
 import { ADMIN, call, callWith, expectError, mockClock, postJson, T0 } from "./helpers";
 
 const time = mockClock(T0);
@@ -273,6 +274,41 @@ describe("rolling the signing secret", () => {
         "invalid_request",
       );
       expect(error.message).toMatch(rule);
+    }
+  });
+});
+
+describe("the operator document", () => {
+  it("describes every event's delivery as an OpenAPI 3.1 webhook: body, signature headers, 2xx and 410", async () => {
+    const doc = (await (await call("/admin/v1/openapi.json")).json()) as {
+      webhooks: Record<
+        string,
+        {
+          post: {
+            parameters: Array<{ name: string; in: string; required: boolean }>;
+            requestBody: { content: { "application/json": { schema: { $ref: string } } } };
+            responses: Record<string, unknown>;
+          };
+        }
+      >;
+      components: {
+        schemas: Record<
+          string,
+          { properties: Record<string, { const?: string; enum?: string[] }> }
+        >;
+      };
+    };
+    expect(Object.keys(doc.webhooks).sort()).toEqual(
+      [...WEBHOOK_EVENT_TYPES, WEBHOOK_TEST_EVENT].sort(),
+    );
+    for (const [type, { post }] of Object.entries(doc.webhooks)) {
+      expect(
+        post.parameters.filter((p) => p.in === "header" && p.required).map((p) => p.name),
+      ).toEqual(["webhook-id", "webhook-timestamp", "webhook-signature"]);
+      const ref = post.requestBody.content["application/json"].schema.$ref.split("/").pop()!;
+      const typeProperty = doc.components.schemas[ref]?.properties.type;
+      expect([typeProperty?.const, ...(typeProperty?.enum ?? [])]).toContain(type);
+      expect(Object.keys(post.responses).sort()).toEqual(["200", "410"]);
     }
   });
 });

@@ -39,6 +39,7 @@ import { migrateSchemaOrThrow } from "./schema-migrations";
 import { openOrThrow } from "./stub-call";
 import { UsageHistoryTable } from "./usage-history-table";
 import { UsageTable } from "./usage-table";
+import { WebhookOutbox } from "./webhook-outbox";
 
 /**
  * How long a change to the key waits for the location holders it is pushed to: the bound every
@@ -96,6 +97,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #leases: LeaseLedger;
   readonly #bans: BanRecords;
   readonly #admissions: AdmissionMemory;
+  readonly #webhooks: WebhookOutbox;
   #usage: UsageState = { ...EMPTY_USAGE };
   #policy: Policy | null = null;
   /** How long a ban lasts (BAN_MINUTES), read as the object opens. */
@@ -110,6 +112,12 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#leases = new LeaseLedger(sql, this.#history);
     this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#admissions = new AdmissionMemory(sql);
+    this.#webhooks = new WebhookOutbox(
+      sql,
+      this.#alarms,
+      () => this.env.WEBHOOK_QUEUE,
+      ctx.id.name,
+    );
     // Whatever fails here fails every call alike: callers must tell it from an outage.
     ctx.blockConcurrencyWhile(() => openOrThrow(async () => this.#open(ctx, env)));
   }
@@ -133,7 +141,8 @@ export class QuotaLimiter extends DurableObject<Env> {
       .exec<{ held: number }>(
         `SELECT EXISTS (SELECT 1 FROM usage) OR EXISTS (SELECT 1 FROM usage_history)
             OR EXISTS (SELECT 1 FROM leases) OR EXISTS (SELECT 1 FROM ban_records)
-            OR EXISTS (SELECT 1 FROM admissions) AS held`,
+            OR EXISTS (SELECT 1 FROM admissions)
+            OR EXISTS (SELECT 1 FROM webhook_outbox WHERE queued = 0) AS held`,
       )
       .one().held;
     if (holdsWorkForLater && (await ctx.storage.getAlarm()) === null)
@@ -312,6 +321,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   /** Saves the windows if they changed; schedules the day's cleanup when a new day began. */
   #keep(state: UsageState, previousDay: number): void {
     if (state !== this.#usage) {
+      // Usage alerts (webhooks) from the exact counts: a row when a threshold is crossed, no wait.
+      this.#webhooks.observe(this.#usage, state, this.#policy, clock.now());
       this.#usage = state;
       this.#usageTable.save(state);
     }
@@ -426,6 +437,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (open.expiresAt !== null) await this.#alarms.noLaterThan(open.expiresAt + STRANDED_AFTER_MS);
     await this.#history.flushDaysBefore(open.dayStart ?? today, now);
     await this.#bans.record(now);
+    await this.#webhooks.send(now);
   }
 
   /**
