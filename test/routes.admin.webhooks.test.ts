@@ -96,6 +96,22 @@ describe("registering an endpoint", () => {
       /^url: must not contain credentials/,
     ],
     ["not a URL", { url: "hooks" }, /^url: must be an absolute URL/],
+    [
+      "an empty fragment",
+      { url: "https://hooks.example.com/x#" },
+      /^url: must not have a fragment/,
+    ],
+    [
+      "localhost with two trailing dots",
+      { url: "https://localhost../x" },
+      /^url: must name a public host \(localhost\.\. is a single-label name/,
+    ],
+    ["a .local name with two trailing dots", { url: "https://nas.local../x" }, /\.local names/],
+    [
+      "a documentation IPv6 address (3fff::/20)",
+      { url: "https://[3fff::1]/x" },
+      /^url: must name a public host \(\[3fff::1\] is a private/,
+    ],
     ["a URL too long", { url: `https://hooks.example.com/${"a".repeat(2100)}` }, /^url: .*2048/],
     [
       "an unknown event type",
