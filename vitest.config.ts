@@ -15,6 +15,12 @@ export default defineConfig(async () => {
     plugins: [
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
+        // workerd's verbose log repeats, with a stack trace, each exception a test provokes and the
+        // code handles (a Durable Object that refuses to open, a failing call), and warns of every
+        // non-ASCII header value test/adversarial.http.test.ts sends on purpose. Each is asserted
+        // by its test (the adversarial test checks that no answer carries a non-ASCII header);
+        // an unhandled error still fails the run, and console output stays as onConsoleLog says.
+        verbose: false,
         miniflare: {
           // Test-only bindings: the migrations for the setup file, and a known admin token.
           bindings: {
@@ -51,6 +57,10 @@ export default defineConfig(async () => {
         ".rehearsal/**",
       ],
       setupFiles: ["./test/setup/apply-migrations.ts"],
+      // A fresh worker per test file, chosen (vitest's default, said here so its hint to turn it
+      // off is not printed): files share no module state, such as the isolate's caches and the
+      // configuration problems already logged, whatever order they run in.
+      isolate: true,
       // Test files run in workerd, one per worker at a time; vitest's default leaves one core to
       // its own process, which mostly waits for the workers here: use them all.
       maxWorkers: os.availableParallelism(),

@@ -6,16 +6,18 @@
 // delays, access log and local trace collector off), loads it with autocannon, and records a V8
 // CPU profile of the Worker's isolate over the inspector (wrangler dev's --inspector-port) while
 // it does. Prints and writes self time by layer and by function, each function placed in its
-// module from the bundle's own `// path` comments (bench/lib/cpu-profile.mjs). Informs, never
-// gates.
+// source file and line through the bundle's source map (bench/lib/cpu-profile.mjs). Informs,
+// never gates.
 
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { cleanupNow, issueKey, ROOT, snapshotProject } from "../scripts/lib/local-server.mjs";
-import { moduleAt, modulesOfBundle, selfTime } from "./lib/cpu-profile.mjs";
+import { decodeMappings, originalPosition, selfTime } from "./lib/cpu-profile.mjs";
 import { cannon } from "./lib/load.mjs";
 import { optionsOrExit } from "./lib/options.mjs";
+import { versions } from "./lib/report.mjs";
 import { seedPets, startBenchApi, UNLIMITED } from "./lib/workers.mjs";
 
 const USAGE = `Usage: npm run bench:profile -- [options]
@@ -74,7 +76,7 @@ async function inspectorSession(inspectorPort) {
   let nextId = 1;
   /** @type {Map<number, { resolve: (v: any) => void, reject: (e: Error) => void }>} */
   const pending = new Map();
-  /** @type {{ scriptId: string, url: string }[]} */
+  /** @type {{ scriptId: string, url: string, sourceMapURL?: string }[]} */
   const scripts = [];
   ws.addEventListener("message", (event) => {
     const msg = JSON.parse(String(event.data));
@@ -134,30 +136,46 @@ async function main() {
     headers,
   });
   const { profile } = await session.send("Profiler.stop");
-  /** @type {Map<string, import("./lib/cpu-profile.mjs").ModuleMap>} */
-  const bundles = new Map();
-  for (const { scriptId } of session.scripts) {
-    const { scriptSource } = await session.send("Debugger.getScriptSource", { scriptId });
-    const map = modulesOfBundle(scriptSource);
-    if (map.starts.length) bundles.set(scriptId, map);
+  // The Worker's bundle is minified as deployed: its source map (beside it, while the server
+  // runs) names each function's file and line.
+  /** @type {Map<string, { sources: string[], names: string[], lines: [number, number, number, number][][] }>} */
+  const maps = new Map();
+  for (const { scriptId, url: scriptUrl, sourceMapURL } of session.scripts) {
+    if (!scriptUrl.startsWith("file://") || !sourceMapURL || sourceMapURL.startsWith("data:"))
+      continue;
+    const file = path.resolve(path.dirname(fileURLToPath(scriptUrl)), sourceMapURL);
+    if (!existsSync(file)) continue;
+    const raw = JSON.parse(readFileSync(file, "utf8"));
+    maps.set(scriptId, {
+      sources: raw.sources,
+      names: raw.names,
+      lines: decodeMappings(raw.mappings),
+    });
   }
   await session.send("Debugger.disable");
   session.close();
   const requests = run.latencies.length;
   const ok = run.statuses[200] ?? 0;
-  const moduleOf = (frame) => {
-    const map = bundles.get(frame.scriptId);
-    return map ? moduleAt(map, frame.lineNumber) : null;
+  if (maps.size === 0) log("no source map found: functions are named as in the bundle");
+  /** @param {import("./lib/cpu-profile.mjs").CallFrame} frame */
+  const placeOf = (frame) => {
+    const map = maps.get(frame.scriptId);
+    const pos = map && originalPosition(map, frame.lineNumber, frame.columnNumber);
+    if (!pos) return { module: frame.url || null };
+    // A renamed function's original name, when the map carries one (never for an anonymous one).
+    return { module: pos.source, line: pos.line, name: frame.functionName ? pos.name : null };
   };
-  const self = selfTime(profile, moduleOf);
+  const self = selfTime(profile, placeOf);
   const perRequest = (ms) => (requests ? (1000 * ms) / requests : NaN); // µs
   const pct = (x) => `${(100 * x).toFixed(1)}%`;
   const [load1, load5, load15] = os.loadavg();
+  const v = versions();
   const md = [
     "# Where the Worker's CPU goes (npm run bench:profile)",
     "",
     `${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, ${os.cpus().length} cores, ` +
-      `load average ${load1.toFixed(1)} ${load5.toFixed(1)} ${load15.toFixed(1)}. ` +
+      `load average ${load1.toFixed(1)} ${load5.toFixed(1)} ${load15.toFixed(1)}, ` +
+      `wrangler ${v.wrangler}, commit ${v.commit}. ` +
       `GET ${opts.path} with an enterprise key, ${opts.connections} connections for ${opts.seconds} s: ` +
       `${requests} requests (${ok} × 200), ${(requests / run.elapsed).toFixed(0)}/s; the Worker's ` +
       `isolate was busy ${self.busyMs.toFixed(0)} ms (${perRequest(self.busyMs).toFixed(0)} µs a ` +
@@ -174,18 +192,20 @@ async function main() {
     "",
     `## Top ${opts.top} functions by self time`,
     "",
-    "| function | module | layer | µs / request | share of busy time |",
+    "| function | where | layer | µs / request | share of busy time |",
     "|---|---|---|---:|---:|",
     ...self.functions
       .slice(0, opts.top)
       .map(
         (f) =>
-          `| \`${f.name}\` | ${f.module ?? ""} | ${f.layer} | ${perRequest(f.ms).toFixed(1)} | ${pct(f.share)} |`,
+          `| \`${f.name}\` | ${f.module ?? ""}${f.line ? `:${f.line}` : ""} | ${f.layer} | ` +
+          `${perRequest(f.ms).toFixed(1)} | ${pct(f.share)} |`,
       ),
     "",
     "Layers: the product's folders (`src/…`), packages by name, `bench/api` (the bench entry " +
-      "Worker's wrapper, idle without simulated delays), `runtime` (code in no module of the " +
-      "bundle: the runtime's built-ins and wrangler's wrappers), and V8's own entries: " +
+      "Worker's wrapper, idle without simulated delays), the runtime's JavaScript modules by " +
+      "scheme, wrangler dev's own wrappers, `runtime` (native code: APIs such as `Response` or " +
+      "`Headers` implemented in C++), and V8's own entries: " +
       "`(program)` (native work in the isolate outside JavaScript: the runtime's C++ around " +
       "each request) and `(garbage collector)`.",
     "",

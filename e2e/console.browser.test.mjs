@@ -777,7 +777,15 @@ test("every view at 1366 px and 390 px, light and dark: nothing overflows, the k
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
   assert.deepEqual(
     await page.$$eval(".surfaces a", (links) => links.map((a) => a.getAttribute("href"))),
-    ["/docs", "/v1/openapi.json", "/admin/keys", "/admin/usage", "/admin/audit", "/admin/docs"],
+    [
+      "/docs",
+      "/v1/openapi.json",
+      "/admin/keys",
+      "/admin/usage",
+      "/admin/audit",
+      "/admin/webhooks",
+      "/admin/docs",
+    ],
   );
   assert.match(
     await page.evaluate(() => getComputedStyle(document.body).fontFamily),

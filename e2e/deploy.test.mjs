@@ -27,6 +27,7 @@ import {
   bakeSmokeTimesOf,
   compatibilityDateProblem,
   DEFAULT_BAKE_MS,
+  DEFAULT_SMOKE_EVERY_MS,
   durationMsOf,
   formatDuration,
   pendingMigrationsOf,
@@ -126,6 +127,18 @@ describe("the bake between the canary and 100 %", () => {
 
   it("production bakes 5 minutes by default and staging 1; the smoke test runs every interval and at the end", () => {
     assert.deepEqual(DEFAULT_BAKE_MS, { production: 300_000, staging: 60_000 });
+    // The runbook states the same defaults.
+    const minutes = (ms) => `${ms / 60_000} minute${ms === 60_000 ? "" : "s"}`;
+    const operations = readFileSync(path.join(ROOT, "docs/operations.md"), "utf8").replace(
+      /\s+/g,
+      " ",
+    );
+    assert.ok(
+      operations.includes(
+        `(default ${minutes(DEFAULT_BAKE_MS.production)} in production, ${minutes(DEFAULT_BAKE_MS.staging)} in staging;`,
+      ),
+    );
+    assert.ok(operations.includes(`(default ${DEFAULT_SMOKE_EVERY_MS / 1000} seconds)`));
     assert.deepEqual(
       bakeSmokeTimesOf(300_000, 30_000),
       [30_000, 60_000, 90_000, 120_000, 150_000, 180_000, 210_000, 240_000, 270_000, 300_000],

@@ -258,6 +258,13 @@ export async function validateEveryAnswer(api, misconfigured) {
     // A key of its own: revokeKey's must not be the one rollKey then rolls.
     const onEndpoint = op.path.startsWith("/webhooks/{id}");
     const target = onEndpoint ? { id: await newEndpointId() } : await issue("pro");
+    if (op.path.includes("{deliveryId}")) {
+      const test = await fetch(`${url}/admin/v1/webhooks/${target.id}/test`, {
+        method: "POST",
+        headers: admin,
+      });
+      op.path = op.path.replace("{deliveryId}", (await test.json()).id);
+    }
     const isDocument = op.path === "/openapi.json";
     await adminSend(op, target.id); // 200, 201 (405 for OPTIONS)
     if (op.path.endsWith("/usage") && op.method !== "OPTIONS")

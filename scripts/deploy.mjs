@@ -13,9 +13,9 @@
 // 2. Remote D1 migrations: the pending ones are listed, applied after a yes (or --yes), and a
 //    failure stops the deploy before any code changes.
 // 3. Gradual rollout: the new version is uploaded, deployed to N % (default 10) beside the version
-//    serving now, smoke-tested (requests pinned to it), left to bake (DEFAULT_BAKE_MS: production
-//    5 minutes, staging 1; smoke-tested every 30 s and at the end), promoted to 100 % and
-//    smoke-tested again. A failed smoke test or promotion, or an interrupt during the bake, rolls
+//    serving now, smoke-tested (requests pinned to it), left to bake (--bake, default
+//    DEFAULT_BAKE_MS of the environment; smoke-tested every --smoke-every and at the end),
+//    promoted to 100 % and smoke-tested again. A failed smoke test or promotion, or an interrupt during the bake, rolls
 //    back to the version that served before. The first
 //    deploy of an environment (nothing to roll back to), and one with --all-at-once (a release
 //    with a Durable Object migration, which a version upload cannot carry), is a plain

@@ -1,4 +1,8 @@
 import { createApp } from "./app";
+import { clock } from "./lib/clock";
+import type { WebhookMessage } from "./lib/webhook-events";
+import { consumeWebhookBatch } from "./routes/webhooks/consumer";
+import { queueExpiringEvents } from "./routes/webhooks/expiring";
 
 export { AuthShield } from "./objects/auth-shield";
 export { QuotaHolder } from "./objects/quota-holder";
@@ -8,4 +12,9 @@ const app = createApp();
 
 export default {
   fetch: (request, env, ctx) => app.fetch(request, env, ctx),
+  // Webhooks (docs/webhooks.md): the queue's consumer delivers, the hourly cron finds expiring keys.
+  queue: (batch, env) => consumeWebhookBatch(batch as MessageBatch<WebhookMessage>, env),
+  scheduled: async (_controller, env) => {
+    await queueExpiringEvents(env, clock.now());
+  },
 } satisfies ExportedHandler<Env>;

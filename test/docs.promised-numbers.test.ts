@@ -18,10 +18,12 @@ import { PUSH_DEADLINE_MS } from "../src/objects/quota-limiter";
 import { RATE_HORIZON_MS } from "../src/quota/arrival-rate";
 import { OVERLOADED_RETRY_MS } from "../src/quota/fail-open";
 import {
+  BACKGROUND_ENDS_WITHIN_MS,
   CHANGE_APPLIES_WITHIN_MS,
   GIVE_BACK_GRACE_MS,
   heldBound,
   ISOLATE_LEASE_MS,
+  MINUTE_STOCK_ROOM_SHARE,
   QUIET_STOCK,
   RENEW_AHEAD_MS,
   STOCK_BACK_WITHIN_MS,
@@ -260,6 +262,18 @@ const PROMISES: PromisedNumber[] = [
     value: USAGE_READS_PER_MINUTE,
     unit: 1,
     phrases: ["{n} usage reads per key and minute"],
+  },
+  {
+    name: "MINUTE_STOCK_ROOM_SHARE",
+    value: MINUTE_STOCK_ROOM_SHARE,
+    unit: 1,
+    phrases: ["at least {n} × `heldBound` left"],
+  },
+  {
+    name: "BACKGROUND_ENDS_WITHIN_MS",
+    value: BACKGROUND_ENDS_WITHIN_MS,
+    unit: S,
+    phrases: ["end within {n} s of its last request"],
   },
   {
     name: "QUIET_STOCK",

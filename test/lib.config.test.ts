@@ -39,10 +39,33 @@ describe("configOrThrow", () => {
     ["PUBLIC_ORIGIN", "https://api.example.com/v1"],
     ["KEY_TAG_SECRET", "shorter-than-32-characters"],
     ["KEY_TAG_SECRET_PREVIOUS", "shorter-than-32-characters"],
+    ["WEBHOOK_LOCAL_RECEIVERS", "yes"],
+    ["WEBHOOK_RETRY_DELAYS", "1,2"],
+    ["WEBHOOK_RETRY_DELAYS", "1,1,1,1,1,1,x"],
+    ["WEBHOOK_RETRY_DELAYS", "1,1,1,1,1,1,50000"],
   ])("%s=%j is refused with a ConfigError naming it", (name, value) => {
     vi.spyOn(console, "error").mockImplementation(() => undefined);
     expect(() => configOrThrow({ ...env, [name]: value })).toThrow(ConfigError);
     expect(() => configOrThrow({ ...env, [name]: value })).toThrow(name);
+  });
+
+  it("webhook settings: local receivers and another retry schedule only where ENVIRONMENT is local", () => {
+    vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const fast = "1,1,1,1,1,1,1";
+    expect(configOrThrow({ ...env, WEBHOOK_RETRY_DELAYS: fast }).WEBHOOK_RETRY_DELAYS).toEqual([
+      1, 1, 1, 1, 1, 1, 1,
+    ]);
+    expect(configOrThrow({ ...env, WEBHOOK_RETRY_DELAYS: "" }).WEBHOOK_RETRY_DELAYS).toEqual([
+      5, 300, 1800, 7200, 18_000, 36_000, 36_000,
+    ]);
+    const staging = { ...env, ENVIRONMENT: "staging" };
+    expect(configOrThrow(staging).WEBHOOK_LOCAL_RECEIVERS).toBe("off");
+    expect(() => configOrThrow({ ...staging, WEBHOOK_RETRY_DELAYS: fast })).toThrow(
+      "WEBHOOK_RETRY_DELAYS",
+    );
+    expect(() => configOrThrow({ ...staging, WEBHOOK_LOCAL_RECEIVERS: "on" })).toThrow(
+      "WEBHOOK_LOCAL_RECEIVERS",
+    );
   });
 
   it("an empty secret is an unset one, and secretOrThrow says which", () => {

@@ -45,6 +45,10 @@ describe("webhook endpoint URLs", () => {
     ["home.arpa", "https://nas.home.arpa/x", /\.home\.arpa/],
     ["a single label", "https://intranet/x", /single-label/],
     ["a trailing-dot .local", "https://printer.local./x", /\.local names/],
+    ["an empty fragment", "https://hooks.example.com/x#", /fragment/],
+    ["localhost with trailing dots", "https://localhost../x", /single-label/],
+    ["a .local name with trailing dots", "https://printer.local.../x", /\.local names/],
+    ["documentation IPv6 (3fff::/20)", "https://[3fff:fff::1]/x", /private/],
   ])("refuses %s, saying why", (_label, url, rule) => {
     expect(webhookUrlProblem(url, false)).toMatch(rule);
   });

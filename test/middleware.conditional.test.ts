@@ -1,5 +1,10 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { auth, call, fixClock, issueKey, postJson } from "./helpers";
+import { etagOfText } from "../src/lib/etag";
+import { auth, call, createPets, fixClock, issueKey, postJson } from "./helpers";
+
+/** Server-Timing metric names of a response (`cache` when a stored page answered). */
+const metricsOf = (res: Response) =>
+  (res.headers.get("Server-Timing") ?? "").split(",").map((m) => m.trim().split(";")[0]);
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -51,5 +56,36 @@ describe("ETag and If-None-Match", () => {
     expect(
       (await call(`/v1/pets/${id}`, { headers: auth(key, { "If-None-Match": etag }) })).status,
     ).toBe(304);
+  });
+
+  it("a stored page's ETag is its own body's, whether read from D1 or from memory, page by page", async () => {
+    const { key } = await issueKey();
+    await createPets(
+      key,
+      [1, 2, 3, 4, 5].map((i) => ({ name: `tag-${i}`, categoryId: i })),
+    );
+    /** The page at `url` (its ETag checked against its body), and the next page's path. */
+    const page = async (url: string) => {
+      const res = await call(url, { headers: auth(key) });
+      expect(res.status).toBe(200);
+      const etag = res.headers.get("ETag")!;
+      expect(etag).toBe(etagOfText(await res.text()));
+      const next = res.headers.get("Link")?.match(/<https?:\/\/[^/]+([^>]+)>/)?.[1];
+      return { etag, next: next!, stored: metricsOf(res).includes("cache") };
+    };
+    // The first read of each page is D1's; the second is the stored object, tagged before.
+    const firstFromD1 = await page("/v1/pets?limit=2");
+    const firstStored = await page("/v1/pets?limit=2");
+    const secondFromD1 = await page(firstFromD1.next);
+    const secondStored = await page(firstFromD1.next);
+    expect([firstStored.stored, secondStored.stored]).toEqual([true, true]);
+    expect(firstStored.etag).toBe(firstFromD1.etag);
+    expect(secondStored.etag).toBe(secondFromD1.etag);
+    expect(secondStored.etag).not.toBe(firstStored.etag);
+    // A stored page still answers 304 to its tag.
+    const notModified = await call("/v1/pets?limit=2", {
+      headers: auth(key, { "If-None-Match": firstFromD1.etag }),
+    });
+    expect(notModified.status).toBe(304);
   });
 });

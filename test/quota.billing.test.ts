@@ -33,10 +33,14 @@ const dayCountOf = async (stub: DurableObjectStub<QuotaLimiter>) =>
 
 /**
  * When every lease granted up to `now` is settled if never handed back: STRANDED_AFTER_MS after
- * its expiry (at most STOCK_LEASE_MS away, the longer lifetime), and not before its minute ends.
+ * its expiry (at most STOCK_LEASE_MS away, or its minute's end for a location holder's stock for
+ * the minute), and not before its minute ends.
  */
 const settleDeadline = (now: number) =>
-  Math.max(now + STOCK_LEASE_MS + STRANDED_AFTER_MS, now - (now % MINUTE_MS) + MINUTE_MS);
+  Math.max(
+    now + STOCK_LEASE_MS + STRANDED_AFTER_MS,
+    now - (now % MINUTE_MS) + MINUTE_MS + STRANDED_AFTER_MS,
+  );
 
 /** Background work (hand-backs at expiry, refills) never runs: as if the holder crashed. */
 const freezeBackgroundWork = () =>

@@ -58,9 +58,11 @@ describe("permits held unused across locations", () => {
     expect(await countOf(keyId)).toBe(7 + heldBound(policy));
   });
 
-  it("a location's stock is back in the key's object within 5 s of its last request, renewals included", async () => {
+  it("a location's short stock (a key near its limits) is back in the key's object within 5 s of its last request, renewals included", async () => {
     const keyId = `bounds_back_${++seq}`;
-    const policy = policyOf(60);
+    // 26 a day: after any grant, less than MINUTE_STOCK_ROOM_SHARE × heldBound (24) left, so
+    // every stock is short (a stock for the minute: test/quota.sparse-keys.test.ts).
+    const policy = policyOf(60, { perDay: 26 });
     time.now = T0 + 1_000;
     let admitted = 0;
     const admit = async (location: string) => {
@@ -127,9 +129,11 @@ describe("a change to the key reaches every location", () => {
     expect(await countOf(keyId), "the stocks came back").toBe(admitted + 2);
   });
 
-  it("a revocation with one holder not answering: configure answers after PUSH_DEADLINE_MS, the others stop at once, and that one when its lease ends (fails closed)", async () => {
+  it("a revocation with one holder not answering: configure answers after PUSH_DEADLINE_MS, the others stop at once, and that one when its short stock's lease ends (fails closed)", async () => {
     const keyId = `changes_unreached_${++seq}`;
-    const v1 = policyOf(100);
+    // 40 a day: every stock is short (less than MINUTE_STOCK_ROOM_SHARE × heldBound left after
+    // it). A stock for the minute whose push is lost: test/quota.sparse-keys.test.ts.
+    const v1 = policyOf(100, { perDay: 40 });
     const granted = T0 + 1_000;
     time.now = granted;
     await stockEverywhere(keyId, v1);

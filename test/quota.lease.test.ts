@@ -4,15 +4,19 @@ import { MINUTE_MS } from "../src/lib/clock";
 import {
   GIVE_BACK_GRACE_MS,
   givePermitsBack,
+  grantedForTheMinute,
+  heldBound,
   ISOLATE_LEASE_MS,
   leaseExpiry,
   leaseLifetimeMs,
+  MINUTE_STOCK_ROOM_SHARE,
   MINUTE_TAIL_MS,
   permitsToLease,
   RENEW_AHEAD_MS,
   renewsNow,
   STOCK_LEASE_MS,
   STOCK_RENEW_AHEAD_MS,
+  stockLivesTheMinute,
   takePermits,
 } from "../src/quota/lease";
 import { EMPTY_USAGE, rollWindows, windowsOf } from "../src/quota/windows";
@@ -82,6 +86,29 @@ describe("lease lifetimes", () => {
     expect(STOCK_LEASE_MS + GIVE_BACK_GRACE_MS).toBeLessThanOrEqual(5_000);
   });
 
+  it("a stock for the minute lives to its minute's end, only for a location holder", () => {
+    expect(leaseLifetimeMs("key_1@AMS", { forTheMinute: true })).toBe(MINUTE_MS);
+    expect(leaseExpiry(used(0, 0), T0 + 5_000, MINUTE_MS)).toBe(T0 - (T0 % MINUTE_MS) + MINUTE_MS);
+    // An isolate's own lease is never longer: nothing can push a change to an isolate.
+    expect(leaseLifetimeMs(null, { forTheMinute: true })).toBe(ISOLATE_LEASE_MS);
+    // The holder tells one from the object's answer.
+    expect(grantedForTheMinute(T0 + STOCK_LEASE_MS, T0)).toBe(false);
+    expect(grantedForTheMinute(T0 + STOCK_LEASE_MS + 1, T0)).toBe(true);
+  });
+
+  it("a stock lives the minute only while the key is far from both limits (MINUTE_STOCK_ROOM_SHARE × heldBound left after it)", () => {
+    const free = limits(60, 1_000); // heldBound 6: 24 left after the grant
+    const far = MINUTE_STOCK_ROOM_SHARE * heldBound(free);
+    expect(far).toBe(24);
+    const windows = (minuteCount: number, dayCount: number) =>
+      windowsOf(used(minuteCount, dayCount), free);
+    expect(stockLivesTheMinute(windows(60 - far - 2, 0), free, 2)).toBe(true);
+    expect(stockLivesTheMinute(windows(60 - far - 1, 0), free, 2)).toBe(false);
+    // The day binds as much as the minute.
+    expect(stockLivesTheMinute(windows(0, 1_000 - far - 2), free, 2)).toBe(true);
+    expect(stockLivesTheMinute(windows(0, 1_000 - far - 1), free, 2)).toBe(false);
+  });
+
   it("an isolate renews at half its lease's life, so a busy key never waits for a renewal", () => {
     expect(RENEW_AHEAD_MS).toBe(ISOLATE_LEASE_MS / 2);
     expect(STOCK_RENEW_AHEAD_MS).toBe(STOCK_LEASE_MS / 2);
@@ -120,6 +147,23 @@ describe("renewsNow", () => {
     ).toBe(true);
     // Ending with the minute, 2 s before its end (outside the minute's last MINUTE_TAIL_MS).
     expect(renewsNow(lease(19, 20, minuteEnd), minuteEnd, minuteEnd - 2_000, stock)).toBe(false);
+  });
+
+  it("a stock for the minute: never ahead of its expiry, only once used up, if the key's last gap fits in the minute", () => {
+    const forTheMinute = (left: number, expiresAt: number) => ({
+      ...lease(left, 2, expiresAt),
+      forTheMinute: true,
+    });
+    // Its expiry, by this holder's clock, is a round trip before the minute's end.
+    const expiresAt = minuteEnd - 100;
+    const at = (gapMs: number) => ({ aheadMs: STOCK_RENEW_AHEAD_MS, stock: 2, gapMs });
+    const early = expiresAt - 20_000;
+    expect(renewsNow(forTheMinute(2, expiresAt), minuteEnd, expiresAt - 2_000, at(0))).toBe(false);
+    expect(renewsNow(lease(2, 2, expiresAt), minuteEnd, expiresAt - 2_000, at(0))).toBe(true);
+    expect(renewsNow(forTheMinute(1, expiresAt), minuteEnd, early, at(10_000))).toBe(false);
+    expect(renewsNow(forTheMinute(0, expiresAt), minuteEnd, early, at(10_000))).toBe(true);
+    // The key's next request, at its last gap, would come after the minute: the refill serves it.
+    expect(renewsNow(forTheMinute(0, expiresAt), minuteEnd, early, at(20_000))).toBe(false);
   });
 
   it("never in the minute's last MINUTE_TAIL_MS, even half used", () => {

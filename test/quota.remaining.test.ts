@@ -68,4 +68,27 @@ describe("X-RateLimit-Remaining", () => {
     }
     expect(admitted).toBe(60);
   });
+
+  // Remaining shown = truth + (admitted elsewhere since the answering tier's last contact) −
+  // (permits held unused elsewhere at it). Never above the truth would take a far call per
+  // response: a tier admitting from its own permits cannot know what other locations admit meanwhile.
+  it("across locations: above the truth by what other locations admitted since the answering tier's last contact", async () => {
+    const policy = policyWith(60, 10_000);
+    const keyId = `remaining_above_${++seq}`;
+    const ams = isolateClientIn(keyId, "AMS").client;
+    const fra = isolateClientIn(keyId, "FRA").client;
+    // AMS's holder forwards the first request and takes its stock: its contact with the object.
+    expect(await remainingShown(ams, policy)).toBe(59);
+    time.now += 500;
+    const elsewhere = 5;
+    for (let i = 0; i < elsewhere; i++) {
+      expect(await remainingShown(fra, policy)).not.toBeNull();
+      time.now += 300;
+      await background.passTime();
+    }
+    // AMS admits its next request from its stock, without a contact: FRA held nothing when AMS
+    // last heard from the object, so AMS shows the 5 FRA admitted since as still left.
+    const truth = 60 - (2 + elsewhere);
+    expect(await remainingShown(ams, policy)).toBe(truth + elsewhere);
+  });
 });

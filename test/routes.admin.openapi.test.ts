@@ -89,6 +89,9 @@ describe("GET /admin/v1/openapi.json", () => {
         "PATCH /webhooks/{id} updateWebhookEndpoint",
         "DELETE /webhooks/{id} deleteWebhookEndpoint",
         "POST /webhooks/{id}/roll-secret rollWebhookSecret",
+        "POST /webhooks/{id}/test sendWebhookTestEvent",
+        "GET /webhooks/{id}/deliveries listWebhookDeliveries",
+        "POST /webhooks/{id}/deliveries/{deliveryId}/resend resendWebhookDelivery",
       ].sort(),
     );
     for (const [path, methods] of Object.entries(doc.paths))

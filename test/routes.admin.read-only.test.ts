@@ -79,6 +79,8 @@ describe("a read-only admin token", () => {
         "updateWebhookEndpoint",
         "deleteWebhookEndpoint",
         "rollWebhookSecret",
+        "sendWebhookTestEvent",
+        "resendWebhookDelivery",
       ].sort(),
     );
     for (const [method, path] of writes) {

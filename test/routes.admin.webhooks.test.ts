@@ -4,6 +4,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { getEndpoint, signingSecrets } from "../src/db/webhooks";
+import { WEBHOOK_EVENT_TYPES, WEBHOOK_TEST_EVENT } from "../src/schemas/webhooks";
 import { ADMIN, call, callWith, expectError, mockClock, postJson, T0 } from "./helpers";
 
 const time = mockClock(T0);
@@ -95,6 +96,22 @@ describe("registering an endpoint", () => {
       /^url: must not contain credentials/,
     ],
     ["not a URL", { url: "hooks" }, /^url: must be an absolute URL/],
+    [
+      "an empty fragment",
+      { url: "https://hooks.example.com/x#" },
+      /^url: must not have a fragment/,
+    ],
+    [
+      "localhost with two trailing dots",
+      { url: "https://localhost../x" },
+      /^url: must name a public host \(localhost\.\. is a single-label name/,
+    ],
+    ["a .local name with two trailing dots", { url: "https://nas.local../x" }, /\.local names/],
+    [
+      "a documentation IPv6 address (3fff::/20)",
+      { url: "https://[3fff::1]/x" },
+      /^url: must name a public host \(\[3fff::1\] is a private/,
+    ],
     ["a URL too long", { url: `https://hooks.example.com/${"a".repeat(2100)}` }, /^url: .*2048/],
     [
       "an unknown event type",
@@ -273,6 +290,41 @@ describe("rolling the signing secret", () => {
         "invalid_request",
       );
       expect(error.message).toMatch(rule);
+    }
+  });
+});
+
+describe("the operator document", () => {
+  it("describes every event's delivery as an OpenAPI 3.1 webhook: body, signature headers, 2xx and 410", async () => {
+    const doc = (await (await call("/admin/v1/openapi.json")).json()) as {
+      webhooks: Record<
+        string,
+        {
+          post: {
+            parameters: Array<{ name: string; in: string; required: boolean }>;
+            requestBody: { content: { "application/json": { schema: { $ref: string } } } };
+            responses: Record<string, unknown>;
+          };
+        }
+      >;
+      components: {
+        schemas: Record<
+          string,
+          { properties: Record<string, { const?: string; enum?: string[] }> }
+        >;
+      };
+    };
+    expect(Object.keys(doc.webhooks).sort()).toEqual(
+      [...WEBHOOK_EVENT_TYPES, WEBHOOK_TEST_EVENT].sort(),
+    );
+    for (const [type, { post }] of Object.entries(doc.webhooks)) {
+      expect(
+        post.parameters.filter((p) => p.in === "header" && p.required).map((p) => p.name),
+      ).toEqual(["webhook-id", "webhook-timestamp", "webhook-signature"]);
+      const ref = post.requestBody.content["application/json"].schema.$ref.split("/").pop()!;
+      const typeProperty = doc.components.schemas[ref]?.properties.type;
+      expect([typeProperty?.const, ...(typeProperty?.enum ?? [])]).toContain(type);
+      expect(Object.keys(post.responses).sort()).toEqual(["200", "410"]);
     }
   });
 });

@@ -40,6 +40,10 @@ describe("operator console pages", () => {
     "/admin/keys/key_0123456789abcdefABCD",
     "/admin/usage?day=2030-06-10",
     "/admin/audit?actor=system",
+    "/admin/webhooks",
+    "/admin/webhooks?ownerId=acct_42",
+    "/admin/webhooks/new",
+    "/admin/webhooks/whe_0123456789abcdefABCD",
   ])("%s is a view of its own: the console's page, under its CSP", async (path) => {
     const res = await call(path);
     expect(res.status).toBe(200);
@@ -54,15 +58,20 @@ describe("operator console pages", () => {
       "/admin/keys",
       "/admin/usage",
       "/admin/audit",
+      "/admin/webhooks",
     ]);
   });
 
-  it.each(["/admin/keys/not-a-key-id", "/admin/keys/key_short", "/admin/keys/new/more"])(
-    "%s names no view: 404",
-    async (path) => {
-      expect((await call(path)).status).toBe(404);
-    },
-  );
+  it.each([
+    "/admin/keys/not-a-key-id",
+    "/admin/keys/key_short",
+    "/admin/keys/new/more",
+    "/admin/webhooks/key_0123456789abcdefABCD",
+    "/admin/webhooks/whe_short",
+    "/admin/webhooks/new/more",
+  ])("%s names no view: 404", async (path) => {
+    expect((await call(path)).status).toBe(404);
+  });
 
   it.each(["/admin/console.js", "/admin/console.css", "/admin/favicon.svg"])(
     "%s is not in the Worker (a static asset, outside its bundle)",

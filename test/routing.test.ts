@@ -262,6 +262,7 @@ describe("contract documentation", () => {
       "/admin/keys",
       "/admin/usage",
       "/admin/audit",
+      "/admin/webhooks",
       "/admin/docs",
     ]);
     expect(html).not.toMatch(/<script|<style|\sstyle=|<img/i);

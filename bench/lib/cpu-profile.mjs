@@ -8,46 +8,79 @@
  * @typedef {{ id: number, callFrame: CallFrame }} ProfileNode
  * @typedef {{ nodes: ProfileNode[], samples: number[], timeDeltas: number[], startTime: number,
  *   endTime: number }} CpuProfile
- * @typedef {{ starts: number[], modules: string[] }} ModuleMap
- *   Where each module of a bundle starts (0-based line, ascending) and its path.
  */
 
+const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
 /**
- * The modules of an esbuild bundle as wrangler dev serves it (not minified): esbuild opens each
- * module's code with a `// path/of/module.ts` comment line.
- * @param {string} source
- * @returns {ModuleMap}
+ * A source map's `mappings`, decoded: for each generated line (0-based), its segments in column
+ * order as [generated column, source index, source line, name index or -1] (segments that name
+ * no source are left out).
+ * @param {string} mappings
+ * @returns {[number, number, number, number][][]}
  */
-export function modulesOfBundle(source) {
-  /** @type {ModuleMap} */
-  const map = { starts: [], modules: [] };
-  source.split("\n").forEach((line, i) => {
-    const m = line.match(/^\/\/ ((?:\.\.\/)*(?:[\w@.-]+\/)+[\w.@-]+\.(?:[cm]?[jt]sx?|json))$/);
-    if (m?.[1]) {
-      map.starts.push(i);
-      map.modules.push(m[1].replace(/^(\.\.\/)+/, ""));
+export function decodeMappings(mappings) {
+  /** @type {[number, number, number, number][][]} */
+  const lines = [];
+  let source = 0;
+  let sourceLine = 0;
+  let name = 0;
+  for (const line of mappings.split(";")) {
+    /** @type {[number, number, number, number][]} */
+    const segments = [];
+    let column = 0;
+    for (const segment of line.split(",")) {
+      if (!segment) continue;
+      /** @type {number[]} */
+      const fields = [];
+      let value = 0;
+      let shift = 0;
+      for (const ch of segment) {
+        const digit = BASE64.indexOf(ch);
+        value += (digit & 31) << shift;
+        if (digit & 32) shift += 5;
+        else {
+          fields.push(value & 1 ? -(value >>> 1) : value >>> 1);
+          value = 0;
+          shift = 0;
+        }
+      }
+      column += fields[0] ?? 0;
+      if (fields.length < 4) continue;
+      source += fields[1] ?? 0;
+      sourceLine += fields[2] ?? 0;
+      if (fields.length >= 5) name += fields[4] ?? 0;
+      segments.push([column, source, sourceLine, fields.length >= 5 ? name : -1]);
     }
-  });
-  return map;
+    lines.push(segments);
+  }
+  return lines;
 }
 
 /**
- * The module a 0-based line of the bundle belongs to, or null before the first.
- * @param {ModuleMap} map
+ * Where a generated position (0-based line and column) comes from in a decoded source map: the
+ * last segment of its line at or before the column. `source` is the map's source path with any
+ * leading `../` and build directories cut down to the project's own path (`src/…`, `bench/…`,
+ * `node_modules/…`); `name` the original name the segment carries, if any.
+ * @param {{ sources: string[], names: string[], lines: [number, number, number, number][][] }} map
  * @param {number} line
+ * @param {number} column
  */
-export function moduleAt(map, line) {
-  let lo = 0;
-  let hi = map.starts.length - 1;
-  let found = -1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    if ((map.starts[mid] ?? Infinity) <= line) {
-      found = mid;
-      lo = mid + 1;
-    } else hi = mid - 1;
+export function originalPosition(map, line, column) {
+  const segments = map.lines[line] ?? [];
+  let found = null;
+  for (const segment of segments) {
+    if (segment[0] > column) break;
+    found = segment;
   }
-  return map.modules[found] ?? null;
+  if (!found) return null;
+  const raw = map.sources[found[1]] ?? "";
+  const own = raw.match(/(?:^|\/)((?:node_modules|src|bench)\/.*)$/)?.[1];
+  return {
+    source: own ?? raw.replace(/^(\.\.\/)+/, ""),
+    line: found[2] + 1,
+    name: found[3] === -1 ? null : (map.names[found[3]] ?? null),
+  };
 }
 
 /** V8's pseudo-entries: time not in any JavaScript function. */
@@ -56,14 +89,18 @@ const V8_ENTRIES = new Set(["(program)", "(garbage collector)", "(root)", "(idle
 /**
  * The layer a module belongs to: the product's own code by folder (`src/middleware`, `src/lib`,
  * …), a package by name (`hono`, `zod`, `@hono/zod-openapi`), the bench's wrapper (`bench/api`);
- * `runtime` for what no module of the bundle holds (the runtime's built-ins, natives, wrangler's
- * own wrappers), and V8's pseudo-entries as themselves (`(garbage collector)`, `(program)`).
+ * the runtime's JavaScript modules by scheme (`runtime (node-internal:)`), wrangler dev's own
+ * wrappers, `runtime` for native code (no module at all), and V8's pseudo-entries as themselves
+ * (`(garbage collector)`, `(program)`).
  * @param {string | null} module
  * @param {string} functionName
  */
 export function layerOf(module, functionName) {
   if (V8_ENTRIES.has(functionName)) return functionName;
   if (!module) return "runtime";
+  const builtIn = module.match(/^(node-internal|cloudflare-internal|node|cloudflare):/)?.[1];
+  if (builtIn) return `runtime (${builtIn}:)`;
+  if (/miniflare|wrangler|__mf_/.test(module)) return "runtime (wrangler dev)";
   const pkg = module.match(/(?:^|\/)node_modules\/((?:@[^/]+\/)?[^/]+)/)?.[1];
   if (pkg) return pkg;
   const own = module.match(/^(?:src|bench)\/[^/]+(?=\/)/)?.[0];
@@ -74,11 +111,13 @@ export function layerOf(module, functionName) {
 
 /**
  * Self time per function and per layer, in ms and as a share of the busy time (every sample but
- * V8's `(idle)`), most first. `moduleOf(frame)` names the module a frame's code is in (null: none).
+ * V8's `(idle)`), most first. `placeOf(frame)` says where a frame's code is: its module (a source
+ * file, or the runtime module's URL; null: native code), the line there, and its original name
+ * when the bundle renamed it.
  * @param {CpuProfile} profile
- * @param {(frame: CallFrame) => string | null} moduleOf
+ * @param {(frame: CallFrame) => { module: string | null, line?: number, name?: string | null }} placeOf
  */
-export function selfTime(profile, moduleOf) {
+export function selfTime(profile, placeOf) {
   /** @type {Map<number, ProfileNode>} */
   const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
   /** @type {Map<number, number>} */
@@ -88,7 +127,7 @@ export function selfTime(profile, moduleOf) {
     const us = profile.timeDeltas[i + 1] ?? 0;
     byNode.set(node, (byNode.get(node) ?? 0) + us);
   });
-  /** @type {Map<string, { name: string, module: string | null, layer: string, us: number }>} */
+  /** @type {Map<string, { name: string, module: string | null, line: number | null, layer: string, us: number }>} */
   const functions = new Map();
   /** @type {Map<string, number>} */
   const layers = new Map();
@@ -96,17 +135,17 @@ export function selfTime(profile, moduleOf) {
   let idleUs = 0;
   for (const [id, us] of byNode) {
     const frame = /** @type {ProfileNode} */ (nodes.get(id)).callFrame;
-    const name = frame.functionName || "(anonymous)";
-    if (name === "(idle)") {
+    if (frame.functionName === "(idle)") {
       idleUs += us;
       continue;
     }
     busyUs += us;
-    const module = moduleOf(frame);
-    const layer = layerOf(module, name);
-    const where = module ?? frame.url;
-    const k = `${name}\u0000${where}\u0000${frame.lineNumber}`;
-    const f = functions.get(k) ?? { name, module: where || null, layer, us: 0 };
+    const place = placeOf(frame);
+    const name = place.name || frame.functionName || "(anonymous)";
+    const layer = layerOf(place.module, frame.functionName);
+    const line = place.line ?? null;
+    const k = `${name}\u0000${place.module}\u0000${line}`;
+    const f = functions.get(k) ?? { name, module: place.module, line, layer, us: 0 };
     f.us += us;
     functions.set(k, f);
     layers.set(layer, (layers.get(layer) ?? 0) + us);

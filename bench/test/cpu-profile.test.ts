@@ -1,34 +1,41 @@
 import { describe, expect, it } from "vitest";
-import { layerOf, moduleAt, modulesOfBundle, selfTime } from "../lib/cpu-profile.mjs";
+import { decodeMappings, layerOf, originalPosition, selfTime } from "../lib/cpu-profile.mjs";
 
-const BUNDLE = [
-  "var __defProp = Object.defineProperty;", // 0: esbuild's prelude, in no module
-  "// node_modules/hono/dist/hono-base.js", // 1
-  "var Hono = class {};",
-  "// ../node_modules/zod/v4/core/core.js", // 3 (a path above the bundle's root)
-  "function $constructor() {}",
-  "// src/middleware/enforce-quota.ts", // 5
-  "// not a module: a comment in the code",
-  "function enforceQuota() {}",
-  "// src/app.ts", // 8
-  "function createApp() {}",
-].join("\n");
+// Segments by hand: line 0 → app.ts 1:0, then (column 10) hono-base.js 6:0 named createApp;
+// line 1 none; line 2 (column 4) hono-base.js 8:2; line 3 (column 100, two digits; source and
+// line going back) app.ts 5:2.
+const MAPPINGS = "AAAA,UCKAA;;IAEE;oGDHA";
+const MAP = {
+  sources: ["../../src/app.ts", "../node_modules/hono/dist/hono-base.js"],
+  names: ["createApp"],
+  lines: decodeMappings(MAPPINGS),
+};
 
-describe("bench:profile's modules of a bundle", () => {
-  it("finds each module from esbuild's path comments, and places a line in its module", () => {
-    const map = modulesOfBundle(BUNDLE);
-    expect(map.modules).toEqual([
-      "node_modules/hono/dist/hono-base.js",
-      "node_modules/zod/v4/core/core.js",
-      "src/middleware/enforce-quota.ts",
-      "src/app.ts",
+describe("bench:profile's source map", () => {
+  it("decodes the mappings: column, source, line and name of each segment", () => {
+    expect(MAP.lines).toEqual([
+      [
+        [0, 0, 0, -1],
+        [10, 1, 5, 0],
+      ],
+      [],
+      [[4, 1, 7, -1]],
+      [[100, 0, 4, -1]],
     ]);
-    expect(map.starts).toEqual([1, 3, 5, 8]);
-    expect(moduleAt(map, 0)).toBeNull();
-    expect(moduleAt(map, 2)).toBe("node_modules/hono/dist/hono-base.js");
-    expect(moduleAt(map, 7)).toBe("src/middleware/enforce-quota.ts");
-    expect(moduleAt(map, 8)).toBe("src/app.ts");
-    expect(moduleAt(map, 99)).toBe("src/app.ts");
+  });
+
+  it("places a generated position in its source file and line, with the original name", () => {
+    expect(originalPosition(MAP, 0, 3)).toEqual({ source: "src/app.ts", line: 1, name: null });
+    expect(originalPosition(MAP, 0, 12)).toEqual({
+      source: "node_modules/hono/dist/hono-base.js",
+      line: 6,
+      name: "createApp",
+    });
+    expect(originalPosition(MAP, 1, 5)).toBeNull();
+    expect(originalPosition(MAP, 2, 3)).toBeNull();
+    expect(originalPosition(MAP, 3, 500)).toEqual({ source: "src/app.ts", line: 5, name: null });
+    const absolute = { ...MAP, sources: ["/tmp/animal-store-app-x/src/lib/etag.ts"] };
+    expect(originalPosition(absolute, 0, 0)?.source).toBe("src/lib/etag.ts");
   });
 
   it("names a module's layer: the product's folder, a package, the runtime, or V8's own", () => {
@@ -38,6 +45,9 @@ describe("bench:profile's modules of a bundle", () => {
     expect(layerOf("node_modules/@hono/zod-openapi/dist/index.js", "x")).toBe("@hono/zod-openapi");
     expect(layerOf("bench/api/simulated-network.ts", "roundTrip")).toBe("bench/api");
     expect(layerOf(null, "fetch")).toBe("runtime");
+    expect(layerOf("node-internal:internal_timers", "setTimeout")).toBe("runtime (node-internal:)");
+    expect(layerOf("cloudflare-internal:d1-api", "run")).toBe("runtime (cloudflare-internal:)");
+    expect(layerOf("__mf_do_wrapper_entry.js", "fetch")).toBe("runtime (wrangler dev)");
     expect(layerOf(null, "(garbage collector)")).toBe("(garbage collector)");
     expect(layerOf("src/app.ts", "(program)")).toBe("(program)");
   });
@@ -68,15 +78,20 @@ describe("bench:profile's self time", () => {
   };
 
   it("adds each sample's time to its function and layer, leaves idle out of the busy time", () => {
-    const map = modulesOfBundle(BUNDLE);
-    const self = selfTime(profile, (f) => moduleAt(map, f.lineNumber));
+    // Lines 2 and 9 are the bundle's hono and app code; the rest is native.
+    const places: Record<number, { module: string; line: number }> = {
+      2: { module: "node_modules/hono/dist/hono-base.js", line: 40 },
+      7: { module: "src/middleware/enforce-quota.ts", line: 12 },
+      9: { module: "src/app.ts", line: 3 },
+    };
+    const self = selfTime(profile, (f) => places[f.lineNumber] ?? { module: null });
     expect(self.idleMs).toBe(1);
     expect(self.busyMs).toBe(1);
-    expect(self.functions.map((f) => [f.name, f.layer, f.us])).toEqual([
-      ["enforceQuota", "src/middleware", 500],
-      ["(anonymous)", "src", 300],
-      ["dispatch", "hono", 100],
-      ["(garbage collector)", "(garbage collector)", 100],
+    expect(self.functions.map((f) => [f.name, f.layer, f.us, f.line])).toEqual([
+      ["enforceQuota", "src/middleware", 500, 12],
+      ["(anonymous)", "src", 300, 3],
+      ["dispatch", "hono", 100, 40],
+      ["(garbage collector)", "(garbage collector)", 100, null],
     ]);
     expect(self.functions[0]?.share).toBe(0.5);
     expect(self.layers).toEqual([

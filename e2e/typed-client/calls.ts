@@ -117,6 +117,19 @@ export async function callEveryOperation(
     ...endpointPath,
     body: { gracePeriodSeconds: 60 },
   });
+  const test = present(
+    await admin.POST("/webhooks/{id}/test", endpointPath),
+    "sendWebhookTestEvent",
+  );
+  await admin.GET("/webhooks/{id}/deliveries", {
+    params: { path: { id: endpoint.id }, query: { limit: 5 } },
+  });
+  await admin.HEAD("/webhooks/{id}/deliveries", endpointPath);
+  const deliveryPath = { params: { path: { id: endpoint.id, deliveryId: test.id } } };
+  await admin.POST("/webhooks/{id}/deliveries/{deliveryId}/resend", deliveryPath);
+  await admin.OPTIONS("/webhooks/{id}/test", endpointPath);
+  await admin.OPTIONS("/webhooks/{id}/deliveries", endpointPath);
+  await admin.OPTIONS("/webhooks/{id}/deliveries/{deliveryId}/resend", deliveryPath);
   await admin.DELETE("/webhooks/{id}", endpointPath);
   await admin.OPTIONS("/webhooks");
   await admin.OPTIONS("/webhooks/{id}", endpointPath);

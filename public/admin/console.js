@@ -4,7 +4,7 @@
 // chart is plain SVG drawn here: a few dozen elements, no library to ship or to allow in the CSP.
 //
 // Each view has a URL of its own (/admin/keys?plan=…, /admin/keys/{id}?days=…, /admin/keys/new,
-// /admin/usage?day=…, /admin/audit?actor=…): links and filters change the URL through the
+// /admin/usage?day=…, /admin/audit?actor=…, /admin/webhooks?ownerId=…, /admin/webhooks/{id}): links and filters change the URL through the
 // History API, and the view is drawn from the URL, so a view can be bookmarked, shared and
 // reloaded, and Back goes back.
 
@@ -16,6 +16,8 @@
   const KEYS_PAGE = 20;
   const KEY_AUDIT_ENTRIES = 6;
   const AUDIT_PAGE = 50;
+  const HOOKS_PAGE = 50;
+  const DELIVERIES_PAGE = 20;
   const $ = (selector, root = document) => root.querySelector(selector);
   const $$ = (selector, root = document) => [...root.querySelectorAll(selector)];
 
@@ -135,6 +137,7 @@
 
   // ------------------------------------------------------------------ views and their URLs
   const KEY_PATH = /^\/admin\/keys\/(key_[0-9A-Za-z]{20})$/;
+  const HOOK_PATH = /^\/admin\/webhooks\/(whe_[0-9A-Za-z]{20})$/;
   // A search that starts like a secret: kept out of the URL (and so out of the history).
   const SECRET_START = /^pet_(live|test)_/;
   let secretSearch = "";
@@ -149,6 +152,10 @@
     if (key) return { view: "key", id: key[1], query };
     if (path === `${BASE}/usage`) return { view: "usage", query };
     if (path === `${BASE}/audit`) return { view: "audit", query };
+    if (path === `${BASE}/webhooks`) return { view: "hooks", query };
+    if (path === `${BASE}/webhooks/new`) return { view: "hook-new", query };
+    const hook = HOOK_PATH.exec(path);
+    if (hook) return { view: "hook", id: hook[1], query };
     return { view: "missing", query };
   }
 
@@ -175,9 +182,21 @@
     key: "Key",
     usage: "Usage",
     audit: "Audit trail",
+    hooks: "Webhooks",
+    "hook-new": "New endpoint",
+    hook: "Endpoint",
     missing: "Not found",
   };
-  const NAV_OF = { keys: "keys", new: "keys", key: "keys", usage: "usage", audit: "audit" };
+  const NAV_OF = {
+    keys: "keys",
+    new: "keys",
+    key: "keys",
+    usage: "usage",
+    audit: "audit",
+    hooks: "webhooks",
+    "hook-new": "webhooks",
+    hook: "webhooks",
+  };
 
   /** Shows the view the URL names, and loads what it shows. */
   async function render() {
@@ -203,6 +222,9 @@
       key: () => openKey(route.id, route.query),
       usage: () => showDay(route.query),
       audit: () => showAuditView(route.query),
+      hooks: () => showHooks(route.query),
+      "hook-new": async () => report($("#hook-form .result"), "", ""),
+      hook: () => openHook(route.id),
       missing: async () => {},
     };
     try {
@@ -1169,6 +1191,262 @@
     report(output, `${key.name} is revoked.`);
   }
 
+  // ------------------------------------------------------------------ webhook endpoints
+  let hooksQuery = new URLSearchParams();
+  let nextHooksCursor = null;
+  let hooksShown = 0;
+  /** A signing secret just issued by "create", shown on the endpoint's page once. */
+  let issuedHookSecret = null;
+  let currentHook = null;
+
+  /** Whether an endpoint receives deliveries: a badge, and why not on hover. */
+  function hookState(h) {
+    const state = badge(h.enabled ? "enabled" : "disabled", h.enabled ? "active" : "disabled");
+    if (!h.enabled) state.title = h.disabledReason ?? "";
+    return state;
+  }
+
+  async function showHooks(query) {
+    hooksQuery = new URLSearchParams(query);
+    hooksQuery.delete("cursor");
+    fillForm($("#hook-filters"), hooksQuery);
+    await loadHooks();
+  }
+
+  async function loadHooks(more = false) {
+    const params = new URLSearchParams(hooksQuery);
+    params.set("limit", String(HOOKS_PAGE));
+    if (more && nextHooksCursor) params.set("cursor", nextHooksCursor);
+    const page = await api("GET", `/webhooks?${params}`);
+    const body = $("#hook-table tbody");
+    if (!more) {
+      body.replaceChildren();
+      hooksShown = 0;
+    }
+    for (const h of page.data) {
+      const name = el("span", undefined, { class: "name" });
+      name.append(
+        el("a", h.url, { href: `${BASE}/webhooks/${h.id}` }),
+        el("small", h.description ?? h.id),
+      );
+      const row = el("tr", undefined, { "data-hook-id": h.id });
+      row.append(
+        cell("Endpoint", name),
+        cell("Owner", h.ownerId ?? "every owner"),
+        cell("Events", h.eventTypes.join(", ")),
+        cell("State", hookState(h)),
+      );
+      body.append(row);
+    }
+    hooksShown += page.data.length;
+    const filtered = hooksQuery.has("ownerId");
+    const none = hooksShown === 0;
+    $("#hook-table").hidden = none;
+    $("#no-hooks").hidden = !(none && filtered);
+    $("#first-hook").hidden = !(none && !filtered);
+    $("#clear-hook-filters").hidden = !filtered;
+    $("#hooks-foot").hidden = none;
+    nextHooksCursor = page.nextCursor;
+    $("#more-hooks").hidden = !page.nextCursor;
+    $("#hooks-count").textContent =
+      `${fmt(hooksShown)} ${hooksShown === 1 ? "endpoint" : "endpoints"}${page.nextCursor ? ", more to show" : ""}`;
+  }
+
+  const checkedTypes = (form) =>
+    $$('input[name="eventTypes"]:checked', form).map((box) => box.value);
+
+  async function createHook(event) {
+    event.preventDefault();
+    const form = $("#hook-form");
+    const v = formValues(form);
+    const body = { url: v.url ?? "", eventTypes: checkedTypes(form) };
+    if (!body.eventTypes.length) throw new Error("Choose at least one event type.");
+    if (v.ownerId) body.ownerId = v.ownerId;
+    if (v.description) body.description = v.description;
+    const created = await api("POST", "/webhooks", body);
+    form.reset();
+    issuedHookSecret = { id: created.id, secret: created.secret };
+    await navigate(`${BASE}/webhooks/${created.id}`);
+  }
+
+  /** Shows endpoint `id`; a 404 is the "no such page" view. */
+  async function openHook(id) {
+    let hook;
+    try {
+      hook = await api("GET", `/webhooks/${id}`);
+    } catch (err) {
+      if (!(err instanceof ApiFailure && err.status === 404)) throw err;
+      for (const section of $$("#app > [data-view]"))
+        section.hidden = section.dataset.view !== "missing";
+      $("#missing-text").textContent = `No webhook endpoint has the id ${id}.`;
+      return;
+    }
+    if (currentHook?.id !== id) {
+      for (const output of $$("#hook output.result")) report(output, "", "");
+      for (const box of $$("#hook .secret")) box.hidden = true;
+      report($("#deliveries-result"), "", "");
+    }
+    currentHook = hook;
+    $("#hook").dataset.hookId = id;
+    $("#hook").dataset.enabled = String(hook.enabled);
+    $("#crumb-hook").textContent = hook.id;
+    $("#hook-title").textContent = hook.url;
+    $("#hook-badges").replaceChildren(hookState(hook));
+    if (issuedHookSecret?.id === id) {
+      showSecret($("#hook-created-secret"), issuedHookSecret.secret);
+      issuedHookSecret = null;
+    }
+    const fields = [
+      ["Id", hook.id],
+      ["URL", hook.url],
+      ["Owner", hook.ownerId ?? "every owner's keys"],
+      ["Event types", hook.eventTypes.join(", ")],
+      ["Description", hook.description ?? "—"],
+      ["State", hook.enabled ? "enabled" : `disabled: ${hook.disabledReason}`],
+    ];
+    if (!hook.enabled) fields.push(["Disabled", timeEl(hook.disabledAt)]);
+    fields.push(
+      ["Created", timeEl(hook.createdAt)],
+      ["Secret last rolled", hook.secretRolledAt ? timeEl(hook.secretRolledAt) : "never"],
+    );
+    if (hook.previousSecretExpiresAt && Date.parse(hook.previousSecretExpiresAt) > Date.now())
+      fields.push(["Old secret signs until", timeEl(hook.previousSecretExpiresAt)]);
+    const list = $("#hook-fields");
+    list.replaceChildren();
+    for (const [name, value] of fields) {
+      const dd = el("dd");
+      if (value instanceof Node) dd.append(value);
+      else dd.textContent = value;
+      list.append(el("dt", name), dd);
+    }
+    for (const box of $$('#hook form[data-hook-action="events"] input[name="eventTypes"]'))
+      box.checked = hook.eventTypes.includes(box.value);
+    $("#hook-toggle").textContent = hook.enabled ? "Disable…" : "Enable";
+    await loadDeliveries();
+  }
+
+  // A delivery's status as a badge of the key states' colours: delivered green, failed red,
+  // retrying amber; pending and skipped plain.
+  const DELIVERY_BADGE = { delivered: "active", failed: "banned", retrying: "disabled" };
+  let nextDeliveriesCursor = null;
+  let deliveriesShown = 0;
+
+  /** The open endpoint's delivery log, newest first, a page at a time. */
+  async function loadDeliveries(more = false) {
+    const hook = currentHook;
+    const params = new URLSearchParams({ limit: String(DELIVERIES_PAGE) });
+    if (more && nextDeliveriesCursor) params.set("cursor", nextDeliveriesCursor);
+    const page = await api("GET", `/webhooks/${hook.id}/deliveries?${params}`);
+    if (currentHook !== hook) return;
+    const body = $("#delivery-table tbody");
+    if (!more) {
+      body.replaceChildren();
+      deliveriesShown = 0;
+    }
+    for (const d of page.data) {
+      const event = el("span", undefined, { class: "name" });
+      event.append(el("strong", d.eventType), el("small", d.eventId));
+      // The last attempt's answer, and under it what went wrong (a timeout, a refused connection).
+      const response = el("span", undefined, { class: "name" });
+      response.append(el("span", d.responseStatus ?? "no answer"));
+      if (d.lastError) response.append(el("small", d.lastError));
+      const status = badge(d.status, DELIVERY_BADGE[d.status] ?? d.status);
+      if (d.nextAttemptAt && d.status === "retrying")
+        status.title = `Next attempt ${localDateTime.format(new Date(d.nextAttemptAt))}`;
+      const again = el("button", "Send again", { type: "button", class: "small" });
+      again.addEventListener(
+        "click",
+        guarded(() => sendAgain(d), $("#deliveries-result")),
+      );
+      const row = el("tr", undefined, { "data-delivery-id": d.id, "data-status": d.status });
+      row.append(
+        cell("Event", event),
+        cell("Status", status),
+        cell("Attempts", fmt(d.attempts), { class: "number" }),
+        cell("Response", response),
+        cell("Latency", d.latencyMs === null ? "—" : `${fmt(d.latencyMs)} ms`, {
+          class: "number",
+        }),
+        cell("Queued", timeEl(d.createdAt)),
+        cell("", again, { "data-writes": "" }),
+      );
+      body.append(row);
+    }
+    deliveriesShown += page.data.length;
+    const none = deliveriesShown === 0;
+    $("#delivery-table").hidden = none;
+    $("#no-deliveries").hidden = !none;
+    $("#deliveries-foot").hidden = none;
+    nextDeliveriesCursor = page.nextCursor;
+    $("#more-deliveries").hidden = !page.nextCursor;
+    $("#deliveries-count").textContent =
+      `${fmt(deliveriesShown)} ${deliveriesShown === 1 ? "delivery" : "deliveries"}${page.nextCursor ? ", more to show" : ""}`;
+  }
+
+  async function sendTestEvent() {
+    const delivery = await api("POST", `/webhooks/${currentHook.id}/test`);
+    await loadDeliveries();
+    report($("#deliveries-result"), `Test event ${delivery.eventId} queued.`);
+  }
+
+  async function sendAgain(delivery) {
+    await api("POST", `/webhooks/${currentHook.id}/deliveries/${delivery.id}/resend`);
+    await loadDeliveries();
+    report(
+      $("#deliveries-result"),
+      `${delivery.eventType} ${delivery.eventId} queued again (same event id: a receiver that has it ignores it).`,
+    );
+  }
+
+  async function hookAction(form) {
+    const hook = currentHook;
+    const output = $(".result", form);
+    const path = `/webhooks/${hook.id}`;
+    const action = form.dataset.hookAction;
+    if (action === "events") {
+      const eventTypes = checkedTypes(form);
+      if (!eventTypes.length) throw new Error("Choose at least one event type.");
+      await api("PATCH", path, { eventTypes });
+      await openHook(hook.id);
+      return report(output, `Sends ${eventTypes.join(", ")}.`);
+    }
+    if (action === "roll") {
+      const gracePeriodSeconds = Number(form.elements.gracePeriodSeconds.value);
+      const rolled = await api("POST", `${path}/roll-secret`, { gracePeriodSeconds });
+      await openHook(hook.id);
+      showSecret($("#hook-rolled-secret"), rolled.secret);
+      return report(
+        output,
+        gracePeriodSeconds
+          ? `New signing secret; the old one also signs until ${localDateTime.format(new Date(rolled.previousSecretExpiresAt))}.`
+          : "New signing secret; the old one no longer signs.",
+      );
+    }
+    if (hook.enabled) {
+      const sure = await confirmed(
+        `Disable ${hook.url}? It receives no deliveries until it is enabled again.`,
+        "Disable",
+      );
+      if (!sure) return report(output, "Not disabled.", "");
+    }
+    await api("PATCH", path, { enabled: !hook.enabled });
+    await openHook(hook.id);
+    report(output, hook.enabled ? "Disabled." : "Enabled: deliveries resume.");
+  }
+
+  async function deleteHook(button) {
+    const hook = currentHook;
+    const sure = await confirmed(
+      `Delete ${hook.url}? It and its delivery log are gone for good; events are no longer sent to it.`,
+      "Delete",
+    );
+    if (!sure) return report($(".result", button.form), "Not deleted.", "");
+    // 204: no body to read.
+    await request("DELETE", `/webhooks/${hook.id}`);
+    await navigate(`${BASE}/webhooks`);
+    say(`Deleted ${hook.url}.`);
+  }
+
   // ------------------------------------------------------------------ wiring
   document.addEventListener("DOMContentLoaded", () => {
     document.addEventListener("click", followLink);
@@ -1191,6 +1469,39 @@
         guarded(() => copySecret(button)),
       );
     $("#audit-filters").addEventListener("submit", guarded(filterAudit));
+    $("#hook-filters").addEventListener(
+      "submit",
+      guarded((event) => {
+        event.preventDefault();
+        return navigate(urlOf(`${BASE}/webhooks`, formValues($("#hook-filters"))));
+      }),
+    );
+    $("#more-hooks").addEventListener(
+      "click",
+      guarded(() => loadHooks(true)),
+    );
+    $("#hook-form").addEventListener("submit", guarded(createHook, $("#hook-form .result")));
+    for (const form of $$("#hook form.action")) {
+      const output = $(".result", form);
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        guarded(() => hookAction(form), output)();
+      });
+    }
+    $("#send-test").addEventListener("click", guarded(sendTestEvent, $("#deliveries-result")));
+    $("#refresh-deliveries").addEventListener(
+      "click",
+      guarded(() => loadDeliveries(), $("#deliveries-result")),
+    );
+    $("#more-deliveries").addEventListener(
+      "click",
+      guarded(() => loadDeliveries(true), $("#deliveries-result")),
+    );
+    const deleteButton = $("#hook [data-hook-delete]");
+    deleteButton.addEventListener(
+      "click",
+      guarded(() => deleteHook(deleteButton), $(".result", deleteButton.form)),
+    );
     $("#more-audit").addEventListener(
       "click",
       guarded(() => loadAudit(true)),

@@ -80,6 +80,9 @@ export function runLocalDev({ args, entry, title = "Animal Store API (local)" })
     "dev",
     ...(entry ? [entry] : []),
     ...(portIn(args) ? [] : ["--port", port]),
+    // Webhook endpoints may be http://localhost receivers (npm run webhooks:listen), locally only.
+    "--var",
+    "WEBHOOK_LOCAL_RECEIVERS:on",
     ...args,
   ];
   const token = readDevVars().get("ADMIN_TOKEN") ?? "<ADMIN_TOKEN from .dev.vars>";
@@ -92,6 +95,7 @@ ${title} on ${url}
   Then:          curl -s ${url}/v1/pets -H "Authorization: Bearer <key>"
   API reference: ${url}/docs   (OpenAPI: ${url}/v1/openapi.json)
   Console:       ${url}/admin   Sample pets: npm run seed
+  Webhooks:      npm run webhooks:listen${port === "8787" ? "" : ` -- --url ${url}`}   (prints each verified delivery)
 `);
 
   const dev = spawn("wrangler", devArgs, { stdio: "inherit" });

@@ -129,7 +129,7 @@ export function listAudit(
 }
 
 /** The actor of entries the service writes on its own (automatic bans and their ends). */
-const SYSTEM_ACTOR = "system";
+export const SYSTEM_ACTOR = "system";
 
 /**
  * Appends `entry` unless an entry with the same key, action and request id exists: for writes a

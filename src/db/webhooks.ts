@@ -245,3 +245,295 @@ export function deleteEndpoint(db: Queryable, id: string, audit: AuditEntry): Pr
     return (deleted?.meta.changes ?? 0) > 0;
   });
 }
+
+/** Where a delivery stands: waiting for its first attempt, between retries, or done one way or the other. */
+export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "skipped";
+
+/** One event's delivery to one endpoint: the delivery log's row. */
+export interface DeliveryRecord {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  keyId: string | null;
+  /** The JSON body sent, the same on every attempt. */
+  payload: string;
+  status: DeliveryStatus;
+  attempts: number;
+  responseStatus: number | null;
+  latencyMs: number | null;
+  lastError: string | null;
+  createdAt: number;
+  updatedAt: number;
+  deliveredAt: number | null;
+  nextAttemptAt: number | null;
+}
+
+interface DeliveryRow {
+  id: string;
+  endpoint_id: string;
+  event_id: string;
+  event_type: string;
+  key_id: string | null;
+  payload: string;
+  status: DeliveryStatus;
+  attempts: number;
+  response_status: number | null;
+  latency_ms: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+  delivered_at: number | null;
+  next_attempt_at: number | null;
+}
+
+const DELIVERY_COLUMNS = `id, endpoint_id, event_id, event_type, key_id, payload, status, attempts,
+  response_status, latency_ms, last_error, created_at, updated_at, delivered_at, next_attempt_at`;
+
+function deliveryOf(r: DeliveryRow): DeliveryRecord {
+  return {
+    id: r.id,
+    endpointId: r.endpoint_id,
+    eventId: r.event_id,
+    eventType: r.event_type,
+    keyId: r.key_id,
+    payload: r.payload,
+    status: r.status,
+    attempts: r.attempts,
+    responseStatus: r.response_status,
+    latencyMs: r.latency_ms,
+    lastError: r.last_error,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    deliveredAt: r.delivered_at,
+    nextAttemptAt: r.next_attempt_at,
+  };
+}
+
+/** A new delivery, before its first attempt. */
+export type NewDelivery = Pick<
+  DeliveryRecord,
+  "id" | "endpointId" | "eventId" | "eventType" | "keyId" | "payload"
+>;
+
+/**
+ * Adds the deliveries of an event, one per endpoint; an (endpoint, event) pair logged already is
+ * left as it is. Returns the ids of the deliveries waiting for their first attempt, new or not
+ * (an event handled again after a failure sends those again, never a delivered one).
+ */
+export function addDeliveries(
+  db: Queryable,
+  eventId: string,
+  deliveries: NewDelivery[],
+  now: number,
+): Promise<string[]> {
+  return guarded(async () => {
+    const insert = deliveries.map((d) =>
+      db
+        .prepare(
+          `INSERT OR IGNORE INTO webhook_deliveries (id, endpoint_id, event_id, event_type, key_id,
+             payload, status, attempts, created_at, updated_at, next_attempt_at)
+           VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?7, ?7, ?7)`,
+        )
+        .bind(d.id, d.endpointId, d.eventId, d.eventType, d.keyId, d.payload, now),
+    );
+    const results = await db.batch([
+      ...insert,
+      db
+        .prepare(
+          "SELECT id FROM webhook_deliveries WHERE event_id = ?1 AND status = 'pending' AND attempts = 0",
+        )
+        .bind(eventId),
+    ]);
+    return ((results.at(-1)?.results ?? []) as { id: string }[]).map((r) => r.id);
+  });
+}
+
+/** A delivery with its endpoint (null when the endpoint was deleted since). */
+export function getDeliveryWithEndpoint(
+  db: Queryable,
+  id: string,
+): Promise<{ delivery: DeliveryRecord; endpoint: WebhookEndpointRecord | null } | null> {
+  return guarded(async () => {
+    const row = await db
+      .prepare(`SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ?1`)
+      .bind(id)
+      .first<DeliveryRow>();
+    if (!row) return null;
+    return { delivery: deliveryOf(row), endpoint: await getEndpoint(db, row.endpoint_id) };
+  });
+}
+
+/** What one attempt came to. */
+export interface AttemptOutcome {
+  status: DeliveryStatus;
+  responseStatus: number | null;
+  latencyMs: number | null;
+  error: string | null;
+  nextAttemptAt: number | null;
+}
+
+/** Records an attempt of delivery `id` at `now` (one more attempt), and returns the row after it. */
+export function recordAttempt(
+  db: Queryable,
+  id: string,
+  now: number,
+  o: AttemptOutcome,
+): Promise<void> {
+  return guarded(async () => {
+    await db
+      .prepare(
+        `UPDATE webhook_deliveries SET status = ?2, attempts = attempts + 1, response_status = ?3,
+           latency_ms = ?4, last_error = ?5, next_attempt_at = ?6, updated_at = ?7,
+           delivered_at = CASE WHEN ?2 = 'delivered' THEN ?7 ELSE delivered_at END
+         WHERE id = ?1`,
+      )
+      .bind(id, o.status, o.responseStatus, o.latencyMs, o.error, o.nextAttemptAt, now)
+      .run();
+  });
+}
+
+/** Marks delivery `id` as not attempted (its endpoint is disabled), without counting an attempt. */
+export function skipDelivery(db: Queryable, id: string, now: number, why: string): Promise<void> {
+  return guarded(async () => {
+    await db
+      .prepare(
+        `UPDATE webhook_deliveries SET status = 'skipped', last_error = ?3, next_attempt_at = NULL,
+           updated_at = ?2 WHERE id = ?1`,
+      )
+      .bind(id, now, why)
+      .run();
+  });
+}
+
+/** Sets delivery `id` waiting for an attempt again ("send again"); its attempts stay counted. */
+export function resetDelivery(db: Queryable, id: string, now: number): Promise<void> {
+  return guarded(async () => {
+    await db
+      .prepare(
+        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?2, updated_at = ?2
+         WHERE id = ?1`,
+      )
+      .bind(id, now)
+      .run();
+  });
+}
+
+/** Adds one delivery outside any event fan-out (a test event). */
+export function insertDelivery(db: Queryable, d: NewDelivery, now: number): Promise<void> {
+  return guarded(async () => {
+    await db
+      .prepare(
+        `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, key_id, payload,
+           status, attempts, created_at, updated_at, next_attempt_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?7, ?7, ?7)`,
+      )
+      .bind(d.id, d.endpointId, d.eventId, d.eventType, d.keyId, d.payload, now)
+      .run();
+  });
+}
+
+export function getDelivery(
+  db: Queryable,
+  endpointId: string,
+  id: string,
+): Promise<DeliveryRecord | null> {
+  return guarded(async () => {
+    const row = await db
+      .prepare(
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE id = ?1 AND endpoint_id = ?2`,
+      )
+      .bind(id, endpointId)
+      .first<DeliveryRow>();
+    return row ? deliveryOf(row) : null;
+  });
+}
+
+/** An endpoint's deliveries, newest first, before (createdAt, id) `before`; optionally of one status. */
+export function listDeliveries(
+  db: Queryable,
+  endpointId: string,
+  limit: number,
+  before: { createdAt: number; id: string } | undefined,
+  status: DeliveryStatus | undefined,
+): Promise<DeliveryRecord[]> {
+  return guarded(async () => {
+    const { results } = await db
+      .prepare(
+        `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
+         WHERE endpoint_id = ?1 AND (?2 IS NULL OR status = ?2) AND (created_at, id) < (?3, ?4)
+         ORDER BY created_at DESC, id DESC LIMIT ?5`,
+      )
+      .bind(
+        endpointId,
+        status ?? null,
+        before?.createdAt ?? Number.MAX_SAFE_INTEGER,
+        before?.id ?? "",
+        limit,
+      )
+      .all<DeliveryRow>();
+    return results.map(deliveryOf);
+  });
+}
+
+/**
+ * Disables endpoint `id` because its receiver answered 410 Gone, with a `webhook_disable` entry
+ * by `system`; nothing when it is disabled already. Idempotent (a retried delivery).
+ */
+export function disableGoneEndpoint(
+  db: Queryable,
+  id: string,
+  now: number,
+  reason: string,
+  audit: AuditEntry,
+): Promise<void> {
+  return guarded(async () => {
+    await db.batch([
+      db
+        .prepare(
+          `UPDATE webhook_endpoints SET disabled_at = ?2, disabled_reason = ?3, updated_at = ?2,
+             version = version + 1 WHERE id = ?1 AND disabled_at IS NULL`,
+        )
+        .bind(id, now, reason),
+      appendAuditIfChangedStatement(db, audit),
+    ]);
+  });
+}
+
+/**
+ * Keys that expire in (now, until] and have had no key.expiring event for that expiry, at most
+ * `limit` of them: the hourly scan's work.
+ */
+export function keysExpiringWithoutEvent(
+  db: Queryable,
+  now: number,
+  until: number,
+  limit: number,
+): Promise<{ id: string; expiresAt: number }[]> {
+  return guarded(async () => {
+    const { results } = await db
+      .prepare(
+        `SELECT id, expires_at AS expiresAt FROM api_keys
+         WHERE expires_at > ?1 AND expires_at <= ?2 AND revoked_at IS NULL
+           AND (expiring_event_for IS NULL OR expiring_event_for != expires_at)
+         ORDER BY expires_at LIMIT ?3`,
+      )
+      .bind(now, until, limit)
+      .all<{ id: string; expiresAt: number }>();
+    return results;
+  });
+}
+
+/** Records that key `id`'s key.expiring event for `expiresAt` is queued. */
+export function markExpiringEventQueued(
+  db: Queryable,
+  id: string,
+  expiresAt: number,
+): Promise<void> {
+  return guarded(async () => {
+    await db
+      .prepare("UPDATE api_keys SET expiring_event_for = ?2 WHERE id = ?1")
+      .bind(id, expiresAt)
+      .run();
+  });
+}

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { log } from "./log";
+import { WEBHOOK_RETRY_DELAYS_SECONDS } from "./webhook-events";
 
 /** Whether `s` is exactly an http(s) origin: scheme, host and port, nothing more. */
 function isHttpOrigin(s: string): boolean {
@@ -129,12 +130,44 @@ const ConfigSchema = z
      * with `npm run webhooks:listen`; refused outside ENVIRONMENT=local (lib/webhook-url.ts).
      */
     WEBHOOK_LOCAL_RECEIVERS: z.enum(["on", "off"]).default("off"),
+    /**
+     * The webhook retry delays in seconds, comma-separated, one per retry; "" (the default): the
+     * service's schedule, WEBHOOK_RETRY_DELAYS_SECONDS. Another schedule (a fast one, to watch
+     * retries locally) only where ENVIRONMENT is local.
+     */
+    WEBHOOK_RETRY_DELAYS: z
+      .string()
+      .default("")
+      .transform((s) =>
+        s.trim() === ""
+          ? [...WEBHOOK_RETRY_DELAYS_SECONDS]
+          : s.split(",").map((d) => Number(d.trim())),
+      )
+      .pipe(
+        z
+          .array(z.number().int().min(0).max(43_200), {
+            error: "must be whole seconds from 0 to 43200, comma-separated",
+          })
+          .length(
+            WEBHOOK_RETRY_DELAYS_SECONDS.length,
+            `must list ${WEBHOOK_RETRY_DELAYS_SECONDS.length} delays (the queue's max_retries)`,
+          ),
+      ),
   })
   .refine((c) => c.WEBHOOK_LOCAL_RECEIVERS === "off" || c.ENVIRONMENT === "local", {
     message:
       "may be on only where ENVIRONMENT is local (a deployed service delivers to public hosts only)",
     path: ["WEBHOOK_LOCAL_RECEIVERS"],
-  });
+  })
+  .refine(
+    (c) =>
+      c.ENVIRONMENT === "local" ||
+      c.WEBHOOK_RETRY_DELAYS.join() === WEBHOOK_RETRY_DELAYS_SECONDS.join(),
+    {
+      message: "may be set only where ENVIRONMENT is local (deployments retry over a day)",
+      path: ["WEBHOOK_RETRY_DELAYS"],
+    },
+  );
 
 /** The service's settings, validated: read them from here, never from `env` directly. */
 export type Config = z.infer<typeof ConfigSchema>;

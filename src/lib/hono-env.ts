@@ -6,6 +6,9 @@ import type { Config } from "./config";
  * middleware/request-id.ts), the validated configuration (parsed before any other work, see
  * app.ts) and Server-Timing (hono/timing). Middleware that sets more declares it where it sets it
  * (for example `ApiKeyVariables` in auth/api-key.ts), and routes add those they rely on.
+ *
+ * Code that runs on every request reads them with `c.get(name)`: Hono's `c.var` builds a new
+ * object of all the request's variables at each access (bench/README.md, the CPU profile).
  */
 export interface BaseEnv {
   Bindings: Env;

@@ -69,14 +69,16 @@ function v6Groups(address: string): number[] {
 }
 
 /**
- * Public IPv6 is global unicast (2000::/3) outside documentation (2001:db8::/32), 6to4 (2002::/16,
- * which embeds any IPv4 address) and Teredo (2001::/32); everything else (loopback, unique local
- * fc00::/7, link-local fe80::/10, multicast, IPv4-mapped ::ffff:0:0/96, NAT64 64:ff9b::/96) is not.
+ * Public IPv6 is global unicast (2000::/3) outside documentation (2001:db8::/32 and 3fff::/20),
+ * 6to4 (2002::/16, which embeds any IPv4 address) and Teredo (2001::/32); everything else
+ * (loopback, unique local fc00::/7, link-local fe80::/10, multicast, IPv4-mapped ::ffff:0:0/96,
+ * NAT64 64:ff9b::/96) is not.
  */
 function isPublicV6(address: string): boolean {
   const [a = 0, b = 0] = v6Groups(address);
   if ((a & 0xe000) !== 0x2000) return false;
   if (a === 0x2001 && (b === 0x0db8 || b === 0)) return false;
+  if (a === 0x3fff && b <= 0x0fff) return false;
   return a !== 0x2002;
 }
 
@@ -93,7 +95,8 @@ export function webhookUrlProblem(text: string, localReceivers: boolean): string
   if (!URL.canParse(text)) return "must be an absolute URL (https://…)";
   const url = new URL(text);
   if (url.username || url.password) return "must not contain credentials (user:password@)";
-  if (url.hash) return "must not have a fragment (#…)";
+  // An empty fragment ("…/x#") leaves url.hash empty; the serialized URL still shows its "#".
+  if (url.hash || url.href.includes("#")) return "must not have a fragment (#…)";
   // The parser has already lowercased the host and turned every IPv4 spelling (0x7f.1, 2130706433)
   // into dotted decimal, and IPv6 into its compressed form in brackets.
   const host = url.hostname;
@@ -112,7 +115,9 @@ export function webhookUrlProblem(text: string, localReceivers: boolean): string
       ? null
       : `must name a public host (${host} is a private, loopback, link-local or reserved address)`;
   }
-  const name = host.endsWith(".") ? host.slice(0, -1) : host;
+  // Every trailing dot goes ("localhost..", "printer.local..."): the parser keeps them, and
+  // the name they end is what the suffix and single-label rules are about.
+  const name = host.replace(/\.+$/, "");
   if (!name.includes("."))
     return `must name a public host (${host} is a single-label name, resolved only inside a network)`;
   const suffix = NON_PUBLIC_SUFFIXES.find((s) => name === s || name.endsWith(`.${s}`));

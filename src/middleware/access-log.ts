@@ -11,10 +11,10 @@ import type { QuotaVariables } from "./enforce-quota";
  */
 export const accessLog = createMiddleware<EnvWith<Partial<ApiKeyVariables & QuotaVariables>>>(
   async (c, next) => {
-    if (c.var.config.ACCESS_LOG === "off") return next();
+    if (c.get("config").ACCESS_LOG === "off") return next();
     const started = performance.now();
     await next();
-    const key = c.var.apiKey;
+    const key = c.get("apiKey");
     log("info", "request", {
       method: c.req.method,
       route: c.req.routePath,
@@ -22,7 +22,7 @@ export const accessLog = createMiddleware<EnvWith<Partial<ApiKeyVariables & Quot
       durationMs: Math.round((performance.now() - started) * 10) / 10,
       keyId: key?.id,
       plan: key?.plan,
-      quota: c.var.quota,
+      quota: c.get("quota"),
     });
   },
 );

@@ -1,9 +1,21 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { etagOf } from "../lib/etag";
 
+// The ETag of each object answered, by identity: a full page or a found pet kept in this
+// isolate's memory (db/immutable-reads.ts) is the same object at every request, and never changes,
+// so its tag is computed once rather than serialising and hashing it again each time. An answered
+// value is never changed afterwards (a stored one cannot change at all).
+const tagOfAnswered = new WeakMap<object, string>();
+
 /** Sets the ETag of a JSON answer; `conditional` turns a matching If-None-Match into 304. */
 export function withETag<T>(c: Context, value: T): T {
-  c.header("ETag", etagOf(value));
+  const isObject = typeof value === "object" && value !== null;
+  let tag = isObject ? tagOfAnswered.get(value) : undefined;
+  if (tag === undefined) {
+    tag = etagOf(value);
+    if (isObject) tagOfAnswered.set(value, tag);
+  }
+  c.header("ETag", tag);
   return value;
 }
 

@@ -58,13 +58,13 @@ export async function verifiedBookmarkOrThrow(
  * bookmark is returned, and none can be accepted).
  */
 export const d1Session = createMiddleware<EnvWith<D1SessionVariables>>(async (c, next) => {
-  const secret = c.var.config.CURSOR_SECRET;
+  const secret = c.get("config").CURSOR_SECRET;
   const header = c.req.header(BOOKMARK_HEADER);
   const bookmark =
     header === undefined
       ? undefined
       : await verifiedBookmarkOrThrow(
-          secret ? cursorSecretsAcceptedOrThrow(c.var.config) : [],
+          secret ? cursorSecretsAcceptedOrThrow(c.get("config")) : [],
           header,
         );
   const d1 = new D1Session(c.env.DB, bookmark);

@@ -58,9 +58,18 @@ export class LeaseLedger {
     return row?.held ?? 0;
   }
 
-  /** Records a new lease of `permits`, granted to the location holder `grantee` (null: an isolate). */
-  grant(state: UsageState, permits: number, now: number, grantee: string | null): Lease {
-    const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee));
+  /**
+   * Records a new lease of `permits`, granted to the location holder `grantee` (null: an isolate),
+   * living `lifetimeMs` (see leaseLifetimeMs; never past its minute).
+   */
+  grant(
+    state: UsageState,
+    permits: number,
+    now: number,
+    grantee: string | null,
+    lifetimeMs = leaseLifetimeMs(grantee),
+  ): Lease {
+    const expiresAt = leaseExpiry(state, now, lifetimeMs);
     const lease = { id: crypto.randomUUID(), permits, expiresAt };
     this.sql.exec(
       `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
@@ -77,7 +86,7 @@ export class LeaseLedger {
   }
 
   /**
-   * Adds `permits` to lease `id` and pushes its expiry out, if it was granted in the current
+   * Adds `permits` to lease `id` and sets its expiry `lifetimeMs` from now, if it was granted in the current
    * minute window and not handed back (a give-back then credits all of its unused permits);
    * null otherwise. The lease then holds at most `holding` (its holder's unused) + `permits`.
    */
@@ -88,8 +97,9 @@ export class LeaseLedger {
     holding: number,
     now: number,
     grantee: string | null,
+    lifetimeMs = leaseLifetimeMs(grantee),
   ): Lease | null {
-    const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee));
+    const expiresAt = leaseExpiry(state, now, lifetimeMs);
     const extended = this.sql.exec(
       `UPDATE leases SET permits = permits + ?, expires_at = ?, held = MIN(held, ?) + ?
          WHERE id = ? AND minute_start = ? AND day_start = ?`,

@@ -333,7 +333,8 @@ export class QuotaLimiterClient {
   /**
    * Hands this isolate's unused leased permits and its location holder's stock back before a
    * usage read, so the read is exact as far as this location goes (other leases come back
-   * within STOCK_LEASE_MS + GIVE_BACK_GRACE_MS). Never throws.
+   * within STOCK_LEASE_MS + GIVE_BACK_GRACE_MS, a stock for the minute as its minute ends).
+   * Never throws.
    */
   async #handBackLease(): Promise<void> {
     const leases = this.#leasesIfAny();

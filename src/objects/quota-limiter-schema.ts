@@ -6,6 +6,7 @@ import {
   CREATE_USAGE_STRANDED_TABLE,
 } from "./usage-history-table";
 import { CREATE_USAGE_TABLE } from "./usage-table";
+import { CREATE_WEBHOOK_OUTBOX_TABLE } from "./webhook-outbox";
 
 const CREATE_POLICY_TABLE = `CREATE TABLE IF NOT EXISTS policy (
   id INTEGER PRIMARY KEY CHECK (id = 1), per_minute INTEGER NOT NULL, per_day INTEGER NOT NULL,
@@ -68,5 +69,7 @@ export const QUOTA_LIMITER_SCHEMA: ObjectSchema = {
   additions: [
     // The answers given to admissions and renewals that carry an id (admission-memory.ts).
     { name: "admissions", sql: CREATE_ADMISSIONS_TABLE },
+    // The webhook events not yet queued (webhook-outbox.ts).
+    { name: "webhook_outbox", sql: CREATE_WEBHOOK_OUTBOX_TABLE },
   ],
 };

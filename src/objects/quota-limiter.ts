@@ -8,7 +8,9 @@ import {
   CHANGE_APPLIES_WITHIN_MS,
   type GrantedLease,
   givePermitsBack,
+  leaseLifetimeMs,
   permitsToLease,
+  stockLivesTheMinute,
   takePermits,
 } from "../quota/lease";
 import type {
@@ -37,6 +39,7 @@ import { migrateSchemaOrThrow } from "./schema-migrations";
 import { openOrThrow } from "./stub-call";
 import { UsageHistoryTable } from "./usage-history-table";
 import { UsageTable } from "./usage-table";
+import { WebhookOutbox } from "./webhook-outbox";
 
 /**
  * How long a change to the key waits for the location holders it is pushed to: the bound every
@@ -94,6 +97,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #leases: LeaseLedger;
   readonly #bans: BanRecords;
   readonly #admissions: AdmissionMemory;
+  readonly #webhooks: WebhookOutbox;
   #usage: UsageState = { ...EMPTY_USAGE };
   #policy: Policy | null = null;
   /** How long a ban lasts (BAN_MINUTES), read as the object opens. */
@@ -108,6 +112,12 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#leases = new LeaseLedger(sql, this.#history);
     this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#admissions = new AdmissionMemory(sql);
+    this.#webhooks = new WebhookOutbox(
+      sql,
+      this.#alarms,
+      () => this.env.WEBHOOK_QUEUE,
+      ctx.id.name,
+    );
     // Whatever fails here fails every call alike: callers must tell it from an outage.
     ctx.blockConcurrencyWhile(() => openOrThrow(async () => this.#open(ctx, env)));
   }
@@ -131,7 +141,8 @@ export class QuotaLimiter extends DurableObject<Env> {
       .exec<{ held: number }>(
         `SELECT EXISTS (SELECT 1 FROM usage) OR EXISTS (SELECT 1 FROM usage_history)
             OR EXISTS (SELECT 1 FROM leases) OR EXISTS (SELECT 1 FROM ban_records)
-            OR EXISTS (SELECT 1 FROM admissions) AS held`,
+            OR EXISTS (SELECT 1 FROM admissions)
+            OR EXISTS (SELECT 1 FROM webhook_outbox WHERE queued = 0) AS held`,
       )
       .one().held;
     if (holdsWorkForLater && (await ctx.storage.getAlarm()) === null)
@@ -180,7 +191,9 @@ export class QuotaLimiter extends DurableObject<Env> {
         ? permitsToLease(decision.windows, effective, request.want, 0, this.#leases.heldBy(state))
         : 0;
     if (permits > 0) {
-      lease = this.#leases.grant(state, permits, now, grantee);
+      const forTheMinute = stockLivesTheMinute(decision.windows, effective, permits);
+      const lifetimeMs = leaseLifetimeMs(grantee, { forTheMinute });
+      lease = this.#leases.grant(state, permits, now, grantee, lifetimeMs);
       state = takePermits(state, permits);
     }
     const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
@@ -231,9 +244,13 @@ export class QuotaLimiter extends DurableObject<Env> {
         );
     let granted: Lease | null = null;
     if (permits > 0) {
+      // A location holder's stock lives to the minute's end while the key is far from its
+      // limits, else STOCK_LEASE_MS (an extended lease takes the lifetime of its renewal).
+      const forTheMinute = stockLivesTheMinute(windows, effective, permits);
+      const lifetimeMs = leaseLifetimeMs(grantee, { forTheMinute });
       granted =
-        this.#leases.extend(request.leaseId, state, permits, holding, now, grantee) ??
-        this.#leases.grant(state, permits, now, grantee);
+        this.#leases.extend(request.leaseId, state, permits, holding, now, grantee, lifetimeMs) ??
+        this.#leases.grant(state, permits, now, grantee, lifetimeMs);
       state = takePermits(state, permits);
     }
     this.#keep(state, previousDay);
@@ -304,6 +321,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   /** Saves the windows if they changed; schedules the day's cleanup when a new day began. */
   #keep(state: UsageState, previousDay: number): void {
     if (state !== this.#usage) {
+      // Usage alerts (webhooks) from the exact counts: a row when a threshold is crossed, no wait.
+      this.#webhooks.observe(this.#usage, state, this.#policy, clock.now());
       this.#usage = state;
       this.#usageTable.save(state);
     }
@@ -336,7 +355,9 @@ export class QuotaLimiter extends DurableObject<Env> {
    * Stores a newer policy (plan change, new limits, revocation, disabling) pushed by the admin
    * API, and tells every location holder holding a lease of the key to stop admitting from it:
    * they forward the key's next requests here, where the new policy applies. Waits for them at
-   * most PUSH_DEADLINE_MS; a holder not reached stops on its own when its lease ends (STOCK_LEASE_MS).
+   * most PUSH_DEADLINE_MS; a holder not reached stops on its own when its lease ends (STOCK_LEASE_MS;
+   * a stock for the minute, with its minute, after at most its permits: it is renewed only here,
+   * under the newest policy).
    */
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy?.version;
@@ -416,6 +437,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (open.expiresAt !== null) await this.#alarms.noLaterThan(open.expiresAt + STRANDED_AFTER_MS);
     await this.#history.flushDaysBefore(open.dayStart ?? today, now);
     await this.#bans.record(now);
+    await this.#webhooks.send(now);
   }
 
   /**

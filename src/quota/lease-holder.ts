@@ -1,7 +1,13 @@
-import { clock } from "../lib/clock";
+import { clock, MINUTE_MS } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
 import { CallsInFlight, withDeadline } from "./call-coordination";
-import { GIVE_BACK_GRACE_MS, LEASE_TIMINGS, type LeaseInUse, renewsNow } from "./lease";
+import {
+  GIVE_BACK_GRACE_MS,
+  grantedForTheMinute,
+  LEASE_TIMINGS,
+  type LeaseInUse,
+  renewsNow,
+} from "./lease";
 import type {
   Admission,
   Lease,
@@ -70,18 +76,30 @@ export function localExpiry(
   return Math.min(granted.expiresAt, sentAt + Math.max(0, minuteEnd - answer.now));
 }
 
-/** A lease the object has just granted under policy `policyVersion`, none of it used yet. */
-function heldLease(granted: Lease, policyVersion: number, expiresAt: number): HeldLease {
+/**
+ * A lease the object has just granted under policy `policyVersion` in `answer`, none of it used
+ * yet, ending at `expiresAt` by this holder's clock (see localExpiry).
+ */
+function heldLease(
+  granted: Lease,
+  answer: { policyVersion: number; now?: number },
+  expiresAt: number,
+): HeldLease {
   return {
     id: granted.id,
     left: granted.permits,
     lastGrant: granted.permits,
     expiresAt,
-    policyVersion,
+    // An object of an earlier release (no `now`) grants short leases only.
+    forTheMinute: grantedForTheMinute(granted.expiresAt, answer.now ?? granted.expiresAt),
+    policyVersion: answer.policyVersion,
     used: 0,
     admissionIds: [],
   };
 }
+
+/** The first minute's start at or after `t`. */
+const minuteStartFrom = (t: number): number => t + ((MINUTE_MS - (t % MINUTE_MS)) % MINUTE_MS);
 
 /** What goes back to the object of a lease no longer used (taking its ids not reported yet). */
 const returnOf = (lease: HeldLease): ReturnedLease => ({
@@ -134,6 +152,9 @@ export class LeaseHolder {
   /** Counts changes made in this isolate (dropLease, forgetRefusals) that an answer on its way predates. */
   #changes = 0;
   readonly #rate = new ArrivalRate();
+  /** When the key's last request arrived here (null: none yet), and the gap before it. */
+  #lastArrival: number | null = null;
+  #gapMs = 0;
   /** What this holder's responses show of the key's windows. */
   readonly #windows = new ShownWindows();
   /** Refused, banned, or too close to the limit: no lease is asked for before this time. */
@@ -202,7 +223,10 @@ export class LeaseHolder {
     calls: LeaseCalls,
     admissionId: string | null = null,
   ): Promise<HolderDecision> {
-    this.#rate.note(clock.now());
+    const arrived = clock.now();
+    this.#rate.note(arrived);
+    this.#gapMs = this.#lastArrival === null ? 0 : Math.max(0, arrived - this.#lastArrival);
+    this.#lastArrival = arrived;
     for (;;) {
       const exclusive = this.#calls.exclusive;
       if (exclusive) {
@@ -254,8 +278,11 @@ export class LeaseHolder {
     if (!lease) return this.giveBackRetired(calls);
     // A request after the expiry hands the lease back with its own call; only if none came
     // within GIVE_BACK_GRACE_MS does the lease go back in a call of its own. A renewal that
-    // extends the lease pushes its expiry out, and schedules a give-back of its own.
-    await sleep(Math.max(0, lease.expiresAt + GIVE_BACK_GRACE_MS - clock.now()));
+    // extends the lease pushes its expiry out, and schedules a give-back of its own. A stock for
+    // the minute waits for the next minute's start too: the minute's refill (objects/quota-holder.ts)
+    // hands it back, if the key was used here, with no call of its own.
+    const due = lease.forTheMinute ? minuteStartFrom(lease.expiresAt) : lease.expiresAt;
+    await sleep(Math.max(0, due + GIVE_BACK_GRACE_MS - clock.now()));
     if (this.#lease !== lease) return this.giveBackRetired(calls);
     // Only once the lease has really expired: before, a request of this isolate may still use it
     // (checked again after any call in flight, which may have renewed it).
@@ -418,7 +445,7 @@ export class LeaseHolder {
     if (!renew || !lease || !this.#calls.idle) return null;
     if (now < this.#noLeaseUntil) return null;
     const minuteEnd = this.#windows.minuteEnd;
-    const renewOptions = { aheadMs: this.#renewAheadMs, stock: this.#stock };
+    const renewOptions = { aheadMs: this.#renewAheadMs, stock: this.#stock, gapMs: this.#gapMs };
     if (!renewsNow(lease, minuteEnd, now, renewOptions)) return null;
     const want = this.#wanted(now, lease.left);
     if (want <= 0) return null;
@@ -511,7 +538,7 @@ export class LeaseHolder {
       this.#noLeaseUntilMinuteEnds(answer.windows);
       return false;
     }
-    this.#lease = heldLease(granted, answer.policyVersion, localExpiry(granted, answer, sentAt));
+    this.#lease = heldLease(granted, answer, localExpiry(granted, answer, sentAt));
     return true;
   }
 
@@ -540,6 +567,7 @@ export class LeaseHolder {
       lease.left += granted.permits;
       lease.lastGrant = granted.permits;
       lease.expiresAt = localExpiry(granted, answer, sent.at);
+      lease.forTheMinute = grantedForTheMinute(granted.expiresAt, answer.now ?? granted.expiresAt);
       return true;
     }
     if (!inUse) {
@@ -549,7 +577,7 @@ export class LeaseHolder {
     }
     // A new lease (the one in use was of an earlier minute): the old one's rest goes back.
     this.#keepToReturn(returnOf(lease));
-    this.#lease = heldLease(granted, answer.policyVersion, localExpiry(granted, answer, sent.at));
+    this.#lease = heldLease(granted, answer, localExpiry(granted, answer, sent.at));
     return true;
   }
 
@@ -608,8 +636,7 @@ export class LeaseHolder {
     }
     const changed = this.#changes !== changes;
     if (lease && changed) this.#keepToReturn({ id: lease.id, unused: lease.permits });
-    else if (lease)
-      this.#lease = heldLease(lease, decision.policyVersion, localExpiry(lease, decision, sentAt));
+    else if (lease) this.#lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt));
     this.#windows.contact(decision.windows);
     const leaseGranted = lease !== null && !changed;
     return { decision: this.#windows.show(decision), local: false, leaseGranted, renewal: null };

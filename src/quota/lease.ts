@@ -42,6 +42,37 @@ export const STOCK_BACK_WITHIN_MS = 5_000;
  */
 export const STOCK_LEASE_MS = STOCK_BACK_WITHIN_MS - GIVE_BACK_GRACE_MS;
 
+/**
+ * A location holder's stock lives to the end of its minute (not STOCK_LEASE_MS) while the key is
+ * far from both limits: after the grant, the tighter window still has at least this many times
+ * heldBound left. A key calling every 10 s or every minute then finds stock at every request,
+ * where a stock of STOCK_LEASE_MS would have ended between two of them. Nearer the limit a stock
+ * is short again, so permits a location stopped using come back within STOCK_BACK_WITHIN_MS
+ * when they may be needed elsewhere.
+ */
+export const MINUTE_STOCK_ROOM_SHARE = 4;
+
+/**
+ * Whether a stock of `permits` granted now to a location holder lives to its minute's end:
+ * `windows` are the key's windows before the grant (see MINUTE_STOCK_ROOM_SHARE).
+ */
+export function stockLivesTheMinute(
+  windows: WindowStatus[],
+  limits: Limits,
+  permits: number,
+): boolean {
+  const room = Math.min(...windows.map((w) => w.remaining)) - permits;
+  return room >= MINUTE_STOCK_ROOM_SHARE * heldBound(limits);
+}
+
+/**
+ * The background calls a location holder makes for a key that stopped calling there end within
+ * this long of its last request: a renewal that request started, the next minute's refill (the
+ * key was used in the minute before), and that refill's stock handed back GIVE_BACK_GRACE_MS
+ * after its minute ends (objects/quota-holder.ts).
+ */
+export const BACKGROUND_ENDS_WITHIN_MS = 2 * MINUTE_MS + GIVE_BACK_GRACE_MS;
+
 /** A lease takes at most a quarter of the room left in the tighter window… */
 const ROOM_SHARE = 4;
 /** …and all leases of a key together hold at most a tenth of the per-minute limit (see heldBound). */
@@ -106,6 +137,11 @@ export interface LeaseInUse {
   /** Permits the last grant (or renewal) added. */
   lastGrant: number;
   expiresAt: number;
+  /**
+   * A location holder's stock granted for the rest of its minute (see stockLivesTheMinute): it
+   * ends with its minute, when the minute's refill replaces it (see `renewsNow`).
+   */
+  forTheMinute?: boolean;
 }
 
 /**
@@ -118,17 +154,29 @@ export interface LeaseInUse {
  * minute's last MINUTE_TAIL_MS. Renewing
  * ahead is what keeps a busy key's requests from waiting for the object at all: they wait only
  * when the lease runs out before the renewal is back.
+ *
+ * A stock for the minute (a key far from its limits, in a location where its requests come
+ * seconds apart) is renewed only once used up, right after the request that used its last
+ * permit, and only if the key's last gap there (`gapMs`) fits in what is left of the minute
+ * (else the minute's refill serves its next request): the renewal is back long before that next
+ * request, and the key's object gets one call per stock rather than one per request.
  */
 export function renewsNow(
   lease: LeaseInUse,
   minuteEnd: number,
   now: number,
-  { aheadMs = RENEW_AHEAD_MS, stock = 0 }: { aheadMs?: number; stock?: number } = {},
+  {
+    aheadMs = RENEW_AHEAD_MS,
+    stock = 0,
+    gapMs = 0,
+  }: { aheadMs?: number; stock?: number; gapMs?: number } = {},
 ): boolean {
-  if (now >= lease.expiresAt || lease.left <= 0) return false; // over: the next call asks anew
+  if (now >= lease.expiresAt) return false; // over: the next call asks anew
   // In the minute's last MINUTE_TAIL_MS a renewal would add permits for a few ms only, and its
   // answer would often come back in the next minute.
   if (now >= minuteEnd - MINUTE_TAIL_MS) return false;
+  if (lease.forTheMinute) return lease.left <= 0 && now + gapMs < lease.expiresAt;
+  if (lease.left <= 0) return false;
   const halfUsed = lease.left * 2 <= Math.max(lease.lastGrant, stock);
   const ending = now >= lease.expiresAt - aheadMs && lease.expiresAt < minuteEnd;
   return halfUsed || ending;
@@ -144,11 +192,24 @@ export const LEASE_TIMINGS = {
 } as const;
 
 /**
- * How long a lease granted to `grantee` lives: a location holder's stock (named), or an isolate's
- * own lease (null).
+ * How long a lease granted to `grantee` lives: an isolate's own lease (null), or a location
+ * holder's stock (named): to its minute's end when `forTheMinute` (see stockLivesTheMinute), else
+ * STOCK_LEASE_MS. Every lease ends with its minute anyway (leaseExpiry).
  */
-export function leaseLifetimeMs(grantee: string | null): number {
+export function leaseLifetimeMs(
+  grantee: string | null,
+  { forTheMinute = false }: { forTheMinute?: boolean } = {},
+): number {
+  if (grantee !== null && forTheMinute) return MINUTE_MS;
   return LEASE_TIMINGS[grantee === null ? "isolate" : "stock"].lifetimeMs;
+}
+
+/**
+ * Whether a lease granted with `expiresAt` by an object answering at `answeredAt` is a stock for
+ * the rest of its minute (longer than a short stock's STOCK_LEASE_MS).
+ */
+export function grantedForTheMinute(expiresAt: number, answeredAt: number): boolean {
+  return expiresAt - answeredAt > STOCK_LEASE_MS;
 }
 
 /**

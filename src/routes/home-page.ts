@@ -19,6 +19,7 @@ const FOR_OPERATORS: readonly Surface[] = [
   ["/admin/keys", "Keys", "Issue, find and manage API keys."],
   ["/admin/usage", "Usage", "Every key's totals of a day, for invoicing."],
   ["/admin/audit", "Audit trail", "Who changed which key, and when."],
+  ["/admin/webhooks", "Webhooks", "Signed usage alerts and key events, sent to your URLs."],
   ["/admin/docs", "Operator API reference", "Every operation of /admin/v1, with examples."],
 ];
 

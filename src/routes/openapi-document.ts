@@ -10,6 +10,7 @@ import {
   json,
   unmeteredErrorResponses,
 } from "../schemas/common";
+import { registerWebhookEvents } from "../schemas/webhooks";
 import { forReference } from "./openapi-reference";
 import { routeTable } from "./table";
 
@@ -467,6 +468,8 @@ export function adminOpenApiDocument<E extends HonoEnv>(adminApi: OpenAPIHono<E>
   api.route("/", adminApi as unknown as OpenAPIHono);
   registerDocumentOperation(api, "operator API");
   registerOptionsOperations(api, "operator", "/admin/v1");
+  // What the service sends to webhook endpoints, as OpenAPI 3.1 webhooks (one per event type).
+  registerWebhookEvents(api.openAPIRegistry);
   const build = (config: ServerConfig) => {
     const doc = api.getOpenAPI31Document({
       openapi: "3.1.0",

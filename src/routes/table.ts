@@ -33,6 +33,13 @@ const ROUTES: readonly Route[] = [
     audience: "operator",
   },
   { path: "/admin/v1/webhooks/:id/roll-secret", methods: { POST: "write" }, audience: "operator" },
+  { path: "/admin/v1/webhooks/:id/test", methods: { POST: "write" }, audience: "operator" },
+  { path: "/admin/v1/webhooks/:id/deliveries", methods: { GET: "read" }, audience: "operator" },
+  {
+    path: "/admin/v1/webhooks/:id/deliveries/:deliveryId/resend",
+    methods: { POST: "write" },
+    audience: "operator",
+  },
   // Pages, which send their own headers: the API reference and the operator console (their
   // scripts and styles are static assets from public/, not routes of the Worker).
   { path: "/", methods: { GET: "read" }, audience: "page" },
@@ -44,6 +51,9 @@ const ROUTES: readonly Route[] = [
   { path: "/admin/keys/:id", methods: { GET: "read" }, audience: "page" },
   { path: "/admin/usage", methods: { GET: "read" }, audience: "page" },
   { path: "/admin/audit", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/webhooks", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/webhooks/new", methods: { GET: "read" }, audience: "page" },
+  { path: "/admin/webhooks/:id", methods: { GET: "read" }, audience: "page" },
 ];
 
 export const routeTable = new RouteTable(ROUTES);

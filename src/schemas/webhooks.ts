@@ -1,4 +1,4 @@
-import { z } from "@hono/zod-openapi";
+import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { MAX_WEBHOOK_URL_LENGTH } from "../lib/webhook-url";
 import { adminPageCursor, DisplayNameSchema, oneOfError, pageLimit } from "./common";
 
@@ -168,3 +168,227 @@ export const WebhookEndpointIdParamSchema = z.object({
       example: "whe_0123456789abcdefABCD",
     }),
 });
+
+/** Where a delivery stands, as the delivery log shows it. */
+export const DELIVERY_STATUSES = ["pending", "retrying", "delivered", "failed", "skipped"] as const;
+
+export const WebhookDeliverySchema = z
+  .object({
+    id: z.string().openapi({ example: "whd_0123456789abcdefABCD" }),
+    endpointId: z.string(),
+    eventId: z.string().openapi({
+      description: "The event's id: the webhook-id header, the same on every attempt",
+      example: "evt_Fq3b0cQ2N8xkT1mZ9aPwLs",
+    }),
+    eventType: z.string(),
+    keyId: z.string().nullable(),
+    status: z.enum(DELIVERY_STATUSES).openapi({
+      description:
+        "pending: waiting for an attempt; retrying: an attempt failed and another is scheduled (nextAttemptAt); delivered: a 2xx; failed: every attempt failed (then in the dead-letter queue), or the receiver answered 410; skipped: the endpoint was disabled",
+    }),
+    attempts: z.number().int().openapi({ description: "Attempts made so far" }),
+    responseStatus: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "The last attempt's HTTP status; null: no answer" }),
+    latencyMs: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: "How long the last attempt took, in milliseconds" }),
+    lastError: z.string().nullable(),
+    createdAt: z.string(),
+    updatedAt: z.string(),
+    deliveredAt: z.string().nullable(),
+    nextAttemptAt: z.string().nullable(),
+    payload: z
+      .record(z.string(), z.unknown())
+      .openapi({ description: "The body sent (the same on every attempt)" }),
+  })
+  .openapi("WebhookDelivery");
+
+export const WebhookDeliveryPageSchema = z
+  .object({ data: z.array(WebhookDeliverySchema), nextCursor: z.string().nullable() })
+  .openapi("WebhookDeliveryPage");
+
+export const ListWebhookDeliveriesQuerySchema = z.strictObject({
+  limit: pageLimit("Maximum number of deliveries returned"),
+  status: z
+    .enum(DELIVERY_STATUSES, oneOfError(DELIVERY_STATUSES))
+    .optional()
+    .openapi({ description: "Only deliveries in this state" }),
+  cursor: adminPageCursor,
+});
+
+export const WebhookDeliveryParamsSchema = WebhookEndpointIdParamSchema.extend({
+  deliveryId: z
+    .string()
+    .regex(WEBHOOK_DELIVERY_ID_PATTERN, "must be a webhook delivery id (whd_…)")
+    .openapi({
+      param: { name: "deliveryId", in: "path" },
+      description: "The delivery's id: whd_ and 20 letters or digits",
+      example: "whd_0123456789abcdefABCD",
+    }),
+});
+
+// ------------------------------------------------------------------ the events' payloads
+
+const WebhookKeySchema = z
+  .object({
+    id: z.string().openapi({ example: "key_0123456789abcdefABCD" }),
+    name: z.string(),
+    ownerId: z.string().nullable(),
+    plan: z.string().openapi({ example: "enterprise" }),
+  })
+  .openapi("WebhookEventKey", {
+    description: "The key the event is about, as D1 has it when the event is fanned out",
+  });
+
+const iso = (description: string) => z.string().openapi({ format: "date-time", description });
+
+const DayQuotaDataSchema = z.object({
+  key: WebhookKeySchema,
+  window: z.literal("day"),
+  limit: z.number().int().openapi({ description: "The key's day quota" }),
+  used: z.number().int().openapi({ description: "Requests counted today when the event happened" }),
+  remaining: z.number().int(),
+  threshold: z
+    .number()
+    .int()
+    .openapi({ description: "The count that produced the event: 80 % of the quota, or all of it" }),
+  resetAt: iso("When the UTC day ends and the count starts again"),
+});
+
+/** Each event: its type, when it is sent, and its `data`. */
+const EVENT_PAYLOADS = [
+  {
+    type: "quota.day.warning",
+    summary: "A key used 80 % of its day quota",
+    description:
+      "Sent once per key and UTC day, when the key's count reaches 80 % of its day quota (rounded up).",
+    data: DayQuotaDataSchema,
+  },
+  {
+    type: "quota.day.exhausted",
+    summary: "A key used all of its day quota",
+    description:
+      "Sent once per key and UTC day, when the key's count reaches its day quota: its next requests that day get 429 quota_exceeded.",
+    data: DayQuotaDataSchema,
+  },
+  {
+    type: "key.banned",
+    summary: "A key was banned",
+    description:
+      "Sent once per ban, when the key is banned for hammering while throttled (its requests get 429 key_banned until bannedUntil).",
+    data: z.object({
+      key: WebhookKeySchema,
+      window: z.literal("minute"),
+      limit: z.number().int().openapi({ description: "The key's per-minute limit" }),
+      bannedUntil: iso("When the ban ends"),
+      resetAt: iso("When the ban ends (as bannedUntil)"),
+    }),
+  },
+  {
+    type: "key.unbanned",
+    summary: "A key's ban was lifted",
+    description: "Sent once per ban an operator lifts before its end.",
+    data: z.object({
+      key: WebhookKeySchema,
+      bannedUntil: iso("When the ban would have ended"),
+      unbannedAt: iso("When it was lifted"),
+    }),
+  },
+  {
+    type: "key.revoked",
+    summary: "A key was revoked",
+    description: "Sent once, when the key is revoked (final: its requests get 401).",
+    data: z.object({ key: WebhookKeySchema, revokedAt: iso("When the key was revoked") }),
+  },
+  {
+    type: "key.rolled",
+    summary: "A key's secret was rolled",
+    description: "Sent once per roll of the key's secret.",
+    data: z.object({
+      key: WebhookKeySchema,
+      rolledAt: iso("When the secret was rolled"),
+      previousSecretExpiresAt: iso("Until when the old secret keeps working"),
+    }),
+  },
+  {
+    type: "key.expiring",
+    summary: "A key expires within 7 days",
+    description:
+      "Sent once per expiry date, by an hourly scan, when the key expires within 7 days (a new expiresAt gets its own).",
+    data: z.object({
+      key: WebhookKeySchema,
+      expiresAt: iso("When the key stops working"),
+      resetAt: iso("When the key stops working (as expiresAt)"),
+    }),
+  },
+  {
+    type: WEBHOOK_TEST_EVENT,
+    summary: "A test event",
+    description:
+      "Sent by send test event (POST /admin/v1/webhooks/{id}/test), whatever the endpoint subscribes to.",
+    data: z.object({
+      endpointId: z.string(),
+      requestedBy: z.string().openapi({ description: "The admin token's name" }),
+    }),
+  },
+] as const;
+
+/** The Standard Webhooks headers every delivery carries. */
+const DeliveryHeadersSchema = z.object({
+  "webhook-id": z.string().openapi({
+    description:
+      "The event's id: the same on every attempt and every send again; deduplicate by it",
+    example: "evt_Fq3b0cQ2N8xkT1mZ9aPwLs",
+  }),
+  "webhook-timestamp": z
+    .string()
+    .openapi({ description: "The attempt's time, in Unix seconds", example: "1781100131" }),
+  "webhook-signature": z.string().openapi({
+    description:
+      "v1, and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` under the endpoint's secret (the bytes after whsec_); two, space-separated, during a secret roll's grace period",
+    example: "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+  }),
+});
+
+/**
+ * Registers every event's delivery as an OpenAPI 3.1 webhook of the operator document: a POST
+ * of the event's JSON body, with the Standard Webhooks headers, to the endpoint's URL.
+ */
+export function registerWebhookEvents(registry: OpenAPIHono["openAPIRegistry"]): void {
+  for (const event of EVENT_PAYLOADS) {
+    const name = event.type
+      .split(/[._]/)
+      .map((w) => w[0]!.toUpperCase() + w.slice(1))
+      .join("");
+    const body = z
+      .object({
+        id: z.string().openapi({ description: "The event's id, as webhook-id" }),
+        type: z.literal(event.type),
+        timestamp: iso("When the event happened (order events by it)"),
+        data: event.data,
+      })
+      .openapi(`${name}Event`);
+    registry.registerWebhook({
+      method: "post",
+      path: event.type,
+      operationId: `${name.charAt(0).toLowerCase()}${name.slice(1)}Webhook`,
+      tags: ["Webhooks"],
+      summary: event.summary,
+      description: `${event.description} POSTed to every enabled endpoint subscribed to ${event.type}${event.type === WEBHOOK_TEST_EVENT ? "" : " for the key's owner or for every owner"}, signed as Standard Webhooks specifies; retried on failure (docs/webhooks.md).`,
+      security: [],
+      request: {
+        headers: DeliveryHeadersSchema,
+        body: { required: true, content: { "application/json": { schema: body } } },
+      },
+      responses: {
+        200: { description: "Any 2xx acknowledges the delivery" },
+        410: { description: "Gone: the endpoint is disabled, and nothing more is sent to it" },
+      },
+    });
+  }
+}

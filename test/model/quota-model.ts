@@ -17,7 +17,7 @@ import { holderName, QuotaHolder } from "../../src/objects/quota-holder";
 import { QuotaLimiter } from "../../src/objects/quota-limiter";
 import { type AdmitResult, QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
 import { bindingWindow } from "../../src/quota/headers";
-import { heldBound, ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../../src/quota/lease";
+import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
 import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
 import {
@@ -71,8 +71,16 @@ interface Change {
   answeredAt: number | null;
   /** The model's event count then (orders it before or after a request sent at the same instant). */
   answeredSeq: number;
-  /** A push to a location holder was faulted (lost or held): holders may admit from stock for STOCK_LEASE_MS. */
+  /**
+   * A push to a location holder was faulted (lost or held): holders may go on admitting from the
+   * stock they held, until it is used up or its lease ends (a stock for the minute: the minute's
+   * end), never past it.
+   */
   pushFaulted: boolean;
+  /** The latest the key's object's clock read when the push was answered (its minute is the last an old stock can be of). */
+  objectClockAtAnswer: number;
+  /** Requests sent after the push was answered and admitted from a holder's stock under an older policy. */
+  admittedAfter: number;
 }
 
 /** Counts per window start. */
@@ -312,16 +320,41 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
   const at = `request of isolate ${iso.index} (${iso.location}) sent at ${new Date(sent.clockAt).toISOString()}`;
   served(m, d, at);
 
-  // No request sent after a change's bound is admitted under the old policy.
+  // No request sent after a change's bound is admitted under the old policy: from an isolate's
+  // own lease, ISOLATE_LEASE_MS; from a holder's stock the push reached, none at all; where the
+  // push was lost or held, only from the stock that holder had (at most heldBound of the old
+  // policy, all locations together), and only in the minute it was granted in.
   const local = iso.leases.fromLease.has(d);
   for (const c of m.changes) {
     if (c.answeredAt === null) continue;
-    const bound = local ? ISOLATE_LEASE_MS : c.pushFaulted ? STOCK_LEASE_MS : 0;
-    const after = sent.seq > c.answeredSeq && sent.at >= c.answeredAt + bound;
-    if (after && d.policyVersion < c.policy.version)
+    if (!(sent.seq > c.answeredSeq) || d.policyVersion >= c.policy.version) continue;
+    if (local) {
+      if (sent.at >= c.answeredAt + ISOLATE_LEASE_MS)
+        violation(
+          m,
+          `${at}: admitted under policy ${d.policyVersion} (isolate lease), ${ISOLATE_LEASE_MS} ms after change to ${c.policy.version} was answered`,
+        );
+      continue;
+    }
+    if (!c.pushFaulted) {
       violation(
         m,
-        `${at}: admitted under policy ${d.policyVersion}${local ? " (isolate lease)" : ""}, ${bound} ms after change to ${c.policy.version} was answered`,
+        `${at}: admitted under policy ${d.policyVersion} after change to ${c.policy.version} was answered (pushed)`,
+      );
+      continue;
+    }
+    c.admittedAfter++;
+    const before = m.policies.filter((p) => p.policy.version < c.policy.version);
+    const oldBound = Math.max(...before.map((p) => heldBound(p.policy)));
+    if (c.admittedAfter > oldBound)
+      violation(
+        m,
+        `${at}: ${c.admittedAfter} admitted under older policies after a lost push of ${c.policy.version} > heldBound ${oldBound}`,
+      );
+    if (minuteStart > minuteOf(c.objectClockAtAnswer))
+      violation(
+        m,
+        `${at}: admitted under policy ${d.policyVersion} in minute ${new Date(minuteStart).toISOString()}, after the minute of the change to ${c.policy.version}`,
       );
   }
 
@@ -400,7 +433,10 @@ export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
     );
   for (const location of LOCATIONS)
     await env.QUOTA_HOLDER.getByName(holderName(r.keyId, location)).giveBack(r.keyId);
-  await passTime(m, r, 2 * MINUTE_MS);
+  // The holders' background calls end within BACKGROUND_ENDS_WITHIN_MS (a refill the last
+  // requests scheduled, and its stock's hand-back after its minute); a lease whose hand-back was
+  // lost is settled as stranded within a minute after that.
+  await passTime(m, r, BACKGROUND_ENDS_WITHIN_MS + MINUTE_MS);
   await r.net.settle();
   // A hand-back lost on its way (and on its retry) waits for the holder's next call; with none
   // within STRANDED_AFTER_MS of the lease's expiry, what it served is billed as stranded.
@@ -781,7 +817,14 @@ class ChangeKey extends Step {
     const policy: Policy = { ...limits, revoked, version: p.version + 1 };
     m.policy = policy;
     m.policies.push({ policy, from: m.trueNow });
-    const change: Change = { policy, answeredAt: null, answeredSeq: 0, pushFaulted: false };
+    const change: Change = {
+      policy,
+      answeredAt: null,
+      answeredSeq: 0,
+      pushFaulted: false,
+      objectClockAtAnswer: 0,
+      admittedAfter: 0,
+    };
     m.changes.push(change);
     const firedBefore = r.net.fired.length;
     // As the admin API does: the isolate making the change drops its lease, then pushes.
@@ -790,6 +833,8 @@ class ChangeKey extends Step {
     const push = maker.client.configureOrThrow(policy).then(
       () => {
         change.answeredAt = m.trueNow;
+        // The latest the object's clock ever read (its windows only move forward).
+        change.objectClockAtAnswer = Math.max(m.trueNow + m.objectSkewMs, m.latestClock);
         change.answeredSeq = ++m.seq;
         change.pushFaulted = r.net.fired.slice(firedBefore).some((f) => f.includes(".keyChanged"));
         for (const iso of r.isolates) if ((this.learn >> iso.index) & 1) iso.policy = policy;
@@ -936,6 +981,11 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
     fc.tuple(isolate, fc.integer({ min: 1, max: 4 })).map(([i, n]) => new Request(i, n)),
     fc
       .tuple(isolate, fc.integer({ min: 2, max: 30 }), fc.integer({ min: 10, max: 1_500 }))
+      .map(([i, n, gap]) => new OneAtATime(i, n, gap)),
+    // A sparse key: a request every few seconds to a minute and more (stocks for the minute,
+    // the minute's refills and their hand-backs).
+    fc
+      .tuple(isolate, fc.integer({ min: 2, max: 5 }), fc.integer({ min: 4_000, max: 70_000 }))
       .map(([i, n, gap]) => new OneAtATime(i, n, gap)),
     fc.integer({ min: 1, max: 3_000 }).map((ms) => new Advance("ms", ms)),
     fc.integer({ min: -40, max: 30 }).map((ms) => new Advance("minuteEnd", ms)),

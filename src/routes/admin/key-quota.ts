@@ -50,7 +50,8 @@ export function adminKeyQuota(env: Env, request: Request, record: KeyRecord) {
  * What the key list shows of a key: current usage and the days the object holds, in one call to
  * the key's object and none to the location's holder (a page lists up to 100 keys). Today's count
  * may include permits a location holder took and has not used yet (at most its stock, for at
- * most STOCK_LEASE_MS). Unreachable: throws 503.
+ * most STOCK_LEASE_MS, or to its minute's end for a key far from its limits). Unreachable: throws
+ * 503.
  */
 export async function listedKeyReportOrThrow(
   env: Env,

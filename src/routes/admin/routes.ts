@@ -14,11 +14,13 @@ import {
   settingsOf,
 } from "../../db/keys";
 import { lastUsedDays, type UsageDay } from "../../db/usage-history";
+import { runAfterResponse } from "../../lib/after-response";
 import { clock, isoTime } from "../../lib/clock";
 import { type Config, secretOrThrow } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
 import { ApiError, unavailable } from "../../lib/errors";
 import { log } from "../../lib/log";
+import { eventId, queueEvents } from "../../lib/webhook-events";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import type { KeyUsage } from "../../objects/quota-limiter";
@@ -52,6 +54,28 @@ import {
 import { webhookEndpointsApi } from "./webhook-routes";
 
 const byId = { params: KeyIdParamSchema, query: NoQuerySchema };
+
+/**
+ * Queues the webhook event of an admin change to key `keyId` after the answer (the operator does
+ * not wait for the queue). Its id comes from the key, the type and `window` (what makes it once:
+ * the revocation's time, the roll's version, the ban lifted), so repeating the change repeats no
+ * delivery. A queue that refuses it is logged.
+ */
+function queueKeyEvent(
+  c: Context<AdminEnv>,
+  type: "key.revoked" | "key.rolled" | "key.unbanned",
+  keyId: string,
+  window: number,
+  data: Record<string, unknown>,
+): void {
+  const at = clock.now();
+  runAfterResponse(
+    c,
+    eventId(type, keyId, window).then((id) =>
+      queueEvents(c.env.WEBHOOK_QUEUE, [{ id, type, at, keyId, data }]),
+    ),
+  );
+}
 
 /**
  * What a listed key has been doing, from `report` (its quota object's, null when the object could
@@ -423,6 +447,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       // Pushed again when the key was revoked already: a revocation answered 503 (saved, not
       // pushed) is enforced by repeating it.
       await pushPolicyOrThrow(c.env, revoked);
+      if (revoked.revokedAt !== null)
+        queueKeyEvent(c, "key.revoked", id, revoked.revokedAt, {
+          revokedAt: isoTime(revoked.revokedAt),
+        });
       return c.json(keyView(revoked, clock.now()), 200);
     },
   )
@@ -454,7 +482,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       // The ban lives in the key's object, not in D1, so the entry follows the unban; if D1
       // fails here the answer is 503 and the operator repeats the (idempotent) unban. A key
       // that was not banned is unchanged: no entry.
-      if (bannedUntilBefore !== null)
+      if (bannedUntilBefore !== null) {
         await appendAudit(
           c.env.DB,
           auditOf(c, "unban", id, {
@@ -462,6 +490,11 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           }),
           [clearBanStatement(c.env.DB, id)],
         );
+        queueKeyEvent(c, "key.unbanned", id, bannedUntilBefore, {
+          bannedUntil: isoTime(bannedUntilBefore),
+          unbannedAt: isoTime(clock.now()),
+        });
+      }
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },
   )
@@ -517,6 +550,10 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           error: String(err),
         }),
       );
+      queueKeyEvent(c, "key.rolled", id, rolled.version, {
+        rolledAt: isoTime(rolled.rolledAt),
+        previousSecretExpiresAt: isoTime(rolled.previousSecretExpiresAt),
+      });
       return c.json({ ...keyView(rolled, clock.now()), key }, 201);
     },
   );

@@ -3,10 +3,15 @@ import type { Context } from "hono";
 import type { AuditAction, FieldChanges } from "../../db/audit";
 import {
   changeEndpoint,
+  type DeliveryRecord,
   deleteEndpoint,
+  getDelivery,
   getEndpoint,
+  insertDelivery,
   insertEndpoint,
+  listDeliveries,
   listEndpoints,
+  resetDelivery,
   rollEndpointSecret,
   type WebhookEndpointRecord,
   type WebhookEndpointSettings,
@@ -15,6 +20,7 @@ import { clock, isoTime } from "../../lib/clock";
 import type { Config } from "../../lib/config";
 import { randomBase62 } from "../../lib/crypto";
 import { ApiError, unavailable } from "../../lib/errors";
+import { queueDeliveriesOrThrow } from "../../lib/webhook-events";
 import { newWebhookSecret, webhookSecretKey } from "../../lib/webhook-signature";
 import { webhookUrlProblem } from "../../lib/webhook-url";
 import { jsonBody } from "../../middleware/json-body";
@@ -23,10 +29,15 @@ import { adminErrorResponses, json, NoQuerySchema } from "../../schemas/common";
 import {
   CreatedWebhookEndpointSchema,
   CreateWebhookEndpointSchema,
+  ListWebhookDeliveriesQuerySchema,
   ListWebhookEndpointsQuerySchema,
   RollWebhookSecretSchema,
   UPDATABLE_WEBHOOK_FIELDS,
   UpdateWebhookEndpointSchema,
+  WEBHOOK_TEST_EVENT,
+  WebhookDeliveryPageSchema,
+  WebhookDeliveryParamsSchema,
+  WebhookDeliverySchema,
   WebhookEndpointIdParamSchema,
   WebhookEndpointPageSchema,
   WebhookEndpointSchema,
@@ -63,6 +74,36 @@ export function endpointFoundOrThrow(
 ): WebhookEndpointRecord {
   if (!record) throw new ApiError("not_found", `No webhook endpoint with id ${id}.`);
   return record;
+}
+
+/** A delivery as the delivery log shows it. */
+export function deliveryView(d: DeliveryRecord): z.infer<typeof WebhookDeliverySchema> {
+  return {
+    id: d.id,
+    endpointId: d.endpointId,
+    eventId: d.eventId,
+    eventType: d.eventType,
+    keyId: d.keyId,
+    status: d.status,
+    attempts: d.attempts,
+    responseStatus: d.responseStatus,
+    latencyMs: d.latencyMs,
+    lastError: d.lastError,
+    createdAt: isoTime(d.createdAt),
+    updatedAt: isoTime(d.updatedAt),
+    deliveredAt: isoTime(d.deliveredAt),
+    nextAttemptAt: isoTime(d.nextAttemptAt),
+    payload: JSON.parse(d.payload) as Record<string, unknown>,
+  };
+}
+
+/** Queues an attempt of `delivery`; 503 when the queue refuses it (nothing is lost: repeat it). */
+async function queueAttemptOrThrow(c: Context<AdminEnv>, delivery: string): Promise<void> {
+  try {
+    await queueDeliveriesOrThrow(c.env.WEBHOOK_QUEUE, [delivery]);
+  } catch {
+    throw unavailable("The webhook queue did not take the delivery; repeat the request.");
+  }
 }
 
 /** The URL if this deployment may deliver to it; else 400 naming the rule it breaks. */
@@ -234,7 +275,7 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
       operationId: "updateWebhookEndpoint",
       tags: ["Webhooks"],
       summary: "Change a webhook endpoint",
-      description: `Changes any of ${UPDATABLE_WEBHOOK_FIELDS}; fields not given keep their value. \`enabled: false\` stops deliveries to it, \`enabled: true\` resumes them (also after its receiver answered Gone, which disables it). Recorded in the audit trail as webhook_update; a PATCH that changes nothing writes no entry. 404 if no endpoint has this id.`,
+      description: `Changes any of ${UPDATABLE_WEBHOOK_FIELDS}; fields not given keep their value. \`enabled: false\` stops deliveries to it, \`enabled: true\` resumes them (also after the service disabled it because its receiver answered Gone). Recorded in the audit trail as webhook_update; a PATCH that changes nothing writes no entry. 404 if no endpoint has this id.`,
       security,
       middleware: jsonBody,
       request: { ...byId, body: { required: true, content: json(UpdateWebhookEndpointSchema) } },
@@ -350,5 +391,119 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
         );
       });
       return c.json({ ...endpointView(rolled), secret: rolled.secret }, 201);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "get",
+      path: "/webhooks/{id}/deliveries",
+      operationId: "listWebhookDeliveries",
+      tags: ["Webhooks"],
+      summary: "An endpoint's delivery log",
+      description:
+        "The endpoint's deliveries, newest first, a page at a time, optionally only those in one state: each with its event, status, attempts, the last attempt's response status, latency and error, and the body sent. 404 if no endpoint has this id.",
+      security,
+      request: { params: WebhookEndpointIdParamSchema, query: ListWebhookDeliveriesQuerySchema },
+      responses: {
+        200: {
+          description: "Deliveries, newest first",
+          content: json(WebhookDeliveryPageSchema),
+        },
+        ...adminErrorResponses(400, 401, 404, 429, 503),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const { limit, cursor, status } = c.req.valid("query");
+      endpointFoundOrThrow(await getEndpoint(c.env.DB, id), id);
+      const rows = await listDeliveries(
+        c.env.DB,
+        id,
+        limit + 1,
+        cursor ? decodeKeyCursorOrThrow(cursor) : undefined,
+        status,
+      );
+      const { page, nextCursor } = pageOf(rows, limit, encodeKeyCursor);
+      return c.json({ data: page.map(deliveryView), nextCursor }, 200);
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/webhooks/{id}/deliveries/{deliveryId}/resend",
+      operationId: "resendWebhookDelivery",
+      tags: ["Webhooks"],
+      summary: "Send a delivery again",
+      description:
+        "Queues a new attempt of the delivery, with the same event id and body (so a receiver that has it already deduplicates it), signed anew; its retries start over. A delivery to a disabled endpoint is skipped (enable the endpoint first). Answers 202 with the delivery as it stands. 404 if no such endpoint or delivery; 503 if the queue did not take it.",
+      security,
+      request: { params: WebhookDeliveryParamsSchema, query: NoQuerySchema },
+      responses: {
+        202: { description: "The delivery, queued again", content: json(WebhookDeliverySchema) },
+        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
+      },
+    }),
+    async (c) => {
+      const { id, deliveryId } = c.req.valid("param");
+      const found = await getDelivery(c.env.DB, id, deliveryId);
+      if (!found)
+        throw new ApiError("not_found", `No delivery ${deliveryId} to webhook endpoint ${id}.`);
+      const now = clock.now();
+      await resetDelivery(c.env.DB, deliveryId, now);
+      await queueAttemptOrThrow(c, deliveryId);
+      return c.json(
+        deliveryView({ ...found, status: "pending", nextAttemptAt: now, updatedAt: now }),
+        202,
+      );
+    },
+  )
+  .openapi(
+    createRoute({
+      method: "post",
+      path: "/webhooks/{id}/test",
+      operationId: "sendWebhookTestEvent",
+      tags: ["Webhooks"],
+      summary: "Send a test event",
+      description: `Queues a \`${WEBHOOK_TEST_EVENT}\` event to the endpoint, whatever types it subscribes to, signed and retried like any other: a way to check the receiver and its signature check. Answers 202 with the delivery, which the delivery log then shows. 404 if no endpoint has this id; 503 if the queue did not take it.`,
+      security,
+      request: byId,
+      responses: {
+        202: {
+          description: "The test event's delivery, queued",
+          content: json(WebhookDeliverySchema),
+        },
+        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
+      },
+    }),
+    async (c) => {
+      const { id } = c.req.valid("param");
+      const endpoint = endpointFoundOrThrow(await getEndpoint(c.env.DB, id), id);
+      const now = clock.now();
+      const eventId = `evt_${randomBase62(20)}`;
+      const delivery: DeliveryRecord = {
+        id: `whd_${randomBase62(20)}`,
+        endpointId: endpoint.id,
+        eventId,
+        eventType: WEBHOOK_TEST_EVENT,
+        keyId: null,
+        payload: JSON.stringify({
+          id: eventId,
+          type: WEBHOOK_TEST_EVENT,
+          timestamp: isoTime(now),
+          data: { endpointId: endpoint.id, requestedBy: c.var.adminActor },
+        }),
+        status: "pending",
+        attempts: 0,
+        responseStatus: null,
+        latencyMs: null,
+        lastError: null,
+        createdAt: now,
+        updatedAt: now,
+        deliveredAt: null,
+        nextAttemptAt: now,
+      };
+      await insertDelivery(c.env.DB, delivery, now);
+      await queueAttemptOrThrow(c, delivery.id);
+      return c.json(deliveryView(delivery), 202);
     },
   );

@@ -3,6 +3,7 @@ import { PLANS } from "../../quota/plans";
 import { AUDIT_ACTION_NAMES } from "../../schemas/audit";
 import { KEY_LIST_STATES } from "../../schemas/keys";
 import { REGION_NAMES, REGIONS } from "../../schemas/region";
+import { WEBHOOK_EVENT_TYPES } from "../../schemas/webhooks";
 
 /** A select's options: `values`, after an empty "any" choice when `anyLabel` names one. */
 const Options: FC<{ values: readonly string[]; anyLabel?: string }> = ({ values, anyLabel }) => (
@@ -24,6 +25,33 @@ const RegionOptions: FC = () => (
       </option>
     ))}
   </>
+);
+
+/** How long an old secret keeps working after a roll (a key's, or a webhook endpoint's). */
+const GraceSelect: FC<{ label: string }> = ({ label }) => (
+  <label>
+    {label}
+    <select name="gracePeriodSeconds">
+      <option value="0">0 (ends now)</option>
+      <option value="3600">1 hour</option>
+      <option value="86400" selected>
+        1 day
+      </option>
+      <option value="604800">7 days</option>
+    </select>
+  </label>
+);
+
+/** A checkbox per webhook event type, all named eventTypes. */
+const EventTypeBoxes: FC = () => (
+  <fieldset class="checks">
+    <legend>Event types</legend>
+    {WEBHOOK_EVENT_TYPES.map((type) => (
+      <label>
+        <input type="checkbox" name="eventTypes" value={type} /> {type}
+      </label>
+    ))}
+  </fieldset>
 );
 
 /** Where a new secret is shown, once, next to what made it. */
@@ -105,7 +133,7 @@ const ListFoot: FC<{ list: string }> = ({ list }) => (
 /**
  * The operator console's one page, rendered on the server with Hono's JSX, for every console
  * URL: its script (public/admin/console.js) shows the view the URL names (keys, a key, a new
- * key, usage, audit) and fills it in from the admin API with the token the operator pastes (kept
+ * key, usage, audit, webhook endpoints, one, a new one) and fills it in from the admin API with the token the operator pastes (kept
  * in sessionStorage only). No inline script or style, so the CSP can be `default-src 'self'`.
  */
 const ConsolePage: FC = () => (
@@ -135,6 +163,9 @@ const ConsolePage: FC = () => (
           </a>
           <a href="/admin/audit" data-nav="audit">
             Audit
+          </a>
+          <a href="/admin/webhooks" data-nav="webhooks">
+            Webhooks
           </a>
         </nav>
         <div class="session" id="session" hidden>
@@ -223,7 +254,7 @@ const ConsolePage: FC = () => (
             <p class="hint" data-read-only-note>
               This token is read-only: it cannot create keys.
             </p>
-            <form id="create-form" class="card" data-writes>
+            <form id="create-form" class="card form-grid" data-writes>
               <label>
                 Name
                 <input name="name" required maxlength={200} placeholder="acme-production" />
@@ -407,17 +438,7 @@ const ConsolePage: FC = () => (
                 <div class="action-group">
                   <h3>Secret</h3>
                   <form class="action" data-action="roll">
-                    <label>
-                      Old secret keeps working for
-                      <select name="gracePeriodSeconds">
-                        <option value="0">0 (ends now)</option>
-                        <option value="3600">1 hour</option>
-                        <option value="86400" selected>
-                          1 day
-                        </option>
-                        <option value="604800">7 days</option>
-                      </select>
-                    </label>
+                    <GraceSelect label="Old secret keeps working for" />
                     <button type="submit">Roll secret</button>
                     <output class="result" />
                   </form>
@@ -533,6 +554,157 @@ const ConsolePage: FC = () => (
               </Empty>
               <ListFoot list="audit" />
             </div>
+          </section>
+
+          <section id="view-hooks" class="view" data-view="hooks" hidden>
+            <div class="view-head">
+              <div>
+                <h1>Webhooks</h1>
+                <p>Endpoints that receive signed usage alerts and key events.</p>
+              </div>
+              <a href="/admin/webhooks/new" class="button primary" data-writes>
+                New endpoint
+              </a>
+            </div>
+            <form id="hook-filters" class="toolbar">
+              <input name="ownerId" placeholder="Owner id" aria-label="Owner id" />
+              <button type="submit">Filter</button>
+              <a href="/admin/webhooks" class="button ghost" id="clear-hook-filters" hidden>
+                Clear
+              </a>
+            </form>
+            <div class="card flush">
+              <div class="table-scroll">
+                <table id="hook-table">
+                  <ColumnHeads names={["Endpoint", "Owner", "Events", "State"]} />
+                  <tbody />
+                </table>
+              </div>
+              <Empty id="no-hooks" title="No endpoint for this owner">
+                <p>Endpoints for every owner are listed without the filter.</p>
+              </Empty>
+              <Empty id="first-hook" title="No webhook endpoints yet">
+                <p>
+                  An endpoint is a URL of yours that receives usage alerts (80 % and 100 % of a
+                  key's day quota) and key events, signed with its own secret.
+                </p>
+                <a href="/admin/webhooks/new" class="button primary" data-writes>
+                  New endpoint
+                </a>
+              </Empty>
+              <ListFoot list="hooks" />
+            </div>
+          </section>
+
+          <section id="view-hook-new" class="view" data-view="hook-new" hidden>
+            <nav class="crumbs" aria-label="Breadcrumb">
+              <a href="/admin/webhooks">Webhooks</a> / New endpoint
+            </nav>
+            <h1>New endpoint</h1>
+            <p class="hint" data-read-only-note>
+              This token is read-only: it cannot create endpoints.
+            </p>
+            <form id="hook-form" class="card form-grid" data-writes>
+              <label>
+                URL (https, public host)
+                <input
+                  name="url"
+                  type="url"
+                  required
+                  maxlength={2048}
+                  placeholder="https://hooks.example.com/animal-store"
+                />
+              </label>
+              <label>
+                Owner id (empty: every owner's keys)
+                <input name="ownerId" maxlength={200} placeholder="acct_42" />
+              </label>
+              <label>
+                Description (optional)
+                <input name="description" maxlength={500} />
+              </label>
+              <EventTypeBoxes />
+              <div class="form-actions">
+                <button type="submit" class="primary">
+                  Create endpoint
+                </button>
+                <a href="/admin/webhooks" class="button ghost">
+                  Cancel
+                </a>
+                <output class="result" />
+              </div>
+            </form>
+          </section>
+
+          <section id="hook" class="view" data-view="hook" hidden>
+            <nav class="crumbs" aria-label="Breadcrumb">
+              <a href="/admin/webhooks">Webhooks</a> / <span id="crumb-hook" />
+            </nav>
+            <div class="key-head">
+              <h1 id="hook-title" class="mono">
+                Endpoint
+              </h1>
+              <span id="hook-badges" class="key-head" />
+            </div>
+            <SecretBox id="hook-created-secret" />
+            <div class="key-columns">
+              <section class="card" aria-labelledby="hook-fields-heading">
+                <h2 id="hook-fields-heading">Details</h2>
+                <dl id="hook-fields" class="fields" />
+              </section>
+              <section class="card action-group" aria-labelledby="hook-actions-heading" data-writes>
+                <h2 id="hook-actions-heading">Actions</h2>
+                <form class="action" data-hook-action="events">
+                  <EventTypeBoxes />
+                  <button type="submit">Save event types</button>
+                  <output class="result" />
+                </form>
+                <form class="action" data-hook-action="roll">
+                  <GraceSelect label="Old signing secret also signs for" />
+                  <button type="submit">Roll secret</button>
+                  <output class="result" />
+                </form>
+                <SecretBox id="hook-rolled-secret" />
+                <form class="action" data-hook-action="state">
+                  <button type="submit" id="hook-toggle">
+                    Disable…
+                  </button>
+                  <button type="button" data-hook-delete class="danger">
+                    Delete…
+                  </button>
+                  <output class="result" />
+                </form>
+              </section>
+            </div>
+            <section class="card" aria-labelledby="deliveries-heading">
+              <div class="card-head">
+                <h2 id="deliveries-heading">Deliveries</h2>
+                <div class="toolbar">
+                  <button type="button" id="refresh-deliveries" class="small">
+                    Refresh
+                  </button>
+                  <button type="button" id="send-test" class="small" data-writes>
+                    Send test event
+                  </button>
+                </div>
+              </div>
+              <output id="deliveries-result" class="result" />
+              <div class="table-scroll">
+                <table id="delivery-table">
+                  <ColumnHeads
+                    names={["Event", "Status", "Attempts", "Response", "Latency", "Queued"]}
+                    numeric={["Attempts", "Latency"]}
+                  >
+                    <th scope="col" data-writes />
+                  </ColumnHeads>
+                  <tbody />
+                </table>
+              </div>
+              <Empty id="no-deliveries" title="No deliveries yet">
+                <p>Each event sent to this endpoint is logged here, newest first.</p>
+              </Empty>
+              <ListFoot list="deliveries" />
+            </section>
           </section>
 
           <section id="view-missing" class="view" data-view="missing" hidden>

@@ -1,6 +1,7 @@
 import { type Context, Hono } from "hono";
 import type { BaseEnv } from "../../lib/hono-env";
 import { KEY_ID_PATTERN } from "../../schemas/keys";
+import { WEBHOOK_ENDPOINT_ID_PATTERN } from "../../schemas/webhooks";
 import { renderConsolePage } from "./page";
 
 /**
@@ -31,8 +32,8 @@ function consolePage(c: Context<BaseEnv>) {
 
 /**
  * The operator console's page, at each URL of a view: /admin (the key list), /admin/keys (with
- * its filters in the query string), /admin/keys/new, /admin/keys/{id}, /admin/usage and
- * /admin/audit. Its script picks the view from the URL. Its script, styles and icon
+ * its filters in the query string), /admin/keys/new, /admin/keys/{id}, /admin/usage,
+ * /admin/audit, /admin/webhooks, /admin/webhooks/new and /admin/webhooks/{id}. Its script picks the view from the URL. Its script, styles and icon
  * (/admin/console.js, /admin/console.css, /admin/favicon.svg) are static assets from
  * public/admin/, served from this origin without running the Worker (wrangler.toml,
  * run_worker_first), so they do not weigh on the Worker's bundle. All of it is public (none of it
@@ -45,4 +46,9 @@ export const consolePages = new Hono<BaseEnv>()
   // A key's page only for what can be a key's id; anything else under /admin/keys/ is no page.
   .get("/keys/:id", (c) => (KEY_ID_PATTERN.test(c.req.param("id")) ? consolePage(c) : c.notFound()))
   .get("/usage", consolePage)
-  .get("/audit", consolePage);
+  .get("/audit", consolePage)
+  .get("/webhooks", consolePage)
+  .get("/webhooks/new", consolePage)
+  .get("/webhooks/:id", (c) =>
+    WEBHOOK_ENDPOINT_ID_PATTERN.test(c.req.param("id")) ? consolePage(c) : c.notFound(),
+  );

@@ -66,7 +66,11 @@ async function readPage(
   const rows = await wrapTime(
     c,
     "db",
-    listPets(c.var.d1.session, { limit: key.limit + 1, status: key.status, afterId: key.afterId }),
+    listPets(c.get("d1").session, {
+      limit: key.limit + 1,
+      status: key.status,
+      afterId: key.afterId,
+    }),
   );
   const page = rows.slice(0, key.limit);
   const hasNext = rows.length > key.limit;
@@ -159,19 +163,19 @@ const getPetRoute = createRoute({
 export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
   .openapi(listPetsRoute, async (c) => {
     const { limit, status, cursor } = c.req.valid("query");
-    const config = c.var.config;
+    const config = c.get("config");
     const cursorSecret = () => secretOrThrow(config, "CURSOR_SECRET");
     const from =
       cursor === undefined
         ? null
         : await decodeCursorOrThrow(cursorSecretsAcceptedOrThrow(config), cursor, status);
-    if (from?.bookmark) c.var.d1.atLeast(from.bookmark);
+    if (from?.bookmark) c.get("d1").atLeast(from.bookmark);
     const scope = cacheScopeOf(config);
     const key = { status, limit, afterId: from?.afterId ?? 0 };
     const { page, hasNext } = await readPage(c, scope, key);
     if (hasNext) {
       const lastId = page[page.length - 1]!.id;
-      const bookmark = c.var.d1.freshestKnownBookmark();
+      const bookmark = c.get("d1").freshestKnownBookmark();
       const next = await encodeCursor(cursorSecret(), lastId, status, bookmark);
       c.header("Link", nextLink(config.PUBLIC_ORIGIN, c.req.path, limit, status, next));
     }
@@ -182,7 +186,7 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
     const idempotencyKey = c.req.valid("header")["idempotency-key"];
     const { pet, replayed } =
       idempotencyKey === undefined
-        ? { pet: await wrapTime(c, "db", createPet(c.var.d1.session, newPet)), replayed: false }
+        ? { pet: await wrapTime(c, "db", createPet(c.get("d1").session, newPet)), replayed: false }
         : await createIdempotentlyOrThrow(c, idempotencyKey, newPet);
     if (replayed) c.header("Idempotent-Replayed", "true");
     c.header("Location", `/v1/pets/${pet.id}`);
@@ -190,13 +194,13 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
   })
   .openapi(getPetRoute, async (c) => {
     const { petId } = c.req.valid("param");
-    const scope = cacheScopeOf(c.var.config);
+    const scope = cacheScopeOf(c.get("config"));
     const stored = await storedPet(scope, petId);
     if (stored) {
       setMetric(c, "cache", stored.tier);
       return c.json(withETag(c, stored.value), 200);
     }
-    const pet = await wrapTime(c, "db", getPet(c.var.d1.session, petId));
+    const pet = await wrapTime(c, "db", getPet(c.get("d1").session, petId));
     if (!pet) throw new ApiError("not_found", `No pet with id ${petId}.`);
     storeFoundPet(scope, pet, afterResponseOf(c));
     return c.json(withETag(c, pet), 200);

@@ -1,0 +1,82 @@
+import { toBase64Url } from "./encoding";
+import { log } from "./log";
+
+/**
+ * An event as its producer queues it (the key's object, an admin change, the expiry scan). The
+ * delivery side adds the key's name, owner and plan as D1 has them when it fans the event out
+ * (routes/webhooks/consumer.ts), so producers need to know only the key's id.
+ */
+export interface ProducedEvent {
+  /** `evt_…`, the same whoever produces it for the same key, type and window (eventId). */
+  id: string;
+  type: string;
+  /** When it happened (epoch ms). */
+  at: number;
+  keyId: string;
+  /** The event's own numbers: window, limit, used, resetAt, bannedUntil, expiresAt… */
+  data: Record<string, unknown>;
+}
+
+/** What the webhook queue carries: an event to fan out, or one delivery to attempt. */
+export type WebhookMessage =
+  | { kind: "event"; event: ProducedEvent }
+  | { kind: "delivery"; deliveryId: string };
+
+/**
+ * How long each retry of a failed delivery waits, in seconds: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
+ * 10 h, so a delivery is attempted 8 times over about 27.6 hours before it goes to the
+ * dead-letter queue. The consumer's `max_retries` in wrangler.toml is this list's length
+ * (test/webhooks.delivery.test.ts ties them). Each delay is within Queues' 12-hour maximum.
+ */
+export const WEBHOOK_RETRY_DELAYS_SECONDS = [5, 300, 1800, 7200, 18_000, 36_000, 36_000] as const;
+
+/** How long a receiver has to answer one delivery before it counts as failed (and is retried). */
+export const WEBHOOK_TIMEOUT_MS = 10_000;
+
+/**
+ * The id of the event of `type` about key `keyId` in `window` (a day's start, a ban's end, an
+ * expiry…): `evt_` and 20 base64url characters of SHA-256 over the three. Producing it twice
+ * (a retried alarm, a repeated admin call) gives the same id, which is the receiver's dedupe key
+ * and makes the delivery log keep one row per endpoint.
+ */
+export async function eventId(
+  type: string,
+  keyId: string,
+  window: string | number,
+): Promise<string> {
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(`${type}\n${keyId}\n${window}`),
+  );
+  return `evt_${toBase64Url(new Uint8Array(digest).slice(0, 15))}`;
+}
+
+/**
+ * Queues `events` for delivery; false (logged) when the queue refused them. Without a queue
+ * binding (a deployment without webhooks) nothing is sent: true.
+ */
+export async function queueEvents(
+  queue: Queue<WebhookMessage> | undefined,
+  events: ProducedEvent[],
+): Promise<boolean> {
+  if (!queue || events.length === 0) return true;
+  try {
+    await queue.sendBatch(events.map((event) => ({ body: { kind: "event", event } })));
+    return true;
+  } catch (err) {
+    log("warn", "could not queue webhook events", {
+      events: events.map((e) => e.id).join(","),
+      error: String(err),
+    });
+    return false;
+  }
+}
+
+/** Queues one attempt of each delivery in `ids`; throws when the queue refuses them. */
+export async function queueDeliveriesOrThrow(
+  queue: Queue<WebhookMessage>,
+  ids: readonly string[],
+): Promise<void> {
+  if (ids.length === 0) return;
+  await queue.sendBatch(ids.map((deliveryId) => ({ body: { kind: "delivery", deliveryId } })));
+}

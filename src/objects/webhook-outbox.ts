@@ -1,0 +1,84 @@
+import { log } from "../lib/log";
+import {
+  eventId,
+  type ProducedEvent,
+  queueEvents,
+  type WebhookMessage,
+} from "../lib/webhook-events";
+import { alertsBetween } from "../quota/alerts";
+import type { Policy, UsageState } from "../quota/windows";
+import { type AlarmSchedule, D1_RETRY_MS } from "./alarm-schedule";
+
+/** A schema addition of the key's object (quota-limiter-schema.ts): the events not yet queued. */
+export const CREATE_WEBHOOK_OUTBOX_TABLE = `CREATE TABLE IF NOT EXISTS webhook_outbox (
+  type TEXT NOT NULL, window_key INTEGER NOT NULL, ends_at INTEGER NOT NULL, at INTEGER NOT NULL,
+  data TEXT NOT NULL, queued INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (type, window_key)) STRICT`;
+
+/**
+ * The usage alerts and bans of the key (quota/alerts.ts), from its own exact counts. A request
+ * never waits for the queue: the admission that crosses a threshold only writes a row here (in
+ * the same synchronous step as its count, so a crossing is never lost, and the (type, window) key
+ * keeps it once), and the object's alarm queues the rows for delivery, trying again later while
+ * the queue refuses them.
+ */
+export class WebhookOutbox {
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly alarms: AlarmSchedule,
+    /** The queue, as the object's env has it; none: webhooks are not configured. */
+    private readonly queue: () => Queue<WebhookMessage> | undefined,
+    private readonly keyId: string | undefined,
+  ) {}
+
+  /** Keeps the alerts the change from `before` to `after` produces, and wakes the alarm for them. */
+  observe(before: UsageState, after: UsageState, policy: Policy | null, now: number): void {
+    const alerts = alertsBetween(before, after, policy, now);
+    if (alerts.length === 0 || !this.keyId || !this.queue()) return;
+    for (const alert of alerts)
+      this.sql.exec(
+        "INSERT OR IGNORE INTO webhook_outbox (type, window_key, ends_at, at, data) VALUES (?, ?, ?, ?, ?)",
+        alert.type,
+        alert.window,
+        alert.endsAt,
+        now,
+        JSON.stringify(alert.data),
+      );
+    this.alarms.wakeNoLaterThan(now, "could not schedule the webhook events' queueing");
+  }
+
+  /**
+   * Queues the events not yet queued. A queued event's row stays while its window lasts (so the
+   * window cannot produce it again) and goes with the alarm after it ends (the day's cleanup, the
+   * ban's end), so an idle key's object holds nothing.
+   */
+  async send(now: number): Promise<void> {
+    const { keyId } = this;
+    this.sql.exec("DELETE FROM webhook_outbox WHERE queued = 1 AND ends_at <= ?", now);
+    const rows = this.sql
+      .exec<{ type: string; window: number; at: number; data: string }>(
+        "SELECT type, window_key AS window, at, data FROM webhook_outbox WHERE queued = 0",
+      )
+      .toArray();
+    if (rows.length === 0 || !keyId) return;
+    const events: ProducedEvent[] = await Promise.all(
+      rows.map(async (r) => ({
+        id: await eventId(r.type, keyId, r.window),
+        type: r.type,
+        at: r.at,
+        keyId,
+        data: JSON.parse(r.data) as Record<string, unknown>,
+      })),
+    );
+    if (await queueEvents(this.queue(), events)) {
+      for (const r of rows)
+        this.sql.exec(
+          "UPDATE webhook_outbox SET queued = 1 WHERE type = ? AND window_key = ?",
+          r.type,
+          r.window,
+        );
+      return;
+    }
+    log("warn", "webhook events not queued; retrying", { keyId });
+    await this.alarms.noLaterThan(now + D1_RETRY_MS);
+  }
+}

@@ -1,0 +1,76 @@
+import { DAY_MS } from "../lib/clock";
+import type { Policy, UsageState } from "./windows";
+
+/** The share of the day quota at which `quota.day.warning` is sent. */
+export const DAY_WARNING_SHARE = 0.8;
+
+/** An event the key's own counts produce (the webhook events about quota and bans). */
+export interface QuotaAlert {
+  type: "quota.day.warning" | "quota.day.exhausted" | "key.banned";
+  /**
+   * The window the event is about, which makes it once per key and window: the day's start for
+   * the day quota, the ban's end for a ban.
+   */
+  window: number;
+  /** When the window ends (epoch ms): the same alert cannot come again after it. */
+  endsAt: number;
+  data: Record<string, number | string>;
+}
+
+/** The count at which the day quota's warning fires: 80 % of it, rounded up (at least 1). */
+export const dayWarningAt = (perDay: number): number =>
+  Math.max(1, Math.ceil(perDay * DAY_WARNING_SHARE));
+
+/**
+ * The alerts a change of the key's windows from `before` to `after` at `now` produces under
+ * `policy`: the day count passing 80 % and 100 % of the day quota, and a ban starting. The counts
+ * are the key's object's, in which a lease's permits count from their grant (docs/quotas.md).
+ * `before` may be of an earlier day (it counts as 0 then). Pure: the caller keeps each alert once.
+ */
+export function alertsBetween(
+  before: UsageState,
+  after: UsageState,
+  policy: Policy | null,
+  now: number,
+): QuotaAlert[] {
+  if (!policy) return [];
+  const alerts: QuotaAlert[] = [];
+  const usedBefore = before.dayStart === after.dayStart ? before.dayCount : 0;
+  const used = after.dayCount;
+  const day = (threshold: number) => ({
+    window: "day",
+    limit: policy.perDay,
+    used,
+    remaining: Math.max(0, policy.perDay - used),
+    threshold,
+    resetAt: new Date(after.dayStart + DAY_MS).toISOString(),
+  });
+  const warningAt = dayWarningAt(policy.perDay);
+  if (usedBefore < warningAt && used >= warningAt)
+    alerts.push({
+      type: "quota.day.warning",
+      window: after.dayStart,
+      endsAt: after.dayStart + DAY_MS,
+      data: day(warningAt),
+    });
+  if (usedBefore < policy.perDay && used >= policy.perDay)
+    alerts.push({
+      type: "quota.day.exhausted",
+      window: after.dayStart,
+      endsAt: after.dayStart + DAY_MS,
+      data: day(policy.perDay),
+    });
+  if (after.bannedUntil > now && after.bannedUntil > before.bannedUntil)
+    alerts.push({
+      type: "key.banned",
+      window: after.bannedUntil,
+      endsAt: after.bannedUntil,
+      data: {
+        window: "minute",
+        limit: policy.perMinute,
+        bannedUntil: new Date(after.bannedUntil).toISOString(),
+        resetAt: new Date(after.bannedUntil).toISOString(),
+      },
+    });
+  return alerts;
+}

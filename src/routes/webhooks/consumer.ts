@@ -1,0 +1,206 @@
+import { SYSTEM_ACTOR } from "../../db/audit";
+import { getKey } from "../../db/keys";
+import {
+  addDeliveries,
+  disableGoneEndpoint,
+  endpointsFor,
+  getDeliveryWithEndpoint,
+  recordAttempt,
+  signingSecrets,
+  skipDelivery,
+} from "../../db/webhooks";
+import { clock, isoTime } from "../../lib/clock";
+import { configOrThrow } from "../../lib/config";
+import { randomBase62 } from "../../lib/crypto";
+import { log } from "../../lib/log";
+import {
+  type ProducedEvent,
+  queueDeliveriesOrThrow,
+  WEBHOOK_TIMEOUT_MS,
+  type WebhookMessage,
+} from "../../lib/webhook-events";
+import { webhookHeaders } from "../../lib/webhook-signature";
+
+/**
+ * How deliveries leave the Worker: `fetch`, replaced in tests by a receiver of their own (as
+ * `clock` is), since the queue consumer runs in the tests' isolate.
+ */
+export const outbound = { fetch: (request: Request): Promise<Response> => fetch(request) };
+
+/** Why an endpoint was disabled without an operator: its receiver said it is gone for good. */
+export const GONE_REASON = "the receiver answered 410 Gone";
+
+/** The JSON body every endpoint gets for `event` about key `key`: Standard Webhooks' shape. */
+export function payloadOf(
+  event: ProducedEvent,
+  key: { id: string; name: string; ownerId: string | null; plan: string } | null,
+): string {
+  return JSON.stringify({
+    id: event.id,
+    type: event.type,
+    timestamp: isoTime(event.at),
+    data: {
+      key: key && { id: key.id, name: key.name, ownerId: key.ownerId, plan: key.plan },
+      ...event.data,
+    },
+  });
+}
+
+/**
+ * An event's fan-out: one delivery per enabled endpoint subscribed to its type (of the key's
+ * owner, or for every owner), logged in D1 and queued, each then attempted on its own. The key's
+ * name, owner and plan are read now, from D1. Throws (the event is retried) when D1 or the queue
+ * fails; a retry queues again only the deliveries not yet attempted.
+ */
+async function fanOutOrThrow(env: Env, event: ProducedEvent): Promise<void> {
+  const key = await getKey(env.DB, event.keyId);
+  if (!key) return;
+  const endpoints = await endpointsFor(env.DB, event.type, key.ownerId);
+  if (endpoints.length === 0) return;
+  const payload = payloadOf(event, key);
+  const ids = await addDeliveries(
+    env.DB,
+    event.id,
+    endpoints.map((e) => ({
+      id: `whd_${randomBase62(20)}`,
+      endpointId: e.id,
+      eventId: event.id,
+      eventType: event.type,
+      keyId: key.id,
+      payload,
+    })),
+    clock.now(),
+  );
+  await queueDeliveriesOrThrow(env.WEBHOOK_QUEUE, ids);
+}
+
+/** What became of one attempt: done (ack), or to be attempted again after `retryInSeconds`. */
+type Attempted = { done: true } | { done: false; retryInSeconds: number };
+
+/**
+ * Attempts delivery `id`, the `attempt`-th time (Queues counts them), and logs it: a 2xx is
+ * delivered; a 410 disables the endpoint (audited) and ends the delivery; anything else (another
+ * status, a network error, no answer within WEBHOOK_TIMEOUT_MS) is retried after the next delay of
+ * the schedule, or, past its end, fails and goes to the dead-letter queue.
+ */
+async function attemptOrThrow(env: Env, id: string, attempt: number): Promise<Attempted> {
+  const found = await getDeliveryWithEndpoint(env.DB, id);
+  if (!found?.endpoint || found.delivery.status === "delivered") return { done: true };
+  const { delivery, endpoint } = found;
+  const start = clock.now();
+  if (endpoint.disabledAt !== null) {
+    await skipDelivery(env.DB, id, start, `the endpoint is disabled (${endpoint.disabledReason})`);
+    return { done: true };
+  }
+  const delays = configOrThrow(env).WEBHOOK_RETRY_DELAYS;
+  const headers = await webhookHeaders(
+    signingSecrets(endpoint, start),
+    delivery.eventId,
+    Math.floor(start / 1000),
+    delivery.payload,
+  );
+  const started = Date.now();
+  let responseStatus: number | null = null;
+  let error: string | null = null;
+  try {
+    const res = await outbound.fetch(
+      new Request(endpoint.url, {
+        method: "POST",
+        headers: {
+          ...headers,
+          "Content-Type": "application/json",
+          "User-Agent": "animal-store-webhooks/1",
+        },
+        body: delivery.payload,
+        redirect: "manual",
+        signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+      }),
+    );
+    responseStatus = res.status;
+    await res.body?.cancel();
+    if (!res.ok) error = `the receiver answered ${res.status}`;
+  } catch (err) {
+    error =
+      err instanceof Error && err.name === "TimeoutError"
+        ? `no answer within ${WEBHOOK_TIMEOUT_MS} ms`
+        : `could not be sent: ${String(err)}`;
+  }
+  const latencyMs = Date.now() - started;
+  const now = clock.now();
+  if (responseStatus !== null && responseStatus >= 200 && responseStatus < 300) {
+    await recordAttempt(env.DB, id, now, {
+      status: "delivered",
+      responseStatus,
+      latencyMs,
+      error: null,
+      nextAttemptAt: null,
+    });
+    return { done: true };
+  }
+  if (responseStatus === 410) {
+    await disableGoneEndpoint(env.DB, endpoint.id, now, GONE_REASON, {
+      at: now,
+      actor: SYSTEM_ACTOR,
+      action: "webhook_disable",
+      keyId: endpoint.id,
+      changes: {
+        disabledAt: { before: null, after: isoTime(now) },
+        disabledReason: { before: null, after: GONE_REASON },
+      },
+      requestId: `webhook-gone:${delivery.id}`,
+      clientRequestId: null,
+    });
+    await recordAttempt(env.DB, id, now, {
+      status: "failed",
+      responseStatus,
+      latencyMs,
+      error: `${error}; the endpoint is disabled`,
+      nextAttemptAt: null,
+    });
+    return { done: true };
+  }
+  const delay = delays[attempt - 1];
+  await recordAttempt(env.DB, id, now, {
+    status: delay === undefined ? "failed" : "retrying",
+    responseStatus,
+    latencyMs,
+    error,
+    nextAttemptAt: delay === undefined ? null : now + delay * 1000,
+  });
+  // Past the schedule's end the retry puts it in the dead-letter queue (max_retries reached).
+  return { done: false, retryInSeconds: delay ?? 0 };
+}
+
+/**
+ * The Worker's queue() handler: fans events out and attempts deliveries, all of the batch at
+ * once, so a slow or failing receiver holds up no other endpoint (each attempt is bounded by
+ * WEBHOOK_TIMEOUT_MS). A message whose handling throws (D1 or the queue unavailable) is retried
+ * after the schedule's delay for its attempt.
+ */
+export async function consumeWebhookBatch(
+  batch: MessageBatch<WebhookMessage>,
+  env: Env,
+): Promise<void> {
+  const delays = configOrThrow(env).WEBHOOK_RETRY_DELAYS;
+  await Promise.all(
+    batch.messages.map(async (message) => {
+      const body = message.body;
+      try {
+        if (body.kind === "event") {
+          await fanOutOrThrow(env, body.event);
+          message.ack();
+          return;
+        }
+        const attempted = await attemptOrThrow(env, body.deliveryId, message.attempts);
+        if (attempted.done) message.ack();
+        else message.retry({ delaySeconds: attempted.retryInSeconds });
+      } catch (err) {
+        log("warn", "webhook message not handled; retrying", {
+          kind: body.kind,
+          error: String(err),
+        });
+        message.retry({ delaySeconds: delays[message.attempts - 1] ?? 0 });
+      }
+    }),
+  );
+}

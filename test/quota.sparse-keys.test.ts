@@ -1,0 +1,198 @@
+// A key that calls every 10 s or every minute in one location: its holder keeps a stock for the
+// rest of each minute while the key is far from its limits (src/quota/lease.ts,
+// stockLivesTheMinute), and refills it as the next minute begins, so the key's requests wait for
+// no far call; what that stock may cost when the key changes, or nears its limit, stays bounded.
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { MINUTE_MS } from "../src/lib/clock";
+import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
+import { QuotaLimiter } from "../src/objects/quota-limiter";
+import {
+  BACKGROUND_ENDS_WITHIN_MS,
+  GIVE_BACK_GRACE_MS,
+  heldBound,
+  QUIET_STOCK,
+  STOCK_LEASE_MS,
+} from "../src/quota/lease";
+import { backgroundWork } from "./background-work";
+import { mockClock, policyWith, T0 } from "./helpers";
+
+const time = mockClock(T0);
+const { passTime } = backgroundWork(time);
+let seq = 0;
+
+const holderOf = (keyId: string, location: string) =>
+  env.QUOTA_HOLDER.getByName(holderName(keyId, location));
+const usageOf = (keyId: string) => env.QUOTA.getByName(keyId).usage();
+const fromStock = (a: HolderAnswer) => a.reached && a.fromStock;
+const allowed = (a: HolderAnswer) => a.reached && a.decision.outcome === "allowed";
+
+/** Counts the calls the key's object gets (requests forwarded, renewals, refills, hand-backs). */
+function countObjectCalls(): () => number {
+  let calls = 0;
+  for (const method of ["admit", "renewLease", "returnLease"] as const) {
+    const original = QuotaLimiter.prototype[method];
+    vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(function (
+      this: QuotaLimiter,
+      ...args: unknown[]
+    ) {
+      calls++;
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as never);
+  }
+  return () => calls;
+}
+
+/** Moves fake time to `at`, waking the background work due on the way, in order. */
+async function passTo(at: number): Promise<void> {
+  // Each minute's start on the way: the refills wake at their own time.
+  for (let m = time.now - (time.now % MINUTE_MS) + MINUTE_MS; m <= at; m += MINUTE_MS) {
+    time.now = m;
+    await passTime();
+    time.now = m + GIVE_BACK_GRACE_MS;
+    await passTime();
+  }
+  time.now = at;
+  await passTime();
+}
+
+describe("a sparse key in one location", () => {
+  it.each([
+    [10_000, 30],
+    [60_000, 6],
+  ])(
+    "one request every %i ms waits for the key's object on its first request only, with about one background call a minute",
+    { timeout: 60_000 },
+    async (gapMs, requests) => {
+      const keyId = `sparse_${++seq}`;
+      const policy = policyWith(60, 1_000);
+      const holder = holderOf(keyId, "AMS");
+      const objectCalls = countObjectCalls();
+      const answers: HolderAnswer[] = [];
+      const start = T0 + 7_000;
+      for (let i = 0; i < requests; i++) {
+        await passTo(start + i * gapMs);
+        answers.push(await holder.admit(keyId, policy));
+        await passTime();
+      }
+      expect(answers.every(allowed)).toBe(true);
+      // Only the very first request was forwarded: every later one found stock.
+      expect(answers.filter((a) => !fromStock(a))).toHaveLength(1);
+      const minutes = Math.ceil((requests * gapMs) / MINUTE_MS);
+      // The first request, then a refill as each minute begins and a renewal when a stock is half
+      // used (a stock of QUIET_STOCK: every other request at 10 s).
+      const renewals = gapMs < MINUTE_MS ? Math.ceil(requests / QUIET_STOCK) : 0;
+      expect(objectCalls()).toBeLessThanOrEqual(1 + minutes + renewals);
+      await holder.giveBack(keyId);
+      const usage = await usageOf(keyId);
+      expect(usage.day.count, "the day counts exactly what was admitted").toBe(requests);
+    },
+  );
+
+  it("its stock lives to its minute's end, and goes back with the next minute's refill, or 250 ms after the minute when the key was not used: no background call BACKGROUND_ENDS_WITHIN_MS after the last request", async () => {
+    const keyId = `sparse_back_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const holder = holderOf(keyId, "AMS");
+    const minuteStart = T0 - (T0 % MINUTE_MS);
+    // The latest in its minute a request may come and still be followed by these calls.
+    const lastRequest = minuteStart + 5_000;
+    await passTo(lastRequest);
+    expect(allowed(await holder.admit(keyId, policy))).toBe(true);
+    expect(await holder.unusedPermits()).toBe(QUIET_STOCK);
+    // Long past a short stock's STOCK_LEASE_MS, the stock is still there.
+    await passTo(minuteStart + 5_000 + STOCK_LEASE_MS + GIVE_BACK_GRACE_MS + 30_000);
+    expect(await holder.unusedPermits()).toBe(QUIET_STOCK);
+    expect((await usageOf(keyId)).minute.count).toBe(1 + QUIET_STOCK);
+    // The next minute's refill takes the old stock back and brings a new one: the day counts
+    // the request and the new stock only.
+    await passTo(minuteStart + MINUTE_MS + 1_000);
+    expect(await holder.unusedPermits()).toBe(QUIET_STOCK);
+    expect((await usageOf(keyId)).day.count).toBe(1 + QUIET_STOCK);
+    // Not used in that minute: no refill after it, and its stock is back GIVE_BACK_GRACE_MS
+    // after the minute's end. Nothing more is called for the key after that.
+    const objectCalls = countObjectCalls();
+    await passTo(minuteStart + 2 * MINUTE_MS + GIVE_BACK_GRACE_MS);
+    expect(await holder.unusedPermits()).toBe(0);
+    expect((await usageOf(keyId)).day.count).toBe(1);
+    expect(objectCalls()).toBe(1);
+    expect(minuteStart + 2 * MINUTE_MS + GIVE_BACK_GRACE_MS).toBeLessThanOrEqual(
+      lastRequest + BACKGROUND_ENDS_WITHIN_MS,
+    );
+    await passTo(minuteStart + 5 * MINUTE_MS);
+    expect(objectCalls()).toBe(1);
+  });
+
+  it("near its limit its stock is short again: back within 5 s of the last request", async () => {
+    const keyId = `sparse_near_${++seq}`;
+    // A free key's minute with 20 left: after a stock of 2, less than 4 × heldBound (24).
+    const policy = policyWith(60, 1_000);
+    const holder = holderOf(keyId, "AMS");
+    const minuteStart = T0 - (T0 % MINUTE_MS);
+    await passTo(minuteStart + 1_000);
+    for (let i = 0; i < 40; i++) await env.QUOTA.getByName(keyId).admit(policy);
+    expect(allowed(await holder.admit(keyId, policy))).toBe(true);
+    expect(await holder.unusedPermits()).toBe(QUIET_STOCK);
+    await passTo(minuteStart + 1_000 + STOCK_LEASE_MS + GIVE_BACK_GRACE_MS);
+    expect(await holder.unusedPermits()).toBe(0);
+    expect((await usageOf(keyId)).minute.count).toBe(41);
+  });
+});
+
+describe("a change to a sparse key", () => {
+  it("pushed to its holder: the stock for the minute ends at once", async () => {
+    const keyId = `sparse_change_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const holder = holderOf(keyId, "AMS");
+    await passTo(T0 + 2_000);
+    expect(allowed(await holder.admit(keyId, policy))).toBe(true);
+    await passTo(T0 + 20_000);
+    const revoked = { ...policy, version: 2, revoked: true };
+    await env.QUOTA.getByName(keyId).configure(revoked);
+    expect(await holder.unusedPermits()).toBe(0);
+    // An isolate's copy older than the change: forwarded, refused.
+    const answer = await holder.admit(keyId, policy);
+    expect(answer.reached && answer.decision.outcome).not.toBe("allowed");
+    expect(fromStock(answer)).toBe(false);
+  });
+
+  it("where the push is lost: at most the stock that holder had, and never past its minute", async () => {
+    const keyId = `sparse_lost_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const holder = holderOf(keyId, "AMS");
+    const minuteStart = T0 - (T0 % MINUTE_MS);
+    await passTo(minuteStart + 2_000);
+    expect(allowed(await holder.admit(keyId, policy))).toBe(true);
+    const stock = await holder.unusedPermits();
+    expect(stock).toBeGreaterThan(0);
+    expect(stock).toBeLessThanOrEqual(heldBound(policy));
+    // The push to AMS is lost on its way (a dropped connection).
+    const namespace = env.QUOTA_HOLDER;
+    const getByName = vi.mocked(namespace.getByName).getMockImplementation()!;
+    vi.mocked(namespace.getByName).mockImplementation((name, options) => {
+      const stub = getByName(name, options);
+      return new Proxy(stub, {
+        get: (target, prop) =>
+          prop === "keyChanged"
+            ? () => Promise.reject(new Error("connection lost"))
+            : Reflect.get(target, prop),
+      });
+    });
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    const revoked = { ...policy, version: 2, revoked: true };
+    await env.QUOTA.getByName(keyId).configure(revoked);
+    await passTo(minuteStart + 30_000);
+    // Requests on a copy from before the change: the stock admits what it holds, and not one
+    // more; the next is forwarded and refused.
+    const answers: HolderAnswer[] = [];
+    for (let i = 0; i <= stock + 1; i++) {
+      answers.push(await holder.admit(keyId, policy));
+      await passTime();
+    }
+    expect(answers.filter(allowed).length).toBeLessThanOrEqual(stock);
+    const last = answers.at(-1)!;
+    expect(last.reached && last.decision.outcome).toBe("revoked");
+    // A copy that knows the change never uses the old stock.
+    const known = await holder.admit(keyId, revoked);
+    expect(known.reached && known.decision.outcome).toBe("revoked");
+  });
+});
