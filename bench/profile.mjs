@@ -17,6 +17,7 @@ import { cleanupNow, issueKey, ROOT, snapshotProject } from "../scripts/lib/loca
 import { decodeMappings, originalPosition, selfTime } from "./lib/cpu-profile.mjs";
 import { cannon } from "./lib/load.mjs";
 import { optionsOrExit } from "./lib/options.mjs";
+import { versions } from "./lib/report.mjs";
 import { seedPets, startBenchApi, UNLIMITED } from "./lib/workers.mjs";
 
 const USAGE = `Usage: npm run bench:profile -- [options]
@@ -168,11 +169,13 @@ async function main() {
   const perRequest = (ms) => (requests ? (1000 * ms) / requests : NaN); // µs
   const pct = (x) => `${(100 * x).toFixed(1)}%`;
   const [load1, load5, load15] = os.loadavg();
+  const v = versions();
   const md = [
     "# Where the Worker's CPU goes (npm run bench:profile)",
     "",
     `${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, ${os.cpus().length} cores, ` +
-      `load average ${load1.toFixed(1)} ${load5.toFixed(1)} ${load15.toFixed(1)}. ` +
+      `load average ${load1.toFixed(1)} ${load5.toFixed(1)} ${load15.toFixed(1)}, ` +
+      `wrangler ${v.wrangler}, commit ${v.commit}. ` +
       `GET ${opts.path} with an enterprise key, ${opts.connections} connections for ${opts.seconds} s: ` +
       `${requests} requests (${ok} × 200), ${(requests / run.elapsed).toFixed(0)}/s; the Worker's ` +
       `isolate was busy ${self.busyMs.toFixed(0)} ms (${perRequest(self.busyMs).toFixed(0)} µs a ` +

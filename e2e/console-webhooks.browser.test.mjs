@@ -5,6 +5,7 @@
 // (default /usr/bin/chromium); CONSOLE_SCREENSHOTS=<dir> saves a screenshot of each view there.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
+import { createServer } from "node:http";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import puppeteer from "puppeteer-core";
@@ -18,10 +19,33 @@ const PHONE = { width: 390, height: 844 };
 let api;
 let browser;
 let page;
+let receiver;
 const consoleErrors = [];
+/** What the local receiver was sent: path, webhook-id and event type of each delivery. */
+const received = [];
 
 before(async () => {
-  api = await startApiOnFreePorts({ localObservability: false });
+  // Local receivers allowed (as `npm run dev` does), so deliveries reach the receiver below.
+  api = await startApiOnFreePorts({
+    localObservability: false,
+    vars: { WEBHOOK_LOCAL_RECEIVERS: "on" },
+  });
+  // A receiver on this machine: 200 on /ok, 500 on anything else.
+  receiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk) => {
+      body += chunk;
+    });
+    req.on("end", () => {
+      received.push({
+        path: req.url,
+        id: req.headers["webhook-id"],
+        type: JSON.parse(body || "{}").type,
+      });
+      res.writeHead(req.url === "/ok" ? 200 : 500).end();
+    });
+  });
+  await new Promise((resolve) => receiver.listen(0, "127.0.0.1", resolve));
   browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -44,6 +68,7 @@ before(async () => {
 });
 
 after(async () => {
+  receiver?.close();
   await browser?.close();
   await api?.stop();
 });
@@ -303,6 +328,83 @@ test("the list: every endpoint with owner, events and state; the owner filter is
   assert.match(await textOf("#hook-fields"), /Owner\s*every owner's keys/);
 });
 
+/** The open endpoint's delivery rows as shown: status, attempts, response and latency cells. */
+const deliveryRows = () =>
+  page.$$eval("#delivery-table tbody tr", (trs) =>
+    trs.map((tr) => ({
+      id: tr.dataset.deliveryId,
+      status: tr.dataset.status,
+      cells: [...tr.cells].slice(0, 5).map((td) => td.innerText.replace(/\s+/g, " ").trim()),
+    })),
+  );
+
+/** Clicks Refresh until the first delivery row is `status` (deliveries are sent from a queue). */
+async function refreshUntil(status) {
+  for (let i = 0; i < 60; i++) {
+    const [first] = await deliveryRows();
+    if (first?.status === status) return first;
+    await new Promise((r) => setTimeout(r, 500));
+    await page.click("#refresh-deliveries");
+    await page.waitForNetworkIdle({ idleTime: 100 });
+  }
+  throw new Error(`no delivery became ${status}: ${JSON.stringify(await deliveryRows())}`);
+}
+
+test("the delivery log: a test event delivered (status, attempts, response, latency), sent again with the same id; a failing receiver's 500", async () => {
+  const base = `http://127.0.0.1:${receiver.address().port}`;
+  const ok = await admin("POST", "/webhooks", {
+    url: `${base}/ok`,
+    eventTypes: ["key.banned"],
+  });
+  assert.equal(ok.status, 201, JSON.stringify(ok.body));
+  await visit(`/admin/webhooks/${ok.body.id}`, "hook");
+  assert.equal(await shown("#no-deliveries"), true);
+  assert.equal(await shown("#delivery-table"), false);
+
+  await page.click("#send-test");
+  await waitForText("#deliveries-result", "Test event evt_");
+  const delivered = await refreshUntil("delivered");
+  const [event, status, attempts, response, latency] = delivered.cells;
+  assert.match(event, /^webhook\.test evt_\w+$/);
+  assert.equal(status, "delivered");
+  assert.equal(attempts, "1");
+  assert.equal(response, "200");
+  assert.match(latency, /^\d[\d,]* ms$/);
+  const logged = (await admin("GET", `/webhooks/${ok.body.id}/deliveries`)).body.data;
+  assert.equal(logged.length, 1);
+  assert.equal(logged[0].id, delivered.id);
+  assert.equal(`${logged[0].latencyMs.toLocaleString("en-US")} ms`, latency);
+  const eventId = logged[0].eventId;
+  assert.deepEqual(
+    received.filter((r) => r.id === eventId).map((r) => [r.path, r.type]),
+    [["/ok", "webhook.test"]],
+  );
+
+  await page.click(`#delivery-table tr[data-delivery-id="${delivered.id}"] button`);
+  await waitForText("#deliveries-result", `webhook.test ${eventId} queued again`);
+  for (let i = 0; i < 60 && received.filter((r) => r.id === eventId).length < 2; i++)
+    await new Promise((r) => setTimeout(r, 500));
+  assert.equal(received.filter((r) => r.id === eventId).length, 2, "sent again, same webhook-id");
+  await page.click("#refresh-deliveries");
+  await page.waitForFunction(
+    (id) =>
+      document.querySelector(`#delivery-table tr[data-delivery-id="${id}"] td:nth-child(3)`)
+        ?.textContent === "2",
+    {},
+    delivered.id,
+  );
+
+  const failing = await admin("POST", "/webhooks", {
+    url: `${base}/fail`,
+    eventTypes: ["key.banned"],
+  });
+  await visit(`/admin/webhooks/${failing.body.id}`, "hook");
+  await page.click("#send-test");
+  const retrying = await refreshUntil("retrying");
+  assert.deepEqual(retrying.cells.slice(1, 3), ["retrying", "1"]);
+  assert.match(retrying.cells[3], /^500\b/, "the receiver's answer, and what went wrong under it");
+});
+
 test("each webhook view at 1366 px and 390 px, light and dark: nothing overflows", async () => {
   const long = await admin("POST", "/webhooks", {
     url: `https://receiver.a-rather-long-hostname-for-a-narrow-screen.example.com/hooks/${"x".repeat(120)}`,
@@ -319,6 +421,8 @@ test("each webhook view at 1366 px and 390 px, light and dark: nothing overflows
     ],
   });
   assert.equal(long.status, 201);
+  // Its page with a delivery in its log (to a host this machine cannot reach: retried).
+  assert.equal((await admin("POST", `/webhooks/${long.body.id}/test`)).status, 202);
   const VIEWS = [
     { name: "webhooks", url: "/admin/webhooks", view: "hooks" },
     { name: "webhooks-no-match", url: "/admin/webhooks?ownerId=nobody", view: "hooks" },

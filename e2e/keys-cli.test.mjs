@@ -413,3 +413,50 @@ test("webhook commands: the API's 400 for a bad URL or event type; usage mistake
   const listed = await keysJson("webhook-list", "--limit", "100");
   assert.ok(!listed.data.some((e) => e.url === "https://hooks.example.com/x"));
 });
+
+test("webhook delivery log: webhook-test queues a test event, webhook-deliveries lists it, webhook-resend sends it again", async () => {
+  const endpoint = await keysJson(
+    "webhook-create",
+    "https://hooks.example.com/deliveries",
+    "--events",
+    "key.banned",
+    "--all-owners",
+  );
+  const queued = await keysJson("webhook-test", endpoint.id);
+  assert.equal(queued.eventType, "webhook.test");
+  assert.match(queued.id, /^whd_[0-9A-Za-z]{20}$/);
+  const log = await keysJson("webhook-deliveries", endpoint.id);
+  assert.deepEqual(
+    log.data.map((d) => [d.id, d.eventId]),
+    [[queued.id, queued.eventId]],
+  );
+  const again = await keysJson("webhook-resend", endpoint.id, "--delivery", queued.id);
+  assert.equal(again.id, queued.id);
+  assert.equal(again.eventId, queued.eventId);
+
+  const table = await keys("webhook-deliveries", endpoint.id, "--table");
+  assert.equal(table.code, 0, table.stderr);
+  const [header, , row] = table.stdout.trimEnd().split("\n");
+  assert.deepEqual(header?.split(/\s{2,}/), [
+    "id",
+    "event",
+    "event id",
+    "status",
+    "attempts",
+    "response",
+    "latency ms",
+    "queued",
+    "error",
+  ]);
+  assert.ok(row?.startsWith(`${queued.id}  webhook.test  ${queued.eventId}`), table.stdout);
+
+  assert.equal((await keys("webhook-resend", endpoint.id)).code, 2);
+  const unknown = await keys(
+    "webhook-resend",
+    endpoint.id,
+    "--delivery",
+    "whd_AAAAAAAAAAAAAAAAAAAA",
+  );
+  assert.equal(unknown.code, 1);
+  assert.equal(JSON.parse(unknown.stderr).code, "not_found");
+});

@@ -41,6 +41,10 @@ Webhook endpoints (signed usage alerts and key events to a receiver's URL; docs/
   webhook-roll    WEBHOOK_ID [--grace SECONDS]   prints the new signing secret, once; the old
                   one also signs deliveries for SECONDS (default 86400, at most 604800; 0: none)
   webhook-delete  WEBHOOK_ID     with its delivery log
+  webhook-deliveries WEBHOOK_ID [--status pending|retrying|delivered|failed|skipped]
+                  [--limit N] [--cursor C]    its delivery log, newest first
+  webhook-test    WEBHOOK_ID     queue a webhook.test event to it
+  webhook-resend  WEBHOOK_ID --delivery DELIVERY_ID   send a delivery again (same event id)
   TYPE: quota.day.warning, quota.day.exhausted, key.banned, key.unbanned, key.revoked,
         key.rolled, key.expiring
 KEY_ID may also be given as --id KEY_ID, and WEBHOOK_ID (whe_…) as --id WEBHOOK_ID.
@@ -86,6 +90,8 @@ function parseCommandLine() {
         "all-owners": { type: "boolean" },
         "hook-url": { type: "string" },
         description: { type: "string" },
+        status: { type: "string" },
+        delivery: { type: "string" },
         from: { type: "string" },
         to: { type: "string" },
         day: { type: "string" },
@@ -254,6 +260,15 @@ const requests = {
     values.grace === undefined ? {} : { gracePeriodSeconds: Number(values.grace) },
   ],
   "webhook-delete": () => ["DELETE", webhook()],
+  "webhook-deliveries": () => [
+    "GET",
+    `${webhook()}/deliveries${query({ status: values.status, limit: values.limit, cursor: values.cursor })}`,
+  ],
+  "webhook-test": () => ["POST", `${webhook()}/test`],
+  "webhook-resend": () => [
+    "POST",
+    `${webhook()}/deliveries/${encodeURIComponent(need("delivery"))}/resend`,
+  ],
 };
 if (!Object.hasOwn(requests, command)) fail(`Unknown command: ${command}`);
 /** The commands whose answer holds a signing secret, shown only in that answer. */

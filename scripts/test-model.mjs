@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // @ts-check
-// Runs the quota model (test/quota.model.test.ts) longer than CI's fixed budget, or replays a
-// counterexample it printed:
+// Runs the quota models (test/quota.model*.test.ts) longer than CI's fixed budget, or replays a
+// counterexample one printed:
 //   npm run test:model -- --runs 500            500 runs from CI's seed
 //   npm run test:model -- --runs 500 --seed 7   from another seed
 //   npm run test:model -- --seed 26 --path 15:3:1:2:2 --replay MEF:F --file test/quota.model.test.ts
@@ -36,7 +36,11 @@ for (const [name, value] of Object.entries(values)) {
   }
 }
 /** The model's test files (each reads the parameters; a counterexample replays in the file that printed it). */
-const MODEL_FILES = ["test/quota.model.test.ts", "test/quota.model-keys.test.ts"];
+const MODEL_FILES = [
+  "test/quota.model.test.ts",
+  "test/quota.model-keys.test.ts",
+  "test/quota.model-scheduled.test.ts",
+];
 const result = spawnSync("npx", ["vitest", "run", ...(values.file ? [values.file] : MODEL_FILES)], {
   stdio: "inherit",
   env: {

@@ -4,7 +4,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { clock, MINUTE_MS } from "../src/lib/clock";
 import { type AdmitResult, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
-import { GIVE_BACK_GRACE_MS, ISOLATE_LEASE_MS } from "../src/quota/lease";
+import { GIVE_BACK_GRACE_MS, heldBound, ISOLATE_LEASE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { RenewalRequest, ReturnedLease } from "../src/quota/lease-messages";
 import type { KeyDecision, Policy } from "../src/quota/windows";
@@ -399,6 +399,41 @@ describe("renewing a lease ahead", () => {
     await stub.returnLease({ id: leaseId, unused: 38 + 10 });
     await stub.returnLease({ id: leaseId, unused: 38 + 10 });
     expect((await stub.usage()).minute.count).toBe(61 - 48);
+  });
+
+  // A renewal granted by the object whose answer never reached its holder (renewals are not
+  // retried) leaves permits counted that the holder does not know it has: its next renewal's
+  // `holding` leaves them out. The object counts them by the lease's permits less what was
+  // reported used, so what is counted and not served stays within heldBound.
+  it("a renewal whose answer was lost: the next one is granted within heldBound of what was served", async () => {
+    const stub = newObject();
+    const policy = policyWith(60, 10_000); // heldBound 6
+    const first = await stub.admit(policy, { want: 6, returning: [] });
+    const leaseId = first.lease!.id;
+    const granted0 = first.lease!.permits;
+    // Used 4 of it, holding the rest: a renewal is granted, and its answer lost.
+    const lost = await stub.renewLease(policy, {
+      leaseId,
+      want: 6,
+      holding: granted0 - 4,
+      used: 4,
+      returning: [],
+    });
+    expect(lost.granted?.permits).toBeGreaterThan(0);
+    // The holder goes on from what it knew: one more used, the lost grant not in its holding.
+    const next = await stub.renewLease(policy, {
+      leaseId,
+      want: 6,
+      holding: granted0 - 5,
+      used: 5,
+      returning: [],
+    });
+    const counted = (await stub.usage()).minute.count;
+    const served = 1 + 5;
+    expect(counted - served, "counted and not served").toBeLessThanOrEqual(heldBound(policy));
+    // What the lease holds unused by the object's count (its grants less the 5 used) is the room.
+    const unused = granted0 + lost.granted!.permits - 5;
+    expect(next.granted?.permits ?? 0).toBe(Math.max(0, heldBound(policy) - unused));
   });
 
   it("grants a new lease in a new minute, and nothing to a revoked key", async () => {

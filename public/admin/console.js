@@ -17,6 +17,7 @@
   const KEY_AUDIT_ENTRIES = 6;
   const AUDIT_PAGE = 50;
   const HOOKS_PAGE = 50;
+  const DELIVERIES_PAGE = 20;
   const $ = (selector, root = document) => root.querySelector(selector);
   const $$ = (selector, root = document) => [...root.querySelectorAll(selector)];
 
@@ -1199,10 +1200,11 @@
   let currentHook = null;
 
   /** Whether an endpoint receives deliveries: a badge, and why not on hover. */
-  const hookState = (h) =>
-    h.enabled
-      ? badge("enabled", "active")
-      : el("span", "disabled", { class: "badge", title: h.disabledReason ?? "" });
+  function hookState(h) {
+    const state = badge(h.enabled ? "enabled" : "disabled", h.enabled ? "active" : "disabled");
+    if (!h.enabled) state.title = h.disabledReason ?? "";
+    return state;
+  }
 
   async function showHooks(query) {
     hooksQuery = new URLSearchParams(query);
@@ -1282,6 +1284,7 @@
     if (currentHook?.id !== id) {
       for (const output of $$("#hook output.result")) report(output, "", "");
       for (const box of $$("#hook .secret")) box.hidden = true;
+      report($("#deliveries-result"), "", "");
     }
     currentHook = hook;
     $("#hook").dataset.hookId = id;
@@ -1319,6 +1322,80 @@
     for (const box of $$('#hook form[data-hook-action="events"] input[name="eventTypes"]'))
       box.checked = hook.eventTypes.includes(box.value);
     $("#hook-toggle").textContent = hook.enabled ? "Disable…" : "Enable";
+    await loadDeliveries();
+  }
+
+  // A delivery's status as a badge of the key states' colours: delivered green, failed red,
+  // retrying amber; pending and skipped plain.
+  const DELIVERY_BADGE = { delivered: "active", failed: "banned", retrying: "disabled" };
+  let nextDeliveriesCursor = null;
+  let deliveriesShown = 0;
+
+  /** The open endpoint's delivery log, newest first, a page at a time. */
+  async function loadDeliveries(more = false) {
+    const hook = currentHook;
+    const params = new URLSearchParams({ limit: String(DELIVERIES_PAGE) });
+    if (more && nextDeliveriesCursor) params.set("cursor", nextDeliveriesCursor);
+    const page = await api("GET", `/webhooks/${hook.id}/deliveries?${params}`);
+    if (currentHook !== hook) return;
+    const body = $("#delivery-table tbody");
+    if (!more) {
+      body.replaceChildren();
+      deliveriesShown = 0;
+    }
+    for (const d of page.data) {
+      const event = el("span", undefined, { class: "name" });
+      event.append(el("strong", d.eventType), el("small", d.eventId));
+      // The last attempt's answer, and under it what went wrong (a timeout, a refused connection).
+      const response = el("span", undefined, { class: "name" });
+      response.append(el("span", d.responseStatus ?? "no answer"));
+      if (d.lastError) response.append(el("small", d.lastError));
+      const status = badge(d.status, DELIVERY_BADGE[d.status] ?? d.status);
+      if (d.nextAttemptAt && d.status === "retrying")
+        status.title = `Next attempt ${localDateTime.format(new Date(d.nextAttemptAt))}`;
+      const again = el("button", "Send again", { type: "button", class: "small" });
+      again.addEventListener(
+        "click",
+        guarded(() => sendAgain(d), $("#deliveries-result")),
+      );
+      const row = el("tr", undefined, { "data-delivery-id": d.id, "data-status": d.status });
+      row.append(
+        cell("Event", event),
+        cell("Status", status),
+        cell("Attempts", fmt(d.attempts), { class: "number" }),
+        cell("Response", response),
+        cell("Latency", d.latencyMs === null ? "—" : `${fmt(d.latencyMs)} ms`, {
+          class: "number",
+        }),
+        cell("Queued", timeEl(d.createdAt)),
+        cell("", again, { "data-writes": "" }),
+      );
+      body.append(row);
+    }
+    deliveriesShown += page.data.length;
+    const none = deliveriesShown === 0;
+    $("#delivery-table").hidden = none;
+    $("#no-deliveries").hidden = !none;
+    $("#deliveries-foot").hidden = none;
+    nextDeliveriesCursor = page.nextCursor;
+    $("#more-deliveries").hidden = !page.nextCursor;
+    $("#deliveries-count").textContent =
+      `${fmt(deliveriesShown)} ${deliveriesShown === 1 ? "delivery" : "deliveries"}${page.nextCursor ? ", more to show" : ""}`;
+  }
+
+  async function sendTestEvent() {
+    const delivery = await api("POST", `/webhooks/${currentHook.id}/test`);
+    await loadDeliveries();
+    report($("#deliveries-result"), `Test event ${delivery.eventId} queued.`);
+  }
+
+  async function sendAgain(delivery) {
+    await api("POST", `/webhooks/${currentHook.id}/deliveries/${delivery.id}/resend`);
+    await loadDeliveries();
+    report(
+      $("#deliveries-result"),
+      `${delivery.eventType} ${delivery.eventId} queued again (same event id: a receiver that has it ignores it).`,
+    );
   }
 
   async function hookAction(form) {
@@ -1411,6 +1488,15 @@
         guarded(() => hookAction(form), output)();
       });
     }
+    $("#send-test").addEventListener("click", guarded(sendTestEvent, $("#deliveries-result")));
+    $("#refresh-deliveries").addEventListener(
+      "click",
+      guarded(() => loadDeliveries(), $("#deliveries-result")),
+    );
+    $("#more-deliveries").addEventListener(
+      "click",
+      guarded(() => loadDeliveries(true), $("#deliveries-result")),
+    );
     const deleteButton = $("#hook [data-hook-delete]");
     deleteButton.addEventListener(
       "click",

@@ -74,6 +74,17 @@ export const LIST_COLUMNS = {
     ["events", "eventTypes"],
     ["state", "disabledReason", deliveryState],
   ],
+  "webhook-deliveries": [
+    ["id", "id"],
+    ["event", "eventType"],
+    ["event id", "eventId"],
+    ["status", "status"],
+    ["attempts", "attempts"],
+    ["response", "responseStatus"],
+    ["latency ms", "latencyMs"],
+    ["queued", "createdAt"],
+    ["error", "lastError"],
+  ],
 };
 
 /**

@@ -1,4 +1,8 @@
-import { ADMISSION_MEMORY_MS } from "../quota/lease-messages";
+import { DAY_MS, MINUTE_MS } from "../lib/clock";
+import { type GrantedLease, givePermitsBack } from "../quota/lease";
+import { ADMISSION_MEMORY_MS, type Admission } from "../quota/lease-messages";
+import { type Policy, type UsageState, type WindowStatus, windowsOf } from "../quota/windows";
+import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
  * The answers a key's object gave in the last ADMISSION_MEMORY_MS to the calls that carry an id
@@ -8,6 +12,18 @@ import { ADMISSION_MEMORY_MS } from "../quota/lease-messages";
 export const CREATE_ADMISSIONS_TABLE = `CREATE TABLE IF NOT EXISTS admissions (
     id TEXT PRIMARY KEY, decided_at INTEGER NOT NULL, answer TEXT NOT NULL) STRICT;
   CREATE INDEX IF NOT EXISTS admissions_by_time ON admissions (decided_at)`;
+
+/** An admission as remembered: `fromStock` once a location holder reported it admitted from stock. */
+export type RememberedAdmission = Admission & { fromStock?: true };
+
+/** Where the windows of `windows` (a decision's) start. */
+function windowsStartOf(windows: WindowStatus[]): { minuteStart: number; dayStart: number } | null {
+  const minute = windows.find((w) => w.name === "minute");
+  const day = windows.find((w) => w.name === "day");
+  return minute && day
+    ? { minuteStart: minute.resetAt - MINUTE_MS, dayStart: day.resetAt - DAY_MS }
+    : null;
+}
 
 /** An answer forgets the ids past ADMISSION_MEMORY_MS at most this often (the alarm, the rest). */
 const FORGET_EVERY_MS = 1_000;
@@ -23,7 +39,10 @@ export class AdmissionMemory {
   /** When ids past the memory were last forgotten. */
   #forgotAt = 0;
 
-  constructor(private readonly sql: SqlStorage) {}
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly history: UsageHistoryTable,
+  ) {}
 
   /** The answer given to call `id` within ADMISSION_MEMORY_MS before `now`, if any. */
   recall<T>(id: string, now: number): T | null {
@@ -52,5 +71,45 @@ export class AdmissionMemory {
   forgetOlderThanMemory(now: number): void {
     this.sql.exec("DELETE FROM admissions WHERE decided_at <= ?", now - ADMISSION_MEMORY_MS);
     this.#forgotAt = now;
+  }
+
+  /**
+   * Counts once each request a location holder reports it admitted from its stock (lease
+   * `leaseIn`, null once settled), by admission id, after the report's `used` was counted: the
+   * windows `usage` and the history, as they are then. Its answer may have been lost on the way
+   * from the holder, and its isolate then asked the key's object with the same id: decided there
+   * too, the object's own count comes off (the stock's stays); refused there (the answer its
+   * client got), the stock's permit comes back and is not billed. Any other id is remembered, so
+   * that asked later it is answered as admitted (under `policy`) and counted nowhere else. Each id
+   * is then remembered as reported: a report delivered again changes nothing.
+   */
+  countOnceFromStock(
+    usage: UsageState,
+    leaseIn: GrantedLease | null,
+    admissionIds: readonly string[] = [],
+    now: number,
+    policy: Policy | null,
+  ): UsageState {
+    let counted = usage;
+    for (const id of admissionIds) {
+      const known = this.recall<RememberedAdmission>(id, now);
+      if (known?.fromStock) continue;
+      const decidedHere = known?.outcome === "allowed" ? windowsStartOf(known.windows) : null;
+      const uncounted = decidedHere ?? (known ? leaseIn : null);
+      if (uncounted) {
+        counted = givePermitsBack(counted, { ...uncounted, permits: 1 }, 1);
+        this.history.countServed(uncounted.dayStart, -1);
+      }
+      const limits = policy ?? { perMinute: 0, perDay: 0, version: 0, revoked: false };
+      const answer: RememberedAdmission = known ?? {
+        outcome: "allowed",
+        windows: windowsOf(counted, limits),
+        now,
+        policyVersion: limits.version,
+        lease: null,
+      };
+      this.remember(id, now, { ...answer, fromStock: true });
+    }
+    return counted;
   }
 }

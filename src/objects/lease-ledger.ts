@@ -134,6 +134,18 @@ export class LeaseLedger {
     return this.#row(id) !== undefined;
   }
 
+  /**
+   * What lease `id` of the current minute (in `state`) holds unused by this object's count: its
+   * permits (every grant, those whose answer never reached its holder too) less the `used` its
+   * holder reports; 0 when it is not out, of another minute, or no `used` is reported (a holder
+   * of an earlier release).
+   */
+  unusedOf(id: string, state: UsageState, used: number | undefined): number {
+    const row = used === undefined ? undefined : this.#row(id);
+    const current = row?.minuteStart === state.minuteStart && row.dayStart === state.dayStart;
+    return row && current ? row.permits - clampTo(row.permits, used ?? 0) : 0;
+  }
+
   /** The windows lease `id` was granted in, while it is out (null: settled, or never granted). */
   grantedIn(id: string): GrantedLease | null {
     return this.#row(id) ?? null;

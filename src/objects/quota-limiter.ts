@@ -6,8 +6,6 @@ import { log } from "../lib/log";
 import { withDeadline } from "../quota/call-coordination";
 import {
   CHANGE_APPLIES_WITHIN_MS,
-  type GrantedLease,
-  givePermitsBack,
   leaseLifetimeMs,
   permitsToLease,
   stockLivesTheMinute,
@@ -27,10 +25,9 @@ import {
   type Policy,
   rollWindows,
   type UsageState,
-  type WindowStatus,
   windowsOf,
 } from "../quota/windows";
-import { AdmissionMemory } from "./admission-memory";
+import { AdmissionMemory, type RememberedAdmission } from "./admission-memory";
 import { AlarmSchedule } from "./alarm-schedule";
 import { BanRecords } from "./ban-records";
 import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
@@ -48,18 +45,6 @@ import { WebhookOutbox } from "./webhook-outbox";
 export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 
 const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
-
-/** An answer as this object remembers it: `fromStock` once a holder reported its id admitted from stock. */
-type RememberedAdmission = Admission & { fromStock?: true };
-
-/** Where the windows of `windows` (a decision's) start. */
-function windowsStartOf(windows: WindowStatus[]): { minuteStart: number; dayStart: number } | null {
-  const minute = windows.find((w) => w.name === "minute");
-  const day = windows.find((w) => w.name === "day");
-  return minute && day
-    ? { minuteStart: minute.resetAt - MINUTE_MS, dayStart: day.resetAt - DAY_MS }
-    : null;
-}
 
 export interface KeyUsage {
   policy: Policy | null;
@@ -111,7 +96,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#leases = new LeaseLedger(sql, this.#history);
     this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
-    this.#admissions = new AdmissionMemory(sql);
+    this.#admissions = new AdmissionMemory(sql, this.#history);
     this.#webhooks = new WebhookOutbox(
       sql,
       this.#alarms,
@@ -226,13 +211,22 @@ export class QuotaLimiter extends DurableObject<Env> {
     let state = this.#takeBack(now, request.returning);
     if (request.used !== undefined) this.#leases.countUsed(request.leaseId, request.used);
     const leaseIn = this.#leases.grantedIn(request.leaseId);
-    state = this.#countOnceFromStock(state, leaseIn, request.admissionIds, now);
+    state = this.#admissions.countOnceFromStock(
+      state,
+      leaseIn,
+      request.admissionIds,
+      now,
+      this.#policy,
+    );
     const windows = windowsOf(state, effective);
     // A caller on an older policy than the object's is told so and granted nothing: its lease
     // was granted under the old limits and must end, not grow.
     const refused =
       effective.revoked || state.bannedUntil > now || effective.version > policy.version;
-    const holding = Math.max(0, request.holding);
+    // A renewal granted whose answer was lost left permits the holder does not count in its
+    // `holding`: they are held all the same, until the lease is handed back.
+    const unusedHere = this.#leases.unusedOf(request.leaseId, state, request.used);
+    const holding = Math.max(0, request.holding, unusedHere);
     const permits = refused
       ? 0
       : permitsToLease(
@@ -277,45 +271,13 @@ export class QuotaLimiter extends DurableObject<Env> {
   #handBack(usage: UsageState, returned: ReturnedLease, now: number): UsageState {
     const leaseIn = this.#leases.grantedIn(returned.id);
     const settled = this.#leases.takeBack(usage, returned) ?? usage;
-    return this.#countOnceFromStock(settled, leaseIn, returned.admissionIds, now);
-  }
-
-  /**
-   * Counts once each request a location holder reports it admitted from its stock (lease
-   * `leaseIn`, null once settled), by admission id, after the report's `used` was counted. Its
-   * answer may have been lost on the way from the holder, and its isolate then asked here with
-   * the same id: decided here too, this object's own count comes off (the stock's stays); refused
-   * here (the answer its client got), the stock's permit comes back and is not billed. Any other
-   * id is remembered, so that asked here later it is answered as admitted and counted nowhere
-   * else. Each id is then remembered as reported: a report delivered again changes nothing.
-   */
-  #countOnceFromStock(
-    state: UsageState,
-    leaseIn: GrantedLease | null,
-    admissionIds: readonly string[] = [],
-    now: number,
-  ): UsageState {
-    let usage = state;
-    for (const id of admissionIds) {
-      const known = this.#admissions.recall<RememberedAdmission>(id, now);
-      if (known?.fromStock) continue;
-      const decidedHere = known?.outcome === "allowed" ? windowsStartOf(known.windows) : null;
-      const uncounted = decidedHere ?? (known ? leaseIn : null);
-      if (uncounted) {
-        usage = givePermitsBack(usage, { ...uncounted, permits: 1 }, 1);
-        this.#history.countServed(uncounted.dayStart, -1);
-      }
-      const policy = this.#policy ?? { perMinute: 0, perDay: 0, version: 0, revoked: false };
-      const answer: RememberedAdmission = known ?? {
-        outcome: "allowed",
-        windows: windowsOf(usage, policy),
-        now,
-        policyVersion: policy.version,
-        lease: null,
-      };
-      this.#admissions.remember(id, now, { ...answer, fromStock: true });
-    }
-    return usage;
+    return this.#admissions.countOnceFromStock(
+      settled,
+      leaseIn,
+      returned.admissionIds,
+      now,
+      this.#policy,
+    );
   }
 
   /** Saves the windows if they changed; schedules the day's cleanup when a new day began. */

@@ -9,6 +9,7 @@
 // changes.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
+import type fc from "fast-check";
 import { vi } from "vitest";
 import { clock } from "../../src/lib/clock";
 
@@ -51,6 +52,11 @@ const DEADLINE_MS = 1_000;
 /** How long everything must be quiet, while something is held, to count as settled. */
 const QUIET_TASKS = 20;
 const QUIET_MS = 40;
+/**
+ * The same while calls wait only at a scheduler's gates: shorter, as the scheduler is asked for
+ * the next one at every step (a call still on its way is then offered at a later step).
+ */
+const GATE_QUIET_TASKS = 4;
 
 const realTimeout = globalThis.setTimeout;
 const nextTask = () => new Promise<void>((resolve) => realTimeout(resolve, 0));
@@ -62,6 +68,16 @@ export function droppedConnection(label: string): Error {
 
 /** Calls the model makes that are not part of the protocol it explores (reads, setup). */
 const UNFAULTED = new Set(["usage", "report", "unusedPermits", "configure"]);
+
+/** The model's own reads: never ordered by a scheduler (they run between its steps). */
+const MODEL_READS = new Set(["usage", "report", "unusedPermits"]);
+
+/** A call or an answer waiting for a scheduler to let it go on (see `scheduleCalls`). */
+interface Gate {
+  label: string;
+  caller: Caller | null;
+  open: () => void;
+}
 
 export class Network {
   readonly armed: ArmedFault[] = [];
@@ -77,6 +93,14 @@ export class Network {
   #uncounted = new Map<object, (name: string) => unknown>();
   #now: () => number;
   #callerOf: (() => Caller | null) | null = null;
+  /** Calls and answers wait at gates for a scheduler (see `scheduleCalls`). */
+  #scheduling = false;
+  /** Gates not yet offered to the scheduler. */
+  readonly #gates: Gate[] = [];
+  /** Calls and answers waiting at gates, offered or not. */
+  #atGates = 0;
+  /** Gates the scheduler let go, being opened in their callers' context. */
+  readonly #opening = new Set<Promise<void>>();
 
   constructor(now: () => number) {
     this.#now = now;
@@ -144,6 +168,8 @@ export class Network {
     this.held.length = 0;
     this.sleeping.length = 0;
     this.fired.length = 0;
+    this.#gates.length = 0;
+    this.#atGates = 0;
   }
 
   #takeFault(tier: Tier, method: string): Fault | null {
@@ -202,8 +228,17 @@ export class Network {
                 await deliver().catch(() => undefined);
                 throw droppedConnection(label);
               }
-              default:
-                return deliver();
+              default: {
+                if (!this.#scheduling || MODEL_READS.has(prop)) return deliver();
+                await this.#gate(`call ${label}`);
+                const answer = await deliver().then(
+                  (v) => ({ ok: true as const, v }),
+                  (e: unknown) => ({ ok: false as const, e }),
+                );
+                await this.#gate(`answer ${label}`);
+                if (!answer.ok) throw answer.e;
+                return answer.v;
+              }
             }
           });
         };
@@ -227,7 +262,8 @@ export class Network {
    * Waits until no call is in flight (held ones aside) and none started or ended during a
    * macrotask: work that goes on only on promises has then finished, sleeps, or waits for
    * something held. A call waiting (through its object) for a held one stays in flight: once
-   * something is held, quiet for QUIET_TASKS macrotasks and QUIET_MS of real time counts as settled.
+   * something is held, quiet for QUIET_TASKS macrotasks and QUIET_MS of real time counts as settled
+   * (GATE_QUIET_TASKS macrotasks while calls wait only at a scheduler's gates).
    */
   async settle(): Promise<void> {
     let quietTasks = 0;
@@ -244,6 +280,7 @@ export class Network {
       quietTasks++;
       if (this.held.length > 0 && quietTasks >= QUIET_TASKS && Date.now() - quietSince >= QUIET_MS)
         return;
+      if (this.held.length === 0 && this.#atGates > 0 && quietTasks >= GATE_QUIET_TASKS) return;
       if (rounds > 20_000)
         throw new Error("network: calls still in flight after 20,000 macrotasks");
     }
@@ -288,6 +325,47 @@ export class Network {
     // A call an object made goes on in that object's context (workerd refuses I/O across them).
     await this.#inContextOf(h!.caller, h!.release);
     return h!;
+  }
+
+  /**
+   * From now on (`on`), every call between the tiers and every answer, whoever makes it, waits at
+   * a gate until a scheduler lets it go on (`offerGates`): the scheduler picks the order in which
+   * calls arrive and answers return. Off: they go on at once (gates already offered still wait).
+   */
+  scheduleCalls(on: boolean): void {
+    this.#scheduling = on;
+  }
+
+  /** Waits (not counted in flight) until a scheduler lets the call or answer go on. */
+  async #gate(label: string): Promise<void> {
+    const generation = this.#generation;
+    this.#inFlight--;
+    const caller = this.#caller();
+    this.#atGates++;
+    await new Promise<void>((open) => this.#gates.push({ label, caller, open }));
+    this.#atGates--;
+    this.#events++;
+    if (generation === this.#generation) this.#inFlight++;
+  }
+
+  /**
+   * Hands the calls and answers waiting at gates to `s`: each goes on, in its caller's context,
+   * when `s` releases it. Returns how many were waiting.
+   */
+  offerGates(s: fc.Scheduler): number {
+    const offered = this.#gates.splice(0);
+    for (const g of offered)
+      void s.schedule(Promise.resolve(), g.label).then(() => {
+        const opening = this.#inContextOf(g.caller, g.open);
+        this.#opening.add(opening);
+        void opening.finally(() => this.#opening.delete(opening));
+      });
+    return offered.length;
+  }
+
+  /** Waits for the gates a scheduler let go to be open. */
+  async gatesOpened(): Promise<void> {
+    while (this.#opening.size) await Promise.all([...this.#opening]);
   }
 
   /** Told of each release (the model notes what a late call may cost). */

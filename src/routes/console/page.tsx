@@ -676,6 +676,35 @@ const ConsolePage: FC = () => (
                 </form>
               </section>
             </div>
+            <section class="card" aria-labelledby="deliveries-heading">
+              <div class="card-head">
+                <h2 id="deliveries-heading">Deliveries</h2>
+                <div class="toolbar">
+                  <button type="button" id="refresh-deliveries" class="small">
+                    Refresh
+                  </button>
+                  <button type="button" id="send-test" class="small" data-writes>
+                    Send test event
+                  </button>
+                </div>
+              </div>
+              <output id="deliveries-result" class="result" />
+              <div class="table-scroll">
+                <table id="delivery-table">
+                  <ColumnHeads
+                    names={["Event", "Status", "Attempts", "Response", "Latency", "Queued"]}
+                    numeric={["Attempts", "Latency"]}
+                  >
+                    <th scope="col" data-writes />
+                  </ColumnHeads>
+                  <tbody />
+                </table>
+              </div>
+              <Empty id="no-deliveries" title="No deliveries yet">
+                <p>Each event sent to this endpoint is logged here, newest first.</p>
+              </Empty>
+              <ListFoot list="deliveries" />
+            </section>
           </section>
 
           <section id="view-missing" class="view" data-view="missing" hidden>

@@ -1,0 +1,67 @@
+// The quota protocol under fast-check's scheduler (fc.scheduler()): rounds of concurrent work
+// (requests from several isolates, a change to the key, usage reads that hand leases and stock
+// back, then time moving on: renewals, hand-backs at expiry) against the real key's object,
+// location holders and isolates' lease holders, with every call between the tiers and every
+// answer, from an isolate or from inside an object, let go on in an order the scheduler picks.
+// After every round the invariants of test/model/quota-model.ts; at the end of each run, the bill.
+// CI runs a fixed budget; `npm run test:model -- --runs N --seed S [--path P] --file
+// test/quota.model-scheduled.test.ts` runs longer or replays a counterexample.
+import { env } from "cloudflare:workers";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { mockClock, T0 } from "./helpers";
+import {
+  installModelWorld,
+  installObjectClocks,
+  modelSetup,
+  runScheduledRounds,
+  scheduledRounds,
+  settleAndBill,
+  useTime,
+} from "./model/quota-model";
+
+/** CI's budget: this many runs from this seed, and never more than this long. */
+const CI_RUNS = 30;
+const CI_SEED = 26;
+const MODEL_BUDGET_MS = 10_000;
+
+const time = mockClock(T0);
+
+function parameters() {
+  const given = env as unknown as Record<string, string | undefined>;
+  return {
+    runs: Number(given.MODEL_RUNS || CI_RUNS),
+    seed: Number(given.MODEL_SEED || CI_SEED),
+    path: given.MODEL_PATH || undefined,
+    long: Boolean(given.MODEL_RUNS),
+  };
+}
+
+describe("the quota protocol under fc.scheduler (every call and answer between the tiers in an order it picks)", () => {
+  it("keeps every invariant over concurrent rounds", { timeout: 600_000 }, async () => {
+    const { runs, seed, path, long } = parameters();
+    const net = installModelWorld(time);
+    installObjectClocks(net);
+    useTime(time);
+    const setup = modelSetup(net, time, T0 + 5_000);
+    const property = fc.asyncProperty(fc.scheduler(), scheduledRounds(), async (s, rounds) => {
+      const { model, real } = setup();
+      await runScheduledRounds(s, model, real, rounds);
+      await settleAndBill(model, real);
+      if (model.violations.length)
+        throw new Error(`invariant broken at the end:\n${model.violations.join("\n")}`);
+    });
+    const details = await fc.check(property, {
+      numRuns: runs,
+      seed,
+      ...(path ? { path, endOnFailure: true } : {}),
+      ...(long ? {} : { interruptAfterTimeLimit: MODEL_BUDGET_MS }),
+    });
+    if (details.failed)
+      expect.fail(
+        `model counterexample: npm run test:model -- --seed ${details.seed} --path ${details.counterexamplePath} --file test/quota.model-scheduled.test.ts\n` +
+          `${fc.stringify(details.counterexample)}\n${String(details.errorInstance)}`,
+      );
+    expect(details.numRuns, "runs completed").toBeGreaterThan(0);
+  });
+});
