@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { WRITE_ATTEMPTS } from "../src/routes/admin/routes";
+import { WRITE_ATTEMPTS } from "../src/routes/admin/write-while-unchanged";
 import {
   ADMIN,
   auth,

@@ -299,6 +299,25 @@ describe("rolling the signing secret", () => {
   });
 });
 
+describe("concurrent changes to one endpoint", () => {
+  it("8 PATCHes and 4 secret rolls at once all land (no 503), each audited once", async () => {
+    const e = await create({ url: URL_OK, eventTypes: ["key.banned"] });
+    const answers = await Promise.all([
+      ...Array.from({ length: 8 }, (_, i) => patch(e.id, { description: `change ${i}` })),
+      ...Array.from({ length: 4 }, () =>
+        postJson(`/admin/v1/webhooks/${e.id}/roll-secret`, { gracePeriodSeconds: 60 }, ADMIN),
+      ),
+    ]);
+    expect(answers.map((res) => res.status)).toEqual([
+      ...Array(8).fill(200),
+      ...Array(4).fill(201),
+    ]);
+    const audit = await auditOf(e.id);
+    expect(audit.filter((entry) => entry.action === "webhook_roll_secret")).toHaveLength(4);
+    expect(audit.filter((entry) => entry.action === "webhook_update")).toHaveLength(8);
+  });
+});
+
 describe("the operator document", () => {
   it("describes every event's delivery as an OpenAPI 3.1 webhook: body, signature headers, 2xx and 410", async () => {
     const doc = (await (await call("/admin/v1/openapi.json")).json()) as {

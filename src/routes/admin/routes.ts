@@ -18,7 +18,7 @@ import { runAfterResponse } from "../../lib/after-response";
 import { clock, isoTime } from "../../lib/clock";
 import { type Config, secretOrThrow } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
-import { ApiError, unavailable } from "../../lib/errors";
+import { ApiError } from "../../lib/errors";
 import { log } from "../../lib/log";
 import { eventId, queueEvents } from "../../lib/webhook-events";
 import { jsonBody } from "../../middleware/json-body";
@@ -52,6 +52,7 @@ import {
   usageView,
 } from "./key-views";
 import { webhookEndpointsApi } from "./webhook-routes";
+import { writeWhileUnchangedOrThrow } from "./write-while-unchanged";
 
 const byId = { params: KeyIdParamSchema, query: NoQuerySchema };
 
@@ -134,36 +135,25 @@ function newSecretOrThrow(config: Config, id: string) {
   return generateApiKey(config.ENVIRONMENT, id, secretOrThrow(config, "KEY_TAG_SECRET"));
 }
 
-// A write that lost a race to another admin write is decided again on the fresh record. Each round
-// of racing writers lets one through, so a few concurrent writers need a few rounds; the full
-// jitter between them (0 to 5 ms × 2^attempt, at most 160 ms) keeps the rounds from colliding.
-export const WRITE_ATTEMPTS = 10;
-const WRITE_BACKOFF_MS = { base: 5, max: 160 };
-
 /**
  * Reads the key and lets `writeIfUnchanged` write it, on condition that its version is still the
- * one read: a write that finds another admin write got there first (null) waits a jittered moment,
- * reads the key and decides again, up to WRITE_ATTEMPTS times, so no write is lost and concurrent
- * writers all land. Returns the key as written. 404 for an unknown key; 503 if it keeps changing
- * under us (`operation` names what this request tried in the message).
+ * one read (writeWhileUnchangedOrThrow: decided again on the fresh key when another write got
+ * there first). Returns the key as written. 404 for an unknown key; 503 if it keeps changing under
+ * us (`operation` names what this request tried in the message).
  */
-async function writeKeyOrThrow(
+function writeKeyOrThrow(
   c: Context<AdminEnv>,
   id: string,
   operation: "change" | "roll",
   writeIfUnchanged: (current: KeyRecord, now: number) => Promise<KeyRecord | null>,
 ): Promise<KeyRecord> {
-  for (let attempt = 0; attempt < WRITE_ATTEMPTS; attempt++) {
-    if (attempt > 0) {
-      const cap = Math.min(WRITE_BACKOFF_MS.max, WRITE_BACKOFF_MS.base * 2 ** attempt);
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * cap));
-    }
-    const current = foundOrThrow(await getKey(c.env.DB, id), id);
-    const written = await writeIfUnchanged(current, clock.now());
-    if (written) return written;
-  }
-  throw unavailable(
-    `The key kept changing while this request tried to ${operation} it; repeat it.`,
+  return writeWhileUnchangedOrThrow(
+    async () => foundOrThrow(await getKey(c.env.DB, id), id),
+    writeIfUnchanged,
+    {
+      now: () => clock.now(),
+      keptChangingMessage: `The key kept changing while this request tried to ${operation} it; repeat it.`,
+    },
   );
 }
 

@@ -44,6 +44,7 @@ import {
 } from "../../schemas/webhooks";
 import { type AdminEnv, auditOf, security } from "./admin-env";
 import { decodeKeyCursorOrThrow, encodeKeyCursor, pageOf } from "./key-views";
+import { writeWhileUnchangedOrThrow } from "./write-while-unchanged";
 
 const byId = { params: WebhookEndpointIdParamSchema, query: NoQuerySchema };
 
@@ -142,8 +143,12 @@ function endpointChanges(
   return changes;
 }
 
-/** Reads the endpoint and writes `write`'s change on condition it is unchanged; 503 if it keeps changing. */
-async function writeEndpointOrThrow(
+/**
+ * Reads the endpoint and writes `write`'s change on condition it is unchanged, decided again on
+ * the fresh endpoint when another write got there first (writeWhileUnchangedOrThrow); 404 for an
+ * unknown endpoint, 503 if it keeps changing.
+ */
+function writeEndpointOrThrow(
   c: Context<AdminEnv>,
   id: string,
   write: (
@@ -151,12 +156,15 @@ async function writeEndpointOrThrow(
     now: number,
   ) => Promise<WebhookEndpointRecord | null> | WebhookEndpointRecord,
 ): Promise<WebhookEndpointRecord> {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const current = endpointFoundOrThrow(await getEndpoint(c.env.DB, id), id);
-    const written = await write(current, clock.now());
-    if (written) return written;
-  }
-  throw unavailable("The webhook endpoint kept changing while this request tried to change it.");
+  return writeWhileUnchangedOrThrow(
+    async () => endpointFoundOrThrow(await getEndpoint(c.env.DB, id), id),
+    write,
+    {
+      now: () => clock.now(),
+      keptChangingMessage:
+        "The webhook endpoint kept changing while this request tried to change it; repeat it.",
+    },
+  );
 }
 
 export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook })
