@@ -53,6 +53,7 @@ if (!Number.isInteger(port) || !Number.isInteger(failFirst) || failFirst < 0) {
 }
 const apiUrl = String(opts.url).replace(/\/$/, "");
 const token = /** @type {string | undefined} */ (opts.token) ?? localAdminToken();
+// The API's event types (src/schemas/webhooks.ts), kept equal by test/scripts.webhook-event-types.test.ts.
 const ALL_EVENTS = [
   "quota.day.warning",
   "quota.day.exhausted",
