@@ -22,6 +22,11 @@ export default defineConfig(async () => {
         // an unhandled error still fails the run, and console output stays as onConsoleLog says.
         verbose: false,
         miniflare: {
+          // No test reaches the network. A test that delivers webhooks replaces the consumer's
+          // fetch with a receiver of its own; a delivery made elsewhere (the queue consumer of the
+          // Worker, after a walk sent a test event) gets 503 here, an answer the consumer retries,
+          // rather than a DNS failure that workerd logs as an internal error.
+          outboundService: () => new Response("no network in tests", { status: 503 }),
           // Test-only bindings: the migrations for the setup file, and a known admin token.
           bindings: {
             TEST_MIGRATIONS: migrations,
