@@ -9,15 +9,15 @@
 // source file and line through the bundle's source map (bench/lib/cpu-profile.mjs). Informs,
 // never gates.
 
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { cleanupNow, issueKey, ROOT, snapshotProject } from "../scripts/lib/local-server.mjs";
+import { cleanupNow, issueKey, snapshotProject } from "../scripts/lib/local-server.mjs";
 import { decodeMappings, originalPosition, selfTime } from "./lib/cpu-profile.mjs";
 import { cannon } from "./lib/load.mjs";
 import { optionsOrExit } from "./lib/options.mjs";
-import { versions } from "./lib/report.mjs";
+import { versions, writeResult } from "./lib/report.mjs";
 import { seedPets, startBenchApi, UNLIMITED } from "./lib/workers.mjs";
 
 const USAGE = `Usage: npm run bench:profile -- [options]
@@ -210,9 +210,7 @@ async function main() {
       "each request) and `(garbage collector)`.",
     "",
   ].join("\n");
-  const outDir = path.join(ROOT, "bench/results");
-  mkdirSync(outDir, { recursive: true });
-  writeFileSync(path.join(outDir, `${opts.out}.md`), md);
+  writeResult(`${opts.out}.md`, md);
   console.log(`\n${md}`);
   await api.stop();
 }

@@ -26,10 +26,8 @@
 // traffic of all of them (in production an isolate serves one location), so the 3-location
 // scenario keeps the key's total rate below the 2 a second at which an isolate takes a lease.
 
-import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
-import path from "node:path";
-import { cleanupNow, issueKey, ROOT, snapshotProject } from "../scripts/lib/local-server.mjs";
+import { cleanupNow, issueKey, snapshotProject } from "../scripts/lib/local-server.mjs";
 import { optionsOrExit } from "./lib/options.mjs";
 import {
   byTime,
@@ -39,6 +37,7 @@ import {
   scenarioCost,
   sparsePlan,
 } from "./lib/quota-scenarios.mjs";
+import { writeResult } from "./lib/report.mjs";
 import { percentile } from "./lib/samples.mjs";
 import { seedPets, startBenchApi, UNLIMITED } from "./lib/workers.mjs";
 
@@ -524,9 +523,7 @@ async function main() {
     "",
   ];
   const md = lines.join("\n");
-  const outDir = path.join(ROOT, "bench/results");
-  mkdirSync(outDir, { recursive: true });
-  writeFileSync(path.join(outDir, `${opts.out}.md`), md);
+  writeResult(`${opts.out}.md`, md);
   console.log(`\n${md}`);
   await api.stop();
 }

@@ -27,16 +27,14 @@
 // API more the more spans a request has, and more as its store grows; at the edge traces leave
 // after the invocation.
 
-import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
-import path from "node:path";
-import { cleanupNow, issueKey, ROOT, snapshotProject } from "../scripts/lib/local-server.mjs";
+import { cleanupNow, issueKey, snapshotProject } from "../scripts/lib/local-server.mjs";
 import { bundleSize } from "./lib/bundle-size.mjs";
 import { limiterBench } from "./lib/limiter.mjs";
 import { cannon, emptyStats, merge, oneAtATime, summarize } from "./lib/load.mjs";
 import { operations } from "./lib/operations.mjs";
 import { optionsOrExit } from "./lib/options.mjs";
-import { fmt, markdown, svgChart, versions } from "./lib/report.mjs";
+import { fmt, markdown, svgChart, versions, writeResult } from "./lib/report.mjs";
 import { callsPerThousand, serverTiming } from "./lib/samples.mjs";
 import { seedPets, startBenchApi, startFloor, startReference, UNLIMITED } from "./lib/workers.mjs";
 
@@ -224,14 +222,12 @@ async function main() {
     totalSeconds,
     load: [loadAtStart, os.loadavg()[0]],
   });
-  const outDir = path.join(ROOT, "bench/results");
-  mkdirSync(outDir, { recursive: true });
-  writeFileSync(path.join(outDir, `${opts.out}.md`), md);
+  writeResult(`${opts.out}.md`, md);
   const minute = when.toISOString().slice(0, 16).replace("T", " ");
   const caption =
     `npm run bench, ${minute} UTC, ${os.cpus().length} cores, ` +
     `${opts.connections} connections, wrangler dev on loopback`;
-  writeFileSync(path.join(outDir, `${opts.out}.svg`), svgChart(rows, caption));
+  writeResult(`${opts.out}.svg`, svgChart(rows, caption));
 
   console.log(`\n${md}`);
   console.log(

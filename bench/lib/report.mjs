@@ -1,11 +1,18 @@
 // @ts-check
 // The report of `npm run bench`: bench/results/<out>.md (tables, targets) and <out>.svg (chart).
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { BUDGET_KIB } from "../../scripts/lib/bundle-budget.mjs";
 import { ROOT } from "../../scripts/lib/local-server.mjs";
+
+/** Writes `text` to bench/results/`name`, making the folder if it is missing. */
+export function writeResult(name, text) {
+  const outDir = path.join(ROOT, "bench/results");
+  mkdirSync(outDir, { recursive: true });
+  writeFileSync(path.join(outDir, name), text);
+}
 
 export const TARGETS = { throughput: 0.6, p99: 2 };
 
