@@ -30,7 +30,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
-import { unstable_readConfig } from "wrangler";
 import { rollbackTargetProblem } from "./lib/compat.mjs";
 import {
   addressProblem,
@@ -136,6 +135,9 @@ function argumentsOrExit() {
 
 const { env, yes, force, skipTests, percentage, bakeMs, smokeEveryMs, allAtOnce } =
   argumentsOrExit();
+// Loaded once the arguments are read: wrangler is a large module (seconds to load on a busy
+// machine), and --help or a usage error needs none of it.
+const { unstable_readConfig } = await import("wrangler");
 // The deploy's smoke tests use a key of their own: `npm run smoke` by hand meanwhile (its key is
 // smoke-test) cannot disable it mid-run and fail the bake.
 const DEPLOY_SMOKE_KEY_NAME = "smoke-deploy";

@@ -1,9 +1,12 @@
 #!/usr/bin/env node
 // @ts-check
-// Runs the end-to-end tests (`e2e/*.test.mjs`, or the files named as arguments) one file at a
-// time with node's test runner and the spec reporter, and exits non-zero if any test or suite
-// failed. `node --test` alone is not enough: a suite whose body throws while it is being built
-// (say `before is not defined` inside a `describe`) is reported as failed but counted in neither
+// Runs the end-to-end tests (`e2e/*.test.mjs`, or the files named as arguments) with node's test
+// runner and the spec reporter, FILES_AT_ONCE files at a time (each in its own process, with its
+// own servers on free ports), and exits non-zero if any test or suite failed. The local D1
+// migrations are applied once, before the files run: each API a file starts begins from a copy of
+// that store (MIGRATED_STATE_ENV in scripts/lib/local-server.mjs).
+// `node --test` alone is not enough: a suite whose body throws while it is being built (say
+// `before is not defined` inside a `describe`) is reported as failed but counted in neither
 // `fail` nor the exit code, so the run exited 0. Here every failure event counts, whatever it
 // belongs to (a test, a suite, a file that did not load); a failing `todo` test does not, as in
 // node's own count.
@@ -11,8 +14,14 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { run } from "node:test";
 import { spec } from "node:test/reporters";
+import { MIGRATED_STATE_ENV, makeMigratedState } from "./lib/local-server.mjs";
 
 const E2E_DIR = "e2e";
+/**
+ * Files run at once. Much of an e2e file's time is spent waiting (for a minute window to turn,
+ * a webhook retry, a bake, a browser), so two files share the CPU well even on two cores.
+ */
+const FILES_AT_ONCE = 2;
 
 const files =
   process.argv.length > 2
@@ -26,9 +35,11 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+process.env[MIGRATED_STATE_ENV] = await makeMigratedState();
+
 /** @type {string[]} */
 const failed = [];
-const tests = run({ files, concurrency: 1 });
+const tests = run({ files, concurrency: FILES_AT_ONCE });
 tests.on("test:fail", (event) => {
   if (event.todo !== undefined && event.todo !== false) return;
   const where = event.file ? ` (${path.relative(process.cwd(), event.file)})` : "";

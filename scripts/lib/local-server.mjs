@@ -7,12 +7,13 @@
 // is going on cannot reload the server mid-measurement (wrangler dev has no switch to stop
 // watching). Every child runs in its own process group and is killed on exit, Ctrl-C or a crash.
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import {
   cpSync,
   createWriteStream,
   existsSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -267,7 +268,8 @@ export async function startWranglerDev({
 }
 
 /**
- * The API as `npm run dev` runs it: local D1 migrations into a temporary persistence dir, then
+ * The API as `npm run dev` runs it: local D1 migrations into a temporary persistence dir (or a
+ * copy of the same migrated store, see MIGRATED_STATE_ENV), then
  * `wrangler dev` with random ADMIN_TOKEN, ADMIN_READ_TOKENS ("viewer"), CURSOR_SECRET and KEY_TAG_SECRET secrets
  * from a temporary env file.
  * `localObservability: false` turns off wrangler dev's local trace collector, which streams every
@@ -303,7 +305,7 @@ export async function startApi({
   );
   const config = path.join(root, "wrangler.toml");
   const persist = path.join(dir, "api-state");
-  await migrateLocal(config, persist, root);
+  await migratedStateInto(persist, root);
   const varArgs = Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const devOptions = {
     name: "api",
@@ -340,6 +342,62 @@ export function migrateLocal(config, persist, cwd) {
     ["d1", "migrations", "apply", "DB", "--local", "--config", config, "--persist-to", persist],
     { cwd },
   );
+}
+
+/**
+ * The environment variable naming a persistence directory that holds a fresh store with the
+ * local D1 migrations applied (made by `makeMigratedState`), for every API this process and its
+ * children start. Applying the migrations takes a wrangler process of its own (about 10 s of CPU),
+ * so a run that starts many APIs (`npm run test:e2e`) applies them once and copies the result.
+ */
+export const MIGRATED_STATE_ENV = "ANIMAL_STORE_MIGRATED_STATE";
+
+/** A digest of the project's D1 inputs in `root`: its migrations (names and SQL) and wrangler.toml. */
+function migrationsDigestOf(root) {
+  const hash = createHash("sha256");
+  hash.update(readFileSync(path.join(root, "wrangler.toml")));
+  const dir = path.join(root, "migrations");
+  for (const name of readdirSync(dir).sort()) {
+    hash.update(`\0${name}\0`);
+    hash.update(readFileSync(path.join(dir, name)));
+  }
+  return hash.digest("hex");
+}
+
+const DIGEST_FILE = "migrations.sha256";
+
+/**
+ * Applies the local D1 migrations once into a new temporary persistence directory, and returns
+ * it; `startApi` copies it (when its project's migrations and wrangler.toml are the same) instead
+ * of applying them again. Set it in MIGRATED_STATE_ENV for child processes.
+ */
+export async function makeMigratedState(root = ROOT) {
+  const state = path.join(makeTempDir("animal-store-migrated-"), "state");
+  await migrateLocal(path.join(root, "wrangler.toml"), state, root);
+  writeFileSync(path.join(state, DIGEST_FILE), migrationsDigestOf(root));
+  return state;
+}
+
+/**
+ * A store with `root`'s local D1 migrations applied, in `persist`: a copy of the migrated state
+ * MIGRATED_STATE_ENV names when it was made from the same migrations and configuration, else
+ * the migrations applied here (as `npm run dev` does).
+ */
+async function migratedStateInto(persist, root) {
+  const template = process.env[MIGRATED_STATE_ENV];
+  const digestFile = template && path.join(template, DIGEST_FILE);
+  if (
+    digestFile &&
+    existsSync(digestFile) &&
+    readFileSync(digestFile, "utf8") === migrationsDigestOf(root)
+  ) {
+    cpSync(template, persist, {
+      recursive: true,
+      filter: (source) => path.basename(source) !== DIGEST_FILE,
+    });
+    return;
+  }
+  await migrateLocal(path.join(root, "wrangler.toml"), persist, root);
 }
 
 /**
