@@ -1,3 +1,4 @@
+// @ts-check
 // The operator scripts as the README uses them: capturing a key in one line (deploy:* and rollback
 // are tested in deploy.test.mjs).
 import assert from "node:assert/strict";
@@ -46,10 +47,10 @@ describe("npm run keys -- create --key-only", () => {
 });
 
 describe("npm run keys with a command line it cannot read", () => {
-  for (const [option, args] of [
+  for (const [option, args] of /** @type {Array<[string, string[]]>} */ ([
     ["--bogus", ["list", "--bogus"]],
     ["--grace", ["roll", "key_AAAAAAAAAAAAAAAAAAAA", "--grace", "-5"]],
-  ]) {
+  ])) {
     it(`${args.join(" ")}: exits 2 with what was wrong and the usage, no stack trace`, () => {
       const run = spawnSync(process.execPath, ["scripts/keys.mjs", ...args], {
         cwd: ROOT,

@@ -1,3 +1,4 @@
+// @ts-check
 // The client package (packages/client/src, bundled with esbuild) against `wrangler dev` when
 // things go wrong: the server killed in the middle of a create, whose answer is lost, and started
 // again; a burst of requests past a key's per-minute limit; a create sent twice with one key.
@@ -9,7 +10,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { build } from "esbuild";
 import { cleanupNow, issueKey, startApiOnFreePorts } from "../scripts/lib/local-server.mjs";
-import { ROOT } from "./helpers.mjs";
+import { listenOnFreePort, ROOT } from "./helpers.mjs";
 
 /** The client as its ESM build has it, from the current source (no `npm run build` needed). */
 async function importClient(dir) {
@@ -28,6 +29,8 @@ async function importClient(dir) {
 
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length"]);
 
+/** @typedef {{ status: number, body: unknown }} LostAnswer What the API answered to a create whose answer was lost. */
+
 /**
  * An HTTP proxy in front of the API. A request it cannot forward (the API is down) has its
  * connection cut, as a dead server's would be. `loseNextCreate(onLost)` makes the next
@@ -35,14 +38,17 @@ const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "co
  * client's connection instead of answering.
  */
 async function startProxy(api) {
+  /** @type {((answer: LostAnswer) => Promise<void>) | undefined} */
   let lose;
   const stats = { cut: 0 };
   const server = createServer(async (req, res) => {
     const chunks = [];
     for await (const chunk of req) chunks.push(chunk);
-    const headers = Object.fromEntries(
-      Object.entries(req.headers).filter(([k]) => k !== "host" && !HOP_BY_HOP.has(k)),
-    );
+    /** @type {Record<string, string>} */
+    const headers = {};
+    for (const [name, value] of Object.entries(req.headers))
+      if (name !== "host" && !HOP_BY_HOP.has(name) && value !== undefined)
+        headers[name] = Array.isArray(value) ? value.join(", ") : value;
     let upstream;
     try {
       upstream = await fetch(`${api.url}${req.url}`, {
@@ -63,6 +69,7 @@ async function startProxy(api) {
       req.socket.destroy();
       return;
     }
+    /** @type {Record<string, string>} */
     const out = {};
     upstream.headers.forEach((value, key) => {
       if (!HOP_BY_HOP.has(key) && key !== "content-encoding") out[key] = value;
@@ -70,10 +77,11 @@ async function startProxy(api) {
     res.writeHead(upstream.status, out);
     res.end(body);
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = await listenOnFreePort(server);
   return {
-    url: `http://127.0.0.1:${server.address().port}`,
+    url: `http://127.0.0.1:${port}`,
     stats,
+    /** @param {(answer: LostAnswer) => Promise<void>} onLost */
     loseNextCreate(onLost) {
       lose = onLost;
     },
@@ -88,8 +96,7 @@ async function startProxy(api) {
 /** A port on 127.0.0.1 that was just free, and on which nothing listens. */
 async function closedPort() {
   const server = createServer();
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address();
+  const port = await listenOnFreePort(server);
   await new Promise((resolve) => server.close(resolve));
   return port;
 }
@@ -122,6 +129,7 @@ describe("the client when the server fails", () => {
     const proxy = await startProxy(api);
     const answers = [];
     try {
+      /** @type {LostAnswer | undefined} */
       let lost;
       let restarted;
       proxy.loseNextCreate(async (answer) => {
@@ -144,6 +152,7 @@ describe("the client when the server fails", () => {
       const pet = await store.createPet({ name, categoryId: 9 });
       await restarted;
 
+      assert.ok(lost, "the proxy lost a create's answer");
       assert.equal(lost.status, 201, "the first attempt created the pet");
       assert.deepEqual(pet, lost.body, "the retry returned the pet the lost answer held");
       assert.ok(proxy.stats.cut >= 1, "some retries found the server down");

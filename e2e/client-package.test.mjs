@@ -1,3 +1,4 @@
+// @ts-check
 // The client as a consumer gets it: `npm pack` the package, install the tarball into a fresh
 // project, then (a) call a running local API from plain Node 20 and Node 22, with `import` and
 // with `require`, (b) type-check consumer files with tsc (moduleResolution NodeNext, no Workers
@@ -13,6 +14,12 @@ import { cleanupNow, issueKey, startApiOnFreePorts } from "../scripts/lib/local-
 import { projectNode22, ROOT, systemNode } from "./helpers.mjs";
 
 const TSC = path.join(ROOT, "node_modules/typescript/bin/tsc");
+
+/** What a command execFileSync ran printed, from the error it threw for a non-zero exit. */
+const outputOf = (/** @type {unknown} */ error) => {
+  const { stdout = "", stderr = "" } = /** @type {{ stdout?: string, stderr?: string }} */ (error);
+  return `${stdout}${stderr}`;
+};
 
 const CONSUMER_JS = `
 import { ApiError, createAnimalStoreClient } from "@animal-store/client";
@@ -170,10 +177,10 @@ describe("the packed @animal-store/client in a fresh project", () => {
     }
   });
 
-  for (const [label, bin] of [
+  for (const [label, bin] of /** @type {Array<[string, () => string]>} */ ([
     ["Node 20", () => systemNode(20)],
     ["Node 22", projectNode22],
-  ]) {
+  ])) {
     it(`calls the running API from plain ${label}`, () => {
       writeFileSync(path.join(dir, "consumer.mjs"), CONSUMER_JS);
       const startedSeconds = Date.now() / 1000;
@@ -242,7 +249,7 @@ describe("the packed @animal-store/client in a fresh project", () => {
     try {
       execFileSync(process.execPath, [TSC, "-p", "tsconfig.json"], { cwd: dir, encoding: "utf8" });
     } catch (e) {
-      assert.fail(`tsc failed:\n${e.stdout}${e.stderr}`);
+      assert.fail(`tsc failed:\n${outputOf(e)}`);
     }
   });
 
@@ -264,7 +271,7 @@ describe("the packed @animal-store/client in a fresh project", () => {
         encoding: "utf8",
       });
     } catch (e) {
-      assert.fail(`tsc failed:\n${e.stdout}${e.stderr}`);
+      assert.fail(`tsc failed:\n${outputOf(e)}`);
     }
     const compiled = readFileSync(path.join(dir, "out/consumer.cjs"), "utf8");
     assert.match(compiled, /require\("@animal-store\/client"\)/);

@@ -1,3 +1,4 @@
+// @ts-check
 // The operator console with a read-only admin token (ADMIN_READ_TOKENS), in headless Chromium
 // against `wrangler dev`: it lists and opens keys but offers no write action; a full-access token
 // in the same page sees them again. CHROMIUM overrides the browser path (default /usr/bin/chromium).
@@ -47,7 +48,7 @@ async function logInAndOpen(token, keyId) {
   await logInAt(`/admin/keys/${keyId}`, token);
   await page.waitForFunction(
     (id) =>
-      document.querySelector("#detail")?.dataset.keyId === id &&
+      /** @type {HTMLElement | null} */ (document.querySelector("#detail"))?.dataset.keyId === id &&
       !document.querySelector("#detail")?.hasAttribute("aria-busy"),
     {},
     keyId,

@@ -1,3 +1,4 @@
+// @ts-check
 // The console's webhook endpoints in headless Chromium against `wrangler dev`: the list with its
 // empty states and owner filter, a new endpoint whose signing secret is shown once, an endpoint's
 // page (event types, roll, disable, enable, delete), a read-only token offered no write, and the
@@ -99,7 +100,10 @@ function waitForView(view) {
     (v) =>
       document.body.dataset.view === v &&
       !document.querySelector("#app")?.hasAttribute("aria-busy") &&
-      !document.querySelector(`#app > [data-view="${v}"]`)?.hidden,
+      !(
+        /** @type {HTMLElement | null} */ (document.querySelector(`#app > [data-view="${v}"]`))
+          ?.hidden
+      ),
     {},
     view,
   );
@@ -277,7 +281,7 @@ test("an endpoint's page changes its event types, rolls its secret, disables, en
   await page.goto(`${api.url}/admin/webhooks/${endpointId}`, { waitUntil: "networkidle0" });
   await page.waitForFunction(
     () =>
-      !document.querySelector("#view-missing")?.hidden &&
+      !(/** @type {HTMLElement | null} */ (document.querySelector("#view-missing"))?.hidden) &&
       !document.querySelector("#app")?.hasAttribute("aria-busy"),
   );
   assert.equal(await shown("#hook"), false);
@@ -442,7 +446,7 @@ test("each webhook view at 1366 px and 390 px, light and dark: nothing overflows
           await waitForText('#hook form[data-hook-action="roll"] output', "New signing secret");
         }
         const overflow = await page.evaluate(
-          () => document.scrollingElement.scrollWidth - innerWidth,
+          () => /** @type {Element} */ (document.scrollingElement).scrollWidth - innerWidth,
         );
         if (overflow > 0)
           problems.push(`horizontal overflow: ${name} at ${viewport.width} px, ${scheme}`);

@@ -1,3 +1,4 @@
+// @ts-check
 // The operator console in a real headless browser: Debian's chromium driven by puppeteer-core
 // (which never downloads a browser), against the Worker under `wrangler dev`. Run with
 // `npm run test:e2e -- e2e/console.browser.test.mjs`; CHROMIUM overrides the browser path
@@ -119,7 +120,10 @@ function waitForView(view) {
     (v) =>
       document.body.dataset.view === v &&
       !document.querySelector("#app")?.hasAttribute("aria-busy") &&
-      !document.querySelector(`#app > [data-view="${v}"]`)?.hidden,
+      !(
+        /** @type {HTMLElement | null} */ (document.querySelector(`#app > [data-view="${v}"]`))
+          ?.hidden
+      ),
     {},
     view,
   );
@@ -136,7 +140,7 @@ function waitForKey(id) {
   return page.waitForFunction(
     (k) =>
       document.body.dataset.view === "key" &&
-      document.querySelector("#detail")?.dataset.keyId === k &&
+      /** @type {HTMLElement | null} */ (document.querySelector("#detail"))?.dataset.keyId === k &&
       !document.querySelector("#detail")?.hasAttribute("aria-busy") &&
       !document.querySelector("#app")?.hasAttribute("aria-busy") &&
       document.querySelectorAll("#usage-chart g.day").length > 0,
@@ -145,7 +149,13 @@ function waitForKey(id) {
   );
 }
 
-/** Submits the open key's action form `action` (after `fill`), and waits for its result text. */
+/**
+ * Submits the open key's action form `action` (after `fill`, given the form's selector), and
+ * waits for its result text.
+ * @param {string} action
+ * @param {string} expected
+ * @param {(form: string) => Promise<void>} [fill]
+ */
 async function act(action, expected, fill = async () => {}) {
   const form = `#actions form[data-action="${action}"]`;
   await page.$eval(`${form} output`, (o) => {
@@ -303,11 +313,17 @@ test("an operator creates a key on its own page and sees who uses what: today's 
   // so the list is asked again until it shows exactly the 3 requests.
   await page.waitForFunction(
     async (id) => {
-      document.querySelector("#filters button[type=submit]").click();
+      /** @type {HTMLButtonElement} */ (
+        document.querySelector("#filters button[type=submit]")
+      ).click();
       await new Promise((r) => setTimeout(r, 300));
-      const rows = document.querySelectorAll("#key-table tbody tr");
+      const rows = /** @type {NodeListOf<HTMLTableRowElement>} */ (
+        document.querySelectorAll("#key-table tbody tr")
+      );
       return (
-        rows.length === 1 && rows[0].dataset.keyId === id && rows[0].textContent.includes("3 / 10K")
+        rows.length === 1 &&
+        rows[0].dataset.keyId === id &&
+        rows[0].textContent?.includes("3 / 10K")
       );
     },
     { polling: 500 },
@@ -508,7 +524,9 @@ test("every CLI action works from the key page, with its result beside it; revok
   await visit("/admin/keys?state=banned", "keys");
   await page.waitForFunction(
     async (id) => {
-      document.querySelector("#filters button[type=submit]").click();
+      /** @type {HTMLButtonElement} */ (
+        document.querySelector("#filters button[type=submit]")
+      ).click();
       await new Promise((r) => setTimeout(r, 300));
       return document.querySelector(`#key-table tbody tr[data-key-id="${id}"]`) !== null;
     },
@@ -623,7 +641,9 @@ test("today's usage of every key is live and said to be the day so far; a finish
   await waitForView("usage");
   await page.waitForFunction(
     async (id) => {
-      document.querySelector("#day-form button[type=submit]").click();
+      /** @type {HTMLButtonElement} */ (
+        document.querySelector("#day-form button[type=submit]")
+      ).click();
       await new Promise((r) => setTimeout(r, 300));
       const row = document.querySelector(`#day-table tbody tr[data-key-id="${id}"]`);
       return row?.querySelector('td[data-label="Admitted"]')?.textContent === "4";
@@ -667,13 +687,11 @@ test("today's usage of every key is live and said to be the day so far; a finish
 /** The background's relative luminance (0 black … 1 white). */
 const backgroundLuminance = () =>
   page.evaluate(() => {
-    const [r, g, b] = getComputedStyle(document.documentElement)
-      .backgroundColor.match(/\d+/g)
-      .map(Number)
-      .map((v) => {
-        const c = v / 255;
-        return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
-      });
+    const channels = getComputedStyle(document.documentElement).backgroundColor.match(/\d+/g);
+    const [r, g, b] = /** @type {RegExpMatchArray} */ (channels).map(Number).map((v) => {
+      const c = v / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
     return 0.2126 * r + 0.7152 * g + 0.0722 * b;
   });
 
@@ -710,15 +728,17 @@ test("every view at 1366 px and 390 px, light and dark: nothing overflows, the k
         if (view === "key") await waitForKey(long.id);
         const where = `${name} at ${viewport.width} px, ${scheme}`;
         const size = await page.evaluate(() => ({
-          scrollWidth: document.scrollingElement.scrollWidth,
-          scrollHeight: document.scrollingElement.scrollHeight,
+          scrollWidth: /** @type {Element} */ (document.scrollingElement).scrollWidth,
+          scrollHeight: /** @type {Element} */ (document.scrollingElement).scrollHeight,
           innerWidth,
           innerHeight,
         }));
         if (view === "key") {
           // Opened, the usage table fits the width too (it scrolls within its box).
           await page.click("#usage-table-box summary");
-          const width = await page.evaluate(() => document.scrollingElement.scrollWidth);
+          const width = await page.evaluate(
+            () => /** @type {Element} */ (document.scrollingElement).scrollWidth,
+          );
           if (width > size.innerWidth) problems.push(`the usage table overflows: ${where}`);
           await page.click("#usage-table-box summary");
         }
@@ -762,7 +782,7 @@ test("every view at 1366 px and 390 px, light and dark: nothing overflows, the k
       ]) {
         await page.goto(`${api.url}${url}`, { waitUntil: "networkidle0" });
         const overflow = await page.evaluate(
-          () => document.scrollingElement.scrollWidth - innerWidth,
+          () => /** @type {Element} */ (document.scrollingElement).scrollWidth - innerWidth,
         );
         if (overflow > 0) problems.push(`horizontal overflow: ${name} at ${viewport.width} px`);
         if (SCREENSHOTS)
@@ -834,11 +854,11 @@ test("the page's script, styles and icon are static files of this origin, with t
     "Cache-Control",
   ];
   for (const name of SECURITY_HEADERS) assert.ok(pageHeaders.get(name), `the page has no ${name}`);
-  const FILES = [
+  const FILES = /** @type {Array<[string, RegExp, string]>} */ ([
     ["/admin/console.js", /^text\/javascript/, "public/admin/console.js"],
     ["/admin/console.css", /^text\/css/, "public/admin/console.css"],
     ["/admin/favicon.svg", /^image\/svg\+xml/, "public/admin/favicon.svg"],
-  ];
+  ]);
   for (const [urlPath, type, file] of FILES) {
     const res = await fetch(`${api.url}${urlPath}`);
     assert.equal(res.status, 200, urlPath);

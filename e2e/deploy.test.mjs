@@ -1,3 +1,4 @@
+// @ts-check
 // npm run deploy:* and npm run rollback without a Cloudflare account: a stand-in `wrangler` on PATH
 // (e2e/fixtures/stand-in-wrangler.mjs) records every call and fails where it is told to; the smoke
 // test runs against the API under `wrangler dev`, which the environment's PUBLIC_ORIGIN names. Each
@@ -34,7 +35,7 @@ import {
   routeHostsOf,
   stableVersionOf,
 } from "../scripts/lib/deploy-checks.mjs";
-import { localApiForTests, ROOT } from "./helpers.mjs";
+import { listenOnFreePort, localApiForTests, ROOT } from "./helpers.mjs";
 
 const SERVING = "11111111-aaaa-4aaa-8aaa-111111111111";
 const BEFORE = "33333333-cccc-4ccc-8ccc-333333333333";
@@ -188,11 +189,11 @@ describe("--help and usage errors", () => {
   const script = (name, args) =>
     spawnSync(process.execPath, [`scripts/${name}`, ...args], { cwd: ROOT, encoding: "utf8" });
 
-  for (const [name, usage] of [
+  for (const [name, usage] of /** @type {Array<[string, RegExp]>} */ ([
     ["deploy.mjs", /^Usage: npm run deploy:staging\|deploy:production -- /],
     ["rollback.mjs", /^Usage: npm run rollback -- staging\|production/],
     ["set-secrets.mjs", /^Usage: <JSON object> \| npm run set-secrets -- staging\|production/],
-  ]) {
+  ])) {
     it(`${name}: --help and -h print the usage and exit 0, with or without an environment`, () => {
       for (const args of [["--help"], ["-h"], ["staging", "--help"]]) {
         const run = script(name, args);
@@ -228,7 +229,7 @@ describe("deploy.mjs: the bake and test options", () => {
   });
 
   it("a malformed --bake or --smoke-every, or either with --all-at-once, exits 2 before any work", () => {
-    for (const [args, message] of [
+    for (const [args, message] of /** @type {Array<[string[], RegExp]>} */ ([
       [["--bake", "5"], /--bake 5: whole seconds or minutes/],
       [["--bake", "1h"], /--bake 1h: whole seconds or minutes/],
       [["--smoke-every", "0"], /--smoke-every 0: whole seconds or minutes .*more than 0/],
@@ -237,7 +238,7 @@ describe("deploy.mjs: the bake and test options", () => {
         ["--smoke-every", "5s", "--all-at-once"],
         /--smoke-every and --all-at-once exclude each other/,
       ],
-    ]) {
+    ])) {
       const run = deployScript(["staging", ...args]);
       assert.equal(run.status, 2, args.join(" "));
       assert.match(run.stderr, message);
@@ -263,6 +264,7 @@ describe("what each release reads and writes (compat/)", () => {
     assert.ok(current, "compat/release.json");
     const previousRelease = current.manifest.previousRelease;
     assert.match(previousRelease ?? "", /^[0-9a-f]{40}$/);
+    assert.ok(previousRelease);
     const previous = releaseManifestAt(previousRelease, undefined, ROOT);
     assert.ok(previous, `a record of ${previousRelease}`);
     assert.deepEqual(unreadableByTarget(current.manifest, previous.manifest), []);
@@ -392,9 +394,21 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
           `$1PUBLIC_ORIGIN = "${origin}"`,
         );
 
-  /** Runs a script of the project in `dir` with the stand-in first on PATH; resolves with its result and calls. */
+  /**
+   * Runs a script of the project in `dir` with the stand-in first on PATH; resolves with its
+   * result and calls. `env` overrides the child's environment (undefined: unset), `onStdout` sees
+   * the output so far as it grows, `input` is written to its standard input.
+   * @param {string} dir
+   * @param {string} script
+   * @param {string[]} args
+   * @param {{ standIn?: Record<string, string>, env?: Record<string, string | undefined>,
+   *   onStdout?: (stdout: string, child: import("node:child_process").ChildProcess) => void,
+   *   input?: string }} [options]
+   * @returns {Promise<{ status: number | null, stdout: string, stderr: string, calls: string[] }>}
+   */
   function run(dir, script, args, { standIn = {}, env = {}, onStdout = () => {}, input } = {}) {
     const log = path.join(work, `calls-${randomUUID()}.ndjson`);
+    /** @type {NodeJS.ProcessEnv} */
     const childEnv = {
       ...process.env,
       PATH: `${bin}${path.delimiter}${process.env.PATH}`,
@@ -412,14 +426,14 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
         env: childEnv,
         stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
       });
-      if (input !== undefined) child.stdin.end(input);
+      if (input !== undefined) child.stdin?.end(input);
       let stdout = "";
       let stderr = "";
-      child.stdout.on("data", (d) => {
+      child.stdout?.on("data", (d) => {
         stdout += d;
         onStdout(stdout, child);
       });
-      child.stderr.on("data", (d) => (stderr += d));
+      child.stderr?.on("data", (d) => (stderr += d));
       child.on("exit", (status) => {
         const calls = existsSync(log)
           ? readFileSync(log, "utf8")
@@ -448,7 +462,10 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       headers: { Authorization: `Bearer ${server.api.adminToken}` },
     });
     assert.equal(res.status, 200);
-    return (await res.json()).data.map((k) => [k.name, k.status]);
+    const { data } = /** @type {{ data: Array<{ name: string, status: string }> }} */ (
+      await res.json()
+    );
+    return data.map((k) => [k.name, k.status]);
   }
   /**
    * A proxy to the API under wrangler dev that answers 503 to everything once `fail()` is called:
@@ -463,8 +480,11 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       }
       const chunks = [];
       for await (const chunk of req) chunks.push(chunk);
-      const headers = { ...req.headers };
-      delete headers.host;
+      /** @type {Record<string, string>} */
+      const headers = {};
+      for (const [name, value] of Object.entries(req.headers))
+        if (name !== "host" && value !== undefined)
+          headers[name] = Array.isArray(value) ? value.join(", ") : value;
       const answer = await fetch(`${server.api.url}${req.url}`, {
         method: req.method,
         headers,
@@ -477,9 +497,9 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       delete out["content-length"];
       res.writeHead(answer.status, out).end(Buffer.from(await answer.arrayBuffer()));
     });
-    await new Promise((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    const port = await listenOnFreePort(proxy);
     return {
-      url: `http://127.0.0.1:${proxy.address().port}`,
+      url: `http://127.0.0.1:${port}`,
       fail: () => {
         failing = true;
       },
@@ -511,7 +531,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
         `versions view ${SERVING} --json`,
         "d1 migrations list DB --remote",
         "d1 migrations apply DB --remote",
-        `versions upload --tag ${r.calls.find((c) => c.startsWith("versions upload")).split(" ")[3]} --message …`,
+        `versions upload --tag ${r.calls.find((c) => c.startsWith("versions upload"))?.split(" ")[3]} --message …`,
         `versions deploy ${NEW}@10 ${SERVING}@90 --yes --message …`,
         `versions deploy ${NEW}@100 --yes --message …`,
       ],
@@ -927,11 +947,11 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
 
     // Refused before any change: two versions serving, a newer version that does not serve, a
     // serving version without a tag.
-    for (const [standIn, reason] of [
+    for (const [standIn, reason] of /** @type {Array<[Record<string, string>, RegExp]>} */ ([
       [{ STAND_IN_GRADUAL: `${NEW}@10` }, /2 versions serve .*Finish that deployment first/],
       [{ STAND_IN_NEWEST: NEW }, new RegExp(`the newest version ${NEW} is not the one serving`)],
       [{ STAND_IN_TAGS: `${SERVING}=-` }, /has no git revision tag/],
-    ]) {
+    ])) {
       const refused = await setSecrets(["staging", "--yes"], { standIn });
       assert.equal(refused.status, 1, JSON.stringify(standIn));
       assert.match(refused.stderr, reason);

@@ -1,3 +1,4 @@
+// @ts-check
 // /docs in a real headless browser (Debian's chromium, driven by puppeteer-core): the page shows
 // the three operations of the served document, and no request leaves the origin (none is even
 // attempted: the Content-Security-Policy reports any attempt as a violation).
@@ -143,7 +144,7 @@ describe("/docs in headless Chromium", () => {
   it("serves the pinned bundle as a static asset", async () => {
     const res = await fetch(`${api.url}/docs/scalar.js`);
     assert.equal(res.status, 200);
-    assert.match(res.headers.get("content-type"), /javascript/);
+    assert.match(res.headers.get("content-type") ?? "", /javascript/);
     assert.ok((await res.arrayBuffer()).byteLength > 1_000_000);
   });
 });

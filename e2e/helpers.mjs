@@ -1,3 +1,4 @@
+// @ts-check
 // Shared by the end-to-end tests (node --test): the project's Node binaries and a local API.
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -28,6 +29,19 @@ export function projectNode22() {
 }
 
 /**
+ * Starts `server` listening on a port of 127.0.0.1 the system picks; resolves with that port.
+ * @param {import("node:net").Server} server
+ * @returns {Promise<number>}
+ */
+export async function listenOnFreePort(server) {
+  await new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve(undefined));
+  });
+  return /** @type {import("node:net").AddressInfo} */ (server.address()).port;
+}
+
+/**
  * Waits for the next UTC day when fewer than `seconds` are left in this one: a test that reads
  * back "today" (its usage, its audit entries) then runs within the UTC day its requests were
  * counted in. Near midnight only; the wait is at most `seconds`.
@@ -41,17 +55,23 @@ export async function waitForRoomInDay(seconds) {
  * A local API for the tests of the calling file: started before them, stopped after them, with
  * `vars` set over wrangler.toml's (e.g. CORS_ORIGINS), and `isUp` for a server that answers every
  * request with an error on purpose (see startWranglerDev).
- * `server.api` holds it (url, adminToken, stop) once the tests run.
+ * `server.api` is it (url, adminToken, stop) once the tests run; read before, it throws.
+ * @param {{ vars?: Record<string, string | number>, isUp?: (res: Response) => boolean }} [options]
  */
 export function localApiForTests({ vars, isUp } = {}) {
-  /** @type {{ api: Awaited<ReturnType<typeof startApiOnFreePorts>> | undefined }} */
-  const server = { api: undefined };
+  /** @type {Awaited<ReturnType<typeof startApiOnFreePorts>> | undefined} */
+  let started;
   before(async () => {
-    server.api = await startApiOnFreePorts({ localObservability: false, vars, isUp });
+    started = await startApiOnFreePorts({ localObservability: false, vars, isUp });
   });
   after(async () => {
-    await server.api?.stop();
+    await started?.stop();
     cleanupNow();
   });
-  return server;
+  return {
+    get api() {
+      if (!started) throw new Error("the local API is not started: read server.api in a test");
+      return started;
+    },
+  };
 }

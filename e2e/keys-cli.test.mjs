@@ -1,3 +1,4 @@
+// @ts-check
 // The operator CLI (scripts/keys.mjs) against the Worker under `wrangler dev`: every command,
 // its exit code and what it prints. Run with `npm run test:cli`.
 import assert from "node:assert/strict";
@@ -30,7 +31,9 @@ async function keys(...args) {
       { cwd: ROOT },
     );
     return { code: 0, stdout, stderr };
-  } catch (err) {
+  } catch (error) {
+    // execFile's error for a non-zero exit: the exit code and what the command printed.
+    const err = /** @type {{ code: number, stdout: string, stderr: string }} */ (error);
     return { code: err.code, stdout: err.stdout, stderr: err.stderr };
   }
 }

@@ -1,3 +1,4 @@
+// @ts-check
 // Every status and header both OpenAPI documents declare, produced by `wrangler dev` and checked
 // by a real OpenAPI validator: Stoplight Prism's (@stoplight/prism-http, the code behind
 // `prism proxy`), run in this process on each answer. Not `prism proxy` itself: its forwarder
@@ -85,6 +86,11 @@ const NOT_HERE = {
 };
 
 /**
+ * @typedef {{ headers?: Record<string, string>, body?: string, server?: string }} SendOptions
+ * A request's headers and body, and the server it goes to (default: the API under test).
+ */
+
+/**
  * Sends the requests to the API at `api` (started with CORS_ORIGINS = VALIDATION_ORIGIN), and one
  * per operation to `misconfigured` (started with MISCONFIGURED_VARS), and returns what Prism's
  * validator and the checks here found: answers the documents do not describe, hosts Prism tried
@@ -99,13 +105,21 @@ export async function validateEveryAnswer(api, misconfigured) {
 
   /** One document: its operations as Prism reads them, under `prefix`. */
   async function documentAt(name, prefix) {
-    const doc = await (await fetch(`${url}${prefix}/openapi.json`)).json();
+    const doc = /** @type {object} */ (await (await fetch(`${url}${prefix}/openapi.json`)).json());
     return { name, prefix, operations: await getHttpOperationsFromSpec(doc) };
   }
   const publicDoc = await documentAt("public", "/v1");
   const adminDoc = await documentAt("admin", "/admin/v1");
 
-  /** Sends one request, validates its answer against `doc`, and records what it produced. */
+  /**
+   * Sends one request, validates its answer against `doc`, and records what it produced; resolves
+   * with its status, headers and body text.
+   * @param {Awaited<ReturnType<typeof documentAt>>} doc
+   * @param {string} method
+   * @param {string} path
+   * @param {SendOptions} [options]
+   * @returns {Promise<{ status: number, headers: Headers, text: string }>}
+   */
   async function send(doc, method, path, { headers = {}, body, server = url } = {}) {
     const res = await fetch(`${server}${doc.prefix}${path}`, { method, headers, body });
     const text = await res.text();
@@ -124,7 +138,7 @@ export async function validateEveryAnswer(api, misconfigured) {
       routed = routeAs("options");
     if (routed._tag === "Left") {
       problems.push(`${what}: no operation (${routed.left.message})`);
-      return res;
+      return { status: res.status, headers: res.headers, text };
     }
     const operation = routed.right;
     const validated = validateOutput({
@@ -146,7 +160,7 @@ export async function validateEveryAnswer(api, misconfigured) {
     const key = `${doc.name} ${operation.iid}`;
     if (!produced.has(key)) produced.set(key, new Set());
     produced.get(key).add(String(res.status));
-    return Object.assign(res, { text });
+    return { status: res.status, headers: res.headers, text };
   }
 
   const issue = async (plan, limits) => {
@@ -164,7 +178,11 @@ export async function validateEveryAnswer(api, misconfigured) {
   const json = { ...bearer, "Content-Type": "application/json" };
 
   // ---------------------------------------------------------------- the public API
-  const pub = (method, path, init) => send(publicDoc, method, path, init);
+  const pub = (
+    /** @type {string} */ method,
+    /** @type {string} */ path,
+    /** @type {SendOptions} */ init,
+  ) => send(publicDoc, method, path, init);
   const created = await pub("POST", "/pets", {
     headers: json,
     body: '{"name":"Rex","categoryId":1}',
@@ -247,13 +265,18 @@ export async function validateEveryAnswer(api, misconfigured) {
       headers: adminJson,
       body: JSON.stringify(BODIES["POST /webhooks"]),
     });
-    return (await res.json()).id;
+    return /** @type {{ id: string }} */ (await res.json()).id;
   };
   const QUERIES = { "GET /usage": "day=2030-06-10" };
   const adminOps = adminDoc.operations.map((op) => ({
     method: op.method.toUpperCase(),
     path: op.path,
   }));
+  /**
+   * @param {{ method: string, path: string }} op
+   * @param {string} id
+   * @param {{ headers?: Record<string, string>, query?: string, body?: string }} [options]
+   */
   const adminSend = (op, id, { headers = admin, query = "", body } = {}) => {
     const ownQuery = QUERIES[`${op.method === "HEAD" ? "GET" : op.method} ${op.path}`];
     const qs = [ownQuery, query].filter(Boolean).join("&");
@@ -272,7 +295,8 @@ export async function validateEveryAnswer(api, misconfigured) {
         method: "POST",
         headers: admin,
       });
-      op.path = op.path.replace("{deliveryId}", (await test.json()).id);
+      const delivery = /** @type {{ id: string }} */ (await test.json());
+      op.path = op.path.replace("{deliveryId}", delivery.id);
     }
     const isDocument = op.path === "/openapi.json";
     await adminSend(op, target.id); // 200, 201 (405 for OPTIONS)

@@ -1,3 +1,4 @@
+// @ts-check
 // `npm run seed` against a fresh local store: it applies the migrations and adds the sample pets
 // once; a second run adds nothing.
 import assert from "node:assert/strict";
@@ -79,6 +80,7 @@ describe("npm run seed -- --url URL: through the API", () => {
   /** Runs seed asynchronously: the server answers from this same process's children. */
   const seedAt = (args) =>
     new Promise((resolve) => {
+      /** @type {NodeJS.ProcessEnv} */
       const childEnv = { ...env };
       delete childEnv.ADMIN_TOKEN;
       const child = spawn(projectNode22(), ["scripts/seed.mjs", ...args], {
@@ -99,7 +101,7 @@ describe("npm run seed -- --url URL: through the API", () => {
         "Content-Type": "application/json",
       },
     });
-    return { status: res.status, body: await res.json() };
+    return { status: res.status, body: /** @type {any} */ (await res.json()) };
   };
 
   test("adds the sample pets once, with one reused key that is disabled afterwards", async () => {
@@ -120,9 +122,11 @@ describe("npm run seed -- --url URL: through the API", () => {
       body: JSON.stringify({ name: "seed-test-reader", plan: "free" }),
     });
     assert.equal(reader.status, 201);
-    const pets = await fetch(`${server.api.url}/v1/pets?limit=100`, {
-      headers: { Authorization: `Bearer ${reader.body.key}` },
-    }).then((r) => r.json());
+    const pets = /** @type {Array<{ name: string }>} */ (
+      await fetch(`${server.api.url}/v1/pets?limit=100`, {
+        headers: { Authorization: `Bearer ${reader.body.key}` },
+      }).then((r) => r.json())
+    );
     assert.equal(pets.length, 12);
     assert.deepEqual(pets.map((p) => p.name).sort(), [
       "Bella",

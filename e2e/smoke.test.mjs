@@ -1,3 +1,4 @@
+// @ts-check
 // `npm run smoke` against the API under `wrangler dev`: every check passes, and runs in a row reuse
 // one `smoke-test` key, disabled between runs; a refused admin token, a URL that does not answer and
 // a missing token each fail with the check named and a non-zero exit.
@@ -12,6 +13,11 @@ import { localApiForTests, ROOT } from "./helpers.mjs";
 const SMOKE = path.join(ROOT, "scripts/smoke.mjs");
 
 /** Runs the smoke script (asynchronously: the server answers from this same process's children). */
+/**
+ * @param {string[]} args
+ * @param {{ env?: Record<string, string>, cwd?: string }} [options]
+ * @returns {Promise<{ status: number | null, stdout: string, stderr: string }>}
+ */
 function smoke(args, { env = {}, cwd = ROOT } = {}) {
   const childEnv = { ...process.env, ...env };
   if (!("ADMIN_TOKEN" in env)) delete childEnv.ADMIN_TOKEN;
@@ -25,13 +31,19 @@ function smoke(args, { env = {}, cwd = ROOT } = {}) {
   });
 }
 
-/** The keys whose name contains "smoke", as the admin API lists them. */
+/**
+ * The keys whose name contains "smoke", as the admin API lists them.
+ * @param {{ url: string, adminToken: string }} api
+ * @returns {Promise<Array<{ id: string, name: string, status: string }>>}
+ */
 async function smokeKeys(api) {
   const res = await fetch(`${api.url}/admin/v1/keys?q=smoke&limit=100`, {
     headers: { Authorization: `Bearer ${api.adminToken}` },
   });
   assert.equal(res.status, 200);
-  return (await res.json()).data;
+  return /** @type {{ data: Array<{ id: string, name: string, status: string }> }} */ (
+    await res.json()
+  ).data;
 }
 
 describe("npm run smoke", () => {

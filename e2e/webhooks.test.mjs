@@ -1,3 +1,4 @@
+// @ts-check
 // Usage alerts end to end, locally: `wrangler dev` with its in-memory queue, and
 // `npm run webhooks:listen` as the receiver (it registers itself and verifies signatures with
 // node:crypto). A tiny enterprise key crosses 80 % and 100 % of its day quota; the receiver fails
@@ -94,7 +95,10 @@ describe("webhooks, locally", () => {
     const res = await fetch(`${url}/admin/v1/webhooks/${receiver.endpoint}/deliveries`, {
       headers: { Authorization: `Bearer ${adminToken}` },
     });
-    const log = (await res.json()).data;
+    const log =
+      /** @type {{ data: Array<{ status: string, attempts: number, responseStatus: number }> }} */ (
+        await res.json()
+      ).data;
     assert.equal(log.length, 2);
     for (const d of log) {
       assert.equal(d.status, "delivered");
