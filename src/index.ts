@@ -2,6 +2,7 @@ import { createApp } from "./app";
 import { clock } from "./lib/clock";
 import type { WebhookMessage } from "./lib/webhook-events";
 import { consumeWebhookBatch } from "./routes/webhooks/consumer";
+import { sweepEventOutbox } from "./routes/webhooks/event-outbox";
 import { queueExpiringEvents } from "./routes/webhooks/expiring";
 
 export { AuthShield } from "./objects/auth-shield";
@@ -14,7 +15,9 @@ export default {
   fetch: (request, env, ctx) => app.fetch(request, env, ctx),
   // Webhooks (docs/webhooks.md): the queue's consumer delivers, the hourly cron finds expiring keys.
   queue: (batch, env) => consumeWebhookBatch(batch as MessageBatch<WebhookMessage>, env),
+  // The hourly cron also sweeps D1's webhook outbox: events their writer could not queue.
   scheduled: async (_controller, env) => {
     await queueExpiringEvents(env, clock.now());
+    await sweepEventOutbox(env);
   },
 } satisfies ExportedHandler<Env>;
