@@ -1,8 +1,8 @@
 import { createApp } from "./app";
+import { sweepEventOutbox } from "./db/webhook-event-outbox";
 import { clock } from "./lib/clock";
 import type { WebhookMessage } from "./lib/webhook-events";
 import { consumeWebhookBatch } from "./routes/webhooks/consumer";
-import { sweepEventOutbox } from "./routes/webhooks/event-outbox";
 import { queueExpiringEvents } from "./routes/webhooks/expiring";
 
 export { AuthShield } from "./objects/auth-shield";
@@ -18,6 +18,6 @@ export default {
   // The hourly cron also sweeps D1's webhook outbox: events their writer could not queue.
   scheduled: async (_controller, env) => {
     await queueExpiringEvents(env, clock.now());
-    await sweepEventOutbox(env);
+    await sweepEventOutbox(env.DB, env.WEBHOOK_QUEUE);
   },
 } satisfies ExportedHandler<Env>;

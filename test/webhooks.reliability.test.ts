@@ -6,9 +6,9 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { sweepEventOutbox } from "../src/db/webhook-event-outbox";
 import { eventId, type WebhookMessage } from "../src/lib/webhook-events";
 import { outbound } from "../src/routes/webhooks/consumer";
-import { sweepEventOutbox } from "../src/routes/webhooks/event-outbox";
 import { queueExpiringEvents } from "../src/routes/webhooks/expiring";
 import { ADMIN, auth, BAN_MS, call, callWith, issueKey, mockClock, postJson, T0 } from "./helpers";
 
@@ -162,7 +162,7 @@ describe("events of admin changes and the expiry scan: kept in D1 until queued",
     expect(revoke.status).toBe(200);
     const { revokedAt } = (await revoke.json()) as { revokedAt: string };
     const q = recordingQueue();
-    await sweepEventOutbox({ ...env, WEBHOOK_QUEUE: q.queue } as Env);
+    await sweepEventOutbox(env.DB, q.queue);
     const events = q.events(key.id);
     expect(events.map((e) => e.type).sort()).toEqual(["key.revoked", "key.rolled"]);
     expect(events.find((e) => e.type === "key.rolled")?.id).toBe(
@@ -172,7 +172,7 @@ describe("events of admin changes and the expiry scan: kept in D1 until queued",
     expect(revoked?.id).toBe(await eventId("key.revoked", key.id, Date.parse(revokedAt)));
     expect(revoked?.data).toEqual({ revokedAt });
     // Queued: the outbox no longer holds them.
-    await sweepEventOutbox({ ...env, WEBHOOK_QUEUE: q.queue } as Env);
+    await sweepEventOutbox(env.DB, q.queue);
     expect(q.events(key.id)).toHaveLength(2);
   });
 
@@ -199,7 +199,7 @@ describe("events of admin changes and the expiry scan: kept in D1 until queued",
       { wait: true },
     );
     expect(roll.status).toBe(409);
-    await sweepEventOutbox({ ...env, WEBHOOK_QUEUE: q.queue } as Env);
+    await sweepEventOutbox(env.DB, q.queue);
     expect(q.events(key.id).map((e) => e.type)).toEqual(["key.revoked"]);
   });
 
@@ -215,7 +215,7 @@ describe("events of admin changes and the expiry scan: kept in D1 until queued",
     await queueExpiringEvents(working, now + 3_600_000);
     expect(q.events(soon.id)).toEqual([]);
     // ...and the sweep queues the one kept.
-    await sweepEventOutbox(working);
+    await sweepEventOutbox(env.DB, q.queue);
     const events = q.events(soon.id);
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({

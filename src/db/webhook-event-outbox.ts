@@ -1,4 +1,5 @@
-import type { ProducedEvent } from "../lib/webhook-events";
+import { log } from "../lib/log";
+import { type ProducedEvent, queueEvents, type WebhookMessage } from "../lib/webhook-events";
 import { guarded, type Queryable } from "./database-error";
 
 const INSERT_EVENT = "INSERT OR IGNORE INTO webhook_event_outbox (event_id, event, created_at)";
@@ -86,4 +87,59 @@ export function keepExpiringEvents(
       ]),
     );
   });
+}
+
+/** Events the sweep hands to the queue at once (a queue batch takes at most 100 messages). */
+const SWEEP_PAGE = 50;
+/** Pages per sweep: the next hourly sweep takes the rest. */
+const SWEEP_PAGES = 20;
+
+/**
+ * Hands the events with these ids, if still in D1's webhook outbox, to the queue, and deletes
+ * them there; those the queue refuses stay for the sweep. The writer of an event calls it after
+ * its answer (without a queue binding, webhooks are off: the events are dropped). Never throws: a failure is logged, and the sweep sends the event later.
+ */
+export async function sendOutboxEvents(
+  db: Queryable,
+  queue: Queue<WebhookMessage> | undefined,
+  ids: readonly string[],
+): Promise<void> {
+  try {
+    const events = await outboxEvents(db, { ids });
+    if (events.length > 0 && (await queueEvents(queue, events)))
+      await deleteOutboxEvents(
+        db,
+        events.map((e) => e.id),
+      );
+  } catch (err) {
+    log("warn", "webhook events left in the outbox for the hourly sweep", {
+      events: ids.join(","),
+      error: String(err),
+    });
+  }
+}
+
+/**
+ * The hourly sweep (the Worker's scheduled() handler): queues the events left in D1's webhook
+ * outbox, oldest first, deleting each page the queue takes; stops at the first refusal. A sweep
+ * that meets an event its writer is sending at the same moment queues it twice: one event id, so
+ * the delivery log and the receiver keep one. Returns how many it queued.
+ */
+export async function sweepEventOutbox(
+  db: Queryable,
+  queue: Queue<WebhookMessage> | undefined,
+): Promise<number> {
+  let queued = 0;
+  for (let page = 0; page < SWEEP_PAGES; page++) {
+    const events = await outboxEvents(db, { limit: SWEEP_PAGE });
+    if (events.length === 0 || !(await queueEvents(queue, events))) break;
+    await deleteOutboxEvents(
+      db,
+      events.map((e) => e.id),
+    );
+    queued += events.length;
+    if (events.length < SWEEP_PAGE) break;
+  }
+  if (queued > 0) log("info", "webhook events queued from the outbox", { queued });
+  return queued;
 }

@@ -14,7 +14,7 @@ import {
   settingsOf,
 } from "../../db/keys";
 import { lastUsedDays, type UsageDay } from "../../db/usage-history";
-import { outboxEventIfChangedStatement } from "../../db/webhook-event-outbox";
+import { outboxEventIfChangedStatement, sendOutboxEvents } from "../../db/webhook-event-outbox";
 import { runAfterResponse } from "../../lib/after-response";
 import { clock, isoTime } from "../../lib/clock";
 import { type Config, secretOrThrow } from "../../lib/config";
@@ -41,7 +41,6 @@ import {
   UpdateKeySchema,
 } from "../../schemas/keys";
 import { AdminIdentitySchema } from "../../schemas/operator";
-import { sendOutboxEvents } from "../webhooks/event-outbox";
 import { type AdminEnv, auditOf, foundOrThrow, security } from "./admin-env";
 import { historyApi } from "./history-routes";
 import { adminKeyQuota, listedKeyReportOrThrow } from "./key-quota";
@@ -94,7 +93,9 @@ function sendKeyEventAfterResponse(
 ): void {
   runAfterResponse(
     c,
-    eventId(type, keyId, window).then((id) => sendOutboxEvents(c.env, [id])),
+    eventId(type, keyId, window).then((id) =>
+      sendOutboxEvents(c.env.DB, c.env.WEBHOOK_QUEUE, [id]),
+    ),
   );
 }
 

@@ -1,9 +1,8 @@
-import { keepExpiringEvents } from "../../db/webhook-event-outbox";
+import { keepExpiringEvents, sendOutboxEvents } from "../../db/webhook-event-outbox";
 import { keysExpiringWithoutEvent } from "../../db/webhooks";
 import { DAY_MS, isoTime } from "../../lib/clock";
 import { log } from "../../lib/log";
 import { eventId, type ProducedEvent } from "../../lib/webhook-events";
-import { sendOutboxEvents } from "./event-outbox";
 
 /** How long before a key's expiry `key.expiring` is sent. */
 export const EXPIRING_NOTICE_MS = 7 * DAY_MS;
@@ -40,7 +39,8 @@ export async function queueExpiringEvents(env: Env, now: number): Promise<number
     const batch = expiring.slice(i, i + KEYS_PER_BATCH);
     await keepExpiringEvents(env.DB, batch, now);
     await sendOutboxEvents(
-      env,
+      env.DB,
+      env.WEBHOOK_QUEUE,
       batch.map((e) => e.event.id),
     );
   }
