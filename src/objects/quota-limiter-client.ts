@@ -7,7 +7,13 @@ import { log } from "../lib/log";
 import type { NoDecision } from "../quota/fail-open";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import type { Admission, LeaseRequest } from "../quota/lease-messages";
-import { EMPTY_USAGE, type KeyDecision, type Policy } from "../quota/windows";
+import {
+  EMPTY_USAGE,
+  type KeyDecision,
+  type KeyUsage,
+  keyUsageOf,
+  type Policy,
+} from "../quota/windows";
 import type { Region } from "../schemas/region";
 import {
   type HolderAnswer,
@@ -15,7 +21,7 @@ import {
   holderName,
   type QuotaHolder,
 } from "./quota-holder";
-import { type KeyUsage, keyUsageOf, type QuotaLimiter } from "./quota-limiter";
+import type { QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded, persistentFailureOf, placedIn } from "./stub-call";
 
 /**

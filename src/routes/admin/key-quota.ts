@@ -1,7 +1,7 @@
 import { type KeyRecord, policyOf } from "../../db/keys";
 import type { UsageDay } from "../../db/usage-history";
 import { clock } from "../../lib/clock";
-import type { KeyUsage } from "../../objects/quota-limiter";
+import type { KeyUsage } from "../../quota/windows";
 import {
   locationOf,
   QuotaLimiterClient,
