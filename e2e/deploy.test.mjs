@@ -171,6 +171,17 @@ describe("the deploy workflow (.github/workflows/deploy.yml)", () => {
       assert.doesNotMatch(text, /npm (run )?test|\.ci\/run/, name);
     }
   });
+
+  it("rehearses the rollback once per commit: in the test job (.ci/run), not again before production", () => {
+    const ci = readFileSync(path.join(ROOT, ".ci/run"), "utf8");
+    assert.match(ci, /^npm run -s rehearse:rollback$/m);
+    assert.match(job("test"), /run: bash \.ci\/run\n/);
+    for (const name of ["staging", "production"]) {
+      const text = job(name);
+      assert.match(text, /\n {4}needs: test\n/, name);
+      assert.doesNotMatch(text, /rehearse:rollback|rehearse-rollback/, name);
+    }
+  });
 });
 
 describe("--help and usage errors", () => {

@@ -410,6 +410,10 @@ describe("every /v1 answer carries consistent rate-limit headers", () => {
     );
     await expectError(failing.res, 503, "service_unavailable");
     expectKeyWindows(failing.windows, k.limits);
+    // Its usage: the key's windows are read before D1 fails for its days, and kept, as above.
+    const usage = await send("/v1/usage", { headers: auth(k.key) }, { DB: brokenDb() });
+    await expectError(usage.res, 503, "service_unavailable");
+    expectKeyWindows(usage.windows, k.limits);
     const create = await send("/v1/pets", json({ name: "x", categoryId: 1 }, auth(k.key)), {
       DB: brokenDb(),
     });
@@ -533,8 +537,9 @@ describe("500: a misconfigured deployment, a bug", () => {
     }
     const k = await issueKey("pro");
     expect((await call("/v1/pets", { headers: auth(k.key) })).status).toBe(200);
-    // The pets operations, admitted under the key's quota before D1 fails in the handler.
-    for (const { path, init } of OPERATIONS.filter((op) => op.path.startsWith("/v1/pets"))) {
+    // Every operation: the pets operations admitted under the key's quota, the usage read with
+    // the key's windows read, before D1 fails in the handler.
+    for (const { path, init } of OPERATIONS) {
       const { res, windows } = await send(path, withHeaders(init, auth(k.key)), {
         DB: brokenDb({ message: CONSTRAINT_BROKEN }),
       });

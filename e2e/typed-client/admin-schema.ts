@@ -500,8 +500,8 @@ export interface webhooks {
         get?: never;
         put?: never;
         /**
-         * A key's ban was lifted
-         * @description Sent once per ban an operator lifts before its end. POSTed to every enabled endpoint subscribed to key.unbanned for the key's owner or for every owner, signed as Standard Webhooks specifies; retried on failure (docs/webhooks.md).
+         * A key's ban ended
+         * @description Sent once per ban, when it ends: when it runs out (unbannedAt = bannedUntil), or when an operator lifts it before. POSTed to every enabled endpoint subscribed to key.unbanned for the key's owner or for every owner, signed as Standard Webhooks specifies; retried on failure (docs/webhooks.md).
          */
         post: operations["keyUnbannedWebhook"];
         delete?: never;
@@ -700,12 +700,12 @@ export interface components {
                 key: components["schemas"]["WebhookEventKey"];
                 /**
                  * Format: date-time
-                 * @description When the ban would have ended
+                 * @description When the ban ends, or would have ended
                  */
                 bannedUntil: string;
                 /**
                  * Format: date-time
-                 * @description When it was lifted
+                 * @description When it ended: bannedUntil, or when an operator lifted it
                  */
                 unbannedAt: string;
             };

@@ -372,6 +372,8 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#usageTable.save(this.#usage);
     }
     this.#bans.forget();
+    // Its webhook event goes from here, with the ban's end as it does when the ban runs out.
+    if (bannedUntilBefore !== null) this.#webhooks.banEnded(bannedUntilBefore, clock.now());
     return { bannedUntilBefore, usage: this.usage(offered) };
   }
 

@@ -47,12 +47,45 @@ export class WebhookOutbox {
   }
 
   /**
-   * Queues the events not yet queued. A queued event's row stays while its window lasts (so the
+   * Keeps `key.unbanned` for the ban that ends at `bannedUntil`, lifted at `endedAt` (an
+   * operator's unban, or the ban running out), and wakes the alarm for it. Its window is the
+   * ban's end, as `key.banned`'s, so a ban produces it once whichever way it ends first.
+   */
+  banEnded(bannedUntil: number, endedAt: number): void {
+    if (!this.keyId || !this.queue()) return;
+    this.#keepUnbanned(bannedUntil, endedAt);
+    this.alarms.wakeNoLaterThan(endedAt, "could not schedule the webhook events' queueing");
+  }
+
+  #keepUnbanned(bannedUntil: number, endedAt: number): void {
+    this.sql.exec(
+      "INSERT OR IGNORE INTO webhook_outbox (type, window_key, ends_at, at, data) VALUES (?, ?, ?, ?, ?)",
+      "key.unbanned",
+      bannedUntil,
+      bannedUntil,
+      endedAt,
+      JSON.stringify({
+        bannedUntil: new Date(bannedUntil).toISOString(),
+        unbannedAt: new Date(endedAt).toISOString(),
+      }),
+    );
+  }
+
+  /**
+   * Queues the events not yet queued, first adding `key.unbanned` for each ban that has run out
+   * (the alarm runs at a ban's end). A queued event's row stays while its window lasts (so the
    * window cannot produce it again) and goes with the alarm after it ends (the day's cleanup, the
    * ban's end), so an idle key's object holds nothing.
    */
   async send(now: number): Promise<void> {
     const { keyId } = this;
+    const ended = this.sql
+      .exec<{ until: number }>(
+        "SELECT window_key AS until FROM webhook_outbox WHERE type = 'key.banned' AND window_key <= ?",
+        now,
+      )
+      .toArray();
+    for (const { until } of ended) this.#keepUnbanned(until, until);
     this.sql.exec("DELETE FROM webhook_outbox WHERE queued = 1 AND ends_at <= ?", now);
     const rows = this.sql
       .exec<{ type: string; window: number; at: number; data: string }>(

@@ -571,8 +571,12 @@ export class LeaseHolder {
       return true;
     }
     if (!inUse) {
-      // Dropped or retired while the renewal was on its way: its permits go back too.
-      this.#keepToReturn({ id: granted.id, unused: granted.permits });
+      // Dropped, retired or surrendered while the renewal was on its way: its permits go back
+      // too. An extension of that lease goes back with what the lease served: its own hand-back
+      // may have left already (surrendered to an isolate's call), and whichever of the two
+      // reaches the key's object first settles the lease.
+      const used = granted.id === lease.id ? lease.used : 0;
+      this.#keepToReturn({ id: granted.id, unused: granted.permits, used });
       return false;
     }
     // A new lease (the one in use was of an earlier minute): the old one's rest goes back.

@@ -293,12 +293,13 @@ const EVENT_PAYLOADS = [
   },
   {
     type: "key.unbanned",
-    summary: "A key's ban was lifted",
-    description: "Sent once per ban an operator lifts before its end.",
+    summary: "A key's ban ended",
+    description:
+      "Sent once per ban, when it ends: when it runs out (unbannedAt = bannedUntil), or when an operator lifts it before.",
     data: z.object({
       key: WebhookKeySchema,
-      bannedUntil: iso("When the ban would have ended"),
-      unbannedAt: iso("When it was lifted"),
+      bannedUntil: iso("When the ban ends, or would have ended"),
+      unbannedAt: iso("When it ended: bannedUntil, or when an operator lifted it"),
     }),
   },
   {

@@ -20,12 +20,7 @@ import { bindingWindow } from "../../src/quota/headers";
 import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
 import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
-import {
-  ADMISSIONS_COUNTED_ONCE,
-  COUNTED_UNDER_ANY_ORDER,
-  REMAINING_EXACT,
-  WINDOWS_ONLY_MOVE_FORWARD,
-} from "./flags";
+import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 import { type Deployed, openAndDecideAsPrevious } from "./previous-release";
 
@@ -184,7 +179,6 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
   return (): { model: QuotaModel; real: QuotaReal } => {
     const keyId = `model_${++runs}_${Math.floor(Math.random() * 1e9)}`;
     time.now = start;
-    scheduledRun = false;
     net.reset();
     holderSkews.clear();
     const policy: Policy = { ...PLANS[1]!, version: 1, revoked: false };
@@ -402,15 +396,13 @@ export async function checkObject(m: QuotaModel, r: QuotaReal): Promise<void> {
       m,
       `${at}: ${held} permits counted and not served > heldBound ${limits.bound} (+${slack} in flight)`,
     );
-  // Every admission was counted first (a request served is in the object's windows). Under a
-  // scheduler, until COUNTED_UNDER_ANY_ORDER holds, up to heldBound fewer (see flags.ts).
-  const uncounted = scheduledRun && !COUNTED_UNDER_ANY_ORDER ? limits.bound : 0;
-  if (usage.day.count + uncounted < m.servedInDay.of(dayStart))
+  // Every admission was counted first (a request served is in the object's windows).
+  if (usage.day.count < m.servedInDay.of(dayStart))
     violation(
       m,
       `${at}: the day counted ${usage.day.count} < served ${m.servedInDay.of(dayStart)}`,
     );
-  if (usage.minute.count + uncounted < m.servedInMinute.of(minuteStart))
+  if (usage.minute.count < m.servedInMinute.of(minuteStart))
     violation(
       m,
       `${at}: the minute counted ${usage.minute.count} < served ${m.servedInMinute.of(minuteStart)}`,
@@ -451,12 +443,10 @@ export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
     // have been counted, and the Worker failed open for it).
     if (day.admitted > served + m.unreached + twice)
       violation(m, `day ${day.day}: billed ${day.admitted} admitted, served ${served}`);
-    // Under a scheduler, until COUNTED_UNDER_ANY_ORDER holds, up to heldBound fewer (flags.ts).
-    const uncounted = scheduledRun && !COUNTED_UNDER_ANY_ORDER ? heldBound(m.policy) : 0;
     // Served and not billed: only what a holder that went away served since its last report.
-    if (!m.reportsLost && day.admitted + uncounted < served)
+    if (!m.reportsLost && day.admitted < served)
       violation(m, `day ${day.day}: billed ${day.admitted} admitted < served ${served}`);
-    if (day.admitted + day.stranded + uncounted < served)
+    if (day.admitted + day.stranded < served)
       violation(
         m,
         `day ${day.day}: admitted ${day.admitted} + stranded ${day.stranded} < served ${served}`,
@@ -865,8 +855,6 @@ class ReadUsage extends Step {
 
 /** The scheduler ordering calls and answers in this run (null: none). */
 let scheduler: fc.Scheduler | null = null;
-/** This run's calls were ordered by a scheduler (reset by each run's setup). */
-let scheduledRun = false;
 
 /**
  * Runs the work started until nothing is left but sleeps (background work waiting for time):
@@ -937,7 +925,6 @@ export async function runScheduledRounds(
   rounds: ScheduledRound[],
 ): Promise<void> {
   scheduler = s;
-  scheduledRun = true;
   r.net.scheduleCalls(true);
   try {
     for (const round of rounds) {

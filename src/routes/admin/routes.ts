@@ -64,7 +64,7 @@ const byId = { params: KeyIdParamSchema, query: NoQuerySchema };
  */
 function queueKeyEvent(
   c: Context<AdminEnv>,
-  type: "key.revoked" | "key.rolled" | "key.unbanned",
+  type: "key.revoked" | "key.rolled",
   keyId: string,
   window: number,
   data: Record<string, unknown>,
@@ -469,7 +469,8 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         c.req.raw,
         record,
       ).unbanOrThrow();
-      // The ban lives in the key's object, not in D1, so the entry follows the unban; if D1
+      // The ban lives in the key's object, not in D1, so the entry follows the unban (the object
+      // keeps the key.unbanned webhook event in its outbox as it lifts the ban); if D1
       // fails here the answer is 503 and the operator repeats the (idempotent) unban. A key
       // that was not banned is unchanged: no entry.
       if (bannedUntilBefore !== null) {
@@ -480,10 +481,6 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           }),
           [clearBanStatement(c.env.DB, id)],
         );
-        queueKeyEvent(c, "key.unbanned", id, bannedUntilBefore, {
-          bannedUntil: isoTime(bannedUntilBefore),
-          unbannedAt: isoTime(clock.now()),
-        });
       }
       return c.json({ ...keyView(record, clock.now()), usage: usageView(usage) }, 200);
     },

@@ -127,19 +127,21 @@ export const ownUsageApi = new OpenAPIHono<EnvWith<ApiKeyVariables>>({
   if (usage.policy && (usage.policy.revoked || usage.policy.version > key.version))
     key = await reauthenticateOrThrow(c);
   const now = clock.now();
+  const [minute, day] = windowsOf(usage) as [WindowStatus, WindowStatus];
+  // Set now, as enforceQuota sets an admitted request's: an error from here on (D1 failing for
+  // the days) carries the key's windows, not the client's failed-authentication window.
+  for (const [name, value] of Object.entries(quotaHeaders([minute, day], usage.bannedUntil, now)))
+    c.header(name, value);
   const to = dayName(now);
   const from = dayName(dayStartOf(to) - (OWN_USAGE_DAYS - 1) * DAY_MS);
   // The object's days go last so they win: it holds today, and any day D1 has not taken yet.
   const days = everyDay(from, to, [...(await readUsageDays(c.env.DB, key.id, from, to)), ...held]);
-  const [minute, day] = windowsOf(usage) as [WindowStatus, WindowStatus];
   const windowView = (w: WindowStatus, used: number) => ({
     limit: w.limit,
     used,
     remaining: w.remaining,
     resetAt: isoTime(w.resetAt),
   });
-  for (const [name, value] of Object.entries(quotaHeaders([minute, day], usage.bannedUntil, now)))
-    c.header(name, value);
   return c.json(
     {
       key: {

@@ -1,0 +1,121 @@
+// Webhook delivery's guarantees: every event at least once (the key's object's outbox, and D1's
+// for admin changes and the expiry scan), key.unbanned once per ban however it ends, the
+// dead-letter queue recorded in the delivery log, and a hanging receiver holding up no other
+// endpoint. The queue consumer runs in the tests' isolate, so its outbound fetch is replaced by a
+// receiver here.
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { eventId } from "../src/lib/webhook-events";
+import { outbound } from "../src/routes/webhooks/consumer";
+import { ADMIN, auth, BAN_MS, call, issueKey, mockClock, postJson, T0 } from "./helpers";
+
+interface Received {
+  url: string;
+  headers: Headers;
+  body: string;
+}
+
+/** Every request the consumer sent; the receiver answers 200. */
+let received: Received[] = [];
+
+beforeEach(() => {
+  received = [];
+  vi.spyOn(outbound, "fetch").mockImplementation(async (request: Request) => {
+    received.push({ url: request.url, headers: request.headers, body: await request.text() });
+    return new Response("ok");
+  });
+});
+afterEach(() => vi.restoreAllMocks());
+
+async function waitFor<T>(what: string, read: () => T | undefined, ms = 20_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Nothing more arrives within a moment (the local queue batches for up to 1 s). */
+const settle = () => new Promise((r) => setTimeout(r, 1500));
+
+async function endpoint(body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
+  const res = await postJson("/admin/v1/webhooks", body, ADMIN);
+  expect(res.status).toBe(201);
+  return (await res.json()) as { id: string; secret: string };
+}
+
+const bodies = (keyId: string, type: string) =>
+  received
+    .map((r) => ({ ...r, json: JSON.parse(r.body) }))
+    .filter((r) => r.json.type === type && r.json.data?.key?.id === keyId);
+
+describe("key.unbanned, once per ban", () => {
+  const time = mockClock(T0);
+
+  /** A key of `owner` banned at T0 (1 request a minute, hammered). */
+  async function bannedKey(owner: string) {
+    const key = await issueKey("enterprise", { perMinute: 1, perDay: 100 }, { ownerId: owner });
+    let code = "";
+    for (let i = 0; i < 20 && code !== "key_banned"; i++) {
+      const res = await call("/v1/pets", { headers: auth(key.key) });
+      if (res.status === 429) code = ((await res.json()) as { code: string }).code;
+      else await res.body?.cancel();
+    }
+    expect(code).toBe("key_banned");
+    return { key, stub: env.QUOTA.getByName(key.id), bannedUntil: T0 + BAN_MS };
+  }
+
+  it("is sent when the ban runs out, by the key's object at the ban's end", async () => {
+    const owner = `acct_${crypto.randomUUID().slice(0, 8)}`;
+    await endpoint({
+      url: "https://unban.example.com/",
+      eventTypes: ["key.unbanned"],
+      ownerId: owner,
+    });
+    const { key, stub, bannedUntil } = await bannedKey(owner);
+    await runDurableObjectAlarm(stub);
+    time.now = bannedUntil;
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    await waitFor("key.unbanned", () => (bodies(key.id, "key.unbanned").length ? true : undefined));
+    // Later alarms (the day's cleanup) send nothing more.
+    time.now = bannedUntil + 24 * 3_600_000;
+    await runDurableObjectAlarm(stub);
+    await settle();
+    const got = bodies(key.id, "key.unbanned");
+    expect(got).toHaveLength(1);
+    expect(got[0]!.json.data).toMatchObject({
+      bannedUntil: new Date(bannedUntil).toISOString(),
+      unbannedAt: new Date(bannedUntil).toISOString(),
+    });
+    expect(got[0]!.headers.get("webhook-id")).toBe(
+      await eventId("key.unbanned", key.id, bannedUntil),
+    );
+  });
+
+  it("an operator's unban sends it then, and the ban's end sends no second one", async () => {
+    const owner = `acct_${crypto.randomUUID().slice(0, 8)}`;
+    await endpoint({
+      url: "https://lift.example.com/",
+      eventTypes: ["key.unbanned"],
+      ownerId: owner,
+    });
+    const { key, stub, bannedUntil } = await bannedKey(owner);
+    time.now = T0 + 60_000;
+    const res = await call(`/admin/v1/keys/${key.id}/unban`, { method: "POST", headers: ADMIN });
+    expect(res.status).toBe(200);
+    await runDurableObjectAlarm(stub);
+    await waitFor("key.unbanned", () => (bodies(key.id, "key.unbanned").length ? true : undefined));
+    time.now = bannedUntil;
+    await runDurableObjectAlarm(stub);
+    await settle();
+    const got = bodies(key.id, "key.unbanned");
+    expect(got).toHaveLength(1);
+    expect(got[0]!.json.data).toMatchObject({
+      bannedUntil: new Date(bannedUntil).toISOString(),
+      unbannedAt: new Date(T0 + 60_000).toISOString(),
+    });
+  });
+});
