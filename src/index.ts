@@ -3,6 +3,7 @@ import { clock } from "./lib/clock";
 import type { WebhookMessage } from "./lib/webhook-events";
 import { consumeWebhookBatch } from "./routes/webhooks/consumer";
 import { queueExpiringEvents } from "./routes/webhooks/expiring";
+import { sealStoredSecrets } from "./routes/webhooks/seal-secrets";
 
 export { AuthShield } from "./objects/auth-shield";
 export { QuotaHolder } from "./objects/quota-holder";
@@ -12,9 +13,15 @@ const app = createApp();
 
 export default {
   fetch: (request, env, ctx) => app.fetch(request, env, ctx),
-  // Webhooks (docs/webhooks.md): the queue's consumer delivers, the hourly cron finds expiring keys.
+  // Webhooks (docs/webhooks.md): the queue's consumer delivers; the hourly cron finds expiring
+  // keys and seals the signing secrets not yet sealed under the current key.
   queue: (batch, env) => consumeWebhookBatch(batch as MessageBatch<WebhookMessage>, env),
   scheduled: async (_controller, env) => {
-    await queueExpiringEvents(env, clock.now());
+    // Each runs whatever the other does; a failure of either still fails the run (and is logged).
+    const runs = await Promise.allSettled([
+      queueExpiringEvents(env, clock.now()),
+      sealStoredSecrets(env),
+    ]);
+    for (const run of runs) if (run.status === "rejected") throw run.reason;
   },
 } satisfies ExportedHandler<Env>;
