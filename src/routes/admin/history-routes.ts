@@ -208,7 +208,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       tags: ["Audit"],
       summary: "The audit trail",
       description:
-        "One entry per admin write (create, update, disable, enable, revoke, roll, unban) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.",
+        "One entry per admin write (create, update, disable, enable, revoke, roll, unban, webhook_…) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key or webhook endpoint, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` or `endpointId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.",
       security,
       request: { query: AuditQuerySchema },
       responses: {
@@ -220,11 +220,14 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       },
     }),
     async (c) => {
-      const { keyId, actor, action, from, to, limit, cursor } = c.req.valid("query");
+      const { keyId, endpointId, actor, action, from, to, limit, cursor } = c.req.valid("query");
+      // An endpoint's entries are stored under its id where a key's are (key_id).
+      if (keyId && endpointId)
+        throw new ApiError("invalid_request", "endpointId: give keyId or endpointId, not both.");
       if (from && to && from > to)
         throw new ApiError("invalid_request", `from: must not be after to (${from} > ${to}).`);
       const entries = await listAudit(c.env.DB, {
-        keyId,
+        keyId: keyId ?? endpointId,
         actor,
         action,
         from: from === undefined ? undefined : dayStartOf(from),

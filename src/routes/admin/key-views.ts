@@ -4,7 +4,7 @@ import { type KeyRecord, keyStatus } from "../../db/keys";
 import { isoTime } from "../../lib/clock";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
 import { ApiError } from "../../lib/errors";
-import type { KeyUsage } from "../../objects/quota-limiter";
+import type { KeyUsage } from "../../quota/windows";
 import type { AuditEntrySchema } from "../../schemas/audit";
 import type { KeyDetailSchema, KeySchema } from "../../schemas/keys";
 

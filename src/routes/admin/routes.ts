@@ -24,8 +24,8 @@ import { log } from "../../lib/log";
 import { eventId, type ProducedEvent } from "../../lib/webhook-events";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
-import type { KeyUsage } from "../../objects/quota-limiter";
 import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
+import type { KeyUsage } from "../../quota/windows";
 import { adminErrorResponses, json, NoQuerySchema } from "../../schemas/common";
 import {
   CreatedKeySchema,
