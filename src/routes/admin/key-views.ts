@@ -5,7 +5,7 @@ import { isoTime } from "../../lib/clock";
 import { signedTag, TAG_BYTES, verifyTagUnderAny } from "../../lib/crypto";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
 import { invalidCursor } from "../../lib/errors";
-import type { KeyUsage } from "../../objects/quota-limiter";
+import type { KeyUsage } from "../../quota/windows";
 import type { AuditEntrySchema } from "../../schemas/audit";
 import type { KeyDetailSchema, KeySchema } from "../../schemas/keys";
 
