@@ -578,17 +578,27 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       standIn: { STAND_IN_SECRETS: "ADMIN_TOKENS" },
     });
     assert.equal(r.status, 1);
-    assert.match(r.stderr, /missing secret\(s\) CURSOR_SECRET, KEY_TAG_SECRET/);
+    assert.match(
+      r.stderr,
+      /missing secret\(s\) CURSOR_SECRET, KEY_TAG_SECRET, WEBHOOK_ENCRYPTION_KEY/,
+    );
     // The Worker exists: a new version with the secret, not one deployed to all traffic at once.
     assert.match(r.stderr, /npm run wrangler -- versions secret put CURSOR_SECRET --env staging/);
     assert.match(r.stderr, /npm run wrangler -- versions secret put KEY_TAG_SECRET --env staging/);
+    assert.match(
+      r.stderr,
+      /npm run wrangler -- versions secret put WEBHOOK_ENCRYPTION_KEY --env staging/,
+    );
     assert.match(r.stderr, /this deploy's upload carries it/);
     assert.deepEqual(changes(r.calls), []);
 
     // No Worker yet: `secret put`, which creates it.
     const none = await deploy(dir, ["staging", "--yes"], { standIn: { STAND_IN_WORKER: "none" } });
     assert.equal(none.status, 1);
-    assert.match(none.stderr, /missing secret\(s\) ADMIN_TOKEN, CURSOR_SECRET, KEY_TAG_SECRET/);
+    assert.match(
+      none.stderr,
+      /missing secret\(s\) ADMIN_TOKEN, CURSOR_SECRET, KEY_TAG_SECRET, WEBHOOK_ENCRYPTION_KEY/,
+    );
     assert.match(none.stderr, /npm run wrangler -- secret put ADMIN_TOKEN --env staging/);
     assert.doesNotMatch(none.stderr, /versions secret put/);
   });

@@ -6,9 +6,11 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { eventId } from "../src/lib/webhook-events";
+import { sweepEventOutbox } from "../src/db/webhook-event-outbox";
+import { eventId, type WebhookMessage } from "../src/lib/webhook-events";
 import { outbound } from "../src/routes/webhooks/consumer";
-import { ADMIN, auth, BAN_MS, call, issueKey, mockClock, postJson, T0 } from "./helpers";
+import { queueExpiringEvents } from "../src/routes/webhooks/expiring";
+import { ADMIN, auth, BAN_MS, call, callWith, issueKey, mockClock, postJson, T0 } from "./helpers";
 
 interface Received {
   url: string;
@@ -46,6 +48,26 @@ async function endpoint(body: Record<string, unknown>): Promise<{ id: string; se
   expect(res.status).toBe(201);
   return (await res.json()) as { id: string; secret: string };
 }
+
+/** A queue that records what is sent to it, and never delivers. */
+function recordingQueue() {
+  const sent: WebhookMessage[] = [];
+  const queue = {
+    send: async (body: WebhookMessage) => void sent.push(body),
+    sendBatch: async (messages: Iterable<{ body: WebhookMessage }>) => {
+      for (const m of messages) sent.push(m.body);
+    },
+  } as unknown as Queue;
+  const events = (keyId: string) =>
+    sent.flatMap((m) => (m.kind === "event" && m.event.keyId === keyId ? [m.event] : []));
+  return { sent, queue, events };
+}
+
+/** A queue that refuses everything (an outage). */
+const refusingQueue = {
+  send: () => Promise.reject(new Error("queue unavailable")),
+  sendBatch: () => Promise.reject(new Error("queue unavailable")),
+} as unknown as Queue;
 
 const bodies = (keyId: string, type: string) =>
   received
@@ -116,6 +138,89 @@ describe("key.unbanned, once per ban", () => {
     expect(got[0]!.json.data).toMatchObject({
       bannedUntil: new Date(bannedUntil).toISOString(),
       unbannedAt: new Date(T0 + 60_000).toISOString(),
+    });
+  });
+});
+
+describe("events of admin changes and the expiry scan: kept in D1 until queued", () => {
+  it("a roll and a revocation whose queue refuses their events keep them; the hourly sweep queues them once", async () => {
+    const key = await issueKey("pro");
+    const json = { ...ADMIN, "Content-Type": "application/json" };
+    const roll = await callWith(
+      { WEBHOOK_QUEUE: refusingQueue },
+      `/admin/v1/keys/${key.id}/roll`,
+      { method: "POST", headers: json, body: '{"gracePeriodSeconds":0}' },
+      { wait: true },
+    );
+    expect(roll.status).toBe(201);
+    const revoke = await callWith(
+      { WEBHOOK_QUEUE: refusingQueue },
+      `/admin/v1/keys/${key.id}`,
+      { method: "DELETE", headers: ADMIN },
+      { wait: true },
+    );
+    expect(revoke.status).toBe(200);
+    const { revokedAt } = (await revoke.json()) as { revokedAt: string };
+    const q = recordingQueue();
+    await sweepEventOutbox(env.DB, q.queue);
+    const events = q.events(key.id);
+    expect(events.map((e) => e.type).sort()).toEqual(["key.revoked", "key.rolled"]);
+    expect(events.find((e) => e.type === "key.rolled")?.id).toBe(
+      await eventId("key.rolled", key.id, 2),
+    );
+    const revoked = events.find((e) => e.type === "key.revoked");
+    expect(revoked?.id).toBe(await eventId("key.revoked", key.id, Date.parse(revokedAt)));
+    expect(revoked?.data).toEqual({ revokedAt });
+    // Queued: the outbox no longer holds them.
+    await sweepEventOutbox(env.DB, q.queue);
+    expect(q.events(key.id)).toHaveLength(2);
+  });
+
+  it("an event is kept only with the change it reports: revoking again, or rolling a revoked key, keeps none", async () => {
+    const key = await issueKey("pro");
+    const q = recordingQueue();
+    const revoke = () =>
+      callWith(
+        { WEBHOOK_QUEUE: q.queue },
+        `/admin/v1/keys/${key.id}`,
+        { method: "DELETE", headers: ADMIN },
+        { wait: true },
+      );
+    expect((await revoke()).status).toBe(200);
+    expect((await revoke()).status).toBe(200);
+    const roll = await callWith(
+      { WEBHOOK_QUEUE: q.queue },
+      `/admin/v1/keys/${key.id}/roll`,
+      {
+        method: "POST",
+        headers: { ...ADMIN, "Content-Type": "application/json" },
+        body: '{"gracePeriodSeconds":0}',
+      },
+      { wait: true },
+    );
+    expect(roll.status).toBe(409);
+    await sweepEventOutbox(env.DB, q.queue);
+    expect(q.events(key.id).map((e) => e.type)).toEqual(["key.revoked"]);
+  });
+
+  it("the expiry scan marks a key only with its event kept: a refusing queue leaves it for the sweep, not lost", async () => {
+    const now = Date.now();
+    const soon = await issueKey("pro", undefined, {
+      expiresAt: new Date(now + 2 * 86_400_000).toISOString(),
+    });
+    await queueExpiringEvents({ ...env, WEBHOOK_QUEUE: refusingQueue } as Env, now);
+    const q = recordingQueue();
+    const working = { ...env, WEBHOOK_QUEUE: q.queue } as Env;
+    // The next scan makes no second event for the expiry...
+    await queueExpiringEvents(working, now + 3_600_000);
+    expect(q.events(soon.id)).toEqual([]);
+    // ...and the sweep queues the one kept.
+    await sweepEventOutbox(env.DB, q.queue);
+    const events = q.events(soon.id);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      id: await eventId("key.expiring", soon.id, now + 2 * 86_400_000),
+      type: "key.expiring",
     });
   });
 });

@@ -1,7 +1,8 @@
 import { DAY_MS, MINUTE_MS } from "../lib/clock";
 import { type GrantedLease, givePermitsBack } from "../quota/lease";
 import { ADMISSION_MEMORY_MS, type Admission } from "../quota/lease-messages";
-import { type Policy, type UsageState, type WindowStatus, windowsOf } from "../quota/windows";
+import { type UsageState, type WindowStatus, windowsOf } from "../quota/windows";
+import type { KeyPolicy } from "./key-policy";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
@@ -42,6 +43,7 @@ export class AdmissionMemory {
   constructor(
     private readonly sql: SqlStorage,
     private readonly history: UsageHistoryTable,
+    private readonly policy: KeyPolicy,
   ) {}
 
   /** The answer given to call `id` within ADMISSION_MEMORY_MS before `now`, if any. */
@@ -80,7 +82,7 @@ export class AdmissionMemory {
    * from the holder, and its isolate then asked the key's object with the same id: decided there
    * too, the object's own count comes off (the stock's stays); refused there (the answer its
    * client got), the stock's permit comes back and is not billed. Any other id is remembered, so
-   * that asked later it is answered as admitted (under `policy`) and counted nowhere else. Each id
+   * that asked later it is answered as admitted (under the key's policy) and counted nowhere else. Each id
    * is then remembered as reported: a report delivered again changes nothing.
    */
   countOnceFromStock(
@@ -88,7 +90,6 @@ export class AdmissionMemory {
     leaseIn: GrantedLease | null,
     admissionIds: readonly string[] = [],
     now: number,
-    policy: Policy | null,
   ): UsageState {
     let counted = usage;
     for (const id of admissionIds) {
@@ -100,7 +101,7 @@ export class AdmissionMemory {
         counted = givePermitsBack(counted, { ...uncounted, permits: 1 }, 1);
         this.history.countServed(uncounted.dayStart, -1);
       }
-      const limits = policy ?? { perMinute: 0, perDay: 0, version: 0, revoked: false };
+      const limits = this.policy.current ?? { perMinute: 0, perDay: 0, version: 0, revoked: false };
       const answer: RememberedAdmission = known ?? {
         outcome: "allowed",
         windows: windowsOf(counted, limits),

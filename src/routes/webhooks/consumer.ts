@@ -6,11 +6,11 @@ import {
   endpointsFor,
   getDeliveryWithEndpoint,
   recordAttempt,
-  signingSecrets,
+  signingSecretsOrThrow,
   skipDelivery,
 } from "../../db/webhooks";
 import { clock, isoTime } from "../../lib/clock";
-import { configOrThrow } from "../../lib/config";
+import { configOrThrow, webhookSecretBoxOrThrow } from "../../lib/config";
 import { randomBase62 } from "../../lib/crypto";
 import { log } from "../../lib/log";
 import {
@@ -92,9 +92,10 @@ async function attemptOrThrow(env: Env, id: string, attempt: number): Promise<At
     await skipDelivery(env.DB, id, start, `the endpoint is disabled (${endpoint.disabledReason})`);
     return { done: true };
   }
-  const delays = configOrThrow(env).WEBHOOK_RETRY_DELAYS;
+  const config = configOrThrow(env);
+  const delays = config.WEBHOOK_RETRY_DELAYS;
   const headers = await webhookHeaders(
-    signingSecrets(endpoint, start),
+    await signingSecretsOrThrow(await webhookSecretBoxOrThrow(config), endpoint, start),
     delivery.eventId,
     Math.floor(start / 1000),
     delivery.payload,
