@@ -151,6 +151,37 @@ export function runWrangler(args, { cwd = ROOT, timeoutMs = 120_000, wranglerJs 
  */
 const answersBelow500 = (res) => res.status < 500;
 
+/** How long one readiness probe may take before the next is sent. */
+const PROBE_MS = 2000;
+
+/**
+ * Whether `url` answered within `ms` with an answer `isUp` accepts. The wait is a timer of its
+ * own besides the request's abort signal: a probe whose fetch never settles (seen on a machine
+ * under heavy load, where no request ever reached the server) must not stall the wait for the
+ * server, which then never times out either.
+ * @param {string} url
+ * @param {number} ms
+ * @param {(res: Response) => boolean} isUp
+ */
+async function answeredWithin(url, ms, isUp) {
+  /** @type {NodeJS.Timeout | undefined} */
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms + 500);
+  });
+  const probe = (async () => {
+    const res = await fetch(url, { signal: AbortSignal.timeout(ms) });
+    await res.arrayBuffer();
+    return isUp(res);
+  })();
+  probe.catch(() => {}); // settled after the race is lost: nothing to report
+  try {
+    return await Promise.race([probe, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * @param {string} url
  * @param {import("node:child_process").ChildProcess} child
@@ -166,9 +197,7 @@ async function waitUntilAnswering(url, child, logFile, timeoutMs, isUp) {
         `wrangler dev exited (${child.exitCode}):\n${existsSync(logFile) ? readFileSync(logFile, "utf8").slice(-4000) : ""}`,
       );
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
-      await res.arrayBuffer();
-      if (isUp(res)) return;
+      if (await answeredWithin(url, PROBE_MS, isUp)) return;
     } catch {
       /* not up yet */
     }
