@@ -41,7 +41,7 @@ import {
   UpdateKeySchema,
 } from "../../schemas/keys";
 import { AdminIdentitySchema } from "../../schemas/operator";
-import { type AdminEnv, auditOf, foundOrThrow, security } from "./admin-env";
+import { type AdminEnv, auditOf, cursorSecrets, foundOrThrow, security } from "./admin-env";
 import { historyApi } from "./history-routes";
 import { adminKeyQuota, listedKeyReportOrThrow } from "./key-quota";
 import {
@@ -334,7 +334,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const keys = await listKeys(
         c.env.DB,
         limit + 1,
-        cursor ? decodeKeyCursorOrThrow(cursor) : undefined,
+        cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "keys", cursor) : undefined,
         { plan, state, ownerId, search: q, now },
       );
       const { page, nextCursor } = pageOf(keys, limit, encodeKeyCursor);
