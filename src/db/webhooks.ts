@@ -587,17 +587,3 @@ export function keysExpiringWithoutEvent(
     return results;
   });
 }
-
-/** Records that key `id`'s key.expiring event for `expiresAt` is queued. */
-export function markExpiringEventQueued(
-  db: Queryable,
-  id: string,
-  expiresAt: number,
-): Promise<void> {
-  return guarded(async () => {
-    await db
-      .prepare("UPDATE api_keys SET expiring_event_for = ?2 WHERE id = ?1")
-      .bind(id, expiresAt)
-      .run();
-  });
-}
