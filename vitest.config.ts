@@ -37,6 +37,8 @@ export default defineConfig(async () => {
             ADMIN_READ_TOKENS: "viewer:test-viewer-read-token",
             CURSOR_SECRET: "test-cursor-secret",
             KEY_TAG_SECRET: "test-key-tag-secret-0123456789abcdef",
+            // Seals webhook signing secrets in D1: the base64 of 32 bytes.
+            WEBHOOK_ENCRYPTION_KEY: "dGVzdC13ZWJob29rLWVuY3J5cHRpb24ta2V5LTAwMDA=",
             // The quota model's runs (test/quota.model.test.ts): CI's fixed budget unless
             // npm run test:model (scripts/test-model.mjs) asks for more or replays one.
             MODEL_RUNS: process.env.MODEL_RUNS ?? "",

@@ -30,7 +30,7 @@ before(async () => {
     localObservability: false,
     vars: { WEBHOOK_LOCAL_RECEIVERS: "on" },
   });
-  // A receiver on this machine: 200 on /ok, 500 on anything else.
+  // A receiver on this machine: 200 on /ok, 410 Gone on /gone, 500 on anything else.
   receiver = createServer((req, res) => {
     let body = "";
     req.on("data", (chunk) => {
@@ -42,7 +42,7 @@ before(async () => {
         id: req.headers["webhook-id"],
         type: JSON.parse(body || "{}").type,
       });
-      res.writeHead(req.url === "/ok" ? 200 : 500).end();
+      res.writeHead(req.url === "/ok" ? 200 : req.url === "/gone" ? 410 : 500).end();
     });
   });
   await new Promise((resolve) => receiver.listen(0, "127.0.0.1", resolve));
@@ -159,6 +159,50 @@ test("no endpoints yet: the list says what an endpoint is and offers the first o
   assert.equal(pathAndQuery(), "/admin/webhooks/new");
 });
 
+test("a new endpoint's owner is chosen, never assumed: one owner (with its id) or every owner", async () => {
+  await visit("/admin/webhooks/new", "hook-new");
+  const form = "#hook-form";
+  assert.deepEqual(
+    await page.$$eval(`${form} input[name="ownerScope"]`, (radios) =>
+      radios.map((r) => [r.value, r.checked]),
+    ),
+    [
+      ["one", false],
+      ["every", false],
+    ],
+  );
+  assert.equal(await page.$eval(`${form} input[name="ownerId"]`, (i) => i.disabled), true);
+  await page.type(`${form} input[name="url"]`, "https://hooks.example.com/owner-choice");
+  await page.click(`${form} input[value="key.banned"]`);
+  await page.click(`${form} button[type=submit]`);
+  await waitForText(`${form} output`, "Choose whose keys it is for: one owner, or every owner.");
+  await page.click(`${form} input[name="ownerScope"][value="one"]`);
+  assert.equal(
+    await page.evaluate(() => document.activeElement?.getAttribute("name")),
+    "ownerId",
+    "choosing one owner moves to its id",
+  );
+  await page.click(`${form} button[type=submit]`);
+  await waitForText(`${form} output`, "Give the owner id, or choose every owner.");
+  assert.equal((await admin("GET", "/webhooks")).body.data.length, 0, "nothing created");
+  // A typed id does not count once every owner is chosen: the field is off and not sent.
+  await page.type(`${form} input[name="ownerId"]`, "acct_typed");
+  await page.click(`${form} input[name="ownerScope"][value="every"]`);
+  assert.equal(await page.$eval(`${form} input[name="ownerId"]`, (i) => i.disabled), true);
+  await page.click(`${form} button[type=submit]`);
+  await waitForView("hook");
+  const id = await page.$eval("#hook", (s) => s.dataset.hookId);
+  assert.equal((await admin("GET", `/webhooks/${id}`)).body.ownerId, null);
+  assert.match(await textOf("#hook-fields"), /Owner\s*every owner's keys/);
+  assert.equal((await admin("DELETE", `/webhooks/${id}`)).status, 204);
+  // The form is blank again for the next endpoint: no choice made.
+  await visit("/admin/webhooks/new", "hook-new");
+  assert.deepEqual(
+    await page.$$eval(`${form} input[name="ownerScope"]:checked`, (radios) => radios.length),
+    0,
+  );
+});
+
 test("a new endpoint: a URL the API refuses says why and stays; a good one opens its page with the secret, once", async () => {
   await visit("/admin/webhooks/new", "hook-new");
   assert.deepEqual(
@@ -174,7 +218,9 @@ test("a new endpoint: a URL the API refuses says why and stays; a good one opens
     ],
   );
   await page.type('#hook-form input[name="url"]', "https://127.0.0.1/hook");
+  await page.click('#hook-form input[name="ownerScope"][value="one"]');
   await page.click('#hook-form input[value="quota.day.warning"]');
+  await page.type('#hook-form input[name="ownerId"]', "acct_42");
   await page.click("#hook-form button[type=submit]");
   await waitForText("#hook-form output", "url: ");
   assert.equal(pathAndQuery(), "/admin/webhooks/new");
@@ -183,7 +229,6 @@ test("a new endpoint: a URL the API refuses says why and stays; a good one opens
   await page.$eval('#hook-form input[name="url"]', (i) => {
     i.value = "https://hooks.example.com/animal-store";
   });
-  await page.type('#hook-form input[name="ownerId"]', "acct_42");
   await page.type('#hook-form input[name="description"]', "billing alerts");
   await page.click('#hook-form input[value="quota.day.exhausted"]');
   await page.click("#hook-form button[type=submit]");
@@ -259,6 +304,35 @@ test("an endpoint's page changes its event types, rolls its secret, disables, en
   await waitForText(`${state} output`, "Enabled: deliveries resume.");
   assert.equal((await admin("GET", `/webhooks/${endpointId}`)).body.enabled, true);
 
+  // Its audit panel: each change, newest first, by whom; "All entries" is the filtered trail.
+  const trail = () =>
+    page.$$eval("#hook-audit > li", (items) =>
+      items.map((li) => [li.dataset.action, li.dataset.actor, li.dataset.keyId]),
+    );
+  assert.deepEqual(await trail(), [
+    ["webhook_update", "admin", endpointId],
+    ["webhook_update", "admin", endpointId],
+    ["webhook_roll_secret", "admin", endpointId],
+    ["webhook_update", "admin", endpointId],
+    ["webhook_create", "admin", endpointId],
+  ]);
+  assert.match(await textOf("#hook-audit > li:first-child"), /enabled|disabledAt/);
+  assert.equal(
+    await page.$eval("#hook-audit-all", (a) => a.getAttribute("href")),
+    `/admin/audit?endpointId=${endpointId}`,
+  );
+  // Its creation shows the fields as created (no before → after); event types read as words.
+  assert.doesNotMatch(await textOf("#hook-audit > li:last-child"), /→/);
+  assert.match(
+    await textOf("#hook-audit > li:last-child"),
+    /eventTypes\s*quota\.day\.warning, quota\.day\.exhausted/,
+  );
+  // An entry's id links to the endpoint's page, not a key's.
+  assert.equal(
+    await page.$eval("#hook-audit > li:last-child a.mono", (a) => a.getAttribute("href")),
+    `/admin/webhooks/${endpointId}`,
+  );
+
   await page.click("#hook [data-hook-delete]");
   await page.waitForSelector("#confirm[open]");
   await page.click('#confirm button[value="cancel"]');
@@ -281,7 +355,40 @@ test("an endpoint's page changes its event types, rolls its secret, disables, en
       !document.querySelector("#app")?.hasAttribute("aria-busy"),
   );
   assert.equal(await shown("#hook"), false);
-  assert.equal(await textOf("#missing-text"), `No webhook endpoint has the id ${endpointId}.`);
+  // Its trail outlives it: the page says who deleted it and links the endpoint's entries.
+  assert.equal(
+    await textOf("#missing-text"),
+    `Webhook endpoint ${endpointId} was deleted by admin. Its audit trail`,
+  );
+  await page.click("#missing-text a");
+  await waitForView("audit");
+  assert.equal(pathAndQuery(), `/admin/audit?endpointId=${endpointId}`);
+  assert.equal(
+    await page.$eval('#audit-filters input[name="endpointId"]', (i) => i.value),
+    endpointId,
+  );
+  assert.deepEqual(
+    await page.$$eval("#audit-list > li", (items) => items.map((li) => li.dataset.action)),
+    [
+      "webhook_delete",
+      "webhook_update",
+      "webhook_update",
+      "webhook_roll_secret",
+      "webhook_update",
+      "webhook_create",
+    ],
+  );
+  // An id that never named an endpoint says just that.
+  await page.goto(`${api.url}/admin/webhooks/whe_${"0".repeat(20)}`, { waitUntil: "networkidle0" });
+  await page.waitForFunction(
+    () =>
+      !document.querySelector("#view-missing")?.hidden &&
+      !document.querySelector("#app")?.hasAttribute("aria-busy"),
+  );
+  assert.equal(
+    await textOf("#missing-text"),
+    `No webhook endpoint has the id whe_${"0".repeat(20)}.`,
+  );
 });
 
 test("the list: every endpoint with owner, events and state; the owner filter is in the URL", async () => {
@@ -403,6 +510,27 @@ test("the delivery log: a test event delivered (status, attempts, response, late
   const retrying = await refreshUntil("retrying");
   assert.deepEqual(retrying.cells.slice(1, 3), ["retrying", "1"]);
   assert.match(retrying.cells[3], /^500\b/, "the receiver's answer, and what went wrong under it");
+
+  // A receiver that answers 410 Gone disables its endpoint; the audit panel shows it, by system.
+  const gone = await admin("POST", "/webhooks", {
+    url: `${base}/gone`,
+    eventTypes: ["key.banned"],
+  });
+  await visit(`/admin/webhooks/${gone.body.id}`, "hook");
+  await page.click("#send-test");
+  for (let i = 0; i < 60 && (await admin("GET", `/webhooks/${gone.body.id}`)).body.enabled; i++)
+    await new Promise((r) => setTimeout(r, 500));
+  await visit(`/admin/webhooks/${gone.body.id}`, "hook");
+  assert.equal(await textOf("#hook-badges"), "disabled");
+  assert.deepEqual(
+    await page.$$eval("#hook-audit > li", (items) =>
+      items.map((li) => [li.dataset.action, li.dataset.actor]),
+    ),
+    [
+      ["webhook_disable", "system"],
+      ["webhook_create", "admin"],
+    ],
+  );
 });
 
 test("each webhook view at 1366 px and 390 px, light and dark: nothing overflows", async () => {

@@ -171,6 +171,17 @@ describe("the deploy workflow (.github/workflows/deploy.yml)", () => {
       assert.doesNotMatch(text, /npm (run )?test|\.ci\/run/, name);
     }
   });
+
+  it("rehearses the rollback once per commit: in the test job (.ci/run), not again before production", () => {
+    const ci = readFileSync(path.join(ROOT, ".ci/run"), "utf8");
+    assert.match(ci, /^npm run -s rehearse:rollback$/m);
+    assert.match(job("test"), /run: bash \.ci\/run\n/);
+    for (const name of ["staging", "production"]) {
+      const text = job(name);
+      assert.match(text, /\n {4}needs: test\n/, name);
+      assert.doesNotMatch(text, /rehearse:rollback|rehearse-rollback/, name);
+    }
+  });
 });
 
 describe("--help and usage errors", () => {
@@ -547,17 +558,27 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       standIn: { STAND_IN_SECRETS: "ADMIN_TOKENS" },
     });
     assert.equal(r.status, 1);
-    assert.match(r.stderr, /missing secret\(s\) CURSOR_SECRET, KEY_TAG_SECRET/);
+    assert.match(
+      r.stderr,
+      /missing secret\(s\) CURSOR_SECRET, KEY_TAG_SECRET, WEBHOOK_ENCRYPTION_KEY/,
+    );
     // The Worker exists: a new version with the secret, not one deployed to all traffic at once.
     assert.match(r.stderr, /npm run wrangler -- versions secret put CURSOR_SECRET --env staging/);
     assert.match(r.stderr, /npm run wrangler -- versions secret put KEY_TAG_SECRET --env staging/);
+    assert.match(
+      r.stderr,
+      /npm run wrangler -- versions secret put WEBHOOK_ENCRYPTION_KEY --env staging/,
+    );
     assert.match(r.stderr, /this deploy's upload carries it/);
     assert.deepEqual(changes(r.calls), []);
 
     // No Worker yet: `secret put`, which creates it.
     const none = await deploy(dir, ["staging", "--yes"], { standIn: { STAND_IN_WORKER: "none" } });
     assert.equal(none.status, 1);
-    assert.match(none.stderr, /missing secret\(s\) ADMIN_TOKEN, CURSOR_SECRET, KEY_TAG_SECRET/);
+    assert.match(
+      none.stderr,
+      /missing secret\(s\) ADMIN_TOKEN, CURSOR_SECRET, KEY_TAG_SECRET, WEBHOOK_ENCRYPTION_KEY/,
+    );
     assert.match(none.stderr, /npm run wrangler -- secret put ADMIN_TOKEN --env staging/);
     assert.doesNotMatch(none.stderr, /versions secret put/);
   });

@@ -1,8 +1,10 @@
 -- Webhook endpoints and their deliveries (docs/webhooks.md), and the audit actions on endpoints.
 
 -- Where events are sent: for one owner's keys (owner_id) or for every key (owner_id NULL). The
--- signing secret must be kept (every delivery is signed with it), so unlike a key's it is stored
--- as issued, and never returned after the answer that created or rolled it. A roll keeps the
+-- signing secret must be kept (every delivery is signed with it), so unlike a key's it is not
+-- hashed: it is sealed under WEBHOOK_ENCRYPTION_KEY (src/lib/sealed-secret.ts; rows stored before
+-- sealing hold it as issued until the hourly pass seals them), and never returned after the
+-- answer that created or rolled it. A roll keeps the
 -- secret before it in previous_secret until previous_secret_expires_at: both sign meanwhile.
 CREATE TABLE webhook_endpoints (
   id                         TEXT    PRIMARY KEY,

@@ -190,7 +190,8 @@ const envFile = path.join(stateRoot, "secrets.env");
 writeFileSync(
   envFile,
   `ADMIN_TOKEN=${adminToken}\nCURSOR_SECRET=${randomBytes(24).toString("hex")}\n` +
-    `KEY_TAG_SECRET=${randomBytes(24).toString("hex")}\n`,
+    `KEY_TAG_SECRET=${randomBytes(24).toString("hex")}\n` +
+    `WEBHOOK_ENCRYPTION_KEY=${randomBytes(32).toString("base64")}\n`,
   { mode: 0o600 },
 );
 

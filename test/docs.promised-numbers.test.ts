@@ -12,7 +12,12 @@ import {
 } from "../src/auth/key-cache";
 import { configOrThrow } from "../src/lib/config";
 import { D1_RETRY_MS } from "../src/objects/alarm-schedule";
-import { HELD_KEY_MAX_AGE_MS } from "../src/objects/holder-key-record";
+import {
+  HELD_KEY_EXPECTED_AGE_MS,
+  HELD_KEY_MAX_AGE_MS,
+  HELD_KEY_READ_AHEAD_AGE_MS,
+  HELD_KEY_READ_AHEAD_GAP_MAX_MS,
+} from "../src/objects/holder-key-record";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import { PUSH_DEADLINE_MS } from "../src/objects/quota-limiter";
 import { RATE_HORIZON_MS } from "../src/quota/arrival-rate";
@@ -197,6 +202,40 @@ const PROMISES: PromisedNumber[] = [
       "is then at most {n} s old",
       "reaches the holders' copies within {n} s",
     ],
+  },
+  {
+    name: "HELD_KEY_READ_AHEAD_AGE_MS",
+    value: HELD_KEY_READ_AHEAD_AGE_MS,
+    unit: S,
+    phrases: [
+      "the copy would be {n} s old or more \\(`HELD_KEY_READ_AHEAD_AGE_MS`\\)",
+      "a copy that would be {n} s old at the key's next request",
+    ],
+  },
+  {
+    name: "HELD_KEY_EXPECTED_AGE_MS",
+    value: HELD_KEY_EXPECTED_AGE_MS,
+    unit: S,
+    phrases: [
+      "so as to be {n} s old then",
+      "the request may come up to {n} s late",
+      "to be {n} s old then \\|",
+    ],
+  },
+  {
+    name: "HELD_KEY_READ_AHEAD_GAP_MAX_MS",
+    value: HELD_KEY_READ_AHEAD_GAP_MAX_MS,
+    unit: MIN,
+    phrases: [
+      "last gap there was over {n} minutes \\(`HELD_KEY_READ_AHEAD_GAP_MAX_MS`\\)",
+      "its last gap here, at most {n} minutes",
+    ],
+  },
+  {
+    name: "HELD_KEY_READ_AHEAD_GAP_MAX_MS - HELD_KEY_EXPECTED_AGE_MS",
+    value: HELD_KEY_READ_AHEAD_GAP_MAX_MS - HELD_KEY_EXPECTED_AGE_MS,
+    unit: S,
+    phrases: ["the last comes at most {n} s after the key's last request there"],
   },
   {
     name: "KEY_CACHE_TTL_MS",

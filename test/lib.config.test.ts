@@ -39,6 +39,10 @@ describe("configOrThrow", () => {
     ["PUBLIC_ORIGIN", "https://api.example.com/v1"],
     ["KEY_TAG_SECRET", "shorter-than-32-characters"],
     ["KEY_TAG_SECRET_PREVIOUS", "shorter-than-32-characters"],
+    ["WEBHOOK_ENCRYPTION_KEY", "not-base64-of-32-bytes"],
+    ["WEBHOOK_ENCRYPTION_KEY", "c2hvcnQ="],
+    // 33 bytes, base64 of the right look but one byte too many
+    ["WEBHOOK_ENCRYPTION_KEY_PREVIOUS", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWYw"],
     ["WEBHOOK_LOCAL_RECEIVERS", "yes"],
     ["WEBHOOK_RETRY_DELAYS", "1,2"],
     ["WEBHOOK_RETRY_DELAYS", "1,1,1,1,1,1,x"],

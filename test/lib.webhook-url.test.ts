@@ -49,6 +49,14 @@ describe("webhook endpoint URLs", () => {
     ["localhost with trailing dots", "https://localhost../x", /single-label/],
     ["a .local name with trailing dots", "https://printer.local.../x", /\.local names/],
     ["documentation IPv6 (3fff::/20)", "https://[3fff:fff::1]/x", /private/],
+    // The parser drops these before checking, so the URL stored would differ from the one checked
+    // and shown a line break or padding in every list that prints it.
+    ["leading spaces", "  https://hooks.example.com/x", /spaces or control characters/],
+    ["a trailing line break", "https://hooks.example.com/x\n", /spaces or control characters/],
+    ["a tab inside the host", "https://hooks.exam\tple.com/x", /spaces or control characters/],
+    ["a space in the path", "https://hooks.example.com/a b", /spaces or control characters/],
+    ["an escape sequence", "https://hooks.example.com/\u001b[2J", /spaces or control characters/],
+    ["DEL", "https://hooks.example.com/\u007f", /spaces or control characters/],
   ])("refuses %s, saying why", (_label, url, rule) => {
     expect(webhookUrlProblem(url, false)).toMatch(rule);
   });

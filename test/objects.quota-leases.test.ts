@@ -3,7 +3,8 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { clock, MINUTE_MS } from "../src/lib/clock";
-import { type AdmitResult, QuotaLimiterClient } from "../src/objects/quota-limiter-client";
+import type { AdmitResult } from "../src/objects/quota-holder-client";
+import { QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { GIVE_BACK_GRACE_MS, heldBound, ISOLATE_LEASE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { RenewalRequest, ReturnedLease } from "../src/quota/lease-messages";

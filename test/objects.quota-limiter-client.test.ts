@@ -15,9 +15,8 @@ import {
   authenticateAndAdmitInLocation,
   authenticateInLocation,
   locationOf,
-  QuotaLimiterClient,
-  unusedKeyUsage,
-} from "../src/objects/quota-limiter-client";
+} from "../src/objects/quota-holder-client";
+import { QuotaLimiterClient, unusedKeyUsage } from "../src/objects/quota-limiter-client";
 import { LeaseHolder } from "../src/quota/lease-holder";
 import { issueKey, mockClock, policyWith, T0 } from "./helpers";
 

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { getKey, policyOf as keyPolicyOf } from "../src/db/keys";
 import { MINUTE_MS } from "../src/lib/clock";
 import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
-import type { AdmitResult } from "../src/objects/quota-limiter-client";
+import type { AdmitResult } from "../src/objects/quota-holder-client";
 import { GIVE_BACK_GRACE_MS, heldBound, STOCK_LEASE_MS } from "../src/quota/lease";
 import type { Policy } from "../src/quota/windows";
 import { backgroundWork } from "./background-work";

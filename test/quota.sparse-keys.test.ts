@@ -4,7 +4,13 @@
 // no far call; what that stock may cost when the key changes, or nears its limit, stays bounded.
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { forgetKey } from "../src/auth/key-cache";
 import { MINUTE_MS } from "../src/lib/clock";
+import { sha256Hex } from "../src/lib/crypto";
+import {
+  HELD_KEY_EXPECTED_AGE_MS,
+  HELD_KEY_READ_AHEAD_GAP_MAX_MS,
+} from "../src/objects/holder-key-record";
 import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
 import { QuotaLimiter } from "../src/objects/quota-limiter";
 import {
@@ -15,7 +21,7 @@ import {
   STOCK_LEASE_MS,
 } from "../src/quota/lease";
 import { backgroundWork } from "./background-work";
-import { mockClock, policyWith, T0 } from "./helpers";
+import { auth, BASE, callWith, issueKey, mockClock, policyWith, T0 } from "./helpers";
 
 const time = mockClock(T0);
 const { passTime } = backgroundWork(time);
@@ -194,5 +200,60 @@ describe("a change to a sparse key", () => {
     // A copy that knows the change never uses the old stock.
     const known = await holder.admit(keyId, revoked);
     expect(known.reached && known.decision.outcome).toBe("revoked");
+  });
+});
+
+describe("a sparse key's record at its location holder", () => {
+  /** A request of `key` in AMS from an isolate whose record of the key is gone (30 s old). */
+  const fromColdIsolate = (id: string, key: string) => {
+    forgetKey(id);
+    return callWith(
+      {},
+      new Request(`${BASE}/v1/pets?limit=1`, {
+        headers: auth(key, { "CF-Connecting-IP": `203.0.113.${++seq % 250}` }),
+        cf: { colo: "AMS" },
+      } as RequestInit),
+    );
+  };
+  /** D1 no longer finds the key by its secret (a read now answers 401), or finds it again. */
+  const hideSecret = (id: string, hash: string) =>
+    env.DB.prepare("UPDATE api_keys SET key_hash = ?2 WHERE id = ?1").bind(id, hash).run();
+
+  it("is read ahead of the key's next request: a request a minute after the last, from a cold isolate, waits for no D1 read", async () => {
+    const { id, key } = await issueKey("free");
+    const hash = await sha256Hex(key);
+    const start = T0 - (T0 % MINUTE_MS) + MINUTE_MS + 5_000;
+    await passTo(start);
+    expect((await fromColdIsolate(id, key)).status).toBe(200);
+    await passTo(start + MINUTE_MS);
+    expect((await fromColdIsolate(id, key)).status).toBe(200);
+    // The copy read then is read again in the background, HELD_KEY_EXPECTED_AGE_MS before the
+    // key's next request is expected (a minute on).
+    const readAhead = start + 2 * MINUTE_MS - HELD_KEY_EXPECTED_AGE_MS;
+    await passTo(readAhead);
+    await hideSecret(id, `moved-${id}`);
+    // The next request, a minute after the last: authenticated from that copy, no D1 read (a read
+    // would not find the secret now).
+    await passTo(start + 2 * MINUTE_MS);
+    const third = await fromColdIsolate(id, key);
+    expect(third.status).toBe(200);
+    expect(third.headers.get("X-RateLimit-Remaining")).toBe("59");
+    await hideSecret(id, hash);
+  });
+
+  it("is not read ahead for a key calling less often than HELD_KEY_READ_AHEAD_GAP_MAX_MS: its request reads it", async () => {
+    const { id, key } = await issueKey("free");
+    const hash = await sha256Hex(key);
+    const gap = HELD_KEY_READ_AHEAD_GAP_MAX_MS + 1_000;
+    const start = T0 - (T0 % MINUTE_MS) + MINUTE_MS + 5_000;
+    await passTo(start);
+    expect((await fromColdIsolate(id, key)).status).toBe(200);
+    await passTo(start + gap);
+    expect((await fromColdIsolate(id, key)).status).toBe(200);
+    await passTo(start + 2 * gap - 1_000);
+    await hideSecret(id, `moved-${id}`);
+    await passTo(start + 2 * gap);
+    expect((await fromColdIsolate(id, key)).status).toBe(401);
+    await hideSecret(id, hash);
   });
 });

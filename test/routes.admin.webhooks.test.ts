@@ -3,7 +3,8 @@
 // change audited; secrets never shown again.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { getEndpoint, signingSecrets } from "../src/db/webhooks";
+import { getEndpoint, signingSecretsOrThrow } from "../src/db/webhooks";
+import { configOrThrow, webhookSecretBoxOrThrow } from "../src/lib/config";
 import { WEBHOOK_EVENT_TYPES, WEBHOOK_TEST_EVENT } from "../src/schemas/webhooks";
 import { ADMIN, call, callWith, expectError, mockClock, postJson, T0 } from "./helpers";
 
@@ -254,6 +255,68 @@ describe("changing, disabling and deleting", () => {
   });
 });
 
+describe("an endpoint's audit trail", () => {
+  it("GET /admin/v1/audit?endpointId= lists that endpoint's entries only, newest first, paged", async () => {
+    const e = await create({ url: URL_OK, eventTypes: ["key.banned"] });
+    const other = await create({ url: URL_OK, eventTypes: ["key.banned"] });
+    expect((await patch(e.id, { description: "on call" })).status).toBe(200);
+    expect((await patch(other.id, { description: "not this one" })).status).toBe(200);
+    await postJson(`/admin/v1/webhooks/${e.id}/roll-secret`, { gracePeriodSeconds: 0 }, ADMIN);
+    expect((await patch(e.id, { enabled: false })).status).toBe(200);
+    const seen: Array<{ action: string; keyId: string }> = [];
+    let cursor: string | null = null;
+    do {
+      const res = await call(
+        `/admin/v1/audit?endpointId=${e.id}&limit=3${cursor ? `&cursor=${cursor}` : ""}`,
+        { headers: VIEWER },
+      );
+      expect(res.status, await res.clone().text()).toBe(200);
+      const page = (await res.json()) as { data: typeof seen; nextCursor: string | null };
+      seen.push(...page.data);
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen.map((x) => [x.action, x.keyId])).toEqual([
+      ["webhook_update", e.id],
+      ["webhook_roll_secret", e.id],
+      ["webhook_update", e.id],
+      ["webhook_create", e.id],
+    ]);
+    // Its entries outlive it: deleted, the endpoint's trail ends with the deletion.
+    expect(
+      (await call(`/admin/v1/webhooks/${e.id}`, { method: "DELETE", headers: ADMIN })).status,
+    ).toBe(204);
+    const after = await call(`/admin/v1/audit?endpointId=${e.id}&limit=1`, { headers: ADMIN });
+    expect(((await after.json()) as { data: typeof seen }).data.map((x) => x.action)).toEqual([
+      "webhook_delete",
+    ]);
+  });
+
+  it.each([
+    [
+      "keyId with an endpoint's id",
+      `keyId=whe_${"a".repeat(20)}`,
+      /^keyId: must be a key id \(key_…\); an endpoint's entries: endpointId/,
+    ],
+    [
+      "endpointId with a key's id",
+      `endpointId=key_${"a".repeat(20)}`,
+      /^endpointId: must be a webhook endpoint id \(whe_…\)/,
+    ],
+    [
+      "both",
+      `keyId=key_${"a".repeat(20)}&endpointId=whe_${"a".repeat(20)}`,
+      /^endpointId: give keyId or endpointId, not both/,
+    ],
+  ])("%s → 400 naming the parameter", async (_label, query, message) => {
+    const error = await expectError(
+      await call(`/admin/v1/audit?${query}`, { headers: ADMIN }),
+      400,
+      "invalid_request",
+    );
+    expect(error.message).toMatch(message);
+  });
+});
+
 describe("rolling the signing secret", () => {
   it("shows the new secret once; both sign during the grace period, then only the new one", async () => {
     const e = await create({ url: URL_OK, eventTypes: ["key.banned"] });
@@ -268,8 +331,11 @@ describe("rolling the signing secret", () => {
     expect(rolled.secret).not.toBe(e.secret);
     expect(rolled.previousSecretExpiresAt).toBe(new Date(time.now + 3_600_000).toISOString());
     const stored = await getEndpoint(env.DB, e.id);
-    expect(signingSecrets(stored!, time.now)).toEqual([rolled.secret, e.secret]);
-    expect(signingSecrets(stored!, time.now + 3_600_000)).toEqual([rolled.secret]);
+    const box = await webhookSecretBoxOrThrow(configOrThrow(env));
+    expect(await signingSecretsOrThrow(box, stored!, time.now)).toEqual([rolled.secret, e.secret]);
+    expect(await signingSecretsOrThrow(box, stored!, time.now + 3_600_000)).toEqual([
+      rolled.secret,
+    ]);
     const audit = await auditOf(e.id);
     expect(audit[0]?.action).toBe("webhook_roll_secret");
     expect(JSON.stringify(audit)).not.toContain(rolled.secret!.slice(6));
@@ -283,7 +349,10 @@ describe("rolling the signing secret", () => {
       ADMIN,
     );
     const rolled = (await res.json()) as Endpoint;
-    expect(signingSecrets((await getEndpoint(env.DB, e.id))!, time.now)).toEqual([rolled.secret]);
+    const box = await webhookSecretBoxOrThrow(configOrThrow(env));
+    expect(await signingSecretsOrThrow(box, (await getEndpoint(env.DB, e.id))!, time.now)).toEqual([
+      rolled.secret,
+    ]);
     for (const [body, rule] of [
       [{ gracePeriodSeconds: 604_801 }, /^gracePeriodSeconds: must be at most 604800/],
       [{ gracePeriodSeconds: -1 }, /^gracePeriodSeconds: must be at least 0/],

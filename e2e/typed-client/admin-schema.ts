@@ -213,7 +213,7 @@ export interface paths {
         };
         /**
          * The audit trail
-         * @description One entry per admin write (create, update, disable, enable, revoke, roll, unban) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.
+         * @description One entry per admin write (create, update, disable, enable, revoke, roll, unban; webhook_create, webhook_update, webhook_roll_secret, webhook_delete) and per automatic ban and ban end (ban, ban_end) and webhook endpoint disabled because its receiver answered 410 (webhook_disable), these by the actor `system`: when, who (an admin token's name, or system), which key or endpoint, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` or `endpointId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range, or for both keyId and endpointId.
          */
         get: operations["listAudit"];
         put?: never;
@@ -4154,6 +4154,8 @@ export interface operations {
             query?: {
                 /** @description Only entries about this key */
                 keyId?: string;
+                /** @description Only entries about this webhook endpoint (its webhook_… actions, also after it was deleted); not with keyId */
+                endpointId?: string;
                 /** @description Only entries by this actor (an admin token's name, or system) */
                 actor?: string;
                 /** @description Only entries of this action */
@@ -4410,6 +4412,8 @@ export interface operations {
             query?: {
                 /** @description Only entries about this key */
                 keyId?: string;
+                /** @description Only entries about this webhook endpoint (its webhook_… actions, also after it was deleted); not with keyId */
+                endpointId?: string;
                 /** @description Only entries by this actor (an admin token's name, or system) */
                 actor?: string;
                 /** @description Only entries of this action */

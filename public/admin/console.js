@@ -974,6 +974,9 @@
     if (value === null || value === undefined) return el("span", "—");
     if (typeof value === "string" && ISO_TIME.test(value)) return timeEl(value);
     if (typeof value === "string") return el("span", value);
+    // A list of names (an endpoint's event types) as a reader writes it.
+    if (Array.isArray(value) && value.every((v) => typeof v === "string"))
+      return el("span", value.join(", "));
     if (value && typeof value.perMinute === "number" && typeof value.perDay === "number")
       return el("span", `${fmt(value.perMinute)}/min, ${fmt(value.perDay)}/day`);
     return el("span", JSON.stringify(value));
@@ -1010,10 +1013,15 @@
       timeEl(e.at),
       el("span", e.actor, { class: e.actor === "system" ? "actor system" : "actor" }),
       el("span", e.action, { class: `action ${e.action}` }),
-      el("a", e.keyId, { href: `${BASE}/keys/${e.keyId}`, class: "mono" }),
+      // An endpoint's entries (webhook_…) name the endpoint where a key's name the key.
+      el("a", e.keyId, {
+        href: `${BASE}/${e.keyId.startsWith("whe_") ? "webhooks" : "keys"}/${e.keyId}`,
+        class: "mono",
+      }),
     );
     item.append(head);
-    if (Object.keys(e.changes).length) item.append(diffList(e.changes, e.action === "create"));
+    const created = e.action === "create" || e.action === "webhook_create";
+    if (Object.keys(e.changes).length) item.append(diffList(e.changes, created));
     return item;
   }
 
@@ -1255,16 +1263,28 @@
   const checkedTypes = (form) =>
     $$('input[name="eventTypes"]:checked', form).map((box) => box.value);
 
+  /** The owner id field takes input only once "one owner" is chosen. */
+  function syncOwnerField() {
+    const form = $("#hook-form");
+    form.elements.ownerId.disabled = form.elements.ownerScope.value !== "one";
+  }
+
   async function createHook(event) {
     event.preventDefault();
     const form = $("#hook-form");
     const v = formValues(form);
     const body = { url: v.url ?? "", eventTypes: checkedTypes(form) };
+    // Whom the endpoint is for is chosen, never assumed: an endpoint for every owner hears
+    // about every customer's keys.
+    if (!v.ownerScope) throw new Error("Choose whose keys it is for: one owner, or every owner.");
+    if (v.ownerScope === "one" && !v.ownerId)
+      throw new Error("Give the owner id, or choose every owner.");
+    body.ownerId = v.ownerScope === "one" ? v.ownerId : null;
     if (!body.eventTypes.length) throw new Error("Choose at least one event type.");
-    if (v.ownerId) body.ownerId = v.ownerId;
     if (v.description) body.description = v.description;
     const created = await api("POST", "/webhooks", body);
     form.reset();
+    syncOwnerField();
     issuedHookSecret = { id: created.id, secret: created.secret };
     await navigate(`${BASE}/webhooks/${created.id}`);
   }
@@ -1272,13 +1292,24 @@
   /** Shows endpoint `id`; a 404 is the "no such page" view. */
   async function openHook(id) {
     let hook;
+    // Its entries are read with it: they also tell what became of an endpoint deleted since.
+    const audit = api("GET", `/audit?endpointId=${id}&limit=${KEY_AUDIT_ENTRIES}`);
     try {
       hook = await api("GET", `/webhooks/${id}`);
     } catch (err) {
+      const trail = await audit.catch(() => null);
       if (!(err instanceof ApiFailure && err.status === 404)) throw err;
       for (const section of $$("#app > [data-view]"))
         section.hidden = section.dataset.view !== "missing";
-      $("#missing-text").textContent = `No webhook endpoint has the id ${id}.`;
+      // The newest entry of a deleted endpoint is its deletion: say so, and link its trail.
+      const deleted = trail?.data[0]?.action === "webhook_delete" ? trail.data[0] : null;
+      $("#missing-text").textContent = deleted
+        ? `Webhook endpoint ${id} was deleted by ${deleted.actor}. `
+        : `No webhook endpoint has the id ${id}.`;
+      if (deleted)
+        $("#missing-text").append(
+          el("a", "Its audit trail", { href: urlOf(`${BASE}/audit`, { endpointId: id }) }),
+        );
       return;
     }
     if (currentHook?.id !== id) {
@@ -1322,6 +1353,8 @@
     for (const box of $$('#hook form[data-hook-action="events"] input[name="eventTypes"]'))
       box.checked = hook.eventTypes.includes(box.value);
     $("#hook-toggle").textContent = hook.enabled ? "Disable…" : "Enable";
+    showAudit($("#hook-audit"), (await audit).data, "No changes recorded for this endpoint.");
+    $("#hook-audit-all").href = urlOf(`${BASE}/audit`, { endpointId: id });
     await loadDeliveries();
   }
 
@@ -1481,6 +1514,11 @@
       guarded(() => loadHooks(true)),
     );
     $("#hook-form").addEventListener("submit", guarded(createHook, $("#hook-form .result")));
+    $("#hook-form").addEventListener("change", (event) => {
+      if (event.target.name !== "ownerScope") return;
+      syncOwnerField();
+      if (event.target.value === "one") event.target.form.elements.ownerId.focus();
+    });
     for (const form of $$("#hook form.action")) {
       const output = $(".result", form);
       form.addEventListener("submit", (event) => {

@@ -100,16 +100,38 @@ function at(record, path) {
 }
 
 /**
+ * Characters a terminal acts on rather than shows: C0 and C1 controls and DEL (an escape sequence
+ * recolours, retitles or clears the screen; a line break starts a row of its own), bidi
+ * embeddings, overrides and isolates (they reorder the rest of the line), line and paragraph
+ * separators.
+ */
+const TERMINAL_CONTROL = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+/** @type {Record<string, string>} */
+const SHORT_ESCAPES = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+
+/**
+ * `text` with each terminal control character written as its escape (`\n`, `\u001b`), so a
+ * value stored by whoever wrote it (a description, a receiver's error, an audit entry) prints
+ * as text on one line.
+ * @param {string} text
+ */
+const printable = (text) =>
+  text.replace(
+    TERMINAL_CONTROL,
+    (c) => SHORT_ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+
+/**
  * A value as one table cell: empty for null, a list of words comma-separated, JSON for other
- * objects, the text otherwise.
+ * objects, the text otherwise; terminal control characters escaped in each.
  * @param {unknown} value
  */
 function cell(value) {
   if (value === null || value === undefined) return "";
   if (Array.isArray(value) && value.every((item) => typeof item === "string"))
-    return value.join(", ");
-  if (typeof value === "object") return JSON.stringify(value);
-  return String(value);
+    return printable(value.join(", "));
+  if (typeof value === "object") return printable(JSON.stringify(value));
+  return printable(String(value));
 }
 
 /**

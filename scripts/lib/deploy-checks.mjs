@@ -7,6 +7,7 @@ export const REQUIRED_SECRETS = [
   ["ADMIN_TOKEN", "ADMIN_TOKENS"],
   ["CURSOR_SECRET"],
   ["KEY_TAG_SECRET"],
+  ["WEBHOOK_ENCRYPTION_KEY"],
 ];
 
 /** A UUID made of at most three distinct hex digits (00000000-0000-4000-8000-…) is a placeholder. */

@@ -268,7 +268,8 @@ export async function startWranglerDev({
 
 /**
  * The API as `npm run dev` runs it: local D1 migrations into a temporary persistence dir, then
- * `wrangler dev` with random ADMIN_TOKEN, ADMIN_READ_TOKENS ("viewer"), CURSOR_SECRET and KEY_TAG_SECRET secrets
+ * `wrangler dev` with random ADMIN_TOKEN, ADMIN_READ_TOKENS ("viewer"), CURSOR_SECRET, KEY_TAG_SECRET and
+ * WEBHOOK_ENCRYPTION_KEY secrets
  * from a temporary env file.
  * `localObservability: false` turns off wrangler dev's local trace collector, which streams every
  * invocation's tail events (each span: fetch, Durable Object call, D1 query) into a SQLite-backed
@@ -298,7 +299,8 @@ export async function startApi({
     envFile,
     `ADMIN_TOKEN=${adminToken}\nADMIN_READ_TOKENS=viewer:${readToken}\n` +
       `CURSOR_SECRET=${randomBytes(24).toString("hex")}\n` +
-      `KEY_TAG_SECRET=${randomBytes(24).toString("hex")}\n`,
+      `KEY_TAG_SECRET=${randomBytes(24).toString("hex")}\n` +
+      `WEBHOOK_ENCRYPTION_KEY=${randomBytes(32).toString("base64")}\n`,
     { mode: 0o600 },
   );
   const config = path.join(root, "wrangler.toml");

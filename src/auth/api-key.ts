@@ -17,7 +17,7 @@ import {
   type LocationAuthentication,
   locationOf,
   type RequestLocation,
-} from "../objects/quota-limiter-client";
+} from "../objects/quota-holder-client";
 import { newAdmissionId } from "../quota/lease-messages";
 import { credentialsError, parseAuthorization } from "./authorization-header";
 import { failedGuess, isRefused } from "./failed-auth";

@@ -1,8 +1,13 @@
+import { openSecretOrThrow, type SecretBox } from "../lib/sealed-secret";
 import type { WebhookEventType } from "../schemas/webhooks";
 import { type AuditEntry, appendAuditIfChangedStatement, appendAuditStatement } from "./audit";
 import { guarded, type Queryable } from "./database-error";
 
-/** A webhook endpoint as stored, secrets included (never shown after they are issued). */
+/**
+ * A webhook endpoint as stored, secrets included (never shown after they are issued). `secret`
+ * and `previousSecret` are as D1 holds them: sealed (lib/sealed-secret.ts), or for an endpoint
+ * written before secrets were sealed, and until the hourly pass seals them, the secret itself.
+ */
 export interface WebhookEndpointRecord {
   id: string;
   /** null: events about every key. */
@@ -68,14 +73,73 @@ function endpointOf(r: EndpointRow): WebhookEndpointRecord {
 }
 
 /**
- * The secrets a delivery made at `now` is signed with: the current one, and the one before the
- * last roll while its grace period lasts.
+ * The secrets a delivery made at `now` is signed with, opened: the current one, and the one
+ * before the last roll while its grace period lasts. Throws when one cannot be opened
+ * (openSecretOrThrow).
  */
-export function signingSecrets(endpoint: WebhookEndpointRecord, now: number): string[] {
-  const { secret, previousSecret, previousSecretExpiresAt } = endpoint;
-  return previousSecret && previousSecretExpiresAt !== null && previousSecretExpiresAt > now
-    ? [secret, previousSecret]
-    : [secret];
+export function signingSecretsOrThrow(
+  box: SecretBox,
+  endpoint: WebhookEndpointRecord,
+  now: number,
+): Promise<string[]> {
+  const { id, secret, previousSecret, previousSecretExpiresAt } = endpoint;
+  const stored =
+    previousSecret && previousSecretExpiresAt !== null && previousSecretExpiresAt > now
+      ? [secret, previousSecret]
+      : [secret];
+  return Promise.all(stored.map((s) => openSecretOrThrow(box, id, s)));
+}
+
+/** An endpoint's stored secrets, as the pass that seals them reads and rewrites them. */
+export interface StoredSecrets {
+  id: string;
+  secret: string;
+  previousSecret: string | null;
+}
+
+/**
+ * At most `limit` endpoints whose secret or previous secret is not sealed under the current key
+ * (does not start with `sealedPrefix`): stored before sealing, or under the key before a rotation.
+ */
+export function endpointsNotSealedUnder(
+  db: Queryable,
+  sealedPrefix: string,
+  limit: number,
+): Promise<StoredSecrets[]> {
+  return guarded(async () => {
+    const { results } = await db
+      .prepare(
+        `SELECT id, secret, previous_secret AS previousSecret FROM webhook_endpoints
+         WHERE substr(secret, 1, length(?1)) != ?1
+            OR (previous_secret IS NOT NULL AND substr(previous_secret, 1, length(?1)) != ?1)
+         ORDER BY id LIMIT ?2`,
+      )
+      .bind(sealedPrefix, limit)
+      .all<StoredSecrets>();
+    return results;
+  });
+}
+
+/**
+ * Stores `after`'s secrets (the same secrets, sealed anew) if the endpoint still stores
+ * `before`'s: a roll in between wins, and the next pass sees its values. Not an operator's change:
+ * the version stays, so no concurrent write is refused for it. Whether it was written.
+ */
+export function replaceStoredSecrets(
+  db: Queryable,
+  before: StoredSecrets,
+  after: StoredSecrets,
+): Promise<boolean> {
+  return guarded(async () => {
+    const { meta } = await db
+      .prepare(
+        `UPDATE webhook_endpoints SET secret = ?4, previous_secret = ?5
+         WHERE id = ?1 AND secret = ?2 AND previous_secret IS ?3`,
+      )
+      .bind(before.id, before.secret, before.previousSecret, after.secret, after.previousSecret)
+      .run();
+    return meta.changes > 0;
+  });
 }
 
 /** Stores a new endpoint and its audit entry in one batch. */
@@ -521,19 +585,5 @@ export function keysExpiringWithoutEvent(
       .bind(now, until, limit)
       .all<{ id: string; expiresAt: number }>();
     return results;
-  });
-}
-
-/** Records that key `id`'s key.expiring event for `expiresAt` is queued. */
-export function markExpiringEventQueued(
-  db: Queryable,
-  id: string,
-  expiresAt: number,
-): Promise<void> {
-  return guarded(async () => {
-    await db
-      .prepare("UPDATE api_keys SET expiring_event_for = ?2 WHERE id = ?1")
-      .bind(id, expiresAt)
-      .run();
   });
 }

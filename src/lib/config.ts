@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { log } from "./log";
+import { type SecretBox, secretBoxOf } from "./sealed-secret";
 import { WEBHOOK_RETRY_DELAYS_SECONDS } from "./webhook-events";
 
 /** Whether `s` is exactly an http(s) origin: scheme, host and port, nothing more. */
@@ -18,6 +19,20 @@ const secret = z
 /** A secret that keys a MAC: unset, or at least 32 characters (`openssl rand -base64 32`). */
 const macSecret = secret.pipe(
   z.string().min(32, "must have at least 32 characters (openssl rand -base64 32)").optional(),
+);
+
+/** Whether `s` is the padded base64 of exactly 32 bytes, an AES-256 key. */
+function isBase64Key(s: string): boolean {
+  if (!/^[A-Za-z0-9+/]{43}=$/.test(s)) return false;
+  return Uint8Array.fromBase64(s).length === 32;
+}
+
+/** An AES-256 key: unset, or the base64 of 32 bytes (`openssl rand -base64 32`). */
+const aesKey = secret.pipe(
+  z
+    .string()
+    .refine(isBase64Key, "must be the base64 of 32 bytes (openssl rand -base64 32)")
+    .optional(),
 );
 
 /** Comma-separated origins (`https://app.example.com`); empty turns CORS off. */
@@ -125,6 +140,16 @@ const ConfigSchema = z
      * rolled keys are tagged with KEY_TAG_SECRET). See docs/operations.md.
      */
     KEY_TAG_SECRET_PREVIOUS: macSecret,
+    /**
+     * Seals every webhook signing secret stored in D1 (AES-256-GCM, lib/sealed-secret.ts). Unset:
+     * endpoints cannot be registered or rolled, nor deliveries signed. Rotation: docs/operations.md.
+     */
+    WEBHOOK_ENCRYPTION_KEY: aesKey,
+    /**
+     * The WEBHOOK_ENCRYPTION_KEY before a rotation: secrets sealed under it still open, and the
+     * hourly pass seals them again under WEBHOOK_ENCRYPTION_KEY.
+     */
+    WEBHOOK_ENCRYPTION_KEY_PREVIOUS: aesKey,
     /**
      * "on" lets webhook endpoints be http://localhost (127.0.0.1, [::1]) receivers, for developing
      * with `npm run webhooks:listen`; refused outside ENVIRONMENT=local (lib/webhook-url.ts).
@@ -245,7 +270,10 @@ function adminTokensOf(config: Config): AdminToken[] | ConfigError {
 }
 
 /** A secret the operation cannot do without; throws ConfigError (and logs it) when unset. */
-export function secretOrThrow(config: Config, name: "CURSOR_SECRET" | "KEY_TAG_SECRET"): string {
+export function secretOrThrow(
+  config: Config,
+  name: "CURSOR_SECRET" | "KEY_TAG_SECRET" | "WEBHOOK_ENCRYPTION_KEY",
+): string {
   const value = config[name];
   if (value) return value;
   const problem = `${name} is not set: run \`wrangler versions secret put ${name} --env …\` and deploy that version (locally: .dev.vars)`;
@@ -278,3 +306,25 @@ export function keyTagSecretsAccepted(config: Config): string[] {
 /** A rotated secret's accepted values: the current one, then the previous one while it is set. */
 const currentThenPrevious = (current: string, previous: string | undefined): string[] =>
   previous ? [current, previous] : [current];
+
+// Imported once per parsed configuration (WebCrypto keys), not on every delivery.
+const secretBoxes = new WeakMap<Config, Promise<SecretBox>>();
+
+/**
+ * The keys webhook signing secrets are sealed and opened with: WEBHOOK_ENCRYPTION_KEY, then
+ * during a rotation WEBHOOK_ENCRYPTION_KEY_PREVIOUS. Throws ConfigError (and logs it) when
+ * WEBHOOK_ENCRYPTION_KEY is unset.
+ */
+export function webhookSecretBoxOrThrow(config: Config): Promise<SecretBox> {
+  const current = secretOrThrow(config, "WEBHOOK_ENCRYPTION_KEY");
+  let box = secretBoxes.get(config);
+  if (!box) {
+    const previous = config.WEBHOOK_ENCRYPTION_KEY_PREVIOUS;
+    box = secretBoxOf(
+      Uint8Array.fromBase64(current),
+      previous ? Uint8Array.fromBase64(previous) : undefined,
+    );
+    secretBoxes.set(config, box);
+  }
+  return box;
+}

@@ -92,6 +92,10 @@ const LOCAL_RECEIVER_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 export function webhookUrlProblem(text: string, localReceivers: boolean): string | null {
   if (text.length > MAX_WEBHOOK_URL_LENGTH)
     return `must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`;
+  // The parser drops spaces around a URL and tabs and line breaks anywhere in it, and escapes
+  // other spaces: the text stored and shown (a list, the CLI's table) would not be the URL
+  // checked and called, and a line break in it would break every table that prints it.
+  if (/[\u0000-\u0020\u007f]/.test(text)) return "must not contain spaces or control characters";
   if (!URL.canParse(text)) return "must be an absolute URL (https://…)";
   const url = new URL(text);
   if (url.username || url.password) return "must not contain credentials (user:password@)";

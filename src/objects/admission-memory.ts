@@ -5,7 +5,8 @@ import {
   ADMISSION_MEMORY_MS,
   type Admission,
 } from "../quota/lease-messages";
-import { type Policy, type UsageState, type WindowStatus, windowsOf } from "../quota/windows";
+import { type UsageState, type WindowStatus, windowsOf } from "../quota/windows";
+import type { KeyPolicy } from "./key-policy";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
@@ -47,6 +48,7 @@ export class AdmissionMemory {
   constructor(
     private readonly sql: SqlStorage,
     private readonly history: UsageHistoryTable,
+    private readonly policy: KeyPolicy,
     /** The start of the earliest minute a lease still out was granted in (null: none is out). */
     private readonly oldestLeaseMinute: () => number | null,
   ) {}
@@ -97,7 +99,7 @@ export class AdmissionMemory {
    * from the holder, and its isolate then asked the key's object with the same id: decided there
    * too, the object's own count comes off (the stock's stays); refused there (the answer its
    * client got), the stock's permit comes back and is not billed. Any other id is remembered, so
-   * that asked later it is answered as admitted (under `policy`) and counted nowhere else. Each id
+   * that asked later it is answered as admitted (under the key's policy) and counted nowhere else. Each id
    * is then remembered as reported: a report delivered again changes nothing.
    */
   countOnceFromStock(
@@ -105,7 +107,6 @@ export class AdmissionMemory {
     leaseIn: GrantedLease | null,
     admissionIds: readonly string[] = [],
     now: number,
-    policy: Policy | null,
   ): UsageState {
     let counted = usage;
     for (const id of admissionIds) {
@@ -117,7 +118,7 @@ export class AdmissionMemory {
         counted = givePermitsBack(counted, { ...uncounted, permits: 1 }, 1);
         this.history.countServed(uncounted.dayStart, -1);
       }
-      const limits = policy ?? { perMinute: 0, perDay: 0, version: 0, revoked: false };
+      const limits = this.policy.current ?? { perMinute: 0, perDay: 0, version: 0, revoked: false };
       const answer: RememberedAdmission = known ?? {
         outcome: "allowed",
         windows: windowsOf(counted, limits),

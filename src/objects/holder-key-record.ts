@@ -1,9 +1,31 @@
 import type { Queryable } from "../db/database-error";
 import { findKeyByHash, KEY_RECORD_MAX_AGE_MS, type KeyMatch, type KeyRecord } from "../db/keys";
+import { MINUTE_MS } from "../lib/clock";
 import { CHANGE_APPLIES_WITHIN_MS, STOCK_LEASE_MS } from "../quota/lease";
 
 /** How long a holder uses its copy of the key after reading it from D1, at most. */
 export const HELD_KEY_MAX_AGE_MS = KEY_RECORD_MAX_AGE_MS;
+
+/**
+ * A holder reads its copy of the key again ahead of the key's next request (in the background,
+ * see QuotaHolder) when, by the time that request is expected (its last gap here from now), the
+ * copy would be at least this old: a key calling every 10 s to every minute then finds a copy
+ * young enough at every request, and none of its requests waits for D1 at the holder.
+ */
+export const HELD_KEY_READ_AHEAD_AGE_MS = HELD_KEY_MAX_AGE_MS - 5_000;
+
+/**
+ * The read ahead is timed so that the copy is this old when the next request is expected: that
+ * request may come this much later than its rhythm says and still find the copy.
+ */
+export const HELD_KEY_EXPECTED_AGE_MS = HELD_KEY_MAX_AGE_MS / 2;
+
+/**
+ * A key whose last gap here was longer than this gets no read ahead (its next request reads the
+ * key if the copy is too old by then). So the read ahead comes at most this long less
+ * HELD_KEY_EXPECTED_AGE_MS after the key's last request: within BACKGROUND_ENDS_WITHIN_MS.
+ */
+export const HELD_KEY_READ_AHEAD_GAP_MAX_MS = 2 * MINUTE_MS;
 
 /**
  * How long a copy that refuses the key (disabled, expired, a rolled-out secret) is trusted after
@@ -30,6 +52,8 @@ export class HeldKeyRecord {
   #vouchedUntil = 0;
   /** When the copy was last read from D1 (used until HELD_KEY_MAX_AGE_MS after). */
   #readAt = 0;
+  /** The hash of the secret last read (kept by `forget`): what a read ahead reads the key by. */
+  #lastHash: string | null = null;
   /** Bumped by `forget`: a read that started before is used for its request, not kept. */
   #generation = 0;
   /** Reads in flight by hash: requests that arrive meanwhile with the same secret share one. */
@@ -43,6 +67,23 @@ export class HeldKeyRecord {
     if (now >= this.#readAt + HELD_KEY_MAX_AGE_MS) return null;
     const secret = this.#secrets.get(hash);
     return this.#record && secret ? { record: this.#record, secret } : null;
+  }
+
+  /**
+   * How old the copy will be at `at` (Infinity: there is none, as after `forget`), if a secret of
+   * the key was ever read here; else null (a read ahead has nothing to read the key by).
+   */
+  ageAt(at: number): number | null {
+    if (this.#lastHash === null) return null;
+    return this.#record ? at - this.#readAt : Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Reads the key again from D1 (at `now`) by the secret read last, as `read` does: a copy kept
+   * young for the key's next request (see HELD_KEY_READ_AHEAD_AGE_MS). Throws what D1 throws.
+   */
+  async readAgain(db: Queryable, keyId: string, now: number): Promise<void> {
+    if (this.#lastHash !== null) await this.read(db, keyId, this.#lastHash, now);
   }
 
   /** Whether the copy was read from D1 within REFUSING_COPY_TRUSTED_MS of `now`. */
@@ -99,6 +140,7 @@ export class HeldKeyRecord {
       this.#vouchedUntil = 0;
     }
     this.#secrets.set(hash, match.secret);
+    this.#lastHash = hash;
     this.#readAt = Math.max(this.#readAt, now);
     this.vouch(match.record.version, now);
     return match;

@@ -1,7 +1,16 @@
 import { MINUTE_MS } from "../lib/clock";
-import { type GrantedLease, givePermitsBack, leaseExpiry, leaseLifetimeMs } from "../quota/lease";
+import {
+  type GrantedLease,
+  givePermitsBack,
+  leaseExpiry,
+  leaseLifetimeMs,
+  permitsToLease,
+  stockLivesTheMinute,
+  takePermits,
+} from "../quota/lease";
 import type { Lease, ReturnedLease } from "../quota/lease-messages";
-import type { UsageState } from "../quota/windows";
+import type { Limits } from "../quota/plans";
+import type { UsageState, WindowStatus } from "../quota/windows";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
@@ -31,7 +40,7 @@ const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, 
 /**
  * The leases the key's object granted and has not settled yet (table `leases`), each the account
  * of its permits: the windows count them from the grant, the usage history only as their holder
- * reports them used. The caller counts grants and give-backs in the windows.
+ * reports them used. A lend or a take-back answers the windows with its permits counted.
  */
 export class LeaseLedger {
   constructor(
@@ -59,17 +68,33 @@ export class LeaseLedger {
   }
 
   /**
-   * Records a new lease of `permits`, granted to the location holder `grantee` (null: an isolate),
-   * living `lifetimeMs` (see leaseLifetimeMs; never past its minute).
+   * Lends up to `want` permits on top of the `holding` its holder has unused (see permitsToLease)
+   * from the room left in `windows`, to the location holder `grantee` (null: an isolate): lease
+   * `extending` gets them if it was granted in the current minute, else a new lease. The windows
+   * count them at once (the `state` returned); no lease when there is no room for one.
    */
-  grant(
+  lend(
     state: UsageState,
-    permits: number,
+    windows: WindowStatus[],
+    limits: Limits,
+    { want, holding, extending }: { want: number; holding: number; extending?: string },
     now: number,
     grantee: string | null,
-    lifetimeMs = leaseLifetimeMs(grantee),
-  ): Lease {
-    const expiresAt = leaseExpiry(state, now, lifetimeMs);
+  ): { state: UsageState; lease: Lease | null } {
+    const permits = permitsToLease(windows, limits, want, holding, this.heldBy(state, extending));
+    if (permits <= 0) return { state, lease: null };
+    // A location holder's stock lives to the minute's end while the key is far from its
+    // limits, else STOCK_LEASE_MS (an extended lease takes the lifetime of its renewal).
+    const forTheMinute = stockLivesTheMinute(windows, limits, permits);
+    const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee, { forTheMinute }));
+    const extended =
+      extending === undefined ? null : this.#extend(extending, state, permits, holding, expiresAt);
+    const lease = extended ?? this.#grant(state, permits, expiresAt, grantee);
+    return { state: takePermits(state, permits), lease };
+  }
+
+  /** Records a new lease of `permits` to `grantee`, ending at `expiresAt` (never past its minute). */
+  #grant(state: UsageState, permits: number, expiresAt: number, grantee: string | null): Lease {
     const lease = { id: crypto.randomUUID(), permits, expiresAt };
     this.sql.exec(
       `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
@@ -86,20 +111,17 @@ export class LeaseLedger {
   }
 
   /**
-   * Adds `permits` to lease `id` and sets its expiry `lifetimeMs` from now, if it was granted in the current
-   * minute window and not handed back (a give-back then credits all of its unused permits);
-   * null otherwise. The lease then holds at most `holding` (its holder's unused) + `permits`.
+   * Adds `permits` to lease `id` and moves its expiry to `expiresAt`, if it was granted in the
+   * current minute window and not handed back (a give-back then credits all of its unused
+   * permits); null otherwise. The lease then holds at most `holding` (its holder's unused) + `permits`.
    */
-  extend(
+  #extend(
     id: string,
     state: UsageState,
     permits: number,
     holding: number,
-    now: number,
-    grantee: string | null,
-    lifetimeMs = leaseLifetimeMs(grantee),
+    expiresAt: number,
   ): Lease | null {
-    const expiresAt = leaseExpiry(state, now, lifetimeMs);
     const extended = this.sql.exec(
       `UPDATE leases SET permits = permits + ?, expires_at = ?, held = MIN(held, ?) + ?
          WHERE id = ? AND minute_start = ? AND day_start = ?`,

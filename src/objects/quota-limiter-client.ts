@@ -1,21 +1,21 @@
-import type { KeyMatch, KeyRecord } from "../db/keys";
+import type { KeyRecord } from "../db/keys";
 import type { UsageDay } from "../db/usage-history";
 import { clock } from "../lib/clock";
 import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
-import { log } from "../lib/log";
-import type { NoDecision } from "../quota/fail-open";
+import { type LogLevel, log } from "../lib/log";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import { type Admission, type LeaseRequest, newAdmissionId } from "../quota/lease-messages";
-import { EMPTY_USAGE, type KeyDecision, type Policy } from "../quota/windows";
+import { EMPTY_USAGE, type KeyUsage, keyUsageOf, type Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import {
-  type HolderAnswer,
-  type HolderAuthentication,
-  holderName,
-  type QuotaHolder,
-} from "./quota-holder";
-import { type KeyUsage, keyUsageOf, type QuotaLimiter } from "./quota-limiter";
+  type AdmitResult,
+  admitInLocation,
+  HolderWithoutDecision,
+  handBackLocationStock,
+  type RequestLocation,
+} from "./quota-holder-client";
+import type { QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded, persistentFailureOf, placedIn } from "./stub-call";
 
 /**
@@ -24,24 +24,6 @@ import { callWithOneRetry, isOverloaded, persistentFailureOf, placedIn } from ".
  */
 export const unusedKeyUsage = (policy: Policy, now: number): KeyUsage =>
   keyUsageOf(EMPTY_USAGE, policy, now);
-
-/**
- * The decision (from the object, or from this isolate's lease), or why there is none: the
- * object is overloaded (the key's own traffic), or unreachable; with the last refusal this
- * isolate saw for the key, if it still lasts.
- */
-export type AdmitResult =
-  | {
-      reached: true;
-      decision: KeyDecision;
-      /**
-       * Work on this isolate's lease that the request does not wait for, to run after the
-       * response (`waitUntil`): a renewal it started, and the hand-back of a lease's unused
-       * permits at its expiry. Null when there is none.
-       */
-      afterResponse: Promise<void> | null;
-    }
-  | ({ reached: false } & NoDecision);
 
 // This isolate's lease holder per key (bounded: a dropped holder's unused permits stay counted
 // until their minute ends, the same as an isolate that goes away).
@@ -56,118 +38,9 @@ function holderOf(keyId: string): LeaseHolder {
   return holder;
 }
 
-/** Where a request arrived: its location's holders (objects/quota-holder.ts) and its name. */
-export interface RequestLocation {
-  holders: DurableObjectNamespace<QuotaHolder>;
-  /** The Cloudflare location (`request.cf.colo`). */
-  name: string;
-}
-
-/** Where `request` arrived (its Cloudflare location), or null when it does not say. */
-export function locationOf(
-  request: Request,
-  holders: DurableObjectNamespace<QuotaHolder>,
-): RequestLocation | null {
-  const colo = (request.cf as { colo?: unknown } | undefined)?.colo;
-  return typeof colo === "string" && colo !== "" ? { holders, name: colo } : null;
-}
-
 /**
- * What the key's holder in the request's location said of a key's secret, as the Worker uses it:
- * the key (with the decision on the request, if one was asked for and made), "unknown" (no
- * secret of the key matches: a guess), or "unread" (the holder could not be reached or could
- * not read the key: the Worker reads D1 itself).
- */
-export type LocationAuthentication =
-  | { outcome: "found"; match: KeyMatch; admission: AdmitResult | null }
-  | { outcome: "unknown" }
-  | { outcome: "unread" };
-
-/** A holder's decision as `QuotaLimiterClient.admit` gives it (no isolate lease work to run after). */
-function admitResultOf(answer: HolderAnswer): AdmitResult {
-  return answer.reached
-    ? { reached: true, decision: answer.decision, afterResponse: null }
-    : answer;
-}
-
-/** The key's holder in `location`. */
-function holderIn(location: RequestLocation, keyId: string): DurableObjectStub<QuotaHolder> {
-  return location.holders.getByName(holderName(keyId, location.name));
-}
-
-async function askHolder(
-  location: RequestLocation,
-  keyId: string,
-  ask: (holder: DurableObjectStub<QuotaHolder>) => Promise<HolderAuthentication>,
-): Promise<LocationAuthentication> {
-  let said: HolderAuthentication;
-  try {
-    said = await ask(holderIn(location, keyId));
-  } catch (err) {
-    log("warn", "location holder unreachable; reading the key from D1", {
-      keyId,
-      error: String(err),
-    });
-    return { outcome: "unread" };
-  }
-  if (said.outcome !== "found") return said;
-  return {
-    outcome: "found",
-    match: said.match,
-    admission: said.answer ? admitResultOf(said.answer) : null,
-  };
-}
-
-/**
- * Authenticates the secret with hash `hash` of key `keyId` (named by its token) at the key's
- * holder in `location`, one local hop, without deciding the request.
- */
-export function authenticateInLocation(
-  location: RequestLocation,
-  keyId: string,
-  hash: string,
-): Promise<LocationAuthentication> {
-  return askHolder(location, keyId, (holder) => holder.authenticate(keyId, hash));
-}
-
-/**
- * As `authenticateInLocation`, and the holder decides the request in the same hop when the
- * secret may be used now (from its stock, or forwarded to the key's object; counted either way).
- */
-export function authenticateAndAdmitInLocation(
-  location: RequestLocation,
-  keyId: string,
-  hash: string,
-  admissionId: string | null = null,
-): Promise<LocationAuthentication> {
-  return askHolder(location, keyId, (holder) =>
-    holder.authenticateAndAdmit(keyId, hash, admissionId),
-  );
-}
-
-/** An error that says why a location holder had no decision (read by `isOverloaded`). */
-class HolderWithoutDecision extends Error {
-  readonly overloaded: boolean;
-  /** The refusal the holder was last given for the key, while it lasts. */
-  readonly refusal: NoDecision["refusal"];
-  /** The object's failure, when it fails every call (absent from a holder of the release before). */
-  readonly persistentFailure: string | null;
-
-  constructor(why: NoDecision) {
-    super(
-      why.overloaded
-        ? "the key's quota object is overloaded"
-        : "the key's quota object is unreachable",
-    );
-    this.overloaded = why.overloaded;
-    this.refusal = why.refusal;
-    this.persistentFailure = why.persistentFailure ?? null;
-  }
-}
-
-/**
- * The Worker's side of one key's QuotaLimiter and of its holder in the request's location: the
- * only code that calls their stubs. Every call to the key's object is retried once on a
+ * The Worker's side of one key's QuotaLimiter, and of its holder in the request's location
+ * through quota-holder-client.ts: the only code that calls their stubs. Every call to the key's object is retried once on a
  * `.retryable` error (stub-call.ts); what happens when it still fails is the call site's policy,
  * stated on each method.
  */
@@ -285,14 +158,8 @@ export class QuotaLimiterClient {
    */
   async reportOrThrow(offered: Policy): Promise<{ usage: KeyUsage; days: UsageDay[] }> {
     await this.#handBackLease();
-    type Report = { usage: KeyUsage; days: UsageDay[] };
-    return this.#call<Report>(async (stub) => stub.report(offered)).catch((err: unknown) => {
-      log("warn", "quota limiter unreachable for the key's usage", {
-        keyId: this.keyId,
-        error: String(err),
-      });
-      throw unavailable("The key's quota object could not be reached; repeat the request.");
-    });
+    const failure = "quota limiter unreachable for the key's usage";
+    return this.#callOrThrow(async (stub) => stub.report(offered), "warn", failure);
   }
 
   /** Pushes a newer policy. Unreachable: throws 503, since the change is not enforced yet. */
@@ -300,10 +167,13 @@ export class QuotaLimiterClient {
     // In this isolate the change applies from the very next request: no more admissions from
     // a lease granted under the old policy. Other isolates' leases end within ISOLATE_LEASE_MS.
     this.#leasesIfAny()?.dropLeaseAndRefusals();
-    await this.#call((stub) => stub.configure(policy)).catch((err: unknown) => {
-      log("error", "could not push key policy", { keyId: this.keyId, error: String(err) });
-      throw unavailable("The change is saved but not yet enforced everywhere; repeat the request.");
-    });
+    const message = "The change is saved but not yet enforced everywhere; repeat the request.";
+    await this.#callOrThrow(
+      (stub) => stub.configure(policy),
+      "error",
+      "could not push key policy",
+      message,
+    );
   }
 
   /** Lifts the ban. Unreachable: throws 503. */
@@ -311,11 +181,7 @@ export class QuotaLimiterClient {
     offered: Policy,
   ): Promise<{ bannedUntilBefore: number | null; usage: KeyUsage }> {
     this.#leasesIfAny()?.forgetRefusals();
-    type Unbanned = { bannedUntilBefore: number | null; usage: KeyUsage };
-    return this.#call<Unbanned>(async (stub) => stub.unban(offered)).catch((err: unknown) => {
-      log("error", "could not unban", { keyId: this.keyId, error: String(err) });
-      throw unavailable("The key's quota object could not be reached; repeat the request.");
-    });
+    return this.#callOrThrow(async (stub) => stub.unban(offered), "error", "could not unban");
   }
 
   /**
@@ -324,13 +190,8 @@ export class QuotaLimiterClient {
    */
   async saveUsageHistoryOrThrow(): Promise<UsageDay[]> {
     await this.#handBackLease();
-    return this.#call<UsageDay[]>(async (stub) => stub.saveUsageHistory()).catch((err: unknown) => {
-      log("error", "quota limiter unreachable for usage history", {
-        keyId: this.keyId,
-        error: String(err),
-      });
-      throw unavailable("The key's quota object could not be reached; repeat the request.");
-    });
+    const failure = "quota limiter unreachable for usage history";
+    return this.#callOrThrow(async (stub) => stub.saveUsageHistory(), "error", failure);
   }
 
   /**
@@ -341,72 +202,33 @@ export class QuotaLimiterClient {
    */
   async #handBackLease(): Promise<void> {
     const leases = this.#leasesIfAny();
-    await Promise.all([leases?.giveBackUnused(this.#giveBackCall), this.#handBackLocationStock()]);
+    const location = this.location && handBackLocationStock(this.location, this.keyId);
+    await Promise.all([leases?.giveBackUnused(this.#giveBackCall), location]);
   }
 
-  /**
-   * A request this isolate cannot decide from a lease of its own: decided by the key's holder in
-   * this location (from its stock, or forwarded), over a local hop. A call that asks for a lease
-   * or hands one back goes to the key's object through the holder, which hands its stock back in
-   * the same call; a request whose holder cannot be reached goes to the key's object directly
-   * (it decides it exactly, one far call).
-   */
+  /** Decided in this location (see admitInLocation), else by the key's object. */
   async #admitCall(policy: Policy, request: LeaseRequest): Promise<Admission> {
     const location = this.location;
-    if (location && request.want === 0 && request.returning.length === 0) {
-      let answer: HolderAnswer | null = null;
-      try {
-        // Retried once on a `.retryable` error, and then asked of the key's object, with the
-        // same admission id: whichever decided it already answers the same decision.
-        answer = await callWithOneRetry(
-          () => holderIn(location, this.keyId),
-          async (holder): Promise<HolderAnswer> =>
-            holder.admit(this.keyId, policy, this.region, request.admissionId ?? null),
-        );
-      } catch (err) {
-        log("warn", "location holder unreachable; asking the key's object", {
-          keyId: this.keyId,
-          error: String(err),
-        });
-      }
-      if (answer?.reached) return { ...answer.decision, lease: null };
-      if (answer) throw new HolderWithoutDecision(answer);
-    } else if (location) {
-      // A lease of this isolate's own: asked through the holder, which hands its stock back in
-      // the same call, so the location's permits are held by one tier at a time.
-      try {
-        return await holderIn(location, this.keyId).admitForIsolate(
-          this.keyId,
-          policy,
-          request,
-          this.region,
-        );
-      } catch (err) {
-        log("warn", "location holder unreachable; asking the key's object", {
-          keyId: this.keyId,
-          error: String(err),
-        });
-      }
-    }
-    return this.#call<Admission>(async (stub) => stub.admit(policy, request));
-  }
-
-  /** Hands the stock of this location's holder back to the key's object; never throws. */
-  async #handBackLocationStock(): Promise<void> {
-    const location = this.location;
-    if (!location) return;
-    await holderIn(location, this.keyId)
-      .giveBack(this.keyId)
-      .catch((err: unknown) =>
-        log("warn", "could not hand a location holder's stock back", {
-          keyId: this.keyId,
-          error: String(err),
-        }),
-      );
+    const decided =
+      location && (await admitInLocation(location, this.keyId, this.region, policy, request));
+    return decided ?? this.#call<Admission>(async (stub) => stub.admit(policy, request));
   }
 
   #call<T>(call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>): Promise<T> {
     return callWithOneRetry(() => this.#stub(), call);
+  }
+
+  /** As `#call`; when it still fails, logs `failure` at `level` and throws 503 with `message`. */
+  #callOrThrow<T>(
+    call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>,
+    level: LogLevel,
+    failure: string,
+    message = "The key's quota object could not be reached; repeat the request.",
+  ): Promise<T> {
+    return this.#call(call).catch((err: unknown) => {
+      log(level, failure, { keyId: this.keyId, error: String(err) });
+      throw unavailable(message);
+    });
   }
 
   #stub(): DurableObjectStub<QuotaLimiter> {

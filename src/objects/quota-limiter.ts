@@ -4,17 +4,10 @@ import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
 import { withDeadline } from "../quota/call-coordination";
-import {
-  CHANGE_APPLIES_WITHIN_MS,
-  leaseLifetimeMs,
-  permitsToLease,
-  stockLivesTheMinute,
-  takePermits,
-} from "../quota/lease";
+import { CHANGE_APPLIES_WITHIN_MS } from "../quota/lease";
 import {
   type Admission,
   admissionIdLive,
-  type Lease,
   type LeaseRequest,
   type Renewal,
   type RenewalRequest,
@@ -23,6 +16,8 @@ import {
 import {
   decide,
   EMPTY_USAGE,
+  type KeyUsage,
+  keyUsageOf,
   type Policy,
   rollWindows,
   type UsageState,
@@ -31,6 +26,7 @@ import {
 import { AdmissionMemory, type RememberedAdmission } from "./admission-memory";
 import { AlarmSchedule } from "./alarm-schedule";
 import { BanRecords } from "./ban-records";
+import { KeyPolicy } from "./key-policy";
 import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
 import { QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import { migrateSchemaOrThrow } from "./schema-migrations";
@@ -47,25 +43,6 @@ export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 
 const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
 
-export interface KeyUsage {
-  policy: Policy | null;
-  minute: { count: number; limit: number | null; resetAt: number };
-  day: { count: number; limit: number | null; resetAt: number };
-  bannedUntil: number | null;
-}
-
-/** What the key's object reports at `now` for its `state` under `policy` (null: none known yet). */
-export function keyUsageOf(state: UsageState, policy: Policy | null, now: number): KeyUsage {
-  const u = rollWindows(state, now);
-  const [minute, day] = windowsOf(u, policy ?? { perMinute: 0, perDay: 0 });
-  return {
-    policy,
-    minute: { count: u.minuteCount, limit: policy?.perMinute ?? null, resetAt: minute!.resetAt },
-    day: { count: u.dayCount, limit: policy?.perDay ?? null, resetAt: day!.resetAt },
-    bannedUntil: u.bannedUntil > now ? u.bannedUntil : null,
-  };
-}
-
 /**
  * One per API key (named by the key's id). `admit` both enforces and counts; a busy isolate
  * also gets a lease of permits with it and admits from the lease without calling
@@ -73,8 +50,8 @@ export function keyUsageOf(state: UsageState, policy: Policy | null, now: number
  * the key's current policy
  * (limits and revocation), pushed by the admin API, so plan changes and revocations take
  * effect on the next request even while Workers still hold a cached key record. Its parts: the
- * windows (usage-table.ts), the leases (lease-ledger.ts), the day history
- * (usage-history-table.ts) and the bans D1 is told of (ban-records.ts), sharing one alarm.
+ * windows (usage-table.ts), the policy (key-policy.ts), the leases (lease-ledger.ts), the day
+ * history (usage-history-table.ts) and the bans D1 is told of (ban-records.ts), sharing one alarm.
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageTable: UsageTable;
@@ -84,8 +61,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #bans: BanRecords;
   readonly #admissions: AdmissionMemory;
   readonly #webhooks: WebhookOutbox;
+  readonly #policy: KeyPolicy;
   #usage: UsageState = { ...EMPTY_USAGE };
-  #policy: Policy | null = null;
   /** How long a ban lasts (BAN_MINUTES), read as the object opens. */
   #banMs = 0;
 
@@ -93,11 +70,12 @@ export class QuotaLimiter extends DurableObject<Env> {
     super(ctx, env);
     const { sql } = ctx.storage;
     this.#usageTable = new UsageTable(sql);
+    this.#policy = new KeyPolicy(sql);
     this.#alarms = new AlarmSchedule(ctx.storage);
     this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#leases = new LeaseLedger(sql, this.#history);
     this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
-    this.#admissions = new AdmissionMemory(sql, this.#history, () =>
+    this.#admissions = new AdmissionMemory(sql, this.#history, this.#policy, () =>
       this.#leases.oldestMinuteOut(),
     );
     this.#webhooks = new WebhookOutbox(
@@ -116,12 +94,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
     migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
     this.#usage = this.#usageTable.load();
-    const row = sql
-      .exec<{ perMinute: number; perDay: number; version: number; revoked: number }>(
-        "SELECT per_minute AS perMinute, per_day AS perDay, version, revoked FROM policy WHERE id = 1",
-      )
-      .toArray()[0];
-    this.#policy = row ? { ...row, revoked: row.revoked === 1 } : null;
+    this.#policy.load();
     // Whatever this object holds for later (the day's windows, history days not yet in D1,
     // leases to settle, bans to record) has an alarm, unless setting it failed before the
     // object was evicted: then it gets one now, and the alarm re-arms for what is not due.
@@ -162,7 +135,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       const lease = known.lease && this.#leases.isOut(known.lease.id) ? known.lease : null;
       return { ...admission, lease };
     }
-    const effective = this.#adopt(policy);
+    const effective = this.#policy.adopt(policy);
     const previousDay = this.#usage.dayStart;
     const current = this.#takeBack(now, request.returning);
     if (id !== undefined && (effective.version > policy.version || !admissionIdLive(id, now))) {
@@ -171,21 +144,13 @@ export class QuotaLimiter extends DurableObject<Env> {
       const windows = windowsOf(current, effective);
       return { outcome: "stale", windows, now, policyVersion: effective.version, lease: null };
     }
-    const decided = decide(current, effective, now, this.#banMs);
-    let { state } = decided;
-    const { decision } = decided;
-    let lease: Lease | null = null;
+    const { decision, state: counted } = decide(current, effective, now, this.#banMs);
     // Most requests ask for no lease: they need not read what the leases hold.
-    const permits =
+    const ask = { want: request.want, holding: 0 };
+    const { state, lease } =
       decision.outcome === "allowed" && request.want > 0
-        ? permitsToLease(decision.windows, effective, request.want, 0, this.#leases.heldBy(state))
-        : 0;
-    if (permits > 0) {
-      const forTheMinute = stockLivesTheMinute(decision.windows, effective, permits);
-      const lifetimeMs = leaseLifetimeMs(grantee, { forTheMinute });
-      lease = this.#leases.grant(state, permits, now, grantee, lifetimeMs);
-      state = takePermits(state, permits);
-    }
+        ? this.#leases.lend(counted, decision.windows, effective, ask, now, grantee)
+        : { state: counted, lease: null };
     const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
     this.#keep(state, previousDay);
     if (banStarted) this.#bans.note(now, state.bannedUntil);
@@ -211,18 +176,12 @@ export class QuotaLimiter extends DurableObject<Env> {
     const id = request.renewalId;
     const known = id === undefined ? null : this.#admissions.recall<Renewal>(id);
     if (known) return known;
-    const effective = this.#adopt(policy);
+    const effective = this.#policy.adopt(policy);
     const previousDay = this.#usage.dayStart;
     let state = this.#takeBack(now, request.returning);
     if (request.used !== undefined) this.#leases.countUsed(request.leaseId, request.used);
     const leaseIn = this.#leases.grantedIn(request.leaseId);
-    state = this.#admissions.countOnceFromStock(
-      state,
-      leaseIn,
-      request.admissionIds,
-      now,
-      this.#policy,
-    );
+    state = this.#admissions.countOnceFromStock(state, leaseIn, request.admissionIds, now);
     const windows = windowsOf(state, effective);
     // A caller on an older policy than the object's is told so and granted nothing: its lease
     // was granted under the old limits and must end, not grow.
@@ -232,27 +191,12 @@ export class QuotaLimiter extends DurableObject<Env> {
     // `holding`: they are held all the same, until the lease is handed back.
     const unusedHere = this.#leases.unusedOf(request.leaseId, state, request.used);
     const holding = Math.max(0, request.holding, unusedHere);
-    const permits = refused
-      ? 0
-      : permitsToLease(
-          windows,
-          effective,
-          request.want,
-          holding,
-          this.#leases.heldBy(state, request.leaseId),
-        );
-    let granted: Lease | null = null;
-    if (permits > 0) {
-      // A location holder's stock lives to the minute's end while the key is far from its
-      // limits, else STOCK_LEASE_MS (an extended lease takes the lifetime of its renewal).
-      const forTheMinute = stockLivesTheMinute(windows, effective, permits);
-      const lifetimeMs = leaseLifetimeMs(grantee, { forTheMinute });
-      granted =
-        this.#leases.extend(request.leaseId, state, permits, holding, now, grantee, lifetimeMs) ??
-        this.#leases.grant(state, permits, now, grantee, lifetimeMs);
-      state = takePermits(state, permits);
-    }
-    this.#keep(state, previousDay);
+    const ask = { want: request.want, holding, extending: request.leaseId };
+    const lent = refused
+      ? { state, lease: null }
+      : this.#leases.lend(state, windows, effective, ask, now, grantee);
+    const granted = lent.lease;
+    this.#keep(lent.state, previousDay);
     this.#leases.strandUnreported(now);
     const renewal: Renewal = {
       policyVersion: effective.version,
@@ -276,20 +220,14 @@ export class QuotaLimiter extends DurableObject<Env> {
   #handBack(usage: UsageState, returned: ReturnedLease, now: number): UsageState {
     const leaseIn = this.#leases.grantedIn(returned.id);
     const settled = this.#leases.takeBack(usage, returned) ?? usage;
-    return this.#admissions.countOnceFromStock(
-      settled,
-      leaseIn,
-      returned.admissionIds,
-      now,
-      this.#policy,
-    );
+    return this.#admissions.countOnceFromStock(settled, leaseIn, returned.admissionIds, now);
   }
 
   /** Saves the windows if they changed; schedules the day's cleanup when a new day began. */
   #keep(state: UsageState, previousDay: number): void {
     if (state !== this.#usage) {
       // Usage alerts (webhooks) from the exact counts: a row when a threshold is crossed, no wait.
-      this.#webhooks.observe(this.#usage, state, this.#policy, clock.now());
+      this.#webhooks.observe(this.#usage, state, this.#policy.current, clock.now());
       this.#usage = state;
       this.#usageTable.save(state);
     }
@@ -327,8 +265,8 @@ export class QuotaLimiter extends DurableObject<Env> {
    * under the newest policy).
    */
   async configure(policy: Policy): Promise<void> {
-    const before = this.#policy?.version;
-    if (this.#adopt(policy).version === before) return;
+    const before = this.#policy.current?.version;
+    if (this.#policy.adopt(policy).version === before) return;
     const grantees = this.#leases.granteesHolding(clock.now());
     const keyId = this.ctx.id.name;
     if (!keyId || grantees.length === 0) return;
@@ -351,11 +289,7 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /** Current counts and ban. `offered` (the key as D1 has it) supplies limits the object has not seen yet. */
   usage(offered?: Policy): KeyUsage {
-    const policy =
-      this.#policy && (!offered || this.#policy.version >= offered.version)
-        ? this.#policy
-        : (offered ?? null);
-    return keyUsageOf(this.#usage, policy, clock.now());
+    return keyUsageOf(this.#usage, this.#policy.newest(offered), clock.now());
   }
 
   /**
@@ -416,20 +350,5 @@ export class QuotaLimiter extends DurableObject<Env> {
   async saveUsageHistory(): Promise<UsageDay[]> {
     this.#leases.strandUnreported(clock.now());
     return this.#history.save();
-  }
-
-  #adopt(offered: Policy): Policy {
-    if (this.#policy && this.#policy.version >= offered.version) return this.#policy;
-    this.#policy = offered;
-    this.ctx.storage.sql.exec(
-      `INSERT INTO policy (id, per_minute, per_day, version, revoked) VALUES (1, ?, ?, ?, ?)
-       ON CONFLICT (id) DO UPDATE SET per_minute = excluded.per_minute, per_day = excluded.per_day,
-         version = excluded.version, revoked = excluded.revoked`,
-      offered.perMinute,
-      offered.perDay,
-      offered.version,
-      offered.revoked ? 1 : 0,
-    );
-    return offered;
   }
 }

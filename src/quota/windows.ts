@@ -103,6 +103,25 @@ export function windowsOf(s: UsageState, limits: Limits): WindowStatus[] {
   ];
 }
 
+export interface KeyUsage {
+  policy: Policy | null;
+  minute: { count: number; limit: number | null; resetAt: number };
+  day: { count: number; limit: number | null; resetAt: number };
+  bannedUntil: number | null;
+}
+
+/** What the key's object reports at `now` for its `state` under `policy` (null: none known yet). */
+export function keyUsageOf(state: UsageState, policy: Policy | null, now: number): KeyUsage {
+  const u = rollWindows(state, now);
+  const [minute, day] = windowsOf(u, policy ?? { perMinute: 0, perDay: 0 });
+  return {
+    policy,
+    minute: { count: u.minuteCount, limit: policy?.perMinute ?? null, resetAt: minute!.resetAt },
+    day: { count: u.dayCount, limit: policy?.perDay ?? null, resetAt: day!.resetAt },
+    bannedUntil: u.bannedUntil > now ? u.bannedUntil : null,
+  };
+}
+
 /** A key that keeps sending while throttled: more refusals in one minute than its per-minute limit (at least 10). */
 export function banThreshold(perMinute: number): number {
   return Math.max(10, perMinute);

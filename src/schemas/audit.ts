@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { adminPageCursor, isoDay, oneOfError, pageLimit } from "./common";
-import { keyIdString } from "./keys";
+import { KEY_ID_PATTERN } from "./keys";
+import { WEBHOOK_ENDPOINT_ID_PATTERN } from "./webhooks";
 
 export const AUDIT_ACTION_NAMES = [
   "create",
@@ -20,7 +21,18 @@ export const AUDIT_ACTION_NAMES = [
 ] as const;
 
 export const AuditQuerySchema = z.strictObject({
-  keyId: keyIdString().optional().openapi({ description: "Only entries about this key" }),
+  keyId: z
+    .string()
+    .regex(KEY_ID_PATTERN, "must be a key id (key_…); an endpoint's entries: endpointId")
+    .optional()
+    .openapi({ description: "Only entries about this key" }),
+  endpointId: z
+    .string()
+    .regex(WEBHOOK_ENDPOINT_ID_PATTERN, "must be a webhook endpoint id (whe_…)")
+    .optional()
+    .openapi({
+      description: "Only entries about this webhook endpoint (also once deleted); not with keyId",
+    }),
   actor: z
     .string()
     .min(1, "must not be empty")

@@ -152,6 +152,12 @@ abstract class KeyStep implements Cmd {
     this.probe = location === null ? null : new KeyRequest(location, 1);
     return this;
   }
+
+  /** This step, then one request with the newest secret in `location`, from a cold isolate. */
+  withSparseRequestIn(location: number): this {
+    this.probe = new SparseKeyRequest(location);
+    return this;
+  }
 }
 
 /**
@@ -168,12 +174,16 @@ class KeyRequest extends KeyStep {
   label() {
     return `Request(${KEY_LOCATIONS[this.location] ?? "no location"}, ×${this.count} per secret)`;
   }
+  /** The secrets sent, `count` times each. */
+  secretsSent(m: KeyModel): KeyModel["secrets"] {
+    return [...new Set([m.secrets[0]!, m.secrets.at(-2), m.secrets.at(-1)!])].filter(
+      (s) => s !== undefined,
+    );
+  }
   async act(m: KeyModel, r: KeyReal) {
     const colo = KEY_LOCATIONS[this.location];
     const at = r.time.now;
-    const secrets = [...new Set([m.secrets[0]!, m.secrets.at(-2), m.secrets.at(-1)!])].filter(
-      (s) => s !== undefined,
-    );
+    const secrets = this.secretsSent(m);
     const answers = await Promise.all(
       secrets.flatMap(({ token, hash }) =>
         Array.from({ length: this.count }, () => {
@@ -205,6 +215,27 @@ class KeyRequest extends KeyStep {
           `${which}: refused (401), but D1 lets it in since ${since.kind} answered at ${iso(since.at)}`,
         );
     }
+  }
+}
+
+/**
+ * One request with the key's newest secret in `location`, from an isolate whose record of the
+ * key is gone (as it is 30 s after it was read): a sparse key's request, authenticated by the
+ * key's holder there from its copy, read ahead of it or not.
+ */
+class SparseKeyRequest extends KeyRequest {
+  constructor(location: number) {
+    super(location, 1);
+  }
+  override label() {
+    return `SparseRequest(${KEY_LOCATIONS[this.location]}, newest secret, cold isolate)`;
+  }
+  override secretsSent(m: KeyModel): KeyModel["secrets"] {
+    return [m.secrets.at(-1)!];
+  }
+  override async act(m: KeyModel, r: KeyReal) {
+    forgetKey(m.id);
+    await super.act(m, r);
   }
 }
 
@@ -326,6 +357,11 @@ export function keyCommands() {
     fc
       .tuple(fc.integer({ min: 20_000, max: 31_000 }), probe)
       .map(([ms, p]) => new KeyAdvance(ms).withRequestsIn(p)),
+    // A key calling every 10 s to every minute in a location: its holder reads its copy again
+    // ahead of the next request (objects/quota-holder.ts), before or after a change.
+    fc
+      .tuple(fc.integer({ min: 10_000, max: 65_000 }), fc.nat({ max: 1 }))
+      .map(([ms, l]) => new KeyAdvance(ms).withSparseRequestIn(l)),
     change,
     change,
     change,

@@ -14,11 +14,13 @@ import { vi } from "vitest";
 import { clock, DAY_MS, dayName, MINUTE_MS } from "../../src/lib/clock";
 import { STRANDED_AFTER_MS } from "../../src/objects/lease-ledger";
 import { holderName, QuotaHolder } from "../../src/objects/quota-holder";
+import type { AdmitResult } from "../../src/objects/quota-holder-client";
 import { QuotaLimiter } from "../../src/objects/quota-limiter";
-import { type AdmitResult, QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
+import { QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
 import { bindingWindow } from "../../src/quota/headers";
+import type { HolderDecision } from "../../src/quota/held-lease";
 import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
-import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
+import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import { admissionIdLive, newAdmissionId } from "../../src/quota/lease-messages";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
@@ -305,8 +307,7 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
   // Not decided because its admission id outlived ADMISSION_ID_LIFETIME_MS on its way (a call
   // held): an earlier attempt may have been decided and counted, its answer lost. For the bill,
   // a request whose decision never came back.
-  if (d.outcome === "stale" && !admissionIdLive(newAdmissionId(sent.clockAt), d.now))
-    m.unreached++;
+  if (d.outcome === "stale" && !admissionIdLive(newAdmissionId(sent.clockAt), d.now)) m.unreached++;
   const minute = d.windows.find((w) => w.name === "minute")!;
   // Windows only move forward: no decision in a minute over when the request was sent.
   if (WINDOWS_ONLY_MOVE_FORWARD && minute.resetAt - MINUTE_MS <= sent.over)

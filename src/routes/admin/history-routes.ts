@@ -22,7 +22,7 @@ import {
   KeyUsageQuerySchema,
   MAX_USAGE_DAYS,
 } from "../../schemas/usage";
-import { type AdminEnv, foundOrThrow, security } from "./admin-env";
+import { type AdminEnv, cursorSecrets, foundOrThrow, security } from "./admin-env";
 import { adminKeyQuota, listedKeyReportOrThrow } from "./key-quota";
 import {
   auditEntryView,
@@ -180,7 +180,9 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
         day,
         dayEnd,
         limit: limit + 1,
-        afterKeyId: cursor ? decodeCursorOrThrow(cursor, "string") : undefined,
+        afterKeyId: cursor
+          ? await decodeCursorOrThrow(cursorSecrets(c), "usage-day", cursor, "string")
+          : undefined,
       });
       const { page: stored, nextCursor } = pageOf(rows, limit, (last) => encodeCursor(last.keyId));
       const held = dayStart <= now && now < dayEnd + HELD_AFTER_DAY_END_MS;
@@ -208,7 +210,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       tags: ["Audit"],
       summary: "The audit trail",
       description:
-        "One entry per admin write (create, update, disable, enable, revoke, roll, unban) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.",
+        "One entry per admin write (create, update, disable, enable, revoke, roll, unban, webhook_…) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key or webhook endpoint, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` or `endpointId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.",
       security,
       request: { query: AuditQuerySchema },
       responses: {
@@ -220,17 +222,22 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       },
     }),
     async (c) => {
-      const { keyId, actor, action, from, to, limit, cursor } = c.req.valid("query");
+      const { keyId, endpointId, actor, action, from, to, limit, cursor } = c.req.valid("query");
+      // An endpoint's entries are stored under its id where a key's are (key_id).
+      if (keyId && endpointId)
+        throw new ApiError("invalid_request", "endpointId: give keyId or endpointId, not both.");
       if (from && to && from > to)
         throw new ApiError("invalid_request", `from: must not be after to (${from} > ${to}).`);
       const entries = await listAudit(c.env.DB, {
-        keyId,
+        keyId: keyId ?? endpointId,
         actor,
         action,
         from: from === undefined ? undefined : dayStartOf(from),
         until: to === undefined ? undefined : dayStartOf(to) + DAY_MS,
         limit: limit + 1,
-        beforeId: cursor ? decodeCursorOrThrow(cursor, "number") : undefined,
+        beforeId: cursor
+          ? await decodeCursorOrThrow(cursorSecrets(c), "audit", cursor, "number")
+          : undefined,
       });
       const { page, nextCursor } = pageOf(entries, limit, (last) => encodeCursor(last.id));
       return c.json(

@@ -1,13 +1,9 @@
 import { type KeyRecord, policyOf } from "../../db/keys";
 import type { UsageDay } from "../../db/usage-history";
 import { clock } from "../../lib/clock";
-import type { KeyUsage } from "../../objects/quota-limiter";
-import {
-  locationOf,
-  QuotaLimiterClient,
-  type RequestLocation,
-  unusedKeyUsage,
-} from "../../objects/quota-limiter-client";
+import { locationOf, type RequestLocation } from "../../objects/quota-holder-client";
+import { QuotaLimiterClient, unusedKeyUsage } from "../../objects/quota-limiter-client";
+import type { KeyUsage } from "../../quota/windows";
 
 /**
  * The client of the key's quota object, or null for a key never used (`firstUsedAt` null): such

@@ -17,9 +17,10 @@ import {
   type WebhookEndpointSettings,
 } from "../../db/webhooks";
 import { clock, isoTime } from "../../lib/clock";
-import type { Config } from "../../lib/config";
+import { type Config, webhookSecretBoxOrThrow } from "../../lib/config";
 import { randomBase62 } from "../../lib/crypto";
 import { ApiError, unavailable } from "../../lib/errors";
+import { sealSecret } from "../../lib/sealed-secret";
 import { queueDeliveriesOrThrow } from "../../lib/webhook-events";
 import { newWebhookSecret, webhookSecretKey } from "../../lib/webhook-signature";
 import { webhookUrlProblem } from "../../lib/webhook-url";
@@ -42,7 +43,7 @@ import {
   WebhookEndpointPageSchema,
   WebhookEndpointSchema,
 } from "../../schemas/webhooks";
-import { type AdminEnv, auditOf, security } from "./admin-env";
+import { type AdminEnv, auditOf, cursorSecrets, security } from "./admin-env";
 import { decodeKeyCursorOrThrow, encodeKeyCursor, pageOf } from "./key-views";
 import { writeWhileUnchangedOrThrow } from "./write-while-unchanged";
 
@@ -200,13 +201,17 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
     async (c) => {
       const body = c.req.valid("json");
       const now = clock.now();
+      const id = `whe_${randomBase62(20)}`;
+      const url = urlOrThrow(body.url, c.var.config);
+      const secret = secretOrThrow(body.secret);
+      const box = await webhookSecretBoxOrThrow(c.var.config);
       const endpoint: WebhookEndpointRecord = {
-        id: `whe_${randomBase62(20)}`,
+        id,
         ownerId: body.ownerId ?? null,
-        url: urlOrThrow(body.url, c.var.config),
+        url,
         eventTypes: body.eventTypes,
         description: body.description ?? null,
-        secret: secretOrThrow(body.secret),
+        secret: await sealSecret(box, id, secret),
         previousSecret: null,
         previousSecretExpiresAt: null,
         secretRolledAt: null,
@@ -222,7 +227,7 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
         auditOf(c, "webhook_create", endpoint.id, endpointChanges(null, endpoint)),
       );
       c.header("Location", `/admin/v1/webhooks/${endpoint.id}`);
-      return c.json({ ...endpointView(endpoint), secret: endpoint.secret }, 201);
+      return c.json({ ...endpointView(endpoint), secret }, 201);
     },
   )
   .openapi(
@@ -249,7 +254,7 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
       const rows = await listEndpoints(
         c.env.DB,
         limit + 1,
-        cursor ? decodeKeyCursorOrThrow(cursor) : undefined,
+        cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "webhooks", cursor) : undefined,
         ownerId,
       );
       const { page, nextCursor } = pageOf(rows, limit, encodeKeyCursor);
@@ -383,13 +388,14 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
       const { id } = c.req.valid("param");
       const body = c.req.valid("json");
       const secret = secretOrThrow(body.secret);
+      const sealed = await sealSecret(await webhookSecretBoxOrThrow(c.var.config), id, secret);
       const rolled = await writeEndpointOrThrow(c, id, (current, now) => {
         const previousExpiresAt = now + body.gracePeriodSeconds * 1000;
         return rollEndpointSecret(
           c.env.DB,
           id,
           current.version,
-          { secret, now, previousExpiresAt },
+          { secret: sealed, now, previousExpiresAt },
           auditOf(c, "webhook_roll_secret", id, {
             previousSecretExpiresAt: {
               before: isoTime(current.previousSecretExpiresAt),
@@ -398,7 +404,7 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
           }),
         );
       });
-      return c.json({ ...endpointView(rolled), secret: rolled.secret }, 201);
+      return c.json({ ...endpointView(rolled), secret }, 201);
     },
   )
   .openapi(
@@ -428,7 +434,7 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
         c.env.DB,
         id,
         limit + 1,
-        cursor ? decodeKeyCursorOrThrow(cursor) : undefined,
+        cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "deliveries", cursor) : undefined,
         status,
       );
       const { page, nextCursor } = pageOf(rows, limit, encodeKeyCursor);

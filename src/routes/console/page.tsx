@@ -523,6 +523,10 @@ const ConsolePage: FC = () => (
                 <input name="keyId" placeholder="key_…" />
               </label>
               <label>
+                Endpoint id
+                <input name="endpointId" placeholder="whe_…" />
+              </label>
+              <label>
                 Actor
                 <input name="actor" placeholder="token name, system" />
               </label>
@@ -605,7 +609,7 @@ const ConsolePage: FC = () => (
               This token is read-only: it cannot create endpoints.
             </p>
             <form id="hook-form" class="card form-grid" data-writes>
-              <label>
+              <label class="wide">
                 URL (https, public host)
                 <input
                   name="url"
@@ -615,10 +619,22 @@ const ConsolePage: FC = () => (
                   placeholder="https://hooks.example.com/animal-store"
                 />
               </label>
-              <label>
-                Owner id (empty: every owner's keys)
-                <input name="ownerId" maxlength={200} placeholder="acct_42" />
-              </label>
+              <fieldset class="checks owner-choice">
+                <legend>Sends events about the keys of</legend>
+                <label>
+                  <input type="radio" name="ownerScope" value="one" /> one owner
+                </label>
+                <input
+                  name="ownerId"
+                  maxlength={200}
+                  placeholder="acct_42"
+                  aria-label="Owner id"
+                  disabled
+                />
+                <label>
+                  <input type="radio" name="ownerScope" value="every" /> every owner
+                </label>
+              </fieldset>
               <label>
                 Description (optional)
                 <input name="description" maxlength={500} />
@@ -704,6 +720,15 @@ const ConsolePage: FC = () => (
                 <p>Each event sent to this endpoint is logged here, newest first.</p>
               </Empty>
               <ListFoot list="deliveries" />
+            </section>
+            <section class="card" aria-labelledby="hook-audit-heading">
+              <div class="card-head">
+                <h2 id="hook-audit-heading">Audit trail</h2>
+                <a id="hook-audit-all" href="/admin/audit">
+                  All entries
+                </a>
+              </div>
+              <ol id="hook-audit" class="audit" />
             </section>
           </section>
 

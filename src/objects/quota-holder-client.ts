@@ -1,0 +1,192 @@
+import type { KeyMatch } from "../db/keys";
+import { log } from "../lib/log";
+import type { NoDecision } from "../quota/fail-open";
+import type { Admission, LeaseRequest } from "../quota/lease-messages";
+import type { KeyDecision, Policy } from "../quota/windows";
+import type { Region } from "../schemas/region";
+import {
+  type HolderAnswer,
+  type HolderAuthentication,
+  holderName,
+  type QuotaHolder,
+} from "./quota-holder";
+import { callWithOneRetry } from "./stub-call";
+
+/**
+ * The decision (from the object, or from this isolate's lease), or why there is none: the
+ * object is overloaded (the key's own traffic), or unreachable; with the last refusal this
+ * isolate saw for the key, if it still lasts.
+ */
+export type AdmitResult =
+  | {
+      reached: true;
+      decision: KeyDecision;
+      /**
+       * Work on this isolate's lease that the request does not wait for, to run after the
+       * response (`waitUntil`): a renewal it started, and the hand-back of a lease's unused
+       * permits at its expiry. Null when there is none.
+       */
+      afterResponse: Promise<void> | null;
+    }
+  | ({ reached: false } & NoDecision);
+
+/** Where a request arrived: its location's holders (objects/quota-holder.ts) and its name. */
+export interface RequestLocation {
+  holders: DurableObjectNamespace<QuotaHolder>;
+  /** The Cloudflare location (`request.cf.colo`). */
+  name: string;
+}
+
+/** Where `request` arrived (its Cloudflare location), or null when it does not say. */
+export function locationOf(
+  request: Request,
+  holders: DurableObjectNamespace<QuotaHolder>,
+): RequestLocation | null {
+  const colo = (request.cf as { colo?: unknown } | undefined)?.colo;
+  return typeof colo === "string" && colo !== "" ? { holders, name: colo } : null;
+}
+
+/**
+ * What the key's holder in the request's location said of a key's secret, as the Worker uses it:
+ * the key (with the decision on the request, if one was asked for and made), "unknown" (no
+ * secret of the key matches: a guess), or "unread" (the holder could not be reached or could
+ * not read the key: the Worker reads D1 itself).
+ */
+export type LocationAuthentication =
+  | { outcome: "found"; match: KeyMatch; admission: AdmitResult | null }
+  | { outcome: "unknown" }
+  | { outcome: "unread" };
+
+/** A holder's decision as `QuotaLimiterClient.admit` gives it (no isolate lease work to run after). */
+function admitResultOf(answer: HolderAnswer): AdmitResult {
+  return answer.reached
+    ? { reached: true, decision: answer.decision, afterResponse: null }
+    : answer;
+}
+
+/** The key's holder in `location`. */
+function holderIn(location: RequestLocation, keyId: string): DurableObjectStub<QuotaHolder> {
+  return location.holders.getByName(holderName(keyId, location.name));
+}
+
+async function askHolder(
+  location: RequestLocation,
+  keyId: string,
+  ask: (holder: DurableObjectStub<QuotaHolder>) => Promise<HolderAuthentication>,
+): Promise<LocationAuthentication> {
+  let said: HolderAuthentication;
+  try {
+    said = await ask(holderIn(location, keyId));
+  } catch (err) {
+    log("warn", "location holder unreachable; reading the key from D1", {
+      keyId,
+      error: String(err),
+    });
+    return { outcome: "unread" };
+  }
+  if (said.outcome !== "found") return said;
+  return {
+    outcome: "found",
+    match: said.match,
+    admission: said.answer ? admitResultOf(said.answer) : null,
+  };
+}
+
+/**
+ * Authenticates the secret with hash `hash` of key `keyId` (named by its token) at the key's
+ * holder in `location`, one local hop, without deciding the request.
+ */
+export function authenticateInLocation(
+  location: RequestLocation,
+  keyId: string,
+  hash: string,
+): Promise<LocationAuthentication> {
+  return askHolder(location, keyId, (holder) => holder.authenticate(keyId, hash));
+}
+
+/**
+ * As `authenticateInLocation`, and the holder decides the request in the same hop when the
+ * secret may be used now (from its stock, or forwarded to the key's object; counted either way).
+ */
+export function authenticateAndAdmitInLocation(
+  location: RequestLocation,
+  keyId: string,
+  hash: string,
+  admissionId: string | null = null,
+): Promise<LocationAuthentication> {
+  return askHolder(location, keyId, (holder) =>
+    holder.authenticateAndAdmit(keyId, hash, admissionId),
+  );
+}
+
+/** An error that says why a location holder had no decision (read by `isOverloaded`). */
+export class HolderWithoutDecision extends Error {
+  readonly overloaded: boolean;
+  /** The refusal the holder was last given for the key, while it lasts. */
+  readonly refusal: NoDecision["refusal"];
+  /** The object's failure, when it fails every call (absent from a holder of the release before). */
+  readonly persistentFailure: string | null;
+
+  constructor(why: NoDecision) {
+    super(
+      why.overloaded
+        ? "the key's quota object is overloaded"
+        : "the key's quota object is unreachable",
+    );
+    this.overloaded = why.overloaded;
+    this.refusal = why.refusal;
+    this.persistentFailure = why.persistentFailure ?? null;
+  }
+}
+
+/**
+ * A request an isolate cannot decide from a lease of its own: decided by the key's holder in
+ * `location` (from its stock, or forwarded), over a local hop. A call that asks for a lease or
+ * hands one back goes to the key's object through the holder, which hands its stock back in the
+ * same call, so the location's permits are held by one tier at a time. Null when the holder
+ * cannot be reached: the key's object then decides the request directly (exactly, one far
+ * call). A holder that answers with no decision throws HolderWithoutDecision.
+ */
+export async function admitInLocation(
+  location: RequestLocation,
+  keyId: string,
+  region: Region | null,
+  policy: Policy,
+  request: LeaseRequest,
+): Promise<Admission | null> {
+  let answer: HolderAnswer;
+  try {
+    if (request.want > 0 || request.returning.length > 0)
+      return await holderIn(location, keyId).admitForIsolate(keyId, policy, request, region);
+    // Retried once on a `.retryable` error, and then asked of the key's object, with the same
+    // admission id: whichever decided it already answers the same decision.
+    answer = await callWithOneRetry(
+      () => holderIn(location, keyId),
+      async (holder): Promise<HolderAnswer> =>
+        holder.admit(keyId, policy, region, request.admissionId ?? null),
+    );
+  } catch (err) {
+    log("warn", "location holder unreachable; asking the key's object", {
+      keyId,
+      error: String(err),
+    });
+    return null;
+  }
+  if (answer.reached) return { ...answer.decision, lease: null };
+  throw new HolderWithoutDecision(answer);
+}
+
+/** Hands the stock of the key's holder in `location` back to the key's object; never throws. */
+export async function handBackLocationStock(
+  location: RequestLocation,
+  keyId: string,
+): Promise<void> {
+  await holderIn(location, keyId)
+    .giveBack(keyId)
+    .catch((err: unknown) =>
+      log("warn", "could not hand a location holder's stock back", {
+        keyId,
+        error: String(err),
+      }),
+    );
+}
