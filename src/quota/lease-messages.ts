@@ -90,7 +90,7 @@ export interface Renewal {
   granted: Lease | null;
   /**
    * The object's clock when it answered: the holder ends the lease by its own clock, its lifetime
-   * left at `now` after it asked (see localExpiry in lease-holder.ts). Absent from an object of an
+   * left at `now` after it asked (see localExpiry in held-lease.ts). Absent from an object of an
    * earlier release.
    */
   now?: number;
