@@ -3,6 +3,7 @@ import { sweepEventOutbox } from "./db/webhook-event-outbox";
 import { clock } from "./lib/clock";
 import type { WebhookMessage } from "./lib/webhook-events";
 import { consumeWebhookBatch } from "./routes/webhooks/consumer";
+import { consumeDeadLetters, isDeadLetterQueue } from "./routes/webhooks/dead-letters";
 import { queueExpiringEvents } from "./routes/webhooks/expiring";
 import { sealStoredSecrets } from "./routes/webhooks/seal-secrets";
 
@@ -29,7 +30,11 @@ export default {
   // Webhooks (docs/webhooks.md): the queue's consumer delivers; the hourly cron finds expiring
   // keys, sweeps D1's webhook outbox and seals the signing secrets not yet sealed under the
   // current key.
-  queue: (batch, env) => consumeWebhookBatch(batch as MessageBatch<WebhookMessage>, env),
+  // The dead-letter queue's consumer records what the webhook queue gave up on.
+  queue: (batch, env) =>
+    isDeadLetterQueue(batch.queue)
+      ? consumeDeadLetters(batch as MessageBatch<WebhookMessage>, env)
+      : consumeWebhookBatch(batch as MessageBatch<WebhookMessage>, env),
   scheduled: async (_controller, env) => {
     // Each runs whatever the other does; a failure of either still fails the run (and is logged).
     const runs = await Promise.allSettled([scanThenSweep(env), sealStoredSecrets(env)]);

@@ -3,11 +3,17 @@
 // dead-letter queue recorded in the delivery log, and a hanging receiver holding up no other
 // endpoint. The queue consumer runs in the tests' isolate, so its outbound fetch is replaced by a
 // receiver here.
-import { createMessageBatch, runDurableObjectAlarm } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  runDurableObjectAlarm,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { sweepEventOutbox } from "../src/db/webhook-event-outbox";
 import { insertDelivery } from "../src/db/webhooks";
+import worker from "../src/index";
 import { eventId, WEBHOOK_CONCURRENCY, type WebhookMessage } from "../src/lib/webhook-events";
 import { consumeWebhookBatch, outbound } from "../src/routes/webhooks/consumer";
 import { queueExpiringEvents } from "../src/routes/webhooks/expiring";
@@ -76,6 +82,37 @@ const refusingQueue = {
   send: () => Promise.reject(new Error("queue unavailable")),
   sendBatch: () => Promise.reject(new Error("queue unavailable")),
 } as unknown as Queue;
+
+/** A delivery of a test payload to a new endpoint at `url`, ready for its first attempt. */
+async function deliveryTo(url: string): Promise<string> {
+  return (await deliveryWithEndpoint(url)).id;
+}
+
+async function deliveryWithEndpoint(url: string): Promise<{ id: string; endpointId: string }> {
+  const e = await endpoint({ url, eventTypes: ["key.banned"] });
+  const id = `whd_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
+  await insertDelivery(
+    env.DB,
+    {
+      id,
+      endpointId: e.id,
+      eventId: `evt_${id.slice(4)}`,
+      eventType: "key.banned",
+      keyId: null,
+      payload: '{"type":"key.banned"}',
+    },
+    Date.now(),
+  );
+  return { id, endpointId: e.id };
+}
+
+/** A batch of `bodies` from queue `queue`, each on its `attempts`-th delivery. */
+function batchOf(queue: string, bodies: WebhookMessage[], attempts = 1) {
+  return createMessageBatch<WebhookMessage>(
+    queue,
+    bodies.map((body, i) => ({ id: `m${i}`, timestamp: new Date(), attempts, body })),
+  );
+}
 
 const bodies = (keyId: string, type: string) =>
   received
@@ -234,25 +271,6 @@ describe("events of admin changes and the expiry scan: kept in D1 until queued",
 });
 
 describe("a hanging receiver holds up no other endpoint", () => {
-  /** A delivery of a test payload to a new endpoint at `url`, ready for its first attempt. */
-  async function deliveryTo(url: string): Promise<string> {
-    const e = await endpoint({ url, eventTypes: ["key.banned"] });
-    const id = `whd_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
-    await insertDelivery(
-      env.DB,
-      {
-        id,
-        endpointId: e.id,
-        eventId: `evt_${id.slice(4)}`,
-        eventType: "key.banned",
-        keyId: null,
-        payload: '{"type":"key.banned"}',
-      },
-      Date.now(),
-    );
-    return id;
-  }
-
   /**
    * Receivers whose host starts with "hang" answer only when released (503 then); the others at
    * once. Counts the attempts in flight.
@@ -342,5 +360,55 @@ describe("a hanging receiver holds up no other endpoint", () => {
     }
     await run;
     expect(flight.most).toBe(WEBHOOK_CONCURRENCY);
+  });
+});
+
+describe("the dead-letter queue's consumer", () => {
+  it("marks a delivery the queue gave up on dead: a final state with its own filter, until send again", async () => {
+    const { id, endpointId } = await deliveryWithEndpoint("https://dead.example.com/");
+    vi.spyOn(outbound, "fetch").mockResolvedValue(new Response("no", { status: 500 }));
+    // The last attempt fails: the webhook queue retries it once more, past max_retries.
+    const last = batchOf("animal-store-webhooks", [{ kind: "delivery", deliveryId: id }], 8);
+    await worker.queue(last, env as Env);
+    const dead = batchOf("animal-store-webhooks-dlq", [{ kind: "delivery", deliveryId: id }]);
+    const ctx = createExecutionContext();
+    await worker.queue(dead, env as Env);
+    expect((await getQueueResult(dead, ctx)).explicitAcks).toEqual(["m0"]);
+    const log = async (query = "") =>
+      (
+        (await (
+          await call(`/admin/v1/webhooks/${endpointId}/deliveries${query}`, { headers: ADMIN })
+        ).json()) as { data: Array<{ id: string; status: string; nextAttemptAt: unknown }> }
+      ).data;
+    expect(await log()).toEqual([
+      expect.objectContaining({ id, status: "dead", nextAttemptAt: null }),
+    ]);
+    expect((await log("?status=dead")).map((d) => d.id)).toEqual([id]);
+    expect(await log("?status=failed")).toEqual([]);
+    const q = recordingQueue();
+    const resend = await callWith(
+      { WEBHOOK_QUEUE: q.queue },
+      `/admin/v1/webhooks/${endpointId}/deliveries/${id}/resend`,
+      { method: "POST", headers: ADMIN },
+    );
+    expect(resend.status).toBe(202);
+    expect((await log())[0]?.status).toBe("pending");
+    expect(q.sent).toEqual([{ kind: "delivery", deliveryId: id }]);
+  });
+
+  it("puts an event whose fan-out kept failing back in D1's outbox, which the sweep queues again", async () => {
+    const key = await issueKey("pro");
+    const event = {
+      id: await eventId("key.revoked", key.id, 1),
+      type: "key.revoked",
+      at: Date.now(),
+      keyId: key.id,
+      data: { revokedAt: new Date().toISOString() },
+    };
+    const dead = batchOf("animal-store-webhooks-dlq", [{ kind: "event", event }]);
+    await worker.queue(dead, env as Env);
+    const q = recordingQueue();
+    await sweepEventOutbox(env.DB, q.queue);
+    expect(q.events(key.id)).toEqual([event]);
   });
 });

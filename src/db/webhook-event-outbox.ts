@@ -66,6 +66,13 @@ export function deleteOutboxEvents(db: Queryable, ids: readonly string[]): Promi
   });
 }
 
+/** Keeps `event` in the outbox on its own, for the sweep (an event the queue gave up on). */
+export function keepOutboxEvent(db: Queryable, event: ProducedEvent, now: number): Promise<void> {
+  return guarded(async () => {
+    await outboxEventStatement(db, event, now).run();
+  });
+}
+
 /**
  * Keeps each key.expiring event in the outbox in one batch with the mark on its key
  * (api_keys.expiring_event_for, what the hourly scan skips), so a key is never marked without

@@ -3,9 +3,9 @@ import type { UsageDay } from "../db/usage-history";
 import { clock } from "../lib/clock";
 import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
-import { type LogLevel, log } from "../lib/log";
+import { type LogLevel, logFailure } from "../lib/log";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
-import type { Admission, LeaseRequest } from "../quota/lease-messages";
+import { type Admission, type LeaseRequest, newAdmissionId } from "../quota/lease-messages";
 import { EMPTY_USAGE, type KeyUsage, keyUsageOf, type Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import {
@@ -89,7 +89,7 @@ export class QuotaLimiterClient {
         holder
           .upkeep(decided, this.#giveBackCall)
           ?.catch((err: unknown) =>
-            log("warn", "could not renew a lease", { keyId: this.keyId, error: String(err) }),
+            logFailure("warn", "could not renew a lease", err, { keyId: this.keyId }),
           ) ?? null;
       return { reached: true, decision: decided.decision, afterResponse };
     } catch (err) {
@@ -99,11 +99,8 @@ export class QuotaLimiterClient {
         ? fromHolder.persistentFailure
         : persistentFailureOf(err);
       // A failure for good is logged once a minute by the answer to it (quota/fail-open.ts).
-      if (!persistentFailure)
-        log("warn", overloaded ? "quota limiter overloaded" : "quota limiter unreachable", {
-          keyId: this.keyId,
-          error: String(err),
-        });
+      const failure = overloaded ? "quota limiter overloaded" : "quota limiter unreachable";
+      if (!persistentFailure) logFailure("warn", failure, err, { keyId: this.keyId });
       // The refusal this isolate saw last, or else the one the location holder saw (a refusal
       // decided there for a cold isolate never reached this isolate's leases).
       const refusal = holder.refusal(clock.now()) ?? fromHolder?.refusal ?? null;
@@ -115,10 +112,8 @@ export class QuotaLimiterClient {
   readonly #giveBackCall: GiveBackCall = {
     giveBack: (returned) =>
       this.#call(async (stub) => stub.returnLease(returned)).catch((err: unknown) => {
-        log("warn", "could not give a lease back; it goes with the next call", {
-          keyId: this.keyId,
-          error: String(err),
-        });
+        const failure = "could not give a lease back; it goes with the next call";
+        logFailure("warn", failure, err, { keyId: this.keyId });
         throw err; // the lease holder keeps it for the next call
       }),
   };
@@ -128,7 +123,10 @@ export class QuotaLimiterClient {
       // One admit call per request at most: an id made here (none given) is still the same in
       // its retry and its fallback from the holder to the object.
       admit: (request) =>
-        this.#admitCall(policy, { ...request, admissionId: admissionId ?? crypto.randomUUID() }),
+        this.#admitCall(policy, {
+          ...request,
+          admissionId: admissionId ?? newAdmissionId(clock.now()),
+        }),
       giveBack: this.#giveBackCall.giveBack,
       // Not retried: a renewal that reached the object before its connection failed has been
       // counted, and a second one would count its permits again. A lost renewal costs nothing
@@ -141,10 +139,7 @@ export class QuotaLimiterClient {
   async usage(offered: Policy): Promise<KeyUsage | null> {
     await this.#handBackLease();
     return this.#call<KeyUsage>(async (stub) => stub.usage(offered)).catch((err: unknown) => {
-      log("warn", "quota limiter unreachable for a usage view", {
-        keyId: this.keyId,
-        error: String(err),
-      });
+      logFailure("warn", "quota limiter unreachable for a usage view", err, { keyId: this.keyId });
       return null;
     });
   }
@@ -223,7 +218,7 @@ export class QuotaLimiterClient {
     message = "The key's quota object could not be reached; repeat the request.",
   ): Promise<T> {
     return this.#call(call).catch((err: unknown) => {
-      log(level, failure, { keyId: this.keyId, error: String(err) });
+      logFailure(level, failure, err, { keyId: this.keyId });
       throw unavailable(message);
     });
   }
