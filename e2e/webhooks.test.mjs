@@ -35,9 +35,12 @@ async function listen(args) {
   return { child, lines, endpoint: started.endpoint };
 }
 
-async function until(what, check, ms = 60_000) {
+/** Waits until `check()` holds, calling `poll` (if any) before each look. */
+async function until(what, check, ms = 60_000, poll = async () => {}) {
   const end = Date.now() + ms;
-  while (!check()) {
+  for (;;) {
+    await poll();
+    if (check()) return;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -101,5 +104,48 @@ describe("webhooks, locally", () => {
       assert.equal(d.attempts, 3);
       assert.equal(d.responseStatus, 204);
     }
+  });
+
+  test("a delivery whose every attempt fails ends dead in the delivery log (the dead-letter queue's consumer)", async () => {
+    const { url, adminToken } = server.api;
+    const port = await freePort();
+    const receiver = await listen([
+      "--url",
+      url,
+      "--token",
+      adminToken,
+      "--port",
+      String(port),
+      "--fail",
+      "1000",
+    ]);
+    const headers = { Authorization: `Bearer ${adminToken}` };
+    const sent = await fetch(`${url}/admin/v1/webhooks/${receiver.endpoint}/test`, {
+      method: "POST",
+      headers,
+    });
+    assert.equal(sent.status, 202);
+    const { id } = await sent.json();
+    let delivery;
+    await until(
+      "the delivery dead",
+      () => delivery?.status === "dead",
+      120_000,
+      async () => {
+        const res = await fetch(
+          `${url}/admin/v1/webhooks/${receiver.endpoint}/deliveries?status=dead`,
+          { headers },
+        );
+        delivery = (await res.json()).data.find((d) => d.id === id);
+      },
+    );
+    // Every attempt of the schedule was made (the listener answered 500 to each), then none.
+    assert.equal(delivery.attempts, 8);
+    assert.equal(delivery.nextAttemptAt, null);
+    const attempts = receiver.lines.filter((l) => l.id === delivery.eventId);
+    assert.deepEqual(
+      attempts.map((l) => l.answered),
+      Array(8).fill(500),
+    );
   });
 });

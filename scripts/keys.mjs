@@ -41,7 +41,7 @@ Webhook endpoints (signed usage alerts and key events to a receiver's URL; docs/
   webhook-roll    WEBHOOK_ID [--grace SECONDS]   prints the new signing secret, once; the old
                   one also signs deliveries for SECONDS (default 86400, at most 604800; 0: none)
   webhook-delete  WEBHOOK_ID     with its delivery log
-  webhook-deliveries WEBHOOK_ID [--status pending|retrying|delivered|failed|skipped]
+  webhook-deliveries WEBHOOK_ID [--status pending|retrying|delivered|failed|skipped|dead]
                   [--limit N] [--cursor C]    its delivery log, newest first
   webhook-test    WEBHOOK_ID     queue a webhook.test event to it
   webhook-resend  WEBHOOK_ID --delivery DELIVERY_ID   send a delivery again (same event id)

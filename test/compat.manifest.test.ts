@@ -10,7 +10,11 @@ import { signBookmark, verifiedBookmarkOrThrow } from "../src/middleware/d1-sess
 import { AUTH_SHIELD_MIGRATIONS } from "../src/objects/auth-shield";
 import { OBJECT_SCHEMAS } from "../src/objects/object-schemas";
 import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter-schema";
-import { decodeKeyCursorOrThrow, encodeKeyCursor } from "../src/routes/admin/key-views";
+import {
+  decodeKeyCursorOrThrow,
+  encodeKeyCursor,
+  encodeSignedCursor,
+} from "../src/routes/admin/key-views";
 import { decodeCursorOrThrow, encodeCursor } from "../src/routes/pets/cursor";
 
 interface ReadsWrites {
@@ -79,9 +83,9 @@ describe("compat/release.json: what this release reads and writes", () => {
     expect(keyShapeOf(plain)).toEqual({ keyId: null, tag: null });
   });
 
-  it("cursors: pets-v1 is `id:status:bookmark` and its 16-byte tag; admin-v1 a JSON array", async () => {
+  it("cursors: pets-v1 is `id:status:bookmark` and its 16-byte tag; admin-v1 a JSON array, admin-v2 it signed (read, not yet written)", async () => {
     expect(manifest.cursors).toEqual({
-      reads: ["pets-v1", "admin-v1"],
+      reads: ["pets-v1", "admin-v1", "admin-v2"],
       writes: ["pets-v1", "admin-v1"],
     });
     const pets = await encodeCursor(SECRET, 42, "available", BOOKMARK);
@@ -97,7 +101,20 @@ describe("compat/release.json: what this release reads and writes", () => {
       typeof encodeKeyCursor
     >[0]);
     expect(new TextDecoder().decode(fromBase64Url(admin))).toBe('[7,"key_x"]');
-    expect(decodeKeyCursorOrThrow(admin)).toEqual({ createdAt: 7, id: "key_x" });
+    const secrets = () => [SECRET];
+    expect(await decodeKeyCursorOrThrow(secrets, "keys", admin)).toEqual({
+      createdAt: 7,
+      id: "key_x",
+    });
+    const signed = fromBase64Url(await encodeSignedCursor(SECRET, "keys", [7, "key_x"]));
+    expect(new TextDecoder().decode(signed.slice(0, signed.length - 16))).toBe('[7,"key_x"]');
+    expect(
+      await decodeKeyCursorOrThrow(
+        secrets,
+        "keys",
+        await encodeSignedCursor(SECRET, "keys", [7, "key_x"]),
+      ),
+    ).toEqual({ createdAt: 7, id: "key_x" });
   });
 
   it("bookmarks: signed-v1 is `<bookmark>.<22 base64url characters>`", async () => {

@@ -36,6 +36,11 @@ import {
   STOCK_RENEW_AHEAD_MS,
   STOCK_SHARED_WITHIN_MS,
 } from "../src/quota/lease";
+import {
+  ADMISSION_CLOCK_TOLERANCE_MS,
+  ADMISSION_ID_LIFETIME_MS,
+  ADMISSION_MEMORY_MS,
+} from "../src/quota/lease-messages";
 import { PLAN_LIMITS } from "../src/quota/plans";
 import { AUTH_FAILURES_PER_MINUTE, banThreshold } from "../src/quota/windows";
 import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
@@ -168,6 +173,24 @@ const PROMISES: PromisedNumber[] = [
       "stranded permits {n} s after their lease's expiry",
       "\\({n} s after its expiry, not before its minute ends\\)",
     ],
+  },
+  {
+    name: "ADMISSION_ID_LIFETIME_MS",
+    value: ADMISSION_ID_LIFETIME_MS,
+    unit: S,
+    phrases: ["only within {n} s of that by its own clock \\(`ADMISSION_ID_LIFETIME_MS`"],
+  },
+  {
+    name: "ADMISSION_CLOCK_TOLERANCE_MS",
+    value: ADMISSION_CLOCK_TOLERANCE_MS,
+    unit: S,
+    phrases: ["more than {n} s ahead, `ADMISSION_CLOCK_TOLERANCE_MS`"],
+  },
+  {
+    name: "ADMISSION_MEMORY_MS",
+    value: ADMISSION_MEMORY_MS,
+    unit: S,
+    phrases: ["keeps each id it decided for {n} s", "The memory, {n} s, is the"],
   },
   {
     name: "HELD_KEY_MAX_AGE_MS",

@@ -48,7 +48,7 @@ function transitionsOf(table: string): Transition[] {
 /** Whether `source` defines `name`: a function, a method (of any kind) or a constant. */
 function defines(source: string, name: string): boolean {
   const id = name.replace("#", "\\#");
-  const method = `^\\s*(?:(?:export|public|private|static|async|override|get)\\s+)*${id}\\s*(?:<[^>]*>)?\\(`;
+  const method = `^\\s*(?:(?:export|public|private|protected|static|async|override|get)\\s+)*${id}\\s*(?:<[^>]*>)?\\(`;
   const fn = `^(?:export\\s+)?(?:async\\s+)?function\\s+${id}\\s*[<(]`;
   const constant = `^(?:export\\s+)?const\\s+${id}\\s*[=:]`;
   return new RegExp(`${method}|${fn}|${constant}`, "m").test(source);

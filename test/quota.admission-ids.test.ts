@@ -11,7 +11,14 @@ import { holderName } from "../src/objects/quota-holder";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { LeaseHolder } from "../src/quota/lease-holder";
-import { ADMISSION_MEMORY_MS } from "../src/quota/lease-messages";
+import {
+  ADMISSION_CLOCK_TOLERANCE_MS,
+  ADMISSION_ID_LIFETIME_MS,
+  ADMISSION_MEMORY_MS,
+  admissionIdLive,
+  admissionIdMadeAt,
+  newAdmissionId,
+} from "../src/quota/lease-messages";
 import { auth, BASE, callWith, closedGate, issueKey, mockClock, policyWith, T0 } from "./helpers";
 
 const time = mockClock(T0);
@@ -349,5 +356,86 @@ describe("a retried or redirected admission is counted once", () => {
     const object = env.QUOTA.getByName(id);
     expect((await object.usage()).minute.count).toBe(1);
     expect((await daysOf(object))[0]?.admitted).toBe(1);
+  });
+});
+
+describe("an admission id is decided only within its lifetime, and remembered as long as it can be asked or reported", () => {
+  const policy = policyWith(60, 1_000);
+
+  it("ties the numbers: memory covers a lifetime and the clock tolerance, and ids say when they were made", () => {
+    expect(ADMISSION_MEMORY_MS).toBe(ADMISSION_ID_LIFETIME_MS + ADMISSION_CLOCK_TOLERANCE_MS);
+    const id = newAdmissionId(T0);
+    expect(admissionIdMadeAt(id)).toBe(T0);
+    expect(admissionIdMadeAt("a1"), "an id of an earlier release says nothing").toBeNull();
+    expect(admissionIdLive(id, T0 + ADMISSION_ID_LIFETIME_MS - 1)).toBe(true);
+    expect(admissionIdLive(id, T0 + ADMISSION_ID_LIFETIME_MS)).toBe(false);
+    expect(admissionIdLive(id, T0 - ADMISSION_CLOCK_TOLERANCE_MS + 1)).toBe(true);
+    expect(admissionIdLive(id, T0 - ADMISSION_CLOCK_TOLERANCE_MS)).toBe(false);
+    expect(admissionIdLive("a1", T0 + 100 * ADMISSION_MEMORY_MS)).toBe(true);
+  });
+
+  it("a retry held on its way past the memory is not decided again: answered stale, counted once", async () => {
+    const stub = env.QUOTA.getByName(newKeyId());
+    const request = { want: 0, returning: [], admissionId: newAdmissionId(time.now) };
+    const first = await stub.admit(policy, request);
+    expect(first.outcome).toBe("allowed");
+    time.now += ADMISSION_MEMORY_MS + 1_000;
+    // Another request meanwhile: the object forgets the ids past its memory.
+    await stub.admit(policy, { want: 0, returning: [], admissionId: newAdmissionId(time.now) });
+    const held = await stub.admit(policy, request);
+    expect(held.outcome, "not decided: it may have been, and forgotten").toBe("stale");
+    expect((await stub.usage()).day.count).toBe(2);
+    expect((await daysOf(stub))[0]?.admitted).toBe(2);
+  });
+
+  it("a location holder asked with an id past its lifetime admits nothing from its stock", async () => {
+    const keyId = newKeyId();
+    const holder = env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
+    const first = await holder.admit(keyId, policy, null, newAdmissionId(time.now));
+    expect(first.reached && first.decision.outcome).toBe("allowed");
+    const stock = await holder.unusedPermits();
+    expect(stock, "the holder holds stock").toBeGreaterThan(0);
+    time.now += 1_000;
+    const late = await holder.admit(
+      keyId,
+      policy,
+      null,
+      newAdmissionId(time.now - ADMISSION_ID_LIFETIME_MS),
+    );
+    expect(late.reached && late.decision.outcome).toBe("stale");
+    expect(late.reached && late.fromStock).toBe(false);
+    expect(await holder.unusedPermits(), "its stock is untouched").toBe(stock);
+    await holder.giveBack(keyId);
+    const object = env.QUOTA.getByName(keyId);
+    expect((await object.usage()).day.count).toBe(1);
+    expect((await daysOf(object))[0]?.admitted).toBe(1);
+  });
+
+  it("a stock's report of an id arriving past the memory, its lease still out, finds the object's own decision", async () => {
+    const stub = env.QUOTA.getByName(newKeyId());
+    time.now = T0 + 500; // a minute's start: a stock for the minute lives to its end
+    const grant = await stub.admit(
+      policy,
+      { want: 2, returning: [], admissionId: newAdmissionId(time.now) },
+      "holder@AMS",
+    );
+    const stock = grant.lease!;
+    expect(stock.expiresAt, "a stock for the minute").toBe(T0 + MINUTE_MS);
+    // The holder admits X from its stock, its answers are lost, and the isolate's fallback has
+    // the key's object decide X too.
+    time.now += 1_000;
+    const x = newAdmissionId(time.now);
+    expect((await stub.admit(policy, { want: 0, returning: [], admissionId: x })).outcome).toBe(
+      "allowed",
+    );
+    // Past the memory (the stock's lease is out until 30 s after its minute): another request,
+    // then the stock's hand-back reporting X.
+    time.now += ADMISSION_MEMORY_MS + 1_000;
+    await stub.admit(policy, { want: 0, returning: [], admissionId: newAdmissionId(time.now) });
+    await stub.returnLease({ id: stock.id, unused: 1, used: 1, admissionIds: [x] });
+    // The grant's request, X once, the later request.
+    const [today] = await daysOf(stub);
+    expect(today?.admitted).toBe(3);
+    expect((await stub.usage()).day.count).toBe(3);
   });
 });

@@ -455,7 +455,9 @@ describe("admin cursors are only those the API issued", () => {
         : cursorOf(values);
     const res = await call(`/admin/v1/audit?cursor=${cursor}`, { headers: ADMIN });
     const error = await expectError(res, 400, "invalid_request");
-    expect(error.message).toBe("cursor: is not a cursor returned by this API.");
+    expect(error.message).toBe(
+      "cursor: is not a cursor returned by this API (malformed or altered); restart from the first page.",
+    );
   });
 
   it("the key list with a fractional or negative createdAt → 400; an issued cursor → 200", async () => {

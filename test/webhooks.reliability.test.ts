@@ -3,12 +3,28 @@
 // dead-letter queue recorded in the delivery log, and a hanging receiver holding up no other
 // endpoint. The queue consumer runs in the tests' isolate, so its outbound fetch is replaced by a
 // receiver here.
-import { runDurableObjectAlarm } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  runDurableObjectAlarm,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { eventId } from "../src/lib/webhook-events";
-import { outbound } from "../src/routes/webhooks/consumer";
-import { ADMIN, auth, BAN_MS, call, issueKey, mockClock, postJson, T0 } from "./helpers";
+import { sweepEventOutbox } from "../src/db/webhook-event-outbox";
+import { insertDelivery } from "../src/db/webhooks";
+import worker from "../src/index";
+import { eventId, WEBHOOK_CONCURRENCY, type WebhookMessage } from "../src/lib/webhook-events";
+import { consumeWebhookBatch, outbound } from "../src/routes/webhooks/consumer";
+import { queueExpiringEvents } from "../src/routes/webhooks/expiring";
+import { ADMIN, auth, BAN_MS, call, callWith, issueKey, mockClock, postJson, T0 } from "./helpers";
+
+const files = import.meta.glob<string>("../wrangler.toml", {
+  query: "?raw",
+  import: "default",
+  eager: true,
+});
+const wranglerToml = files["../wrangler.toml"] ?? "";
 
 interface Received {
   url: string;
@@ -45,6 +61,57 @@ async function endpoint(body: Record<string, unknown>): Promise<{ id: string; se
   const res = await postJson("/admin/v1/webhooks", body, ADMIN);
   expect(res.status).toBe(201);
   return (await res.json()) as { id: string; secret: string };
+}
+
+/** A queue that records what is sent to it, and never delivers. */
+function recordingQueue() {
+  const sent: WebhookMessage[] = [];
+  const queue = {
+    send: async (body: WebhookMessage) => void sent.push(body),
+    sendBatch: async (messages: Iterable<{ body: WebhookMessage }>) => {
+      for (const m of messages) sent.push(m.body);
+    },
+  } as unknown as Queue;
+  const events = (keyId: string) =>
+    sent.flatMap((m) => (m.kind === "event" && m.event.keyId === keyId ? [m.event] : []));
+  return { sent, queue, events };
+}
+
+/** A queue that refuses everything (an outage). */
+const refusingQueue = {
+  send: () => Promise.reject(new Error("queue unavailable")),
+  sendBatch: () => Promise.reject(new Error("queue unavailable")),
+} as unknown as Queue;
+
+/** A delivery of a test payload to a new endpoint at `url`, ready for its first attempt. */
+async function deliveryTo(url: string): Promise<string> {
+  return (await deliveryWithEndpoint(url)).id;
+}
+
+async function deliveryWithEndpoint(url: string): Promise<{ id: string; endpointId: string }> {
+  const e = await endpoint({ url, eventTypes: ["key.banned"] });
+  const id = `whd_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
+  await insertDelivery(
+    env.DB,
+    {
+      id,
+      endpointId: e.id,
+      eventId: `evt_${id.slice(4)}`,
+      eventType: "key.banned",
+      keyId: null,
+      payload: '{"type":"key.banned"}',
+    },
+    Date.now(),
+  );
+  return { id, endpointId: e.id };
+}
+
+/** A batch of `bodies` from queue `queue`, each on its `attempts`-th delivery. */
+function batchOf(queue: string, bodies: WebhookMessage[], attempts = 1) {
+  return createMessageBatch<WebhookMessage>(
+    queue,
+    bodies.map((body, i) => ({ id: `m${i}`, timestamp: new Date(), attempts, body })),
+  );
 }
 
 const bodies = (keyId: string, type: string) =>
@@ -117,5 +184,231 @@ describe("key.unbanned, once per ban", () => {
       bannedUntil: new Date(bannedUntil).toISOString(),
       unbannedAt: new Date(T0 + 60_000).toISOString(),
     });
+  });
+});
+
+describe("events of admin changes and the expiry scan: kept in D1 until queued", () => {
+  it("a roll and a revocation whose queue refuses their events keep them; the hourly sweep queues them once", async () => {
+    const key = await issueKey("pro");
+    const json = { ...ADMIN, "Content-Type": "application/json" };
+    const roll = await callWith(
+      { WEBHOOK_QUEUE: refusingQueue },
+      `/admin/v1/keys/${key.id}/roll`,
+      { method: "POST", headers: json, body: '{"gracePeriodSeconds":0}' },
+      { wait: true },
+    );
+    expect(roll.status).toBe(201);
+    const revoke = await callWith(
+      { WEBHOOK_QUEUE: refusingQueue },
+      `/admin/v1/keys/${key.id}`,
+      { method: "DELETE", headers: ADMIN },
+      { wait: true },
+    );
+    expect(revoke.status).toBe(200);
+    const { revokedAt } = (await revoke.json()) as { revokedAt: string };
+    const q = recordingQueue();
+    await sweepEventOutbox(env.DB, q.queue);
+    const events = q.events(key.id);
+    expect(events.map((e) => e.type).sort()).toEqual(["key.revoked", "key.rolled"]);
+    expect(events.find((e) => e.type === "key.rolled")?.id).toBe(
+      await eventId("key.rolled", key.id, 2),
+    );
+    const revoked = events.find((e) => e.type === "key.revoked");
+    expect(revoked?.id).toBe(await eventId("key.revoked", key.id, Date.parse(revokedAt)));
+    expect(revoked?.data).toEqual({ revokedAt });
+    // Queued: the outbox no longer holds them.
+    await sweepEventOutbox(env.DB, q.queue);
+    expect(q.events(key.id)).toHaveLength(2);
+  });
+
+  it("an event is kept only with the change it reports: revoking again, or rolling a revoked key, keeps none", async () => {
+    const key = await issueKey("pro");
+    const q = recordingQueue();
+    const revoke = () =>
+      callWith(
+        { WEBHOOK_QUEUE: q.queue },
+        `/admin/v1/keys/${key.id}`,
+        { method: "DELETE", headers: ADMIN },
+        { wait: true },
+      );
+    expect((await revoke()).status).toBe(200);
+    expect((await revoke()).status).toBe(200);
+    const roll = await callWith(
+      { WEBHOOK_QUEUE: q.queue },
+      `/admin/v1/keys/${key.id}/roll`,
+      {
+        method: "POST",
+        headers: { ...ADMIN, "Content-Type": "application/json" },
+        body: '{"gracePeriodSeconds":0}',
+      },
+      { wait: true },
+    );
+    expect(roll.status).toBe(409);
+    await sweepEventOutbox(env.DB, q.queue);
+    expect(q.events(key.id).map((e) => e.type)).toEqual(["key.revoked"]);
+  });
+
+  it("the expiry scan marks a key only with its event kept: a refusing queue leaves it for the sweep, not lost", async () => {
+    const now = Date.now();
+    const soon = await issueKey("pro", undefined, {
+      expiresAt: new Date(now + 2 * 86_400_000).toISOString(),
+    });
+    await queueExpiringEvents({ ...env, WEBHOOK_QUEUE: refusingQueue } as Env, now);
+    const q = recordingQueue();
+    const working = { ...env, WEBHOOK_QUEUE: q.queue } as Env;
+    // The next scan makes no second event for the expiry...
+    await queueExpiringEvents(working, now + 3_600_000);
+    expect(q.events(soon.id)).toEqual([]);
+    // ...and the sweep queues the one kept.
+    await sweepEventOutbox(env.DB, q.queue);
+    const events = q.events(soon.id);
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      id: await eventId("key.expiring", soon.id, now + 2 * 86_400_000),
+      type: "key.expiring",
+    });
+  });
+});
+
+describe("a hanging receiver holds up no other endpoint", () => {
+  /**
+   * Receivers whose host starts with "hang" answer only when released (503 then); the others at
+   * once. Counts the attempts in flight.
+   */
+  function hangingReceivers() {
+    const hung: Array<() => void> = [];
+    const flight = { now: 0, most: 0 };
+    vi.spyOn(outbound, "fetch").mockImplementation(async (request: Request) => {
+      flight.most = Math.max(flight.most, ++flight.now);
+      try {
+        if (!new URL(request.url).hostname.startsWith("hang")) return new Response("ok");
+        await new Promise<void>((resolve) => hung.push(resolve));
+        return new Response("late", { status: 503 });
+      } finally {
+        flight.now--;
+      }
+    });
+    return { hung, flight };
+  }
+
+  /** The batch of `ids` as the queue hands it over, watching each message's ack and retry. */
+  function watchedBatch(ids: string[]) {
+    const batch = createMessageBatch<WebhookMessage>(
+      "animal-store-webhooks",
+      ids.map((deliveryId, i) => ({
+        id: `m${i}`,
+        timestamp: new Date(),
+        attempts: 1,
+        body: { kind: "delivery", deliveryId },
+      })),
+    );
+    const acked: string[] = [];
+    const retried = new Map<string, number | undefined>();
+    for (const m of batch.messages) {
+      m.ack = () => void acked.push(m.id);
+      m.retry = (options) => void retried.set(m.id, options?.delaySeconds);
+    }
+    return { batch, acked, retried };
+  }
+
+  it("a batch holds at most the consumer's concurrency, within Workers' 6 connections waiting for headers", () => {
+    const sizes = [...wranglerToml.matchAll(/^max_batch_size = (\d+)$/gm)].map((m) => Number(m[1]));
+    expect(sizes.length).toBeGreaterThanOrEqual(3);
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(WEBHOOK_CONCURRENCY);
+    expect(WEBHOOK_CONCURRENCY).toBeLessThanOrEqual(6);
+  });
+
+  it("in a full batch whose other receivers hang, the one that answers is delivered and acknowledged at once; each hanging one is retried on its own", async () => {
+    const { hung } = hangingReceivers();
+    const ids = [await deliveryTo("https://fine.example.com/")];
+    for (let i = 1; i < WEBHOOK_CONCURRENCY; i++)
+      ids.push(await deliveryTo(`https://hang${i}.example.com/`));
+    const { batch, acked, retried } = watchedBatch(ids);
+    const run = consumeWebhookBatch(batch, env as Env);
+    await waitFor("the answering delivery's ack", () => (acked.includes("m0") ? true : undefined));
+    expect(hung).toHaveLength(WEBHOOK_CONCURRENCY - 1);
+    expect(retried.size).toBe(0);
+    for (const release of hung) release();
+    await run;
+    expect(acked).toEqual(["m0"]);
+    expect([...retried.keys()].sort()).toEqual(
+      ids
+        .slice(1)
+        .map((_, i) => `m${i + 1}`)
+        .sort(),
+    );
+    for (const delay of retried.values()) expect(delay).toBe(5);
+  });
+
+  it("never more attempts at once than the concurrency; a waiting one starts as a slot frees", async () => {
+    const { hung, flight } = hangingReceivers();
+    const ids: string[] = [];
+    for (let i = 0; i < WEBHOOK_CONCURRENCY + 2; i++)
+      ids.push(await deliveryTo(`https://hang-more${i}.example.com/`));
+    const { batch, retried } = watchedBatch(ids);
+    const run = consumeWebhookBatch(batch, env as Env);
+    await waitFor("the slots full", () => (hung.length === WEBHOOK_CONCURRENCY ? true : undefined));
+    await settle();
+    expect(flight.most).toBe(WEBHOOK_CONCURRENCY);
+    hung.shift()!();
+    await waitFor("the next attempt", () =>
+      hung.length === WEBHOOK_CONCURRENCY ? true : undefined,
+    );
+    while (retried.size < ids.length) {
+      for (const release of hung.splice(0)) release();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await run;
+    expect(flight.most).toBe(WEBHOOK_CONCURRENCY);
+  });
+});
+
+describe("the dead-letter queue's consumer", () => {
+  it("marks a delivery the queue gave up on dead: a final state with its own filter, until send again", async () => {
+    const { id, endpointId } = await deliveryWithEndpoint("https://dead.example.com/");
+    vi.spyOn(outbound, "fetch").mockResolvedValue(new Response("no", { status: 500 }));
+    // The last attempt fails: the webhook queue retries it once more, past max_retries.
+    const last = batchOf("animal-store-webhooks", [{ kind: "delivery", deliveryId: id }], 8);
+    await worker.queue(last, env as Env);
+    const dead = batchOf("animal-store-webhooks-dlq", [{ kind: "delivery", deliveryId: id }]);
+    const ctx = createExecutionContext();
+    await worker.queue(dead, env as Env);
+    expect((await getQueueResult(dead, ctx)).explicitAcks).toEqual(["m0"]);
+    const log = async (query = "") =>
+      (
+        (await (
+          await call(`/admin/v1/webhooks/${endpointId}/deliveries${query}`, { headers: ADMIN })
+        ).json()) as { data: Array<{ id: string; status: string; nextAttemptAt: unknown }> }
+      ).data;
+    expect(await log()).toEqual([
+      expect.objectContaining({ id, status: "dead", nextAttemptAt: null }),
+    ]);
+    expect((await log("?status=dead")).map((d) => d.id)).toEqual([id]);
+    expect(await log("?status=failed")).toEqual([]);
+    const q = recordingQueue();
+    const resend = await callWith(
+      { WEBHOOK_QUEUE: q.queue },
+      `/admin/v1/webhooks/${endpointId}/deliveries/${id}/resend`,
+      { method: "POST", headers: ADMIN },
+    );
+    expect(resend.status).toBe(202);
+    expect((await log())[0]?.status).toBe("pending");
+    expect(q.sent).toEqual([{ kind: "delivery", deliveryId: id }]);
+  });
+
+  it("puts an event whose fan-out kept failing back in D1's outbox, which the sweep queues again", async () => {
+    const key = await issueKey("pro");
+    const event = {
+      id: await eventId("key.revoked", key.id, 1),
+      type: "key.revoked",
+      at: Date.now(),
+      keyId: key.id,
+      data: { revokedAt: new Date().toISOString() },
+    };
+    const dead = batchOf("animal-store-webhooks-dlq", [{ kind: "event", event }]);
+    await worker.queue(dead, env as Env);
+    const q = recordingQueue();
+    await sweepEventOutbox(env.DB, q.queue);
+    expect(q.events(key.id)).toEqual([event]);
   });
 });

@@ -213,7 +213,7 @@ export interface paths {
         };
         /**
          * The audit trail
-         * @description One entry per admin write (create, update, disable, enable, revoke, roll, unban; webhook_create, webhook_update, webhook_roll_secret, webhook_delete) and per automatic ban and ban end (ban, ban_end) and webhook endpoint disabled because its receiver answered 410 (webhook_disable), these by the actor `system`: when, who (an admin token's name, or system), which key or endpoint, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` or `endpointId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range, or for both keyId and endpointId.
+         * @description One entry per admin write (create, update, disable, enable, revoke, roll, unban, webhook_…) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key or webhook endpoint, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` or `endpointId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.
          */
         get: operations["listAudit"];
         put?: never;
@@ -1089,10 +1089,10 @@ export interface components {
             eventType: string;
             keyId: string | null;
             /**
-             * @description pending: waiting for an attempt; retrying: an attempt failed and another is scheduled (nextAttemptAt); delivered: a 2xx; failed: every attempt failed (then in the dead-letter queue), or the receiver answered 410; skipped: the endpoint was disabled
+             * @description pending: waiting for an attempt; retrying: an attempt failed and another is scheduled (nextAttemptAt); delivered: a 2xx; failed: the receiver answered 410, or the last attempt failed (dead follows); skipped: the endpoint was disabled; dead: every attempt failed and the message is in the dead-letter queue (final until send again)
              * @enum {string}
              */
-            status: "pending" | "retrying" | "delivered" | "failed" | "skipped";
+            status: "pending" | "retrying" | "delivered" | "failed" | "skipped" | "dead";
             /** @description Attempts made so far */
             attempts: number;
             /** @description The last attempt's HTTP status; null: no answer */
@@ -4154,7 +4154,7 @@ export interface operations {
             query?: {
                 /** @description Only entries about this key */
                 keyId?: string;
-                /** @description Only entries about this webhook endpoint (its webhook_… actions, also after it was deleted); not with keyId */
+                /** @description Only entries about this webhook endpoint (also once deleted); not with keyId */
                 endpointId?: string;
                 /** @description Only entries by this actor (an admin token's name, or system) */
                 actor?: string;
@@ -4412,7 +4412,7 @@ export interface operations {
             query?: {
                 /** @description Only entries about this key */
                 keyId?: string;
-                /** @description Only entries about this webhook endpoint (its webhook_… actions, also after it was deleted); not with keyId */
+                /** @description Only entries about this webhook endpoint (also once deleted); not with keyId */
                 endpointId?: string;
                 /** @description Only entries by this actor (an admin token's name, or system) */
                 actor?: string;
@@ -6105,7 +6105,7 @@ export interface operations {
                 /** @description Maximum number of deliveries returned */
                 limit?: number;
                 /** @description Only deliveries in this state */
-                status?: "pending" | "retrying" | "delivered" | "failed" | "skipped";
+                status?: "pending" | "retrying" | "delivered" | "failed" | "skipped" | "dead";
                 /** @description nextCursor of the previous page */
                 cursor?: string;
             };
@@ -6375,7 +6375,7 @@ export interface operations {
                 /** @description Maximum number of deliveries returned */
                 limit?: number;
                 /** @description Only deliveries in this state */
-                status?: "pending" | "retrying" | "delivered" | "failed" | "skipped";
+                status?: "pending" | "retrying" | "delivered" | "failed" | "skipped" | "dead";
                 /** @description nextCursor of the previous page */
                 cursor?: string;
             };

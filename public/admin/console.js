@@ -1358,9 +1358,14 @@
     await loadDeliveries();
   }
 
-  // A delivery's status as a badge of the key states' colours: delivered green, failed red,
-  // retrying amber; pending and skipped plain.
-  const DELIVERY_BADGE = { delivered: "active", failed: "banned", retrying: "disabled" };
+  // A delivery's status as a badge of the key states' colours: delivered green, failed and dead
+  // red, retrying amber; pending and skipped plain.
+  const DELIVERY_BADGE = {
+    delivered: "active",
+    failed: "banned",
+    dead: "banned",
+    retrying: "disabled",
+  };
   let nextDeliveriesCursor = null;
   let deliveriesShown = 0;
 

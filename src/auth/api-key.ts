@@ -18,6 +18,7 @@ import {
   locationOf,
   type RequestLocation,
 } from "../objects/quota-holder-client";
+import { newAdmissionId } from "../quota/lease-messages";
 import { credentialsError, parseAuthorization } from "./authorization-header";
 import { failedGuess, isRefused } from "./failed-auth";
 import { cachedKey, cacheKey, forgetKey, refreshCachedKey } from "./key-cache";
@@ -172,7 +173,7 @@ export const authenticate = createMiddleware<EnvWith<ApiKeyVariables>>(async (c,
  */
 export const authenticateAndAdmit = createMiddleware<EnvWith<ApiKeyVariables>>(async (c, next) => {
   // Made here, never taken from the client: a repeated id is answered without being counted.
-  const admissionId = crypto.randomUUID();
+  const admissionId = newAdmissionId(clock.now());
   c.set("admissionId", admissionId);
   const admission = await authenticated(c, (location, keyId, hash) =>
     authenticateAndAdmitInLocation(location, keyId, hash, admissionId),

@@ -354,7 +354,8 @@ export const settingsOf = (k: KeyRecord): KeySettings => ({
 
 /**
  * Writes `next` over the key if it is still at `expectedVersion`, bumping the version, and
- * appends `audit` in the same batch. Null if the key is gone or another change came first
+ * appends `audit` in the same batch, then `alongside` (a webhook event kept if the change was
+ * written: outboxEventIfChangedStatement). Null if the key is gone or another change came first
  * (re-read it and decide again): a change is never made on top of one its author did not see.
  */
 export function changeKey(
@@ -363,6 +364,7 @@ export function changeKey(
   expectedVersion: number,
   next: KeySettings,
   audit: AuditEntry,
+  alongside: D1PreparedStatement[] = [],
 ): Promise<KeyRecord | null> {
   return guarded(async () => {
     const update = db
@@ -387,7 +389,11 @@ export function changeKey(
         audit.at,
         next.region,
       );
-    const [updated] = await db.batch<KeyRow>([update, appendAuditIfChangedStatement(db, audit)]);
+    const [updated] = await db.batch<KeyRow>([
+      update,
+      appendAuditIfChangedStatement(db, audit),
+      ...alongside,
+    ]);
     const row = updated?.results[0];
     return row ? toRecord(row) : null;
   });
@@ -397,7 +403,7 @@ export function changeKey(
  * Gives the key a new secret (`hash`, shown as `prefix`) if it is still at `expectedVersion`;
  * the old secret's hash is kept as the previous one, valid until `previousExpiresAt`, and the
  * previous one before it is retired (recognised, never accepted). Appends `audit` in the same
- * batch. Null if the key is gone or another change came first.
+ * batch, then `alongside` (as changeKey). Null if the key is gone or another change came first.
  */
 export function rollKeySecret(
   db: Queryable,
@@ -405,6 +411,7 @@ export function rollKeySecret(
   expectedVersion: number,
   secret: { hash: string; prefix: string; previousExpiresAt: number },
   audit: AuditEntry,
+  alongside: D1PreparedStatement[] = [],
 ): Promise<KeyRecord | null> {
   return guarded(async () => {
     const update = db
@@ -426,6 +433,7 @@ export function rollKeySecret(
       retire,
       update,
       appendAuditIfChangedStatement(db, audit),
+      ...alongside,
     ]);
     const row = updated?.results[0];
     return row ? toRecord(row) : null;

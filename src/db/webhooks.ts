@@ -310,8 +310,15 @@ export function deleteEndpoint(db: Queryable, id: string, audit: AuditEntry): Pr
   });
 }
 
-/** Where a delivery stands: waiting for its first attempt, between retries, or done one way or the other. */
-export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "skipped";
+/**
+ * Where a delivery stands: waiting for its first attempt, between retries, or done one way or the
+ * other; `dead` once its message reached the dead-letter queue (stored as dead_at beside the
+ * status, which the release before reads as `failed`).
+ */
+export type DeliveryStatus = "pending" | "retrying" | "delivered" | "failed" | "skipped" | "dead";
+
+/** The status the log shows: `dead` while dead_at is set, else the stored one. */
+const SHOWN_STATUS = "CASE WHEN dead_at IS NULL THEN status ELSE 'dead' END";
 
 /** One event's delivery to one endpoint: the delivery log's row. */
 export interface DeliveryRecord {
@@ -351,8 +358,8 @@ interface DeliveryRow {
   next_attempt_at: number | null;
 }
 
-const DELIVERY_COLUMNS = `id, endpoint_id, event_id, event_type, key_id, payload, status, attempts,
-  response_status, latency_ms, last_error, created_at, updated_at, delivered_at, next_attempt_at`;
+const DELIVERY_COLUMNS = `id, endpoint_id, event_id, event_type, key_id, payload,
+  ${SHOWN_STATUS} AS status, attempts, response_status, latency_ms, last_error, created_at, updated_at, delivered_at, next_attempt_at`;
 
 function deliveryOf(r: DeliveryRow): DeliveryRecord {
   return {
@@ -470,13 +477,16 @@ export function skipDelivery(db: Queryable, id: string, now: number, why: string
   });
 }
 
-/** Sets delivery `id` waiting for an attempt again ("send again"); its attempts stay counted. */
+/**
+ * Sets delivery `id` waiting for an attempt again ("send again"), out of the dead-letter state;
+ * its attempts stay counted.
+ */
 export function resetDelivery(db: Queryable, id: string, now: number): Promise<void> {
   return guarded(async () => {
     await db
       .prepare(
-        `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ?2, updated_at = ?2
-         WHERE id = ?1`,
+        `UPDATE webhook_deliveries SET status = 'pending', dead_at = NULL, next_attempt_at = ?2,
+           updated_at = ?2 WHERE id = ?1`,
       )
       .bind(id, now)
       .run();
@@ -525,7 +535,8 @@ export function listDeliveries(
     const { results } = await db
       .prepare(
         `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries
-         WHERE endpoint_id = ?1 AND (?2 IS NULL OR status = ?2) AND (created_at, id) < (?3, ?4)
+         WHERE endpoint_id = ?1 AND (?2 IS NULL OR ${SHOWN_STATUS} = ?2)
+           AND (created_at, id) < (?3, ?4)
          ORDER BY created_at DESC, id DESC LIMIT ?5`,
       )
       .bind(
@@ -537,6 +548,23 @@ export function listDeliveries(
       )
       .all<DeliveryRow>();
     return results.map(deliveryOf);
+  });
+}
+
+/**
+ * Records that delivery `id`'s message reached the dead-letter queue at `now`: `dead` in the log,
+ * with nothing scheduled. A delivery delivered or skipped meanwhile is left as it is.
+ */
+export function markDeliveryDead(db: Queryable, id: string, now: number): Promise<void> {
+  return guarded(async () => {
+    await db
+      .prepare(
+        `UPDATE webhook_deliveries SET dead_at = ?2, status = 'failed', next_attempt_at = NULL,
+           updated_at = ?2, last_error = COALESCE(last_error, ?3)
+         WHERE id = ?1 AND status NOT IN ('delivered', 'skipped')`,
+      )
+      .bind(id, now, "no attempt could be made")
+      .run();
   });
 }
 
@@ -585,19 +613,5 @@ export function keysExpiringWithoutEvent(
       .bind(now, until, limit)
       .all<{ id: string; expiresAt: number }>();
     return results;
-  });
-}
-
-/** Records that key `id`'s key.expiring event for `expiresAt` is queued. */
-export function markExpiringEventQueued(
-  db: Queryable,
-  id: string,
-  expiresAt: number,
-): Promise<void> {
-  return guarded(async () => {
-    await db
-      .prepare("UPDATE api_keys SET expiring_event_for = ?2 WHERE id = ?1")
-      .bind(id, expiresAt)
-      .run();
   });
 }

@@ -42,3 +42,11 @@ export class ApiError extends Error {
 export function unavailable(message: string): ApiError {
   return new ApiError("service_unavailable", message, { "Retry-After": "1" });
 }
+
+/** A page cursor this API did not issue (made up, altered, or for another list): 400. */
+export function invalidCursor(): ApiError {
+  return new ApiError(
+    "invalid_request",
+    "cursor: is not a cursor returned by this API (malformed or altered); restart from the first page.",
+  );
+}

@@ -34,6 +34,15 @@ export const WEBHOOK_RETRY_DELAYS_SECONDS = [5, 300, 1800, 7200, 18_000, 36_000,
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 
 /**
+ * How many messages the consumer handles at once, and the most a batch holds (`max_batch_size`
+ * in wrangler.toml; test/webhooks.reliability.test.ts ties them). A Worker's invocation waits for
+ * response headers on at most 6 connections at once and queues a seventh until one answers, so a
+ * delivery beyond 6 would wait behind hanging receivers, its own 10 s running meanwhile. With 6 at
+ * most, each attempt starts at once and is timed from its own request.
+ */
+export const WEBHOOK_CONCURRENCY = 6;
+
+/**
  * The id of the event of `type` about key `keyId` in `window` (a day's start, a ban's end, an
  * expiry…): `evt_` and 20 base64url characters of SHA-256 over the three. Producing it twice
  * (a retried alarm, a repeated admin call) gives the same id, which is the receiver's dedupe key

@@ -20,6 +20,7 @@ import { type AdmitResult, locationOf } from "../objects/quota-holder-client";
 import { QuotaLimiterClient } from "../objects/quota-limiter-client";
 import { answerWithoutObject, rereadKeyProblem } from "../quota/fail-open";
 import { rateLimitHeaders } from "../quota/headers";
+import { newAdmissionId } from "../quota/lease-messages";
 import { refusalError } from "../quota/refusals";
 import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
@@ -149,7 +150,11 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
     // The first request of a key also marks it used (see first-use.ts); its answer waits for both.
     const firstUse = markFirstUseOrThrow(c.env, key);
     // Decided already when the key's location holder authenticated the request (auth/api-key.ts).
-    const decision = decidedOrThrow(c, c.var.admissionId ?? crypto.randomUUID(), c.var.admission);
+    const decision = decidedOrThrow(
+      c,
+      c.var.admissionId ?? newAdmissionId(clock.now()),
+      c.var.admission,
+    );
     const admitted = wrapTime(
       c,
       "quota",

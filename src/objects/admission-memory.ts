@@ -1,6 +1,10 @@
 import { DAY_MS, MINUTE_MS } from "../lib/clock";
 import { type GrantedLease, givePermitsBack } from "../quota/lease";
-import { ADMISSION_MEMORY_MS, type Admission } from "../quota/lease-messages";
+import {
+  ADMISSION_CLOCK_TOLERANCE_MS,
+  ADMISSION_MEMORY_MS,
+  type Admission,
+} from "../quota/lease-messages";
 import { type UsageState, type WindowStatus, windowsOf } from "../quota/windows";
 import type { KeyPolicy } from "./key-policy";
 import type { UsageHistoryTable } from "./usage-history-table";
@@ -34,7 +38,8 @@ const FORGET_EVERY_MS = 1_000;
  * carries an id is kept, so that the same id asked again (a call retried after its answer was
  * lost, delivered twice, or an isolate falling back from its location holder) gets the same
  * answer and is counted once. Storage stays bounded: ids older than ADMISSION_MEMORY_MS are
- * forgotten by later answers and by the alarm.
+ * forgotten by later answers and by the alarm, but for those a location holder's stock may still
+ * report (see `forgetOlderThanMemory`).
  */
 export class AdmissionMemory {
   /** When ids past the memory were last forgotten. */
@@ -44,16 +49,14 @@ export class AdmissionMemory {
     private readonly sql: SqlStorage,
     private readonly history: UsageHistoryTable,
     private readonly policy: KeyPolicy,
+    /** The start of the earliest minute a lease still out was granted in (null: none is out). */
+    private readonly oldestLeaseMinute: () => number | null,
   ) {}
 
-  /** The answer given to call `id` within ADMISSION_MEMORY_MS before `now`, if any. */
-  recall<T>(id: string, now: number): T | null {
+  /** The answer given to call `id`, while it is remembered (see `forgetOlderThanMemory`). */
+  recall<T>(id: string): T | null {
     const row = this.sql
-      .exec<{ answer: string }>(
-        "SELECT answer FROM admissions WHERE id = ? AND decided_at > ?",
-        id,
-        now - ADMISSION_MEMORY_MS,
-      )
+      .exec<{ answer: string }>("SELECT answer FROM admissions WHERE id = ?", id)
       .toArray()[0];
     return row ? (JSON.parse(row.answer) as T) : null;
   }
@@ -69,9 +72,23 @@ export class AdmissionMemory {
     if (now - this.#forgotAt >= FORGET_EVERY_MS) this.forgetOlderThanMemory(now);
   }
 
-  /** Forgets the ids answered ADMISSION_MEMORY_MS or more before `now` (no retry comes for them). */
+  /**
+   * Forgets the ids answered ADMISSION_MEMORY_MS or more before `now`: no attempt of them is
+   * decided any more (ADMISSION_ID_LIFETIME_MS). Except while a lease granted before them is still
+   * out: a location holder may have admitted one of them from it, and its report (a renewal, the
+   * hand-back), however late, must find this object's own decision of the same id, or the request
+   * is counted twice. A lease is out until it is handed back or settled as stranded, so the ids
+   * answered since the start of its minute (less ADMISSION_CLOCK_TOLERANCE_MS, for a clock that
+   * stepped back) are kept until then.
+   */
   forgetOlderThanMemory(now: number): void {
-    this.sql.exec("DELETE FROM admissions WHERE decided_at <= ?", now - ADMISSION_MEMORY_MS);
+    const oldestLease = this.oldestLeaseMinute();
+    const horizon = now - ADMISSION_MEMORY_MS;
+    const before =
+      oldestLease === null
+        ? horizon
+        : Math.min(horizon, oldestLease - ADMISSION_CLOCK_TOLERANCE_MS);
+    this.sql.exec("DELETE FROM admissions WHERE decided_at <= ?", before);
     this.#forgotAt = now;
   }
 
@@ -93,7 +110,7 @@ export class AdmissionMemory {
   ): UsageState {
     let counted = usage;
     for (const id of admissionIds) {
-      const known = this.recall<RememberedAdmission>(id, now);
+      const known = this.recall<RememberedAdmission>(id);
       if (known?.fromStock) continue;
       const decidedHere = known?.outcome === "allowed" ? windowsStartOf(known.windows) : null;
       const uncounted = decidedHere ?? (known ? leaseIn : null);

@@ -203,6 +203,13 @@ export class LeaseLedger {
     return givePermitsBack(usage, row, row.permits - used);
   }
 
+  /** The start of the earliest minute a lease still out was granted in (null: none is out). */
+  oldestMinuteOut(): number | null {
+    return this.sql
+      .exec<{ minuteStart: number | null }>("SELECT MIN(minute_start) AS minuteStart FROM leases")
+      .one().minuteStart;
+  }
+
   /** Whether lease `id` is still out: granted and not settled (handed back or stranded). */
   isOut(id: string): boolean {
     return this.#row(id) !== undefined;

@@ -6,7 +6,12 @@ import { log } from "../lib/log";
 import { logPersistentFailure, type NoDecision } from "../quota/fail-open";
 import { QUIET_STOCK } from "../quota/lease";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
-import { ADMISSION_MEMORY_MS, type Admission, type LeaseRequest } from "../quota/lease-messages";
+import {
+  ADMISSION_MEMORY_MS,
+  type Admission,
+  admissionIdLive,
+  type LeaseRequest,
+} from "../quota/lease-messages";
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HeldKeyRecord } from "./holder-key-record";
@@ -171,7 +176,9 @@ export class QuotaHolder extends DurableObject<Env> {
    * is where the key's object is created if this holder's call is its first. A request with an
    * `admissionId` this holder decided in the last ADMISSION_MEMORY_MS (its caller lost the
    * answer, or asks again after a cold isolate's authentication here could not answer) gets the
-   * same answer, counted once; one forwarded to the key's object carries the id there.
+   * same answer, counted once; one forwarded to the key's object carries the id there. One past
+   * its lifetime (ADMISSION_ID_LIFETIME_MS), which this holder may have decided and forgotten, is
+   * not decided here: the key's object answers it (its decision if it remembers one, else none).
    */
   admit(
     keyId: string,
@@ -184,6 +191,8 @@ export class QuotaHolder extends DurableObject<Env> {
     if (admissionId === null) return this.#decide(keyId, policy, region, null);
     const known = this.#answers.get(admissionId, now);
     if (known) return known;
+    if (!admissionIdLive(admissionId, now))
+      return this.#askObject(keyId, policy, region, admissionId);
     const answer = this.#decide(keyId, policy, region, admissionId);
     this.#answers.set(admissionId, answer, now + ADMISSION_MEMORY_MS);
     // Only a decision is repeated: a request not decided (the key's object unreachable, or the
@@ -208,21 +217,43 @@ export class QuotaHolder extends DurableObject<Env> {
       this.#refillWhenTheMinuteTurns(keyId, policy);
       return { reached: true, decision: decided.decision, fromStock: decided.local };
     } catch (err) {
-      const persistentFailure = persistentFailureOf(err);
-      // A failure for good repeats on every request: logged once a minute, not per request.
-      if (persistentFailure) logPersistentFailure(keyId, persistentFailure, clock.now());
-      else
-        log("warn", "a location holder could not reach the key's quota object", {
-          keyId,
-          error: String(err),
-        });
-      return {
-        reached: false,
-        overloaded: isOverloaded(err),
-        refusal: this.#leases.refusal(clock.now()),
-        persistentFailure,
-      };
+      return this.#noDecision(keyId, err);
     }
+  }
+
+  /** Request `admissionId` asked of the key's object alone, with no stock taken or used here. */
+  async #askObject(
+    keyId: string,
+    policy: Policy,
+    region: Region | null,
+    admissionId: string,
+  ): Promise<HolderAnswer> {
+    this.#region = region;
+    try {
+      const calls = this.#callsTo(keyId, policy, admissionId);
+      const { lease: _, ...decision } = await calls.admit({ want: 0, returning: [] });
+      return { reached: true, decision, fromStock: false };
+    } catch (err) {
+      return this.#noDecision(keyId, err);
+    }
+  }
+
+  /** Why the key's object gave no decision (`err`), logged, with the refusal last seen here. */
+  #noDecision(keyId: string, err: unknown): HolderAnswer {
+    const persistentFailure = persistentFailureOf(err);
+    // A failure for good repeats on every request: logged once a minute, not per request.
+    if (persistentFailure) logPersistentFailure(keyId, persistentFailure, clock.now());
+    else
+      log("warn", "a location holder could not reach the key's quota object", {
+        keyId,
+        error: String(err),
+      });
+    return {
+      reached: false,
+      overloaded: isOverloaded(err),
+      refusal: this.#leases.refusal(clock.now()),
+      persistentFailure,
+    };
   }
 
   /**

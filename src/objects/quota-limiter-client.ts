@@ -5,7 +5,7 @@ import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { type LogLevel, log } from "../lib/log";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
-import type { Admission, LeaseRequest } from "../quota/lease-messages";
+import { type Admission, type LeaseRequest, newAdmissionId } from "../quota/lease-messages";
 import { EMPTY_USAGE, type KeyUsage, keyUsageOf, type Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import {
@@ -142,7 +142,10 @@ export class QuotaLimiterClient {
       // One admit call per request at most: an id made here (none given) is still the same in
       // its retry and its fallback from the holder to the object.
       admit: (request) =>
-        this.#admitCall(policy, { ...request, admissionId: admissionId ?? crypto.randomUUID() }),
+        this.#admitCall(policy, {
+          ...request,
+          admissionId: admissionId ?? newAdmissionId(clock.now()),
+        }),
       giveBack: this.#giveBackCall.giveBack,
       // Not retried: a renewal that reached the object before its connection failed has been
       // counted, and a second one would count its permits again. A lost renewal costs nothing

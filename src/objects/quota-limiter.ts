@@ -5,12 +5,13 @@ import { configOrThrow } from "../lib/config";
 import { log } from "../lib/log";
 import { withDeadline } from "../quota/call-coordination";
 import { CHANGE_APPLIES_WITHIN_MS } from "../quota/lease";
-import type {
-  Admission,
-  LeaseRequest,
-  Renewal,
-  RenewalRequest,
-  ReturnedLease,
+import {
+  type Admission,
+  admissionIdLive,
+  type LeaseRequest,
+  type Renewal,
+  type RenewalRequest,
+  type ReturnedLease,
 } from "../quota/lease-messages";
 import {
   decide,
@@ -74,7 +75,9 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#leases = new LeaseLedger(sql, this.#history);
     this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
-    this.#admissions = new AdmissionMemory(sql, this.#history, this.#policy);
+    this.#admissions = new AdmissionMemory(sql, this.#history, this.#policy, () =>
+      this.#leases.oldestMinuteOut(),
+    );
     this.#webhooks = new WebhookOutbox(
       sql,
       this.#alarms,
@@ -114,7 +117,9 @@ export class QuotaLimiter extends DurableObject<Env> {
    * wins. A request with an admission id (see LeaseRequest) is decided once: asked again, it gets
    * the same decision, and the same lease while that is out, counted once; and one sent on an
    * older version of the key than this object's is not decided but answered `stale` (counted
-   * nowhere): what its copy alone decided (a rolled secret, the expiry) may have changed too.
+   * nowhere): what its copy alone decided (a rolled secret, the expiry) may have changed too. So
+   * is one whose id this object no longer decides (ADMISSION_ID_LIFETIME_MS after it was made):
+   * this object may have decided it and forgotten.
    */
   admit(
     policy: Policy,
@@ -123,7 +128,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   ): Admission {
     const now = clock.now();
     const id = request.admissionId;
-    const known = id === undefined ? null : this.#admissions.recall<RememberedAdmission>(id, now);
+    const known = id === undefined ? null : this.#admissions.recall<RememberedAdmission>(id);
     // The lease granted with it goes again while it is out (its caller never had it).
     if (known) {
       const { fromStock: _, ...admission } = known;
@@ -133,7 +138,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     const effective = this.#policy.adopt(policy);
     const previousDay = this.#usage.dayStart;
     const current = this.#takeBack(now, request.returning);
-    if (id !== undefined && effective.version > policy.version) {
+    if (id !== undefined && (effective.version > policy.version || !admissionIdLive(id, now))) {
       this.#keep(current, previousDay);
       this.#leases.strandUnreported(now);
       const windows = windowsOf(current, effective);
@@ -169,7 +174,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   renewLease(policy: Policy, request: RenewalRequest, grantee: string | null = null): Renewal {
     const now = clock.now();
     const id = request.renewalId;
-    const known = id === undefined ? null : this.#admissions.recall<Renewal>(id, now);
+    const known = id === undefined ? null : this.#admissions.recall<Renewal>(id);
     if (known) return known;
     const effective = this.#policy.adopt(policy);
     const previousDay = this.#usage.dayStart;

@@ -24,12 +24,48 @@ export interface ReturnedLease {
 }
 
 /**
- * How long the tier that decided a request remembers its admission id with the decision (and the
- * key's object a renewal's id with its answer): longer than any retry of it can take to arrive (a retried call, an isolate's fallback from its location
- * holder to the key's object, a cold isolate deciding after its holder could not answer: all
- * within the request that made the id).
+ * How far an admission id's time (see `newAdmissionId`) may be ahead of the clock of the tier that
+ * reads it, or a lease's minute ahead of the clock of the key's object (a clock that stepped
+ * back): far more than the clocks of two machines ever differ.
  */
-export const ADMISSION_MEMORY_MS = 60_000;
+export const ADMISSION_CLOCK_TOLERANCE_MS = 15_000;
+
+/**
+ * A request is decided only within this long of when its admission id was made (by the deciding
+ * tier's clock): an attempt that arrives later (a call held on its way) is not decided, as the
+ * tier may have decided it and forgotten. Every attempt of a request is made within the request,
+ * seconds after the id.
+ */
+export const ADMISSION_ID_LIFETIME_MS = 45_000;
+
+/**
+ * How long the tier that decided a request remembers its admission id with the decision (and the
+ * key's object a renewal's id with its answer): every attempt a tier may still decide (within
+ * ADMISSION_ID_LIFETIME_MS of its id, which is at most ADMISSION_CLOCK_TOLERANCE_MS ahead) finds
+ * the decision. The key's object keeps ids longer while a location holder's stock may still
+ * report them (objects/admission-memory.ts).
+ */
+export const ADMISSION_MEMORY_MS = ADMISSION_ID_LIFETIME_MS + ADMISSION_CLOCK_TOLERANCE_MS;
+
+/** An admission id made at `now`: the time it was made, then a random part. */
+export const newAdmissionId = (now: number): string => `${now.toString(36)}.${crypto.randomUUID()}`;
+
+/** When admission id `id` was made, or null for an id that does not say (an earlier release's). */
+export function admissionIdMadeAt(id: string): number | null {
+  const made = /^([0-9a-z]{1,12})\.[0-9a-f-]{36}$/.exec(id);
+  return made ? Number.parseInt(made[1]!, 36) : null;
+}
+
+/**
+ * Whether a tier may still decide admission id `id` at `now` (by its own clock): made less than
+ * ADMISSION_ID_LIFETIME_MS ago, and not more than ADMISSION_CLOCK_TOLERANCE_MS ahead. An id that
+ * does not say when it was made (a Worker of the release before) is decided as before.
+ */
+export function admissionIdLive(id: string, now: number): boolean {
+  const made = admissionIdMadeAt(id);
+  if (made === null) return true;
+  return now - made < ADMISSION_ID_LIFETIME_MS && made - now < ADMISSION_CLOCK_TOLERANCE_MS;
+}
 
 /** What an isolate asks for along with one request. */
 export interface LeaseRequest {
@@ -99,7 +135,7 @@ export interface Renewal {
   granted: Lease | null;
   /**
    * The object's clock when it answered: the holder ends the lease by its own clock, its lifetime
-   * left at `now` after it asked (see localExpiry in lease-holder.ts). Absent from an object of an
+   * left at `now` after it asked (see localExpiry in held-lease.ts). Absent from an object of an
    * earlier release.
    */
   now?: number;

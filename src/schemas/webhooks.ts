@@ -172,7 +172,14 @@ export const WebhookEndpointIdParamSchema = z.object({
 });
 
 /** Where a delivery stands, as the delivery log shows it. */
-export const DELIVERY_STATUSES = ["pending", "retrying", "delivered", "failed", "skipped"] as const;
+export const DELIVERY_STATUSES = [
+  "pending",
+  "retrying",
+  "delivered",
+  "failed",
+  "skipped",
+  "dead",
+] as const;
 
 export const WebhookDeliverySchema = z
   .object({
@@ -186,7 +193,7 @@ export const WebhookDeliverySchema = z
     keyId: z.string().nullable(),
     status: z.enum(DELIVERY_STATUSES).openapi({
       description:
-        "pending: waiting for an attempt; retrying: an attempt failed and another is scheduled (nextAttemptAt); delivered: a 2xx; failed: every attempt failed (then in the dead-letter queue), or the receiver answered 410; skipped: the endpoint was disabled",
+        "pending: waiting for an attempt; retrying: an attempt failed and another is scheduled (nextAttemptAt); delivered: a 2xx; failed: the receiver answered 410, or the last attempt failed (dead follows); skipped: the endpoint was disabled; dead: every attempt failed and the message is in the dead-letter queue (final until send again)",
     }),
     attempts: z.number().int().openapi({ description: "Attempts made so far" }),
     responseStatus: z

@@ -18,8 +18,10 @@ import type { AdmitResult } from "../../src/objects/quota-holder-client";
 import { QuotaLimiter } from "../../src/objects/quota-limiter";
 import { QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
 import { bindingWindow } from "../../src/quota/headers";
+import type { HolderDecision } from "../../src/quota/held-lease";
 import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
-import { type HolderDecision, type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
+import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
+import { admissionIdLive, newAdmissionId } from "../../src/quota/lease-messages";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
@@ -302,6 +304,10 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
   }
   result.afterResponse?.catch(() => undefined);
   const d = result.decision;
+  // Not decided because its admission id outlived ADMISSION_ID_LIFETIME_MS on its way (a call
+  // held): an earlier attempt may have been decided and counted, its answer lost. For the bill,
+  // a request whose decision never came back.
+  if (d.outcome === "stale" && !admissionIdLive(newAdmissionId(sent.clockAt), d.now)) m.unreached++;
   const minute = d.windows.find((w) => w.name === "minute")!;
   // Windows only move forward: no decision in a minute over when the request was sent.
   if (WINDOWS_ONLY_MOVE_FORWARD && minute.resetAt - MINUTE_MS <= sent.over)

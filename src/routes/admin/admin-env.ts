@@ -3,6 +3,7 @@ import type { AdminVariables } from "../../auth/admin-token";
 import type { AuditAction, AuditEntry } from "../../db/audit";
 import type { KeyRecord } from "../../db/keys";
 import { clock } from "../../lib/clock";
+import { cursorSecretsAcceptedOrThrow } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import type { EnvWith } from "../../lib/hono-env";
 
@@ -11,6 +12,13 @@ export type AdminEnv = EnvWith<AdminVariables>;
 
 /** Every admin operation needs an admin token (the securityScheme registered in routes.ts). */
 export const security = [{ adminToken: [] }];
+
+/**
+ * The CURSOR_SECRETs a signed page cursor is checked against, when one is met (so an unsigned
+ * cursor, or none, needs no CURSOR_SECRET).
+ */
+export const cursorSecrets = (c: Context<AdminEnv>) => () =>
+  cursorSecretsAcceptedOrThrow(c.var.config);
 
 export function foundOrThrow(record: KeyRecord | null, id: string): KeyRecord {
   if (!record) throw new ApiError("not_found", `No key with id ${id}.`);

@@ -22,7 +22,7 @@ import {
   KeyUsageQuerySchema,
   MAX_USAGE_DAYS,
 } from "../../schemas/usage";
-import { type AdminEnv, foundOrThrow, security } from "./admin-env";
+import { type AdminEnv, cursorSecrets, foundOrThrow, security } from "./admin-env";
 import { adminKeyQuota, listedKeyReportOrThrow } from "./key-quota";
 import {
   auditEntryView,
@@ -180,7 +180,9 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
         day,
         dayEnd,
         limit: limit + 1,
-        afterKeyId: cursor ? decodeCursorOrThrow(cursor, "string") : undefined,
+        afterKeyId: cursor
+          ? await decodeCursorOrThrow(cursorSecrets(c), "usage-day", cursor, "string")
+          : undefined,
       });
       const { page: stored, nextCursor } = pageOf(rows, limit, (last) => encodeCursor(last.keyId));
       const held = dayStart <= now && now < dayEnd + HELD_AFTER_DAY_END_MS;
@@ -233,7 +235,9 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
         from: from === undefined ? undefined : dayStartOf(from),
         until: to === undefined ? undefined : dayStartOf(to) + DAY_MS,
         limit: limit + 1,
-        beforeId: cursor ? decodeCursorOrThrow(cursor, "number") : undefined,
+        beforeId: cursor
+          ? await decodeCursorOrThrow(cursorSecrets(c), "audit", cursor, "number")
+          : undefined,
       });
       const { page, nextCursor } = pageOf(entries, limit, (last) => encodeCursor(last.id));
       return c.json(

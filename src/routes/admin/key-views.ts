@@ -2,8 +2,9 @@ import type { z } from "@hono/zod-openapi";
 import type { FieldChanges, StoredAuditEntry } from "../../db/audit";
 import { type KeyRecord, keyStatus } from "../../db/keys";
 import { isoTime } from "../../lib/clock";
+import { signedTag, TAG_BYTES, verifyTagUnderAny } from "../../lib/crypto";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
-import { ApiError } from "../../lib/errors";
+import { invalidCursor } from "../../lib/errors";
 import type { KeyUsage } from "../../quota/windows";
 import type { AuditEntrySchema } from "../../schemas/audit";
 import type { KeyDetailSchema, KeySchema } from "../../schemas/keys";
@@ -107,9 +108,45 @@ export function wantsCsv(accept: string | undefined): boolean {
   return /(^|,)\s*text\/csv\b/i.test(accept ?? "");
 }
 
-/** Opaque cursors: base64url of a JSON array of the values a page continues after. */
-function encodeValues(values: (number | string)[]): string {
-  return toBase64Url(new TextEncoder().encode(JSON.stringify(values)));
+/**
+ * The operator API's page cursors. Each is made for one list and holds, as a JSON array, the
+ * values the page continues after. Two formats (compat/release.json):
+ * - admin-v1, what this release issues: base64url of the JSON array, unsigned;
+ * - admin-v2, read here so that the release after this one may issue it (a rollback to this one
+ *   must read it): the JSON array and its 16-byte HMAC-SHA-256 tag under CURSOR_SECRET over
+ *   `admin:<list>:<array>`, base64url, so an altered or made-up cursor, or one of another list,
+ *   is refused (400). Checked against CURSOR_SECRET and, during a rotation, the one before.
+ */
+export type AdminList = "keys" | "webhooks" | "deliveries" | "audit" | "usage-day";
+
+type CursorValue = number | string;
+const encoder = new TextEncoder();
+
+/** admin-v1: base64url of the JSON array of the values. */
+function encodeValues(values: CursorValue[]): string {
+  return toBase64Url(encoder.encode(JSON.stringify(values)));
+}
+
+/** What the tag of an admin-v2 cursor of `list` covers: the list's name, then the values. */
+const taggedBytes = (list: AdminList, payload: Uint8Array) => {
+  const prefix = encoder.encode(`admin:${list}:`);
+  const bytes = new Uint8Array(prefix.length + payload.length);
+  bytes.set(prefix);
+  bytes.set(payload, prefix.length);
+  return bytes;
+};
+
+/** admin-v2: an admin-v1 payload and its tag under `secret`, for `list` only. */
+export async function encodeSignedCursor(
+  secret: string,
+  list: AdminList,
+  values: CursorValue[],
+): Promise<string> {
+  const payload = encoder.encode(JSON.stringify(values));
+  const token = new Uint8Array(payload.length + TAG_BYTES);
+  token.set(payload);
+  token.set(await signedTag(secret, taggedBytes(list, payload)), payload.length);
+  return toBase64Url(token);
 }
 
 /** Whether `value` could be in a cursor this API issued: ids and times are whole and ≥ 0. */
@@ -118,33 +155,66 @@ const issuedValue = {
   string: (value: unknown) => typeof value === "string" && value.length > 0,
 };
 
-/** The cursor's values if they are of the kinds given, spelt as this API spells them, else a 400. */
-function decodeValuesOrThrow(cursor: string, types: ("number" | "string")[]): unknown[] {
+/** The values of a JSON array payload if they are of the kinds given, else null. */
+function valuesOf(payload: Uint8Array, types: ("number" | "string")[]): CursorValue[] | null {
   try {
-    const values = JSON.parse(new TextDecoder().decode(fromBase64Url(cursor))) as unknown[];
+    const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(payload);
+    const values = JSON.parse(text);
     if (
       Array.isArray(values) &&
       values.length === types.length &&
       types.every((type, i) => issuedValue[type](values[i])) &&
-      encodeValues(values as (number | string)[]) === cursor
+      JSON.stringify(values) === text
     )
-      return values;
+      return values as CursorValue[];
   } catch {
-    // fall through to the 400 below
+    // not a JSON array of the values: null below
   }
-  throw new ApiError("invalid_request", "cursor: is not a cursor returned by this API.");
+  return null;
 }
 
-/** Opaque cursors over a single value (an audit id, a key id). */
-export function encodeCursor(value: number | string): string {
+/**
+ * The values `cursor` continues after, if it is an admin-v1 cursor of these kinds, or an
+ * admin-v2 cursor this API signed for `list`; else 400. `secrets`: the CURSOR_SECRETs accepted
+ * (cursorSecretsAcceptedOrThrow), asked for only when the cursor is signed.
+ */
+async function decodeValuesOrThrow(
+  secrets: () => readonly string[],
+  list: AdminList,
+  cursor: string,
+  types: ("number" | "string")[],
+): Promise<CursorValue[]> {
+  const invalid = invalidCursor;
+  let token: Uint8Array;
+  try {
+    token = fromBase64Url(cursor);
+  } catch {
+    throw invalid();
+  }
+  // Decoding ignores the unused low bits of the last character: only the canonical spelling is ours.
+  if (toBase64Url(token) !== cursor) throw invalid();
+  const unsigned = valuesOf(token, types);
+  if (unsigned) return unsigned;
+  if (token.length <= TAG_BYTES) throw invalid();
+  const payload = token.slice(0, token.length - TAG_BYTES);
+  const tag = token.slice(token.length - TAG_BYTES);
+  if (!(await verifyTagUnderAny(secrets(), taggedBytes(list, payload), tag))) throw invalid();
+  return valuesOf(payload, types) ?? Promise.reject(invalid());
+}
+
+/** A page cursor over a single value (an audit id, a key id). */
+export function encodeCursor(value: CursorValue): string {
   return encodeValues([value]);
 }
 
-export function decodeCursorOrThrow<T extends "number" | "string">(
+export async function decodeCursorOrThrow<T extends "number" | "string">(
+  secrets: () => readonly string[],
+  list: AdminList,
   cursor: string,
   type: T,
-): T extends "number" ? number : string {
-  return decodeValuesOrThrow(cursor, [type])[0] as T extends "number" ? number : string;
+): Promise<T extends "number" ? number : string> {
+  const [value] = await decodeValuesOrThrow(secrets, list, cursor, [type]);
+  return value as T extends "number" ? number : string;
 }
 
 export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["usage"] {
@@ -156,12 +226,16 @@ export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["
   };
 }
 
-/** Page cursors of the key list (and the webhook endpoints'): the last (createdAt, id). */
+/** Page cursors of the key list (and the webhook endpoints' and deliveries'): (createdAt, id). */
 export function encodeKeyCursor(k: Pick<KeyRecord, "createdAt" | "id">): string {
   return encodeValues([k.createdAt, k.id]);
 }
 
-export function decodeKeyCursorOrThrow(cursor: string): { createdAt: number; id: string } {
-  const [createdAt, id] = decodeValuesOrThrow(cursor, ["number", "string"]) as [number, string];
-  return { createdAt, id };
+export async function decodeKeyCursorOrThrow(
+  secrets: () => readonly string[],
+  list: AdminList,
+  cursor: string,
+): Promise<{ createdAt: number; id: string }> {
+  const [createdAt, id] = await decodeValuesOrThrow(secrets, list, cursor, ["number", "string"]);
+  return { createdAt: createdAt as number, id: id as string };
 }

@@ -14,13 +14,14 @@ import {
   settingsOf,
 } from "../../db/keys";
 import { lastUsedDays, type UsageDay } from "../../db/usage-history";
+import { outboxEventIfChangedStatement, sendOutboxEvents } from "../../db/webhook-event-outbox";
 import { runAfterResponse } from "../../lib/after-response";
 import { clock, isoTime } from "../../lib/clock";
 import { type Config, secretOrThrow } from "../../lib/config";
 import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { log } from "../../lib/log";
-import { eventId, queueEvents } from "../../lib/webhook-events";
+import { eventId, type ProducedEvent } from "../../lib/webhook-events";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
@@ -40,7 +41,7 @@ import {
   UpdateKeySchema,
 } from "../../schemas/keys";
 import { AdminIdentitySchema } from "../../schemas/operator";
-import { type AdminEnv, auditOf, foundOrThrow, security } from "./admin-env";
+import { type AdminEnv, auditOf, cursorSecrets, foundOrThrow, security } from "./admin-env";
 import { historyApi } from "./history-routes";
 import { adminKeyQuota, listedKeyReportOrThrow } from "./key-quota";
 import {
@@ -56,24 +57,44 @@ import { writeWhileUnchangedOrThrow } from "./write-while-unchanged";
 
 const byId = { params: KeyIdParamSchema, query: NoQuerySchema };
 
+/** The webhook event an admin change to a key makes: what makes it once is its `window`. */
+interface KeyEvent {
+  type: "key.revoked" | "key.rolled";
+  window: number;
+  data: Record<string, unknown>;
+}
+
+/** `event` about key `keyId`, happening at `at`, with its id (the same for the same window). */
+async function producedKeyEvent(
+  keyId: string,
+  event: KeyEvent,
+  at: number,
+): Promise<ProducedEvent> {
+  return {
+    id: await eventId(event.type, keyId, event.window),
+    type: event.type,
+    at,
+    keyId,
+    data: event.data,
+  };
+}
+
 /**
- * Queues the webhook event of an admin change to key `keyId` after the answer (the operator does
- * not wait for the queue). Its id comes from the key, the type and `window` (what makes it once:
- * the revocation's time, the roll's version, the ban lifted), so repeating the change repeats no
- * delivery. A queue that refuses it is logged.
+ * Queues, after the answer (the operator does not wait for the queue), the event of type `type`
+ * for `window` of key `keyId` that the change kept in D1's webhook outbox, in its own batch; an
+ * event the queue refuses stays there for the hourly sweep. Repeating the change (its event id is
+ * the same) sends what an earlier attempt left.
  */
-function queueKeyEvent(
+function sendKeyEventAfterResponse(
   c: Context<AdminEnv>,
-  type: "key.revoked" | "key.rolled",
+  type: KeyEvent["type"],
   keyId: string,
   window: number,
-  data: Record<string, unknown>,
 ): void {
-  const at = clock.now();
   runAfterResponse(
     c,
     eventId(type, keyId, window).then((id) =>
-      queueEvents(c.env.WEBHOOK_QUEUE, [{ id, type, at, keyId, data }]),
+      sendOutboxEvents(c.env.DB, c.env.WEBHOOK_QUEUE, [id]),
     ),
   );
 }
@@ -175,10 +196,13 @@ function notRevokedOrThrow(current: KeyRecord, change: string): void {
 async function changeKeyOrThrow(
   c: Context<AdminEnv>,
   id: string,
-  decide: (current: KeyRecord, now: number) => { next: KeySettings; action: AuditAction },
+  decide: (
+    current: KeyRecord,
+    now: number,
+  ) => { next: KeySettings; action: AuditAction; event?: KeyEvent },
 ): Promise<KeyRecord> {
   return writeKeyOrThrow(c, id, "change", async (current, now) => {
-    const { next, action } = decide(current, now);
+    const { next, action, event } = decide(current, now);
     const expected: KeyRecord = {
       ...current,
       ...next,
@@ -186,7 +210,17 @@ async function changeKeyOrThrow(
     };
     const changes = fieldChanges(current, expected);
     if (Object.keys(changes).length === 0) return current;
-    return changeKey(c.env.DB, id, current.version, next, auditOf(c, action, id, changes));
+    const alongside = event
+      ? [outboxEventIfChangedStatement(c.env.DB, await producedKeyEvent(id, event, now), now)]
+      : [];
+    return changeKey(
+      c.env.DB,
+      id,
+      current.version,
+      next,
+      auditOf(c, action, id, changes),
+      alongside,
+    );
   });
 }
 
@@ -300,7 +334,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const keys = await listKeys(
         c.env.DB,
         limit + 1,
-        cursor ? decodeKeyCursorOrThrow(cursor) : undefined,
+        cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "keys", cursor) : undefined,
         { plan, state, ownerId, search: q, now },
       );
       const { page, nextCursor } = pageOf(keys, limit, encodeKeyCursor);
@@ -433,14 +467,14 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const revoked = await changeKeyOrThrow(c, id, (current, now) => ({
         next: { ...settingsOf(current), revokedAt: current.revokedAt ?? now },
         action: "revoke",
+        // Kept with the revocation, in its batch (written only if the key was not revoked yet).
+        event: { type: "key.revoked", window: now, data: { revokedAt: isoTime(now) } },
       }));
       // Pushed again when the key was revoked already: a revocation answered 503 (saved, not
       // pushed) is enforced by repeating it.
       await pushPolicyOrThrow(c.env, revoked);
       if (revoked.revokedAt !== null)
-        queueKeyEvent(c, "key.revoked", id, revoked.revokedAt, {
-          revokedAt: isoTime(revoked.revokedAt),
-        });
+        sendKeyEventAfterResponse(c, "key.revoked", id, revoked.revokedAt);
       return c.json(keyView(revoked, clock.now()), 200);
     },
   )
@@ -511,21 +545,36 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       const { gracePeriodSeconds } = c.req.valid("json");
       const { key, displayPrefix } = await newSecretOrThrow(c.var.config, id);
       const hash = await sha256Hex(key);
-      const rolled = await writeKeyOrThrow(c, id, "roll", (current, now) => {
+      const rolled = await writeKeyOrThrow(c, id, "roll", async (current, now) => {
         notRevokedOrThrow(current, "rolled");
         const previousExpiresAt = now + gracePeriodSeconds * 1000;
+        const audit = auditOf(c, "roll", id, {
+          prefix: { before: current.prefix, after: displayPrefix },
+          previousSecretExpiresAt: {
+            before: isoTime(current.previousSecretExpiresAt),
+            after: isoTime(previousExpiresAt),
+          },
+        });
+        // One event per roll: the key's version after it. Kept with the roll, in its batch.
+        const event = await producedKeyEvent(
+          id,
+          {
+            type: "key.rolled",
+            window: current.version + 1,
+            data: {
+              rolledAt: isoTime(audit.at),
+              previousSecretExpiresAt: isoTime(previousExpiresAt),
+            },
+          },
+          now,
+        );
         return rollKeySecret(
           c.env.DB,
           id,
           current.version,
           { hash, prefix: displayPrefix, previousExpiresAt },
-          auditOf(c, "roll", id, {
-            prefix: { before: current.prefix, after: displayPrefix },
-            previousSecretExpiresAt: {
-              before: isoTime(current.previousSecretExpiresAt),
-              after: isoTime(previousExpiresAt),
-            },
-          }),
+          audit,
+          [outboxEventIfChangedStatement(c.env.DB, event, now)],
         );
       });
       // Isolates holding the old secret's record drop it on its next request (newer version).
@@ -537,10 +586,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           error: String(err),
         }),
       );
-      queueKeyEvent(c, "key.rolled", id, rolled.version, {
-        rolledAt: isoTime(rolled.rolledAt),
-        previousSecretExpiresAt: isoTime(rolled.previousSecretExpiresAt),
-      });
+      sendKeyEventAfterResponse(c, "key.rolled", id, rolled.version);
       return c.json({ ...keyView(rolled, clock.now()), key }, 201);
     },
   );

@@ -43,7 +43,7 @@ import {
   WebhookEndpointPageSchema,
   WebhookEndpointSchema,
 } from "../../schemas/webhooks";
-import { type AdminEnv, auditOf, security } from "./admin-env";
+import { type AdminEnv, auditOf, cursorSecrets, security } from "./admin-env";
 import { decodeKeyCursorOrThrow, encodeKeyCursor, pageOf } from "./key-views";
 import { writeWhileUnchangedOrThrow } from "./write-while-unchanged";
 
@@ -254,7 +254,7 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
       const rows = await listEndpoints(
         c.env.DB,
         limit + 1,
-        cursor ? decodeKeyCursorOrThrow(cursor) : undefined,
+        cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "webhooks", cursor) : undefined,
         ownerId,
       );
       const { page, nextCursor } = pageOf(rows, limit, encodeKeyCursor);
@@ -434,7 +434,7 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
         c.env.DB,
         id,
         limit + 1,
-        cursor ? decodeKeyCursorOrThrow(cursor) : undefined,
+        cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "deliveries", cursor) : undefined,
         status,
       );
       const { page, nextCursor } = pageOf(rows, limit, encodeKeyCursor);

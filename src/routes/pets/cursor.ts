@@ -1,7 +1,7 @@
 import { BOOKMARK_PATTERN } from "../../db/session";
 import { signedTag, TAG_BYTES, verifyTagUnderAny } from "../../lib/crypto";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
-import { ApiError } from "../../lib/errors";
+import { ApiError, invalidCursor } from "../../lib/errors";
 import type { PetStatus } from "../../schemas/pets";
 
 /**
@@ -40,11 +40,7 @@ export async function decodeCursorOrThrow(
   cursor: string,
   status: PetStatus | undefined,
 ): Promise<CursorState> {
-  const invalid = () =>
-    new ApiError(
-      "invalid_request",
-      "cursor: is not a cursor returned by this API (malformed or altered); restart from the first page.",
-    );
+  const invalid = invalidCursor;
   if (!/^[A-Za-z0-9_-]{20,400}$/.test(cursor)) throw invalid();
   let token: Uint8Array;
   try {

@@ -16,6 +16,7 @@ import { log } from "../../lib/log";
 import {
   type ProducedEvent,
   queueDeliveriesOrThrow,
+  WEBHOOK_CONCURRENCY,
   WEBHOOK_TIMEOUT_MS,
   type WebhookMessage,
 } from "../../lib/webhook-events";
@@ -173,9 +174,10 @@ async function attemptOrThrow(env: Env, id: string, attempt: number): Promise<At
 }
 
 /**
- * The Worker's queue() handler: fans events out and attempts deliveries, all of the batch at
- * once, so a slow or failing receiver holds up no other endpoint (each attempt is bounded by
- * WEBHOOK_TIMEOUT_MS). A message whose handling throws (D1 or the queue unavailable) is retried
+ * The Worker's queue() handler: fans events out and attempts deliveries, the whole batch at once
+ * (a batch holds at most WEBHOOK_CONCURRENCY messages), each acknowledged or retried on its own,
+ * so a slow or failing receiver holds up no other endpoint (each attempt is bounded by
+ * WEBHOOK_TIMEOUT_MS from its own request). A message whose handling throws (D1 or the queue unavailable) is retried
  * after the schedule's delay for its attempt.
  */
 export async function consumeWebhookBatch(
@@ -183,25 +185,39 @@ export async function consumeWebhookBatch(
   env: Env,
 ): Promise<void> {
   const delays = configOrThrow(env).WEBHOOK_RETRY_DELAYS;
-  await Promise.all(
-    batch.messages.map(async (message) => {
-      const body = message.body;
-      try {
-        if (body.kind === "event") {
-          await fanOutOrThrow(env, body.event);
-          message.ack();
-          return;
-        }
-        const attempted = await attemptOrThrow(env, body.deliveryId, message.attempts);
-        if (attempted.done) message.ack();
-        else message.retry({ delaySeconds: attempted.retryInSeconds });
-      } catch (err) {
-        log("warn", "webhook message not handled; retrying", {
-          kind: body.kind,
-          error: String(err),
-        });
-        message.retry({ delaySeconds: delays[message.attempts - 1] ?? 0 });
+  await forEachAtMost(WEBHOOK_CONCURRENCY, batch.messages, async (message) => {
+    const body = message.body;
+    try {
+      if (body.kind === "event") {
+        await fanOutOrThrow(env, body.event);
+        message.ack();
+        return;
       }
-    }),
-  );
+      const attempted = await attemptOrThrow(env, body.deliveryId, message.attempts);
+      if (attempted.done) message.ack();
+      else message.retry({ delaySeconds: attempted.retryInSeconds });
+    } catch (err) {
+      log("warn", "webhook message not handled; retrying", {
+        kind: body.kind,
+        error: String(err),
+      });
+      message.retry({ delaySeconds: delays[message.attempts - 1] ?? 0 });
+    }
+  });
+}
+
+/**
+ * Runs `handle` on every item, at most `limit` at once, each started as soon as a slot frees: a
+ * slow item holds up only the items waiting for its slot, and none while fewer than `limit` run.
+ */
+async function forEachAtMost<T>(
+  limit: number,
+  items: readonly T[],
+  handle: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const slot = async () => {
+    while (next < items.length) await handle(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, slot));
 }

@@ -1,0 +1,344 @@
+import { grantedForTheMinute, type LeaseInUse } from "./lease";
+import type { Admission, Lease, Renewal, ReturnedLease } from "./lease-messages";
+import { ShownWindows } from "./shown-windows";
+import type { KeyDecision, Policy, SeenRefusal, WindowStatus } from "./windows";
+
+/** A decision, and whether it came from the isolate's lease rather than from the object. */
+export interface HolderDecision {
+  decision: KeyDecision;
+  /** Decided here, from the lease, with no call. */
+  local: boolean;
+  /** This call was granted a new lease (its unused permits go back at expiry). */
+  leaseGranted: boolean;
+  /**
+   * A renewal of the lease this request started and does not wait for (for `waitUntil`); it
+   * settles with the renewed lease, or null when the renewal brought no lease to give back.
+   */
+  renewal: Promise<boolean> | null;
+}
+
+export interface HeldLease extends LeaseInUse {
+  id: string;
+  policyVersion: number;
+  /** Requests admitted from it: reported with its renewals and its hand-back (the usage history counts them). */
+  used: number;
+  /** The admission ids of those not reported yet (a location holder's; see ReturnedLease). */
+  admissionIds: string[];
+}
+
+/**
+ * When a lease ends by this holder's own clock. A lease never outlives the minute it was counted
+ * in (quota/lease.ts), and the holder must not admit from it once that minute is over by the
+ * object's clock, whatever its own reads: the object then admits a whole new minute. So the time
+ * the minute had left when the object answered (`answer.now`) is counted from `sentAt`, when this
+ * holder asked (before the answer, whatever the two clocks read), and the lease ends then if that
+ * comes before its expiry. With clocks that agree this changes nothing but for a lease that ends
+ * with its minute, which ends a round trip early. An answer that does not say when it was given
+ * (an object of an earlier release) is read by the object's expiry.
+ */
+export function localExpiry(
+  granted: Lease,
+  answer: { now?: number; windows: WindowStatus[] },
+  sentAt: number,
+): number {
+  const minuteEnd = answer.windows.find((w) => w.name === "minute")?.resetAt;
+  if (answer.now === undefined || minuteEnd === undefined) return granted.expiresAt;
+  return Math.min(granted.expiresAt, sentAt + Math.max(0, minuteEnd - answer.now));
+}
+
+/**
+ * A lease the object has just granted under policy `policyVersion` in `answer`, none of it used
+ * yet, ending at `expiresAt` by this holder's clock (see localExpiry).
+ */
+function heldLease(
+  granted: Lease,
+  answer: { policyVersion: number; now?: number },
+  expiresAt: number,
+): HeldLease {
+  return {
+    id: granted.id,
+    left: granted.permits,
+    lastGrant: granted.permits,
+    expiresAt,
+    // An object of an earlier release (no `now`) grants short leases only.
+    forTheMinute: grantedForTheMinute(granted.expiresAt, answer.now ?? granted.expiresAt),
+    policyVersion: answer.policyVersion,
+    used: 0,
+    admissionIds: [],
+  };
+}
+
+/** What goes back to the object of a lease no longer used (taking its ids not reported yet). */
+const returnOf = (lease: HeldLease): ReturnedLease => ({
+  id: lease.id,
+  unused: lease.left,
+  used: lease.used,
+  ...idsOf(lease.admissionIds.splice(0)),
+});
+
+/** The `admissionIds` field of a report: absent when there are none (an isolate's lease). */
+export const idsOf = (admissionIds: string[]): { admissionIds?: string[] } =>
+  admissionIds.length > 0 ? { admissionIds } : {};
+
+/** What an isolate had when it sent a renewal, to read the answer against. */
+export interface SentRenewal {
+  /** The lease in use. */
+  lease: HeldLease;
+  /** Its permits not used yet. */
+  holding: number;
+  /** Admissions since the last contact. */
+  admitted: number;
+  /** That contact's windows. */
+  windows: WindowStatus[];
+  /** `changes` then. */
+  changes: number;
+  /** When it was sent, by this holder's clock. */
+  at: number;
+}
+
+/**
+ * What one holder (an isolate's, or a location holder's) holds of one key, and what each answer
+ * of the key's object does to it: the lease in use, the leases whose unused permits go back with
+ * the next calls, the last refusal, and until when no lease is asked for. LeaseHolder
+ * (lease-holder.ts) adds the calls that ask for, renew and hand back leases.
+ */
+export class HeldLeases {
+  protected lease: HeldLease | null = null;
+  /** Leases that may no longer be used, whose unused permits go back with the next calls. */
+  protected readonly unreturned: ReturnedLease[] = [];
+  /** Counts changes made in this isolate (dropLease, forgetRefusals) that an answer on its way predates. */
+  protected changes = 0;
+  /** What this holder's responses show of the key's windows. */
+  protected readonly windows = new ShownWindows();
+  /** Refused, banned, or too close to the limit: no lease is asked for before this time. */
+  protected noLeaseUntil = 0;
+  #refusal: SeenRefusal | null = null;
+
+  /**
+   * Stops admitting from the lease (a plan change or revocation made in this isolate): the next
+   * request asks the object, which hands back the lease's unused permits first.
+   */
+  dropLease(): void {
+    this.putLeaseAside();
+    this.noLeaseUntil = 0;
+    this.changes++;
+  }
+
+  /**
+   * Stops admitting from the lease and gives every unused permit (the lease's, and those waiting
+   * to go back, with the requests admitted from them) to the caller, to hand back in a call of its
+   * own (a location holder, as an isolate there takes a lease: see QuotaHolder.admitForIsolate).
+   * A call of this holder's in flight that brings a lease finds it changed and hands it back.
+   */
+  surrender(): ReturnedLease[] {
+    this.putLeaseAside();
+    this.changes++;
+    return this.unreturned.splice(0);
+  }
+
+  /** Keeps `returned` (surrendered, and not handed back) to go back with a later call. */
+  returnLater(returned: readonly ReturnedLease[]): void {
+    for (const r of returned) this.keepToReturn(r);
+  }
+
+  /** Forgets refusals seen here (after an unban or a plan change made in this isolate). */
+  forgetRefusals(): void {
+    this.#refusal = null;
+    this.noLeaseUntil = 0;
+    this.changes++;
+  }
+
+  /**
+   * Both of the above: the key's next request asks the object (after a change to the key made
+   * or learnt here, or as a location holder hands its stock back before a usage read).
+   */
+  dropLeaseAndRefusals(): void {
+    this.dropLease();
+    this.forgetRefusals();
+  }
+
+  /** The last refusal the object gave this isolate, while it lasts. */
+  refusal(now: number): SeenRefusal | null {
+    return this.#refusal && this.#refusal.retryAt > now ? this.#refusal : null;
+  }
+
+  /** Unused permits this isolate holds (in a live lease or waiting to go back). */
+  get unusedPermits(): number {
+    return (this.lease?.left ?? 0) + this.unreturned.reduce((n, r) => n + r.unused, 0);
+  }
+
+  protected admitFromLease(
+    policy: Policy,
+    now: number,
+    admissionId: string | null,
+  ): KeyDecision | null {
+    const lease = this.lease;
+    if (!lease || !this.#usable(lease, policy, now)) return null;
+    lease.left--;
+    lease.used++;
+    if (admissionId !== null) lease.admissionIds.push(admissionId);
+    return this.windows.show({
+      outcome: "allowed",
+      windows: this.windows.admitLocally(),
+      now,
+      policyVersion: lease.policyVersion,
+    });
+  }
+
+  /**
+   * Whether a request of `policy` may be admitted from `lease`: only under the version of the key
+   * it was granted under. A request on an older copy of the key (another secret's record, not yet
+   * read again) goes to the key's object, which tells it its copy is stale, and leaves the lease
+   * alone; a newer one ends it (see `leaseOver`).
+   */
+  #usable(lease: HeldLease, policy: Policy, now: number): boolean {
+    return !this.leaseOver(lease, policy, now) && policy.version === lease.policyVersion;
+  }
+
+  /** Used up, expired, or granted under an older policy than `policy` (this isolate re-read the key). */
+  protected leaseOver(lease: HeldLease, policy: Policy, now: number): boolean {
+    return lease.left <= 0 || now >= lease.expiresAt || policy.version > lease.policyVersion;
+  }
+
+  /** Retires the lease in use once it is over (see `leaseOver`). */
+  protected retireLease(policy: Policy, now: number): void {
+    if (this.lease && this.leaseOver(this.lease, policy, now)) this.putLeaseAside();
+  }
+
+  /** Stops using the lease in use: its unused permits, with the requests it served, go back. */
+  protected putLeaseAside(): void {
+    if (this.lease) this.keepToReturn(returnOf(this.lease));
+    this.lease = null;
+  }
+
+  /**
+   * Notes a lease's unused permits (and the requests admitted from it) to hand back, one entry
+   * per lease: credited once. A used-up lease goes back too: until it does, the object counts it
+   * as holding permits (see heldBound in quota/lease.ts), and the usage history does not count
+   * its last requests as served.
+   */
+  protected keepToReturn({ id, unused, used = 0, admissionIds = [] }: ReturnedLease): void {
+    if (unused < 0) return;
+    const known = this.unreturned.find((r) => r.id === id);
+    if (!known) this.unreturned.push({ id, unused, used, ...idsOf(admissionIds) });
+    else {
+      known.unused += unused;
+      known.used = Math.max(known.used ?? 0, used);
+      Object.assign(known, idsOf([...(known.admissionIds ?? []), ...admissionIds]));
+    }
+  }
+
+  /**
+   * Keeps the admission ids a failed renewal of `lease` carried, to report again: with the lease
+   * while it is in use, else with its hand-back (by what it served, so whichever of its entries
+   * arrives first settles it right; a later one settles nothing again, and still reports ids).
+   */
+  protected reportAgain(lease: HeldLease, admissionIds: string[]): void {
+    if (admissionIds.length === 0) return;
+    if (this.lease === lease) lease.admissionIds.unshift(...admissionIds);
+    else this.keepToReturn({ id: lease.id, unused: 0, used: lease.used, admissionIds });
+  }
+
+  /** Applies a refill's answer (see LeaseHolder.refill); permits it cannot use go to the ones to hand back. */
+  protected refilled(answer: Renewal, policy: Policy, changes: number, sentAt: number): boolean {
+    const { granted } = answer;
+    this.windows.contact(answer.windows);
+    const changed = this.changes !== changes;
+    if (answer.revoked || answer.policyVersion > policy.version || changed || this.lease) {
+      if (granted) this.keepToReturn({ id: granted.id, unused: granted.permits });
+      return false;
+    }
+    if (!granted) {
+      this.noLeaseUntilMinuteEnds(answer.windows);
+      return false;
+    }
+    this.lease = heldLease(granted, answer, localExpiry(granted, answer, sentAt));
+    return true;
+  }
+
+  /**
+   * Applies a renewal's answer, given what the isolate had when it sent it. Returns whether the
+   * isolate now holds a renewed lease; permits it cannot use go to the ones to hand back.
+   */
+  protected renewed(answer: Renewal, sent: SentRenewal): boolean {
+    const { lease } = sent;
+    const { granted } = answer;
+    this.windows.renewalAnswered(answer.windows, sent);
+    const inUse = this.lease === lease;
+    if (answer.revoked || answer.policyVersion > lease.policyVersion) {
+      // Revoked, or the plan changed: stop admitting from leases; the next request asks.
+      if (inUse) this.dropLease();
+      if (granted) this.keepToReturn({ id: granted.id, unused: granted.permits });
+      return false;
+    }
+    if (!granted) {
+      // Refused, banned or near the limit: once this lease is used, one call per request
+      // (unless this isolate changed the key's plan or lifted its ban since it asked).
+      if (this.changes === sent.changes) this.noLeaseUntilMinuteEnds(answer.windows);
+      return false;
+    }
+    if (inUse && granted.id === lease.id) {
+      lease.left += granted.permits;
+      lease.lastGrant = granted.permits;
+      lease.expiresAt = localExpiry(granted, answer, sent.at);
+      lease.forTheMinute = grantedForTheMinute(granted.expiresAt, answer.now ?? granted.expiresAt);
+      return true;
+    }
+    if (!inUse) {
+      // Dropped, retired or surrendered while the renewal was on its way: its permits go back
+      // too. An extension of that lease goes back with what the lease served: its own hand-back
+      // may have left already (surrendered to an isolate's call), and whichever of the two
+      // reaches the key's object first settles the lease.
+      const used = granted.id === lease.id ? lease.used : 0;
+      this.keepToReturn({ id: granted.id, unused: granted.permits, used });
+      return false;
+    }
+    // A new lease (the one in use was of an earlier minute): the old one's rest goes back.
+    this.keepToReturn(returnOf(lease));
+    this.lease = heldLease(granted, answer, localExpiry(granted, answer, sent.at));
+    return true;
+  }
+
+  /** No lease is asked for before the minute window in `windows` ends (none: no change). */
+  protected noLeaseUntilMinuteEnds(windows: WindowStatus[]): void {
+    const minute = windows.find((w) => w.name === "minute");
+    this.noLeaseUntil = Math.max(this.noLeaseUntil, minute?.resetAt ?? 0);
+  }
+
+  /**
+   * Applies the object's answer to a call sent when `this.changes` was `changes`, at `sentAt` (by
+   * this holder's clock; a lease it grants ends by it, see `localExpiry`). A lease it grants
+   * is not used when the key changed meanwhile (a plan change or revocation pushed while the
+   * answer was on its way): requests that arrive after the change must not be admitted under
+   * the old policy, so its permits go back instead.
+   */
+  protected contact(
+    admission: Admission,
+    wanted: number,
+    changes: number,
+    sentAt: number,
+  ): HolderDecision {
+    const { lease, ...decision } = admission;
+    // Not decided (the caller's copy of the key is older than the object's): nothing counted,
+    // nothing to show or remember; the caller reads the key again and asks again.
+    if (decision.outcome === "stale") {
+      if (lease) this.keepToReturn({ id: lease.id, unused: lease.permits });
+      return { decision, local: false, leaseGranted: false, renewal: null };
+    }
+    if (decision.outcome === "revoked") {
+      this.lease = null;
+    } else if (decision.outcome !== "allowed") {
+      this.#refusal = { outcome: decision.outcome, retryAt: decision.retryAt };
+      this.noLeaseUntil = Math.max(this.noLeaseUntil, decision.retryAt);
+    } else if (wanted > 0 && !lease) {
+      // Too close to the limit for a lease: one call per request until the minute is over.
+      this.noLeaseUntilMinuteEnds(decision.windows);
+    }
+    const changed = this.changes !== changes;
+    if (lease && changed) this.keepToReturn({ id: lease.id, unused: lease.permits });
+    else if (lease) this.lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt));
+    this.windows.contact(decision.windows);
+    const leaseGranted = lease !== null && !changed;
+    return { decision: this.windows.show(decision), local: false, leaseGranted, renewal: null };
+  }
+}

@@ -1,0 +1,112 @@
+// The operator API's page cursors: besides the unsigned admin-v1 cursors this release issues, it
+// reads admin-v2, the same values signed under CURSOR_SECRET for one list (compat/release.json:
+// the release after this one may issue them and still roll back to this one). A signed cursor
+// that was altered, made up, signed under another secret or for another list is a 400 with an
+// Error body, never a 5xx; one signed under CURSOR_SECRET_PREVIOUS is accepted during a rotation.
+import { env } from "cloudflare:workers";
+import { beforeAll, describe, expect, it } from "vitest";
+import { fromBase64Url, toBase64Url } from "../src/lib/encoding";
+import { type AdminList, encodeSignedCursor } from "../src/routes/admin/key-views";
+import { ADMIN, call, callWith, expectError, issueKey, postJson } from "./helpers";
+
+const SECRET = env.CURSOR_SECRET;
+let endpointId = "";
+
+/** Each paged list, its path (limit 1, so a next page exists) and where its cursor's values are. */
+const LISTS: { list: AdminList; path: () => string }[] = [
+  { list: "keys", path: () => "/admin/v1/keys?limit=1" },
+  { list: "webhooks", path: () => "/admin/v1/webhooks?limit=1" },
+  { list: "deliveries", path: () => `/admin/v1/webhooks/${endpointId}/deliveries?limit=1` },
+  { list: "audit", path: () => "/admin/v1/audit?limit=1" },
+  {
+    list: "usage-day",
+    path: () => `/admin/v1/usage?day=${new Date().toISOString().slice(0, 10)}&limit=1`,
+  },
+];
+
+beforeAll(async () => {
+  await issueKey("pro");
+  await issueKey("pro");
+  for (const url of ["https://hooks.example.com/a", "https://hooks.example.com/b"]) {
+    const res = await postJson("/admin/v1/webhooks", { url, eventTypes: ["key.banned"] }, ADMIN);
+    endpointId = ((await res.json()) as { id: string }).id;
+  }
+  for (let i = 0; i < 2; i++)
+    expect(
+      (await call(`/admin/v1/webhooks/${endpointId}/test`, { method: "POST", headers: ADMIN }))
+        .status,
+    ).toBe(202);
+});
+
+async function page(path: string, bindings = {}) {
+  const res = await callWith(bindings, path, { headers: ADMIN });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** The first page's cursor (admin-v1) and its values, signed as admin-v2 for `list`. */
+async function cursorsOf(list: AdminList, path: string, secret = SECRET) {
+  const first = await page(path);
+  expect(first.status, JSON.stringify(first.body)).toBe(200);
+  const v1 = first.body.nextCursor as string;
+  expect(v1).toBeTruthy();
+  const values = JSON.parse(new TextDecoder().decode(fromBase64Url(v1)));
+  return { v1, v2: await encodeSignedCursor(secret, list, values) };
+}
+
+describe("signed (admin-v2) page cursors", () => {
+  it.each(LISTS)(
+    "$list: a signed cursor continues where the unsigned one does",
+    async ({ list, path }) => {
+      const { v1, v2 } = await cursorsOf(list, path());
+      const [a, b] = [await page(`${path()}&cursor=${v1}`), await page(`${path()}&cursor=${v2}`)];
+      expect(b.status, JSON.stringify(b.body)).toBe(200);
+      // The same page (a day not over is read live: its asOf is the time of reading).
+      expect([b.body.data, b.body.nextCursor]).toEqual([a.body.data, a.body.nextCursor]);
+    },
+  );
+
+  it.each(LISTS)(
+    "$list: altered, foreign or another list's signed cursors are 400",
+    async ({ list, path }) => {
+      const { v2 } = await cursorsOf(list, path());
+      const bytes = fromBase64Url(v2);
+      const tagFlipped = bytes.slice();
+      tagFlipped[tagFlipped.length - 1]! ^= 1;
+      const valueFlipped = bytes.slice();
+      valueFlipped[1]! ^= 1;
+      const other = LISTS.find((l) => l.list !== list)!.list;
+      const forged = [
+        toBase64Url(tagFlipped),
+        toBase64Url(valueFlipped),
+        await encodeSignedCursor(
+          "another-secret-entirely",
+          list,
+          JSON.parse(new TextDecoder().decode(bytes.slice(0, -16))),
+        ),
+        await encodeSignedCursor(
+          SECRET,
+          other,
+          JSON.parse(new TextDecoder().decode(bytes.slice(0, -16))),
+        ),
+        `${v2}A`,
+        "%%%",
+      ];
+      for (const cursor of forged) {
+        const res = await call(`${path()}&cursor=${encodeURIComponent(cursor)}`, {
+          headers: ADMIN,
+        });
+        const error = await expectError(res, 400, "invalid_request");
+        expect(error.message, cursor).toMatch(/^cursor: /);
+      }
+    },
+  );
+
+  it("during a CURSOR_SECRET rotation a cursor signed under the previous secret is accepted", async () => {
+    const { list, path } = LISTS[0]!;
+    const { v2 } = await cursorsOf(list, path());
+    const rotating = { CURSOR_SECRET: "a-new-cursor-secret", CURSOR_SECRET_PREVIOUS: SECRET };
+    expect((await page(`${path()}&cursor=${v2}`, rotating)).status).toBe(200);
+    const after = await page(`${path()}&cursor=${v2}`, { CURSOR_SECRET: "a-new-cursor-secret" });
+    expect(after.status).toBe(400);
+  });
+});
