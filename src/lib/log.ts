@@ -18,6 +18,11 @@ export function describeError(err: unknown): string {
     : String(err);
 }
 
+/** Logs a failure that is handled where it is caught: `err` goes in the field `error`. */
+export function logFailure(level: LogLevel, msg: string, err: unknown, fields: Fields = {}): void {
+  log(level, msg, { ...fields, error: String(err) });
+}
+
 /**
  * Writes one JSON line (Workers Logs indexes its fields). Inside a request it carries that
  * request's id (and the client's X-Request-Id beside it), found through Hono's context storage,

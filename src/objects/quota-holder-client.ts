@@ -1,5 +1,5 @@
 import type { KeyMatch } from "../db/keys";
-import { log } from "../lib/log";
+import { logFailure } from "../lib/log";
 import type { NoDecision } from "../quota/fail-open";
 import type { Admission, LeaseRequest } from "../quota/lease-messages";
 import type { KeyDecision, Policy } from "../quota/windows";
@@ -78,10 +78,7 @@ async function askHolder(
   try {
     said = await ask(holderIn(location, keyId));
   } catch (err) {
-    log("warn", "location holder unreachable; reading the key from D1", {
-      keyId,
-      error: String(err),
-    });
+    logFailure("warn", "location holder unreachable; reading the key from D1", err, { keyId });
     return { outcome: "unread" };
   }
   if (said.outcome !== "found") return said;
@@ -166,10 +163,7 @@ export async function admitInLocation(
         holder.admit(keyId, policy, region, request.admissionId ?? null),
     );
   } catch (err) {
-    log("warn", "location holder unreachable; asking the key's object", {
-      keyId,
-      error: String(err),
-    });
+    logFailure("warn", "location holder unreachable; asking the key's object", err, { keyId });
     return null;
   }
   if (answer.reached) return { ...answer.decision, lease: null };
@@ -184,9 +178,6 @@ export async function handBackLocationStock(
   await holderIn(location, keyId)
     .giveBack(keyId)
     .catch((err: unknown) =>
-      log("warn", "could not hand a location holder's stock back", {
-        keyId,
-        error: String(err),
-      }),
+      logFailure("warn", "could not hand a location holder's stock back", err, { keyId }),
     );
 }

@@ -3,7 +3,7 @@ import type { UsageDay } from "../db/usage-history";
 import { clock } from "../lib/clock";
 import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
-import { type LogLevel, log } from "../lib/log";
+import { type LogLevel, logFailure } from "../lib/log";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import { type Admission, type LeaseRequest, newAdmissionId } from "../quota/lease-messages";
 import { EMPTY_USAGE, type KeyUsage, keyUsageOf, type Policy } from "../quota/windows";
@@ -103,7 +103,7 @@ export class QuotaLimiterClient {
         holder
           .upkeep(decided, this.#giveBackCall)
           ?.catch((err: unknown) =>
-            log("warn", "could not renew a lease", { keyId: this.keyId, error: String(err) }),
+            logFailure("warn", "could not renew a lease", err, { keyId: this.keyId }),
           ) ?? null;
       return { reached: true, decision: decided.decision, afterResponse };
     } catch (err) {
@@ -113,11 +113,8 @@ export class QuotaLimiterClient {
         ? fromHolder.persistentFailure
         : persistentFailureOf(err);
       // A failure for good is logged once a minute by the answer to it (quota/fail-open.ts).
-      if (!persistentFailure)
-        log("warn", overloaded ? "quota limiter overloaded" : "quota limiter unreachable", {
-          keyId: this.keyId,
-          error: String(err),
-        });
+      const failure = overloaded ? "quota limiter overloaded" : "quota limiter unreachable";
+      if (!persistentFailure) logFailure("warn", failure, err, { keyId: this.keyId });
       // The refusal this isolate saw last, or else the one the location holder saw (a refusal
       // decided there for a cold isolate never reached this isolate's leases).
       const refusal = holder.refusal(clock.now()) ?? fromHolder?.refusal ?? null;
@@ -129,10 +126,8 @@ export class QuotaLimiterClient {
   readonly #giveBackCall: GiveBackCall = {
     giveBack: (returned) =>
       this.#call(async (stub) => stub.returnLease(returned)).catch((err: unknown) => {
-        log("warn", "could not give a lease back; it goes with the next call", {
-          keyId: this.keyId,
-          error: String(err),
-        });
+        const failure = "could not give a lease back; it goes with the next call";
+        logFailure("warn", failure, err, { keyId: this.keyId });
         throw err; // the lease holder keeps it for the next call
       }),
   };
@@ -158,10 +153,7 @@ export class QuotaLimiterClient {
   async usage(offered: Policy): Promise<KeyUsage | null> {
     await this.#handBackLease();
     return this.#call<KeyUsage>(async (stub) => stub.usage(offered)).catch((err: unknown) => {
-      log("warn", "quota limiter unreachable for a usage view", {
-        keyId: this.keyId,
-        error: String(err),
-      });
+      logFailure("warn", "quota limiter unreachable for a usage view", err, { keyId: this.keyId });
       return null;
     });
   }
@@ -241,7 +233,7 @@ export class QuotaLimiterClient {
     message = "The key's quota object could not be reached; repeat the request.",
   ): Promise<T> {
     return this.#call(call).catch((err: unknown) => {
-      log(level, failure, { keyId: this.keyId, error: String(err) });
+      logFailure(level, failure, err, { keyId: this.keyId });
       throw unavailable(message);
     });
   }

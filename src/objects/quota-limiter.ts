@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { UsageDay } from "../db/usage-history";
 import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
-import { log } from "../lib/log";
+import { logFailure } from "../lib/log";
 import { withDeadline } from "../quota/call-coordination";
 import { CHANGE_APPLIES_WITHIN_MS } from "../quota/lease";
 import {
@@ -279,13 +279,10 @@ export class QuotaLimiter extends DurableObject<Env> {
       grantees.map((name) =>
         this.env.QUOTA_HOLDER.getByName(name)
           .keyChanged(keyId)
-          .catch((err: unknown) =>
-            log("warn", "could not tell a location holder of a change to its key", {
-              keyId,
-              holder: name,
-              error: String(err),
-            }),
-          ),
+          .catch((err: unknown) => {
+            const failure = "could not tell a location holder of a change to its key";
+            logFailure("warn", failure, err, { keyId, holder: name });
+          }),
       ),
     );
     // Each push logs its own failure, so only the deadline rejects: past it, configure answers.

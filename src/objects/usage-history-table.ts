@@ -1,6 +1,6 @@
 import { type RevisedUsageDay, saveUsageDays, type UsageDay } from "../db/usage-history";
 import { DAY_MS, dayName, MINUTE_MS } from "../lib/clock";
-import { log } from "../lib/log";
+import { logFailure } from "../lib/log";
 import type { Outcome } from "../quota/windows";
 import { type AlarmSchedule, D1_RETRY_MS } from "./alarm-schedule";
 
@@ -171,7 +171,7 @@ export class UsageHistoryTable {
   async save(): Promise<UsageDay[]> {
     const days = this.#revisedDays();
     await this.#saveToDatabase(days).catch((err: unknown) =>
-      log("warn", "could not write usage history to D1", { error: String(err) }),
+      logFailure("warn", "could not write usage history to D1", err),
     );
     return days.map(usageDayOf);
   }
@@ -188,7 +188,7 @@ export class UsageHistoryTable {
       for (const table of ["usage_history", "usage_history_revisions", "usage_history_stranded"])
         this.sql.exec(`DELETE FROM ${table} WHERE day_start < ?`, dayStart);
     } catch (err) {
-      log("warn", "could not write finished usage days to D1; retrying", { error: String(err) });
+      logFailure("warn", "could not write finished usage days to D1; retrying", err);
       await this.alarms.noLaterThan(now + D1_RETRY_MS);
     }
   }
