@@ -8,10 +8,12 @@
 //  2. Every relative link in the Markdown resolves: the file exists, and a #fragment names a
 //     heading of that file.
 //  3. Every source file a comment in src/ names (`db/keys.ts`, `src/lib/config.ts`, …) exists.
+//  4. bench/README.md states the bundle budget of scripts/lib/bundle-budget.mjs.
 // Exits non-zero with one line per problem.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { BUDGET_KIB } from "./lib/bundle-budget.mjs";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const rel = (file) => path.relative(ROOT, file);
@@ -150,6 +152,18 @@ for (const file of filesUnder("src", CODE)) {
         problems.push(`${rel(file)}:${i + 1}: the comment names ${name}, which does not exist`);
     }
   });
+}
+
+const budgetPromise = `at most ${BUDGET_KIB} KiB gzipped`;
+if (
+  !readFileSync(path.join(ROOT, "bench/README.md"), "utf8")
+    .replaceAll("**", "")
+    .replace(/\s+/g, " ")
+    .includes(budgetPromise)
+) {
+  problems.push(
+    `bench/README.md: does not say "${budgetPromise}" (BUDGET_KIB in scripts/lib/bundle-budget.mjs)`,
+  );
 }
 
 if (problems.length) {

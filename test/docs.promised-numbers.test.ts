@@ -34,6 +34,7 @@ import {
   STOCK_BACK_WITHIN_MS,
   STOCK_LEASE_MS,
   STOCK_RENEW_AHEAD_MS,
+  STOCK_SHARED_WITHIN_MS,
 } from "../src/quota/lease";
 import {
   ADMISSION_CLOCK_TOLERANCE_MS,
@@ -201,6 +202,15 @@ const PROMISES: PromisedNumber[] = [
       "about once per key per location every {n} s",
       "is then at most {n} s old",
       "reaches the holders' copies within {n} s",
+    ],
+  },
+  {
+    name: "STOCK_SHARED_WITHIN_MS",
+    value: STOCK_SHARED_WITHIN_MS,
+    unit: MIN,
+    phrases: [
+      "asked the key's object for permits in the last {n} minutes \\(`STOCK_SHARED_WITHIN_MS`\\)",
+      "no other holder \\(location or isolate\\) asked in the last {n} minutes",
     ],
   },
   {

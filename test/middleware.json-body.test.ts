@@ -133,6 +133,10 @@ describe("JSON is UTF-8: another charset is refused, in the words of every 415",
     ["application/json; charset=utf-8", 201],
     ['application/json;charset="UTF-8"', 201],
     ["application/json; foo=bar", 201],
+    // A second charset makes the body's charset ambiguous: a reader taking the last reads Latin-1.
+    ["application/json; charset=utf-8; charset=iso-8859-1", 415],
+    ["application/json; charset=utf-8; CHARSET=utf-16", 415],
+    ["application/json; charset=utf-8; charset=utf-8", 415],
   ])("Content-Type: %s → %i", async (type, status) => {
     const { key } = await issueKey();
     const before = await petCount();

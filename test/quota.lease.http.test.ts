@@ -6,6 +6,7 @@ import { clock } from "../src/lib/clock";
 import {
   ADMIN,
   auth,
+  BASE,
   call,
   callWith,
   expectError,
@@ -62,6 +63,34 @@ describe("admission leases through the API", () => {
     }
     expect(remaining).toEqual(Array.from({ length: 50 }, (_, i) => 299 - i));
     expect(quota.calls()).toBeLessThan(25);
+  });
+
+  it("a request its isolate's lease decides never reads where it arrived (request.cf)", async () => {
+    holdLeaseTimers();
+    const { key } = await issueKey("pro");
+    let cfReads = 0;
+    /** A request in AMS that counts the reads of its `cf` (a native getter, parsed per read). */
+    const located = () => {
+      const request = new Request(`${BASE}/v1/pets?limit=1`, { headers: auth(key) });
+      Object.defineProperty(request, "cf", {
+        get: () => {
+          cfReads++;
+          return { colo: "AMS" };
+        },
+      });
+      return request;
+    };
+    for (let i = 0; i < 10; i++) {
+      time.now = T0 + i * 20; // busy: the isolate takes a lease of its own
+      await (await callWith({}, located())).arrayBuffer();
+    }
+    const before = cfReads;
+    time.now = T0 + 10 * 20;
+    const res = await callWith({}, located());
+    expect(res.status).toBe(200);
+    expect(res.headers.get("X-RateLimit-Remaining")).toBe("289");
+    expect(cfReads - before, "decided from the lease: no location looked up").toBe(0);
+    expect(before, "the calls that went out found their location").toBeGreaterThan(0);
   });
 
   it("a quiet key makes one call per request and locks up nothing", async () => {

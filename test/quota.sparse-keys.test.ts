@@ -257,3 +257,72 @@ describe("a sparse key's record at its location holder", () => {
     await hideSecret(id, hash);
   });
 });
+
+describe("a sparse key's stock for the minute, sized to its requests there", () => {
+  it("one request every 10 s in one location: about one call to the key's object a minute (its refill), none per stock", {
+    timeout: 60_000,
+  }, async () => {
+    const keyId = `sized_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const holder = holderOf(keyId, "AMS");
+    const objectCalls = countObjectCalls();
+    const minuteStart = T0 - (T0 % MINUTE_MS) + MINUTE_MS;
+    const requests = 30;
+    const answers: HolderAnswer[] = [];
+    for (let i = 0; i < requests; i++) {
+      await passTo(minuteStart + 7_000 + i * 10_000);
+      answers.push(await holder.admit(keyId, policy));
+      await passTime();
+    }
+    expect(answers.every(allowed)).toBe(true);
+    expect(answers.filter((a) => !fromStock(a))).toHaveLength(1);
+    // The first request (forwarded), one renewal once the first stock of QUIET_STOCK is used up
+    // (the key's gap is known by then), and a refill as each later minute begins: the stock it
+    // brings lasts the minute (6 requests, heldBound), so no renewal follows.
+    const minutes = Math.ceil((requests * 10_000) / MINUTE_MS);
+    expect(objectCalls()).toBeLessThanOrEqual(2 + minutes);
+    expect(await holder.unusedPermits()).toBeLessThanOrEqual(heldBound(policy));
+    await holder.giveBack(keyId);
+    expect((await usageOf(keyId)).day.count, "the day counts exactly what was admitted").toBe(
+      requests,
+    );
+  });
+
+  it("a key with leases in two locations gets QUIET_STOCK in each, and a location new to it waits for stock until the minute ends at most", {
+    timeout: 60_000,
+  }, async () => {
+    const keyId = `shared_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const ams = holderOf(keyId, "AMS");
+    const fra = holderOf(keyId, "FRA");
+    const minuteStart = T0 - (T0 % MINUTE_MS) + MINUTE_MS;
+    // AMS alone, every 10 s: the next minute's refill sizes its stock to the whole bound.
+    for (let i = 0; i < 8; i++) {
+      await passTo(minuteStart + 2_000 + i * 10_000);
+      expect(allowed(await ams.admit(keyId, policy))).toBe(true);
+      await passTime();
+    }
+    expect(await ams.unusedPermits()).toBeGreaterThan(QUIET_STOCK);
+    // FRA's first request: forwarded (nothing counted there yet); AMS holds the bound.
+    await passTo(minuteStart + MINUTE_MS + 25_000);
+    const first = await fra.admit(keyId, policy);
+    expect(allowed(first) && !fromStock(first)).toBe(true);
+    expect((await ams.unusedPermits()) + (await fra.unusedPermits())).toBeLessThanOrEqual(
+      heldBound(policy),
+    );
+    // Both used in the minute: from the next minute's refills on, QUIET_STOCK each, whichever
+    // refills first.
+    for (let i = 0; i < 9; i++) {
+      const at = minuteStart + MINUTE_MS + 30_000 + i * 10_000;
+      await passTo(at);
+      expect(allowed(await ams.admit(keyId, policy))).toBe(true);
+      expect(allowed(await fra.admit(keyId, policy))).toBe(true);
+      await passTime();
+    }
+    await passTo(minuteStart + 3 * MINUTE_MS + 1_000);
+    expect(await ams.unusedPermits()).toBeLessThanOrEqual(QUIET_STOCK);
+    expect(await fra.unusedPermits()).toBe(QUIET_STOCK);
+    const atTurn = await fra.admit(keyId, policy);
+    expect(fromStock(atTurn)).toBe(true);
+  });
+});

@@ -121,9 +121,7 @@ async function decidedOrThrow(
   decidedInLocation: AdmitResult | undefined,
 ): Promise<AdmitResult> {
   const decideNow = () =>
-    new QuotaLimiterClient(
-      c.env.QUOTA,
-      c.var.apiKey,
+    new QuotaLimiterClient(c.env.QUOTA, c.var.apiKey, () =>
       locationOf(c.req.raw, c.env.QUOTA_HOLDER),
     ).admit(policyOf(c.var.apiKey), admissionId);
   let result = await (decidedInLocation ?? decideNow());

@@ -5,14 +5,22 @@ import { errorResponse } from "./error-handler";
 
 const MAX_BODY_BYTES = 16 * 1024;
 
-/** The charset parameter of a media type, unquoted and lower-cased, if it names one. */
+/** What charsetOf answers for a media type that names its charset more than once. */
+const AMBIGUOUS_CHARSET = "(given more than once)";
+
+/**
+ * The charset parameter of a media type, unquoted and lower-cased, if it names one. Named twice,
+ * it is ambiguous (a reader taking the last one would decode another charset than this one does),
+ * and no charset: AMBIGUOUS_CHARSET.
+ */
 function charsetOf(mediaType: string): string | undefined {
-  for (const parameter of mediaType.split(";").slice(1)) {
-    const [name, value] = parameter.split("=", 2).map((part) => part.trim());
-    if (name?.toLowerCase() === "charset" && value !== undefined)
-      return value.replace(/^"(.*)"$/, "$1").toLowerCase();
-  }
-  return undefined;
+  const charsets = mediaType
+    .split(";")
+    .slice(1)
+    .map((parameter) => parameter.split("=", 2).map((part) => part.trim()))
+    .filter(([name, value]) => name?.toLowerCase() === "charset" && value !== undefined)
+    .map(([, value]) => (value ?? "").replace(/^"(.*)"$/, "$1").toLowerCase());
+  return charsets.length > 1 ? AMBIGUOUS_CHARSET : charsets[0];
 }
 
 /** Every 415 says the same thing: what the body must be, and what was sent. */

@@ -1,6 +1,6 @@
 import type { Queryable } from "../db/database-error";
 import { findKeyByHash, KEY_RECORD_MAX_AGE_MS, type KeyMatch, type KeyRecord } from "../db/keys";
-import { MINUTE_MS } from "../lib/clock";
+import { clock, MINUTE_MS } from "../lib/clock";
 import { CHANGE_APPLIES_WITHIN_MS, STOCK_LEASE_MS } from "../quota/lease";
 
 /** How long a holder uses its copy of the key after reading it from D1, at most. */
@@ -54,6 +54,10 @@ export class HeldKeyRecord {
   #readAt = 0;
   /** The hash of the secret last read (kept by `forget`): what a read ahead reads the key by. */
   #lastHash: string | null = null;
+  /** When the key's last request arrived at the holder (null: none yet). */
+  #lastArrival: number | null = null;
+  /** When the copy is next read ahead (0: no read ahead is due). */
+  #readAheadAt = 0;
   /** Bumped by `forget`: a read that started before is used for its request, not kept. */
   #generation = 0;
   /** Reads in flight by hash: requests that arrive meanwhile with the same secret share one. */
@@ -70,20 +74,30 @@ export class HeldKeyRecord {
   }
 
   /**
-   * How old the copy will be at `at` (Infinity: there is none, as after `forget`), if a secret of
-   * the key was ever read here; else null (a read ahead has nothing to read the key by).
+   * Notes a request of key `keyId` arriving at the holder at `now`, and keeps the copy young for
+   * the key's next request: when the copy would be at least HELD_KEY_READ_AHEAD_AGE_MS old by
+   * the time that request is expected (the key's last gap here, from now), it is read again from
+   * `db`, by the secret read last, at the moment that makes it HELD_KEY_EXPECTED_AGE_MS old then;
+   * not for a key whose last gap was over HELD_KEY_READ_AHEAD_GAP_MAX_MS, and one read ahead at a
+   * time. Returns that read (it rejects with what D1 throws), or null when none is due. What the
+   * copy decides does not change: it is the key as D1 has it, read later than otherwise.
    */
-  ageAt(at: number): number | null {
-    if (this.#lastHash === null) return null;
-    return this.#record ? at - this.#readAt : Number.POSITIVE_INFINITY;
-  }
-
-  /**
-   * Reads the key again from D1 (at `now`) by the secret read last, as `read` does: a copy kept
-   * young for the key's next request (see HELD_KEY_READ_AHEAD_AGE_MS). Throws what D1 throws.
-   */
-  async readAgain(db: Queryable, keyId: string, now: number): Promise<void> {
-    if (this.#lastHash !== null) await this.read(db, keyId, this.#lastHash, now);
+  readAhead(db: Queryable, keyId: string, now: number): Promise<void> | null {
+    const gap = this.#lastArrival === null ? 0 : now - this.#lastArrival;
+    this.#lastArrival = now;
+    const hash = this.#lastHash;
+    if (hash === null || gap <= 0 || gap > HELD_KEY_READ_AHEAD_GAP_MAX_MS) return null;
+    if (this.#readAheadAt > now) return null;
+    const expected = now + gap;
+    // No copy (forgotten after a change): read ahead all the same.
+    const age = this.#record ? expected - this.#readAt : Number.POSITIVE_INFINITY;
+    if (age < HELD_KEY_READ_AHEAD_AGE_MS) return null;
+    const at = Math.max(now, expected - HELD_KEY_EXPECTED_AGE_MS);
+    this.#readAheadAt = at;
+    return clock.sleep(at - now).then(async () => {
+      if (this.#readAheadAt === at) this.#readAheadAt = 0;
+      await this.read(db, keyId, hash, clock.now());
+    });
   }
 
   /** Whether the copy was read from D1 within REFUSING_COPY_TRUSTED_MS of `now`. */

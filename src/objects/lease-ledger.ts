@@ -5,6 +5,7 @@ import {
   leaseExpiry,
   leaseLifetimeMs,
   permitsToLease,
+  STOCK_SHARED_WITHIN_MS,
   stockLivesTheMinute,
   takePermits,
 } from "../quota/lease";
@@ -43,6 +44,12 @@ const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, 
  * reports them used. A lend or a take-back answers the windows with its permits counted.
  */
 export class LeaseLedger {
+  /**
+   * When each holder last asked for permits ("" for an isolate), for STOCK_SHARED_WITHIN_MS: in
+   * memory only, so an object evicted forgets it (a location may then be sized alone for a minute).
+   */
+  readonly #askedAt = new Map<string, number>();
+
   constructor(
     private readonly sql: SqlStorage,
     private readonly history: UsageHistoryTable,
@@ -77,20 +84,65 @@ export class LeaseLedger {
     state: UsageState,
     windows: WindowStatus[],
     limits: Limits,
-    { want, holding, extending }: { want: number; holding: number; extending?: string },
+    {
+      want,
+      holding,
+      extending,
+      minuteWant = 0,
+    }: { want: number; holding: number; extending?: string; minuteWant?: number },
     now: number,
     grantee: string | null,
   ): { state: UsageState; lease: Lease | null } {
-    const permits = permitsToLease(windows, limits, want, holding, this.heldBy(state, extending));
-    if (permits <= 0) return { state, lease: null };
+    const heldElsewhere = this.heldBy(state, extending);
+    const askingAlone = this.#noteAsking(grantee, now);
+    const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
+    let permits = permitsToLease(
+      windows,
+      limits,
+      sized ? minuteWant : want,
+      holding,
+      heldElsewhere,
+    );
     // A location holder's stock lives to the minute's end while the key is far from its
-    // limits, else STOCK_LEASE_MS (an extended lease takes the lifetime of its renewal).
-    const forTheMinute = stockLivesTheMinute(windows, limits, permits);
+    // limits, else STOCK_LEASE_MS (an extended lease takes the lifetime of its renewal). Only a
+    // stock for the minute is sized to the minute: nearer the limit, `want` as ever.
+    let forTheMinute = stockLivesTheMinute(windows, limits, permits);
+    if (sized && !forTheMinute) {
+      permits = permitsToLease(windows, limits, want, holding, heldElsewhere);
+      forTheMinute = stockLivesTheMinute(windows, limits, permits);
+    }
+    if (permits <= 0) return { state, lease: null };
     const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee, { forTheMinute }));
     const extended =
       extending === undefined ? null : this.#extend(extending, state, permits, holding, expiresAt);
     const lease = extended ?? this.#grant(state, permits, expiresAt, grantee);
     return { state: takePermits(state, permits), lease };
+  }
+
+  /**
+   * Notes that `grantee` (a location holder; null: an isolate) asks for permits at `now`; true if
+   * it is a location holder and no other holder (nor any isolate) has asked within
+   * STOCK_SHARED_WITHIN_MS: with no lease of another out either, its stock for the minute is
+   * sized to the minute (see minuteStockWanted).
+   */
+  #noteAsking(grantee: string | null, now: number): boolean {
+    const self = grantee ?? "";
+    this.#askedAt.set(self, now);
+    let alone = grantee !== null;
+    for (const [holder, at] of this.#askedAt) {
+      if (now - at >= STOCK_SHARED_WITHIN_MS) this.#askedAt.delete(holder);
+      else if (holder !== self) alone = false;
+    }
+    return alone;
+  }
+
+  /** Whether a lease not granted to location holder `grantee` (another's, or an isolate's) is out. */
+  #leaseOfAnotherOut(grantee: string | null): boolean {
+    return (
+      this.sql
+        .exec("SELECT 1 FROM leases WHERE grantee IS NULL OR grantee != ? LIMIT 1", grantee)
+        .toArray().length > 0
+    );
   }
 
   /** Records a new lease of `permits` to `grantee`, ending at `expiresAt` (never past its minute). */

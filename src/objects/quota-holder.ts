@@ -14,12 +14,7 @@ import {
 } from "../quota/lease-messages";
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
-import {
-  HELD_KEY_EXPECTED_AGE_MS,
-  HELD_KEY_READ_AHEAD_AGE_MS,
-  HELD_KEY_READ_AHEAD_GAP_MAX_MS,
-  HeldKeyRecord,
-} from "./holder-key-record";
+import { HeldKeyRecord } from "./holder-key-record";
 import type { QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded, persistentFailureOf, placedIn } from "./stub-call";
 
@@ -70,10 +65,6 @@ export class QuotaHolder extends DurableObject<Env> {
   readonly #keyRecord = new HeldKeyRecord();
   /** The answers to the requests decided here lately, by admission id (see `admit`). */
   readonly #answers = new ExpiringMap<string, Promise<HolderAnswer>>(10_000);
-  /** When the key's last request arrived here (null: none yet). */
-  #lastArrival: number | null = null;
-  /** When the copy of the key is next read ahead (0: no read ahead is due). */
-  #readAheadAt = 0;
 
   /**
    * The key whose secret has SHA-256 `hash`, if it is key `keyId`: from this holder's copy while
@@ -321,37 +312,14 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * Keeps the copy of the key young for the key's next request here, from the request arriving
-   * at `now`: a cold isolate's request (an isolate's record of the key lives 30 s too) then
-   * authenticates from the copy, and waits for no D1 read. When the copy would be at least
-   * HELD_KEY_READ_AHEAD_AGE_MS old by the time the next request is expected (the key's last gap
-   * here from now), it is read again in the background, timed so that it is
-   * HELD_KEY_EXPECTED_AGE_MS old then; not for a key whose last gap was over
-   * HELD_KEY_READ_AHEAD_GAP_MAX_MS. One read ahead is due at a time. What the copy decides does
-   * not change: it is the key as D1 has it, read later than it would otherwise have been.
+   * Keeps the copy of the key young for the key's next request here (see
+   * HeldKeyRecord.readAhead): a cold isolate's request then authenticates from it with no D1 read.
    */
   #readKeyAhead(keyId: string, now: number): void {
-    const gap = this.#lastArrival === null ? 0 : now - this.#lastArrival;
-    this.#lastArrival = now;
-    if (gap <= 0 || gap > HELD_KEY_READ_AHEAD_GAP_MAX_MS || this.#readAheadAt > now) return;
-    const expected = now + gap;
-    const age = this.#keyRecord.ageAt(expected);
-    if (age === null || age < HELD_KEY_READ_AHEAD_AGE_MS) return;
-    const at = Math.max(now, expected - HELD_KEY_EXPECTED_AGE_MS);
-    this.#readAheadAt = at;
-    void clock
-      .sleep(at - now)
-      .then(async () => {
-        if (this.#readAheadAt === at) this.#readAheadAt = 0;
-        await this.#keyRecord.readAgain(this.env.DB, keyId, clock.now());
-      })
-      .catch((err: unknown) =>
-        // The copy is kept until it is HELD_KEY_MAX_AGE_MS old; the next request reads it then.
-        log("warn", "a location holder could not read its key ahead", {
-          keyId,
-          error: String(err),
-        }),
-      );
+    this.#keyRecord.readAhead(this.env.DB, keyId, now)?.catch((err: unknown) =>
+      // The copy is kept until it is HELD_KEY_MAX_AGE_MS old; the next request reads it then.
+      log("warn", "a location holder could not read its key ahead", { keyId, error: String(err) }),
+    );
   }
 
   /**

@@ -49,16 +49,30 @@ export class QuotaLimiterClient {
   /** The key's region: where its object is created, if a call of this client is its first. */
   private readonly region: Region | null;
 
+  /** The request's location, or how to find it (see `#location`). */
+  #where: RequestLocation | null | (() => RequestLocation | null);
+
   constructor(
     private readonly namespace: DurableObjectNamespace<QuotaLimiter>,
     key: Pick<KeyRecord, "id" | "region">,
-    /** The request's location; without one (never in production), the key's object decides. */
-    private readonly location: RequestLocation | null = null,
+    /**
+     * The request's location (without one, never in production, the key's object decides), or a
+     * function that finds it, called only when a call must go out: reading `request.cf` is a
+     * native call of its own, and a request this isolate's lease decides needs none.
+     */
+    location: RequestLocation | null | (() => RequestLocation | null) = null,
     /** This isolate's leases of the key (another only for a test that plays several isolates). */
     private readonly leases: LeaseHolder | null = null,
   ) {
     this.keyId = key.id;
     this.region = key.region;
+    this.#where = location;
+  }
+
+  /** The request's location, found once, when first needed. */
+  get #location(): RequestLocation | null {
+    if (typeof this.#where === "function") this.#where = this.#where();
+    return this.#where;
   }
 
   #isolateLeases(): LeaseHolder {
@@ -194,13 +208,14 @@ export class QuotaLimiterClient {
    */
   async #handBackLease(): Promise<void> {
     const leases = this.#leasesIfAny();
-    const location = this.location && handBackLocationStock(this.location, this.keyId);
+    const where = this.#location;
+    const location = where && handBackLocationStock(where, this.keyId);
     await Promise.all([leases?.giveBackUnused(this.#giveBackCall), location]);
   }
 
   /** Decided in this location (see admitInLocation), else by the key's object. */
   async #admitCall(policy: Policy, request: LeaseRequest): Promise<Admission> {
-    const location = this.location;
+    const location = this.#location;
     const decided =
       location && (await admitInLocation(location, this.keyId, this.region, policy, request));
     return decided ?? this.#call<Admission>(async (stub) => stub.admit(policy, request));

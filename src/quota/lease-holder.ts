@@ -2,7 +2,7 @@ import { clock, MINUTE_MS } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
 import { CallsInFlight, withDeadline } from "./call-coordination";
 import { HeldLeases, type HolderDecision, idsOf, type SentRenewal } from "./held-lease";
-import { GIVE_BACK_GRACE_MS, LEASE_TIMINGS, renewsNow } from "./lease";
+import { GIVE_BACK_GRACE_MS, LEASE_TIMINGS, minuteStockWanted, renewsNow } from "./lease";
 import type {
   Admission,
   LeaseRequest,
@@ -87,6 +87,16 @@ export class LeaseHolder extends HeldLeases {
   }
 
   /**
+   * A location holder's: the requests it expects for the rest of the minute at the key's last
+   * gap here, to which the key's object sizes a stock for the minute while this is the key's only
+   * holder (see minuteStockWanted); none for an isolate.
+   */
+  #minuteWant(now: number): { minuteWant?: number } {
+    if (this.#stock <= 0) return {};
+    return { minuteWant: minuteStockWanted(now, now - (now % MINUTE_MS) + MINUTE_MS, this.#gapMs) };
+  }
+
+  /**
    * The work an admission leaves on the lease, not waited for by its request: a renewal it
    * started, then the hand-back of the lease's unused permits at expiry (or of leases retired
    * meanwhile); null when there is none. Rejects with what a call rejects with.
@@ -140,7 +150,8 @@ export class LeaseHolder extends HeldLeases {
       this.retireLease(policy, now);
       const want = now < this.noLeaseUntil ? 0 : this.#wanted(now);
       if ((want > 0 || this.unreturned.length > 0) && this.#calls.plainInFlight === 0) {
-        return this.#exclusiveCall(calls, { want, returning: this.unreturned.splice(0) });
+        const returning = this.unreturned.splice(0);
+        return this.#exclusiveCall(calls, { want, returning, ...this.#minuteWant(now) });
       }
       if (want > 0) {
         // A busy key with requests decided one by one in flight (it was quiet, or had no lease
@@ -241,7 +252,14 @@ export class LeaseHolder extends HeldLeases {
     const admissionIds = lease.admissionIds.splice(0);
     return this.#sendRenewal(
       renew,
-      { leaseId: lease.id, want, holding: sent.holding, used: lease.used, ...idsOf(admissionIds) },
+      {
+        leaseId: lease.id,
+        want,
+        holding: sent.holding,
+        used: lease.used,
+        ...idsOf(admissionIds),
+        ...this.#minuteWant(now),
+      },
       (answer) => this.renewed(answer, sent),
       () => this.reportAgain(lease, admissionIds),
     );
@@ -290,7 +308,8 @@ export class LeaseHolder extends HeldLeases {
     if (this.lease && !this.leaseOver(this.lease, policy, now)) return null;
     this.retireLease(policy, now);
     const changes = this.changes;
-    return this.#sendRenewal(renew, { leaseId: "", want: this.#stock, holding: 0 }, (answer) =>
+    const request = { leaseId: "", want: this.#stock, holding: 0, ...this.#minuteWant(now) };
+    return this.#sendRenewal(renew, request, (answer) =>
       this.refilled(answer, policy, changes, now),
     );
   }

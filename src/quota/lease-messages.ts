@@ -82,6 +82,8 @@ export interface LeaseRequest {
    * copy does not know (a roll, an expiry). Without one (an earlier release), it decides.
    */
   admissionId?: string;
+  /** As RenewalRequest's. */
+  minuteWant?: number;
 }
 
 /** Permits counted as used for the isolate, valid until `expiresAt` (epoch ms). */
@@ -111,6 +113,13 @@ export interface RenewalRequest {
    * release), each delivery grants.
    */
   renewalId?: string;
+  /**
+   * A location holder's: the requests it expects for the rest of the minute at the key's last
+   * gap there (see minuteStockWanted). A stock for the minute is sized to it, within heldBound,
+   * while no other holder has asked the key's object for permits lately (stockSizedToTheMinute).
+   * Without it (an isolate, or an earlier release), `want` alone.
+   */
+  minuteWant?: number;
 }
 
 /**

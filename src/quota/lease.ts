@@ -66,6 +66,25 @@ export function stockLivesTheMinute(
 }
 
 /**
+ * The requests a location holder expects in the rest of the minute from `now` (the minute
+ * ending at `minuteEnd`), at one every `gapMs` (the key's last gap there; 0: none yet, so none
+ * expected). A stock for the minute sized to them lasts the minute with no renewal.
+ */
+export function minuteStockWanted(now: number, minuteEnd: number, gapMs: number): number {
+  return gapMs > 0 ? Math.ceil(Math.max(0, minuteEnd - now) / gapMs) : 0;
+}
+
+/**
+ * A location holder's stock for the minute is sized to the requests it expects in the rest of
+ * the minute (minuteStockWanted, within heldBound) only while it is the key's only holder: no
+ * other location holder, and no isolate, has asked the key's object for permits within this
+ * long, and no lease of another is out. Else it is QUIET_STOCK, so that a key used in several
+ * locations keeps stock in each. Two minutes: a location still calling asks at least once a
+ * minute (its refill).
+ */
+export const STOCK_SHARED_WITHIN_MS = 2 * MINUTE_MS;
+
+/**
  * The background calls a location holder makes for a key that stopped calling there end within
  * this long of its last request: a renewal that request started, the next minute's refill (the
  * key was used in the minute before), and that refill's stock handed back GIVE_BACK_GRACE_MS
