@@ -5,45 +5,30 @@
 // outbound fetch is replaced by a receiver here.
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { getDeliveryWithEndpoint, insertDelivery } from "../src/db/webhooks";
+import { beforeEach, describe, expect, it } from "vitest";
+import { getDeliveryWithEndpoint } from "../src/db/webhooks";
 import {
   type ProducedEvent,
   WEBHOOK_RETRY_DELAYS_SECONDS,
   type WebhookMessage,
 } from "../src/lib/webhook-events";
 import { verifyWebhook } from "../src/lib/webhook-signature";
-import { consumeWebhookBatch, outbound } from "../src/routes/webhooks/consumer";
+import { consumeWebhookBatch } from "../src/routes/webhooks/consumer";
 import { queueExpiringEvents } from "../src/routes/webhooks/expiring";
 import { ADMIN, auth, call, callWith, issueKey, patchKey, postJson } from "./helpers";
+import {
+  insertTestDelivery,
+  type Received,
+  receiveDeliveries,
+  wranglerToml,
+} from "./webhook-fixtures";
 
-const files = import.meta.glob<string>("../wrangler.toml", {
-  query: "?raw",
-  import: "default",
-  eager: true,
-});
-const wranglerToml = files["../wrangler.toml"] ?? "";
-
-interface Received {
-  url: string;
-  headers: Headers;
-  body: string;
-}
-
-/** Every request the consumer sent, and what the receiver answers (200 unless told). */
-let received: Received[] = [];
+/** What the receiver answers (200 unless told), and every request the consumer sent. */
 let answer: (r: Received) => Response | Promise<Response> = () => new Response("ok");
-
 beforeEach(() => {
-  received = [];
   answer = () => new Response("ok");
-  vi.spyOn(outbound, "fetch").mockImplementation(async (request: Request) => {
-    const r = { url: request.url, headers: request.headers, body: await request.text() };
-    received.push(r);
-    return answer(r);
-  });
 });
-afterEach(() => vi.restoreAllMocks());
+const received = receiveDeliveries((r) => answer(r));
 
 async function endpoint(body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
   const res = await postJson("/admin/v1/webhooks", body, ADMIN);
@@ -108,22 +93,7 @@ async function consume(
 }
 
 /** A delivery of a test payload to endpoint `endpointId`, ready for an attempt. */
-async function delivery(endpointId: string): Promise<string> {
-  const id = `whd_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
-  await insertDelivery(
-    env.DB,
-    {
-      id,
-      endpointId,
-      eventId: `evt_${id.slice(4)}`,
-      eventType: "key.banned",
-      keyId: null,
-      payload: '{"type":"key.banned"}',
-    },
-    Date.now(),
-  );
-  return id;
-}
+const delivery = insertTestDelivery;
 
 describe("usage alerts from the key's object, end to end through the queue", () => {
   it("a tiny enterprise key crossing 80 % and 100 % sends each once, signed, to its owner's and everyone's endpoints", async () => {

@@ -10,39 +10,17 @@ import {
   runDurableObjectAlarm,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { sweepEventOutbox } from "../src/db/webhook-event-outbox";
-import { insertDelivery } from "../src/db/webhooks";
 import worker from "../src/index";
 import { eventId, WEBHOOK_CONCURRENCY, type WebhookMessage } from "../src/lib/webhook-events";
 import { consumeWebhookBatch, outbound } from "../src/routes/webhooks/consumer";
 import { queueExpiringEvents } from "../src/routes/webhooks/expiring";
 import { ADMIN, auth, BAN_MS, call, callWith, issueKey, mockClock, postJson, T0 } from "./helpers";
-
-const files = import.meta.glob<string>("../wrangler.toml", {
-  query: "?raw",
-  import: "default",
-  eager: true,
-});
-const wranglerToml = files["../wrangler.toml"] ?? "";
-
-interface Received {
-  url: string;
-  headers: Headers;
-  body: string;
-}
+import { insertTestDelivery, receiveDeliveries, wranglerToml } from "./webhook-fixtures";
 
 /** Every request the consumer sent; the receiver answers 200. */
-let received: Received[] = [];
-
-beforeEach(() => {
-  received = [];
-  vi.spyOn(outbound, "fetch").mockImplementation(async (request: Request) => {
-    received.push({ url: request.url, headers: request.headers, body: await request.text() });
-    return new Response("ok");
-  });
-});
-afterEach(() => vi.restoreAllMocks());
+const received = receiveDeliveries();
 
 async function waitFor<T>(what: string, read: () => T | undefined, ms = 20_000): Promise<T> {
   const until = Date.now() + ms;
@@ -90,20 +68,7 @@ async function deliveryTo(url: string): Promise<string> {
 
 async function deliveryWithEndpoint(url: string): Promise<{ id: string; endpointId: string }> {
   const e = await endpoint({ url, eventTypes: ["key.banned"] });
-  const id = `whd_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
-  await insertDelivery(
-    env.DB,
-    {
-      id,
-      endpointId: e.id,
-      eventId: `evt_${id.slice(4)}`,
-      eventType: "key.banned",
-      keyId: null,
-      payload: '{"type":"key.banned"}',
-    },
-    Date.now(),
-  );
-  return { id, endpointId: e.id };
+  return { id: await insertTestDelivery(e.id), endpointId: e.id };
 }
 
 /** A batch of `bodies` from queue `queue`, each on its `attempts`-th delivery. */

@@ -3,8 +3,8 @@
 // them; a rotation of the key (WEBHOOK_ENCRYPTION_KEY_PREVIOUS) loses no endpoint.
 import { createExecutionContext, createMessageBatch, getQueueResult } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { getEndpoint, insertDelivery, insertEndpoint } from "../src/db/webhooks";
+import { describe, expect, it, vi } from "vitest";
+import { getEndpoint, insertEndpoint } from "../src/db/webhooks";
 import { configOrThrow, webhookSecretBoxOrThrow } from "../src/lib/config";
 import {
   openSecretOrThrow,
@@ -14,19 +14,12 @@ import {
 } from "../src/lib/sealed-secret";
 import type { WebhookMessage } from "../src/lib/webhook-events";
 import { newWebhookSecret, verifyWebhook } from "../src/lib/webhook-signature";
-import { consumeWebhookBatch, outbound } from "../src/routes/webhooks/consumer";
+import { consumeWebhookBatch } from "../src/routes/webhooks/consumer";
 import { sealStoredSecrets } from "../src/routes/webhooks/seal-secrets";
 import { ADMIN, callWith, expectError, postJson } from "./helpers";
+import { insertTestDelivery, receiveDeliveries } from "./webhook-fixtures";
 
-const received: { headers: Headers; body: string }[] = [];
-beforeEach(() => {
-  received.length = 0;
-  vi.spyOn(outbound, "fetch").mockImplementation(async (request: Request) => {
-    received.push({ headers: request.headers, body: await request.text() });
-    return new Response("ok");
-  });
-});
-afterEach(() => vi.restoreAllMocks());
+const received = receiveDeliveries();
 
 const NEW_KEY = "bmV3LXdlYmhvb2stZW5jcnlwdGlvbi1rZXktMDAwMDA=";
 
@@ -83,19 +76,7 @@ async function plaintextEndpoint(secret: string, previousSecret: string | null =
 
 /** Attempts one delivery to `endpointId` through the consumer (with `bindings` swapped in). */
 async function deliverTo(endpointId: string, bindings: Partial<Record<keyof Env, unknown>> = {}) {
-  const id = `whd_${crypto.randomUUID().replaceAll("-", "").slice(0, 20)}`;
-  await insertDelivery(
-    env.DB,
-    {
-      id,
-      endpointId,
-      eventId: `evt_${id.slice(4)}`,
-      eventType: "key.banned",
-      keyId: null,
-      payload: '{"type":"key.banned"}',
-    },
-    Date.now(),
-  );
+  const id = await insertTestDelivery(endpointId);
   const batch = createMessageBatch<WebhookMessage>("animal-store-webhooks", [
     { id: "m0", timestamp: new Date(), attempts: 1, body: { kind: "delivery", deliveryId: id } },
   ]);
