@@ -4,12 +4,12 @@
 // Worker, with D1 as the truth. See test/model/key-model.ts for the invariants. CI runs a fixed
 // budget; `npm run test:model -- --runs N --seed S [--path P --replay R]` runs longer or replays
 // (it runs this file too).
-import { env } from "cloudflare:workers";
 import fc from "fast-check";
-import { beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, it, vi } from "vitest";
 import { backgroundWork } from "./background-work";
 import { mockClock, T0 } from "./helpers";
 import { keyCommands, keyModelSetup } from "./model/key-model";
+import { checkModelOrFail, modelRunOf } from "./model/model-run";
 
 /** CI's budget: this many runs from this seed, and never more than this long. */
 const CI_RUNS = 25;
@@ -24,22 +24,14 @@ beforeEach(() => {
     vi.spyOn(console, level).mockImplementation(() => undefined);
 });
 
-function parameters() {
-  const given = env as unknown as Record<string, string | undefined>;
-  return {
-    runs: Number(given.MODEL_RUNS || CI_RUNS),
-    seed: Number(given.MODEL_SEED || CI_SEED),
-    path: given.MODEL_PATH || undefined,
-    replayPath: given.MODEL_REPLAY || undefined,
-    long: Boolean(given.MODEL_RUNS),
-  };
-}
+const parameters = () => modelRunOf({ runs: CI_RUNS, seed: CI_SEED });
 
 describe("changes to a key's record as a model (fast-check commands against the real Worker)", () => {
   it("serves no secret past a change's bound, and refuses none past it", {
     timeout: 600_000,
   }, async () => {
-    const { runs, seed, path, replayPath, long } = parameters();
+    const run = parameters();
+    const { replayPath } = run;
     const setup = keyModelSetup(time, T0 + 5_000, passTime);
     const property = fc.asyncProperty(
       fc.commands(keyCommands(), {
@@ -51,17 +43,11 @@ describe("changes to a key's record as a model (fast-check commands against the 
         await fc.asyncModelRun(setup, cmds);
       },
     );
-    const details = await fc.check(property, {
-      numRuns: runs,
-      seed,
-      ...(path ? { path, endOnFailure: true } : {}),
-      ...(long ? {} : { interruptAfterTimeLimit: MODEL_BUDGET_MS }),
+    await checkModelOrFail(property, run, {
+      budgetMs: MODEL_BUDGET_MS,
+      replayCommand: (seed, path) =>
+        `npm run test:model -- --seed ${seed} --path ${path} --replay <the replayPath below> --file test/quota.model-keys.test.ts`,
+      show: (c) => String(c?.[0]),
     });
-    if (details.failed)
-      expect.fail(
-        `model counterexample: npm run test:model -- --seed ${details.seed} --path ${details.counterexamplePath} --replay <the replayPath below> --file test/quota.model-keys.test.ts\n` +
-          `${String(details.counterexample?.[0])}\n${String(details.errorInstance)}`,
-      );
-    expect(details.numRuns, "runs completed").toBeGreaterThan(0);
   });
 });

@@ -6,10 +6,10 @@
 // After every round the invariants of test/model/quota-model.ts; at the end of each run, the bill.
 // CI runs a fixed budget; `npm run test:model -- --runs N --seed S [--path P] --file
 // test/quota.model-scheduled.test.ts` runs longer or replays a counterexample.
-import { env } from "cloudflare:workers";
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
+import { checkModelOrFail, modelRunOf } from "./model/model-run";
 import {
   installModelWorld,
   installObjectClocks,
@@ -27,19 +27,11 @@ const MODEL_BUDGET_MS = 10_000;
 
 const time = mockClock(T0);
 
-function parameters() {
-  const given = env as unknown as Record<string, string | undefined>;
-  return {
-    runs: Number(given.MODEL_RUNS || CI_RUNS),
-    seed: Number(given.MODEL_SEED || CI_SEED),
-    path: given.MODEL_PATH || undefined,
-    long: Boolean(given.MODEL_RUNS),
-  };
-}
+const parameters = () => modelRunOf({ runs: CI_RUNS, seed: CI_SEED });
 
 describe("the quota protocol under fc.scheduler (every call and answer between the tiers in an order it picks)", () => {
   it("keeps every invariant over concurrent rounds", { timeout: 600_000 }, async () => {
-    const { runs, seed, path, long } = parameters();
+    const run = parameters();
     const net = installModelWorld(time);
     installObjectClocks(net);
     useTime(time);
@@ -51,17 +43,11 @@ describe("the quota protocol under fc.scheduler (every call and answer between t
       if (model.violations.length)
         throw new Error(`invariant broken at the end:\n${model.violations.join("\n")}`);
     });
-    const details = await fc.check(property, {
-      numRuns: runs,
-      seed,
-      ...(path ? { path, endOnFailure: true } : {}),
-      ...(long ? {} : { interruptAfterTimeLimit: MODEL_BUDGET_MS }),
+    await checkModelOrFail(property, run, {
+      budgetMs: MODEL_BUDGET_MS,
+      replayCommand: (seed, path) =>
+        `npm run test:model -- --seed ${seed} --path ${path} --file test/quota.model-scheduled.test.ts`,
+      show: (c) => fc.stringify(c),
     });
-    if (details.failed)
-      expect.fail(
-        `model counterexample: npm run test:model -- --seed ${details.seed} --path ${details.counterexamplePath} --file test/quota.model-scheduled.test.ts\n` +
-          `${fc.stringify(details.counterexample)}\n${String(details.errorInstance)}`,
-      );
-    expect(details.numRuns, "runs completed").toBeGreaterThan(0);
   });
 });

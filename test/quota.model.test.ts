@@ -8,11 +8,11 @@
 // stranded. See test/model/quota-model.ts. CI runs a fixed budget (MODEL_RUNS runs from a fixed
 // seed, at most MODEL_BUDGET_MS); `npm run test:model -- --runs N --seed S [--path P]` runs
 // longer or replays a counterexample.
-import { env } from "cloudflare:workers";
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { describe, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import { WINDOWS_ONLY_MOVE_FORWARD } from "./model/flags";
+import { checkModelOrFail, modelRunOf } from "./model/model-run";
 import {
   installModelWorld,
   installObjectClocks,
@@ -29,20 +29,12 @@ const MODEL_BUDGET_MS = 28_000;
 
 const time = mockClock(T0);
 
-/** The run's parameters: CI's budget, or those given to npm run test:model (scripts/test-model.mjs). */
-function parameters() {
-  const given = env as unknown as Record<string, string | undefined>;
-  const runs = Number(given.MODEL_RUNS || CI_RUNS);
-  const seed = Number(given.MODEL_SEED || CI_SEED);
-  const path = given.MODEL_PATH || undefined;
-  const replayPath = given.MODEL_REPLAY || undefined;
-  const long = Boolean(given.MODEL_RUNS);
-  return { runs, seed, path, replayPath, long };
-}
+const parameters = () => modelRunOf({ runs: CI_RUNS, seed: CI_SEED });
 
 describe("the quota protocol as a model (fast-check commands against the real tiers)", () => {
   it("keeps every invariant over random command lists", { timeout: 600_000 }, async () => {
-    const { runs, seed, path, replayPath, long } = parameters();
+    const run = parameters();
+    const { replayPath } = run;
     const net = installModelWorld(time);
     installObjectClocks(net);
     useTime(time);
@@ -64,17 +56,11 @@ describe("the quota protocol as a model (fast-check commands against the real ti
           throw new Error(`invariant broken at the end:\n${model.violations.join("\n")}`);
       },
     );
-    const details = await fc.check(property, {
-      numRuns: runs,
-      seed,
-      ...(path ? { path, endOnFailure: true } : {}),
-      ...(long ? {} : { interruptAfterTimeLimit: MODEL_BUDGET_MS }),
+    await checkModelOrFail(property, run, {
+      budgetMs: MODEL_BUDGET_MS,
+      replayCommand: (seed, path) =>
+        `npm run test:model -- --seed ${seed} --path ${path} --replay <the replayPath below> --file test/quota.model.test.ts`,
+      show: (c) => String(c?.[0]),
     });
-    if (details.failed)
-      expect.fail(
-        `model counterexample: npm run test:model -- --seed ${details.seed} --path ${details.counterexamplePath} --replay <the replayPath below> --file test/quota.model.test.ts\n` +
-          `${String(details.counterexample?.[0])}\n${String(details.errorInstance)}`,
-      );
-    expect(details.numRuns, "runs completed").toBeGreaterThan(0);
   });
 });
