@@ -2,9 +2,10 @@
 // match), a receiver standing in for the consumer's outbound fetch (the consumer runs in the
 // tests' isolate), and a delivery row ready for its first attempt.
 import { env } from "cloudflare:workers";
-import { afterEach, beforeEach, vi } from "vitest";
+import { afterEach, beforeEach, expect, vi } from "vitest";
 import { insertDelivery } from "../src/db/webhooks";
 import { outbound } from "../src/routes/webhooks/consumer";
+import { ADMIN, postJson } from "./helpers";
 
 const files = import.meta.glob<string>("../wrangler.toml", {
   query: "?raw",
@@ -57,4 +58,13 @@ export async function insertTestDelivery(endpointId: string): Promise<string> {
     Date.now(),
   );
   return id;
+}
+
+/** Creates a webhook endpoint through the operator API (201 expected); its id and secret. */
+export async function createEndpoint(
+  body: Record<string, unknown>,
+): Promise<{ id: string; secret: string }> {
+  const res = await postJson("/admin/v1/webhooks", body, ADMIN);
+  expect(res.status).toBe(201);
+  return (await res.json()) as { id: string; secret: string };
 }

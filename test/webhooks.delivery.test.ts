@@ -17,6 +17,7 @@ import { consumeWebhookBatch } from "../src/routes/webhooks/consumer";
 import { queueExpiringEvents } from "../src/routes/webhooks/expiring";
 import { ADMIN, auth, call, callWith, issueKey, patchKey, postJson } from "./helpers";
 import {
+  createEndpoint as endpoint,
   insertTestDelivery,
   type Received,
   receiveDeliveries,
@@ -29,12 +30,6 @@ beforeEach(() => {
   answer = () => new Response("ok");
 });
 const received = receiveDeliveries((r) => answer(r));
-
-async function endpoint(body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
-  const res = await postJson("/admin/v1/webhooks", body, ADMIN);
-  expect(res.status).toBe(201);
-  return (await res.json()) as { id: string; secret: string };
-}
 
 /** A queue that records what is sent to it, and never delivers. */
 function recordingQueue() {

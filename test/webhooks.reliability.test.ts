@@ -16,8 +16,13 @@ import worker from "../src/index";
 import { eventId, WEBHOOK_CONCURRENCY, type WebhookMessage } from "../src/lib/webhook-events";
 import { consumeWebhookBatch, outbound } from "../src/routes/webhooks/consumer";
 import { queueExpiringEvents } from "../src/routes/webhooks/expiring";
-import { ADMIN, auth, BAN_MS, call, callWith, issueKey, mockClock, postJson, T0 } from "./helpers";
-import { insertTestDelivery, receiveDeliveries, wranglerToml } from "./webhook-fixtures";
+import { ADMIN, auth, BAN_MS, call, callWith, issueKey, mockClock, T0 } from "./helpers";
+import {
+  createEndpoint as endpoint,
+  insertTestDelivery,
+  receiveDeliveries,
+  wranglerToml,
+} from "./webhook-fixtures";
 
 /** Every request the consumer sent; the receiver answers 200. */
 const received = receiveDeliveries();
@@ -34,12 +39,6 @@ async function waitFor<T>(what: string, read: () => T | undefined, ms = 20_000):
 
 /** Nothing more arrives within a moment (the local queue batches for up to 1 s). */
 const settle = () => new Promise((r) => setTimeout(r, 1500));
-
-async function endpoint(body: Record<string, unknown>): Promise<{ id: string; secret: string }> {
-  const res = await postJson("/admin/v1/webhooks", body, ADMIN);
-  expect(res.status).toBe(201);
-  return (await res.json()) as { id: string; secret: string };
-}
 
 /** A queue that records what is sent to it, and never delivers. */
 function recordingQueue() {
