@@ -42,6 +42,11 @@ import {
   ADMISSION_MEMORY_MS,
 } from "../src/quota/lease-messages";
 import { PLAN_LIMITS } from "../src/quota/plans";
+import {
+  STANDING_BACKGROUND_ENDS_WITHIN_MS,
+  STANDING_GAP_MS,
+  STANDING_MINUTES,
+} from "../src/quota/standing";
 import { AUTH_FAILURES_PER_MINUTE, banThreshold } from "../src/quota/windows";
 import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
 
@@ -346,6 +351,27 @@ const PROMISES: PromisedNumber[] = [
     value: BACKGROUND_ENDS_WITHIN_MS,
     unit: S,
     phrases: ["end within {n} s of its last request"],
+  },
+  {
+    name: "STANDING_MINUTES",
+    value: STANDING_MINUTES,
+    unit: 1,
+    phrases: [
+      "in each of the next {n} minutes \\(`STANDING_MINUTES`\\)",
+      "one call to the key's object per {n} requests",
+    ],
+  },
+  {
+    name: "STANDING_GAP_MS",
+    value: STANDING_GAP_MS,
+    unit: S,
+    phrases: ["at least {n} s \\(`STANDING_GAP_MS`"],
+  },
+  {
+    name: "STANDING_BACKGROUND_ENDS_WITHIN_MS",
+    value: STANDING_BACKGROUND_ENDS_WITHIN_MS,
+    unit: S,
+    phrases: ["its last background call at most {n} s after the key's last request there"],
   },
   {
     name: "QUIET_STOCK",

@@ -279,12 +279,15 @@ export class LeaseLedger {
     for (const row of rows) this.#settle(row, row.counted, row.permits - row.counted);
   }
 
-  /** The location holders holding a lease of the current minute that has not expired. */
+  /**
+   * The location holders holding a lease of the current minute that has not expired, or standing
+   * permits of a minute to come (objects/standing-ledger.ts).
+   */
   granteesHolding(now: number): string[] {
     return this.sql
       .exec<{ grantee: string }>(
         `SELECT DISTINCT grantee FROM leases
-           WHERE grantee IS NOT NULL AND minute_start = ? AND expires_at > ?`,
+           WHERE grantee IS NOT NULL AND minute_start >= ? AND expires_at > ?`,
         now - (now % MINUTE_MS),
         now,
       )

@@ -214,6 +214,7 @@ export class QuotaHolder extends DurableObject<Env> {
     try {
       const decided = await this.#leases.admit(policy, calls, admissionId);
       this.#inBackground(keyId, this.#leases.upkeep(decided, calls));
+      this.#inBackground(keyId, this.#leases.handBackStandingAtEnd(calls));
       this.#refillWhenTheMinuteTurns(keyId, policy);
       return { reached: true, decision: decided.decision, fromStock: decided.local };
     } catch (err) {
@@ -340,6 +341,7 @@ export class QuotaHolder extends DurableObject<Env> {
         const calls = this.#callsTo(keyId, latest);
         const refill = this.#leases.refill(latest, calls);
         if (refill) await this.#leases.giveBackAfterRenewal(refill, calls);
+        await this.#leases.handBackStandingAtEnd(calls);
       }),
     );
   }

@@ -12,6 +12,7 @@ import {
   type Renewal,
   type RenewalRequest,
   type ReturnedLease,
+  type StandingPermit,
 } from "../quota/lease-messages";
 import {
   decide,
@@ -30,6 +31,7 @@ import { KeyPolicy } from "./key-policy";
 import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
 import { QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import { migrateSchemaOrThrow } from "./schema-migrations";
+import { StandingLedger } from "./standing-ledger";
 import { openOrThrow } from "./stub-call";
 import { UsageHistoryTable } from "./usage-history-table";
 import { UsageTable } from "./usage-table";
@@ -58,6 +60,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #alarms: AlarmSchedule;
   readonly #history: UsageHistoryTable;
   readonly #leases: LeaseLedger;
+  readonly #standing: StandingLedger;
   readonly #bans: BanRecords;
   readonly #admissions: AdmissionMemory;
   readonly #webhooks: WebhookOutbox;
@@ -74,6 +77,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#alarms = new AlarmSchedule(ctx.storage);
     this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#leases = new LeaseLedger(sql, this.#history);
+    this.#standing = new StandingLedger(sql);
     this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#admissions = new AdmissionMemory(sql, this.#history, this.#policy, () =>
       this.#leases.oldestMinuteOut(),
@@ -133,7 +137,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (known) {
       const { fromStock: _, ...admission } = known;
       const lease = known.lease && this.#leases.isOut(known.lease.id) ? known.lease : null;
-      return { ...admission, lease };
+      return { ...admission, lease, ...this.#standingStillOut(known.standing) };
     }
     const effective = this.#policy.adopt(policy);
     const previousDay = this.#usage.dayStart;
@@ -147,10 +151,15 @@ export class QuotaLimiter extends DurableObject<Env> {
     const { decision, state: counted } = decide(current, effective, now, this.#banMs);
     // Most requests ask for no lease: they need not read what the leases hold.
     const ask = { want: request.want, holding: 0, minuteWant: request.minuteWant };
-    const { state, lease } =
+    const lent =
       decision.outcome === "allowed" && request.want > 0
         ? this.#leases.lend(counted, decision.windows, effective, ask, now, grantee)
         : { state: counted, lease: null };
+    const { lease } = lent;
+    const { state, standing } =
+      decision.outcome === "allowed"
+        ? this.#lendStanding(lent.state, effective, request.standing, now, grantee, lease)
+        : { state: lent.state, standing: {} };
     const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
     this.#keep(state, previousDay);
     if (banStarted) this.#bans.note(now, state.bannedUntil);
@@ -159,7 +168,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     // windows' day, which a clock stepping back does not leave.
     this.#history.count(decision.outcome, state.dayStart, 1);
     this.#leases.strandUnreported(now);
-    const admission: Admission = { ...decision, lease };
+    const admission: Admission = { ...decision, lease, ...standing };
     if (id !== undefined) this.#admissions.remember(id, now, admission);
     return admission;
   }
@@ -175,7 +184,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     const now = clock.now();
     const id = request.renewalId;
     const known = id === undefined ? null : this.#admissions.recall<Renewal>(id);
-    if (known) return known;
+    if (known) return { ...known, ...this.#standingStillOut(known.standing) };
     const effective = this.#policy.adopt(policy);
     const previousDay = this.#usage.dayStart;
     let state = this.#takeBack(now, request.returning);
@@ -201,7 +210,10 @@ export class QuotaLimiter extends DurableObject<Env> {
       ? { state, lease: null }
       : this.#leases.lend(state, windows, effective, ask, now, grantee);
     const granted = lent.lease;
-    this.#keep(lent.state, previousDay);
+    const withStanding = refused
+      ? { state: lent.state, standing: {} }
+      : this.#lendStanding(lent.state, effective, request.standing, now, grantee, granted);
+    this.#keep(withStanding.state, previousDay);
     this.#leases.strandUnreported(now);
     const renewal: Renewal = {
       policyVersion: effective.version,
@@ -209,14 +221,51 @@ export class QuotaLimiter extends DurableObject<Env> {
       windows,
       granted,
       now,
+      ...withStanding.standing,
     };
     if (id !== undefined) this.#admissions.remember(id, now, renewal);
     return renewal;
   }
 
+  /**
+   * Standing permits for location holder `grantee` (`perMinute` in each minute ahead it asked
+   * for, see quota/standing.ts) on top of `state`, and the `lease` granted in the same call
+   * reported with them; the `standing` field of the answer (absent when none).
+   */
+  #lendStanding(
+    state: UsageState,
+    limits: Policy,
+    perMinute: number | undefined,
+    now: number,
+    grantee: string | null,
+    lease: { id: string } | null,
+  ): { state: UsageState; standing: { standing?: StandingPermit[] } } {
+    if (!perMinute) return { state, standing: {} };
+    const lent = this.#standing.lend(state, limits, perMinute, now, grantee);
+    if (lent.standing.length === 0) return { state, standing: {} };
+    if (lease) this.#standing.reportedWithStanding(lease.id, lent.waitedUntil);
+    return { state: lent.state, standing: { standing: lent.standing } };
+  }
+
+  /** Of the standing permits an earlier answer gave, those still out (a repeated answer). */
+  #standingStillOut(standing: StandingPermit[] | undefined): { standing?: StandingPermit[] } {
+    const out = standing?.filter((s) => this.#leases.isOut(s.id)) ?? [];
+    return out.length > 0 ? { standing: out } : {};
+  }
+
+  /**
+   * The windows at `now`: a minute that has just started counts the standing permits granted for
+   * it (the day counted them at their grant).
+   */
+  #rolled(now: number): UsageState {
+    const rolled = rollWindows(this.#usage, now);
+    const newMinute = rolled.minuteStart !== this.#usage.minuteStart;
+    return newMinute ? this.#standing.countedAsItStarts(rolled) : rolled;
+  }
+
   /** The windows at `now`, with the `returning` leases taken back. */
   #takeBack(now: number, returning: readonly ReturnedLease[]): UsageState {
-    let usage = rollWindows(this.#usage, now);
+    let usage = this.#rolled(now);
     for (const returned of returning) usage = this.#handBack(usage, returned, now);
     return usage;
   }
@@ -255,7 +304,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     // A lease settled already (handed back before, or stranded) changes nothing and writes
     // nothing: a retried hand-back reaching an idle object leaves it idle.
     const previousDay = this.#usage.dayStart;
-    const current = rollWindows(this.#usage, now);
+    const current = this.#rolled(now);
     const settled = this.#handBack(current, returned, now);
     if (settled !== current) this.#keep(settled, previousDay);
     this.#leases.strandUnreported(now);
@@ -291,7 +340,9 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /** Current counts and ban. `offered` (the key as D1 has it) supplies limits the object has not seen yet. */
   usage(offered?: Policy): KeyUsage {
-    return keyUsageOf(this.#usage, this.#policy.newest(offered), clock.now());
+    // A minute not started here yet counts the standing permits granted for it.
+    const now = clock.now();
+    return keyUsageOf(this.#rolled(now), this.#policy.newest(offered), now);
   }
 
   /**

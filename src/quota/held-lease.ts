@@ -1,6 +1,8 @@
+import { clock } from "../lib/clock";
 import { grantedForTheMinute, type LeaseInUse } from "./lease";
-import type { Admission, Lease, Renewal, ReturnedLease } from "./lease-messages";
+import type { Admission, Lease, Renewal, ReturnedLease, StandingPermit } from "./lease-messages";
 import { ShownWindows } from "./shown-windows";
+import { StandingStock } from "./standing-stock";
 import type { KeyDecision, Policy, SeenRefusal, WindowStatus } from "./windows";
 
 /** A decision, and whether it came from the isolate's lease rather than from the object. */
@@ -24,6 +26,11 @@ export interface HeldLease extends LeaseInUse {
   used: number;
   /** The admission ids of those not reported yet (a location holder's; see ReturnedLease). */
   admissionIds: string[];
+  /**
+   * Granted along with standing permits: the key's object waits for its report as long as for
+   * theirs (objects/standing-ledger.ts), so it goes back with them rather than in a call of its own.
+   */
+  withStanding?: boolean;
 }
 
 /**
@@ -54,6 +61,7 @@ function heldLease(
   granted: Lease,
   answer: { policyVersion: number; now?: number },
   expiresAt: number,
+  withStanding = false,
 ): HeldLease {
   return {
     id: granted.id,
@@ -65,6 +73,7 @@ function heldLease(
     policyVersion: answer.policyVersion,
     used: 0,
     admissionIds: [],
+    ...(withStanding ? { withStanding } : {}),
   };
 }
 
@@ -110,6 +119,8 @@ export class HeldLeases {
   protected changes = 0;
   /** What this holder's responses show of the key's windows. */
   protected readonly windows = new ShownWindows();
+  /** A location holder's standing permits for the minutes to come (quota/standing.ts). */
+  protected readonly standing = new StandingStock();
   /** Refused, banned, or too close to the limit: no lease is asked for before this time. */
   protected noLeaseUntil = 0;
   #refusal: SeenRefusal | null = null;
@@ -120,6 +131,7 @@ export class HeldLeases {
    */
   dropLease(): void {
     this.putLeaseAside();
+    this.reportStanding(0, { all: true });
     this.noLeaseUntil = 0;
     this.changes++;
   }
@@ -132,6 +144,7 @@ export class HeldLeases {
    */
   surrender(): ReturnedLease[] {
     this.putLeaseAside();
+    this.reportStanding(0, { all: true });
     this.changes++;
     return this.unreturned.splice(0);
   }
@@ -164,7 +177,8 @@ export class HeldLeases {
 
   /** Unused permits this isolate holds (in a live lease or waiting to go back). */
   get unusedPermits(): number {
-    return (this.lease?.left ?? 0) + this.unreturned.reduce((n, r) => n + r.unused, 0);
+    const returning = this.unreturned.reduce((n, r) => n + r.unused, 0);
+    return (this.lease?.left ?? 0) + returning + this.standing.unused;
   }
 
   protected admitFromLease(
@@ -173,7 +187,8 @@ export class HeldLeases {
     admissionId: string | null,
   ): KeyDecision | null {
     const lease = this.lease;
-    if (!lease || !this.#usable(lease, policy, now)) return null;
+    if (!lease || !this.#usable(lease, policy, now))
+      return this.#admitStanding(policy, now, admissionId);
     lease.left--;
     lease.used++;
     if (admissionId !== null) lease.admissionIds.push(admissionId);
@@ -183,6 +198,38 @@ export class HeldLeases {
       now,
       policyVersion: lease.policyVersion,
     });
+  }
+
+  /** Admitted from a standing permit of the minute at `now`, if one is usable (see StandingStock). */
+  #admitStanding(policy: Policy, now: number, admissionId: string | null): KeyDecision | null {
+    const windows = this.standing.take(policy.version, now, admissionId, this.windows.atContact);
+    if (!windows) return null;
+    return this.windows.show({ outcome: "allowed", windows, now, policyVersion: policy.version });
+  }
+
+  /** Moves the standing permits done with at `now` (or `all`) to the leases to hand back. */
+  protected reportStanding(now: number, options: { all?: boolean } = {}): void {
+    for (const r of this.standing.reports(now, options)) this.keepToReturn(r);
+  }
+
+  /**
+   * Keeps the standing permits an answer (to a call sent at `sentAt`, under `policyVersion`)
+   * granted, or hands them back when the key changed here meanwhile (`changed`).
+   */
+  protected keepStanding(
+    answer: { standing?: StandingPermit[]; now?: number },
+    policyVersion: number,
+    sentAt: number,
+    changed: boolean,
+  ): boolean {
+    const granted = answer.standing ?? [];
+    if (granted.length === 0) return false;
+    if (changed) {
+      for (const g of granted) this.keepToReturn({ id: g.id, unused: g.permits });
+      return false;
+    }
+    this.standing.add(granted, policyVersion, answer.now, sentAt, clock.now());
+    return true;
   }
 
   /**
@@ -246,13 +293,15 @@ export class HeldLeases {
     const changed = this.changes !== changes;
     if (answer.revoked || answer.policyVersion > policy.version || changed || this.lease) {
       if (granted) this.keepToReturn({ id: granted.id, unused: granted.permits });
+      this.keepStanding(answer, answer.policyVersion, sentAt, true);
       return false;
     }
+    const standing = this.keepStanding(answer, answer.policyVersion, sentAt, false);
     if (!granted) {
       this.noLeaseUntilMinuteEnds(answer.windows);
-      return false;
+      return standing;
     }
-    this.lease = heldLease(granted, answer, localExpiry(granted, answer, sentAt));
+    this.lease = heldLease(granted, answer, localExpiry(granted, answer, sentAt), standing);
     return true;
   }
 
@@ -269,8 +318,10 @@ export class HeldLeases {
       // Revoked, or the plan changed: stop admitting from leases; the next request asks.
       if (inUse) this.dropLease();
       if (granted) this.keepToReturn({ id: granted.id, unused: granted.permits });
+      this.keepStanding(answer, answer.policyVersion, sent.at, true);
       return false;
     }
+    this.keepStanding(answer, answer.policyVersion, sent.at, this.changes !== sent.changes);
     if (!granted) {
       // Refused, banned or near the limit: once this lease is used, one call per request
       // (unless this isolate changed the key's plan or lifted its ban since it asked).
@@ -335,8 +386,10 @@ export class HeldLeases {
       this.noLeaseUntilMinuteEnds(decision.windows);
     }
     const changed = this.changes !== changes;
+    const standing = this.keepStanding(admission, decision.policyVersion, sentAt, changed);
     if (lease && changed) this.keepToReturn({ id: lease.id, unused: lease.permits });
-    else if (lease) this.lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt));
+    else if (lease)
+      this.lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt), standing);
     this.windows.contact(decision.windows);
     const leaseGranted = lease !== null && !changed;
     return { decision: this.windows.show(decision), local: false, leaseGranted, renewal: null };

@@ -10,6 +10,7 @@ import type {
   RenewalRequest,
   ReturnedLease,
 } from "./lease-messages";
+import { standingWanted } from "./standing";
 import type { Policy } from "./windows";
 
 /** How a holder reaches its key's object (objects/quota-limiter-client.ts supplies the stub calls). */
@@ -63,6 +64,8 @@ export class LeaseHolder extends HeldLeases {
   readonly #leaseLifetimeMs: number;
   /** How long ahead of its expiry the lease in use is renewed (see `renewsNow`). */
   readonly #renewAheadMs: number;
+  /** The end of standing permits whose hand-back is scheduled (see `handBackStandingAtEnd`). */
+  #standingEndWatched = 0;
 
   /**
    * `stock`: the permits to ask for whenever a lease is asked for or renewed, even for a quiet
@@ -91,9 +94,21 @@ export class LeaseHolder extends HeldLeases {
    * gap here, to which the key's object sizes a stock for the minute while this is the key's only
    * holder (see minuteStockWanted); none for an isolate.
    */
-  #minuteWant(now: number): { minuteWant?: number } {
+  #minuteWant(now: number): { minuteWant?: number; standing?: number } {
     if (this.#stock <= 0) return {};
-    return { minuteWant: minuteStockWanted(now, now - (now % MINUTE_MS) + MINUTE_MS, this.#gapMs) };
+    const minuteWant = minuteStockWanted(now, now - (now % MINUTE_MS) + MINUTE_MS, this.#gapMs);
+    return { minuteWant, ...this.#standingWant(now) };
+  }
+
+  /**
+   * A location holder's: the standing permits it asks for in each minute to come (see
+   * quota/standing.ts), once those it holds would not cover the key's next request here (at its
+   * last gap, at least a minute on).
+   */
+  #standingWant(now: number): { standing?: number } {
+    const standing = this.#stock > 0 ? standingWanted(this.#gapMs) : 0;
+    const nextExpected = now + Math.max(this.#gapMs, MINUTE_MS);
+    return standing > 0 && this.standing.coveredUntil <= nextExpected ? { standing } : {};
   }
 
   /**
@@ -138,7 +153,7 @@ export class LeaseHolder extends HeldLeases {
       const now = clock.now();
       const local = this.admitFromLease(policy, now, admissionId);
       if (local) {
-        const renewal = this.#renewIfDue(calls, now);
+        const renewal = this.#renewIfDue(calls, now) ?? this.#askStandingIfDue(policy, calls, now);
         return { decision: local, local: true, leaseGranted: false, renewal };
       }
       const renewal = this.#calls.renewal;
@@ -150,6 +165,7 @@ export class LeaseHolder extends HeldLeases {
       this.retireLease(policy, now);
       const want = now < this.noLeaseUntil ? 0 : this.#wanted(now);
       if ((want > 0 || this.unreturned.length > 0) && this.#calls.plainInFlight === 0) {
+        this.reportStanding(now);
         const returning = this.unreturned.splice(0);
         return this.#exclusiveCall(calls, { want, returning, ...this.#minuteWant(now) });
       }
@@ -192,7 +208,60 @@ export class LeaseHolder extends HeldLeases {
     const expired = () => this.lease === lease && clock.now() >= lease.expiresAt;
     if (!expired()) return;
     await this.#calls.leaseCallsSettled();
-    if (expired()) await this.giveBackUnused(calls);
+    if (!expired()) return;
+    // Granted with standing permits: the key's object waits for it as long as for them, and it
+    // goes back with the holder's next call or with them (`handBackStandingAtEnd`).
+    if (lease.withStanding && this.standing.lastUntil > clock.now()) this.putLeaseAside();
+    else await this.giveBackUnused(calls);
+  }
+
+  /**
+   * Once the last minute of the standing permits held now is over (GIVE_BACK_GRACE_MS after it),
+   * hands back what they and the leases retired meanwhile hold, with what they served, unless
+   * later standing permits were granted since (their own hand-back then does it): the last
+   * background call for a key that stopped calling here (STANDING_BACKGROUND_ENDS_WITHIN_MS).
+   * Meant for `waitUntil`; watches each end once.
+   */
+  async handBackStandingAtEnd(
+    calls: GiveBackCall,
+    sleep: (ms: number) => Promise<void> = clock.sleep,
+  ): Promise<void> {
+    await this.#calls.leaseCallsSettled();
+    const end = this.standing.lastUntil;
+    if (end === 0 || end === this.#standingEndWatched) return;
+    this.#standingEndWatched = end;
+    await sleep(Math.max(0, end + GIVE_BACK_GRACE_MS - clock.now()));
+    if (this.standing.lastUntil !== end) return;
+    await this.#calls.leaseCallsSettled();
+    const now = clock.now();
+    this.reportStanding(now, { all: true });
+    if (this.lease && now >= this.lease.expiresAt) this.putLeaseAside();
+    await this.giveBackRetired(calls);
+  }
+
+  /**
+   * Asks the key's object for standing permits after a request admitted here (see
+   * quota/standing.ts), when this holder wants them (`#standingWant`), with the reports of those
+   * done with. Not waited for by any request.
+   */
+  #askStandingIfDue(policy: Policy, calls: LeaseCalls, now: number): Promise<boolean> | null {
+    const renew = calls.renew;
+    if (!renew || !this.#calls.idle || now < this.noLeaseUntil) return null;
+    const wanted = this.#standingWant(now);
+    if (!wanted.standing) return null;
+    // The minute's stock goes back with it when the key's next request is due after the minute.
+    const minuteEnd = now - (now % MINUTE_MS) + MINUTE_MS;
+    if (this.lease && now + this.#gapMs >= minuteEnd) this.putLeaseAside();
+    const changes = this.changes;
+    const request = { leaseId: "", want: 0, holding: 0, ...wanted };
+    return this.#sendRenewal(renew, request, (answer) => {
+      if (answer.revoked || answer.policyVersion > policy.version) {
+        this.dropLeaseAndRefusals();
+        this.keepStanding(answer, answer.policyVersion, now, true);
+        return false;
+      }
+      return this.keepStanding(answer, answer.policyVersion, now, this.changes !== changes);
+    });
   }
 
   /**
@@ -277,6 +346,7 @@ export class LeaseHolder extends HeldLeases {
     apply: (answer: Renewal) => boolean,
     failed: () => void = () => undefined,
   ): Promise<boolean> {
+    this.reportStanding(clock.now());
     const returning = this.unreturned.splice(0);
     return this.#calls.asRenewal(
       withDeadline(
@@ -306,6 +376,12 @@ export class LeaseHolder extends HeldLeases {
     if (!renew || this.#stock <= 0 || !this.#calls.idle) return null;
     if (now < this.noLeaseUntil) return null;
     if (this.lease && !this.leaseOver(this.lease, policy, now)) return null;
+    // The standing permits of this minute serve the requests expected in it: no call.
+    const expected = minuteStockWanted(now, now - (now % MINUTE_MS) + MINUTE_MS, this.#gapMs);
+    // (A second in: a standing permit is usable from its minute's start by the object's clock,
+    // which this holder's reads a one-way trip later.)
+    const standing = this.standing.usableAt(now + 1_000);
+    if (standing > 0 && standing >= expected) return null;
     this.retireLease(policy, now);
     const changes = this.changes;
     const request = { leaseId: "", want: this.#stock, holding: 0, ...this.#minuteWant(now) };

@@ -84,6 +84,18 @@ export interface LeaseRequest {
   admissionId?: string;
   /** As RenewalRequest's. */
   minuteWant?: number;
+  /** As RenewalRequest's. */
+  standing?: number;
+}
+
+/**
+ * A location holder's standing permits for the minute starting at `minuteStart` (see
+ * quota/standing.ts): counted in that minute's window as it starts, used only within it.
+ */
+export interface StandingPermit {
+  id: string;
+  permits: number;
+  minuteStart: number;
 }
 
 /** Permits counted as used for the isolate, valid until `expiresAt` (epoch ms). */
@@ -120,6 +132,12 @@ export interface RenewalRequest {
    * Without it (an isolate, or an earlier release), `want` alone.
    */
   minuteWant?: number;
+  /**
+   * A location holder's: the standing permits it wants in each of the next minutes (see
+   * quota/standing.ts), granted while the key is far from its limits. An object of an earlier
+   * release ignores it and grants none.
+   */
+  standing?: number;
 }
 
 /**
@@ -139,6 +157,8 @@ export interface Renewal {
    * earlier release.
    */
   now?: number;
+  /** Standing permits granted with it (absent: none; an object of an earlier release). */
+  standing?: StandingPermit[];
 }
 
 /**
@@ -146,4 +166,4 @@ export interface Renewal {
  * are the object's after this request and before the lease: the isolate subtracts what it admits
  * from the lease, so its headers read as if each request had been decided here.
  */
-export type Admission = KeyDecision & { lease: Lease | null };
+export type Admission = KeyDecision & { lease: Lease | null; standing?: StandingPermit[] };

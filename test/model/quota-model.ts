@@ -22,6 +22,7 @@ import type { HolderDecision } from "../../src/quota/held-lease";
 import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import { admissionIdLive, newAdmissionId } from "../../src/quota/lease-messages";
+import { STANDING_BACKGROUND_ENDS_WITHIN_MS } from "../../src/quota/standing";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
@@ -433,9 +434,12 @@ export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
   for (const location of LOCATIONS)
     await env.QUOTA_HOLDER.getByName(holderName(r.keyId, location)).giveBack(r.keyId);
   // The holders' background calls end within BACKGROUND_ENDS_WITHIN_MS (a refill the last
-  // requests scheduled, and its stock's hand-back after its minute); a lease whose hand-back was
-  // lost is settled as stranded within a minute after that.
-  await passTime(m, r, BACKGROUND_ENDS_WITHIN_MS + MINUTE_MS);
+  // requests scheduled, and its stock's hand-back after its minute), or with standing permits
+  // STANDING_BACKGROUND_ENDS_WITHIN_MS (their hand-back after their last minute); a lease whose
+  // hand-back was lost is settled as stranded within a minute after that (standing permits and
+  // the stock granted with them: STRANDED_AFTER_MS after their last minute).
+  const backgroundEnds = Math.max(BACKGROUND_ENDS_WITHIN_MS, STANDING_BACKGROUND_ENDS_WITHIN_MS);
+  await passTime(m, r, backgroundEnds + MINUTE_MS);
   await r.net.settle();
   // A hand-back lost on its way (and on its retry) waits for the holder's next call; with none
   // within STRANDED_AFTER_MS of the lease's expiry, what it served is billed as stranded.

@@ -1,0 +1,118 @@
+import { MINUTE_MS } from "../lib/clock";
+import { heldBound, stockLivesTheMinute } from "../quota/lease";
+import type { StandingPermit } from "../quota/lease-messages";
+import type { Limits } from "../quota/plans";
+import { standingMinutesFrom } from "../quota/standing";
+import { type UsageState, windowsOf } from "../quota/windows";
+
+/**
+ * The standing permits the key's object grants location holders (quota/standing.ts), kept as
+ * rows of its `leases` table like any lease, so they are held, handed back, settled and stranded
+ * the same way (lease-ledger.ts):
+ * - `minute_start` is the minute they may be used in, a minute to come when granted: the day
+ *   window counts them at the grant, the minute window as that minute starts (`countedAsItStarts`),
+ *   and they count towards that minute's heldBound (LeaseLedger.heldBy);
+ * - `expires_at` is when they stop being waited for: the end of the last minute granted to the
+ *   holder, so the holder reports what it admitted from them with its next call, up to that
+ *   many minutes later, and they are settled as stranded STRANDED_AFTER_MS after it if it never
+ *   does. The lease granted along with them waits as long (`reportedWithStanding`).
+ * No schema change: an object of the release before reads them as leases of a later minute.
+ */
+export class StandingLedger {
+  constructor(private readonly sql: SqlStorage) {}
+
+  /**
+   * Grants location holder `grantee` `permits` standing permits in each minute it does not hold
+   * yet of the next few (standingMinutesFrom), counting them in the day of `state` at once, while
+   * the key stays far from both limits after them all (stockLivesTheMinute) and each minute's
+   * leases stay within heldBound. Returns the state with them counted, what was granted, and
+   * until when they are waited for (0: none granted).
+   */
+  lend(
+    state: UsageState,
+    limits: Limits,
+    permits: number,
+    now: number,
+    grantee: string | null,
+  ): { state: UsageState; standing: StandingPermit[]; waitedUntil: number } {
+    const none = { state, standing: [], waitedUntil: 0 };
+    if (grantee === null || permits <= 0) return none;
+    const held = new Set(
+      this.sql
+        .exec<{ minuteStart: number }>(
+          "SELECT minute_start AS minuteStart FROM leases WHERE grantee = ? AND minute_start > ?",
+          grantee,
+          state.minuteStart,
+        )
+        .toArray()
+        .map((r) => r.minuteStart),
+    );
+    const bound = heldBound(limits);
+    const minutes = standingMinutesFrom(now).filter(
+      (m) => !held.has(m) && this.#heldIn(m, state.dayStart) + permits <= bound,
+    );
+    const total = permits * minutes.length;
+    if (total === 0 || !stockLivesTheMinute(windowsOf(state, limits), limits, total)) return none;
+    const last = Math.max(...minutes, ...held);
+    const waitedUntil = last + MINUTE_MS;
+    const standing = minutes.map((minuteStart) => ({
+      id: crypto.randomUUID(),
+      permits,
+      minuteStart,
+    }));
+    for (const s of standing)
+      this.sql.exec(
+        `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
+           VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        s.id,
+        s.minuteStart,
+        state.dayStart,
+        s.permits,
+        waitedUntil,
+        s.permits,
+        grantee,
+      );
+    return { state: { ...state, dayCount: state.dayCount + total }, standing, waitedUntil };
+  }
+
+  /**
+   * Lease `id` (granted along with standing permits) is waited for until `waitedUntil`, as they
+   * are: its holder reports it with them.
+   */
+  reportedWithStanding(id: string, waitedUntil: number): void {
+    this.sql.exec(
+      "UPDATE leases SET expires_at = MAX(expires_at, ?) WHERE id = ?",
+      waitedUntil,
+      id,
+    );
+  }
+
+  /**
+   * `rolled`, a state that has just moved into a new minute, with the standing permits granted for
+   * that minute counted in its window (the day counted them at their grant).
+   */
+  countedAsItStarts(rolled: UsageState): UsageState {
+    const reserved = this.#permitsIn(rolled.minuteStart, rolled.dayStart);
+    return reserved === 0 ? rolled : { ...rolled, minuteCount: rolled.minuteCount + reserved };
+  }
+
+  #heldIn(minuteStart: number, dayStart: number): number {
+    return this.sql
+      .exec<{ held: number }>(
+        "SELECT COALESCE(SUM(held), 0) AS held FROM leases WHERE minute_start = ? AND day_start = ?",
+        minuteStart,
+        dayStart,
+      )
+      .one().held;
+  }
+
+  #permitsIn(minuteStart: number, dayStart: number): number {
+    return this.sql
+      .exec<{ permits: number }>(
+        "SELECT COALESCE(SUM(permits), 0) AS permits FROM leases WHERE minute_start = ? AND day_start = ?",
+        minuteStart,
+        dayStart,
+      )
+      .one().permits;
+  }
+}

@@ -1,0 +1,249 @@
+// Standing permits (src/quota/standing.ts): a location holder's permits for each of the next few
+// minutes, granted by the key's object in one call. Counted in the day at the grant and in each
+// minute's window as that minute starts, held towards that minute's heldBound, pushed a change to,
+// billed as served only once reported used and as stranded only if never reported: driven against
+// the key's real QuotaLimiter with fake time.
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { clock, MINUTE_MS } from "../src/lib/clock";
+import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
+import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota-holder";
+import { QuotaLimiter } from "../src/objects/quota-limiter";
+import { GIVE_BACK_GRACE_MS, heldBound } from "../src/quota/lease";
+import type { StandingPermit } from "../src/quota/lease-messages";
+import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../src/quota/standing";
+import { backgroundWork } from "./background-work";
+import { fixClock, mockClock, policyWith, T0 } from "./helpers";
+
+const POLICY = policyWith(60, 1_000);
+const DAY = Date.UTC(2032, 4, 7);
+const NINE = DAY + 9 * 3_600_000;
+let seq = 0;
+
+const newLimiter = () => env.QUOTA.getByName(`standing-${++seq}`);
+const historyOf = (stub: DurableObjectStub<QuotaLimiter>) =>
+  runInDurableObject(stub, (instance: QuotaLimiter) => instance.report(POLICY).days);
+
+describe("standing permits at the key's object", () => {
+  it("are granted to a location holder for each of the next minutes, counted in the day at once and in each minute as it starts", async () => {
+    const time = fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const first = await stub.admit(POLICY, { want: 0, returning: [], standing: 1 }, "k@AMS");
+    expect(first.outcome).toBe("allowed");
+    const standing = first.standing ?? [];
+    expect(standing.map((s) => s.minuteStart)).toEqual(
+      Array.from({ length: STANDING_MINUTES }, (_, i) => NINE + (i + 1) * MINUTE_MS),
+    );
+    // The request, and every standing permit in the day; only the request in this minute.
+    let usage = await stub.usage(POLICY);
+    expect(usage.day.count).toBe(1 + STANDING_MINUTES);
+    expect(usage.minute.count).toBe(1);
+    // Two minutes on, that minute's standing permit is in its window before any request.
+    time.now = NINE + 2 * MINUTE_MS + 1_000;
+    expect((await stub.usage(POLICY)).minute.count, "shown before any call in that minute").toBe(1);
+    const later = await stub.admit(POLICY);
+    expect(later.windows.find((w) => w.name === "minute")?.remaining).toBe(60 - 1 - 1);
+    usage = await stub.usage(POLICY);
+    expect(usage.minute.count).toBe(2);
+    // An isolate (no holder name) is granted none.
+    const isolate = await stub.admit(POLICY, { want: 0, returning: [], standing: 1 });
+    expect(isolate.standing).toBeUndefined();
+  });
+
+  it("a minute's standing permits and its other leases together stay within heldBound", async () => {
+    fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const bound = heldBound(POLICY);
+    const granted: StandingPermit[][] = [];
+    for (let i = 0; i < bound + 2; i++) {
+      const a = await stub.admit(POLICY, { want: 0, returning: [], standing: 1 }, `k@L${i}`);
+      granted.push(a.standing ?? []);
+    }
+    expect(granted.slice(0, bound).every((g) => g.length === STANDING_MINUTES)).toBe(true);
+    expect(granted.slice(bound).every((g) => g.length === 0)).toBe(true);
+    // Asked again, a holder gets none for the minutes it holds already.
+    const again = await stub.admit(POLICY, { want: 0, returning: [], standing: 1 }, "k@L0");
+    expect(again.standing).toBeUndefined();
+  });
+
+  it("are granted only far from the limits: none with less than the room a stock for the minute needs", async () => {
+    fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    // 29 left in the day after the request: less than 4 × heldBound (24) after 6 standing permits.
+    const tight = policyWith(60, 30);
+    const a = await stub.admit(tight, { want: 0, returning: [], standing: 1 }, "k@AMS");
+    expect(a.outcome).toBe("allowed");
+    expect(a.standing).toBeUndefined();
+    expect((await stub.usage(tight)).day.count).toBe(1);
+  });
+
+  it("one handed back unused gives the day back and bills nothing; one used is billed admitted; one never reported is stranded once its holder's last minute is over", async () => {
+    const time = fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const a = await stub.admit(POLICY, { want: 0, returning: [], standing: 1 }, "k@AMS");
+    const [m1, m2, ...rest] = a.standing ?? [];
+    // Minute 1's permit used, minute 2's not: reported together after both minutes.
+    time.now = NINE + 3 * MINUTE_MS + 1_000;
+    await stub.returnLease({ id: m1!.id, unused: 0, used: 1, admissionIds: [] });
+    await stub.returnLease({ id: m2!.id, unused: 1, used: 0 });
+    const usage = await stub.usage(POLICY);
+    expect(usage.day.count, "the request, m1's use, and the minutes still standing").toBe(
+      2 + rest.length,
+    );
+    expect((await historyOf(stub))[0]).toMatchObject({ admitted: 2, stranded: 0 });
+    // Still waited for: not stranded before the holder's last standing minute is over.
+    const lastEnd = Math.max(...rest.map((s) => s.minuteStart)) + MINUTE_MS;
+    time.now = lastEnd + STRANDED_AFTER_MS - 1;
+    await stub.admit(POLICY);
+    expect((await historyOf(stub))[0]).toMatchObject({ admitted: 3, stranded: 0 });
+    time.now = lastEnd + STRANDED_AFTER_MS;
+    await stub.admit(POLICY);
+    expect((await historyOf(stub))[0]).toMatchObject({ admitted: 4, stranded: rest.length });
+  });
+
+  it("a change to the key is pushed to a holder holding standing permits only for minutes to come", async () => {
+    fixClock(NINE + 59_000);
+    const stub = newLimiter();
+    const told = vi.spyOn(QuotaHolder.prototype, "keyChanged").mockResolvedValue(undefined);
+    await stub.admit(POLICY, { want: 0, returning: [], standing: 1 }, "k@AMS");
+    await stub.configure({ ...POLICY, version: 2 });
+    expect(told).toHaveBeenCalledTimes(1);
+  });
+});
+
+// The holder's side, with the file's clock and background work (renewals, refills, hand-backs).
+describe("a location holder's standing permits", () => {
+  const time = mockClock(T0);
+  const { passTime } = backgroundWork(time);
+
+  const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
+  const fromStock = (a: HolderAnswer) => a.reached && a.fromStock;
+  const allowed = (a: HolderAnswer) => a.reached && a.decision.outcome === "allowed";
+
+  /** Counts the calls the key's object gets from here on. */
+  function countObjectCalls(): () => number {
+    let calls = 0;
+    for (const method of ["admit", "renewLease", "returnLease"] as const) {
+      const original = QuotaLimiter.prototype[method];
+      vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(function (
+        this: QuotaLimiter,
+        ...args: unknown[]
+      ) {
+        calls++;
+        return (original as (...a: unknown[]) => unknown).apply(this, args);
+      } as never);
+    }
+    return () => calls;
+  }
+
+  /** Moves fake time to `at`, waking the background work due at each minute's start on the way. */
+  async function passTo(at: number): Promise<void> {
+    for (let m = time.now - (time.now % MINUTE_MS) + MINUTE_MS; m <= at; m += MINUTE_MS) {
+      time.now = m;
+      await passTime();
+      time.now = m + GIVE_BACK_GRACE_MS;
+      await passTime();
+    }
+    time.now = at;
+    await passTime();
+  }
+
+  /** A key calling once a minute here from `start`: after its second request, standing permits. */
+  async function sparseKeyWithStanding(keyId: string, start = T0 + 2_000) {
+    const holder = holderOf(keyId);
+    for (const at of [start, start + MINUTE_MS]) {
+      await passTo(at);
+      expect(allowed(await holder.admit(keyId, POLICY))).toBe(true);
+      await passTime();
+    }
+    return holder;
+  }
+
+  it.each([
+    // One background call per STANDING_MINUTES requests; at one every 5 minutes, one per request.
+    [60_000, 12, 2],
+    [300_000, 3, 3],
+  ])(
+    "a key calling every %i ms: from its third request on (the second tells its holder its gap) every request is answered in its location with no call to its object; %i requests, at most %i background calls",
+    { timeout: 60_000 },
+    async (gapMs, requests, mostCalls) => {
+      const keyId = `standing_holder_${++seq}`;
+      const start = T0 + 7_000;
+      const holder = holderOf(keyId);
+      for (const at of [start, start + gapMs]) {
+        await passTo(at);
+        expect(allowed(await holder.admit(keyId, POLICY))).toBe(true);
+        await passTime();
+      }
+      const objectCalls = countObjectCalls();
+      const answers: HolderAnswer[] = [];
+      for (let i = 2; i < requests + 2; i++) {
+        await passTo(start + i * gapMs);
+        answers.push(await holder.admit(keyId, POLICY));
+        await passTime();
+      }
+      expect(answers.every(allowed)).toBe(true);
+      expect(answers.every(fromStock), "no request waits for the key's object").toBe(true);
+      expect(objectCalls()).toBeLessThanOrEqual(mostCalls);
+      // Once the key stops: everything goes back within the bound, and the day counts exactly
+      // what was admitted (unused standing permits do not eat it), billed as admitted, nothing
+      // stranded.
+      const last = time.now;
+      await passTo(last + STANDING_BACKGROUND_ENDS_WITHIN_MS);
+      expect(await holder.unusedPermits()).toBe(0);
+      const after = objectCalls();
+      await passTo(last + STANDING_BACKGROUND_ENDS_WITHIN_MS + 5 * MINUTE_MS);
+      expect(objectCalls(), "no background call after the bound").toBe(after);
+      const stub = env.QUOTA.getByName(keyId);
+      expect((await stub.usage(POLICY)).day.count).toBe(requests + 2);
+      const [day] = (await stub.report(POLICY)).days;
+      expect(day).toMatchObject({ admitted: requests + 2, stranded: 0 });
+    },
+  );
+
+  it("a change pushed to the holder ends its standing permits at once; a request on the new version never uses them", async () => {
+    const keyId = `standing_change_${++seq}`;
+    const holder = await sparseKeyWithStanding(keyId);
+    expect(await holder.unusedPermits()).toBeGreaterThanOrEqual(STANDING_MINUTES);
+    const lower = { ...POLICY, perMinute: 30, version: 2 };
+    await env.QUOTA.getByName(keyId).configure(lower);
+    await passTime();
+    expect(await holder.unusedPermits()).toBe(0);
+    await passTo(T0 + 2 * MINUTE_MS + 2_000);
+    const answer = await holder.admit(keyId, lower);
+    expect(allowed(answer)).toBe(true);
+    expect(fromStock(answer), "decided by the key's object under the new policy").toBe(false);
+    expect(answer.reached && answer.decision.windows[0]?.limit).toBe(30);
+  });
+
+  it("where the push is lost, a request on a copy of the key with the change (at most 30 s old) is forwarded, not admitted from the old standing permits", async () => {
+    const keyId = `standing_lost_${++seq}`;
+    const holder = await sparseKeyWithStanding(keyId);
+    expect(await holder.unusedPermits()).toBeGreaterThanOrEqual(STANDING_MINUTES);
+    // The push never reaches the holder.
+    vi.spyOn(QuotaHolder.prototype, "keyChanged").mockRejectedValue(new Error("lost"));
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    const revoked = { ...POLICY, version: 2, revoked: true };
+    await env.QUOTA.getByName(keyId).configure(revoked);
+    await passTo(T0 + 2 * MINUTE_MS + 2_000);
+    const answer = await holder.admit(keyId, revoked);
+    expect(fromStock(answer)).toBe(false);
+    expect(answer.reached && answer.decision.outcome).toBe("revoked");
+  });
+
+  it("a holder lost with its standing permits: they are stranded once its last minute is over, at most STANDING_MINUTES plus its stock", async () => {
+    const keyId = `standing_evicted_${++seq}`;
+    const holder = await sparseKeyWithStanding(keyId);
+    const held = await holder.unusedPermits();
+    expect(held).toBeGreaterThanOrEqual(STANDING_MINUTES);
+    // Background work never runs from here on: as if the holder were gone.
+    vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
+    time.now = T0 + (STANDING_MINUTES + 3) * MINUTE_MS + STRANDED_AFTER_MS;
+    const stub = env.QUOTA.getByName(keyId);
+    await stub.admit(POLICY);
+    const [day] = (await stub.report(POLICY)).days;
+    expect(day).toMatchObject({ admitted: 3, stranded: held });
+    expect(held).toBeLessThanOrEqual(STANDING_MINUTES + heldBound(POLICY));
+  });
+});
