@@ -47,7 +47,7 @@ describe("Durable Object storage schemas", () => {
 
   it("an AuthShield is versioned the same way", async () => {
     const stub = env.AUTH_SHIELD.getByName(`schema-shield-${++seq}`);
-    await stub.recordFailure();
+    await stub.countRequest(30);
     const version = await runInDurableObject(stub, (_, state) => schemaVersion(state.storage.sql));
     expect(version).toBe(AUTH_SHIELD_MIGRATIONS.length);
   });
@@ -109,7 +109,7 @@ describe("expand-then-contract: additions and the versions a release reads", () 
 
   it("a new object gets the contract and then every addition", async () => {
     const stub = env.AUTH_SHIELD.getByName(`schema-add-new-${++seq}`);
-    await stub.recordFailure();
+    await stub.countRequest(30);
     await runInDurableObject(stub, (_, state) => {
       state.storage.sql.exec("DROP TABLE usage; DROP TABLE schema_version");
       migrateSchemaOrThrow(state.storage, {
