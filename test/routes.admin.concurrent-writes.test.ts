@@ -95,6 +95,10 @@ function lastValuesOfUnbrokenChain(
 describe(`${WRITERS} admin writes to one key at once`, () => {
   it("all land: PATCHes of name, ownerId and meta, and rolls; the record and the audit chain hold every one", async () => {
     const k = await issueKey("pro");
+    const before = (await (await call(`/admin/v1/keys/${k.id}`, { headers: ADMIN })).json()) as {
+      name: string;
+      prefix: string;
+    };
     const rolls = 4;
     const patches = Array.from({ length: WRITERS - rolls }, (_, i) =>
       i % 3 === 0
@@ -121,10 +125,10 @@ describe(`${WRITERS} admin writes to one key at once`, () => {
     const created = entries[0]!;
     expect(created.action).toBe("create");
     const last = lastValuesOfUnbrokenChain(entries.slice(1), {
-      name: k.name,
+      name: before.name,
       ownerId: null,
       meta: null,
-      prefix: k.prefix,
+      prefix: before.prefix,
     });
     const detail = (await (await call(`/admin/v1/keys/${k.id}`, { headers: ADMIN })).json()) as {
       name: string;
