@@ -95,7 +95,7 @@ function runPrevious(sql: SqlStorage, statements: readonly PreviousQuery[]): voi
     try {
       sql.exec(text, ...params).toArray();
     } catch (err) {
-      throw new Error(`${PREVIOUS_RELEASE}'s ${at} fails: ${String(err)}`);
+      throw new Error(`${PREVIOUS_RELEASE.slice(0, 7)}'s ${at} fails: ${String(err)}`);
     }
   }
 }

@@ -63,7 +63,9 @@ export async function openAndDecideAsPrevious(
       previousMigrateSchemaOrThrow(state.storage, PREVIOUS_SCHEMA);
       sql.exec(HOLDS_WORK.sql).one();
     } catch (err) {
-      throw new Error(`${PREVIOUS_RELEASE} cannot open the key's object: ${String(err)}`);
+      throw new Error(
+        `${PREVIOUS_RELEASE.slice(0, 7)} cannot open the key's object: ${String(err)}`,
+      );
     }
     const load = (): UsageState => ({
       ...EMPTY_USAGE,
