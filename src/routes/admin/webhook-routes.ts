@@ -44,7 +44,7 @@ import {
   WebhookEndpointSchema,
 } from "../../schemas/webhooks";
 import { type AdminEnv, auditOf, cursorSecrets, security } from "./admin-env";
-import { decodeKeyCursorOrThrow, encodeKeyCursor, pageOf } from "./key-views";
+import { decodeKeyCursorOrThrow, keyCursorValues, pageOf } from "./key-views";
 import { writeWhileUnchangedOrThrow } from "./write-while-unchanged";
 
 const byId = { params: WebhookEndpointIdParamSchema, query: NoQuerySchema };
@@ -257,7 +257,11 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
         cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "webhooks", cursor) : undefined,
         ownerId,
       );
-      const { page, nextCursor } = pageOf(rows, limit, encodeKeyCursor);
+      const { page, nextCursor } = await pageOf(rows, limit, {
+        secrets: cursorSecrets(c),
+        list: "webhooks",
+        valuesOf: keyCursorValues,
+      });
       return c.json({ data: page.map(endpointView), nextCursor }, 200);
     },
   )
@@ -437,7 +441,11 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
         cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "deliveries", cursor) : undefined,
         status,
       );
-      const { page, nextCursor } = pageOf(rows, limit, encodeKeyCursor);
+      const { page, nextCursor } = await pageOf(rows, limit, {
+        secrets: cursorSecrets(c),
+        list: "deliveries",
+        valuesOf: keyCursorValues,
+      });
       return c.json({ data: page.map(deliveryView), nextCursor }, 200);
     },
   )
