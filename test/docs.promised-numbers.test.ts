@@ -11,6 +11,7 @@ import {
   REFUSED_KEY_CACHE_TTL_MS,
 } from "../src/auth/key-cache";
 import { configOrThrow } from "../src/lib/config";
+import { REQUEUE_AFTER_MS } from "../src/lib/webhook-events";
 import { D1_RETRY_MS } from "../src/objects/alarm-schedule";
 import {
   HELD_KEY_EXPECTED_AGE_MS,
@@ -48,6 +49,7 @@ import {
   STANDING_MINUTES,
 } from "../src/quota/standing";
 import { AUTH_FAILURES_PER_MINUTE, banThreshold } from "../src/quota/windows";
+import { WRITE_ATTEMPTS } from "../src/routes/admin/write-while-unchanged";
 import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
 
 // Read at transform time by Vite.
@@ -75,6 +77,21 @@ interface PromisedNumber {
 }
 
 const PROMISES: PromisedNumber[] = [
+  {
+    name: "WRITE_ATTEMPTS",
+    value: WRITE_ATTEMPTS,
+    unit: 1,
+    phrases: [
+      "A write tries up to {n} times",
+      "so up to {n} writes to one record at once all land",
+    ],
+  },
+  {
+    name: "WRITE_ATTEMPTS - 1 (the writes one write can lose to)",
+    value: WRITE_ATTEMPTS - 1,
+    unit: 1,
+    phrases: ["A write that meets more than {n} others landing while it tries"],
+  },
   {
     name: "CHANGE_APPLIES_WITHIN_MS",
     value: CHANGE_APPLIES_WITHIN_MS,
@@ -378,6 +395,12 @@ const PROMISES: PromisedNumber[] = [
     value: QUIET_STOCK,
     unit: 1,
     phrases: ["\\({n} permits, `QUIET_STOCK`\\)"],
+  },
+  {
+    name: "REQUEUE_AFTER_MS",
+    value: REQUEUE_AFTER_MS,
+    unit: MIN,
+    phrases: ["queued more than {n} minutes ago and still not attempted"],
   },
 ];
 

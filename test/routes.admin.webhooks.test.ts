@@ -3,7 +3,7 @@
 // change audited; secrets never shown again.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { getEndpoint, signingSecretsOrThrow } from "../src/db/webhooks";
+import { getEndpoint, openSigningSecrets } from "../src/db/webhooks";
 import { configOrThrow, webhookSecretBoxOrThrow } from "../src/lib/config";
 import { WEBHOOK_EVENT_TYPES, WEBHOOK_TEST_EVENT } from "../src/schemas/webhooks";
 import { ADMIN, call, callWith, expectError, mockClock, postJson, T0 } from "./helpers";
@@ -111,8 +111,14 @@ describe("registering an endpoint", () => {
     [
       "a documentation IPv6 address (3fff::/20)",
       { url: "https://[3fff::1]/x" },
-      /^url: must name a public host \(\[3fff::1\] is a private/,
+      /^url: must name a public host \(\[3fff::1\] is in 3fff::\/20: /,
     ],
+    ["ORCHID", { url: "https://[2001:10::1]/" }, /^url: .*\[2001:10::1\] is in 2001:10::\/28/],
+    ["ORCHIDv2", { url: "https://[2001:20::1]/" }, /^url: .*2001:20::\/28/],
+    ["IPv6 benchmarking", { url: "https://[2001:2::1]/" }, /^url: .*2001:2::\/48/],
+    ["a .alt name", { url: "https://x.alt/" }, /^url: .*\.alt names/],
+    ["a reverse-DNS name", { url: "https://1.0.0.127.in-addr.arpa/" }, /^url: .*\.arpa names/],
+    ["invalid Punycode", { url: "https://xn--a.com/" }, /^url: .*not valid Punycode/],
     ["a URL too long", { url: `https://hooks.example.com/${"a".repeat(2100)}` }, /^url: .*2048/],
     [
       "an unknown event type",
@@ -332,8 +338,11 @@ describe("rolling the signing secret", () => {
     expect(rolled.previousSecretExpiresAt).toBe(new Date(time.now + 3_600_000).toISOString());
     const stored = await getEndpoint(env.DB, e.id);
     const box = await webhookSecretBoxOrThrow(configOrThrow(env));
-    expect(await signingSecretsOrThrow(box, stored!, time.now)).toEqual([rolled.secret, e.secret]);
-    expect(await signingSecretsOrThrow(box, stored!, time.now + 3_600_000)).toEqual([
+    expect(await openSigningSecrets(box, stored!, time.now)).toEqual({
+      secrets: [rolled.secret, e.secret],
+      unopened: [],
+    });
+    expect((await openSigningSecrets(box, stored!, time.now + 3_600_000)).secrets).toEqual([
       rolled.secret,
     ]);
     const audit = await auditOf(e.id);
@@ -350,9 +359,9 @@ describe("rolling the signing secret", () => {
     );
     const rolled = (await res.json()) as Endpoint;
     const box = await webhookSecretBoxOrThrow(configOrThrow(env));
-    expect(await signingSecretsOrThrow(box, (await getEndpoint(env.DB, e.id))!, time.now)).toEqual([
-      rolled.secret,
-    ]);
+    expect(
+      (await openSigningSecrets(box, (await getEndpoint(env.DB, e.id))!, time.now)).secrets,
+    ).toEqual([rolled.secret]);
     for (const [body, rule] of [
       [{ gracePeriodSeconds: 604_801 }, /^gracePeriodSeconds: must be at most 604800/],
       [{ gracePeriodSeconds: -1 }, /^gracePeriodSeconds: must be at least 0/],

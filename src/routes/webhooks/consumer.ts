@@ -1,21 +1,27 @@
 import { SYSTEM_ACTOR } from "../../db/audit";
 import { getKey } from "../../db/keys";
 import {
+  type AttemptOutcome,
   addDeliveries,
   disableGoneEndpoint,
   endpointsFor,
   getDeliveryWithEndpoint,
+  openSigningSecrets,
   recordAttempt,
-  signingSecretsOrThrow,
+  releaseDeliveries,
   skipDelivery,
+  type WebhookEndpointRecord,
 } from "../../db/webhooks";
 import { clock, isoTime } from "../../lib/clock";
 import { configOrThrow, webhookSecretBoxOrThrow } from "../../lib/config";
 import { randomBase62 } from "../../lib/crypto";
 import { log } from "../../lib/log";
 import {
+  type DeliveryMessage,
+  newChain,
   type ProducedEvent,
   queueDeliveriesOrThrow,
+  REQUEUE_AFTER_MS,
   WEBHOOK_CONCURRENCY,
   WEBHOOK_TIMEOUT_MS,
   type WebhookMessage,
@@ -51,7 +57,8 @@ export function payloadOf(
  * An event's fan-out: one delivery per enabled endpoint subscribed to its type (of the key's
  * owner, or for every owner), logged in D1 and queued, each then attempted on its own. The key's
  * name, owner and plan are read now, from D1. Throws (the event is retried) when D1 or the queue
- * fails; a retry queues again only the deliveries not yet attempted.
+ * fails; a retry queues again only the deliveries no message carries (addDeliveries), so a
+ * delivery runs one retry chain however often its event is fanned out.
  */
 async function fanOutOrThrow(env: Env, event: ProducedEvent): Promise<void> {
   const key = await getKey(env.DB, event.keyId);
@@ -59,7 +66,8 @@ async function fanOutOrThrow(env: Env, event: ProducedEvent): Promise<void> {
   const endpoints = await endpointsFor(env.DB, event.type, key.ownerId);
   if (endpoints.length === 0) return;
   const payload = payloadOf(event, key);
-  const ids = await addDeliveries(
+  const now = clock.now();
+  const claimed = await addDeliveries(
     env.DB,
     event.id,
     endpoints.map((e) => ({
@@ -70,9 +78,16 @@ async function fanOutOrThrow(env: Env, event: ProducedEvent): Promise<void> {
       keyId: key.id,
       payload,
     })),
-    clock.now(),
+    { now, requeueBefore: now - REQUEUE_AFTER_MS, chain: newChain() },
   );
-  await queueDeliveriesOrThrow(env.WEBHOOK_QUEUE, ids);
+  try {
+    await queueDeliveriesOrThrow(env.WEBHOOK_QUEUE, claimed);
+  } catch (err) {
+    // Not queued: released, so the event's retry queues them at once (a send that took part of
+    // them started chains the next claim replaces).
+    await releaseDeliveries(env.DB, claimed).catch(() => undefined);
+    throw err;
+  }
 }
 
 /** What became of one attempt: done (ack), or to be attempted again after `retryInSeconds`. */
@@ -84,23 +99,40 @@ type Attempted = { done: true } | { done: false; retryInSeconds: number };
  * status, a network error, no answer within WEBHOOK_TIMEOUT_MS) is retried after the next delay of
  * the schedule, or, past its end, fails and goes to the dead-letter queue.
  */
-async function attemptOrThrow(env: Env, id: string, attempt: number): Promise<Attempted> {
+async function attemptOrThrow(
+  env: Env,
+  { deliveryId: id, chain }: DeliveryMessage,
+  attempt: number,
+): Promise<Attempted> {
   const found = await getDeliveryWithEndpoint(env.DB, id);
   if (!found?.endpoint || found.delivery.status === "delivered") return { done: true };
   const { delivery, endpoint } = found;
+  // Another message carries this delivery's attempts since ("send again", a later fan-out).
+  if (chain !== undefined && delivery.queuedChain !== null && delivery.queuedChain !== chain)
+    return { done: true };
   const start = clock.now();
   if (endpoint.disabledAt !== null) {
     await skipDelivery(env.DB, id, start, `the endpoint is disabled (${endpoint.disabledReason})`);
     return { done: true };
   }
-  const config = configOrThrow(env);
-  const delays = config.WEBHOOK_RETRY_DELAYS;
-  const headers = await webhookHeaders(
-    await signingSecretsOrThrow(await webhookSecretBoxOrThrow(config), endpoint, start),
-    delivery.eventId,
-    Math.floor(start / 1000),
-    delivery.payload,
-  );
+  const delays = configOrThrow(env).WEBHOOK_RETRY_DELAYS;
+  let headers: Record<string, string>;
+  try {
+    headers = await webhookHeaders(
+      await signingSecretsOrThrow(env, endpoint, start),
+      delivery.eventId,
+      Math.floor(start / 1000),
+      delivery.payload,
+    );
+  } catch (err) {
+    // Nothing was sent, yet the attempt counts and is retried as any other: the log says why.
+    const error = `not sent: ${err instanceof Error ? err.message : String(err)}`;
+    return failedAttempt(env, id, attempt, delays, start, {
+      responseStatus: null,
+      latencyMs: null,
+      error,
+    });
+  }
   const started = Date.now();
   let responseStatus: number | null = null;
   let error: string | null = null;
@@ -161,16 +193,51 @@ async function attemptOrThrow(env: Env, id: string, attempt: number): Promise<At
     });
     return { done: true };
   }
+  return failedAttempt(env, id, attempt, delays, now, { responseStatus, latencyMs, error });
+}
+
+/**
+ * Records a failed `attempt` of delivery `id` at `now`: retried after the schedule's next delay,
+ * or past its end failed (its retry then puts the message in the dead-letter queue, max_retries
+ * reached).
+ */
+async function failedAttempt(
+  env: Env,
+  id: string,
+  attempt: number,
+  delays: readonly number[],
+  now: number,
+  outcome: Pick<AttemptOutcome, "responseStatus" | "latencyMs" | "error">,
+): Promise<Attempted> {
   const delay = delays[attempt - 1];
   await recordAttempt(env.DB, id, now, {
+    ...outcome,
     status: delay === undefined ? "failed" : "retrying",
-    responseStatus,
-    latencyMs,
-    error,
     nextAttemptAt: delay === undefined ? null : now + delay * 1000,
   });
-  // Past the schedule's end the retry puts it in the dead-letter queue (max_retries reached).
   return { done: false, retryInSeconds: delay ?? 0 };
+}
+
+/**
+ * The secrets endpoint's deliveries are signed with at `now`, opened. One that cannot be opened
+ * (sealed under an encryption key since lost) is left out and logged, so a roll after the key was
+ * lost signs with the new secret at once; throws when none opens (or the key is not set).
+ */
+async function signingSecretsOrThrow(
+  env: Env,
+  endpoint: WebhookEndpointRecord,
+  now: number,
+): Promise<string[]> {
+  const box = await webhookSecretBoxOrThrow(configOrThrow(env));
+  const { secrets, unopened } = await openSigningSecrets(box, endpoint, now);
+  const why = unopened.map((u) => `the ${u.which} signing secret cannot be opened: ${u.reason}`);
+  if (secrets.length === 0) throw new Error(why.join("; "));
+  if (why.length)
+    log("warn", "webhook delivery signed without a secret that cannot be opened", {
+      endpointId: endpoint.id,
+      error: why.join("; "),
+    });
+  return secrets;
 }
 
 /**
@@ -193,7 +260,7 @@ export async function consumeWebhookBatch(
         message.ack();
         return;
       }
-      const attempted = await attemptOrThrow(env, body.deliveryId, message.attempts);
+      const attempted = await attemptOrThrow(env, body, message.attempts);
       if (attempted.done) message.ack();
       else message.retry({ delaySeconds: attempted.retryInSeconds });
     } catch (err) {
