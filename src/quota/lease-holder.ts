@@ -1,8 +1,9 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
 import { CallsInFlight, withDeadline } from "./call-coordination";
-import { HeldLeases, type HolderDecision, idsOf, type SentRenewal } from "./held-lease";
+import { HeldLeases } from "./held-lease";
 import { GIVE_BACK_GRACE_MS, LEASE_TIMINGS, minuteStockWanted, renewsNow } from "./lease";
+import { type HolderDecision, idsOf, type SentRenewal } from "./lease-in-hand";
 import type {
   Admission,
   LeaseRequest,
@@ -106,8 +107,12 @@ export class LeaseHolder extends HeldLeases {
    * last gap, at least a minute on).
    */
   #standingWant(now: number): { standing?: number } {
-    const standing = this.#stock > 0 ? standingWanted(this.#gapMs) : 0;
-    const nextExpected = now + Math.max(this.#gapMs, MINUTE_MS);
+    // A key seen once here (no gap yet) is at least as sparse as the time since: at the next
+    // minute's refill, a key that sent one request in the minute before gets standing permits.
+    const seenOnce = this.#gapMs === 0 && this.#lastArrival !== null;
+    const gapMs = seenOnce ? now - (this.#lastArrival ?? now) : this.#gapMs;
+    const standing = this.#stock > 0 ? standingWanted(gapMs) : 0;
+    const nextExpected = now + Math.max(gapMs, MINUTE_MS);
     return standing > 0 && this.standing.coveredUntil <= nextExpected ? { standing } : {};
   }
 

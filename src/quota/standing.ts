@@ -25,9 +25,13 @@ export const STANDING_MINUTES = 6;
  */
 export const STANDING_GAP_MS = 30_000;
 
-/** The standing permits a holder asks for each minute, at the key's last gap `gapMs` there (0: none yet). */
+/**
+ * The standing permits a holder asks for each minute, at the key's last gap `gapMs` there (0: none
+ * yet): one, or two for a gap well under a minute (a key calling every minute, give or take a
+ * tenth, gets one).
+ */
 export function standingWanted(gapMs: number): number {
-  return gapMs >= STANDING_GAP_MS ? Math.ceil(MINUTE_MS / gapMs) : 0;
+  return gapMs >= STANDING_GAP_MS ? Math.ceil((0.9 * MINUTE_MS) / gapMs) : 0;
 }
 
 /**
