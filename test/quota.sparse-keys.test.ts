@@ -20,6 +20,7 @@ import {
   QUIET_STOCK,
   STOCK_LEASE_MS,
 } from "../src/quota/lease";
+import { STANDING_GAP_MS } from "../src/quota/standing";
 import { backgroundWork } from "./background-work";
 import { auth, BASE, callWith, issueKey, mockClock, policyWith, T0 } from "./helpers";
 
@@ -100,13 +101,15 @@ describe("a sparse key in one location", () => {
     const policy = policyWith(60, 1_000);
     const holder = holderOf(keyId, "AMS");
     const minuteStart = T0 - (T0 % MINUTE_MS);
-    // The latest in its minute a request may come and still be followed by these calls.
-    const lastRequest = minuteStart + 5_000;
+    // A request less than STANDING_GAP_MS before its minute's end: at the next minute's refill
+    // the key is not known to be sparse (seen once, less than that long ago), so it gets the
+    // minute's stock and no standing permits (test/quota.standing-permits.test.ts).
+    const lastRequest = minuteStart + MINUTE_MS - STANDING_GAP_MS + 5_000;
     await passTo(lastRequest);
     expect(allowed(await holder.admit(keyId, policy))).toBe(true);
     expect(await holder.unusedPermits()).toBe(QUIET_STOCK);
     // Long past a short stock's STOCK_LEASE_MS, the stock is still there.
-    await passTo(minuteStart + 5_000 + STOCK_LEASE_MS + GIVE_BACK_GRACE_MS + 30_000);
+    await passTo(lastRequest + STOCK_LEASE_MS + GIVE_BACK_GRACE_MS + 15_000);
     expect(await holder.unusedPermits()).toBe(QUIET_STOCK);
     expect((await usageOf(keyId)).minute.count).toBe(1 + QUIET_STOCK);
     // The next minute's refill takes the old stock back and brings a new one: the day counts

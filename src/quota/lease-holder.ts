@@ -1,35 +1,15 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
-import { CallsInFlight, withDeadline } from "./call-coordination";
-import { HeldLeases } from "./held-lease";
-import { GIVE_BACK_GRACE_MS, LEASE_TIMINGS, minuteStockWanted, renewsNow } from "./lease";
+import { withDeadline } from "./call-coordination";
+import { LEASE_TIMINGS, minuteStockWanted, renewsNow } from "./lease";
+import { type LeaseCalls, LeaseHandBacks } from "./lease-hand-backs";
+
+export type { GiveBackCall, LeaseCalls } from "./lease-hand-backs";
+
 import { type HolderDecision, idsOf, type SentRenewal } from "./lease-in-hand";
-import type {
-  Admission,
-  LeaseRequest,
-  Renewal,
-  RenewalRequest,
-  ReturnedLease,
-} from "./lease-messages";
+import type { LeaseRequest, Renewal, RenewalRequest } from "./lease-messages";
 import { standingWanted } from "./standing";
 import type { Policy } from "./windows";
-
-/** How a holder reaches its key's object (objects/quota-limiter-client.ts supplies the stub calls). */
-export interface LeaseCalls {
-  admit(request: LeaseRequest): Promise<Admission>;
-  giveBack(returned: ReturnedLease): Promise<void>;
-  /**
-   * Asks for more permits on the lease in use, admitting no request. Without it (a holder that
-   * only hands permits back), a lease is asked for only once the one in use is over.
-   */
-  renew?(request: RenewalRequest): Promise<Renewal>;
-}
-
-/** What handing permits back needs of the calls. */
-export type GiveBackCall = Pick<LeaseCalls, "giveBack">;
-
-/** The first minute's start at or after `t`. */
-const minuteStartFrom = (t: number): number => t + ((MINUTE_MS - (t % MINUTE_MS)) % MINUTE_MS);
 
 /**
  * One holder's admissions for one key (an isolate's, or a location holder's). Decides from its
@@ -37,7 +17,8 @@ const minuteStartFrom = (t: number): number => t + ((MINUTE_MS - (t % MINUTE_MS)
  * here; while the key stays busy it renews the lease ahead, in a call its requests do not wait
  * for (see `renewsNow`).
  *
- * What it holds, and what each answer of the object does to it, is HeldLeases (held-lease.ts).
+ * What it holds, and what each answer of the object does to it, is HeldLeases (held-lease.ts);
+ * handing permits back, LeaseHandBacks (lease-hand-backs.ts).
  * Built from three parts: how busy the key is here (ArrivalRate, arrival-rate.ts), what its
  * responses show (ShownWindows, shown-windows.ts), and which call waits for which
  * (CallsInFlight, call-coordination.ts): a lease is asked for, renewed or handed back only while
@@ -46,9 +27,7 @@ const minuteStartFrom = (t: number): number => t + ((MINUTE_MS - (t % MINUTE_MS)
  * simultaneous requests on a key with room R, as without leases) is in docs/quotas.md,
  * "The machine" (its transitions are named there).
  */
-export class LeaseHolder extends HeldLeases {
-  /** This holder's calls to the key's object in flight, and who waits for whom. */
-  readonly #calls = new CallsInFlight();
+export class LeaseHolder extends LeaseHandBacks {
   readonly #rate = new ArrivalRate();
   /** When the key's last request arrived here (null: none yet), and the gap before it. */
   #lastArrival: number | null = null;
@@ -65,8 +44,6 @@ export class LeaseHolder extends HeldLeases {
   readonly #leaseLifetimeMs: number;
   /** How long ahead of its expiry the lease in use is renewed (see `renewsNow`). */
   readonly #renewAheadMs: number;
-  /** The end of standing permits whose hand-back is scheduled (see `handBackStandingAtEnd`). */
-  #standingEndWatched = 0;
 
   /**
    * `stock`: the permits to ask for whenever a lease is asked for or renewed, even for a quiet
@@ -117,26 +94,6 @@ export class LeaseHolder extends HeldLeases {
   }
 
   /**
-   * The work an admission leaves on the lease, not waited for by its request: a renewal it
-   * started, then the hand-back of the lease's unused permits at expiry (or of leases retired
-   * meanwhile); null when there is none. Rejects with what a call rejects with.
-   */
-  upkeep(decided: HolderDecision, calls: GiveBackCall): Promise<void> | null {
-    if (decided.renewal) return this.giveBackAfterRenewal(decided.renewal, calls);
-    return decided.leaseGranted ? this.giveBackAtExpiry(calls) : null;
-  }
-
-  /**
-   * Once a renewal or refill has settled: the lease's unused permits handed back at its expiry if
-   * it brought one, else the retired leases' now. Rejects with what the renewal rejects with.
-   */
-  giveBackAfterRenewal(renewal: Promise<boolean>, calls: GiveBackCall): Promise<void> {
-    return renewal.then((renewed) =>
-      renewed ? this.giveBackAtExpiry(calls) : this.giveBackRetired(calls),
-    );
-  }
-
-  /**
    * Decides one request; throws what the object's call throws. `admissionId` (a location holder's
    * request) is reported with the lease if the request is admitted from it.
    */
@@ -150,7 +107,7 @@ export class LeaseHolder extends HeldLeases {
     this.#gapMs = this.#lastArrival === null ? 0 : Math.max(0, arrived - this.#lastArrival);
     this.#lastArrival = arrived;
     for (;;) {
-      const exclusive = this.#calls.exclusive;
+      const exclusive = this.calls.exclusive;
       if (exclusive) {
         await exclusive.catch(() => undefined);
         continue;
@@ -161,7 +118,7 @@ export class LeaseHolder extends HeldLeases {
         const renewal = this.#renewIfDue(calls, now) ?? this.#askStandingIfDue(policy, calls, now);
         return { decision: local, local: true, leaseGranted: false, renewal };
       }
-      const renewal = this.#calls.renewal;
+      const renewal = this.calls.renewal;
       if (renewal) {
         // The lease ran out before its renewal came back: wait for it rather than call.
         await renewal.catch(() => undefined);
@@ -169,7 +126,7 @@ export class LeaseHolder extends HeldLeases {
       }
       this.retireLease(policy, now);
       const want = now < this.noLeaseUntil ? 0 : this.#wanted(now);
-      if ((want > 0 || this.unreturned.length > 0) && this.#calls.plainInFlight === 0) {
+      if ((want > 0 || this.unreturned.length > 0) && this.calls.plainInFlight === 0) {
         this.reportStanding(now);
         const returning = this.unreturned.splice(0);
         return this.#exclusiveCall(calls, { want, returning, ...this.#minuteWant(now) });
@@ -180,68 +137,11 @@ export class LeaseHolder extends HeldLeases {
         // busy isolate whose calls overlap never sees none in flight and never takes a lease.
         // (Awaits a promise its own request made: a Worker may wait on another request's
         // promise, not settle one made by another request.)
-        await this.#calls.firstPlain()?.catch(() => undefined);
+        await this.calls.firstPlain()?.catch(() => undefined);
         continue;
       }
       return this.#plainCall(calls);
     }
-  }
-
-  /**
-   * Hands the lease granted last back GIVE_BACK_GRACE_MS after its expiry if it still has unused
-   * permits and no request has handed it back since (meant for `waitUntil`). `sleep` waits that
-   * long, in ms. A lease no longer in use by then (dropped by a change made here, or replaced)
-   * goes back then with the other retired ones, with the requests it served: no request of the
-   * key need follow for them to be billed as admitted rather than stranded.
-   */
-  async giveBackAtExpiry(
-    calls: GiveBackCall,
-    sleep: (ms: number) => Promise<void> = clock.sleep,
-  ): Promise<void> {
-    const lease = this.lease;
-    if (!lease) return this.giveBackRetired(calls);
-    // A request after the expiry hands the lease back with its own call; only if none came
-    // within GIVE_BACK_GRACE_MS does the lease go back in a call of its own. A renewal that
-    // extends the lease pushes its expiry out, and schedules a give-back of its own. A stock for
-    // the minute waits for the next minute's start too: the minute's refill (objects/quota-holder.ts)
-    // hands it back, if the key was used here, with no call of its own.
-    const due = lease.forTheMinute ? minuteStartFrom(lease.expiresAt) : lease.expiresAt;
-    await sleep(Math.max(0, due + GIVE_BACK_GRACE_MS - clock.now()));
-    if (this.lease !== lease) return this.giveBackRetired(calls);
-    // Only once the lease has really expired: before, a request of this isolate may still use it
-    // (checked again after any call in flight, which may have renewed it).
-    const expired = () => this.lease === lease && clock.now() >= lease.expiresAt;
-    if (!expired()) return;
-    await this.#calls.leaseCallsSettled();
-    if (!expired()) return;
-    // Granted with standing permits: the key's object waits for it as long as for them, and it
-    // goes back with the holder's next call or with them (`handBackStandingAtEnd`).
-    if (lease.withStanding && this.standing.lastUntil > clock.now()) this.putLeaseAside();
-    else await this.giveBackUnused(calls);
-  }
-
-  /**
-   * Once the last minute of the standing permits held now is over (GIVE_BACK_GRACE_MS after it),
-   * hands back what they and the leases retired meanwhile hold, with what they served, unless
-   * later standing permits were granted since (their own hand-back then does it): the last
-   * background call for a key that stopped calling here (STANDING_BACKGROUND_ENDS_WITHIN_MS).
-   * Meant for `waitUntil`; watches each end once.
-   */
-  async handBackStandingAtEnd(
-    calls: GiveBackCall,
-    sleep: (ms: number) => Promise<void> = clock.sleep,
-  ): Promise<void> {
-    await this.#calls.leaseCallsSettled();
-    const end = this.standing.lastUntil;
-    if (end === 0 || end === this.#standingEndWatched) return;
-    this.#standingEndWatched = end;
-    await sleep(Math.max(0, end + GIVE_BACK_GRACE_MS - clock.now()));
-    if (this.standing.lastUntil !== end) return;
-    await this.#calls.leaseCallsSettled();
-    const now = clock.now();
-    this.reportStanding(now, { all: true });
-    if (this.lease && now >= this.lease.expiresAt) this.putLeaseAside();
-    await this.giveBackRetired(calls);
   }
 
   /**
@@ -251,7 +151,7 @@ export class LeaseHolder extends HeldLeases {
    */
   #askStandingIfDue(policy: Policy, calls: LeaseCalls, now: number): Promise<boolean> | null {
     const renew = calls.renew;
-    if (!renew || !this.#calls.idle || now < this.noLeaseUntil) return null;
+    if (!renew || !this.calls.idle || now < this.noLeaseUntil) return null;
     const wanted = this.#standingWant(now);
     if (!wanted.standing) return null;
     // The minute's stock goes back with it when the key's next request is due after the minute.
@@ -270,37 +170,6 @@ export class LeaseHolder extends HeldLeases {
   }
 
   /**
-   * Hands back every unused permit now (the lease's, and a retired lease's not yet handed back).
-   * Waits for a lease call in flight; skipped while requests decided one by one are in flight
-   * (the isolate holds no unused permits then).
-   */
-  async giveBackUnused(calls: GiveBackCall): Promise<void> {
-    await this.#calls.leaseCallsSettled();
-    if (this.#calls.plainInFlight) return;
-    this.putLeaseAside();
-    await this.giveBackRetired(calls);
-  }
-
-  /**
-   * Hands back the unused permits of leases no longer in use (dropped, expired, or answered by
-   * a renewal after this isolate stopped using them), leaving a live lease alone.
-   */
-  async giveBackRetired(calls: GiveBackCall): Promise<void> {
-    await this.#calls.leaseCallsSettled();
-    const returning = this.unreturned.splice(0);
-    if (returning.length === 0) return;
-    await this.#calls.exclusively(
-      Promise.all(
-        returning.map((returned) =>
-          calls.giveBack(returned).catch(() => {
-            this.keepToReturn(returned); // the next call hands it back instead
-          }),
-        ),
-      ),
-    );
-  }
-
-  /**
    * Starts renewing the lease in use when it is due (see `renewsNow`), if the key is still busy
    * here and nothing else is asking the object for this isolate. Requests go on admitting from
    * the lease meanwhile. Returns the renewal, which settles once its answer is applied.
@@ -308,7 +177,7 @@ export class LeaseHolder extends HeldLeases {
   #renewIfDue(calls: LeaseCalls, now: number): Promise<boolean> | null {
     const lease = this.lease;
     const renew = calls.renew;
-    if (!renew || !lease || !this.#calls.idle) return null;
+    if (!renew || !lease || !this.calls.idle) return null;
     if (now < this.noLeaseUntil) return null;
     const minuteEnd = this.windows.minuteEnd;
     const renewOptions = { aheadMs: this.#renewAheadMs, stock: this.#stock, gapMs: this.#gapMs };
@@ -353,7 +222,7 @@ export class LeaseHolder extends HeldLeases {
   ): Promise<boolean> {
     this.reportStanding(clock.now());
     const returning = this.unreturned.splice(0);
-    return this.#calls.asRenewal(
+    return this.calls.asRenewal(
       withDeadline(
         // A call that throws instead of rejecting must not fail the request that sent it.
         Promise.resolve().then(() =>
@@ -378,7 +247,7 @@ export class LeaseHolder extends HeldLeases {
   refill(policy: Policy, calls: LeaseCalls): Promise<boolean> | null {
     const renew = calls.renew;
     const now = clock.now();
-    if (!renew || this.#stock <= 0 || !this.#calls.idle) return null;
+    if (!renew || this.#stock <= 0 || !this.calls.idle) return null;
     if (now < this.noLeaseUntil) return null;
     if (this.lease && !this.leaseOver(this.lease, policy, now)) return null;
     // The standing permits of this minute serve the requests expected in it: no call.
@@ -398,7 +267,7 @@ export class LeaseHolder extends HeldLeases {
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
     const changes = this.changes;
     const sentAt = clock.now();
-    return this.#calls.exclusively(
+    return this.calls.exclusively(
       calls.admit(request).then(
         (admission) => this.contact(admission, request.want, changes, sentAt),
         (err: unknown) => {
@@ -411,7 +280,7 @@ export class LeaseHolder extends HeldLeases {
   }
 
   #plainCall(calls: LeaseCalls): Promise<HolderDecision> {
-    return this.#calls.plain(() =>
+    return this.calls.plain(() =>
       calls
         .admit({ want: 0, returning: [] })
         .then((admission) => this.contact(admission, 0, this.changes, 0)),

@@ -1,0 +1,149 @@
+import { clock, MINUTE_MS } from "../lib/clock";
+import { CallsInFlight } from "./call-coordination";
+import { HeldLeases } from "./held-lease";
+import { GIVE_BACK_GRACE_MS } from "./lease";
+import type { HolderDecision } from "./lease-in-hand";
+import type {
+  Admission,
+  LeaseRequest,
+  Renewal,
+  RenewalRequest,
+  ReturnedLease,
+} from "./lease-messages";
+
+/** How a holder reaches its key's object (objects/quota-limiter-client.ts supplies the stub calls). */
+export interface LeaseCalls {
+  admit(request: LeaseRequest): Promise<Admission>;
+  giveBack(returned: ReturnedLease): Promise<void>;
+  /**
+   * Asks for more permits on the lease in use, admitting no request. Without it (a holder that
+   * only hands permits back), a lease is asked for only once the one in use is over.
+   */
+  renew?(request: RenewalRequest): Promise<Renewal>;
+}
+
+/** What handing permits back needs of the calls. */
+export type GiveBackCall = Pick<LeaseCalls, "giveBack">;
+
+/** The first minute's start at or after `t`. */
+const minuteStartFrom = (t: number): number => t + ((MINUTE_MS - (t % MINUTE_MS)) % MINUTE_MS);
+
+/**
+ * How a holder (LeaseHolder, lease-holder.ts) hands permits back to the key's object: at a
+ * lease's expiry, after a renewal, at the end of its standing permits, or all at once; with the
+ * calls in flight it coordinates with (CallsInFlight, call-coordination.ts).
+ */
+export class LeaseHandBacks extends HeldLeases {
+  /** This holder's calls to the key's object in flight, and who waits for whom. */
+  protected readonly calls = new CallsInFlight();
+  /** The end of standing permits whose hand-back is scheduled (see `handBackStandingAtEnd`). */
+  #standingEndWatched = 0;
+
+  /**
+   * The work an admission leaves on the lease, not waited for by its request: a renewal it
+   * started, then the hand-back of the lease's unused permits at expiry (or of leases retired
+   * meanwhile); null when there is none. Rejects with what a call rejects with.
+   */
+  upkeep(decided: HolderDecision, calls: GiveBackCall): Promise<void> | null {
+    if (decided.renewal) return this.giveBackAfterRenewal(decided.renewal, calls);
+    return decided.leaseGranted ? this.giveBackAtExpiry(calls) : null;
+  }
+
+  /**
+   * Once a renewal or refill has settled: the lease's unused permits handed back at its expiry if
+   * it brought one, else the retired leases' now. Rejects with what the renewal rejects with.
+   */
+  giveBackAfterRenewal(renewal: Promise<boolean>, calls: GiveBackCall): Promise<void> {
+    return renewal.then((renewed) =>
+      renewed ? this.giveBackAtExpiry(calls) : this.giveBackRetired(calls),
+    );
+  }
+
+  /**
+   * Hands the lease granted last back GIVE_BACK_GRACE_MS after its expiry if it still has unused
+   * permits and no request has handed it back since (meant for `waitUntil`). `sleep` waits that
+   * long, in ms. A lease no longer in use by then (dropped by a change made here, or replaced)
+   * goes back then with the other retired ones, with the requests it served: no request of the
+   * key need follow for them to be billed as admitted rather than stranded.
+   */
+  async giveBackAtExpiry(
+    calls: GiveBackCall,
+    sleep: (ms: number) => Promise<void> = clock.sleep,
+  ): Promise<void> {
+    const lease = this.lease;
+    if (!lease) return this.giveBackRetired(calls);
+    // A request after the expiry hands the lease back with its own call; only if none came
+    // within GIVE_BACK_GRACE_MS does the lease go back in a call of its own. A renewal that
+    // extends the lease pushes its expiry out, and schedules a give-back of its own. A stock for
+    // the minute waits for the next minute's start too: the minute's refill (objects/quota-holder.ts)
+    // hands it back, if the key was used here, with no call of its own.
+    const due = lease.forTheMinute ? minuteStartFrom(lease.expiresAt) : lease.expiresAt;
+    await sleep(Math.max(0, due + GIVE_BACK_GRACE_MS - clock.now()));
+    if (this.lease !== lease) return this.giveBackRetired(calls);
+    // Only once the lease has really expired: before, a request of this isolate may still use it
+    // (checked again after any call in flight, which may have renewed it).
+    const expired = () => this.lease === lease && clock.now() >= lease.expiresAt;
+    if (!expired()) return;
+    await this.calls.leaseCallsSettled();
+    if (!expired()) return;
+    // Granted with standing permits: the key's object waits for it as long as for them, and it
+    // goes back with the holder's next call or with them (`handBackStandingAtEnd`).
+    if (lease.withStanding && this.standing.lastUntil > clock.now()) this.putLeaseAside();
+    else await this.giveBackUnused(calls);
+  }
+
+  /**
+   * Once the last minute of the standing permits held now is over (GIVE_BACK_GRACE_MS after it),
+   * hands back what they and the leases retired meanwhile hold, with what they served, unless
+   * later standing permits were granted since (their own hand-back then does it): the last
+   * background call for a key that stopped calling here (STANDING_BACKGROUND_ENDS_WITHIN_MS).
+   * Meant for `waitUntil`; watches each end once.
+   */
+  async handBackStandingAtEnd(
+    calls: GiveBackCall,
+    sleep: (ms: number) => Promise<void> = clock.sleep,
+  ): Promise<void> {
+    await this.calls.leaseCallsSettled();
+    const end = this.standing.lastUntil;
+    if (end === 0 || end === this.#standingEndWatched) return;
+    this.#standingEndWatched = end;
+    await sleep(Math.max(0, end + GIVE_BACK_GRACE_MS - clock.now()));
+    if (this.standing.lastUntil !== end) return;
+    await this.calls.leaseCallsSettled();
+    const now = clock.now();
+    this.reportStanding(now, { all: true });
+    if (this.lease && now >= this.lease.expiresAt) this.putLeaseAside();
+    await this.giveBackRetired(calls);
+  }
+
+  /**
+   * Hands back every unused permit now (the lease's, and a retired lease's not yet handed back).
+   * Waits for a lease call in flight; skipped while requests decided one by one are in flight
+   * (the isolate holds no unused permits then).
+   */
+  async giveBackUnused(calls: GiveBackCall): Promise<void> {
+    await this.calls.leaseCallsSettled();
+    if (this.calls.plainInFlight) return;
+    this.putLeaseAside();
+    await this.giveBackRetired(calls);
+  }
+
+  /**
+   * Hands back the unused permits of leases no longer in use (dropped, expired, or answered by
+   * a renewal after this isolate stopped using them), leaving a live lease alone.
+   */
+  async giveBackRetired(calls: GiveBackCall): Promise<void> {
+    await this.calls.leaseCallsSettled();
+    const returning = this.unreturned.splice(0);
+    if (returning.length === 0) return;
+    await this.calls.exclusively(
+      Promise.all(
+        returning.map((returned) =>
+          calls.giveBack(returned).catch(() => {
+            this.keepToReturn(returned); // the next call hands it back instead
+          }),
+        ),
+      ),
+    );
+  }
+}
