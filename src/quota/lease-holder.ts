@@ -84,13 +84,20 @@ export class LeaseHolder extends LeaseHandBacks {
    * last gap, at least a minute on).
    */
   #standingWant(now: number): { standing?: number } {
-    // A key seen once here (no gap yet) is at least as sparse as the time since: at the next
-    // minute's refill, a key that sent one request in the minute before gets standing permits.
-    const seenOnce = this.#gapMs === 0 && this.#lastArrival !== null;
-    const gapMs = seenOnce ? now - (this.#lastArrival ?? now) : this.#gapMs;
+    const gapMs = this.#sparseGap(now);
     const standing = this.#stock > 0 ? standingWanted(gapMs) : 0;
     const nextExpected = now + Math.max(gapMs, MINUTE_MS);
     return standing > 0 && this.standing.coveredUntil <= nextExpected ? { standing } : {};
+  }
+
+  /**
+   * The key's gap here, as standing permits are sized by: its last gap, or for a key seen once
+   * here (no gap yet) the time since, which it is at least as sparse as (so at the next minute's
+   * refill a key that sent one request in the minute before gets standing permits).
+   */
+  #sparseGap(now: number): number {
+    const seenOnce = this.#gapMs === 0 && this.#lastArrival !== null;
+    return seenOnce ? now - (this.#lastArrival ?? now) : this.#gapMs;
   }
 
   /**
@@ -250,12 +257,12 @@ export class LeaseHolder extends LeaseHandBacks {
     if (!renew || this.#stock <= 0 || !this.calls.idle) return null;
     if (now < this.noLeaseUntil) return null;
     if (this.lease && !this.leaseOver(this.lease, policy, now)) return null;
-    // The standing permits of this minute serve the requests expected in it: no call.
-    const expected = minuteStockWanted(now, now - (now % MINUTE_MS) + MINUTE_MS, this.#gapMs);
-    // (A second in: a standing permit is usable from its minute's start by the object's clock,
-    // which this holder's reads a one-way trip later.)
-    const standing = this.standing.usableAt(now + 1_000);
-    if (standing > 0 && standing >= expected) return null;
+    // The standing permits of this minute serve the requests expected in it (as many as they were
+    // sized for at the key's gap here, see standingWanted): no call. (A second in: a standing
+    // permit is usable from its minute's start by the object's clock, which this holder's reads
+    // a one-way trip later.)
+    const sizedFor = standingWanted(this.#sparseGap(now));
+    if (sizedFor > 0 && this.standing.usableAt(now + 1_000) >= sizedFor) return null;
     this.retireLease(policy, now);
     const changes = this.changes;
     const request = { leaseId: "", want: this.#stock, holding: 0, ...this.#minuteWant(now) };
