@@ -1025,7 +1025,7 @@ export interface components {
         CreateWebhookEndpoint: {
             /**
              * Format: uri
-             * @description Where deliveries are POSTed: https: on a public host, with no credentials in it (private, loopback and link-local addresses, localhost and names such as .local or .internal are refused)
+             * @description Where deliveries are POSTed: https: on a public host, with no credentials in it (refused: private, loopback, link-local and other special-purpose addresses that are not globally reachable, localhost, special-use names such as .local, .internal, .alt or .arpa, and invalid Punycode)
              * @example https://hooks.example.com/animal-store
              */
             url: string;
@@ -1048,7 +1048,7 @@ export interface components {
         UpdateWebhookEndpoint: {
             /**
              * Format: uri
-             * @description Where deliveries are POSTed: https: on a public host, with no credentials in it (private, loopback and link-local addresses, localhost and names such as .local or .internal are refused)
+             * @description Where deliveries are POSTed: https: on a public host, with no credentials in it (refused: private, loopback, link-local and other special-purpose addresses that are not globally reachable, localhost, special-use names such as .local, .internal, .alt or .arpa, and invalid Punycode)
              * @example https://hooks.example.com/animal-store
              */
             url?: string;
