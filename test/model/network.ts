@@ -467,9 +467,17 @@ export class Network {
     this.#callerOf = callerOf;
   }
 
-  /** Disarms every fault and releases everything held (the network heals). */
+  /**
+   * Disarms every fault and releases everything held (the network heals), until nothing is held
+   * once the released work has settled: a call released goes on, and its caller's answer may then
+   * be held by a fault that fired before the heal (a holder's `admit` whose answer is held, that
+   * waited for its own held call to the key's object).
+   */
   async heal(): Promise<void> {
     this.armed.length = 0;
-    while (this.held.length) await this.release(0);
+    do {
+      while (this.held.length) await this.release(0);
+      await this.settle();
+    } while (this.held.length);
   }
 }
