@@ -43,6 +43,7 @@ import {
 } from "../src/quota/lease-messages";
 import { PLAN_LIMITS } from "../src/quota/plans";
 import { AUTH_FAILURES_PER_MINUTE, banThreshold } from "../src/quota/windows";
+import { WRITE_ATTEMPTS } from "../src/routes/admin/write-while-unchanged";
 import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
 
 // Read at transform time by Vite.
@@ -70,6 +71,21 @@ interface PromisedNumber {
 }
 
 const PROMISES: PromisedNumber[] = [
+  {
+    name: "WRITE_ATTEMPTS",
+    value: WRITE_ATTEMPTS,
+    unit: 1,
+    phrases: [
+      "A write tries up to {n} times",
+      "so up to {n} writes to one record at once all land",
+    ],
+  },
+  {
+    name: "WRITE_ATTEMPTS - 1 (the writes one write can lose to)",
+    value: WRITE_ATTEMPTS - 1,
+    unit: 1,
+    phrases: ["A write that meets more than {n} others landing while it tries"],
+  },
   {
     name: "CHANGE_APPLIES_WITHIN_MS",
     value: CHANGE_APPLIES_WITHIN_MS,

@@ -156,3 +156,38 @@ describe("JSON is UTF-8: another charset is refused, in the words of every 415",
     expect(await petCount()).toBe(before);
   });
 });
+
+describe("every spelling of application/json that RFC 9110 allows is JSON, for the route too", () => {
+  // RFC 9110 §8.3.1: parameters = *( OWS ";" OWS [ parameter ] ): empty parameters and
+  // whitespace before ";" are allowed. The router's own media-type check took only
+  // `; name=value` parameters and answered the rest a bare "Unsupported Media Type".
+  it.each([
+    "application/json;",
+    "application/json; charset=utf-8;",
+    "application/json ;charset=utf-8",
+    "application/json;;",
+    "APPLICATION/JSON ; Charset=UTF-8",
+  ])("POST /v1/pets with Content-Type: %j → 201, stored", async (type) => {
+    const { key } = await issueKey();
+    const name = `Spelled ${crypto.randomUUID().slice(0, 8)}`;
+    const res = await call("/v1/pets", {
+      method: "POST",
+      headers: auth(key, { "Content-Type": type }),
+      body: JSON.stringify({ name, categoryId: 1 }),
+    });
+    expect(res.status).toBe(201);
+    const pet = (await res.json()) as { id: number; name: string };
+    expect(pet.name).toBe(name);
+    const read = await call(`/v1/pets/${pet.id}`, { headers: auth(key) });
+    expect(((await read.json()) as { name: string }).name).toBe(name);
+  });
+
+  it("the operator API takes them too (POST /admin/v1/keys with application/json;)", async () => {
+    const res = await call("/admin/v1/keys", {
+      method: "POST",
+      headers: { ...ADMIN, "Content-Type": "application/json;" },
+      body: JSON.stringify({ name: "spelled", plan: "free" }),
+    });
+    expect(res.status).toBe(201);
+  });
+});

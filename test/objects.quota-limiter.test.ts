@@ -2,7 +2,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
-import type { Policy } from "../src/quota/windows";
+import { AUTH_FAILURES_PER_MINUTE, type Policy } from "../src/quota/windows";
 import { alarmOf, BAN_MS, DAY0, mockClock, retryAtOf, T0 } from "./helpers";
 
 const time = mockClock(T0);
@@ -282,33 +282,34 @@ describe("QuotaLimiter idle, unbanned", () => {
   });
 });
 
-describe("AuthShield.recordFailure", () => {
+describe("AuthShield.countRequest (failed authentications)", () => {
   it("allows 30 failures per minute per client, then refuses until the minute ends", async () => {
     const shield = env.AUTH_SHIELD.getByName("198.51.100.7");
     for (let i = 1; i <= 30; i++) {
-      const d = await shield.recordFailure();
+      const d = await shield.countRequest(AUTH_FAILURES_PER_MINUTE);
       expect(d.outcome).toBe("allowed");
       expect(d.windows[0]).toMatchObject({ limit: 30, remaining: 30 - i });
     }
     time.now = T0 + 59_000;
-    const blocked = await shield.recordFailure();
+    const blocked = await shield.countRequest(AUTH_FAILURES_PER_MINUTE);
     expect(blocked.outcome).toBe("rate_limited");
     expect(retryAtOf(blocked)).toBe(T0 + MINUTE_MS);
 
-    const other = await env.AUTH_SHIELD.getByName("198.51.100.8").recordFailure();
+    const other =
+      await env.AUTH_SHIELD.getByName("198.51.100.8").countRequest(AUTH_FAILURES_PER_MINUTE);
     expect(other.outcome).toBe("allowed");
 
     await evictDurableObject(shield);
-    expect((await shield.recordFailure()).outcome).toBe("rate_limited");
+    expect((await shield.countRequest(AUTH_FAILURES_PER_MINUTE)).outcome).toBe("rate_limited");
     time.now = T0 + MINUTE_MS;
-    const again = await shield.recordFailure();
+    const again = await shield.countRequest(AUTH_FAILURES_PER_MINUTE);
     expect(again.outcome).toBe("allowed");
     expect(again.windows[0]!.remaining).toBe(29);
   });
 
   it("clears its row with the alarm once the window is over", async () => {
     const shield = env.AUTH_SHIELD.getByName("198.51.100.9");
-    await shield.recordFailure();
+    await shield.countRequest(AUTH_FAILURES_PER_MINUTE);
     expect(await alarmOf(shield)).toBe(T0 + 2 * MINUTE_MS);
     time.now = T0 + 2 * MINUTE_MS;
     expect(await runDurableObjectAlarm(shield)).toBe(true);

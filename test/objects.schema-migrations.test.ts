@@ -9,13 +9,19 @@ import {
 } from "../src/objects/quota-limiter-schema";
 import {
   appliedAdditions,
-  migrateSchema,
   migrateSchemaOrThrow,
   type ObjectSchema,
   schemaVersion,
 } from "../src/objects/schema-migrations";
 import { ObjectCannotOpenError } from "../src/objects/stub-call";
 import { mockClock, T0 } from "./helpers";
+
+/** A schema of contract migrations alone, reading no later version than its own. */
+const contractOnly = (migrations: readonly string[]): ObjectSchema => ({
+  contract: migrations,
+  readsThrough: migrations.length,
+  additions: [],
+});
 
 const POLICY = { perMinute: 50, perDay: 1_000, version: 1, revoked: false };
 mockClock(T0);
@@ -47,7 +53,7 @@ describe("Durable Object storage schemas", () => {
 
   it("an AuthShield is versioned the same way", async () => {
     const stub = env.AUTH_SHIELD.getByName(`schema-shield-${++seq}`);
-    await stub.recordFailure();
+    await stub.countRequest(30);
     const version = await runInDurableObject(stub, (_, state) => schemaVersion(state.storage.sql));
     expect(version).toBe(AUTH_SHIELD_MIGRATIONS.length);
   });
@@ -57,8 +63,8 @@ describe("Durable Object storage schemas", () => {
     await stub.admit(POLICY);
     await runInDurableObject(stub, (_, state) => {
       const next = [...QUOTA_LIMITER_MIGRATIONS, "ALTER TABLE usage ADD COLUMN note TEXT"];
-      migrateSchema(state.storage, next);
-      migrateSchema(state.storage, next); // a second start must not re-run the ALTER
+      migrateSchemaOrThrow(state.storage, contractOnly(next));
+      migrateSchemaOrThrow(state.storage, contractOnly(next)); // a second start must not re-run the ALTER
       expect(schemaVersion(state.storage.sql)).toBe(next.length);
       const row = state.storage.sql.exec("SELECT minute_count, note FROM usage").one();
       expect(row).toEqual({ minute_count: 1, note: null });
@@ -69,9 +75,8 @@ describe("Durable Object storage schemas", () => {
     const stub = env.QUOTA.getByName(`schema-newer-${++seq}`);
     await stub.admit(POLICY);
     await runInDurableObject(stub, (_, state) => {
-      expect(() => migrateSchema(state.storage, QUOTA_LIMITER_MIGRATIONS.slice(0, 0))).toThrow(
-        /newer than this code/,
-      );
+      const older = contractOnly(QUOTA_LIMITER_MIGRATIONS.slice(0, 0));
+      expect(() => migrateSchemaOrThrow(state.storage, older)).toThrow(/newer than this code/);
     });
   });
 });
@@ -109,7 +114,7 @@ describe("expand-then-contract: additions and the versions a release reads", () 
 
   it("a new object gets the contract and then every addition", async () => {
     const stub = env.AUTH_SHIELD.getByName(`schema-add-new-${++seq}`);
-    await stub.recordFailure();
+    await stub.countRequest(30);
     await runInDurableObject(stub, (_, state) => {
       state.storage.sql.exec("DROP TABLE usage; DROP TABLE schema_version");
       migrateSchemaOrThrow(state.storage, {

@@ -3,7 +3,7 @@
 // change audited; secrets never shown again.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { getEndpoint, signingSecretsOrThrow } from "../src/db/webhooks";
+import { getEndpoint, openSigningSecrets } from "../src/db/webhooks";
 import { configOrThrow, webhookSecretBoxOrThrow } from "../src/lib/config";
 import { WEBHOOK_EVENT_TYPES, WEBHOOK_TEST_EVENT } from "../src/schemas/webhooks";
 import { ADMIN, call, callWith, expectError, mockClock, postJson, T0 } from "./helpers";
@@ -332,8 +332,11 @@ describe("rolling the signing secret", () => {
     expect(rolled.previousSecretExpiresAt).toBe(new Date(time.now + 3_600_000).toISOString());
     const stored = await getEndpoint(env.DB, e.id);
     const box = await webhookSecretBoxOrThrow(configOrThrow(env));
-    expect(await signingSecretsOrThrow(box, stored!, time.now)).toEqual([rolled.secret, e.secret]);
-    expect(await signingSecretsOrThrow(box, stored!, time.now + 3_600_000)).toEqual([
+    expect(await openSigningSecrets(box, stored!, time.now)).toEqual({
+      secrets: [rolled.secret, e.secret],
+      unopened: [],
+    });
+    expect((await openSigningSecrets(box, stored!, time.now + 3_600_000)).secrets).toEqual([
       rolled.secret,
     ]);
     const audit = await auditOf(e.id);
@@ -350,9 +353,9 @@ describe("rolling the signing secret", () => {
     );
     const rolled = (await res.json()) as Endpoint;
     const box = await webhookSecretBoxOrThrow(configOrThrow(env));
-    expect(await signingSecretsOrThrow(box, (await getEndpoint(env.DB, e.id))!, time.now)).toEqual([
-      rolled.secret,
-    ]);
+    expect(
+      (await openSigningSecrets(box, (await getEndpoint(env.DB, e.id))!, time.now)).secrets,
+    ).toEqual([rolled.secret]);
     for (const [body, rule] of [
       [{ gracePeriodSeconds: 604_801 }, /^gracePeriodSeconds: must be at most 604800/],
       [{ gracePeriodSeconds: -1 }, /^gracePeriodSeconds: must be at least 0/],

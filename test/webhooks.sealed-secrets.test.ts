@@ -15,8 +15,9 @@ import {
 import type { WebhookMessage } from "../src/lib/webhook-events";
 import { newWebhookSecret, verifyWebhook } from "../src/lib/webhook-signature";
 import { consumeWebhookBatch } from "../src/routes/webhooks/consumer";
-import { sealStoredSecrets } from "../src/routes/webhooks/seal-secrets";
-import { ADMIN, callWith, expectError, postJson } from "./helpers";
+import { consumeDeadLetters } from "../src/routes/webhooks/dead-letters";
+import { SEAL_LIMIT, sealStoredSecrets } from "../src/routes/webhooks/seal-secrets";
+import { ADMIN, call, callWith, expectError, postJson } from "./helpers";
 import { insertTestDelivery, receiveDeliveries } from "./webhook-fixtures";
 
 const received = receiveDeliveries();
@@ -76,12 +77,38 @@ async function plaintextEndpoint(secret: string, previousSecret: string | null =
 
 /** Attempts one delivery to `endpointId` through the consumer (with `bindings` swapped in). */
 async function deliverTo(endpointId: string, bindings: Partial<Record<keyof Env, unknown>> = {}) {
-  const id = await insertTestDelivery(endpointId);
+  return attempt(await insertTestDelivery(endpointId), 1, bindings);
+}
+
+/** The `attempts`-th attempt of delivery `id` through the consumer; the queue's result. */
+async function attempt(
+  id: string,
+  attempts: number,
+  bindings: Partial<Record<keyof Env, unknown>> = {},
+) {
   const batch = createMessageBatch<WebhookMessage>("animal-store-webhooks", [
-    { id: "m0", timestamp: new Date(), attempts: 1, body: { kind: "delivery", deliveryId: id } },
+    { id: "m0", timestamp: new Date(), attempts, body: { kind: "delivery", deliveryId: id } },
   ]);
   await consumeWebhookBatch(batch, { ...env, ...bindings } as Env);
   return getQueueResult(batch, createExecutionContext());
+}
+
+/** Delivery `id` of endpoint `endpointId` as the delivery log shows it. */
+async function logged(endpointId: string, id: string) {
+  const res = await call(`/admin/v1/webhooks/${endpointId}/deliveries`, { headers: ADMIN });
+  const { data } = (await res.json()) as { data: Array<Record<string, unknown>> };
+  return data.find((d) => d.id === id);
+}
+
+/** Rolls endpoint `id`'s secret with a grace period, on a deployment with `bindings`. */
+async function roll(id: string, bindings: Partial<Record<keyof Env, unknown>> = {}) {
+  const res = await callWith(bindings, `/admin/v1/webhooks/${id}/roll-secret`, {
+    method: "POST",
+    headers: { ...ADMIN, "Content-Type": "application/json" },
+    body: JSON.stringify({ gracePeriodSeconds: 600 }),
+  });
+  expect(res.status, await res.clone().text()).toBe(201);
+  return (await res.json()) as { secret: string };
 }
 
 const now = () => Math.floor(Date.now() / 1000);
@@ -171,6 +198,87 @@ describe("signing secrets at rest", () => {
     expect(await verifyWebhook(e.secret, received[1]!.headers, received[1]!.body, now())).toBe(
       true,
     );
+  });
+
+  it("a delivery whose secret cannot be opened logs each attempt, not sent, with the reason, until dead", async () => {
+    vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    const e = await register();
+    const id = await insertTestDelivery(e.id);
+    const lost = { WEBHOOK_ENCRYPTION_KEY: NEW_KEY };
+    const first = await attempt(id, 1, lost);
+    expect(received).toHaveLength(0);
+    expect(first.retryMessages.map((m) => m.msgId)).toEqual(["m0"]);
+    const why =
+      /^not sent: the current signing secret cannot be opened: sealed under an unknown key/;
+    expect(await logged(e.id, id)).toMatchObject({
+      status: "retrying",
+      attempts: 1,
+      responseStatus: null,
+      lastError: expect.stringMatching(why),
+      nextAttemptAt: expect.any(String),
+    });
+    // The last attempt fails the same way; the dead-letter queue then ends it, the reason kept.
+    await attempt(id, 8, lost);
+    expect(await logged(e.id, id)).toMatchObject({ status: "failed", attempts: 2 });
+    const dead = createMessageBatch<WebhookMessage>("animal-store-webhooks-dlq", [
+      { id: "m0", timestamp: new Date(), attempts: 1, body: { kind: "delivery", deliveryId: id } },
+    ]);
+    await consumeDeadLetters(dead, env as Env);
+    expect(await logged(e.id, id)).toMatchObject({
+      status: "dead",
+      attempts: 2,
+      lastError: expect.stringMatching(why),
+    });
+    expect(received).toHaveLength(0);
+  });
+
+  it("after the encryption key is lost, a roll with a grace period restores deliveries at once: signed with the new secret, the unopenable one logged", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    const e = await register();
+    const lost = { WEBHOOK_ENCRYPTION_KEY: NEW_KEY };
+    const { secret } = await roll(e.id, lost);
+    const result = await deliverTo(e.id, lost);
+    expect(result.explicitAcks).toEqual(["m0"]);
+    expect(received).toHaveLength(1);
+    const signatures = received[0]!.headers.get("webhook-signature")!.split(" ");
+    expect(signatures).toHaveLength(1);
+    expect(await verifyWebhook(secret, received[0]!.headers, received[0]!.body, now())).toBe(true);
+    const line = warn.mock.calls
+      .map(([l]) => String(l))
+      .find((l) => l.includes("signed without a secret that cannot be opened"));
+    expect(line).toContain(e.id);
+    expect(line).toContain("the previous signing secret cannot be opened");
+  });
+
+  it("the sealing pass walks past rows it cannot open: a full page of them holds up no other endpoint, and is logged in one line", async () => {
+    const error = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    const lostBox = await secretBoxOf(crypto.getRandomValues(new Uint8Array(32)));
+    const t = Date.now();
+    const unreadable = await Promise.all(
+      Array.from({ length: SEAL_LIMIT }, async (_, i) => {
+        // "-" sorts before every id the service makes: these rows come first.
+        const id = `whe_-${String(i).padStart(19, "0")}`;
+        return env.DB.prepare(
+          `INSERT INTO webhook_endpoints (id, url, event_types, secret, created_at, updated_at)
+           VALUES (?1, 'https://hooks.example.com/lost', '["key.banned"]', ?2, ?3, ?3)`,
+        ).bind(id, await sealSecret(lostBox, id, newWebhookSecret()), t);
+      }),
+    );
+    await env.DB.batch(unreadable);
+    const secret = newWebhookSecret();
+    const plain = await plaintextEndpoint(secret);
+    expect(plain > `whe_-${"9".repeat(19)}`).toBe(true);
+    expect(await sealStoredSecrets(env)).toBeGreaterThanOrEqual(1);
+    const row = await storedRow(plain);
+    expect(row!.secret.startsWith(SEALED_PREFIX)).toBe(true);
+    const box = await webhookSecretBoxOrThrow(configOrThrow(env));
+    expect(await openSecretOrThrow(box, plain, row!.secret)).toBe(secret);
+    const lines = error.mock.calls
+      .map(([l]) => String(l))
+      .filter((l) => l.includes("webhook secret not sealed"));
+    expect(lines).toHaveLength(1);
+    // Earlier tests of this file leave a few such rows too.
+    expect(JSON.parse(lines[0]!).count).toBeGreaterThanOrEqual(SEAL_LIMIT);
   });
 
   it("a secret sealed under a key no longer held is left as it is and logged, not lost", async () => {

@@ -72,22 +72,40 @@ function endpointOf(r: EndpointRow): WebhookEndpointRecord {
   };
 }
 
+/** The signing secrets of a delivery, opened, and why any of them could not be. */
+export interface SigningSecrets {
+  /** The current secret first, then the previous one during its grace period: those that open. */
+  secrets: string[];
+  /** Each secret that did not open: which one, and why. */
+  unopened: { which: "current" | "previous"; reason: string }[];
+}
+
 /**
  * The secrets a delivery made at `now` is signed with, opened: the current one, and the one
- * before the last roll while its grace period lasts. Throws when one cannot be opened
- * (openSecretOrThrow).
+ * before the last roll while its grace period lasts. One that cannot be opened (sealed under an
+ * encryption key since lost) is left out and named in `unopened`, so a roll restores deliveries
+ * at once even when the secret it replaced no longer opens.
  */
-export function signingSecretsOrThrow(
+export async function openSigningSecrets(
   box: SecretBox,
   endpoint: WebhookEndpointRecord,
   now: number,
-): Promise<string[]> {
+): Promise<SigningSecrets> {
   const { id, secret, previousSecret, previousSecretExpiresAt } = endpoint;
-  const stored =
-    previousSecret && previousSecretExpiresAt !== null && previousSecretExpiresAt > now
-      ? [secret, previousSecret]
-      : [secret];
-  return Promise.all(stored.map((s) => openSecretOrThrow(box, id, s)));
+  const stored: { which: "current" | "previous"; value: string }[] = [
+    { which: "current", value: secret },
+  ];
+  if (previousSecret && previousSecretExpiresAt !== null && previousSecretExpiresAt > now)
+    stored.push({ which: "previous", value: previousSecret });
+  const result: SigningSecrets = { secrets: [], unopened: [] };
+  for (const { which, value } of stored) {
+    try {
+      result.secrets.push(await openSecretOrThrow(box, id, value));
+    } catch (err) {
+      result.unopened.push({ which, reason: err instanceof Error ? err.message : String(err) });
+    }
+  }
+  return result;
 }
 
 /** An endpoint's stored secrets, as the pass that seals them reads and rewrites them. */
@@ -100,21 +118,22 @@ export interface StoredSecrets {
 /**
  * At most `limit` endpoints whose secret or previous secret is not sealed under the current key
  * (does not start with `sealedPrefix`): stored before sealing, or under the key before a rotation.
+ * In id order, after `afterId`, so a pass can walk past rows it cannot seal.
  */
 export function endpointsNotSealedUnder(
   db: Queryable,
   sealedPrefix: string,
-  limit: number,
+  { afterId, limit }: { afterId: string; limit: number },
 ): Promise<StoredSecrets[]> {
   return guarded(async () => {
     const { results } = await db
       .prepare(
         `SELECT id, secret, previous_secret AS previousSecret FROM webhook_endpoints
-         WHERE substr(secret, 1, length(?1)) != ?1
-            OR (previous_secret IS NOT NULL AND substr(previous_secret, 1, length(?1)) != ?1)
+         WHERE id > ?3 AND (substr(secret, 1, length(?1)) != ?1
+            OR (previous_secret IS NOT NULL AND substr(previous_secret, 1, length(?1)) != ?1))
          ORDER BY id LIMIT ?2`,
       )
-      .bind(sealedPrefix, limit)
+      .bind(sealedPrefix, limit, afterId)
       .all<StoredSecrets>();
     return results;
   });

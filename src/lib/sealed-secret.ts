@@ -59,10 +59,15 @@ export async function sealSecret(
   return `${currentSealPrefix(box)}${toBase64Url(iv)}.${toBase64Url(new Uint8Array(sealed))}`;
 }
 
+/** Why a stored secret cannot be opened: sealed under a key the box does not hold, or altered. */
+export class UnopenableSecretError extends Error {
+  override name = "UnopenableSecretError";
+}
+
 /**
  * The secret a stored value holds: opened when sealed, as it is when it was stored before
- * sealing. Throws when it was sealed under a key the box does not hold, for another endpoint,
- * or altered.
+ * sealing. Throws UnopenableSecretError when it was sealed under a key the box does not hold,
+ * for another endpoint, or altered.
  */
 export async function openSecretOrThrow(
   box: SecretBox,
@@ -72,12 +77,18 @@ export async function openSecretOrThrow(
   if (!stored.startsWith(SEALED_PREFIX)) return stored;
   const [keyId, iv, sealed, ...rest] = stored.slice(SEALED_PREFIX.length).split(".");
   const key = box.all.find((k) => k.id === keyId);
-  if (!key || !iv || !sealed || rest.length)
-    throw new Error(`webhook secret sealed under an unknown key (${keyId})`);
-  const opened = await crypto.subtle.decrypt(
-    { name: "AES-GCM", iv: fromBase64Url(iv), additionalData: encoder.encode(endpointId) },
-    key.key,
-    fromBase64Url(sealed),
-  );
-  return new TextDecoder().decode(opened);
+  if (!key) throw new UnopenableSecretError(`sealed under an unknown key (${keyId})`);
+  if (!iv || !sealed || rest.length) throw new UnopenableSecretError("not a sealed secret");
+  try {
+    const opened = await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: fromBase64Url(iv), additionalData: encoder.encode(endpointId) },
+      key.key,
+      fromBase64Url(sealed),
+    );
+    return new TextDecoder().decode(opened);
+  } catch {
+    throw new UnopenableSecretError(
+      `does not open under its key (${keyId}): altered, or sealed for another endpoint`,
+    );
+  }
 }

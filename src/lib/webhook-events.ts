@@ -81,11 +81,19 @@ export async function queueEvents(
   }
 }
 
-/** Queues one attempt of each delivery in `ids`; throws when the queue refuses them. */
+/** The most messages Queues takes in one sendBatch; a larger batch is refused whole. */
+export const QUEUE_SEND_BATCH_MAX = 100;
+
+/**
+ * Queues one attempt of each delivery in `ids`, in batches Queues takes (an event may have more
+ * subscribed endpoints than one batch holds); throws when the queue refuses one.
+ */
 export async function queueDeliveriesOrThrow(
   queue: Queue<WebhookMessage>,
   ids: readonly string[],
 ): Promise<void> {
-  if (ids.length === 0) return;
-  await queue.sendBatch(ids.map((deliveryId) => ({ body: { kind: "delivery", deliveryId } })));
+  for (let start = 0; start < ids.length; start += QUEUE_SEND_BATCH_MAX) {
+    const page = ids.slice(start, start + QUEUE_SEND_BATCH_MAX);
+    await queue.sendBatch(page.map((deliveryId) => ({ body: { kind: "delivery", deliveryId } })));
+  }
 }

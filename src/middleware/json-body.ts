@@ -46,6 +46,15 @@ const requireJsonType: MiddlewareHandler = async (c, next) => {
   // read as plain JSON while its sender meant another coding. Refuse any coding (RFC 9110 §8.4).
   const coding = c.req.header("Content-Encoding")?.trim().toLowerCase();
   if (coding && coding !== "identity") throw unsupportedMediaType(sent, coding);
+  // The route checks the media type again (@hono/zod-openapi), taking only `; name=value`
+  // parameters: an empty one (`application/json;`) or a space before `;`, both allowed by
+  // RFC 9110 §8.3.1, would get its bare "Unsupported Media Type". The body is known to be JSON
+  // in UTF-8 by now, so the route is shown the plain type.
+  if (sent !== "application/json") {
+    const headers = new Headers(c.req.raw.headers);
+    headers.set("Content-Type", "application/json");
+    c.req.raw = new Request(c.req.raw, { headers });
+  }
   await next();
 };
 

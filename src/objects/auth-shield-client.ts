@@ -1,6 +1,6 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ExpiringMap } from "../lib/expiring-map";
-import { log } from "../lib/log";
+import { logFailure } from "../lib/log";
 import {
   AUTH_FAILURES_PER_MINUTE,
   countFailure,
@@ -45,20 +45,12 @@ export async function countInShield(
   } catch (err) {
     const now = clock.now();
     if (isOverloaded(err)) {
-      log("warn", "shield overloaded; refusing the client until its window ends", {
-        error: String(err),
-      });
-      const resetAt = now - (now % MINUTE_MS) + MINUTE_MS;
-      return {
-        outcome: "rate_limited",
-        retryAt: resetAt,
-        now,
-        windows: [{ name: "minute", limit, remaining: 0, resetAt, seconds: 60 }],
-      };
+      logFailure("warn", "shield overloaded; refusing the client until its window ends", err);
+      // The decision on a minute already used up: refused until it ends.
+      const usedUp = { ...EMPTY_USAGE, minuteStart: now - (now % MINUTE_MS), minuteCount: limit };
+      return countFailure(usedUp, limit, now).decision;
     }
-    log("warn", "shield unreachable; counting in the isolate", {
-      error: String(err),
-    });
+    logFailure("warn", "shield unreachable; counting in the isolate", err);
     const previous = countedHere.get(shieldName, now) ?? EMPTY_USAGE;
     const { state, decision } = countFailure(previous, limit, now);
     countedHere.set(shieldName, state, state.minuteStart + MINUTE_MS);

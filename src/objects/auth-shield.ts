@@ -1,13 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { log } from "../lib/log";
-import {
-  AUTH_FAILURES_PER_MINUTE,
-  countFailure,
-  type Decision,
-  EMPTY_USAGE,
-  type UsageState,
-} from "../quota/windows";
+import { countFailure, type Decision, EMPTY_USAGE, type UsageState } from "../quota/windows";
 import { migrateSchemaOrThrow, type ObjectSchema } from "./schema-migrations";
 import { openOrThrow } from "./stub-call";
 import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
@@ -40,15 +34,6 @@ export class AuthShield extends DurableObject<Env> {
         this.#usage = this.#usageTable.load();
       }),
     );
-  }
-
-  /**
-   * One failed authentication (countRequest at AUTH_FAILURES_PER_MINUTE). The service calls
-   * countRequest; this name stays for Workers of the previous release, which call it while a
-   * deploy is rolling out and while objects still run the code they started with.
-   */
-  recordFailure(): Decision {
-    return this.countRequest(AUTH_FAILURES_PER_MINUTE);
   }
 
   /**

@@ -73,18 +73,6 @@ export function migrateSchemaOrThrow(storage: DurableObjectStorage, schema: Obje
   });
 }
 
-/**
- * As migrateSchemaOrThrow, for an object whose schema is a contract list alone (no additions,
- * reading no later version than its own).
- */
-export function migrateSchema(storage: DurableObjectStorage, migrations: readonly string[]): void {
-  migrateSchemaOrThrow(storage, {
-    contract: migrations,
-    readsThrough: migrations.length,
-    additions: [],
-  });
-}
-
 /** The contract version an object has stored (0 before its first migration). */
 export function schemaVersion(sql: SqlStorage): number {
   if (!hasTable(sql, "schema_version")) return 0;

@@ -1,9 +1,12 @@
 import { unavailable } from "../../lib/errors";
 
-// A write that lost a race to another admin write is decided again on the fresh record. Each round
-// of racing writers lets one through, so a few concurrent writers need a few rounds; the full
-// jitter between them (0 to 5 ms × 2^attempt, at most 160 ms) keeps the rounds from colliding.
-export const WRITE_ATTEMPTS = 10;
+// A write that lost a race to another admin write is decided again on the fresh record. An attempt
+// loses only when another write to the record landed between its read and its write, and each
+// write lands once, so a write that meets at most WRITE_ATTEMPTS − 1 others while it tries lands:
+// WRITE_ATTEMPTS writes to one record at once all land, however slow D1 is (docs/operations.md
+// promises the count). The full jitter between attempts (0 to 5 ms × 2^attempt, at most 160 ms)
+// spreads the losers out, so most land within a few attempts rather than all racing each round.
+export const WRITE_ATTEMPTS = 32;
 const WRITE_BACKOFF_MS = { base: 5, max: 160 };
 
 /**

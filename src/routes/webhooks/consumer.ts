@@ -1,13 +1,15 @@
 import { SYSTEM_ACTOR } from "../../db/audit";
 import { getKey } from "../../db/keys";
 import {
+  type AttemptOutcome,
   addDeliveries,
   disableGoneEndpoint,
   endpointsFor,
   getDeliveryWithEndpoint,
+  openSigningSecrets,
   recordAttempt,
-  signingSecretsOrThrow,
   skipDelivery,
+  type WebhookEndpointRecord,
 } from "../../db/webhooks";
 import { clock, isoTime } from "../../lib/clock";
 import { configOrThrow, webhookSecretBoxOrThrow } from "../../lib/config";
@@ -93,14 +95,24 @@ async function attemptOrThrow(env: Env, id: string, attempt: number): Promise<At
     await skipDelivery(env.DB, id, start, `the endpoint is disabled (${endpoint.disabledReason})`);
     return { done: true };
   }
-  const config = configOrThrow(env);
-  const delays = config.WEBHOOK_RETRY_DELAYS;
-  const headers = await webhookHeaders(
-    await signingSecretsOrThrow(await webhookSecretBoxOrThrow(config), endpoint, start),
-    delivery.eventId,
-    Math.floor(start / 1000),
-    delivery.payload,
-  );
+  const delays = configOrThrow(env).WEBHOOK_RETRY_DELAYS;
+  let headers: Record<string, string>;
+  try {
+    headers = await webhookHeaders(
+      await signingSecretsOrThrow(env, endpoint, start),
+      delivery.eventId,
+      Math.floor(start / 1000),
+      delivery.payload,
+    );
+  } catch (err) {
+    // Nothing was sent, yet the attempt counts and is retried as any other: the log says why.
+    const error = `not sent: ${err instanceof Error ? err.message : String(err)}`;
+    return failedAttempt(env, id, attempt, delays, start, {
+      responseStatus: null,
+      latencyMs: null,
+      error,
+    });
+  }
   const started = Date.now();
   let responseStatus: number | null = null;
   let error: string | null = null;
@@ -161,16 +173,51 @@ async function attemptOrThrow(env: Env, id: string, attempt: number): Promise<At
     });
     return { done: true };
   }
+  return failedAttempt(env, id, attempt, delays, now, { responseStatus, latencyMs, error });
+}
+
+/**
+ * Records a failed `attempt` of delivery `id` at `now`: retried after the schedule's next delay,
+ * or past its end failed (its retry then puts the message in the dead-letter queue, max_retries
+ * reached).
+ */
+async function failedAttempt(
+  env: Env,
+  id: string,
+  attempt: number,
+  delays: readonly number[],
+  now: number,
+  outcome: Pick<AttemptOutcome, "responseStatus" | "latencyMs" | "error">,
+): Promise<Attempted> {
   const delay = delays[attempt - 1];
   await recordAttempt(env.DB, id, now, {
+    ...outcome,
     status: delay === undefined ? "failed" : "retrying",
-    responseStatus,
-    latencyMs,
-    error,
     nextAttemptAt: delay === undefined ? null : now + delay * 1000,
   });
-  // Past the schedule's end the retry puts it in the dead-letter queue (max_retries reached).
   return { done: false, retryInSeconds: delay ?? 0 };
+}
+
+/**
+ * The secrets endpoint's deliveries are signed with at `now`, opened. One that cannot be opened
+ * (sealed under an encryption key since lost) is left out and logged, so a roll after the key was
+ * lost signs with the new secret at once; throws when none opens (or the key is not set).
+ */
+async function signingSecretsOrThrow(
+  env: Env,
+  endpoint: WebhookEndpointRecord,
+  now: number,
+): Promise<string[]> {
+  const box = await webhookSecretBoxOrThrow(configOrThrow(env));
+  const { secrets, unopened } = await openSigningSecrets(box, endpoint, now);
+  const why = unopened.map((u) => `the ${u.which} signing secret cannot be opened: ${u.reason}`);
+  if (secrets.length === 0) throw new Error(why.join("; "));
+  if (why.length)
+    log("warn", "webhook delivery signed without a secret that cannot be opened", {
+      endpointId: endpoint.id,
+      error: why.join("; "),
+    });
+  return secrets;
 }
 
 /**
