@@ -1,8 +1,9 @@
-// The operator API's page cursors: besides the unsigned admin-v1 cursors this release issues, it
-// reads admin-v2, the same values signed under CURSOR_SECRET for one list (compat/release.json:
-// the release after this one may issue them and still roll back to this one). A signed cursor
-// that was altered, made up, signed under another secret or for another list is a 400 with an
-// Error body, never a 5xx; one signed under CURSOR_SECRET_PREVIOUS is accepted during a rotation.
+// The operator API's page cursors: this release issues admin-v2, the values signed under
+// CURSOR_SECRET for one list, and still reads admin-v1, the same values unsigned, which the
+// release before issued (compat/release.json: a client may hold one across a deploy or a
+// rollback). A signed cursor that was altered, made up, signed under another secret or for another
+// list is a 400 with an Error body, never a 5xx; one signed under CURSOR_SECRET_PREVIOUS is
+// accepted during a rotation, and new ones are signed under the current secret.
 import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fromBase64Url, toBase64Url } from "../src/lib/encoding";
@@ -43,19 +44,24 @@ async function page(path: string, bindings = {}) {
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-/** The first page's cursor (admin-v1) and its values, signed as admin-v2 for `list`. */
-async function cursorsOf(list: AdminList, path: string, secret = SECRET) {
-  const first = await page(path);
+/**
+ * The first page's cursor as issued (admin-v2: checked to be its values signed for `list` under
+ * `secret`) and the same values unsigned (admin-v1, as the release before issued them).
+ */
+async function cursorsOf(list: AdminList, path: string, bindings = {}, secret = SECRET) {
+  const first = await page(path, bindings);
   expect(first.status, JSON.stringify(first.body)).toBe(200);
-  const v1 = first.body.nextCursor as string;
-  expect(v1).toBeTruthy();
-  const values = JSON.parse(new TextDecoder().decode(fromBase64Url(v1)));
-  return { v1, v2: await encodeSignedCursor(secret, list, values) };
+  const v2 = first.body.nextCursor as string;
+  expect(v2).toBeTruthy();
+  const payload = fromBase64Url(v2).slice(0, -16);
+  const values = JSON.parse(new TextDecoder().decode(payload));
+  expect(v2).toBe(await encodeSignedCursor(secret, list, values));
+  return { v1: toBase64Url(payload), v2 };
 }
 
 describe("signed (admin-v2) page cursors", () => {
   it.each(LISTS)(
-    "$list: a signed cursor continues where the unsigned one does",
+    "$list: the cursor issued is signed for the list, and the unsigned one of the release before continues where it does",
     async ({ list, path }) => {
       const { v1, v2 } = await cursorsOf(list, path());
       const [a, b] = [await page(`${path()}&cursor=${v1}`), await page(`${path()}&cursor=${v2}`)];
@@ -108,5 +114,7 @@ describe("signed (admin-v2) page cursors", () => {
     expect((await page(`${path()}&cursor=${v2}`, rotating)).status).toBe(200);
     const after = await page(`${path()}&cursor=${v2}`, { CURSOR_SECRET: "a-new-cursor-secret" });
     expect(after.status).toBe(400);
+    // Cursors issued during the rotation are signed under the new secret.
+    await cursorsOf(list, path(), rotating, "a-new-cursor-secret");
   });
 });

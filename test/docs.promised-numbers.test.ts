@@ -11,6 +11,7 @@ import {
   REFUSED_KEY_CACHE_TTL_MS,
 } from "../src/auth/key-cache";
 import { configOrThrow } from "../src/lib/config";
+import { REQUEUE_AFTER_MS } from "../src/lib/webhook-events";
 import { D1_RETRY_MS } from "../src/objects/alarm-schedule";
 import {
   HELD_KEY_EXPECTED_AGE_MS,
@@ -368,6 +369,12 @@ const PROMISES: PromisedNumber[] = [
     value: QUIET_STOCK,
     unit: 1,
     phrases: ["\\({n} permits, `QUIET_STOCK`\\)"],
+  },
+  {
+    name: "REQUEUE_AFTER_MS",
+    value: REQUEUE_AFTER_MS,
+    unit: MIN,
+    phrases: ["queued more than {n} minutes ago and still not attempted"],
   },
 ];
 

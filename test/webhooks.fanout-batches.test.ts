@@ -38,10 +38,13 @@ describe("queueing deliveries in batches Queues takes", () => {
 
   it("250 deliveries go out once each, in order, in batches of at most 100", async () => {
     const q = queueWithTheBatchLimit();
-    const ids = Array.from({ length: 250 }, (_, i) => `whd_${String(i).padStart(20, "0")}`);
-    await queueDeliveriesOrThrow(q.queue, ids);
+    const deliveries = Array.from({ length: 250 }, (_, i) => ({
+      deliveryId: `whd_${String(i).padStart(20, "0")}`,
+      chain: "c",
+    }));
+    await queueDeliveriesOrThrow(q.queue, deliveries);
     expect(q.batches.map((b) => b.length)).toEqual([100, 100, 50]);
-    expect(q.batches.flat()).toEqual(ids.map((deliveryId) => ({ kind: "delivery", deliveryId })));
+    expect(q.batches.flat()).toEqual(deliveries.map((d) => ({ kind: "delivery", ...d })));
   });
 
   it("an event 101 endpoints subscribe to is fanned out to all of them, not retried", async () => {

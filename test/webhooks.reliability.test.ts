@@ -16,7 +16,7 @@ import worker from "../src/index";
 import { eventId, WEBHOOK_CONCURRENCY, type WebhookMessage } from "../src/lib/webhook-events";
 import { consumeWebhookBatch, outbound } from "../src/routes/webhooks/consumer";
 import { queueExpiringEvents } from "../src/routes/webhooks/expiring";
-import { ADMIN, auth, BAN_MS, call, callWith, issueKey, mockClock, T0 } from "./helpers";
+import { ADMIN, auth, BAN_MS, call, callWith, fixClock, issueKey, mockClock, T0 } from "./helpers";
 import {
   createEndpoint as endpoint,
   insertTestDelivery,
@@ -327,6 +327,84 @@ describe("a hanging receiver holds up no other endpoint", () => {
   });
 });
 
+describe("one retry chain per delivery, however often its event is fanned out", () => {
+  /** An event about a new key of a new owner, with one endpoint of that owner subscribed to it. */
+  async function eventWithEndpoint() {
+    const owner = `acct_${crypto.randomUUID().slice(0, 8)}`;
+    const e = await endpoint({
+      url: "https://twice.example.com/",
+      eventTypes: ["key.revoked"],
+      ownerId: owner,
+    });
+    const key = await issueKey("pro", undefined, { ownerId: owner });
+    const event = {
+      id: await eventId("key.revoked", key.id, Date.now()),
+      type: "key.revoked",
+      at: Date.now(),
+      keyId: key.id,
+      data: { revokedAt: new Date().toISOString() },
+    };
+    return { endpointId: e.id, event };
+  }
+
+  /** Fans `event` out through the consumer onto queue `q` (its event message acknowledged). */
+  async function fanOut(event: WebhookMessage & { kind: "event" }, q: Queue) {
+    const batch = batchOf("animal-store-webhooks", [event]);
+    await consumeWebhookBatch(batch, { ...env, WEBHOOK_QUEUE: q } as Env);
+    expect((await getQueueResult(batch, createExecutionContext())).explicitAcks).toEqual(["m0"]);
+  }
+
+  it("a second fan-out (the sweep, a retried alarm, Queues redelivering the event) while the delivery waits in the queue queues it no second time", async () => {
+    const { event } = await eventWithEndpoint();
+    const q = recordingQueue();
+    await fanOut({ kind: "event", event }, q.queue);
+    expect(q.sent).toHaveLength(1);
+    await fanOut({ kind: "event", event }, q.queue);
+    await fanOut({ kind: "event", event }, q.queue);
+    expect(q.sent).toHaveLength(1);
+  });
+
+  it("a delivery queued again long after (its message presumed lost) runs only the newest chain: the older message is dropped unattempted", async () => {
+    const { endpointId, event } = await eventWithEndpoint();
+    const time = fixClock(Date.now());
+    const q = recordingQueue();
+    await fanOut({ kind: "event", event }, q.queue);
+    time.now += 24 * 3_600_000;
+    await fanOut({ kind: "event", event }, q.queue);
+    expect(q.sent).toHaveLength(2);
+    const [older, newer] = q.sent;
+    const old = batchOf("animal-store-webhooks", [older!]);
+    await consumeWebhookBatch(old, env as Env);
+    expect((await getQueueResult(old, createExecutionContext())).explicitAcks).toEqual(["m0"]);
+    expect(received).toHaveLength(0);
+    const current = batchOf("animal-store-webhooks", [newer!]);
+    await consumeWebhookBatch(current, env as Env);
+    expect(received).toHaveLength(1);
+    const res = await call(`/admin/v1/webhooks/${endpointId}/deliveries`, { headers: ADMIN });
+    const { data } = (await res.json()) as { data: Array<{ status: string; attempts: number }> };
+    expect(data).toEqual([expect.objectContaining({ status: "delivered", attempts: 1 })]);
+  });
+
+  it("send again while a chain is retrying replaces that chain: its next retry is dropped", async () => {
+    const { id, endpointId } = await deliveryWithEndpoint("https://resent.example.com/");
+    const q = recordingQueue();
+    const resend = () =>
+      callWith(
+        { WEBHOOK_QUEUE: q.queue },
+        `/admin/v1/webhooks/${endpointId}/deliveries/${id}/resend`,
+        { method: "POST", headers: ADMIN },
+      );
+    expect((await resend()).status).toBe(202);
+    expect((await resend()).status).toBe(202);
+    const [first, second] = q.sent;
+    const stale = batchOf("animal-store-webhooks", [first!], 2);
+    await consumeWebhookBatch(stale, env as Env);
+    expect(received).toHaveLength(0);
+    await consumeWebhookBatch(batchOf("animal-store-webhooks", [second!]), env as Env);
+    expect(received).toHaveLength(1);
+  });
+});
+
 describe("the dead-letter queue's consumer", () => {
   it("marks a delivery the queue gave up on dead: a final state with its own filter, until send again", async () => {
     const { id, endpointId } = await deliveryWithEndpoint("https://dead.example.com/");
@@ -357,7 +435,7 @@ describe("the dead-letter queue's consumer", () => {
     );
     expect(resend.status).toBe(202);
     expect((await log())[0]?.status).toBe("pending");
-    expect(q.sent).toEqual([{ kind: "delivery", deliveryId: id }]);
+    expect(q.sent).toEqual([{ kind: "delivery", deliveryId: id, chain: expect.any(String) }]);
   });
 
   it("puts an event whose fan-out kept failing back in D1's outbox, which the sweep queues again", async () => {

@@ -1,4 +1,5 @@
 import { openSecretOrThrow, type SecretBox } from "../lib/sealed-secret";
+import type { QueuedDelivery } from "../lib/webhook-events";
 import type { WebhookEventType } from "../schemas/webhooks";
 import { type AuditEntry, appendAuditIfChangedStatement, appendAuditStatement } from "./audit";
 import { guarded, type Queryable } from "./database-error";
@@ -357,6 +358,8 @@ export interface DeliveryRecord {
   updatedAt: number;
   deliveredAt: number | null;
   nextAttemptAt: number | null;
+  /** The token of the chain of messages that carries its attempts; null: queued by the release before. */
+  queuedChain: string | null;
 }
 
 interface DeliveryRow {
@@ -375,10 +378,12 @@ interface DeliveryRow {
   updated_at: number;
   delivered_at: number | null;
   next_attempt_at: number | null;
+  queued_chain: string | null;
 }
 
 const DELIVERY_COLUMNS = `id, endpoint_id, event_id, event_type, key_id, payload,
-  ${SHOWN_STATUS} AS status, attempts, response_status, latency_ms, last_error, created_at, updated_at, delivered_at, next_attempt_at`;
+  ${SHOWN_STATUS} AS status, attempts, response_status, latency_ms, last_error, created_at, updated_at, delivered_at, next_attempt_at,
+  queued_chain`;
 
 function deliveryOf(r: DeliveryRow): DeliveryRecord {
   return {
@@ -397,6 +402,7 @@ function deliveryOf(r: DeliveryRow): DeliveryRecord {
     updatedAt: r.updated_at,
     deliveredAt: r.delivered_at,
     nextAttemptAt: r.next_attempt_at,
+    queuedChain: r.queued_chain,
   };
 }
 
@@ -408,15 +414,17 @@ export type NewDelivery = Pick<
 
 /**
  * Adds the deliveries of an event, one per endpoint; an (endpoint, event) pair logged already is
- * left as it is. Returns the ids of the deliveries waiting for their first attempt, new or not
- * (an event handled again after a failure sends those again, never a delivered one).
+ * left as it is. Claims for queueing, under a new `chain`, those waiting for their first attempt
+ * that no message carries: new, released by a failed send, or queued more than REQUEUE_AFTER_MS
+ * ago (`requeueBefore`), never a delivered or retrying one. One statement claims them, so of two
+ * fan-outs of one event at once only one queues each delivery. Returns the claimed ones.
  */
 export function addDeliveries(
   db: Queryable,
   eventId: string,
   deliveries: NewDelivery[],
-  now: number,
-): Promise<string[]> {
+  { now, requeueBefore, chain }: { now: number; requeueBefore: number; chain: string },
+): Promise<QueuedDelivery[]> {
   return guarded(async () => {
     const insert = deliveries.map((d) =>
       db
@@ -431,11 +439,37 @@ export function addDeliveries(
       ...insert,
       db
         .prepare(
-          "SELECT id FROM webhook_deliveries WHERE event_id = ?1 AND status = 'pending' AND attempts = 0",
+          `UPDATE webhook_deliveries SET queued_at = ?2, queued_chain = ?3
+           WHERE event_id = ?1 AND status = 'pending' AND attempts = 0 AND dead_at IS NULL
+             AND (queued_at IS NULL OR queued_at < ?4)
+           RETURNING id`,
         )
-        .bind(eventId),
+        .bind(eventId, now, chain, requeueBefore),
     ]);
-    return ((results.at(-1)?.results ?? []) as { id: string }[]).map((r) => r.id);
+    return ((results.at(-1)?.results ?? []) as { id: string }[]).map((r) => ({
+      deliveryId: r.id,
+      chain,
+    }));
+  });
+}
+
+/**
+ * Releases the claim of `chain` on these deliveries (their messages were not sent), so the next
+ * fan-out of their event queues them at once.
+ */
+export function releaseDeliveries(
+  db: Queryable,
+  claimed: readonly QueuedDelivery[],
+): Promise<void> {
+  return guarded(async () => {
+    if (claimed.length === 0) return;
+    await db
+      .prepare(
+        `UPDATE webhook_deliveries SET queued_at = NULL
+         WHERE id IN (SELECT value FROM json_each(?1)) AND queued_chain = ?2`,
+      )
+      .bind(JSON.stringify(claimed.map((c) => c.deliveryId)), claimed[0]!.chain ?? null)
+      .run();
   });
 }
 
@@ -497,31 +531,55 @@ export function skipDelivery(db: Queryable, id: string, now: number, why: string
 }
 
 /**
- * Sets delivery `id` waiting for an attempt again ("send again"), out of the dead-letter state;
- * its attempts stay counted.
+ * Sets delivery `id` waiting for an attempt again ("send again"), out of the dead-letter state,
+ * carried by the new `chain` from now on (a chain still retrying it is dropped); its attempts stay
+ * counted.
  */
-export function resetDelivery(db: Queryable, id: string, now: number): Promise<void> {
+export function resetDelivery(
+  db: Queryable,
+  id: string,
+  now: number,
+  chain: string,
+): Promise<void> {
   return guarded(async () => {
     await db
       .prepare(
         `UPDATE webhook_deliveries SET status = 'pending', dead_at = NULL, next_attempt_at = ?2,
-           updated_at = ?2 WHERE id = ?1`,
+           updated_at = ?2, queued_at = ?2, queued_chain = ?3 WHERE id = ?1`,
       )
-      .bind(id, now)
+      .bind(id, now, chain)
       .run();
   });
 }
 
-/** Adds one delivery outside any event fan-out (a test event). */
-export function insertDelivery(db: Queryable, d: NewDelivery, now: number): Promise<void> {
+/**
+ * Adds one delivery outside any event fan-out (a test event), carried by `queued.chain` when
+ * given.
+ */
+export function insertDelivery(
+  db: Queryable,
+  d: NewDelivery,
+  now: number,
+  queued?: { chain: string },
+): Promise<void> {
   return guarded(async () => {
     await db
       .prepare(
         `INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, key_id, payload,
-           status, attempts, created_at, updated_at, next_attempt_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?7, ?7, ?7)`,
+           status, attempts, created_at, updated_at, next_attempt_at, queued_at, queued_chain)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', 0, ?7, ?7, ?7, ?8, ?9)`,
       )
-      .bind(d.id, d.endpointId, d.eventId, d.eventType, d.keyId, d.payload, now)
+      .bind(
+        d.id,
+        d.endpointId,
+        d.eventId,
+        d.eventType,
+        d.keyId,
+        d.payload,
+        now,
+        queued ? now : null,
+        queued?.chain ?? null,
+      )
       .run();
   });
 }
@@ -571,18 +629,25 @@ export function listDeliveries(
 }
 
 /**
- * Records that delivery `id`'s message reached the dead-letter queue at `now`: `dead` in the log,
- * with nothing scheduled. A delivery delivered or skipped meanwhile is left as it is.
+ * Records that delivery `id`'s message (of `chain`, if it carried one) reached the dead-letter
+ * queue at `now`: `dead` in the log, with nothing scheduled. A delivery delivered or skipped
+ * meanwhile, or carried by another chain since ("send again"), is left as it is.
  */
-export function markDeliveryDead(db: Queryable, id: string, now: number): Promise<void> {
+export function markDeliveryDead(
+  db: Queryable,
+  id: string,
+  now: number,
+  chain: string | undefined,
+): Promise<void> {
   return guarded(async () => {
     await db
       .prepare(
         `UPDATE webhook_deliveries SET dead_at = ?2, status = 'failed', next_attempt_at = NULL,
            updated_at = ?2, last_error = COALESCE(last_error, ?3)
-         WHERE id = ?1 AND status NOT IN ('delivered', 'skipped')`,
+         WHERE id = ?1 AND status NOT IN ('delivered', 'skipped')
+           AND (?4 IS NULL OR queued_chain IS NULL OR queued_chain = ?4)`,
       )
-      .bind(id, now, "no attempt could be made")
+      .bind(id, now, "no attempt could be made", chain ?? null)
       .run();
   });
 }

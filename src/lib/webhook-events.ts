@@ -1,3 +1,4 @@
+import { randomBase62 } from "./crypto";
 import { toBase64Url } from "./encoding";
 import { log } from "./log";
 
@@ -17,10 +18,20 @@ export interface ProducedEvent {
   data: Record<string, unknown>;
 }
 
+/**
+ * A delivery's message: the delivery to attempt, and the token of its retry chain (the
+ * delivery's `queued_chain` when it was queued). A message whose chain is no longer the
+ * delivery's was replaced by a later one and is dropped unattempted. Messages queued by the
+ * release before carry no chain, and are attempted.
+ */
+export interface DeliveryMessage {
+  kind: "delivery";
+  deliveryId: string;
+  chain?: string;
+}
+
 /** What the webhook queue carries: an event to fan out, or one delivery to attempt. */
-export type WebhookMessage =
-  | { kind: "event"; event: ProducedEvent }
-  | { kind: "delivery"; deliveryId: string };
+export type WebhookMessage = { kind: "event"; event: ProducedEvent } | DeliveryMessage;
 
 /**
  * How long each retry of a failed delivery waits, in seconds: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h,
@@ -84,16 +95,30 @@ export async function queueEvents(
 /** The most messages Queues takes in one sendBatch; a larger batch is refused whole. */
 export const QUEUE_SEND_BATCH_MAX = 100;
 
+/** A new retry chain's token: 16 base62 characters. */
+export const newChain = (): string => randomBase62(16);
+
 /**
- * Queues one attempt of each delivery in `ids`, in batches Queues takes (an event may have more
- * subscribed endpoints than one batch holds); throws when the queue refuses one.
+ * How long a delivery queued and not yet attempted is left to its message before another fan-out
+ * of its event may queue it again (the message presumed lost). Fan-outs within it (the sweep
+ * meeting the writer, a retried alarm, Queues redelivering the event) queue nothing more; a
+ * later one starts a new chain, which replaces the first.
+ */
+export const REQUEUE_AFTER_MS = 10 * 60_000;
+
+/** A delivery claimed for queueing, and the chain its message starts. */
+export type QueuedDelivery = Omit<DeliveryMessage, "kind">;
+
+/**
+ * Queues one attempt of each delivery in `deliveries`, in batches Queues takes (an event may have
+ * more subscribed endpoints than one batch holds); throws when the queue refuses one.
  */
 export async function queueDeliveriesOrThrow(
   queue: Queue<WebhookMessage>,
-  ids: readonly string[],
+  deliveries: readonly QueuedDelivery[],
 ): Promise<void> {
-  for (let start = 0; start < ids.length; start += QUEUE_SEND_BATCH_MAX) {
-    const page = ids.slice(start, start + QUEUE_SEND_BATCH_MAX);
-    await queue.sendBatch(page.map((deliveryId) => ({ body: { kind: "delivery", deliveryId } })));
+  for (let start = 0; start < deliveries.length; start += QUEUE_SEND_BATCH_MAX) {
+    const page = deliveries.slice(start, start + QUEUE_SEND_BATCH_MAX);
+    await queue.sendBatch(page.map((d) => ({ body: { kind: "delivery", ...d } })));
   }
 }

@@ -24,14 +24,7 @@ import {
 } from "../../schemas/usage";
 import { type AdminEnv, cursorSecrets, foundOrThrow, security } from "./admin-env";
 import { adminKeyQuota, listedKeyReportOrThrow } from "./key-quota";
-import {
-  auditEntryView,
-  decodeCursorOrThrow,
-  encodeCursor,
-  pageOf,
-  toCsv,
-  wantsCsv,
-} from "./key-views";
+import { auditEntryView, decodeCursorOrThrow, pageOf, toCsv, wantsCsv } from "./key-views";
 
 /** JSON, or CSV when the client sends `Accept: text/csv`. */
 const jsonOrCsv = <T>(schema: T) => ({
@@ -184,7 +177,11 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
           ? await decodeCursorOrThrow(cursorSecrets(c), "usage-day", cursor, "string")
           : undefined,
       });
-      const { page: stored, nextCursor } = pageOf(rows, limit, (last) => encodeCursor(last.keyId));
+      const { page: stored, nextCursor } = await pageOf(rows, limit, {
+        secrets: cursorSecrets(c),
+        list: "usage-day",
+        valuesOf: (last) => [last.keyId],
+      });
       const held = dayStart <= now && now < dayEnd + HELD_AFTER_DAY_END_MS;
       const page = held ? await withHeldTotalsOrThrow(c.env, day, stored) : stored;
       // A day not over yet is the day so far: said, with the time of reading.
@@ -239,7 +236,11 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
           ? await decodeCursorOrThrow(cursorSecrets(c), "audit", cursor, "number")
           : undefined,
       });
-      const { page, nextCursor } = pageOf(entries, limit, (last) => encodeCursor(last.id));
+      const { page, nextCursor } = await pageOf(entries, limit, {
+        secrets: cursorSecrets(c),
+        list: "audit",
+        valuesOf: (last) => [last.id],
+      });
       return c.json(
         {
           data: page.map(auditEntryView),

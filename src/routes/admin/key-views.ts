@@ -70,15 +70,25 @@ export function auditEntryView(e: StoredAuditEntry): z.infer<typeof AuditEntrySc
 
 /**
  * A page of at most `limit` rows, from `rows` read with one more than `limit` (so a next page
- * is known to exist without a second query), and the cursor of the next page or null.
+ * is known to exist without a second query), and the cursor of the next page or null: the values
+ * the page ends on (`valuesOf` its last row), signed for `list` (admin-v2) under the current
+ * CURSOR_SECRET, the first of `secrets` (asked for only when there is a next page).
  */
-export function pageOf<T>(
+export async function pageOf<T>(
   rows: T[],
   limit: number,
-  cursorOf: (last: T) => string,
-): { page: T[]; nextCursor: string | null } {
+  next: {
+    secrets: () => readonly string[];
+    list: AdminList;
+    valuesOf: (last: T) => CursorValue[];
+  },
+): Promise<{ page: T[]; nextCursor: string | null }> {
   const page = rows.slice(0, limit);
-  return { page, nextCursor: rows.length > limit ? cursorOf(page[page.length - 1]!) : null };
+  if (rows.length <= limit) return { page, nextCursor: null };
+  const [secret] = next.secrets();
+  if (secret === undefined) throw new Error("no CURSOR_SECRET to sign a page cursor with");
+  const values = next.valuesOf(page[page.length - 1]!);
+  return { page, nextCursor: await encodeSignedCursor(secret, next.list, values) };
 }
 
 /**
@@ -111,21 +121,18 @@ export function wantsCsv(accept: string | undefined): boolean {
 /**
  * The operator API's page cursors. Each is made for one list and holds, as a JSON array, the
  * values the page continues after. Two formats (compat/release.json):
- * - admin-v1, what this release issues: base64url of the JSON array, unsigned;
- * - admin-v2, read here so that the release after this one may issue it (a rollback to this one
- *   must read it): the JSON array and its 16-byte HMAC-SHA-256 tag under CURSOR_SECRET over
- *   `admin:<list>:<array>`, base64url, so an altered or made-up cursor, or one of another list,
- *   is refused (400). Checked against CURSOR_SECRET and, during a rotation, the one before.
+ * - admin-v2, what this release issues: the JSON array and its 16-byte HMAC-SHA-256 tag under
+ *   CURSOR_SECRET over `admin:<list>:<array>`, base64url, so an altered or made-up cursor, or one
+ *   of another list, is refused (400). Checked against CURSOR_SECRET and, during a rotation, the
+ *   one before.
+ * - admin-v1, what the release before issued and this one still reads (a client may hold one
+ *   across a deploy, and a rollback and roll forward pass them back): base64url of the JSON
+ *   array, unsigned, only its values checked.
  */
 export type AdminList = "keys" | "webhooks" | "deliveries" | "audit" | "usage-day";
 
-type CursorValue = number | string;
+export type CursorValue = number | string;
 const encoder = new TextEncoder();
-
-/** admin-v1: base64url of the JSON array of the values. */
-function encodeValues(values: CursorValue[]): string {
-  return toBase64Url(encoder.encode(JSON.stringify(values)));
-}
 
 /** What the tag of an admin-v2 cursor of `list` covers: the list's name, then the values. */
 const taggedBytes = (list: AdminList, payload: Uint8Array) => {
@@ -202,11 +209,6 @@ async function decodeValuesOrThrow(
   return valuesOf(payload, types) ?? Promise.reject(invalid());
 }
 
-/** A page cursor over a single value (an audit id, a key id). */
-export function encodeCursor(value: CursorValue): string {
-  return encodeValues([value]);
-}
-
 export async function decodeCursorOrThrow<T extends "number" | "string">(
   secrets: () => readonly string[],
   list: AdminList,
@@ -226,10 +228,11 @@ export function usageView(u: KeyUsage | null): z.infer<typeof KeyDetailSchema>["
   };
 }
 
-/** Page cursors of the key list (and the webhook endpoints' and deliveries'): (createdAt, id). */
-export function encodeKeyCursor(k: Pick<KeyRecord, "createdAt" | "id">): string {
-  return encodeValues([k.createdAt, k.id]);
-}
+/** What the key list's page cursors (and the webhook endpoints' and deliveries') hold: (createdAt, id). */
+export const keyCursorValues = (k: Pick<KeyRecord, "createdAt" | "id">): CursorValue[] => [
+  k.createdAt,
+  k.id,
+];
 
 export async function decodeKeyCursorOrThrow(
   secrets: () => readonly string[],

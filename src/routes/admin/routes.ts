@@ -46,8 +46,8 @@ import { historyApi } from "./history-routes";
 import { adminKeyQuota, listedKeyReportOrThrow } from "./key-quota";
 import {
   decodeKeyCursorOrThrow,
-  encodeKeyCursor,
   fieldChanges,
+  keyCursorValues,
   keyView,
   pageOf,
   usageView,
@@ -337,7 +337,11 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "keys", cursor) : undefined,
         { plan, state, ownerId, search: q, now },
       );
-      const { page, nextCursor } = pageOf(keys, limit, encodeKeyCursor);
+      const { page, nextCursor } = await pageOf(keys, limit, {
+        secrets: cursorSecrets(c),
+        list: "keys",
+        valuesOf: keyCursorValues,
+      });
       // The days D1 holds and one call per listed key's object, all at once.
       const [lastUsed, reports] = await Promise.all([
         lastUsedDays(

@@ -21,7 +21,7 @@ import { type Config, webhookSecretBoxOrThrow } from "../../lib/config";
 import { randomBase62 } from "../../lib/crypto";
 import { ApiError, unavailable } from "../../lib/errors";
 import { sealSecret } from "../../lib/sealed-secret";
-import { queueDeliveriesOrThrow } from "../../lib/webhook-events";
+import { newChain, queueDeliveriesOrThrow } from "../../lib/webhook-events";
 import { newWebhookSecret, webhookSecretKey } from "../../lib/webhook-signature";
 import { webhookUrlProblem } from "../../lib/webhook-url";
 import { jsonBody } from "../../middleware/json-body";
@@ -44,7 +44,7 @@ import {
   WebhookEndpointSchema,
 } from "../../schemas/webhooks";
 import { type AdminEnv, auditOf, cursorSecrets, security } from "./admin-env";
-import { decodeKeyCursorOrThrow, encodeKeyCursor, pageOf } from "./key-views";
+import { decodeKeyCursorOrThrow, keyCursorValues, pageOf } from "./key-views";
 import { writeWhileUnchangedOrThrow } from "./write-while-unchanged";
 
 const byId = { params: WebhookEndpointIdParamSchema, query: NoQuerySchema };
@@ -99,10 +99,17 @@ export function deliveryView(d: DeliveryRecord): z.infer<typeof WebhookDeliveryS
   };
 }
 
-/** Queues an attempt of `delivery`; 503 when the queue refuses it (nothing is lost: repeat it). */
-async function queueAttemptOrThrow(c: Context<AdminEnv>, delivery: string): Promise<void> {
+/**
+ * Queues an attempt of `deliveryId` in chain `chain`; 503 when the queue refuses it (nothing is
+ * lost: repeat it).
+ */
+async function queueAttemptOrThrow(
+  c: Context<AdminEnv>,
+  deliveryId: string,
+  chain: string,
+): Promise<void> {
   try {
-    await queueDeliveriesOrThrow(c.env.WEBHOOK_QUEUE, [delivery]);
+    await queueDeliveriesOrThrow(c.env.WEBHOOK_QUEUE, [{ deliveryId, chain }]);
   } catch {
     throw unavailable("The webhook queue did not take the delivery; repeat the request.");
   }
@@ -257,7 +264,11 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
         cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "webhooks", cursor) : undefined,
         ownerId,
       );
-      const { page, nextCursor } = pageOf(rows, limit, encodeKeyCursor);
+      const { page, nextCursor } = await pageOf(rows, limit, {
+        secrets: cursorSecrets(c),
+        list: "webhooks",
+        valuesOf: keyCursorValues,
+      });
       return c.json({ data: page.map(endpointView), nextCursor }, 200);
     },
   )
@@ -437,7 +448,11 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
         cursor ? await decodeKeyCursorOrThrow(cursorSecrets(c), "deliveries", cursor) : undefined,
         status,
       );
-      const { page, nextCursor } = pageOf(rows, limit, encodeKeyCursor);
+      const { page, nextCursor } = await pageOf(rows, limit, {
+        secrets: cursorSecrets(c),
+        list: "deliveries",
+        valuesOf: keyCursorValues,
+      });
       return c.json({ data: page.map(deliveryView), nextCursor }, 200);
     },
   )
@@ -463,8 +478,9 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
       if (!found)
         throw new ApiError("not_found", `No delivery ${deliveryId} to webhook endpoint ${id}.`);
       const now = clock.now();
-      await resetDelivery(c.env.DB, deliveryId, now);
-      await queueAttemptOrThrow(c, deliveryId);
+      const chain = newChain();
+      await resetDelivery(c.env.DB, deliveryId, now, chain);
+      await queueAttemptOrThrow(c, deliveryId, chain);
       return c.json(
         deliveryView({ ...found, status: "pending", nextAttemptAt: now, updatedAt: now }),
         202,
@@ -494,6 +510,7 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
       const endpoint = endpointFoundOrThrow(await getEndpoint(c.env.DB, id), id);
       const now = clock.now();
       const eventId = `evt_${randomBase62(20)}`;
+      const chain = newChain();
       const delivery: DeliveryRecord = {
         id: `whd_${randomBase62(20)}`,
         endpointId: endpoint.id,
@@ -515,9 +532,10 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
         updatedAt: now,
         deliveredAt: null,
         nextAttemptAt: now,
+        queuedChain: chain,
       };
-      await insertDelivery(c.env.DB, delivery, now);
-      await queueAttemptOrThrow(c, delivery.id);
+      await insertDelivery(c.env.DB, delivery, now, { chain });
+      await queueAttemptOrThrow(c, delivery.id, chain);
       return c.json(deliveryView(delivery), 202);
     },
   );

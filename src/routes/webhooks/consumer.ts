@@ -8,6 +8,7 @@ import {
   getDeliveryWithEndpoint,
   openSigningSecrets,
   recordAttempt,
+  releaseDeliveries,
   skipDelivery,
   type WebhookEndpointRecord,
 } from "../../db/webhooks";
@@ -16,8 +17,11 @@ import { configOrThrow, webhookSecretBoxOrThrow } from "../../lib/config";
 import { randomBase62 } from "../../lib/crypto";
 import { log } from "../../lib/log";
 import {
+  type DeliveryMessage,
+  newChain,
   type ProducedEvent,
   queueDeliveriesOrThrow,
+  REQUEUE_AFTER_MS,
   WEBHOOK_CONCURRENCY,
   WEBHOOK_TIMEOUT_MS,
   type WebhookMessage,
@@ -53,7 +57,8 @@ export function payloadOf(
  * An event's fan-out: one delivery per enabled endpoint subscribed to its type (of the key's
  * owner, or for every owner), logged in D1 and queued, each then attempted on its own. The key's
  * name, owner and plan are read now, from D1. Throws (the event is retried) when D1 or the queue
- * fails; a retry queues again only the deliveries not yet attempted.
+ * fails; a retry queues again only the deliveries no message carries (addDeliveries), so a
+ * delivery runs one retry chain however often its event is fanned out.
  */
 async function fanOutOrThrow(env: Env, event: ProducedEvent): Promise<void> {
   const key = await getKey(env.DB, event.keyId);
@@ -61,7 +66,8 @@ async function fanOutOrThrow(env: Env, event: ProducedEvent): Promise<void> {
   const endpoints = await endpointsFor(env.DB, event.type, key.ownerId);
   if (endpoints.length === 0) return;
   const payload = payloadOf(event, key);
-  const ids = await addDeliveries(
+  const now = clock.now();
+  const claimed = await addDeliveries(
     env.DB,
     event.id,
     endpoints.map((e) => ({
@@ -72,9 +78,16 @@ async function fanOutOrThrow(env: Env, event: ProducedEvent): Promise<void> {
       keyId: key.id,
       payload,
     })),
-    clock.now(),
+    { now, requeueBefore: now - REQUEUE_AFTER_MS, chain: newChain() },
   );
-  await queueDeliveriesOrThrow(env.WEBHOOK_QUEUE, ids);
+  try {
+    await queueDeliveriesOrThrow(env.WEBHOOK_QUEUE, claimed);
+  } catch (err) {
+    // Not queued: released, so the event's retry queues them at once (a send that took part of
+    // them started chains the next claim replaces).
+    await releaseDeliveries(env.DB, claimed).catch(() => undefined);
+    throw err;
+  }
 }
 
 /** What became of one attempt: done (ack), or to be attempted again after `retryInSeconds`. */
@@ -86,10 +99,17 @@ type Attempted = { done: true } | { done: false; retryInSeconds: number };
  * status, a network error, no answer within WEBHOOK_TIMEOUT_MS) is retried after the next delay of
  * the schedule, or, past its end, fails and goes to the dead-letter queue.
  */
-async function attemptOrThrow(env: Env, id: string, attempt: number): Promise<Attempted> {
+async function attemptOrThrow(
+  env: Env,
+  { deliveryId: id, chain }: DeliveryMessage,
+  attempt: number,
+): Promise<Attempted> {
   const found = await getDeliveryWithEndpoint(env.DB, id);
   if (!found?.endpoint || found.delivery.status === "delivered") return { done: true };
   const { delivery, endpoint } = found;
+  // Another message carries this delivery's attempts since ("send again", a later fan-out).
+  if (chain !== undefined && delivery.queuedChain !== null && delivery.queuedChain !== chain)
+    return { done: true };
   const start = clock.now();
   if (endpoint.disabledAt !== null) {
     await skipDelivery(env.DB, id, start, `the endpoint is disabled (${endpoint.disabledReason})`);
@@ -240,7 +260,7 @@ export async function consumeWebhookBatch(
         message.ack();
         return;
       }
-      const attempted = await attemptOrThrow(env, body.deliveryId, message.attempts);
+      const attempted = await attemptOrThrow(env, body, message.attempts);
       if (attempted.done) message.ack();
       else message.retry({ delaySeconds: attempted.retryInSeconds });
     } catch (err) {

@@ -25,7 +25,8 @@ export async function consumeDeadLetters(
     batch.messages.map(async (message) => {
       const body = message.body;
       try {
-        if (body.kind === "delivery") await markDeliveryDead(env.DB, body.deliveryId, now);
+        if (body.kind === "delivery")
+          await markDeliveryDead(env.DB, body.deliveryId, now, body.chain);
         else await keepOutboxEvent(env.DB, body.event, now);
         log("warn", "webhook message dead-lettered", {
           kind: body.kind,
