@@ -324,7 +324,7 @@ export class Network {
    * making progress is a counterexample, not a hang.
    */
   async finishOrStuck<T>(what: string, work: Promise<T>, ms = STUCK_AFTER_MS): Promise<T> {
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timer: ReturnType<typeof setTimeout> | null = null;
     const stuck = new Promise<never>((_, reject) => {
       timer = realTimeout(() => {
         this.#stuck = true;
@@ -338,7 +338,7 @@ export class Network {
     try {
       return await Promise.race([work, stuck]);
     } finally {
-      realClearTimeout(timer);
+      if (timer !== null) realClearTimeout(timer);
     }
   }
 
