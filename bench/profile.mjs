@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { cleanupNow, issueKey, snapshotProject } from "../scripts/lib/local-server.mjs";
-import { decodeMappings, originalPosition, selfTime } from "./lib/cpu-profile.mjs";
+import { decodeMappings, originalPosition, selfTime, timeByCaller } from "./lib/cpu-profile.mjs";
 import { cannon } from "./lib/load.mjs";
 import { optionsOrExit } from "./lib/options.mjs";
 import { versions, writeResult } from "./lib/report.mjs";
@@ -166,6 +166,7 @@ async function main() {
     return { module: pos.source, line: pos.line, name: frame.functionName ? pos.name : null };
   };
   const self = selfTime(profile, placeOf);
+  const byCaller = timeByCaller(profile, placeOf);
   const perRequest = (ms) => (requests ? (1000 * ms) / requests : NaN); // µs
   const pct = (x) => `${(100 * x).toFixed(1)}%`;
   const [load1, load5, load15] = os.loadavg();
@@ -201,6 +202,25 @@ async function main() {
           `| \`${f.name}\` | ${f.module ?? ""}${f.line ? `:${f.line}` : ""} | ${f.layer} | ` +
           `${perRequest(f.ms).toFixed(1)} | ${pct(f.share)} |`,
       ),
+    "",
+    "## Busy time by the product's code that asked for it",
+    "",
+    "Each sample goes to the innermost function of the product (`src/…`) on its stack, so the " +
+      "runtime, Hono and zod work a product function asks for counts as its own; a sample " +
+      "with no product frame goes to the package that made it (Hono's dispatch, its " +
+      "validator), else to its own layer.",
+    "",
+    "| module | µs / request | share of busy time |",
+    "|---|---:|---:|",
+    ...byCaller.modules
+      .slice(0, opts.top)
+      .map((m) => `| ${m.name} | ${perRequest(m.ms).toFixed(1)} | ${pct(m.share)} |`),
+    "",
+    "| function | µs / request | share of busy time |",
+    "|---|---:|---:|",
+    ...byCaller.functions
+      .slice(0, opts.top)
+      .map((f) => `| \`${f.name}\` | ${perRequest(f.ms).toFixed(1)} | ${pct(f.share)} |`),
     "",
     "Layers: the product's folders (`src/…`), packages by name, `bench/api` (the bench entry " +
       "Worker's wrapper, idle without simulated delays), the runtime's JavaScript modules by " +

@@ -12,6 +12,7 @@ import { OBJECT_SCHEMAS } from "../src/objects/object-schemas";
 import { QUOTA_LIMITER_MIGRATIONS } from "../src/objects/quota-limiter-schema";
 import { decodeKeyCursorOrThrow, encodeSignedCursor } from "../src/routes/admin/key-views";
 import { decodeCursorOrThrow, encodeCursor } from "../src/routes/pets/cursor";
+import { PREVIOUS_RELEASE } from "./fixtures/previous-release/schemas";
 
 interface ReadsWrites {
   reads: string[];
@@ -54,6 +55,12 @@ const BOOKMARK = "00000001-00000002-00004fb5-7e9c1d7e3b1f";
 describe("compat/release.json: what this release reads and writes", () => {
   it("names the previous release by its full commit id", () => {
     expect(manifest.previousRelease).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it("names the release whose schemas and statements test/fixtures/previous-release/ holds", () => {
+    // The rollback tests (objects.schema-compat, the quota model's Rollback) run that release's
+    // code: a new previous release means new fixtures, copied from it.
+    expect(PREVIOUS_RELEASE).toBe(manifest.previousRelease);
   });
 
   it("D1: the migrations are exactly the files in migrations/", () => {

@@ -225,6 +225,17 @@ describe("PAGE_CACHE_EPOCH", () => {
 });
 
 describe("the location's cache (Cache API)", () => {
+  it("keys a page as it always has: the query URLSearchParams writes, for every status filter", () => {
+    // Entries stored by an earlier release are found under the same key after a deploy.
+    const scope = { environment: "production", epoch: "e 1/2" };
+    for (const status of [undefined, "available", "pending", "sold"] as const) {
+      const query = new URLSearchParams({ status: status ?? "", after: "40", limit: "20" });
+      expect(pageCacheUrl(scope, { status, afterId: 40, limit: 20 })).toBe(
+        `https://immutable-reads.invalid/v1/production/e%201%2F2/page?${query}`,
+      );
+    }
+  });
+
   it("a tail page read from D1 skips the location's cache for a minute (it is not there), then looks again", async () => {
     const key = await bigKey();
     const epoch = freshEpoch();

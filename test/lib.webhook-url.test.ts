@@ -1,7 +1,102 @@
 // Which URLs a webhook endpoint may have: https on a public host, no credentials; http to
 // localhost only where local receivers are allowed.
+/// <reference types="vite/client" />
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { webhookUrlProblem } from "../src/lib/webhook-url";
+import {
+  GLOBALLY_REACHABLE_WITHIN_REFUSED,
+  REFUSED_IPV4,
+  REFUSED_IPV6,
+  REFUSED_NAME_SUFFIXES,
+  webhookUrlProblem,
+} from "../src/lib/webhook-url";
+
+// Read at transform time by Vite.
+const docs = import.meta.glob<string>("../docs/webhooks.md", {
+  query: "?raw",
+  import: "default",
+  eager: true,
+});
+const webhooksMd = docs["../docs/webhooks.md"] ?? "";
+
+/** The rows of the docs' table whose header row starts with `| ${firstColumn} |`: [cell, cell]. */
+function docsTableRows(firstColumn: string): string[][] {
+  const lines = webhooksMd.split("\n");
+  const header = lines.findIndex((line) => line.startsWith(`| ${firstColumn} |`));
+  expect(header, `a table headed "${firstColumn}" in docs/webhooks.md`).toBeGreaterThan(-1);
+  const rows: string[][] = [];
+  for (const line of lines.slice(header + 2)) {
+    if (!line.startsWith("|")) break;
+    rows.push(
+      line
+        .split("|")
+        .slice(1, -1)
+        .map((cell) => cell.trim()),
+    );
+  }
+  return rows;
+}
+
+describe("the refused hosts, listed once", () => {
+  it.each([
+    ["IPv4 block", REFUSED_IPV4, ""],
+    ["IPv6 block", REFUSED_IPV6, ""],
+    ["accepted block", GLOBALLY_REACHABLE_WITHIN_REFUSED, ""],
+    ["names under", REFUSED_NAME_SUFFIXES, "."],
+  ] as const)("docs/webhooks.md's table '%s' is the code's, row for row", (column, table, dot) => {
+    const rows = docsTableRows(column);
+    expect(rows.map(([block]) => block)).toEqual(table.map((block) => `\`${dot}${block}\``));
+    for (const [block, what] of rows) expect(what, `what ${block} is`).toMatch(/\w/);
+  });
+
+  it("every refused block's first and last address is refused, naming a block; every accepted block's is accepted", () => {
+    const v4 = (n: bigint) => [24n, 16n, 8n, 0n].map((s) => (n >> s) & 255n).join(".");
+    const v6 = (n: bigint) =>
+      `[${[112n, 96n, 80n, 64n, 48n, 32n, 16n, 0n].map((s) => ((n >> s) & 0xffffn).toString(16)).join(":")}]`;
+    /** A block's first and last address, as a URL writes them. */
+    const ends = (block: string) => {
+      const [address = "", prefix = ""] = block.split("/");
+      const isV6 = address.includes(":");
+      const first = isV6
+        ? BigInt(`0x${expandV6(address)}`)
+        : address.split(".").reduce((n, p) => (n << 8n) | BigInt(p), 0n);
+      const last = first + (1n << BigInt((isV6 ? 128 : 32) - Number(prefix))) - 1n;
+      return [first, last].map(isV6 ? v6 : v4);
+    };
+    const accepted = new Set(GLOBALLY_REACHABLE_WITHIN_REFUSED.flatMap(ends));
+    for (const row of [...REFUSED_IPV4, ...REFUSED_IPV6])
+      for (const host of ends(row))
+        if (!accepted.has(host))
+          expect(webhookUrlProblem(`https://${host}/`, false), host).toMatch(
+            /^must name a public host \(.* is in [0-9a-f.:]+\/\d+: /,
+          );
+    for (const host of accepted)
+      expect(webhookUrlProblem(`https://${host}/`, false), host).toBeNull();
+  });
+
+  it("a Unicode host name the URL parser encodes (xn--…) is accepted", () => {
+    const letter = fc.constantFrom(..."abcdeéüößçñåøłžšяжшλπσ中文日本語한국ëàî0123456789");
+    const label = fc.array(letter, { minLength: 1, maxLength: 12 }).map((cs) => cs.join(""));
+    fc.assert(
+      fc.property(label, label, (a, b) => {
+        const url = `https://${a}.${b}.com/`;
+        fc.pre(URL.canParse(url));
+        expect(webhookUrlProblem(new URL(url).href, false), new URL(url).hostname).toBeNull();
+      }),
+    );
+  });
+});
+
+/** The 32 hex digits of a compressed IPv6 address. */
+function expandV6(text: string): string {
+  const [head = "", tail] = text.split("::");
+  const parts = (p: string) => (p ? p.split(":") : []);
+  const front = parts(head);
+  const back = tail === undefined ? [] : parts(tail);
+  return [...front, ...Array(8 - front.length - back.length).fill("0"), ...back]
+    .map((g) => g.padStart(4, "0"))
+    .join("");
+}
 
 describe("webhook endpoint URLs", () => {
   it.each([
@@ -10,6 +105,29 @@ describe("webhook endpoint URLs", () => {
     "https://93.184.216.34/hook",
     "https://[2606:4700::1111]/hook",
     "https://xn--bcher-kva.example.org/",
+    "https://xn--mnchen-3ya.de/",
+    // Just outside refused blocks, and the globally reachable blocks inside them.
+    "https://1.1.1.1/",
+    "https://9.255.255.255/",
+    "https://11.0.0.0/",
+    "https://100.63.255.255/",
+    "https://100.128.0.0/",
+    "https://172.32.0.1/",
+    "https://192.0.0.9/",
+    "https://192.0.0.10/",
+    "https://192.0.3.1/",
+    "https://192.31.196.1/",
+    "https://198.20.0.1/",
+    "https://223.255.255.255/",
+    "https://[2001:1::1]/",
+    "https://[2001:1::3]/",
+    "https://[2001:3::1]/",
+    "https://[2001:4:112::1]/",
+    "https://[2001:200::1]/",
+    "https://[2001:db9::1]/",
+    "https://[2003::1]/",
+    "https://[2a00:1450:4001::200e]/",
+    "https://[3fff:1000::1]/",
   ])("accepts %s", (url) => {
     expect(webhookUrlProblem(url, false)).toBeNull();
   });
@@ -22,7 +140,7 @@ describe("webhook endpoint URLs", () => {
     ["a user alone", "https://user@hooks.example.com/x", /credentials/],
     ["a fragment", "https://hooks.example.com/x#y", /fragment/],
     ["too long", `https://hooks.example.com/${"a".repeat(2048)}`, /at most 2048/],
-    ["loopback", "https://127.0.0.1/x", /127\.0\.0\.1 is a private/],
+    ["loopback", "https://127.0.0.1/x", /127\.0\.0\.1 is in 127\.0\.0\.0\/8: private/],
     ["loopback in hex", "https://0x7f.1/x", /127\.0\.0\.1/],
     ["loopback as a number", "https://2130706433/x", /127\.0\.0\.1/],
     ["10/8", "https://10.1.2.3/x", /private/],
@@ -32,7 +150,7 @@ describe("webhook endpoint URLs", () => {
     ["CGNAT", "https://100.64.0.1/x", /private/],
     ["unspecified", "https://0.0.0.0/x", /private/],
     ["multicast", "https://224.0.0.1/x", /private/],
-    ["IPv6 loopback", "https://[::1]/x", /\[::1\]/],
+    ["IPv6 loopback", "https://[::1]/x", /\[::1\] is in ::1\/128:/],
     ["IPv6 unique local", "https://[fd00::1]/x", /private/],
     ["IPv6 link-local", "https://[fe80::1]/x", /private/],
     ["IPv4-mapped IPv6", "https://[::ffff:127.0.0.1]/x", /private/],
@@ -48,7 +166,45 @@ describe("webhook endpoint URLs", () => {
     ["an empty fragment", "https://hooks.example.com/x#", /fragment/],
     ["localhost with trailing dots", "https://localhost../x", /single-label/],
     ["a .local name with trailing dots", "https://printer.local.../x", /\.local names/],
-    ["documentation IPv6 (3fff::/20)", "https://[3fff:fff::1]/x", /private/],
+    ["documentation IPv6 (3fff::/20)", "https://[3fff:fff::1]/x", / is in 3fff::\/20:/],
+    // Named in the message: the most specific refused block.
+    ["ORCHID", "https://[2001:10::1]/x", /\(\[2001:10::1\] is in 2001:10::\/28: private/],
+    ["ORCHIDv2", "https://[2001:20::1]/x", / is in 2001:20::\/28:/],
+    ["drone entity tags", "https://[2001:30::1]/x", /2001:30::\/28/],
+    ["IPv6 benchmarking", "https://[2001:2::1]/x", / is in 2001:2::\/48:/],
+    ["Teredo", "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x", / is in 2001::\/32:/],
+    ["IETF protocol assignments", "https://[2001:5::1]/x", / is in 2001::\/23:/],
+    ["the end of 2001::/23", "https://[2001:1ff:ffff::1]/x", /2001::\/23/],
+    ["PCP anycast's neighbour", "https://[2001:1::4]/x", /2001::\/23/],
+    ["NAT64", "https://[64:ff9b::7f00:1]/x", / is in 64:ff9b::\/96:/],
+    ["local-use NAT64", "https://[64:ff9b:1::1]/x", / is in 64:ff9b:1::\/48:/],
+    ["discard-only", "https://[100::1]/x", / is in 100::\/64:/],
+    ["dummy prefix", "https://[100:0:0:1::1]/x", / is in 100:0:0:1::\/64:/],
+    ["SRv6", "https://[5f00::1]/x", / is in 5f00::\/16:/],
+    ["IPv6 multicast", "https://[ff02::1]/x", / is in ff00::\/8:/],
+    ["unspecified IPv6", "https://[::]/x", / is in ::\/128:/],
+    ["IPv4-compatible (deprecated)", "https://[::7f00:1]/x", / is in ::\/3:/],
+    ["unallocated 4000::/2", "https://[4000::1]/x", / is in 4000::\/2:/],
+    ["unallocated e000::", "https://[e000::1]/x", / is in 8000::\/1:/],
+    ["IPv4 IETF assignments", "https://192.0.0.8/x", / is in 192\.0\.0\.0\/24:/],
+    ["IPv4 benchmarking", "https://198.19.255.255/x", / is in 198\.18\.0\.0\/15:/],
+    ["TEST-NET-2", "https://198.51.100.7/x", / is in 198\.51\.100\.0\/24:/],
+    ["TEST-NET-3", "https://203.0.113.7/x", / is in 203\.0\.113\.0\/24:/],
+    ["6to4 relay anycast", "https://192.88.99.1/x", / is in 192\.88\.99\.0\/24:/],
+    ["reserved", "https://250.1.2.3/x", / is in 240\.0\.0\.0\/4:/],
+    ["limited broadcast", "https://255.255.255.255/x", /240\.0\.0\.0\/4/],
+    ["this network", "https://0.1.2.3/x", / is in 0\.0\.0\.0\/8:/],
+    ["a .alt name", "https://x.alt/x", /\.alt names/],
+    ["reverse DNS", "https://1.0.0.127.in-addr.arpa/x", /\.arpa names/],
+    ["an ip6.arpa name", "https://1.0.ip6.arpa/x", /\.arpa names/],
+    ["a .test name", "https://hooks.test/x", /\.test names/],
+    ["a .invalid name", "https://hooks.invalid/x", /\.invalid names/],
+    ["a .example name", "https://hooks.example/x", /\.example names/],
+    ["an .onion name", "https://abc.onion/x", /\.onion names/],
+    ["a .lan name", "https://nas.lan/x", /\.lan names/],
+    ["invalid Punycode", "https://xn--a.com/x", /not valid Punycode/],
+    ["Punycode of plain ASCII", "https://xn--abc-.com/x", /not valid Punycode/],
+    ["a Punycode label that is not the last", "https://xn--a.example.com/x", /not valid Punycode/],
     // The parser drops these before checking, so the URL stored would differ from the one checked
     // and shown a line break or padding in every list that prints it.
     ["leading spaces", "  https://hooks.example.com/x", /spaces or control characters/],

@@ -16,17 +16,14 @@ import {
   schemaVersion,
 } from "../src/objects/schema-migrations";
 import {
+  EXEC_SITES,
+  PREVIOUS_QUERIES,
   type PreviousQuery,
-  QUOTA_LIMITER_QUERIES,
-  USAGE_HISTORY_FORGET,
-  USAGE_TABLE_CLEAR,
-  USAGE_TABLE_QUERIES,
 } from "./fixtures/previous-release/queries";
 import {
-  AUTH_SHIELD_MIGRATIONS as PREVIOUS_AUTH_SHIELD,
-  QUOTA_LIMITER_MIGRATIONS as PREVIOUS_QUOTA_LIMITER,
+  PREVIOUS_OBJECT_SCHEMAS,
   PREVIOUS_RELEASE,
-  migrateSchema as previousMigrateSchema,
+  migrateSchemaOrThrow as previousMigrateSchemaOrThrow,
 } from "./fixtures/previous-release/schemas";
 import { mockClock, T0 } from "./helpers";
 
@@ -37,7 +34,8 @@ let seq = 0;
 interface Case {
   object: keyof typeof OBJECT_SCHEMAS;
   schema: ObjectSchema;
-  previous: readonly string[];
+  /** The previous release's schema of the object, which its constructor opens it with. */
+  previous: ObjectSchema;
   /** Every statement the previous release's object runs, in an order that leaves rows to read. */
   statements: readonly PreviousQuery[];
   stub: (name: string) => DurableObjectStub;
@@ -51,13 +49,8 @@ const CASES: Case[] = [
   {
     object: "QuotaLimiter",
     schema: QUOTA_LIMITER_SCHEMA,
-    previous: PREVIOUS_QUOTA_LIMITER,
-    statements: [
-      ...USAGE_TABLE_QUERIES,
-      ...QUOTA_LIMITER_QUERIES,
-      ...USAGE_HISTORY_FORGET,
-      USAGE_TABLE_CLEAR,
-    ],
+    previous: PREVIOUS_OBJECT_SCHEMAS.QuotaLimiter,
+    statements: PREVIOUS_QUERIES.QuotaLimiter,
     stub: (name) => env.QUOTA.getByName(name),
     use: async (name) => {
       const stub = env.QUOTA.getByName(name);
@@ -72,8 +65,8 @@ const CASES: Case[] = [
   {
     object: "AuthShield",
     schema: AUTH_SHIELD_SCHEMA,
-    previous: PREVIOUS_AUTH_SHIELD,
-    statements: [...USAGE_TABLE_QUERIES, USAGE_TABLE_CLEAR],
+    previous: PREVIOUS_OBJECT_SCHEMAS.AuthShield,
+    statements: PREVIOUS_QUERIES.AuthShield,
     stub: (name) => env.AUTH_SHIELD.getByName(name),
     use: async (name) => {
       await env.AUTH_SHIELD.getByName(name).countRequest(30);
@@ -102,7 +95,7 @@ function runPrevious(sql: SqlStorage, statements: readonly PreviousQuery[]): voi
     try {
       sql.exec(text, ...params).toArray();
     } catch (err) {
-      throw new Error(`${PREVIOUS_RELEASE}'s ${at} fails: ${String(err)}`);
+      throw new Error(`${PREVIOUS_RELEASE.slice(0, 7)}'s ${at} fails: ${String(err)}`);
     }
   }
 }
@@ -127,6 +120,23 @@ function probeAdditions(sql: SqlStorage): ObjectSchema["additions"] {
   ];
 }
 
+describe(`the previous release's fixtures (${PREVIOUS_RELEASE.slice(0, 7)})`, () => {
+  it("hold a statement for every line of its objects that runs SQL (EXEC_SITES)", () => {
+    const held = new Set(Object.values(PREVIOUS_QUERIES).flatMap((qs) => qs.map((q) => q.site)));
+    const listed = Object.entries(EXEC_SITES).flatMap(([file, lines]) =>
+      lines.map((line) => `${file}:${line}`),
+    );
+    expect([...held].sort()).toEqual(listed.sort());
+  });
+
+  it("give every object class it keeps SQLite storage for a case here", () => {
+    expect(CASES.map((c) => c.object).sort()).toEqual(Object.keys(PREVIOUS_OBJECT_SCHEMAS).sort());
+    expect(Object.keys(PREVIOUS_QUERIES).sort()).toEqual(
+      Object.keys(PREVIOUS_OBJECT_SCHEMAS).sort(),
+    );
+  });
+});
+
 describe.each(CASES)("$object across a rollback to the previous release", (c) => {
   it("stores no contract version the previous release cannot open, and keeps its migrations as shipped", () => {
     expect(OBJECT_SCHEMAS[c.object]).toEqual({
@@ -134,8 +144,11 @@ describe.each(CASES)("$object across a rollback to the previous release", (c) =>
       readsThrough: c.schema.readsThrough,
     });
     expect(c.schema.readsThrough).toBeGreaterThanOrEqual(c.schema.contract.length);
-    expect(OBJECT_SCHEMAS[c.object].writes).toBeLessThanOrEqual(c.previous.length);
-    expect(c.schema.contract.slice(0, c.previous.length)).toEqual(c.previous);
+    // What the previous release reads through bounds what this release may write.
+    expect(OBJECT_SCHEMAS[c.object].writes).toBeLessThanOrEqual(c.previous.readsThrough);
+    expect(c.schema.contract.slice(0, c.previous.contract.length)).toEqual(c.previous.contract);
+    // Its additions stay, as shipped and in their order: never removed or edited.
+    expect(c.schema.additions.slice(0, c.previous.additions.length)).toEqual(c.previous.additions);
     const names = c.schema.additions.map((a) => a.name);
     expect(new Set(names).size).toBe(names.length);
   });
@@ -147,9 +160,9 @@ describe.each(CASES)("$object across a rollback to the previous release", (c) =>
       const { sql } = state.storage;
       expect(appliedAdditions(sql).sort()).toEqual(c.schema.additions.map((a) => a.name).sort());
       const tables = tablesOf(sql);
-      previousMigrateSchema(state.storage, c.previous); // its constructor: must not throw
+      previousMigrateSchemaOrThrow(state.storage, c.previous); // its constructor: must not throw
       expect(schemaVersion(sql)).toBe(OBJECT_SCHEMAS[c.object].writes);
-      expect(tablesOf(sql)).toEqual(tables); // no migration of its ran again
+      expect(tablesOf(sql)).toEqual(tables); // no migration or addition of its ran again
       runPrevious(sql, c.statements);
     });
   });
@@ -161,7 +174,7 @@ describe.each(CASES)("$object across a rollback to the previous release", (c) =>
       const { sql } = state.storage;
       const additions = [...c.schema.additions, ...probeAdditions(sql)];
       migrateSchemaOrThrow(state.storage, { ...c.schema, additions });
-      previousMigrateSchema(state.storage, c.previous);
+      previousMigrateSchemaOrThrow(state.storage, c.previous);
       runPrevious(sql, c.statements);
       // The same change appended to the contract list raises the stored version past it.
       const bumped = [...c.schema.contract, "CREATE TABLE IF NOT EXISTS probe2 (id TEXT) STRICT"];
@@ -170,8 +183,8 @@ describe.each(CASES)("$object across a rollback to the previous release", (c) =>
         contract: bumped,
         readsThrough: bumped.length,
       });
-      expect(() => previousMigrateSchema(state.storage, c.previous)).toThrow(
-        /newer than this code/,
+      expect(() => previousMigrateSchemaOrThrow(state.storage, c.previous)).toThrow(
+        /newer than this code reads/,
       );
     });
   });
@@ -182,9 +195,9 @@ describe.each(CASES)("$object across a rollback to the previous release", (c) =>
     const minuteStart = T0 - (T0 % MINUTE_MS);
     await runInDurableObject(c.stub(name), (_, state) => {
       const { sql } = state.storage;
-      // Back to what the previous release alone made of it: its migrations and its rows.
+      // Back to what the previous release alone made of it: its schema and its rows.
       for (const table of tablesOf(sql)) sql.exec(`DROP TABLE ${table}`);
-      previousMigrateSchema(state.storage, c.previous);
+      previousMigrateSchemaOrThrow(state.storage, c.previous);
       const save = c.statements.find((s) => s.at === "UsageTable.save")!;
       sql.exec(save.sql, minuteStart, 7, 0, T0 - (T0 % DAY_MS), 9, 0);
     });

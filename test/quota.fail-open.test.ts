@@ -2,12 +2,13 @@
 import { describe, expect, it, vi } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { answerWithoutObject, fallbackVerdict, rereadKeyProblem } from "../src/quota/fail-open";
+import { EMPTY_USAGE } from "../src/quota/windows";
 import { fixClock, T0 } from "./helpers";
 
 const limits = (perMinute: number, perDay: number) => ({ perMinute, perDay });
 
 describe("fallbackVerdict (limiter unreachable)", () => {
-  const fresh = { minuteStart: 0, admitted: 0, dayStart: 0, admittedToday: 0 };
+  const fresh = EMPTY_USAGE;
 
   it("lets through at most the per-minute limit in one minute window", () => {
     let state = fresh;
@@ -38,6 +39,20 @@ describe("fallbackVerdict (limiter unreachable)", () => {
       retryAt: dayStart + DAY_MS,
     });
     expect(fallbackVerdict(state, limits(3, 5), 0, dayStart + DAY_MS).admit).toBe(true);
+  });
+
+  it("a clock that steps back stays in the window the allowance reached", () => {
+    let state = fresh;
+    for (let i = 0; i < 3; i++) {
+      const v = fallbackVerdict(state, limits(3, 1000), 0, T0 + MINUTE_MS + i);
+      if (!v.admit) throw new Error(`refused request ${i}`);
+      state = v.state;
+    }
+    expect(fallbackVerdict(state, limits(3, 1000), 0, T0 + MINUTE_MS - 1_000)).toEqual({
+      admit: false,
+      reason: "allowance_used",
+      retryAt: T0 + 2 * MINUTE_MS,
+    });
   });
 
   it("lets nothing through for a key refused in this isolate until that refusal's retryAt", () => {

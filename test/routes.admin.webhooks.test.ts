@@ -111,8 +111,14 @@ describe("registering an endpoint", () => {
     [
       "a documentation IPv6 address (3fff::/20)",
       { url: "https://[3fff::1]/x" },
-      /^url: must name a public host \(\[3fff::1\] is a private/,
+      /^url: must name a public host \(\[3fff::1\] is in 3fff::\/20: /,
     ],
+    ["ORCHID", { url: "https://[2001:10::1]/" }, /^url: .*\[2001:10::1\] is in 2001:10::\/28/],
+    ["ORCHIDv2", { url: "https://[2001:20::1]/" }, /^url: .*2001:20::\/28/],
+    ["IPv6 benchmarking", { url: "https://[2001:2::1]/" }, /^url: .*2001:2::\/48/],
+    ["a .alt name", { url: "https://x.alt/" }, /^url: .*\.alt names/],
+    ["a reverse-DNS name", { url: "https://1.0.0.127.in-addr.arpa/" }, /^url: .*\.arpa names/],
+    ["invalid Punycode", { url: "https://xn--a.com/" }, /^url: .*not valid Punycode/],
     ["a URL too long", { url: `https://hooks.example.com/${"a".repeat(2100)}` }, /^url: .*2048/],
     [
       "an unknown event type",

@@ -163,3 +163,68 @@ export function selfTime(profile, placeOf) {
       .map(([layer, us]) => ({ layer, ms: us / 1000, share: share(us) })),
   };
 }
+
+/**
+ * Busy time by the product's code that asked for it: each sample goes to the innermost frame on
+ * its stack that is the product's own (`src/…`), so what a product function spends in the
+ * runtime (`Headers.set`, `new Response`, `crypto.subtle`), in Hono or in zod on its behalf
+ * counts as its own. A sample with no product frame on its stack goes to the innermost package
+ * or wrapper that made it (a Hono middleware, zod's validation), else to its own layer
+ * (`runtime`, `(program)`, `(garbage collector)`). An async function resumed after an `await`
+ * has only its own frame on the stack, so a middleware's work after `await next()` is its own,
+ * not its caller's. Most first, by module (`src/…` file or layer) and by function.
+ * @param {CpuProfile & { nodes: (ProfileNode & { children?: number[] })[] }} profile
+ * @param {(frame: CallFrame) => { module: string | null, line?: number, name?: string | null }} placeOf
+ */
+export function timeByCaller(profile, placeOf) {
+  /** @type {Map<number, ProfileNode & { children?: number[] }>} */
+  const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
+  /** @type {Map<number, number>} */
+  const parentOf = new Map();
+  for (const n of profile.nodes) for (const child of n.children ?? []) parentOf.set(child, n.id);
+  /** @type {Map<number, { module: string, name: string }>} */
+  const ownerOfNode = new Map();
+  /** The owner of node `id`'s samples (see above), worked out once per node. */
+  const ownerOf = (/** @type {number} */ id) => {
+    const known = ownerOfNode.get(id);
+    if (known) return known;
+    const leaf = /** @type {ProfileNode} */ (nodes.get(id)).callFrame;
+    let fallback = null;
+    let owner = null;
+    for (let at = /** @type {number | undefined} */ (id); at !== undefined; at = parentOf.get(at)) {
+      const frame = /** @type {ProfileNode} */ (nodes.get(at)).callFrame;
+      const place = placeOf(frame);
+      const layer = layerOf(place.module, frame.functionName);
+      const name = place.name || frame.functionName || "(anonymous)";
+      if (place.module?.startsWith("src/")) {
+        owner = { module: place.module, name: `${name} (${place.module}:${place.line ?? "?"})` };
+        break;
+      }
+      if (!fallback && layer !== "runtime" && !V8_ENTRIES.has(frame.functionName))
+        fallback = { module: layer, name: `${name} (${layer})` };
+    }
+    const own = layerOf(placeOf(leaf).module, leaf.functionName);
+    const result = owner ?? fallback ?? { module: own, name: own };
+    ownerOfNode.set(id, result);
+    return result;
+  };
+  /** @type {Map<string, number>} */
+  const modules = new Map();
+  /** @type {Map<string, number>} */
+  const functions = new Map();
+  let busyUs = 0;
+  profile.samples.forEach((id, i) => {
+    const us = profile.timeDeltas[i + 1] ?? 0;
+    if (/** @type {ProfileNode} */ (nodes.get(id)).callFrame.functionName === "(idle)") return;
+    busyUs += us;
+    const owner = ownerOf(id);
+    modules.set(owner.module, (modules.get(owner.module) ?? 0) + us);
+    functions.set(owner.name, (functions.get(owner.name) ?? 0) + us);
+  });
+  /** @param {Map<string, number>} m */
+  const sorted = (m) =>
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, us]) => ({ name, ms: us / 1000, share: busyUs ? us / busyUs : 0 }));
+  return { busyMs: busyUs / 1000, modules: sorted(modules), functions: sorted(functions) };
+}

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { decodeMappings, layerOf, originalPosition, selfTime } from "../lib/cpu-profile.mjs";
+import {
+  decodeMappings,
+  layerOf,
+  originalPosition,
+  selfTime,
+  timeByCaller,
+} from "../lib/cpu-profile.mjs";
 
 // Segments by hand: line 0 → app.ts 1:0, then (column 10) hono-base.js 6:0 named createApp;
 // line 1 none; line 2 (column 4) hono-base.js 8:2; line 3 (column 100, two digits; source and
@@ -100,5 +106,57 @@ describe("bench:profile's self time", () => {
       { layer: "hono", ms: 0.1, share: 0.1 },
       { layer: "(garbage collector)", ms: 0.1, share: 0.1 },
     ]);
+  });
+});
+
+describe("bench:profile's time by the product's code that asked for it", () => {
+  const frame = (functionName: string, lineNumber: number) => ({
+    functionName,
+    scriptId: "1",
+    url: "index.js",
+    lineNumber,
+    columnNumber: 0,
+  });
+  // (root) → dispatch (hono) → the handler (src) → c.json (hono) → Response (native);
+  // (root) → dispatch → validator (zod) → a native frame; (root) → (program); (root) → (idle).
+  const profile = {
+    nodes: [
+      { id: 1, callFrame: frame("(root)", -1), children: [2, 7, 8] },
+      { id: 2, callFrame: frame("dispatch", 2), children: [3, 5] },
+      { id: 3, callFrame: frame("handler", 9), children: [4] },
+      { id: 4, callFrame: frame("json", 2), children: [9] },
+      { id: 9, callFrame: frame("Response", -1) },
+      { id: 5, callFrame: frame("parse", 5), children: [6] },
+      { id: 6, callFrame: frame("", -1) },
+      { id: 7, callFrame: frame("(program)", -1) },
+      { id: 8, callFrame: frame("(idle)", -1) },
+    ],
+    samples: [9, 4, 3, 6, 2, 7, 8, 9],
+    timeDeltas: [0, 100, 200, 300, 400, 500, 600, 700],
+    startTime: 0,
+    endTime: 3000,
+  };
+  const places: Record<number, { module: string; line: number }> = {
+    2: { module: "node_modules/hono/dist/context.js", line: 40 },
+    5: { module: "node_modules/zod/v4/core/schemas.js", line: 7 },
+    9: { module: "src/routes/pets/routes.ts", line: 164 },
+  };
+
+  it("gives native and package time to the innermost product frame, else to the package, else to its layer", () => {
+    const byCaller = timeByCaller(profile, (f) => places[f.lineNumber] ?? { module: null });
+    // 100 + 200 + 300 under the handler (its own, c.json's and Response's), 400 in zod, 500 in
+    // hono's dispatch, 600 in (program); the idle sample and the last (no delta after it) count nothing.
+    expect(byCaller.busyMs).toBe(2.1);
+    expect(byCaller.modules.map((m) => [m.name, m.ms])).toEqual([
+      ["src/routes/pets/routes.ts", 0.6],
+      ["(program)", 0.6],
+      ["hono", 0.5],
+      ["zod", 0.4],
+    ]);
+    expect(byCaller.functions[0]).toEqual({
+      name: "handler (src/routes/pets/routes.ts:164)",
+      ms: 0.6,
+      share: 0.6 / 2.1,
+    });
   });
 });

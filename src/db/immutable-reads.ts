@@ -73,12 +73,9 @@ const prefix = (scope: CacheScope) =>
 
 /** The Cache API key of a full page. Not a URL anyone can fetch: only this Worker reads it. */
 export function pageCacheUrl(scope: CacheScope, { status, afterId, limit }: PageKey): string {
-  const query = new URLSearchParams({
-    status: status ?? "",
-    after: String(afterId),
-    limit: String(limit),
-  });
-  return `${prefix(scope)}/page?${query}`;
+  // The query URLSearchParams would write (a status is a plain word, the rest whole numbers),
+  // spelled out: it is worked out for every list request.
+  return `${prefix(scope)}/page?status=${status ?? ""}&after=${afterId}&limit=${limit}`;
 }
 
 /** The Cache API key of a found pet. */

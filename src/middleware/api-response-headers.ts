@@ -19,7 +19,13 @@ function cacheControlFor(method: string, isPublic: boolean, status: number): str
 
 /** Adds `token` to the comma-separated Vary of `headers` unless it is already there. */
 function addVary(headers: Headers, token: string): void {
-  const present = (headers.get("Vary") ?? "")
+  const vary = headers.get("Vary");
+  // Most answers have no Vary yet (CORS off): nothing to look through.
+  if (vary === null) {
+    headers.set("Vary", token);
+    return;
+  }
+  const present = vary
     .split(",")
     .map((t) => t.trim().toLowerCase())
     .filter(Boolean);

@@ -56,7 +56,7 @@ export const timingAllowOrigin =
   ({ routes }: { routes: RouteTable }) =>
   (c: Context<BaseEnv>): string | false => {
     const origins = c.get("config")?.CORS_ORIGINS;
-    const origin = origins ? allowedOrigin(c.req.header("Origin"), origins) : null;
+    const origin = origins?.length ? allowedOrigin(c.req.header("Origin"), origins) : null;
     return origin && publicRoute(routes, c.req.path) ? origin : false;
   };
 

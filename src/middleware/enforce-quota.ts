@@ -77,7 +77,7 @@ async function headersOrThrowRefusal(
   c: Context<QuotaEnv>,
   result: AdmitResult,
 ): Promise<Record<string, string>> {
-  const key = c.var.apiKey;
+  const key = c.get("apiKey");
   noteRoomLeft(key.id, result);
   if (!result.reached) return headersOrThrowWithoutObject(c, key, result);
   c.set("quota", result.decision.outcome);
@@ -121,9 +121,9 @@ async function decidedOrThrow(
   decidedInLocation: AdmitResult | undefined,
 ): Promise<AdmitResult> {
   const decideNow = () =>
-    new QuotaLimiterClient(c.env.QUOTA, c.var.apiKey, () =>
+    new QuotaLimiterClient(c.env.QUOTA, c.get("apiKey"), () =>
       locationOf(c.req.raw, c.env.QUOTA_HOLDER),
-    ).admit(policyOf(c.var.apiKey), admissionId);
+    ).admit(policyOf(c.get("apiKey")), admissionId);
   let result = await (decidedInLocation ?? decideNow());
   for (let reread = 0; result.reached && result.decision.outcome === "stale"; reread++) {
     if (reread === MOST_REREADS) throw staleAgain();
@@ -146,14 +146,14 @@ async function decidedOrThrow(
  */
 export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
   createMiddleware<QuotaEnv>(async (c, next) => {
-    const key = c.var.apiKey;
+    const key = c.get("apiKey");
     // The first request of a key also marks it used (see first-use.ts); its answer waits for both.
     const firstUse = markFirstUseOrThrow(c.env, key);
     // Decided already when the key's location holder authenticated the request (auth/api-key.ts).
     const decision = decidedOrThrow(
       c,
-      c.var.admissionId ?? newAdmissionId(clock.now()),
-      c.var.admission,
+      c.get("admissionId") ?? newAdmissionId(clock.now()),
+      c.get("admission"),
     );
     const admitted = wrapTime(
       c,

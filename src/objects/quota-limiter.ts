@@ -44,14 +44,14 @@ export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
 
 /**
- * One per API key (named by the key's id). `admit` both enforces and counts; a busy isolate
- * also gets a lease of permits with it and admits from the lease without calling
- * (quota/lease-holder.ts), so not every request reaches the object. The object also keeps
- * the key's current policy
- * (limits and revocation), pushed by the admin API, so plan changes and revocations take
- * effect on the next request even while Workers still hold a cached key record. Its parts: the
- * windows (usage-table.ts), the policy (key-policy.ts), the leases (lease-ledger.ts), the day
- * history (usage-history-table.ts) and the bans D1 is told of (ban-records.ts), sharing one alarm.
+ * One per API key (named by the key's id). `admit` both enforces and counts; a busy isolate also
+ * gets a lease of permits with it and admits from the lease without calling
+ * (quota/lease-holder.ts), so not every request reaches the object. The object also keeps the
+ * key's current policy (limits and revocation), pushed by the admin API, so plan changes and
+ * revocations take effect on the next request even while Workers still hold a cached key record.
+ * Its parts: the windows (usage-table.ts), the policy (key-policy.ts), the leases
+ * (lease-ledger.ts), the day history (usage-history-table.ts), the bans D1 is told of
+ * (ban-records.ts) and the webhook events (webhook-outbox.ts), sharing one alarm.
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageTable: UsageTable;
@@ -136,10 +136,9 @@ export class QuotaLimiter extends DurableObject<Env> {
       return { ...admission, lease };
     }
     const effective = this.#policy.adopt(policy);
-    const previousDay = this.#usage.dayStart;
     const current = this.#takeBack(now, request.returning);
     if (id !== undefined && (effective.version > policy.version || !admissionIdLive(id, now))) {
-      this.#keep(current, previousDay);
+      this.#keep(current);
       this.#leases.strandUnreported(now);
       const windows = windowsOf(current, effective);
       return { outcome: "stale", windows, now, policyVersion: effective.version, lease: null };
@@ -152,7 +151,7 @@ export class QuotaLimiter extends DurableObject<Env> {
         ? this.#leases.lend(counted, decision.windows, effective, ask, now, grantee)
         : { state: counted, lease: null };
     const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
-    this.#keep(state, previousDay);
+    this.#keep(state);
     if (banStarted) this.#bans.note(now, state.bannedUntil);
     // The history counts this request; a lease's permits only as their holder reports them used
     // (see lease-ledger.ts), while the windows count them from the grant. It counts it in the
@@ -177,7 +176,6 @@ export class QuotaLimiter extends DurableObject<Env> {
     const known = id === undefined ? null : this.#admissions.recall<Renewal>(id);
     if (known) return known;
     const effective = this.#policy.adopt(policy);
-    const previousDay = this.#usage.dayStart;
     let state = this.#takeBack(now, request.returning);
     if (request.used !== undefined) this.#leases.countUsed(request.leaseId, request.used);
     const leaseIn = this.#leases.grantedIn(request.leaseId);
@@ -201,7 +199,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       ? { state, lease: null }
       : this.#leases.lend(state, windows, effective, ask, now, grantee);
     const granted = lent.lease;
-    this.#keep(lent.state, previousDay);
+    this.#keep(lent.state);
     this.#leases.strandUnreported(now);
     const renewal: Renewal = {
       policyVersion: effective.version,
@@ -229,7 +227,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /** Saves the windows if they changed; schedules the day's cleanup when a new day began. */
-  #keep(state: UsageState, previousDay: number): void {
+  #keep(state: UsageState): void {
+    const newDay = state.dayStart !== this.#usage.dayStart;
     if (state !== this.#usage) {
       // Usage alerts (webhooks) from the exact counts: a row when a threshold is crossed, no wait.
       this.#webhooks.observe(this.#usage, state, this.#policy.current, clock.now());
@@ -237,7 +236,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#usageTable.save(state);
     }
     // Once a day per active key: an alarm after the day ends deletes the stale row.
-    if (state.dayStart !== previousDay)
+    if (newDay)
       this.#alarms.wakeNoLaterThan(
         state.dayStart + DAY_MS + MINUTE_MS,
         "could not schedule usage cleanup",
@@ -254,10 +253,9 @@ export class QuotaLimiter extends DurableObject<Env> {
     const now = clock.now();
     // A lease settled already (handed back before, or stranded) changes nothing and writes
     // nothing: a retried hand-back reaching an idle object leaves it idle.
-    const previousDay = this.#usage.dayStart;
     const current = rollWindows(this.#usage, now);
     const settled = this.#handBack(current, returned, now);
-    if (settled !== current) this.#keep(settled, previousDay);
+    if (settled !== current) this.#keep(settled);
     this.#leases.strandUnreported(now);
   }
 

@@ -3,9 +3,16 @@ import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
 import { fallbackHeaders, retryAfterSeconds } from "./headers";
+import { takePermits } from "./lease";
 import type { Limits } from "./plans";
 import { refusalError } from "./refusals";
-import type { Refusal, SeenRefusal } from "./windows";
+import {
+  EMPTY_USAGE,
+  type Refusal,
+  rollWindows,
+  type SeenRefusal,
+  type UsageState,
+} from "./windows";
 
 /**
  * What a request gets when the key's object gives no decision, and this isolate's memory of it:
@@ -14,61 +21,37 @@ import type { Refusal, SeenRefusal } from "./windows";
  * allowance. The guarantees are in docs/quotas.md ("When the limiter does not answer").
  */
 
-/** What an isolate remembers of a key while its limiter cannot be reached. */
-export interface FallbackState {
-  /** Start of the minute window `admitted` counts in. */
-  minuteStart: number;
-  /** Requests this isolate let through without the object in that minute. */
-  admitted: number;
-  /** Start of the UTC day `admittedToday` counts in. */
-  dayStart: number;
-  /** Requests this isolate let through without the object in that day. */
-  admittedToday: number;
-}
-
-const NOTHING_LET_THROUGH: FallbackState = {
-  minuteStart: 0,
-  admitted: 0,
-  dayStart: 0,
-  admittedToday: 0,
-};
-
 type FallbackVerdict =
-  | { admit: true; state: FallbackState }
+  | { admit: true; state: UsageState }
   | { admit: false; reason: "refused_before" | "allowance_used"; retryAt: number };
 
 /**
  * Failing open, bounded. While the key's object is unreachable (a real outage, not an overloaded
  * object), an isolate lets through at most the key's per-minute limit per minute window and its
  * per-day limit per UTC day, and nothing for a key it has seen refused or banned until that
- * refusal's retryAt: flooding the object cannot buy a client more than its own plan.
+ * refusal's retryAt: flooding the object cannot buy a client more than its own plan. `previous`
+ * counts what this isolate let through, in windows that only move forward, as the object's do.
  */
 export function fallbackVerdict(
-  previous: FallbackState,
+  previous: UsageState,
   limits: Limits,
   refusedUntil: number,
   now: number,
 ): FallbackVerdict {
   if (refusedUntil > now) return { admit: false, reason: "refused_before", retryAt: refusedUntil };
-  const minuteStart = now - (now % MINUTE_MS);
-  const dayStart = now - (now % DAY_MS);
-  const admitted = previous.minuteStart === minuteStart ? previous.admitted : 0;
-  const admittedToday = previous.dayStart === dayStart ? previous.admittedToday : 0;
-  if (admittedToday >= limits.perDay) {
-    return { admit: false, reason: "allowance_used", retryAt: dayStart + DAY_MS };
+  const state = rollWindows(previous, now);
+  if (state.dayCount >= limits.perDay) {
+    return { admit: false, reason: "allowance_used", retryAt: state.dayStart + DAY_MS };
   }
-  if (admitted >= limits.perMinute) {
-    return { admit: false, reason: "allowance_used", retryAt: minuteStart + MINUTE_MS };
+  if (state.minuteCount >= limits.perMinute) {
+    return { admit: false, reason: "allowance_used", retryAt: state.minuteStart + MINUTE_MS };
   }
-  return {
-    admit: true,
-    state: { minuteStart, admitted: admitted + 1, dayStart, admittedToday: admittedToday + 1 },
-  };
+  return { admit: true, state: takePermits(state, 1) };
 }
 
 // Per key, what this isolate let through while the key's object was unreachable (a bounded
 // fallback allowance, see fallbackVerdict), kept until the day it counts in is over.
-const fallbacks = new ExpiringMap<string, FallbackState>(10_000);
+const fallbacks = new ExpiringMap<string, UsageState>(10_000);
 
 /**
  * Why the key's object gave no decision, and the last refusal this isolate saw for the key.
@@ -128,10 +111,7 @@ export function answerWithoutObject(
     const error = new ApiError(
       "rate_limited",
       "Too many requests for this API key right now; wait for Retry-After, then back off exponentially.",
-      {
-        ...fallbackHeaders(limits.perMinute, 0, now + OVERLOADED_RETRY_MS, now),
-        "Retry-After": String(OVERLOADED_RETRY_MS / 1000),
-      },
+      refusedHeaders(now + OVERLOADED_RETRY_MS, limits, now),
     );
     return { admitted: false, quota: "overloaded", error };
   }
@@ -148,7 +128,7 @@ export function answerWithoutObject(
     );
   }
   const verdict = fallbackVerdict(
-    fallbacks.get(keyId, now) ?? NOTHING_LET_THROUGH,
+    fallbacks.get(keyId, now) ?? EMPTY_USAGE,
     limits,
     why.refusal?.retryAt ?? 0,
     now,
@@ -166,15 +146,17 @@ export function answerWithoutObject(
   }
   fallbacks.set(keyId, verdict.state, verdict.state.dayStart + DAY_MS);
   log("warn", "quota limiter unreachable; failing open", { keyId });
-  const { minuteStart, admitted } = verdict.state;
-  const headers = fallbackHeaders(
-    limits.perMinute,
-    limits.perMinute - admitted,
-    minuteStart + MINUTE_MS,
-    now,
-  );
+  const { minuteStart, minuteCount } = verdict.state;
+  const remaining = limits.perMinute - minuteCount;
+  const headers = fallbackHeaders(limits.perMinute, remaining, minuteStart + MINUTE_MS, now);
   return { admitted: true, quota: "unavailable", headers };
 }
+
+/** The headers of a request refused without the object until `retryAt`. */
+const refusedHeaders = (retryAt: number, limits: Limits, now: number) => ({
+  ...fallbackHeaders(limits.perMinute, 0, retryAt, now),
+  "Retry-After": retryAfterSeconds(retryAt, now),
+});
 
 /**
  * A request refused without the object until `retryAt`: with `refusal` (the last one seen for
@@ -187,10 +169,7 @@ function refusedUntil(
   now: number,
   unavailable: string,
 ): Extract<AnswerWithoutObject, { admitted: false }> {
-  const headers = {
-    ...fallbackHeaders(limits.perMinute, 0, retryAt, now),
-    "Retry-After": retryAfterSeconds(retryAt, now),
-  };
+  const headers = refusedHeaders(retryAt, limits, now);
   if (refusal)
     return {
       admitted: false,

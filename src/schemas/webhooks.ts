@@ -36,7 +36,7 @@ const UrlSchema = z
     format: "uri",
     maxLength: MAX_WEBHOOK_URL_LENGTH,
     description:
-      "Where deliveries are POSTed: https: on a public host, with no credentials in it (private, loopback and link-local addresses, localhost and names such as .local or .internal are refused)",
+      "Where deliveries are POSTed: https: on a public host, with no credentials in it (refused: private, loopback, link-local and other special-purpose addresses that are not globally reachable, localhost, special-use names such as .local, .internal, .alt or .arpa, and invalid Punycode)",
     example: "https://hooks.example.com/animal-store",
   });
 

@@ -1,9 +1,11 @@
-// The previous release, as far as the quota model can run it: its QuotaLimiter migration list and
-// the statements its object runs (test/fixtures/previous-release/, copied verbatim from its
-// source). After a rollback it decides the key's requests at the key's object: each time it opens
-// the storage this release migrated with its own migrateSchema (which refuses a newer contract
-// version), loads the windows and the policy with its own statements, decides, and writes back
-// with its own statements; a roll forward opens the object with this release's list again.
+// The previous release, as far as the quota model can run it: its QuotaLimiter schema and the
+// statements its object runs (test/fixtures/previous-release/, copied verbatim from its source).
+// After a rollback it decides the key's requests at the key's object: each time it opens the
+// storage this release migrated as its constructor does (its own migrateSchemaOrThrow with its
+// schema, which refuses a contract version past the one it reads through and applies its
+// additions not yet applied; then the windows, the policy and the check for work held for
+// later, with its own statements), decides, and writes back with its own statements; a roll
+// forward opens the object with this release's schema again.
 import { runInDurableObject } from "cloudflare:test";
 import { MINUTE_MS } from "../../src/lib/clock";
 import { decide, EMPTY_USAGE, type KeyDecision, type UsageState } from "../../src/quota/windows";
@@ -13,9 +15,9 @@ import {
   USAGE_TABLE_QUERIES,
 } from "../fixtures/previous-release/queries";
 import {
-  QUOTA_LIMITER_MIGRATIONS as PREVIOUS_LIST,
   PREVIOUS_RELEASE,
-  migrateSchema as previousMigrateSchema,
+  QUOTA_LIMITER_SCHEMA as PREVIOUS_SCHEMA,
+  migrateSchemaOrThrow as previousMigrateSchemaOrThrow,
 } from "../fixtures/previous-release/schemas";
 
 export type Deployed = "current" | "previous";
@@ -27,7 +29,8 @@ const statement = (at: string): PreviousQuery => {
 };
 const LOAD_USAGE = statement("UsageTable.load");
 const SAVE_USAGE = statement("UsageTable.save");
-const LOAD_POLICY = statement("QuotaLimiter constructor (policy)");
+const LOAD_POLICY = statement("KeyPolicy.load");
+const HOLDS_WORK = statement("QuotaLimiter#open (holdsWorkForLater)");
 /** The history's count of each outcome the previous release counts (a revoked key's: none). */
 const COUNT_OUTCOME = new Map(
   (["allowed", "rate_limited", "quota_exceeded", "key_banned"] as const).map((outcome) => [
@@ -57,9 +60,12 @@ export async function openAndDecideAsPrevious(
   return runInDurableObject(stub, (_, state) => {
     const { sql } = state.storage;
     try {
-      previousMigrateSchema(state.storage, PREVIOUS_LIST);
+      previousMigrateSchemaOrThrow(state.storage, PREVIOUS_SCHEMA);
+      sql.exec(HOLDS_WORK.sql).one();
     } catch (err) {
-      throw new Error(`${PREVIOUS_RELEASE} cannot open the key's object: ${String(err)}`);
+      throw new Error(
+        `${PREVIOUS_RELEASE.slice(0, 7)} cannot open the key's object: ${String(err)}`,
+      );
     }
     const load = (): UsageState => ({
       ...EMPTY_USAGE,

@@ -29,7 +29,7 @@ import {
   PetSchema,
   PetsSchema,
 } from "../../schemas/pets";
-import { decodeCursorOrThrow, encodeCursor, nextLink } from "./cursor";
+import { decodeCursorOrThrow, nextPageLink } from "./cursor";
 import { createIdempotentlyOrThrow } from "./idempotent-create";
 
 /** What the pets routes rely on: an authenticated key and a D1 session (see app.ts). */
@@ -176,8 +176,17 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
     if (hasNext) {
       const lastId = page[page.length - 1]!.id;
       const bookmark = c.get("d1").freshestKnownBookmark();
-      const next = await encodeCursor(cursorSecret(), lastId, status, bookmark);
-      c.header("Link", nextLink(config.PUBLIC_ORIGIN, c.req.path, limit, status, next));
+      const origin = config.PUBLIC_ORIGIN;
+      const link = await nextPageLink(
+        cursorSecret(),
+        origin,
+        c.req.path,
+        limit,
+        status,
+        lastId,
+        bookmark,
+      );
+      c.header("Link", link);
     }
     return c.json(withETag(c, page), 200);
   })
