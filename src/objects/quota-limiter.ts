@@ -132,7 +132,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     // The lease granted with it goes again while it is out (its caller never had it).
     if (known) {
       const { fromStock: _, ...admission } = known;
-      const lease = known.lease && this.#leases.isOut(known.lease.id) ? known.lease : null;
+      const lease = known.lease && this.#leases.grantedIn(known.lease.id) ? known.lease : null;
       return { ...admission, lease };
     }
     const effective = this.#policy.adopt(policy);
@@ -198,14 +198,13 @@ export class QuotaLimiter extends DurableObject<Env> {
     const lent = refused
       ? { state, lease: null }
       : this.#leases.lend(state, windows, effective, ask, now, grantee);
-    const granted = lent.lease;
     this.#keep(lent.state);
     this.#leases.strandUnreported(now);
     const renewal: Renewal = {
       policyVersion: effective.version,
       revoked: effective.revoked,
       windows,
-      granted,
+      granted: lent.lease,
       now,
     };
     if (id !== undefined) this.#admissions.remember(id, now, renewal);

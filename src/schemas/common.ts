@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { dayName, dayStartOf } from "../lib/clock";
-import { ERROR_CODES } from "../lib/errors";
+import { ERROR_CODES, NOT_A_CURSOR } from "../lib/errors";
 import {
   ALLOW_HEADER,
   RATE_LIMIT_HEADERS,
@@ -160,7 +160,7 @@ export const NoQuerySchema = z.strictObject({});
 /** The operator API's opaque page cursor: the `nextCursor` of the previous page. */
 export const adminPageCursor = z
   .string()
-  .max(200)
+  .max(200, NOT_A_CURSOR)
   .optional()
   .openapi({ description: "nextCursor of the previous page" });
 

@@ -154,7 +154,7 @@ export const ListWebhookEndpointsQuerySchema = z.strictObject({
   limit: pageLimit("Maximum number of endpoints returned"),
   ownerId: z
     .string()
-    .max(200)
+    .max(200, "must be at most 200 characters")
     .optional()
     .openapi({ description: "Only the endpoints of this owner" }),
   cursor: adminPageCursor,
