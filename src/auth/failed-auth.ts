@@ -1,7 +1,7 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
-import { recordAuthFailure } from "../objects/auth-shield-client";
+import { countInShield } from "../objects/auth-shield-client";
 import { rateLimitHeaders } from "../quota/headers";
 import { AUTH_FAILURES_PER_MINUTE, type Decision, type WindowStatus } from "../quota/windows";
 
@@ -72,7 +72,7 @@ export async function failedGuess(
       windows: [window],
     });
   }
-  const decision = await recordAuthFailure(env.AUTH_SHIELD, shieldName);
+  const decision = await countInShield(env.AUTH_SHIELD, shieldName, AUTH_FAILURES_PER_MINUTE);
   const seen = decision.windows[0]!;
   lastSeen.set(shieldName, seen, seen.resetAt);
   if (decision.outcome !== "allowed") {

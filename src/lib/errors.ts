@@ -43,10 +43,11 @@ export function unavailable(message: string): ApiError {
   return new ApiError("service_unavailable", message, { "Retry-After": "1" });
 }
 
+/** What is wrong with a page cursor this API did not issue, after "cursor: ". */
+export const NOT_A_CURSOR =
+  "is not a cursor returned by this API (malformed or altered); restart from the first page.";
+
 /** A page cursor this API did not issue (made up, altered, or for another list): 400. */
 export function invalidCursor(): ApiError {
-  return new ApiError(
-    "invalid_request",
-    "cursor: is not a cursor returned by this API (malformed or altered); restart from the first page.",
-  );
+  return new ApiError("invalid_request", `cursor: ${NOT_A_CURSOR}`);
 }

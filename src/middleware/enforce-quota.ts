@@ -172,13 +172,12 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
       return next();
     }
     await next();
-    let headers: Record<string, string>;
-    try {
-      headers = await headersOrThrowRefusal(c, await admitted);
-    } catch (refusal) {
-      // The refusal replaces the read's answer: drop what describes that answer, keep the rest.
-      for (const name of READ_ANSWER_HEADERS) c.res.headers.delete(name);
-      throw refusal;
-    }
+    const headers = await admitted
+      .then((result) => headersOrThrowRefusal(c, result))
+      .catch((refusal: unknown) => {
+        // The refusal replaces the read's answer: drop what describes that answer, keep the rest.
+        for (const name of READ_ANSWER_HEADERS) c.res.headers.delete(name);
+        throw refusal;
+      });
     for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
   });

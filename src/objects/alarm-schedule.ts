@@ -1,5 +1,5 @@
 import { MINUTE_MS } from "../lib/clock";
-import { log } from "../lib/log";
+import { logFailure } from "../lib/log";
 
 /** How soon the object tries again when D1 did not take a write (a ban, a finished day). */
 export const D1_RETRY_MS = 5 * MINUTE_MS;
@@ -38,7 +38,7 @@ export class AlarmSchedule {
   wakeNoLaterThan(at: number, failure: string): void {
     this.noLaterThan(at).catch((err: unknown) => {
       this.#owed = Math.min(at, this.#owed ?? at);
-      log("error", failure, { error: String(err) });
+      logFailure("error", failure, err);
     });
   }
 

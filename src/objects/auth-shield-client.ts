@@ -1,26 +1,12 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ExpiringMap } from "../lib/expiring-map";
 import { logFailure } from "../lib/log";
-import {
-  AUTH_FAILURES_PER_MINUTE,
-  countFailure,
-  type Decision,
-  EMPTY_USAGE,
-  type UsageState,
-} from "../quota/windows";
+import { countFailure, type Decision, EMPTY_USAGE, type UsageState } from "../quota/windows";
 import type { AuthShield } from "./auth-shield";
 import { callWithOneRetry, isOverloaded } from "./stub-call";
 
 // Per shield, the requests this isolate counted itself while the shield was unreachable.
 const countedHere = new ExpiringMap<string, UsageState>(10_000);
-
-/** Counts one failed authentication in the client's AuthShield (see countInShield). */
-export function recordAuthFailure(
-  namespace: DurableObjectNamespace<AuthShield>,
-  shieldName: string,
-): Promise<Decision> {
-  return countInShield(namespace, shieldName, AUTH_FAILURES_PER_MINUTE);
-}
 
 /**
  * Counts one request in the AuthShield object `shieldName` against `limit` per minute (this is

@@ -1,5 +1,5 @@
 import { recordBanEnd, recordBanStart } from "../db/audit";
-import { log } from "../lib/log";
+import { logFailure } from "../lib/log";
 import { type AlarmSchedule, D1_RETRY_MS } from "./alarm-schedule";
 
 /**
@@ -59,7 +59,7 @@ export class BanRecords {
         await recordBanEnd(db(), keyId, row.until);
         this.sql.exec("DELETE FROM ban_records WHERE banned_until = ?", row.until);
       } catch (err) {
-        log("warn", "could not record a ban in D1; retrying", { keyId, error: String(err) });
+        logFailure("warn", "could not record a ban in D1; retrying", err, { keyId });
         next = Math.min(next, now + D1_RETRY_MS);
       }
     }

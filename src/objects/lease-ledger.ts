@@ -210,11 +210,6 @@ export class LeaseLedger {
       .one().minuteStart;
   }
 
-  /** Whether lease `id` is still out: granted and not settled (handed back or stranded). */
-  isOut(id: string): boolean {
-    return this.#row(id) !== undefined;
-  }
-
   /**
    * What lease `id` of the current minute (in `state`) holds unused by this object's count: its
    * permits (every grant, those whose answer never reached its holder too) less the `used` its

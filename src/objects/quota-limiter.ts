@@ -136,7 +136,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     // The lease granted with it goes again while it is out (its caller never had it).
     if (known) {
       const { fromStock: _, ...admission } = known;
-      const lease = known.lease && this.#leases.isOut(known.lease.id) ? known.lease : null;
+      const lease = known.lease && this.#leases.grantedIn(known.lease.id) ? known.lease : null;
       return { ...admission, lease, ...this.#standingStillOut(known.standing) };
     }
     const effective = this.#policy.adopt(policy);
@@ -149,7 +149,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
     const { decision, state: counted } = decide(current, effective, now, this.#banMs);
     // Most requests ask for no lease: they need not read what the leases hold.
-    const ask = { want: request.want, holding: 0, minuteWant: request.minuteWant };
+    const ask = { ...request, holding: 0 };
     const lent =
       decision.outcome === "allowed" && request.want > 0
         ? this.#leases.lend(counted, decision.windows, effective, ask, now, grantee)
@@ -198,12 +198,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     // `holding`: they are held all the same, until the lease is handed back.
     const unusedHere = this.#leases.unusedOf(request.leaseId, state, request.used);
     const holding = Math.max(0, request.holding, unusedHere);
-    const ask = {
-      want: request.want,
-      holding,
-      extending: request.leaseId,
-      minuteWant: request.minuteWant,
-    };
+    const ask = { ...request, holding, extending: request.leaseId };
     const lent = refused
       ? { state, lease: null }
       : this.#leases.lend(state, windows, effective, ask, now, grantee);
@@ -247,7 +242,7 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /** Of the standing permits an earlier answer gave, those still out (a repeated answer). */
   #standingStillOut(standing: StandingPermit[] | undefined): { standing?: StandingPermit[] } {
-    const out = standing?.filter((s) => this.#leases.isOut(s.id)) ?? [];
+    const out = standing?.filter((s) => this.#leases.grantedIn(s.id) !== null) ?? [];
     return out.length > 0 ? { standing: out } : {};
   }
 

@@ -251,7 +251,11 @@ export const ListKeysQuerySchema = z.strictObject({
     description:
       "Only keys in this state; banned: an automatic ban is on (for keys neither revoked nor disabled)",
   }),
-  ownerId: z.string().max(200).optional().openapi({ description: "Only keys of this owner" }),
+  ownerId: z
+    .string()
+    .max(200, "must be at most 200 characters")
+    .optional()
+    .openapi({ description: "Only keys of this owner" }),
   q: z
     .string()
     .min(1, "must not be empty")

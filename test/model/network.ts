@@ -58,7 +58,16 @@ const QUIET_MS = 40;
  */
 const GATE_QUIET_TASKS = 4;
 
+/**
+ * Real time one step of a run (a command, a scheduled round, a phase of the run's end) may take
+ * before the run counts as stuck: steps take well under a second, and a step that waits for
+ * something that can never happen (a call held that nothing releases, a sleep that time never
+ * reaches) fails the run with what is waiting, instead of hanging it.
+ */
+export const STUCK_AFTER_MS = 15_000;
+
 const realTimeout = globalThis.setTimeout;
+const realClearTimeout = globalThis.clearTimeout;
 const nextTask = () => new Promise<void>((resolve) => realTimeout(resolve, 0));
 
 /** What the runtime throws for a dropped connection: retried once on a fresh stub. */
@@ -101,6 +110,13 @@ export class Network {
   #atGates = 0;
   /** Gates the scheduler let go, being opened in their callers' context. */
   readonly #opening = new Set<Promise<void>>();
+  /** Gates offered to a scheduler and not yet let go (for `describe`). */
+  readonly #offered = new Set<string>();
+  /** Each call of this run not yet answered, and where it is (for `describe`). */
+  readonly #calls = new Map<number, { label: string; where: string }>();
+  #callIds = 0;
+  /** The run was given up as stuck: its settling loops end (see `finishOrStuck`). */
+  #stuck = false;
 
   constructor(now: () => number) {
     this.#now = now;
@@ -170,6 +186,9 @@ export class Network {
     this.fired.length = 0;
     this.#gates.length = 0;
     this.#atGates = 0;
+    this.#offered.clear();
+    this.#calls.clear();
+    this.#stuck = false;
   }
 
   #takeFault(tier: Tier, method: string): Fault | null {
@@ -202,12 +221,14 @@ export class Network {
           const label = `${tier} ${name}.${prop}`;
           if (fault) this.fired.push(`${fault} ${label}`);
           const deliver = () => Promise.resolve(Reflect.apply(value, target, args));
-          return this.#track(async () => {
+          return this.#track(label, fault, async (call) => {
             switch (fault) {
               case "loseBefore":
                 throw droppedConnection(label);
               case "holdCall": {
+                call.where = "held before it arrives";
                 await this.#heldWhile(`call ${label}`);
+                call.where = "at the callee";
                 return deliver();
               }
               case "holdAnswer": {
@@ -215,6 +236,7 @@ export class Network {
                   (v) => ({ ok: true as const, v }),
                   (e: unknown) => ({ ok: false as const, e }),
                 );
+                call.where = "its answer held on the way back";
                 await this.#heldWhile(`answer ${label}`);
                 if (!answer.ok) throw answer.e;
                 return answer.v;
@@ -230,11 +252,14 @@ export class Network {
               }
               default: {
                 if (!this.#scheduling || MODEL_READS.has(prop)) return deliver();
+                call.where = "at a scheduler's gate before it arrives";
                 await this.#gate(`call ${label}`);
+                call.where = "at the callee";
                 const answer = await deliver().then(
                   (v) => ({ ok: true as const, v }),
                   (e: unknown) => ({ ok: false as const, e }),
                 );
+                call.where = "its answer at a scheduler's gate";
                 await this.#gate(`answer ${label}`);
                 if (!answer.ok) throw answer.e;
                 return answer.v;
@@ -246,15 +271,74 @@ export class Network {
     });
   }
 
-  async #track<R>(call: () => Promise<R>): Promise<R> {
+  async #track<R>(
+    label: string,
+    fault: Fault | null,
+    call: (where: { where: string }) => Promise<R>,
+  ): Promise<R> {
     const generation = this.#generation;
+    const id = ++this.#callIds;
+    const tracked = { label: fault ? `${label} (${fault})` : label, where: "at the callee" };
+    this.#calls.set(id, tracked);
     this.#inFlight++;
     this.#events++;
     try {
-      return await call();
+      return await call(tracked);
     } finally {
       this.#events++;
-      if (generation === this.#generation) this.#inFlight--;
+      if (generation === this.#generation) {
+        this.#inFlight--;
+        this.#calls.delete(id);
+      }
+    }
+  }
+
+  /**
+   * What the network holds now, in words: the calls not answered (and where each one is), the
+   * calls and answers held or waiting at a scheduler's gate, and the sleeps with when they end.
+   */
+  describe(): string {
+    const now = this.#now();
+    const inObject = (c: Caller | null) => (c ? ` (from ${c.tier} ${c.name})` : "");
+    const list = (items: string[]) =>
+      items.length ? items.map((i) => `\n  ${i}`).join("") : " none";
+    return [
+      `calls not answered:${list([...this.#calls.values()].map((c) => `${c.label}: ${c.where}`))}`,
+      `held:${list(this.held.map((h) => `${h.label}${inObject(h.caller)}, held ${now - h.heldAt} ms ago`))}`,
+      `offered to a scheduler, not let go:${list([...this.#offered])}`,
+      `at a scheduler's gate, not offered:${list(this.#gates.map((g) => g.label))}`,
+      `sleeping:${list(
+        [...this.sleeping]
+          .sort((a, b) => a.at - b.at)
+          .map(
+            (z) =>
+              `until ${new Date(z.at).toISOString()} (${z.at - now} ms on)${inObject(z.caller)}`,
+          ),
+      )}`,
+    ].join("\n");
+  }
+
+  /**
+   * `work`, or, once it has taken `ms` of real time, a failure that names `what` was stuck and
+   * what the network holds (`describe`); the run's settling loops then end. A run that stops
+   * making progress is a counterexample, not a hang.
+   */
+  async finishOrStuck<T>(what: string, work: Promise<T>, ms = STUCK_AFTER_MS): Promise<T> {
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const stuck = new Promise<never>((_, reject) => {
+      timer = realTimeout(() => {
+        this.#stuck = true;
+        reject(
+          new Error(
+            `stuck: ${what} did not finish within ${ms} ms (real time)\n${this.describe()}`,
+          ),
+        );
+      }, ms);
+    });
+    try {
+      return await Promise.race([work, stuck]);
+    } finally {
+      if (timer !== null) realClearTimeout(timer);
     }
   }
 
@@ -269,6 +353,7 @@ export class Network {
     let quietTasks = 0;
     let quietSince = Date.now();
     for (let rounds = 0; ; rounds++) {
+      if (this.#stuck) throw new Error("network: the run was given up as stuck");
       const before = this.#events;
       await nextTask();
       if (this.#events !== before) {
@@ -354,12 +439,15 @@ export class Network {
    */
   offerGates(s: fc.Scheduler): number {
     const offered = this.#gates.splice(0);
-    for (const g of offered)
+    for (const g of offered) {
+      this.#offered.add(g.label);
       void s.schedule(Promise.resolve(), g.label).then(() => {
+        this.#offered.delete(g.label);
         const opening = this.#inContextOf(g.caller, g.open);
         this.#opening.add(opening);
         void opening.finally(() => this.#opening.delete(opening));
       });
+    }
     return offered.length;
   }
 
@@ -379,9 +467,17 @@ export class Network {
     this.#callerOf = callerOf;
   }
 
-  /** Disarms every fault and releases everything held (the network heals). */
+  /**
+   * Disarms every fault and releases everything held (the network heals), until nothing is held
+   * once the released work has settled: a call released goes on, and its caller's answer may then
+   * be held by a fault that fired before the heal (a holder's `admit` whose answer is held, that
+   * waited for its own held call to the key's object).
+   */
   async heal(): Promise<void> {
     this.armed.length = 0;
-    while (this.held.length) await this.release(0);
+    do {
+      while (this.held.length) await this.release(0);
+      await this.settle();
+    } while (this.held.length);
   }
 }

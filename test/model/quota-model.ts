@@ -423,28 +423,17 @@ export async function checkObject(m: QuotaModel, r: QuotaReal): Promise<void> {
  * served request billed once as admitted; permits counted and never served only as stranded.
  */
 export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
-  await r.net.heal();
-  await r.net.settle();
-  await Promise.all([...r.pending]);
-  await r.net.settle();
-  for (const iso of r.isolates)
-    await clockOf.run({ skewMs: iso.skewMs }, () =>
-      iso.leases.giveBackUnused({ giveBack: (x) => env.QUOTA.getByName(r.keyId).returnLease(x) }),
-    );
-  for (const location of LOCATIONS)
-    await env.QUOTA_HOLDER.getByName(holderName(r.keyId, location)).giveBack(r.keyId);
-  // The holders' background calls end within BACKGROUND_ENDS_WITHIN_MS (a refill the last
-  // requests scheduled, and its stock's hand-back after its minute), or with standing permits
-  // STANDING_BACKGROUND_ENDS_WITHIN_MS (their hand-back after their last minute); a lease whose
-  // hand-back was lost is settled as stranded within a minute after that (standing permits and
-  // the stock granted with them: STRANDED_AFTER_MS after their last minute).
-  const backgroundEnds = Math.max(BACKGROUND_ENDS_WITHIN_MS, STANDING_BACKGROUND_ENDS_WITHIN_MS);
-  await passTime(m, r, backgroundEnds + MINUTE_MS);
-  await r.net.settle();
-  // A hand-back lost on its way (and on its retry) waits for the holder's next call; with none
-  // within STRANDED_AFTER_MS of the lease's expiry, what it served is billed as stranded.
-  if (r.net.fired.some((f) => f.startsWith("loseBefore") && f.endsWith(".returnLease")))
-    m.reportsLost = true;
+  const end = `the run's end (after: ${m.log.slice(-6).join("; ") || "nothing"})`;
+  await r.net.finishOrStuck(
+    `${end}: the network healing and every request answered`,
+    (async () => {
+      await r.net.heal();
+      await r.net.settle();
+      await Promise.all([...r.pending]);
+      await r.net.settle();
+    })(),
+  );
+  await r.net.finishOrStuck(`${end}: the leases handed back and settled`, handBackAndSettle(m, r));
   const object = env.QUOTA.getByName(r.keyId);
   const { usage, days } = await object.report();
   const twice = ADMISSIONS_COUNTED_ONCE ? 0 : m.deliveredTwice;
@@ -469,6 +458,31 @@ export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
       m,
       `today: the window counts ${usage.day.count}, billed ${today.admitted} admitted + ${today.stranded} stranded`,
     );
+}
+
+/**
+ * Every isolate hands its lease back, every holder its stock; time passes until every lease is
+ * settled (handed back, or left to strand).
+ */
+async function handBackAndSettle(m: QuotaModel, r: QuotaReal): Promise<void> {
+  for (const iso of r.isolates)
+    await clockOf.run({ skewMs: iso.skewMs }, () =>
+      iso.leases.giveBackUnused({ giveBack: (x) => env.QUOTA.getByName(r.keyId).returnLease(x) }),
+    );
+  for (const location of LOCATIONS)
+    await env.QUOTA_HOLDER.getByName(holderName(r.keyId, location)).giveBack(r.keyId);
+  // The holders' background calls end within BACKGROUND_ENDS_WITHIN_MS (a refill the last
+  // requests scheduled, and its stock's hand-back after its minute), or with standing permits
+  // STANDING_BACKGROUND_ENDS_WITHIN_MS (their hand-back after their last minute); a lease whose
+  // hand-back was lost is settled as stranded within a minute after that (standing permits and
+  // the stock granted with them: STRANDED_AFTER_MS after their last minute).
+  const backgroundEnds = Math.max(BACKGROUND_ENDS_WITHIN_MS, STANDING_BACKGROUND_ENDS_WITHIN_MS);
+  await passTime(m, r, backgroundEnds + MINUTE_MS);
+  await r.net.settle();
+  // A hand-back lost on its way (and on its retry) waits for the holder's next call; with none
+  // within STRANDED_AFTER_MS of the lease's expiry, what it served is billed as stranded.
+  if (r.net.fired.some((f) => f.startsWith("loseBefore") && f.endsWith(".returnLease")))
+    m.reportsLost = true;
 }
 
 function advance(m: QuotaModel, time: { now: number }, ms: number): void {
@@ -508,9 +522,14 @@ abstract class Step implements Cmd {
   abstract act(m: QuotaModel, r: QuotaReal): Promise<void>;
   async run(m: QuotaModel, r: QuotaReal): Promise<void> {
     m.log.push(this.label());
-    await this.act(m, r);
-    await r.net.settle();
-    await checkObject(m, r);
+    await r.net.finishOrStuck(
+      `${this.label()} (after: ${m.log.slice(-6, -1).join("; ") || "nothing"})`,
+      (async () => {
+        await this.act(m, r);
+        await r.net.settle();
+        await checkObject(m, r);
+      })(),
+    );
     if (m.violations.length) throw new Error(`invariant broken:\n${m.violations.join("\n")}`);
   }
   toString(): string {
@@ -939,19 +958,29 @@ export async function runScheduledRounds(
   r.net.scheduleCalls(true);
   try {
     for (const round of rounds) {
-      for (const step of round.work) {
-        if (!step.check(m)) continue;
-        m.log.push(step.label());
-        await step.act(m, r);
-      }
-      await driveScheduled(s, r.net);
-      await checkObject(m, r);
+      const work = round.work.filter((step) => step.check(m));
+      await r.net.finishOrStuck(
+        `the round ${work.map((step) => step.label()).join(", ")}`,
+        (async () => {
+          for (const step of work) {
+            m.log.push(step.label());
+            await step.act(m, r);
+          }
+          await driveScheduled(s, r.net);
+          await checkObject(m, r);
+        })(),
+      );
       if (m.violations.length) throw new Error(`invariant broken:\n${m.violations.join("\n")}`);
       if (round.thenMs === 0) continue;
       m.log.push(`Advance(ms, ${round.thenMs})`);
-      await passTime(m, r, round.thenMs);
-      await driveScheduled(s, r.net);
-      await checkObject(m, r);
+      await r.net.finishOrStuck(
+        `Advance(ms, ${round.thenMs}) after the round`,
+        (async () => {
+          await passTime(m, r, round.thenMs);
+          await driveScheduled(s, r.net);
+          await checkObject(m, r);
+        })(),
+      );
       if (m.violations.length) throw new Error(`invariant broken:\n${m.violations.join("\n")}`);
     }
   } finally {

@@ -1,0 +1,33 @@
+// The operator API's query parameters are refused in its own words, never in zod's defaults
+// ("Too big: expected string to have <=200 characters"): a cursor too long to be one is the same
+// 400 as any cursor the API did not issue, and an over-long ownerId filter says its limit.
+import { describe, expect, it } from "vitest";
+import { invalidCursor } from "../src/lib/errors";
+import { ADMIN, call, expectError } from "./helpers";
+
+const TOO_LONG = "A".repeat(201);
+const UNKNOWN_ENDPOINT = "whe_AAAAAAAAAAAAAAAAAAAA";
+
+describe("operator query parameters past their length", () => {
+  it.each([
+    "/admin/v1/keys",
+    "/admin/v1/webhooks",
+    `/admin/v1/webhooks/${UNKNOWN_ENDPOINT}/deliveries`,
+    "/admin/v1/audit",
+    "/admin/v1/usage?day=2026-11-27",
+  ])("GET %s with a 201-character cursor → 400, the invalid-cursor message", async (path) => {
+    const sep = path.includes("?") ? "&" : "?";
+    const res = await call(`${path}${sep}cursor=${TOO_LONG}`, { headers: ADMIN });
+    const body = await expectError(res, 400, "invalid_request");
+    expect(body.message).toBe(invalidCursor().message);
+  });
+
+  it.each(["/admin/v1/keys", "/admin/v1/webhooks"])(
+    "GET %s?ownerId= with 201 characters → 400 naming the 200-character limit",
+    async (path) => {
+      const res = await call(`${path}?ownerId=${"o".repeat(201)}`, { headers: ADMIN });
+      const body = await expectError(res, 400, "invalid_request");
+      expect(body.message).toBe("ownerId: must be at most 200 characters");
+    },
+  );
+});

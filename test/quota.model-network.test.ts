@@ -1,0 +1,75 @@
+// The quota model's own network (test/model/network.ts) on the seams it must not hang on: a run
+// whose faults leave something held when it ends, and a step that never finishes. A model run
+// that stops making progress fails with what it waits for (a counterexample fast-check shrinks
+// and replays), never hangs the test until its timeout.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { mockClock, T0 } from "./helpers";
+import {
+  Arm,
+  installModelWorld,
+  installObjectClocks,
+  modelSetup,
+  Request,
+  settleAndBill,
+  useTime,
+} from "./model/quota-model";
+
+const time = mockClock(T0);
+
+function world() {
+  const net = installModelWorld(time);
+  installObjectClocks(net);
+  useTime(time);
+  return { net, setup: modelSetup(net, time, T0 + 5_000) };
+}
+
+describe("the quota model's network", () => {
+  it("heals a run whose released call is answered into a held answer, and bills it", {
+    timeout: 60_000,
+  }, async () => {
+    const { setup } = world();
+    let ran: ReturnType<ReturnType<typeof modelSetup>> | null = null;
+    // A holder's admit whose answer is to be held waits for its own call to the key's object,
+    // held before it arrives: the heal releases that call, and only then is the holder's answer
+    // held (its fault fired before the heal).
+    await fc.asyncModelRun(() => {
+      ran = setup();
+      return ran;
+    }, [
+      new Arm("object", "admit", "holdCall"),
+      new Arm("holder", "admit", "holdAnswer"),
+      new Request(2, 1),
+    ]);
+    const { model, real } = ran!;
+    expect(real.net.held.map((h) => h.label)).toEqual([
+      expect.stringMatching(/^call object model_\d+_\d+\.admit$/),
+    ]);
+    await settleAndBill(model, real);
+    expect(real.net.held).toEqual([]);
+    expect(real.pending.size).toBe(0);
+    expect(model.violations).toEqual([]);
+  });
+
+  it("fails a step that never finishes, naming the calls held and not answered", {
+    timeout: 30_000,
+  }, async () => {
+    const { net, setup } = world();
+    const { real } = setup();
+    const holder = real.isolates[2]!;
+    net.armed.push({ tier: "holder", method: "admit", fault: "holdCall" });
+    const never = holder.client.admit(holder.policy);
+    const stuck = await net.finishOrStuck("a request held forever", never, 300).then(
+      () => "finished",
+      (err: unknown) => String(err),
+    );
+    expect(stuck).toMatch(/^Error: stuck: a request held forever did not finish within 300 ms/);
+    expect(stuck).toMatch(
+      /calls not answered:\n {2}holder model_\d+_\d+@FRA\.admit \(holdCall\): held before it arrives/,
+    );
+    expect(stuck).toMatch(/held:\n {2}call holder model_\d+_\d+@FRA\.admit, held 0 ms ago/);
+    // The run's settling loops end once it is given up.
+    await expect(net.settle()).rejects.toThrow("the run was given up as stuck");
+    await net.heal().catch(() => undefined);
+  });
+});
