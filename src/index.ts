@@ -31,10 +31,10 @@ export default {
   // keys, sweeps D1's webhook outbox and seals the signing secrets not yet sealed under the
   // current key.
   // The dead-letter queue's consumer records what the webhook queue gave up on.
-  queue: (batch, env) =>
+  queue: (batch, env, ctx) =>
     isDeadLetterQueue(batch.queue)
       ? consumeDeadLetters(batch as MessageBatch<WebhookMessage>, env)
-      : consumeWebhookBatch(batch as MessageBatch<WebhookMessage>, env),
+      : consumeWebhookBatch(batch as MessageBatch<WebhookMessage>, env, ctx),
   scheduled: async (_controller, env) => {
     // Each runs whatever the other does; a failure of either still fails the run (and is logged).
     const runs = await Promise.allSettled([scanThenSweep(env), sealStoredSecrets(env)]);

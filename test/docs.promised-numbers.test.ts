@@ -11,7 +11,7 @@ import {
   REFUSED_KEY_CACHE_TTL_MS,
 } from "../src/auth/key-cache";
 import { configOrThrow } from "../src/lib/config";
-import { REQUEUE_AFTER_MS } from "../src/lib/webhook-events";
+import { REQUEUE_AFTER_MS, WEBHOOK_HOLD_MS, WEBHOOK_TIMEOUT_MS } from "../src/lib/webhook-events";
 import { D1_RETRY_MS } from "../src/objects/alarm-schedule";
 import {
   HELD_KEY_EXPECTED_AGE_MS,
@@ -375,6 +375,26 @@ const PROMISES: PromisedNumber[] = [
     value: REQUEUE_AFTER_MS,
     unit: MIN,
     phrases: ["queued more than {n} minutes ago and still not attempted"],
+  },
+  {
+    name: "WEBHOOK_HOLD_MS",
+    value: WEBHOOK_HOLD_MS,
+    unit: S,
+    phrases: [
+      "The consumer waits at most {n} s for an attempt",
+      "by at most {n} s for each batch ahead",
+      "an attempt that had no answer after {n} s is retried",
+    ],
+  },
+  {
+    name: "WEBHOOK_TIMEOUT_MS",
+    value: WEBHOOK_TIMEOUT_MS,
+    unit: S,
+    phrases: [
+      "each attempt has {n} s from its own request to be answered",
+      "no answer within {n} s is retried",
+      "retried no sooner than {n} s after that",
+    ],
   },
 ];
 

@@ -15,10 +15,13 @@ import {
   type ObjectSchema,
   schemaVersion,
 } from "../src/objects/schema-migrations";
+import { newAdmissionId } from "../src/quota/lease-messages";
 import {
   EXEC_SITES,
   PREVIOUS_QUERIES,
   type PreviousQuery,
+  RECALLED_ADMISSION_FIELDS,
+  RECALLED_WINDOW_FIELDS,
 } from "./fixtures/previous-release/queries";
 import {
   PREVIOUS_OBJECT_SCHEMAS,
@@ -212,5 +215,34 @@ describe.each(CASES)("$object across a rollback to the previous release", (c) =>
       );
     });
     time.now = T0;
+  });
+});
+
+describe("QuotaLimiter's remembered answers across a rollback", () => {
+  it("the previous release recalls the answer this release gave an admission id, with every field it reads", async () => {
+    const stub = env.QUOTA.getByName(`compat-recall-${++seq}`);
+    const admissionId = newAdmissionId(time.now);
+    const request = { want: 4, returning: [], admissionId };
+    const answered = await stub.admit(POLICY, request, "key@LHR");
+    expect(answered.lease).not.toBeNull();
+    await runInDurableObject(stub, (_, state) => {
+      previousMigrateSchemaOrThrow(state.storage, PREVIOUS_OBJECT_SCHEMAS.QuotaLimiter);
+      const recall = PREVIOUS_QUERIES.QuotaLimiter.find((q) => q.at === "AdmissionMemory.recall")!;
+      const rows = state.storage.sql.exec<{ answer: string }>(recall.sql, admissionId).toArray();
+      expect(rows).toHaveLength(1);
+      const recalled = JSON.parse(rows[0]!.answer) as Record<string, unknown>;
+      for (const field of RECALLED_ADMISSION_FIELDS) expect(recalled).toHaveProperty(field);
+      const windows = recalled.windows as Record<string, unknown>[];
+      expect(windows.length).toBeGreaterThan(0);
+      for (const w of windows)
+        for (const field of RECALLED_WINDOW_FIELDS) expect(w).toHaveProperty(field);
+      // It answers the call asked again as this release did.
+      expect(recalled).toMatchObject({
+        outcome: answered.outcome,
+        windows: answered.windows,
+        policyVersion: answered.policyVersion,
+        lease: answered.lease,
+      });
+    });
   });
 });

@@ -18,6 +18,7 @@ interface Endpoint {
   url: string;
   eventTypes: string[];
   ownerId: string | null;
+  description: string | null;
   enabled: boolean;
   disabledReason: string | null;
   previousSecretExpiresAt: string | null;
@@ -155,6 +156,42 @@ describe("registering an endpoint", () => {
       { description: "a\ud800b" },
       /^description: must be well-formed Unicode/,
     ],
+    // The rules of names: a description is one line of text in the console and the CLI's table.
+    [
+      "a description with NUL",
+      { description: "a\u0000b" },
+      /^description: must not contain control/,
+    ],
+    [
+      "a description with a line break",
+      { description: "a\nb" },
+      /^description: must not contain control/,
+    ],
+    [
+      "a description with a C1 control",
+      { description: "a\u009bb" },
+      /^description: must not contain control/,
+    ],
+    [
+      "a description with DEL",
+      { description: "a\u007fb" },
+      /^description: must not contain control/,
+    ],
+    [
+      "a description with a bidi override",
+      { description: "invoice \u202egpj.exe" },
+      /^description: must not contain bidirectional overrides or isolates/,
+    ],
+    [
+      "a description with a bidi isolate",
+      { description: "a\u2066b" },
+      /^description: must not contain bidirectional overrides or isolates/,
+    ],
+    [
+      "a description with a line separator",
+      { description: "a\u2028b" },
+      /^description: must not contain line or paragraph separators/,
+    ],
   ])("%s → 400 naming the field and rule, nothing stored", async (_label, change, message) => {
     const before = await (await call("/admin/v1/webhooks?limit=100", { headers: ADMIN })).json();
     const body = { url: URL_OK, eventTypes: ["key.banned"], ...change };
@@ -229,11 +266,30 @@ describe("changing, disabling and deleting", () => {
     await expectError(await patch(e.id, { url: "https://192.168.0.1/" }), 400, "invalid_request");
     await expectError(await patch(e.id, {}), 400, "invalid_request");
     await expectError(await patch(e.id, { eventTypes: ["nope"] }), 400, "invalid_request");
+    const bidi = await expectError(
+      await patch(e.id, { description: "a\u202eb" }),
+      400,
+      "invalid_request",
+    );
+    expect(bidi.message).toMatch(/^description: must not contain bidirectional overrides/);
     const read = (await (
       await call(`/admin/v1/webhooks/${e.id}`, { headers: ADMIN })
     ).json()) as Endpoint;
     expect(read.url).toBe(URL_OK);
     expect((await auditOf(e.id)).length).toBe(1);
+  });
+
+  it("a description keeps what a name keeps: right-to-left text, emoji, marks, an empty one", async () => {
+    for (const description of [
+      "مرحبا بالعالم",
+      "on call 👨‍👩‍👧",
+      "\u200fשלום\u200e ok",
+      "tab-free, one line",
+      "",
+    ]) {
+      const e = await create({ url: URL_OK, eventTypes: ["key.banned"], description });
+      expect(e.description, JSON.stringify(description)).toBe(description);
+    }
   });
 
   it("DELETE removes it (204, audited), then 404; a malformed id is 400", async () => {

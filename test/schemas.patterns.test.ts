@@ -1,6 +1,8 @@
 // The rules the service checks in code, as the OpenAPI documents state them in JSON Schema
 // `pattern`s: each pattern, compiled as JSON Schema validators compile it (ECMA-262 with the `u`
 // flag), accepts exactly what the service's own schema accepts.
+
+import { z } from "@hono/zod-openapi";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
@@ -10,6 +12,8 @@ import {
   PAGE_LIMIT_PATTERN,
   pageLimit,
   positiveIdString,
+  SINGLE_LINE_TEXT_PATTERN,
+  singleLineText,
 } from "../src/schemas/common";
 import { CreatePetHeadersSchema, IDEMPOTENCY_KEY_PATTERN } from "../src/schemas/pets";
 import { call } from "./helpers";
@@ -84,6 +88,17 @@ describe("the documents' patterns accept what the service accepts", () => {
       check(value);
     expect(accepts("😀".repeat(200))).toBe(true);
     expect(accepts("x".repeat(201))).toBe(false);
+  });
+
+  it("single-line text (a webhook endpoint's description)", () => {
+    const schema = singleLineText(z.string());
+    const check = agree(SINGLE_LINE_TEXT_PATTERN, (v) => schema.safeParse(v).success);
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom(...NAME_UNITS), maxLength: 12 }), check),
+      { numRuns: 3000 },
+    );
+    for (const value of ["", " ", "a\u200eb", "a\u200fb", "\u202e", "\u2029", "\u0085", "\ud800"])
+      check(value);
   });
 
   it("an Idempotency-Key", () => {

@@ -79,7 +79,7 @@ async function consume(
     };
   }
   const ctx = createExecutionContext();
-  await consumeWebhookBatch(batch, { ...env, ...bindings } as Env);
+  await consumeWebhookBatch(batch, { ...env, ...bindings } as Env, ctx);
   const result = await getQueueResult(batch, ctx);
   return {
     ...result,

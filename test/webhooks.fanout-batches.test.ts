@@ -71,7 +71,11 @@ describe("queueing deliveries in batches Queues takes", () => {
       { id: "m0", timestamp: new Date(), attempts: 1, body: { kind: "event", event } },
     ]);
     const ctx = createExecutionContext();
-    await consumeWebhookBatch(batch, { ...env, WEBHOOK_QUEUE: q.queue } as Env);
+    await consumeWebhookBatch(
+      batch,
+      { ...env, WEBHOOK_QUEUE: q.queue } as Env,
+      createExecutionContext(),
+    );
     const result = await getQueueResult(batch, ctx);
     expect(result.retryMessages).toEqual([]);
     expect(result.explicitAcks).toEqual(["m0"]);

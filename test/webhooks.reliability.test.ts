@@ -8,12 +8,19 @@ import {
   createMessageBatch,
   getQueueResult,
   runDurableObjectAlarm,
+  waitOnExecutionContext,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { sweepEventOutbox } from "../src/db/webhook-event-outbox";
 import worker from "../src/index";
-import { eventId, WEBHOOK_CONCURRENCY, type WebhookMessage } from "../src/lib/webhook-events";
+import {
+  eventId,
+  WEBHOOK_CONCURRENCY,
+  WEBHOOK_HOLD_MS,
+  WEBHOOK_TIMEOUT_MS,
+  type WebhookMessage,
+} from "../src/lib/webhook-events";
 import { consumeWebhookBatch, outbound } from "../src/routes/webhooks/consumer";
 import { queueExpiringEvents } from "../src/routes/webhooks/expiring";
 import { ADMIN, auth, BAN_MS, call, callWith, fixClock, issueKey, mockClock, T0 } from "./helpers";
@@ -288,7 +295,7 @@ describe("a hanging receiver holds up no other endpoint", () => {
     for (let i = 1; i < WEBHOOK_CONCURRENCY; i++)
       ids.push(await deliveryTo(`https://hang${i}.example.com/`));
     const { batch, acked, retried } = watchedBatch(ids);
-    const run = consumeWebhookBatch(batch, env as Env);
+    const run = consumeWebhookBatch(batch, env as Env, createExecutionContext());
     await waitFor("the answering delivery's ack", () => (acked.includes("m0") ? true : undefined));
     expect(hung).toHaveLength(WEBHOOK_CONCURRENCY - 1);
     expect(retried.size).toBe(0);
@@ -304,13 +311,90 @@ describe("a hanging receiver holds up no other endpoint", () => {
     for (const delay of retried.values()) expect(delay).toBe(5);
   });
 
+  /** Delivery `id` as the delivery log of `endpointId` shows it. */
+  async function logged(endpointId: string, id: string) {
+    const res = await call(`/admin/v1/webhooks/${endpointId}/deliveries`, { headers: ADMIN });
+    const { data } = (await res.json()) as { data: Array<Record<string, unknown>> };
+    return data.find((d) => d.id === id);
+  }
+
+  it("the consumer waits at most the hold for a hanging receiver: the batch ends, the attempt goes on in the background and is logged when it ends, its retry no sooner than the timeout", async () => {
+    const { hung } = hangingReceivers();
+    const fine = await deliveryTo("https://fine-hold.example.com/");
+    const hanging = await deliveryWithEndpoint("https://hang-hold.example.com/");
+    const { batch, acked, retried } = watchedBatch([fine, hanging.id]);
+    const ctx = createExecutionContext();
+    const began = Date.now();
+    // Without the hold the batch would wait for this release.
+    const release = setTimeout(() => hung.forEach((r) => r()), WEBHOOK_HOLD_MS + 3000);
+    await consumeWebhookBatch(batch, env as Env, ctx);
+    const took = Date.now() - began;
+    expect(took).toBeGreaterThanOrEqual(WEBHOOK_HOLD_MS - 50);
+    expect(took).toBeLessThan(WEBHOOK_HOLD_MS + 1500);
+    expect(acked).toEqual(["m0"]);
+    const timeoutSeconds = Math.ceil(WEBHOOK_TIMEOUT_MS / 1000);
+    expect([...retried]).toEqual([["m1", timeoutSeconds]]);
+    expect(hung).toHaveLength(1);
+    expect(await logged(hanging.endpointId, hanging.id)).toMatchObject({
+      status: "pending",
+      attempts: 0,
+    });
+    clearTimeout(release);
+    hung.forEach((r) => r());
+    await waitOnExecutionContext(ctx);
+    const after = await logged(hanging.endpointId, hanging.id);
+    expect(after).toMatchObject({ status: "retrying", attempts: 1, responseStatus: 503 });
+    // Due when its message's retry is: the hold's end plus the timeout.
+    const due = Date.parse(String(after!.nextAttemptAt)) - began;
+    expect(due).toBeGreaterThanOrEqual(WEBHOOK_HOLD_MS + timeoutSeconds * 1000 - 50);
+    expect(due).toBeLessThan(WEBHOOK_HOLD_MS + timeoutSeconds * 1000 + 1500);
+  });
+
+  it("a receiver that answers 200 after the hold is delivered once: the held message's retry finds it delivered and sends nothing", async () => {
+    let requests = 0;
+    vi.spyOn(outbound, "fetch").mockImplementation(async () => {
+      requests++;
+      await new Promise((r) => setTimeout(r, WEBHOOK_HOLD_MS + 300));
+      return new Response("ok");
+    });
+    const { id, endpointId } = await deliveryWithEndpoint("https://slow-ok.example.com/");
+    const first = watchedBatch([id]);
+    const ctx = createExecutionContext();
+    await consumeWebhookBatch(first.batch, env as Env, ctx);
+    expect(first.retried.has("m0")).toBe(true);
+    await waitOnExecutionContext(ctx);
+    expect(await logged(endpointId, id)).toMatchObject({ status: "delivered", attempts: 1 });
+    const retry = batchOf("animal-store-webhooks", [{ kind: "delivery", deliveryId: id }], 2);
+    await consumeWebhookBatch(retry, env as Env, createExecutionContext());
+    expect((await getQueueResult(retry, createExecutionContext())).explicitAcks).toEqual(["m0"]);
+    expect(requests).toBe(1);
+  });
+
+  it("a held last attempt that succeeds after its message reached the dead-letter queue ends delivered, not dead", async () => {
+    const { hung } = hangingReceivers();
+    vi.mocked(outbound.fetch).mockImplementation(async () => {
+      await new Promise<void>((resolve) => hung.push(resolve));
+      return new Response("ok");
+    });
+    const { id, endpointId } = await deliveryWithEndpoint("https://late.example.com/");
+    const last = batchOf("animal-store-webhooks", [{ kind: "delivery", deliveryId: id }], 8);
+    const ctx = createExecutionContext();
+    await consumeWebhookBatch(last, env as Env, ctx);
+    const dead = batchOf("animal-store-webhooks-dlq", [{ kind: "delivery", deliveryId: id }]);
+    await worker.queue(dead, env as Env, createExecutionContext());
+    expect(await logged(endpointId, id)).toMatchObject({ status: "dead" });
+    hung.forEach((r) => r());
+    await waitOnExecutionContext(ctx);
+    expect(await logged(endpointId, id)).toMatchObject({ status: "delivered", attempts: 1 });
+  });
+
   it("never more attempts at once than the concurrency; a waiting one starts as a slot frees", async () => {
     const { hung, flight } = hangingReceivers();
     const ids: string[] = [];
     for (let i = 0; i < WEBHOOK_CONCURRENCY + 2; i++)
       ids.push(await deliveryTo(`https://hang-more${i}.example.com/`));
     const { batch, retried } = watchedBatch(ids);
-    const run = consumeWebhookBatch(batch, env as Env);
+    const run = consumeWebhookBatch(batch, env as Env, createExecutionContext());
     await waitFor("the slots full", () => (hung.length === WEBHOOK_CONCURRENCY ? true : undefined));
     await settle();
     expect(flight.most).toBe(WEBHOOK_CONCURRENCY);
@@ -350,7 +434,7 @@ describe("one retry chain per delivery, however often its event is fanned out", 
   /** Fans `event` out through the consumer onto queue `q` (its event message acknowledged). */
   async function fanOut(event: WebhookMessage & { kind: "event" }, q: Queue) {
     const batch = batchOf("animal-store-webhooks", [event]);
-    await consumeWebhookBatch(batch, { ...env, WEBHOOK_QUEUE: q } as Env);
+    await consumeWebhookBatch(batch, { ...env, WEBHOOK_QUEUE: q } as Env, createExecutionContext());
     expect((await getQueueResult(batch, createExecutionContext())).explicitAcks).toEqual(["m0"]);
   }
 
@@ -374,11 +458,11 @@ describe("one retry chain per delivery, however often its event is fanned out", 
     expect(q.sent).toHaveLength(2);
     const [older, newer] = q.sent;
     const old = batchOf("animal-store-webhooks", [older!]);
-    await consumeWebhookBatch(old, env as Env);
+    await consumeWebhookBatch(old, env as Env, createExecutionContext());
     expect((await getQueueResult(old, createExecutionContext())).explicitAcks).toEqual(["m0"]);
     expect(received).toHaveLength(0);
     const current = batchOf("animal-store-webhooks", [newer!]);
-    await consumeWebhookBatch(current, env as Env);
+    await consumeWebhookBatch(current, env as Env, createExecutionContext());
     expect(received).toHaveLength(1);
     const res = await call(`/admin/v1/webhooks/${endpointId}/deliveries`, { headers: ADMIN });
     const { data } = (await res.json()) as { data: Array<{ status: string; attempts: number }> };
@@ -398,9 +482,13 @@ describe("one retry chain per delivery, however often its event is fanned out", 
     expect((await resend()).status).toBe(202);
     const [first, second] = q.sent;
     const stale = batchOf("animal-store-webhooks", [first!], 2);
-    await consumeWebhookBatch(stale, env as Env);
+    await consumeWebhookBatch(stale, env as Env, createExecutionContext());
     expect(received).toHaveLength(0);
-    await consumeWebhookBatch(batchOf("animal-store-webhooks", [second!]), env as Env);
+    await consumeWebhookBatch(
+      batchOf("animal-store-webhooks", [second!]),
+      env as Env,
+      createExecutionContext(),
+    );
     expect(received).toHaveLength(1);
   });
 });
@@ -411,10 +499,10 @@ describe("the dead-letter queue's consumer", () => {
     vi.spyOn(outbound, "fetch").mockResolvedValue(new Response("no", { status: 500 }));
     // The last attempt fails: the webhook queue retries it once more, past max_retries.
     const last = batchOf("animal-store-webhooks", [{ kind: "delivery", deliveryId: id }], 8);
-    await worker.queue(last, env as Env);
+    await worker.queue(last, env as Env, createExecutionContext());
     const dead = batchOf("animal-store-webhooks-dlq", [{ kind: "delivery", deliveryId: id }]);
     const ctx = createExecutionContext();
-    await worker.queue(dead, env as Env);
+    await worker.queue(dead, env as Env, createExecutionContext());
     expect((await getQueueResult(dead, ctx)).explicitAcks).toEqual(["m0"]);
     const log = async (query = "") =>
       (
@@ -448,7 +536,7 @@ describe("the dead-letter queue's consumer", () => {
       data: { revokedAt: new Date().toISOString() },
     };
     const dead = batchOf("animal-store-webhooks-dlq", [{ kind: "event", event }]);
-    await worker.queue(dead, env as Env);
+    await worker.queue(dead, env as Env, createExecutionContext());
     const q = recordingQueue();
     await sweepEventOutbox(env.DB, q.queue);
     expect(q.events(key.id)).toEqual([event]);

@@ -89,7 +89,7 @@ async function attempt(
   const batch = createMessageBatch<WebhookMessage>("animal-store-webhooks", [
     { id: "m0", timestamp: new Date(), attempts, body: { kind: "delivery", deliveryId: id } },
   ]);
-  await consumeWebhookBatch(batch, { ...env, ...bindings } as Env);
+  await consumeWebhookBatch(batch, { ...env, ...bindings } as Env, createExecutionContext());
   return getQueueResult(batch, createExecutionContext());
 }
 

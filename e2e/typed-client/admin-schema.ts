@@ -1025,7 +1025,7 @@ export interface components {
         CreateWebhookEndpoint: {
             /**
              * Format: uri
-             * @description Where deliveries are POSTed: https: on a public host, with no credentials in it (private, loopback and link-local addresses, localhost and names such as .local or .internal are refused)
+             * @description Where deliveries are POSTed: https: on a public host, with no credentials in it (refused: private, loopback, link-local and other special-purpose addresses that are not globally reachable, localhost, special-use names such as .local, .internal, .alt or .arpa, and invalid Punycode)
              * @example https://hooks.example.com/animal-store
              */
             url: string;
@@ -1033,7 +1033,7 @@ export interface components {
             eventTypes: ("quota.day.warning" | "quota.day.exhausted" | "key.banned" | "key.unbanned" | "key.revoked" | "key.rolled" | "key.expiring")[];
             /** @description Only events about keys of this owner (a key's ownerId); null: events about every key */
             ownerId?: string;
-            /** @description Your own note about the endpoint */
+            /** @description Your own note about the endpoint: one line of text, as a name (may be empty) */
             description?: string;
             /**
              * @description A signing secret of your own: whsec_ and the base64 of 24 to 64 bytes. Without it the service makes one (32 random bytes).
@@ -1048,7 +1048,7 @@ export interface components {
         UpdateWebhookEndpoint: {
             /**
              * Format: uri
-             * @description Where deliveries are POSTed: https: on a public host, with no credentials in it (private, loopback and link-local addresses, localhost and names such as .local or .internal are refused)
+             * @description Where deliveries are POSTed: https: on a public host, with no credentials in it (refused: private, loopback, link-local and other special-purpose addresses that are not globally reachable, localhost, special-use names such as .local, .internal, .alt or .arpa, and invalid Punycode)
              * @example https://hooks.example.com/animal-store
              */
             url?: string;
@@ -1056,8 +1056,8 @@ export interface components {
             eventTypes?: ("quota.day.warning" | "quota.day.exhausted" | "key.banned" | "key.unbanned" | "key.revoked" | "key.rolled" | "key.expiring")[];
             /** @description Only events about keys of this owner (a key's ownerId); null: events about every key */
             ownerId?: string;
-            /** @description Your own note about the endpoint */
-            description?: string | null;
+            /** @description Your own note about the endpoint: one line of text, as a name (may be empty) */
+            description?: string;
             /** @description false stops deliveries to the endpoint; true resumes them (also after its receiver answered 410) */
             enabled?: boolean;
         };

@@ -497,7 +497,11 @@ export interface AttemptOutcome {
   nextAttemptAt: number | null;
 }
 
-/** Records an attempt of delivery `id` at `now` (one more attempt), and returns the row after it. */
+/**
+ * Records an attempt of delivery `id` at `now` (one more attempt). A delivered one is out of the
+ * dead-letter state: its last attempt, finished in the background, may end after its message
+ * reached the dead-letter queue.
+ */
 export function recordAttempt(
   db: Queryable,
   id: string,
@@ -509,7 +513,8 @@ export function recordAttempt(
       .prepare(
         `UPDATE webhook_deliveries SET status = ?2, attempts = attempts + 1, response_status = ?3,
            latency_ms = ?4, last_error = ?5, next_attempt_at = ?6, updated_at = ?7,
-           delivered_at = CASE WHEN ?2 = 'delivered' THEN ?7 ELSE delivered_at END
+           delivered_at = CASE WHEN ?2 = 'delivered' THEN ?7 ELSE delivered_at END,
+           dead_at = CASE WHEN ?2 = 'delivered' THEN NULL ELSE dead_at END
          WHERE id = ?1`,
       )
       .bind(id, o.status, o.responseStatus, o.latencyMs, o.error, o.nextAttemptAt, now)

@@ -45,6 +45,29 @@ export const WEBHOOK_RETRY_DELAYS_SECONDS = [5, 300, 1800, 7200, 18_000, 36_000,
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 
 /**
+ * How long the queue consumer waits for a delivery attempt before it lets the attempt finish in
+ * the background and retries its message no sooner than the attempt's timeout: the most a slow or
+ * hanging receiver holds up the consumer, and so the deliveries to other endpoints queued behind
+ * its batch (routes/webhooks/consumer.ts).
+ */
+export const WEBHOOK_HOLD_MS = 1_000;
+
+/**
+ * The delay before the retry of a delivery's `attempt`-th attempt (1-based), in seconds, from
+ * `delays` (the schedule); undefined past its end. For an attempt the consumer stopped waiting
+ * for (`held`), no sooner than WEBHOOK_TIMEOUT_MS, so a retry never overlaps the attempt before it.
+ */
+export function retryDelaySeconds(
+  delays: readonly number[],
+  attempt: number,
+  held: boolean,
+): number | undefined {
+  const delay = delays[attempt - 1];
+  if (delay === undefined || !held) return delay;
+  return Math.max(delay, Math.ceil(WEBHOOK_TIMEOUT_MS / 1000));
+}
+
+/**
  * How many messages the consumer handles at once, and the most a batch holds (`max_batch_size`
  * in wrangler.toml; test/webhooks.reliability.test.ts ties them). A Worker's invocation waits for
  * response headers on at most 6 connections at once and queues a seventh until one answers, so a

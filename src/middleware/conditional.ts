@@ -1,22 +1,43 @@
-import type { Context, MiddlewareHandler } from "hono";
-import { etagOf } from "../lib/etag";
+import type { Context, MiddlewareHandler, TypedResponse } from "hono";
+import type { JSONParsed } from "hono/utils/types";
+import { etagOfText } from "../lib/etag";
 
-// The ETag of each object answered, by identity: a full page or a found pet kept in this
-// isolate's memory (db/immutable-reads.ts) is the same object at every request, and never changes,
-// so its tag is computed once rather than serialising and hashing it again each time. An answered
-// value is never changed afterwards (a stored one cannot change at all).
-const tagOfAnswered = new WeakMap<object, string>();
+/** An answer's JSON text and its ETag. */
+interface Answered {
+  text: string;
+  tag: string;
+}
 
-/** Sets the ETag of a JSON answer; `conditional` turns a matching If-None-Match into 304. */
-export function withETag<T>(c: Context, value: T): T {
-  const isObject = typeof value === "object" && value !== null;
-  let tag = isObject ? tagOfAnswered.get(value) : undefined;
-  if (tag === undefined) {
-    tag = etagOf(value);
-    if (isObject) tagOfAnswered.set(value, tag);
+// The JSON text and ETag of each object answered, by identity: a full page or a found pet kept in
+// this isolate's memory (db/immutable-reads.ts) is the same object at every request, and never
+// changes, so it is serialised and hashed once rather than at every request. An answered value is
+// never changed afterwards (a stored one cannot change at all).
+const answeredObjects = new WeakMap<object, Answered>();
+
+function answeredOf(value: object): Answered {
+  let answered = answeredObjects.get(value);
+  if (!answered) {
+    const text = JSON.stringify(value);
+    answered = { text, tag: etagOfText(text) };
+    answeredObjects.set(value, answered);
   }
+  return answered;
+}
+
+/**
+ * `c.json(value, 200)` with the ETag of its JSON text (`conditional` turns a matching
+ * If-None-Match into 304): the same answer, serialised once per object rather than once for the
+ * tag and once for the body at every request.
+ */
+export function jsonWithETag<T extends object>(
+  c: Context,
+  value: T,
+): Response & TypedResponse<JSONParsed<T>, 200, "json"> {
+  const { text, tag } = answeredOf(value);
   c.header("ETag", tag);
-  return value;
+  // c.json's answer exactly (its Content-Type), from the text made once; typed as c.json types it.
+  const answer: Response = c.body(text, 200, { "Content-Type": "application/json" });
+  return answer as Response & TypedResponse<JSONParsed<T>, 200, "json">;
 }
 
 const opaque = (tag: string) => tag.trim().replace(/^W\//, "");

@@ -145,7 +145,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
     const { decision, state: counted } = decide(current, effective, now, this.#banMs);
     // Most requests ask for no lease: they need not read what the leases hold.
-    const ask = { want: request.want, holding: 0, minuteWant: request.minuteWant };
+    const ask = { ...request, holding: 0 };
     const { state, lease } =
       decision.outcome === "allowed" && request.want > 0
         ? this.#leases.lend(counted, decision.windows, effective, ask, now, grantee)
@@ -189,12 +189,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     // `holding`: they are held all the same, until the lease is handed back.
     const unusedHere = this.#leases.unusedOf(request.leaseId, state, request.used);
     const holding = Math.max(0, request.holding, unusedHere);
-    const ask = {
-      want: request.want,
-      holding,
-      extending: request.leaseId,
-      minuteWant: request.minuteWant,
-    };
+    const ask = { ...request, holding, extending: request.leaseId };
     const lent = refused
       ? { state, lease: null }
       : this.#leases.lend(state, windows, effective, ask, now, grantee);

@@ -5,7 +5,7 @@ import {
   queueEvents,
   type WebhookMessage,
 } from "../lib/webhook-events";
-import { alertsBetween } from "../quota/alerts";
+import { alertsBetween, type QuotaAlert } from "../quota/alerts";
 import type { Policy, UsageState } from "../quota/windows";
 import { type AlarmSchedule, D1_RETRY_MS } from "./alarm-schedule";
 
@@ -34,15 +34,7 @@ export class WebhookOutbox {
   observe(before: UsageState, after: UsageState, policy: Policy | null, now: number): void {
     const alerts = alertsBetween(before, after, policy, now);
     if (alerts.length === 0 || !this.keyId || !this.queue()) return;
-    for (const alert of alerts)
-      this.sql.exec(
-        "INSERT OR IGNORE INTO webhook_outbox (type, window_key, ends_at, at, data) VALUES (?, ?, ?, ?, ?)",
-        alert.type,
-        alert.window,
-        alert.endsAt,
-        now,
-        JSON.stringify(alert.data),
-      );
+    for (const alert of alerts) this.#insert(alert, now);
     this.alarms.wakeNoLaterThan(now, "could not schedule the webhook events' queueing");
   }
 
@@ -58,16 +50,22 @@ export class WebhookOutbox {
   }
 
   #keepUnbanned(bannedUntil: number, endedAt: number): void {
+    const data = {
+      bannedUntil: new Date(bannedUntil).toISOString(),
+      unbannedAt: new Date(endedAt).toISOString(),
+    };
+    this.#insert({ type: "key.unbanned", window: bannedUntil, endsAt: bannedUntil, data }, endedAt);
+  }
+
+  /** Keeps `event`, produced at `at`, once per type and window. */
+  #insert(event: Omit<QuotaAlert, "type"> & { type: string }, at: number): void {
     this.sql.exec(
       "INSERT OR IGNORE INTO webhook_outbox (type, window_key, ends_at, at, data) VALUES (?, ?, ?, ?, ?)",
-      "key.unbanned",
-      bannedUntil,
-      bannedUntil,
-      endedAt,
-      JSON.stringify({
-        bannedUntil: new Date(bannedUntil).toISOString(),
-        unbannedAt: new Date(endedAt).toISOString(),
-      }),
+      event.type,
+      event.window,
+      event.endsAt,
+      at,
+      JSON.stringify(event.data),
     );
   }
 

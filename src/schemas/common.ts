@@ -81,30 +81,46 @@ const FORBIDDEN = `${classBody(CONTROL)}${classBody(BIDI_CONTROL)}${classBody(LI
 export const DISPLAY_NAME_PATTERN = `^\\s*(?=[^${FORBIDDEN}]*${VISIBLE.source})[^${FORBIDDEN}\\s](?:[^${FORBIDDEN}]{0,${MAX_NAME_LENGTH - 2}}[^${FORBIDDEN}\\s])?\\s*$`;
 
 /**
- * A display name: trimmed, 1–200 characters of well-formed Unicode (a lone surrogate would be
- * stored altered) with at least one visible character and no control characters (NUL cuts
- * strings short in SQLite), bidi overrides or isolates, or line separators. Invisible characters
- * inside a visible name stay allowed: emoji sequences join with ZWJ (U+200D).
+ * `schema`, refusing what would corrupt a single line of text when stored or shown: lone
+ * surrogates (stored altered), control characters (NUL cuts strings short in SQLite; a line
+ * break or an escape sequence breaks a table or a terminal), bidi overrides and isolates (they
+ * reorder the text after them: "Trojan Source") and line or paragraph separators. Names, owner
+ * ids and webhook endpoints' descriptions are held to it. The marks U+200E and U+200F stay allowed:
+ * they set the direction of the text around them only, as right-to-left text needs.
  */
-export const DisplayNameSchema = z
-  .string({ error: (i) => (i.input === undefined ? "is required" : "must be a string") })
-  .trim()
-  .min(1, "must not be empty or only whitespace")
-  .refine((s) => s.isWellFormed(), "must be well-formed Unicode (no lone surrogates)")
+export function singleLineText(schema: z.ZodString): z.ZodString {
+  return schema
+    .refine((s) => s.isWellFormed(), "must be well-formed Unicode (no lone surrogates)")
+    .refine(
+      (s) => !CONTROL.test(s),
+      "must not contain control characters (U+0000–U+001F, U+007F–U+009F)",
+    )
+    .refine(
+      (s) => !BIDI_CONTROL.test(s),
+      "must not contain bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069)",
+    )
+    .refine(
+      (s) => !LINE_SEPARATOR.test(s),
+      "must not contain line or paragraph separators (U+2028, U+2029)",
+    );
+}
+
+/** singleLineText's rules as a JSON Schema `pattern` (ECMA-262 with the `u` flag). */
+export const SINGLE_LINE_TEXT_PATTERN = `^[^${FORBIDDEN}]*$`;
+
+/**
+ * A display name: trimmed, 1–200 characters of single-line text (singleLineText) with at least
+ * one visible character. Invisible characters inside a visible name stay allowed: emoji
+ * sequences join with ZWJ (U+200D).
+ */
+export const DisplayNameSchema = singleLineText(
+  z
+    .string({ error: (i) => (i.input === undefined ? "is required" : "must be a string") })
+    .trim()
+    .min(1, "must not be empty or only whitespace"),
+)
   // Characters, as JSON Schema's maxLength counts them: an emoji is one, not two UTF-16 units.
   .refine((s) => [...s].length <= MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`)
-  .refine(
-    (s) => !CONTROL.test(s),
-    "must not contain control characters (U+0000–U+001F, U+007F–U+009F)",
-  )
-  .refine(
-    (s) => !BIDI_CONTROL.test(s),
-    "must not contain bidirectional overrides or isolates (U+202A–U+202E, U+2066–U+2069)",
-  )
-  .refine(
-    (s) => !LINE_SEPARATOR.test(s),
-    "must not contain line or paragraph separators (U+2028, U+2029)",
-  )
   .refine(
     (s) => s === "" || VISIBLE.test(s),
     "must contain at least one visible character (not only invisible ones such as U+200B)",

@@ -1,6 +1,13 @@
 import { type OpenAPIHono, z } from "@hono/zod-openapi";
 import { MAX_WEBHOOK_URL_LENGTH } from "../lib/webhook-url";
-import { adminPageCursor, DisplayNameSchema, oneOfError, pageLimit } from "./common";
+import {
+  adminPageCursor,
+  DisplayNameSchema,
+  oneOfError,
+  pageLimit,
+  SINGLE_LINE_TEXT_PATTERN,
+  singleLineText,
+} from "./common";
 
 /**
  * The events an endpoint can subscribe to (what each means, and its payload: docs/webhooks.md and
@@ -54,12 +61,16 @@ const OwnerSchema = DisplayNameSchema.nullable().openapi({
     "Only events about keys of this owner (a key's ownerId); null: events about every key",
 });
 
-const DescriptionSchema = z
-  .string({ error: "must be a string" })
-  .max(500, "must be at most 500 characters")
-  // D1 would store a lone surrogate as U+FFFD while the answer showed it as sent.
-  .refine((s) => s.isWellFormed(), "must be well-formed Unicode (no lone surrogates)")
-  .openapi({ description: "Your own note about the endpoint" });
+// One line of text, as the console and the CLI's table show it: held to the rules of names
+// (singleLineText), but it may be empty and is kept as sent, untrimmed.
+const DescriptionSchema = singleLineText(
+  z.string({ error: "must be a string" }).max(500, "must be at most 500 characters"),
+).openapi({
+  type: "string",
+  maxLength: 500,
+  pattern: SINGLE_LINE_TEXT_PATTERN,
+  description: "Your own note about the endpoint: one line of text, as a name (may be empty)",
+});
 
 const SecretSchema = z
   .string({ error: "must be a string" })

@@ -14,7 +14,7 @@ import { runAfterResponse } from "../../lib/after-response";
 import { type Config, cursorSecretsAcceptedOrThrow, secretOrThrow } from "../../lib/config";
 import { ApiError } from "../../lib/errors";
 import type { EnvWith } from "../../lib/hono-env";
-import { withETag } from "../../middleware/conditional";
+import { jsonWithETag } from "../../middleware/conditional";
 import type { D1SessionVariables } from "../../middleware/d1-session";
 import { jsonBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
@@ -188,7 +188,7 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
       );
       c.header("Link", link);
     }
-    return c.json(withETag(c, page), 200);
+    return jsonWithETag(c, page);
   })
   .openapi(createPetRoute, async (c) => {
     const newPet = c.req.valid("json");
@@ -207,12 +207,12 @@ export const petsApi = new OpenAPIHono<PetsEnv>({ defaultHook: validationHook })
     const stored = await storedPet(scope, petId);
     if (stored) {
       setMetric(c, "cache", stored.tier);
-      return c.json(withETag(c, stored.value), 200);
+      return jsonWithETag(c, stored.value);
     }
     const pet = await wrapTime(c, "db", getPet(c.get("d1").session, petId));
     if (!pet) throw new ApiError("not_found", `No pet with id ${petId}.`);
     storeFoundPet(scope, pet, afterResponseOf(c));
-    return c.json(withETag(c, pet), 200);
+    return jsonWithETag(c, pet);
   });
 
 petsApi.openAPIRegistry.registerComponent("securitySchemes", "bearerAuth", {

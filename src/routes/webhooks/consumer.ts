@@ -3,6 +3,7 @@ import { getKey } from "../../db/keys";
 import {
   type AttemptOutcome,
   addDeliveries,
+  type DeliveryStatus,
   disableGoneEndpoint,
   endpointsFor,
   getDeliveryWithEndpoint,
@@ -22,7 +23,9 @@ import {
   type ProducedEvent,
   queueDeliveriesOrThrow,
   REQUEUE_AFTER_MS,
+  retryDelaySeconds,
   WEBHOOK_CONCURRENCY,
+  WEBHOOK_HOLD_MS,
   WEBHOOK_TIMEOUT_MS,
   type WebhookMessage,
 } from "../../lib/webhook-events";
@@ -103,9 +106,10 @@ async function attemptOrThrow(
   env: Env,
   { deliveryId: id, chain }: DeliveryMessage,
   attempt: number,
+  held: Held,
 ): Promise<Attempted> {
   const found = await getDeliveryWithEndpoint(env.DB, id);
-  if (!found?.endpoint || found.delivery.status === "delivered") return { done: true };
+  if (!found?.endpoint || ENDED.has(found.delivery.status)) return { done: true };
   const { delivery, endpoint } = found;
   // Another message carries this delivery's attempts since ("send again", a later fan-out).
   if (chain !== undefined && delivery.queuedChain !== null && delivery.queuedChain !== chain)
@@ -127,7 +131,7 @@ async function attemptOrThrow(
   } catch (err) {
     // Nothing was sent, yet the attempt counts and is retried as any other: the log says why.
     const error = `not sent: ${err instanceof Error ? err.message : String(err)}`;
-    return failedAttempt(env, id, attempt, delays, start, {
+    return failedAttempt(env, id, { attempt, delays, held }, start, {
       responseStatus: null,
       latencyMs: null,
       error,
@@ -193,27 +197,31 @@ async function attemptOrThrow(
     });
     return { done: true };
   }
-  return failedAttempt(env, id, attempt, delays, now, { responseStatus, latencyMs, error });
+  return failedAttempt(env, id, { attempt, delays, held }, now, {
+    responseStatus,
+    latencyMs,
+    error,
+  });
 }
 
 /**
  * Records a failed `attempt` of delivery `id` at `now`: retried after the schedule's next delay,
  * or past its end failed (its retry then puts the message in the dead-letter queue, max_retries
- * reached).
+ * reached). An attempt the consumer stopped waiting for had its retry set when it was held
+ * (`held.at`), no sooner than its timeout: that is when the log says it is due.
  */
 async function failedAttempt(
   env: Env,
   id: string,
-  attempt: number,
-  delays: readonly number[],
+  { attempt, delays, held }: { attempt: number; delays: readonly number[]; held: Held },
   now: number,
   outcome: Pick<AttemptOutcome, "responseStatus" | "latencyMs" | "error">,
 ): Promise<Attempted> {
-  const delay = delays[attempt - 1];
+  const delay = retryDelaySeconds(delays, attempt, held.at !== null);
   await recordAttempt(env.DB, id, now, {
     ...outcome,
     status: delay === undefined ? "failed" : "retrying",
-    nextAttemptAt: delay === undefined ? null : now + delay * 1000,
+    nextAttemptAt: delay === undefined ? null : (held.at ?? now) + delay * 1000,
   });
   return { done: false, retryInSeconds: delay ?? 0 };
 }
@@ -242,49 +250,96 @@ async function signingSecretsOrThrow(
 
 /**
  * The Worker's queue() handler: fans events out and attempts deliveries, the whole batch at once
- * (a batch holds at most WEBHOOK_CONCURRENCY messages), each acknowledged or retried on its own,
- * so a slow or failing receiver holds up no other endpoint (each attempt is bounded by
- * WEBHOOK_TIMEOUT_MS from its own request). A message whose handling throws (D1 or the queue unavailable) is retried
- * after the schedule's delay for its attempt.
+ * (a batch holds at most WEBHOOK_CONCURRENCY messages), each acknowledged or retried on its own.
+ * It waits at most WEBHOOK_HOLD_MS for an attempt: one whose receiver has not answered by then
+ * goes on in the background (ctx.waitUntil, which the consumer does not wait for:
+ * `queue_consumer_no_wait_for_wait_until` in wrangler.toml) and logs its outcome there, while its
+ * message is retried no sooner than the attempt's timeout, when the retry finds the delivery done
+ * or attempts it again. So the invocation, and the next batch waiting for it, is held up by a slow
+ * or hanging receiver for at most WEBHOOK_HOLD_MS, never for its WEBHOOK_TIMEOUT_MS. A message
+ * whose handling throws (D1 or the queue unavailable) is retried after the schedule's delay for
+ * its attempt.
  */
 export async function consumeWebhookBatch(
   batch: MessageBatch<WebhookMessage>,
   env: Env,
+  ctx: ExecutionContext,
 ): Promise<void> {
   const delays = configOrThrow(env).WEBHOOK_RETRY_DELAYS;
-  await forEachAtMost(WEBHOOK_CONCURRENCY, batch.messages, async (message) => {
-    const body = message.body;
-    try {
-      if (body.kind === "event") {
-        await fanOutOrThrow(env, body.event);
-        message.ack();
-        return;
-      }
-      const attempted = await attemptOrThrow(env, body, message.attempts);
-      if (attempted.done) message.ack();
-      else message.retry({ delaySeconds: attempted.retryInSeconds });
-    } catch (err) {
-      log("warn", "webhook message not handled; retrying", {
-        kind: body.kind,
-        error: String(err),
+  const slots = slotsOf(WEBHOOK_CONCURRENCY);
+  await Promise.all(
+    batch.messages.map(async (message) => {
+      await slots.take();
+      const body = message.body;
+      const held: Held = { at: null };
+      const work = (
+        body.kind === "event"
+          ? fanOutOrThrow(env, body.event).then((): Attempted => ({ done: true }))
+          : attemptOrThrow(env, body, message.attempts, held)
+      ).catch((err): Attempted => {
+        log("warn", "webhook message not handled; retrying", {
+          kind: body.kind,
+          error: String(err),
+        });
+        return { done: false, retryInSeconds: delays[message.attempts - 1] ?? 0 };
       });
-      message.retry({ delaySeconds: delays[message.attempts - 1] ?? 0 });
-    }
+      // The slot is given back when the work ends, also when it ends in the background.
+      void work.then(slots.give);
+      const outcome = body.kind === "event" ? await work : await holdFor(work, held);
+      if (outcome === "held") {
+        ctx.waitUntil(work);
+        const delay = retryDelaySeconds(delays, message.attempts, true);
+        message.retry({ delaySeconds: delay ?? 0 });
+      } else if (outcome.done) message.ack();
+      else message.retry({ delaySeconds: outcome.retryInSeconds });
+    }),
+  );
+}
+
+/** When the consumer stopped waiting for an attempt (clock time), or null while it waits. */
+interface Held {
+  at: number | null;
+}
+
+/** Statuses a delivery's message has nothing more to do for (ack it). */
+const ENDED: ReadonlySet<DeliveryStatus> = new Set(["delivered", "failed", "skipped", "dead"]);
+
+/**
+ * `work`'s outcome if it settles within WEBHOOK_HOLD_MS, else "held" (`held.at` set at that
+ * moment, so the attempt, when it ends, logs the retry the consumer set for it).
+ */
+async function holdFor(work: Promise<Attempted>, held: Held): Promise<Attempted | "held"> {
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const hold = new Promise<"held">((resolve) => {
+    timer = setTimeout(() => {
+      held.at = clock.now();
+      resolve("held");
+    }, WEBHOOK_HOLD_MS);
   });
+  try {
+    return await Promise.race([work, hold]);
+  } finally {
+    if (timer !== null) clearTimeout(timer);
+  }
 }
 
 /**
- * Runs `handle` on every item, at most `limit` at once, each started as soon as a slot frees: a
- * slow item holds up only the items waiting for its slot, and none while fewer than `limit` run.
+ * At most `limit` holders at once: `take` waits for a free slot, `give` frees one. A batch is no
+ * larger than the limit (max_batch_size), so no message ever waits; a larger one would wait for an
+ * attempt to end, not for the handler to return, since a Worker has 6 connections at once.
  */
-async function forEachAtMost<T>(
-  limit: number,
-  items: readonly T[],
-  handle: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const slot = async () => {
-    while (next < items.length) await handle(items[next++]!);
+function slotsOf(limit: number): { take: () => Promise<void>; give: () => void } {
+  let free = limit;
+  const waiting: Array<() => void> = [];
+  return {
+    take: async () => {
+      if (free > 0) free--;
+      else await new Promise<void>((resolve) => waiting.push(resolve));
+    },
+    give: () => {
+      const next = waiting.shift();
+      if (next) next();
+      else free++;
+    },
   };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, slot));
 }
