@@ -8,7 +8,7 @@ export const retryAfterSeconds = (retryAt: number, now: number): string =>
   String(Math.max(1, toSeconds(retryAt - now)));
 
 /** The window closest to exhaustion; on a tie the longer one, since it binds for longer. */
-export function bindingWindow(windows: WindowStatus[]): WindowStatus {
+export function bindingWindow<W extends Pick<WindowStatus, "remaining">>(windows: readonly W[]): W {
   return windows.reduce((a, b) => (b.remaining <= a.remaining ? b : a));
 }
 
@@ -20,33 +20,34 @@ export function bindingWindow(windows: WindowStatus[]): WindowStatus {
  * does not lose sight of its daily quota.
  */
 export function rateLimitHeaders(d: Decision): Record<string, string> {
-  const binding = bindingWindow(d.windows);
-  const banned = d.outcome === "key_banned";
-  const resetAt = banned ? d.retryAt : binding.resetAt;
-  const headers: Record<string, string> = {
-    "X-RateLimit-Limit": String(binding.limit),
-    "X-RateLimit-Remaining": String(banned ? 0 : binding.remaining),
-    "X-RateLimit-Reset": String(toSeconds(resetAt)),
-    "RateLimit-Policy": d.windows.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(", "),
-    RateLimit: d.windows
-      .map((w) => `"${w.name}";r=${w.remaining};t=${Math.max(0, toSeconds(w.resetAt - d.now))}`)
-      .join(", "),
-  };
+  const headers = windowHeaders(d.windows, d.now, d.outcome === "key_banned" ? d.retryAt : null);
   if ("retryAt" in d) headers["Retry-After"] = retryAfterSeconds(d.retryAt, d.now);
   return headers;
 }
 
-/**
- * The name the IETF headers give the limit in force while the key's quota object cannot be
- * reached: the key's windows are unknown then, and these headers say so.
- */
-const FALLBACK_POLICY = "fallback";
+/** The rate-limit headers of `windows` at `now` (see rateLimitHeaders), banned until `bannedUntil`. */
+function windowHeaders(
+  windows: readonly (Omit<WindowStatus, "name"> & { name: string })[],
+  now: number,
+  bannedUntil: number | null,
+): Record<string, string> {
+  const binding = bindingWindow(windows);
+  return {
+    "X-RateLimit-Limit": String(binding.limit),
+    "X-RateLimit-Remaining": String(bannedUntil === null ? binding.remaining : 0),
+    "X-RateLimit-Reset": String(toSeconds(bannedUntil ?? binding.resetAt)),
+    "RateLimit-Policy": windows.map((w) => `"${w.name}";q=${w.limit};w=${w.seconds}`).join(", "),
+    RateLimit: windows
+      .map((w) => `"${w.name}";r=${w.remaining};t=${Math.max(0, toSeconds(w.resetAt - now))}`)
+      .join(", "),
+  };
+}
 
 /**
  * The rate-limit headers of an answer given without the key's quota object (it did not answer):
  * they describe the fallback allowance this isolate applies meanwhile (`limit` per minute
- * window, `remaining` of it left until `resetAt`), named "fallback" in RateLimit-Policy and
- * RateLimit, never the key's own windows, which cannot be known.
+ * window, `remaining` of it left until `resetAt`, always after `now`), named "fallback" in
+ * RateLimit-Policy and RateLimit, never the key's own windows, which cannot be known.
  */
 export function fallbackHeaders(
   limit: number,
@@ -54,12 +55,6 @@ export function fallbackHeaders(
   resetAt: number,
   now: number,
 ): Record<string, string> {
-  const seconds = Math.max(1, toSeconds(resetAt - now));
-  return {
-    "X-RateLimit-Limit": String(limit),
-    "X-RateLimit-Remaining": String(remaining),
-    "X-RateLimit-Reset": String(toSeconds(resetAt)),
-    "RateLimit-Policy": `"${FALLBACK_POLICY}";q=${limit};w=${MINUTE_MS / 1000}`,
-    RateLimit: `"${FALLBACK_POLICY}";r=${remaining};t=${seconds}`,
-  };
+  const fallback = { name: "fallback", limit, remaining, resetAt, seconds: MINUTE_MS / 1000 };
+  return windowHeaders([fallback], now, null);
 }
