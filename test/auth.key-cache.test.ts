@@ -188,6 +188,21 @@ describe("the isolate's key cache", () => {
     expect(cachedKey(usable.hash, T0 + REFUSED_KEY_CACHE_TTL_MS)).toBeDefined();
   });
 
+  it("ends an entry when its secret stops being usable while cached (an expiry or a grace period passing), so the key is read again: the expiry may have been moved later elsewhere", () => {
+    const expiring = match({ expiresAt: T0 + 20_000 });
+    cacheKey(expiring.hash, expiring.match, T0);
+    expect(cachedKey(expiring.hash, T0 + 20_000 - 1)?.match).toBe(expiring.match);
+    expect(cachedKey(expiring.hash, T0 + 20_000)).toBeUndefined();
+    const graceEnding = match({ previousSecretExpiresAt: T0 + 10_000, rolledAt: T0 - 1 });
+    const previous: KeyMatch = { ...graceEnding.match, secret: "previous" };
+    cacheKey(graceEnding.hash, previous, T0);
+    expect(cachedKey(graceEnding.hash, T0 + 10_000 - 1)?.match).toBe(previous);
+    expect(cachedKey(graceEnding.hash, T0 + 10_000)).toBeUndefined();
+    // The current secret of that key is not ended by the grace period.
+    cacheKey(graceEnding.hash, graceEnding.match, T0);
+    expect(cachedKey(graceEnding.hash, T0 + 10_000)?.match).toBe(graceEnding.match);
+  });
+
   it("forgetKey drops that key's entries only", () => {
     const forgotten = match();
     const kept = match();

@@ -139,6 +139,8 @@ describe("webhook endpoint URLs", () => {
     ["credentials", "https://user:pw@hooks.example.com/x", /credentials/],
     ["a user alone", "https://user@hooks.example.com/x", /credentials/],
     ["a fragment", "https://hooks.example.com/x#y", /fragment/],
+    ["port 0", "https://hooks.example.com:0/x", /port 0/],
+    ["port 0, spelled 00", "https://hooks.example.com:00/x", /port 0/],
     ["too long", `https://hooks.example.com/${"a".repeat(2048)}`, /at most 2048/],
     ["loopback", "https://127.0.0.1/x", /127\.0\.0\.1 is in 127\.0\.0\.0\/8: private/],
     ["loopback in hex", "https://0x7f.1/x", /127\.0\.0\.1/],
@@ -227,5 +229,6 @@ describe("webhook endpoint URLs", () => {
     );
     expect(webhookUrlProblem("http://10.0.0.1/", true)).toMatch(/http: only for localhost/);
     expect(webhookUrlProblem("http://u:p@localhost/", true)).toMatch(/credentials/);
+    expect(webhookUrlProblem("http://localhost:0/", true)).toMatch(/port 0/);
   });
 });

@@ -57,8 +57,23 @@ export function cachedKey(hash: string, now: number): CachedKey | undefined {
 }
 
 export function cacheKey(hash: string, match: KeyMatch, now: number): void {
-  const ttl = secretStatus(match, now) === "active" ? KEY_CACHE_TTL_MS : REFUSED_KEY_CACHE_TTL_MS;
-  entries.set(hash, { match, refreshAt: now + KEY_REFRESH_AFTER_MS }, now + ttl);
+  const until =
+    secretStatus(match, now) === "active"
+      ? Math.min(now + KEY_CACHE_TTL_MS, usableUntil(match))
+      : now + REFUSED_KEY_CACHE_TTL_MS;
+  entries.set(hash, { match, refreshAt: now + KEY_REFRESH_AFTER_MS }, until);
+}
+
+/**
+ * When the secret that found `match` stops being usable as time passes (the key's expiry, or a
+ * rolled secret's grace period ending). A usable entry ends then, and the key is read again
+ * rather than refused from the cache: an operator may have moved the expiry later, or cleared it,
+ * from another isolate.
+ */
+function usableUntil(match: KeyMatch): number {
+  const { expiresAt, previousSecretExpiresAt } = match.record;
+  const graceEnd = match.secret === "previous" ? previousSecretExpiresAt : null;
+  return Math.min(expiresAt ?? Number.POSITIVE_INFINITY, graceEnd ?? Number.POSITIVE_INFINITY);
 }
 
 /**

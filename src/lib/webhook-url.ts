@@ -247,6 +247,8 @@ export function webhookUrlProblem(text: string, localReceivers: boolean): string
   if (url.username || url.password) return "must not contain credentials (user:password@)";
   // An empty fragment ("…/x#") leaves url.hash empty; the serialized URL still shows its "#".
   if (url.hash || url.href.includes("#")) return "must not have a fragment (#…)";
+  // No connection can be made to port 0: every delivery would fail until the endpoint went dead.
+  if (url.port === "0") return "must not use port 0";
   // The parser has already lowercased the host and turned every IPv4 spelling (0x7f.1, 2130706433)
   // into dotted decimal, and IPv6 into its compressed form in brackets.
   const host = url.hostname;

@@ -53,6 +53,16 @@ function nestsDeeperThan(value: unknown, levels: number): boolean {
   return Object.values(value).some((member) => nestsDeeperThan(member, levels - 1));
 }
 
+/**
+ * Whether `value` has a member named "__proto__" within `levels` levels. The JSON schema's walk
+ * drops such a member, so the key would be stored without it: refused instead.
+ */
+function hasProtoMember(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== "object" || levels === 0) return false;
+  if (!Array.isArray(value) && Object.hasOwn(value, "__proto__")) return true;
+  return Object.values(value).some((member) => hasProtoMember(member, levels - 1));
+}
+
 // The depth is checked before the JSON schema walks the value: that walk recurses once per
 // level, and a value nested thousands deep would overflow the stack (a 500, not a 400).
 const MetaSchema = z
@@ -60,6 +70,10 @@ const MetaSchema = z
   .refine(
     (m) => !nestsDeeperThan(m, MAX_META_DEPTH),
     `must nest at most ${MAX_META_DEPTH} levels of objects and arrays`,
+  )
+  .refine(
+    (m) => !hasProtoMember(m, MAX_META_DEPTH + 1),
+    'must not have a member named "__proto__" (it cannot be stored as sent)',
   )
   .pipe(
     z

@@ -11,6 +11,7 @@ import { env } from "cloudflare:workers";
 import { AsyncLocalStorage } from "node:async_hooks";
 import fc from "fast-check";
 import { vi } from "vitest";
+import { KEY_CACHE_TTL_MS } from "../../src/auth/key-cache";
 import { clock, DAY_MS, dayName, MINUTE_MS } from "../../src/lib/clock";
 import { STRANDED_AFTER_MS } from "../../src/objects/lease-ledger";
 import { holderName, QuotaHolder } from "../../src/objects/quota-holder";
@@ -60,6 +61,8 @@ interface Isolate {
   client: QuotaLimiterClient;
   /** The key's policy as this isolate cached it. */
   policy: Policy;
+  /** When (true time) it read that copy: one KEY_CACHE_TTL_MS old is read again. */
+  policyReadAt: number;
   skewMs: number;
 }
 
@@ -196,7 +199,15 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
           { holders: env.QUOTA_HOLDER, name: location },
           leases,
         );
-        isolates.push({ index: isolates.length, location, leases, client, policy, skewMs: 0 });
+        isolates.push({
+          index: isolates.length,
+          location,
+          leases,
+          client,
+          policy,
+          policyReadAt: start,
+          skewMs: 0,
+        });
       }
     net.onRelease = (held) => {
       // A lease's report held past its settling deadline: what it served is billed as stranded.
@@ -538,6 +549,12 @@ abstract class Step implements Cmd {
 }
 
 function send(m: QuotaModel, r: QuotaReal, iso: Isolate): void {
+  // An isolate's copy of the key lives KEY_CACHE_TTL_MS; an older one is read again from D1,
+  // which has the newest policy (the admin API writes it before it pushes).
+  if (m.trueNow - iso.policyReadAt >= KEY_CACHE_TTL_MS) {
+    iso.policy = m.policy;
+    iso.policyReadAt = m.trueNow;
+  }
   const now = clock.now();
   const minute = minuteOf(now + iso.skewMs);
   let isolates = m.isolatesInMinute.get(minute);
@@ -857,7 +874,11 @@ class ChangeKey extends Step {
         change.objectClockAtAnswer = Math.max(m.trueNow + m.objectSkewMs, m.latestClock);
         change.answeredSeq = ++m.seq;
         change.pushFaulted = r.net.fired.slice(firedBefore).some((f) => f.includes(".keyChanged"));
-        for (const iso of r.isolates) if ((this.learn >> iso.index) & 1) iso.policy = policy;
+        for (const iso of r.isolates)
+          if ((this.learn >> iso.index) & 1) {
+            iso.policy = policy;
+            iso.policyReadAt = m.trueNow;
+          }
       },
       (err: unknown) => violation(m, `the push of ${policy.version} failed: ${String(err)}`),
     );
@@ -1013,6 +1034,11 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
     // the minute's refills and their hand-backs).
     fc
       .tuple(isolate, fc.integer({ min: 2, max: 5 }), fc.integer({ min: 4_000, max: 70_000 }))
+      .map(([i, n, gap]) => new OneAtATime(i, n, gap)),
+    // A key calling every 30 s to every 6 minutes in one isolate: a gap of 30 s or more, known
+    // from its second request on, past the minute's stock and into the minutes to come.
+    fc
+      .tuple(isolate, fc.integer({ min: 3, max: 8 }), fc.integer({ min: 30_000, max: 360_000 }))
       .map(([i, n, gap]) => new OneAtATime(i, n, gap)),
     fc.integer({ min: 1, max: 3_000 }).map((ms) => new Advance("ms", ms)),
     fc.integer({ min: -40, max: 30 }).map((ms) => new Advance("minuteEnd", ms)),
