@@ -198,7 +198,7 @@ export class HeldLeases {
   /** Applies a refill's answer (see LeaseHolder.refill); permits it cannot use go to the ones to hand back. */
   protected refilled(answer: Renewal, policy: Policy, changes: number, sentAt: number): boolean {
     const { granted } = answer;
-    this.windows.contact(answer.windows);
+    this.windows.contact(this.standing.withOwnRoom(answer.windows));
     const changed = this.changes !== changes;
     if (answer.revoked || answer.policyVersion > policy.version || changed || this.lease) {
       if (granted) this.keepToReturn({ id: granted.id, unused: granted.permits });
@@ -223,7 +223,7 @@ export class HeldLeases {
   protected renewed(answer: Renewal, sent: SentRenewal): boolean {
     const { lease } = sent;
     const { granted } = answer;
-    this.windows.renewalAnswered(answer.windows, sent);
+    this.windows.renewalAnswered(this.standing.withOwnRoom(answer.windows), sent);
     const inUse = this.lease === lease;
     if (answer.revoked || answer.policyVersion > lease.policyVersion) {
       // Revoked, or the plan changed: stop admitting from leases; the next request asks.
@@ -303,8 +303,11 @@ export class HeldLeases {
       this.lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt), {
         withStanding: standing,
       });
-    this.windows.contact(decision.windows);
+    // This holder's own unused standing permits of the decision's minute are room, as a lease's.
+    const windows = this.standing.withOwnRoom(decision.windows);
+    this.windows.contact(windows);
     const leaseGranted = lease !== null && !changed;
-    return { decision: this.windows.show(decision), local: false, leaseGranted, renewal: null };
+    const shown = this.windows.show({ ...decision, windows });
+    return { decision: shown, local: false, leaseGranted, renewal: null };
   }
 }

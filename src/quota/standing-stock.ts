@@ -100,6 +100,20 @@ export class StandingStock {
     }));
   }
 
+  /**
+   * `windows` (the key's object's) with the permits held here unused for their minute counted as
+   * room in the minute window, as the object counted them used when that minute started.
+   */
+  withOwnRoom(windows: WindowStatus[]): WindowStatus[] {
+    return windows.map((w) => {
+      if (w.name !== "minute") return w;
+      const own = this.#held
+        .filter((h) => h.minuteStart === w.resetAt - MINUTE_MS)
+        .reduce((n, h) => n + h.left, 0);
+      return own > 0 ? { ...w, remaining: Math.min(w.limit, w.remaining + own) } : w;
+    });
+  }
+
   /** Until when it holds permits not used yet (0: none). */
   get coveredUntil(): number {
     return this.#held.reduce((t, h) => (h.left > 0 ? Math.max(t, h.until) : t), 0);

@@ -52,7 +52,8 @@ export function standingMinutesFrom(now: number): number[] {
 
 /**
  * The background calls a location holder makes for a key that stopped calling there, while it
- * holds standing permits, end within this long of its last request: the hand-back of what it
- * holds once the last minute of its standing permits is over (GIVE_BACK_GRACE_MS after it).
+ * holds standing permits, end within this long of its last request: the next minute's refill may
+ * grant them (a minute on at most) for the STANDING_MINUTES after its own, and what it holds goes
+ * back once the last of those is over (GIVE_BACK_GRACE_MS after it).
  */
-export const STANDING_BACKGROUND_ENDS_WITHIN_MS = (STANDING_MINUTES + 1) * MINUTE_MS + 250;
+export const STANDING_BACKGROUND_ENDS_WITHIN_MS = (STANDING_MINUTES + 2) * MINUTE_MS + 250;
