@@ -1,5 +1,6 @@
 import {
   createExecutionContext,
+  evictDurableObject,
   runInDurableObject,
   waitOnExecutionContext,
 } from "cloudflare:test";
@@ -423,4 +424,18 @@ export function closedGate(): { gate: Promise<void>; open: () => void } {
     open = resolve;
   });
   return { gate, open };
+}
+
+/**
+ * Evicts an object from memory, as the runtime does with an idle one; false when it was not
+ * running (nothing to evict: never called, or already gone).
+ */
+export async function evictIfRunning(stub: DurableObjectStub): Promise<boolean> {
+  try {
+    await evictDurableObject(stub);
+    return true;
+  } catch (err) {
+    if (String(err).includes("not currently running")) return false;
+    throw err;
+  }
 }

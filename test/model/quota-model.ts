@@ -6,7 +6,6 @@
 // real objects' answers. A failure shrinks to a short command list, replayable from its seed and
 // path (npm run test:model -- --seed S --path P).
 
-import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { AsyncLocalStorage } from "node:async_hooks";
 import fc from "fast-check";
@@ -25,6 +24,7 @@ import type { HolderDecision } from "../../src/quota/lease-in-hand";
 import { admissionIdLive, newAdmissionId } from "../../src/quota/lease-messages";
 import { STANDING_BACKGROUND_ENDS_WITHIN_MS } from "../../src/quota/standing";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
+import { evictIfRunning } from "../helpers";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 import { type Deployed, openAndDecideAsPrevious } from "./previous-release";
@@ -809,17 +809,6 @@ class Evict extends Step {
     const name = holderName(r.keyId, LOCATIONS[this.index % LOCATIONS.length]!);
     // What it served since its last report is lost with it: billed as stranded, not admitted.
     if (await evictIfRunning(r.net.uncounted(env.QUOTA_HOLDER, name))) m.reportsLost = true;
-  }
-}
-
-/** Evicts an object from memory; false when it was not running (nothing to evict). */
-async function evictIfRunning(stub: DurableObjectStub): Promise<boolean> {
-  try {
-    await evictDurableObject(stub);
-    return true;
-  } catch (err) {
-    if (String(err).includes("not currently running")) return false;
-    throw err;
   }
 }
 
