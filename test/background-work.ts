@@ -9,7 +9,9 @@
 // then either finished or sleeps again.
 import { env } from "cloudflare:workers";
 import { beforeEach, vi } from "vitest";
-import { clock } from "../src/lib/clock";
+import { clock, MINUTE_MS } from "../src/lib/clock";
+import { QuotaLimiter } from "../src/objects/quota-limiter";
+import { GIVE_BACK_GRACE_MS } from "../src/quota/lease";
 
 /** A background sleep waiting for fake time to reach `at`. */
 interface Sleep {
@@ -122,5 +124,48 @@ export function backgroundWork(time: { now: number }) {
     answerDelay = macrotasks;
   }
 
-  return { passTime, wakeDue, settle, uncounted, delayAnswers, sleeping: () => sleeping.length };
+  /**
+   * Moves fake time to `at`, waking the background work due on the way, in order: at each
+   * minute's start on the way (the refills wake at their own time), then once hand-backs are due
+   * after it, then at `at`.
+   */
+  async function passTo(at: number): Promise<void> {
+    for (let m = time.now - (time.now % MINUTE_MS) + MINUTE_MS; m <= at; m += MINUTE_MS) {
+      time.now = m;
+      await passTime();
+      time.now = m + GIVE_BACK_GRACE_MS;
+      await passTime();
+    }
+    time.now = at;
+    await passTime();
+  }
+
+  return {
+    passTime,
+    passTo,
+    wakeDue,
+    settle,
+    uncounted,
+    delayAnswers,
+    sleeping: () => sleeping.length,
+  };
+}
+
+/**
+ * Counts the calls the key's objects get from here on (requests forwarded, renewals, refills,
+ * hand-backs); the spies end with the test.
+ */
+export function countObjectCalls(): () => number {
+  let calls = 0;
+  for (const method of ["admit", "renewLease", "returnLease"] as const) {
+    const original = QuotaLimiter.prototype[method];
+    vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(function (
+      this: QuotaLimiter,
+      ...args: unknown[]
+    ) {
+      calls++;
+      return (original as (...a: unknown[]) => unknown).apply(this, args);
+    } as never);
+  }
+  return () => calls;
 }

@@ -12,7 +12,6 @@ import {
   HELD_KEY_READ_AHEAD_GAP_MAX_MS,
 } from "../src/objects/holder-key-record";
 import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
-import { QuotaLimiter } from "../src/objects/quota-limiter";
 import {
   BACKGROUND_ENDS_WITHIN_MS,
   GIVE_BACK_GRACE_MS,
@@ -21,11 +20,11 @@ import {
   STOCK_LEASE_MS,
 } from "../src/quota/lease";
 import { STANDING_GAP_MS } from "../src/quota/standing";
-import { backgroundWork } from "./background-work";
+import { backgroundWork, countObjectCalls } from "./background-work";
 import { auth, BASE, callWith, issueKey, mockClock, policyWith, T0 } from "./helpers";
 
 const time = mockClock(T0);
-const { passTime } = backgroundWork(time);
+const { passTime, passTo } = backgroundWork(time);
 let seq = 0;
 
 const holderOf = (keyId: string, location: string) =>
@@ -33,35 +32,6 @@ const holderOf = (keyId: string, location: string) =>
 const usageOf = (keyId: string) => env.QUOTA.getByName(keyId).usage();
 const fromStock = (a: HolderAnswer) => a.reached && a.fromStock;
 const allowed = (a: HolderAnswer) => a.reached && a.decision.outcome === "allowed";
-
-/** Counts the calls the key's object gets (requests forwarded, renewals, refills, hand-backs). */
-function countObjectCalls(): () => number {
-  let calls = 0;
-  for (const method of ["admit", "renewLease", "returnLease"] as const) {
-    const original = QuotaLimiter.prototype[method];
-    vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(function (
-      this: QuotaLimiter,
-      ...args: unknown[]
-    ) {
-      calls++;
-      return (original as (...a: unknown[]) => unknown).apply(this, args);
-    } as never);
-  }
-  return () => calls;
-}
-
-/** Moves fake time to `at`, waking the background work due on the way, in order. */
-async function passTo(at: number): Promise<void> {
-  // Each minute's start on the way: the refills wake at their own time.
-  for (let m = time.now - (time.now % MINUTE_MS) + MINUTE_MS; m <= at; m += MINUTE_MS) {
-    time.now = m;
-    await passTime();
-    time.now = m + GIVE_BACK_GRACE_MS;
-    await passTime();
-  }
-  time.now = at;
-  await passTime();
-}
 
 describe("a sparse key in one location", () => {
   it.each([

@@ -9,11 +9,11 @@ import { describe, expect, it, vi } from "vitest";
 import { clock, MINUTE_MS } from "../src/lib/clock";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota-holder";
-import { QuotaLimiter } from "../src/objects/quota-limiter";
-import { GIVE_BACK_GRACE_MS, heldBound } from "../src/quota/lease";
+import type { QuotaLimiter } from "../src/objects/quota-limiter";
+import { heldBound } from "../src/quota/lease";
 import type { StandingPermit } from "../src/quota/lease-messages";
 import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../src/quota/standing";
-import { backgroundWork } from "./background-work";
+import { backgroundWork, countObjectCalls } from "./background-work";
 import { fixClock, mockClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(60, 1_000);
@@ -115,39 +115,11 @@ describe("standing permits at the key's object", () => {
 // The holder's side, with the file's clock and background work (renewals, refills, hand-backs).
 describe("a location holder's standing permits", () => {
   const time = mockClock(T0);
-  const { passTime } = backgroundWork(time);
+  const { passTime, passTo } = backgroundWork(time);
 
   const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
   const fromStock = (a: HolderAnswer) => a.reached && a.fromStock;
   const allowed = (a: HolderAnswer) => a.reached && a.decision.outcome === "allowed";
-
-  /** Counts the calls the key's object gets from here on. */
-  function countObjectCalls(): () => number {
-    let calls = 0;
-    for (const method of ["admit", "renewLease", "returnLease"] as const) {
-      const original = QuotaLimiter.prototype[method];
-      vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(function (
-        this: QuotaLimiter,
-        ...args: unknown[]
-      ) {
-        calls++;
-        return (original as (...a: unknown[]) => unknown).apply(this, args);
-      } as never);
-    }
-    return () => calls;
-  }
-
-  /** Moves fake time to `at`, waking the background work due at each minute's start on the way. */
-  async function passTo(at: number): Promise<void> {
-    for (let m = time.now - (time.now % MINUTE_MS) + MINUTE_MS; m <= at; m += MINUTE_MS) {
-      time.now = m;
-      await passTime();
-      time.now = m + GIVE_BACK_GRACE_MS;
-      await passTime();
-    }
-    time.now = at;
-    await passTime();
-  }
 
   /** A key calling once a minute here from `start`: after its second request, standing permits. */
   async function sparseKeyWithStanding(keyId: string, start = T0 + 2_000) {
