@@ -60,7 +60,7 @@ export async function sealSecret(
 }
 
 /** Why a stored secret cannot be opened: sealed under a key the box does not hold, or altered. */
-export class UnopenableSecretError extends Error {
+class UnopenableSecretError extends Error {
   override name = "UnopenableSecretError";
 }
 

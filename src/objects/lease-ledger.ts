@@ -148,17 +148,12 @@ export class LeaseLedger {
   /** Records a new lease of `permits` to `grantee`, ending at `expiresAt` (never past its minute). */
   #grant(state: UsageState, permits: number, expiresAt: number, grantee: string | null): Lease {
     const lease = { id: crypto.randomUUID(), permits, expiresAt };
-    this.sql.exec(
-      `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
-         VALUES (?, ?, ?, ?, ?, ?, ?)`,
-      lease.id,
-      state.minuteStart,
-      state.dayStart,
-      permits,
-      lease.expiresAt,
-      permits,
+    insertLease(this.sql, {
+      ...lease,
+      minuteStart: state.minuteStart,
+      dayStart: state.dayStart,
       grantee,
-    );
+    });
     return lease;
   }
 
@@ -302,4 +297,33 @@ export class LeaseLedger {
       )
       .one();
   }
+}
+
+/**
+ * Stores a new lease row: `permits` to `grantee` (null: an isolate) in the minute `minuteStart`
+ * of day `dayStart`, all of them held, waited for until `expiresAt`. A lease of the current minute
+ * (LeaseLedger) and standing permits of a minute to come (StandingLedger) are the same row.
+ */
+export function insertLease(
+  sql: SqlStorage,
+  lease: {
+    id: string;
+    minuteStart: number;
+    dayStart: number;
+    permits: number;
+    expiresAt: number;
+    grantee: string | null;
+  },
+): void {
+  sql.exec(
+    `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    lease.id,
+    lease.minuteStart,
+    lease.dayStart,
+    lease.permits,
+    lease.expiresAt,
+    lease.permits,
+    lease.grantee,
+  );
 }

@@ -2,7 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import { type KeyMatch, type KeyRecord, markKeyUsed, policyOf, secretStatus } from "../db/keys";
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ExpiringMap } from "../lib/expiring-map";
-import { log } from "../lib/log";
+import { logFailure } from "../lib/log";
 import { logPersistentFailure, type NoDecision } from "../quota/fail-open";
 import { QUIET_STOCK } from "../quota/lease";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
@@ -153,9 +153,8 @@ export class QuotaHolder extends DurableObject<Env> {
       this.#keyRecord.update(current);
       return current;
     } catch (err) {
-      log("warn", "a location holder could not mark its key used", {
+      logFailure("warn", "a location holder could not mark its key used", err, {
         keyId: record.id,
-        error: String(err),
       });
       return null;
     }
@@ -166,7 +165,7 @@ export class QuotaHolder extends DurableObject<Env> {
       const match = await this.#keyRecord.read(this.env.DB, keyId, hash, clock.now());
       return match ? { outcome: "found", match, answer: null } : { outcome: "unknown" };
     } catch (err) {
-      log("warn", "a location holder could not read its key", { keyId, error: String(err) });
+      logFailure("warn", "a location holder could not read its key", err, { keyId });
       return { outcome: "unread" };
     }
   }
@@ -245,9 +244,8 @@ export class QuotaHolder extends DurableObject<Env> {
     // A failure for good repeats on every request: logged once a minute, not per request.
     if (persistentFailure) logPersistentFailure(keyId, persistentFailure, clock.now());
     else
-      log("warn", "a location holder could not reach the key's quota object", {
+      logFailure("warn", "a location holder could not reach the key's quota object", err, {
         keyId,
-        error: String(err),
       });
     return {
       reached: false,
@@ -319,7 +317,7 @@ export class QuotaHolder extends DurableObject<Env> {
   #readKeyAhead(keyId: string, now: number): void {
     this.#keyRecord.readAhead(this.env.DB, keyId, now)?.catch((err: unknown) =>
       // The copy is kept until it is HELD_KEY_MAX_AGE_MS old; the next request reads it then.
-      log("warn", "a location holder could not read its key ahead", { keyId, error: String(err) }),
+      logFailure("warn", "a location holder could not read its key ahead", err, { keyId }),
     );
   }
 
@@ -350,7 +348,7 @@ export class QuotaHolder extends DurableObject<Env> {
     // The object stays in memory while the key is used here; work lost with it costs permits
     // that stay counted, never an admission that was not.
     work?.catch((err: unknown) =>
-      log("warn", "a location holder's lease upkeep failed", { keyId, error: String(err) }),
+      logFailure("warn", "a location holder's lease upkeep failed", err, { keyId }),
     );
   }
 

@@ -4,6 +4,7 @@ import type { StandingPermit } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
 import { standingMinutesFrom } from "../quota/standing";
 import { type UsageState, windowsOf } from "../quota/windows";
+import { insertLease } from "./lease-ledger";
 
 /**
  * The standing permits the key's object grants location holders (quota/standing.ts), kept as
@@ -49,7 +50,7 @@ export class StandingLedger {
     );
     const bound = heldBound(limits);
     const minutes = standingMinutesFrom(now).filter(
-      (m) => !held.has(m) && this.#heldIn(m, state.dayStart) + permits <= bound,
+      (m) => !held.has(m) && this.#sumIn("held", m, state.dayStart) + permits <= bound,
     );
     const total = permits * minutes.length;
     if (total === 0 || !stockLivesTheMinute(windowsOf(state, limits), limits, total)) return none;
@@ -61,17 +62,12 @@ export class StandingLedger {
       minuteStart,
     }));
     for (const s of standing)
-      this.sql.exec(
-        `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
-           VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        s.id,
-        s.minuteStart,
-        state.dayStart,
-        s.permits,
-        waitedUntil,
-        s.permits,
+      insertLease(this.sql, {
+        ...s,
+        dayStart: state.dayStart,
+        expiresAt: waitedUntil,
         grantee,
-      );
+      });
     return { state: { ...state, dayCount: state.dayCount + total }, standing, waitedUntil };
   }
 
@@ -92,27 +88,18 @@ export class StandingLedger {
    * that minute counted in its window (the day counted them at their grant).
    */
   countedAsItStarts(rolled: UsageState): UsageState {
-    const reserved = this.#permitsIn(rolled.minuteStart, rolled.dayStart);
+    const reserved = this.#sumIn("permits", rolled.minuteStart, rolled.dayStart);
     return reserved === 0 ? rolled : { ...rolled, minuteCount: rolled.minuteCount + reserved };
   }
 
-  #heldIn(minuteStart: number, dayStart: number): number {
+  /** The sum of `column` over the leases of minute `minuteStart` of day `dayStart`. */
+  #sumIn(column: "held" | "permits", minuteStart: number, dayStart: number): number {
     return this.sql
-      .exec<{ held: number }>(
-        "SELECT COALESCE(SUM(held), 0) AS held FROM leases WHERE minute_start = ? AND day_start = ?",
+      .exec<{ total: number }>(
+        `SELECT COALESCE(SUM(${column}), 0) AS total FROM leases WHERE minute_start = ? AND day_start = ?`,
         minuteStart,
         dayStart,
       )
-      .one().held;
-  }
-
-  #permitsIn(minuteStart: number, dayStart: number): number {
-    return this.sql
-      .exec<{ permits: number }>(
-        "SELECT COALESCE(SUM(permits), 0) AS permits FROM leases WHERE minute_start = ? AND day_start = ?",
-        minuteStart,
-        dayStart,
-      )
-      .one().permits;
+      .one().total;
   }
 }

@@ -1,4 +1,5 @@
 import { MINUTE_MS } from "../lib/clock";
+import { idsOf } from "./lease-in-hand";
 import type { ReturnedLease, StandingPermit } from "./lease-messages";
 import type { WindowStatus } from "./windows";
 
@@ -96,7 +97,7 @@ export class StandingStock {
       id: h.id,
       unused: h.left,
       used: h.used,
-      ...(h.admissionIds.length > 0 ? { admissionIds: h.admissionIds } : {}),
+      ...idsOf(h.admissionIds),
     }));
   }
 

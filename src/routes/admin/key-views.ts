@@ -85,8 +85,8 @@ export async function pageOf<T>(
 ): Promise<{ page: T[]; nextCursor: string | null }> {
   const page = rows.slice(0, limit);
   if (rows.length <= limit) return { page, nextCursor: null };
-  const [secret] = next.secrets();
-  if (secret === undefined) throw new Error("no CURSOR_SECRET to sign a page cursor with");
+  // The current CURSOR_SECRET comes first (cursorSecretsAcceptedOrThrow throws without one).
+  const secret = next.secrets()[0]!;
   const values = next.valuesOf(page[page.length - 1]!);
   return { page, nextCursor: await encodeSignedCursor(secret, next.list, values) };
 }
