@@ -59,14 +59,16 @@ describe("bench:profile's source map", () => {
   });
 });
 
+/** A call frame of the bundle's index.js at `lineNumber` (what a CPU profile records). */
+const frame = (functionName: string, lineNumber: number) => ({
+  functionName,
+  scriptId: "1",
+  url: "index.js",
+  lineNumber,
+  columnNumber: 0,
+});
+
 describe("bench:profile's self time", () => {
-  const frame = (functionName: string, lineNumber: number) => ({
-    functionName,
-    scriptId: "1",
-    url: "index.js",
-    lineNumber,
-    columnNumber: 0,
-  });
   const profile = {
     nodes: [
       { id: 1, callFrame: frame("(root)", -1) },
@@ -110,13 +112,6 @@ describe("bench:profile's self time", () => {
 });
 
 describe("bench:profile's time by the product's code that asked for it", () => {
-  const frame = (functionName: string, lineNumber: number) => ({
-    functionName,
-    scriptId: "1",
-    url: "index.js",
-    lineNumber,
-    columnNumber: 0,
-  });
   // (root) → dispatch (hono) → the handler (src) → c.json (hono) → Response (native);
   // (root) → dispatch → validator (zod) → a native frame; (root) → (program); (root) → (idle).
   const profile = {

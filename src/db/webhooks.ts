@@ -468,7 +468,7 @@ export function releaseDeliveries(
         `UPDATE webhook_deliveries SET queued_at = NULL
          WHERE id IN (SELECT value FROM json_each(?1)) AND queued_chain = ?2`,
       )
-      .bind(JSON.stringify(claimed.map((c) => c.deliveryId)), claimed[0]!.chain ?? null)
+      .bind(JSON.stringify(claimed.map((c) => c.deliveryId)), claimed[0]!.chain)
       .run();
   });
 }

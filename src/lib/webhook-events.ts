@@ -129,8 +129,8 @@ export const newChain = (): string => randomBase62(16);
  */
 export const REQUEUE_AFTER_MS = 10 * 60_000;
 
-/** A delivery claimed for queueing, and the chain its message starts. */
-export type QueuedDelivery = Omit<DeliveryMessage, "kind">;
+/** A delivery claimed for queueing, and the chain its message starts (always set: new messages carry one). */
+export type QueuedDelivery = Required<Omit<DeliveryMessage, "kind">>;
 
 /**
  * Queues one attempt of each delivery in `deliveries`, in batches Queues takes (an event may have
