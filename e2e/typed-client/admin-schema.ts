@@ -157,7 +157,7 @@ export interface paths {
         };
         /**
          * A key's usage per day
-         * @description A key's requests per UTC day, admitted and refused by reason: every day from `from` to `to` (at most 400), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with `Accept: text/csv`. 400 for a reversed or too long range; 404 if no key has this id.
+         * @description A key's requests per UTC day, admitted and refused by reason: every day from `from` to `to` (at most 400), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with `Accept: text/csv`. 400 for a day after today (UTC), or a reversed or too long range; 404 if no key has this id.
          */
         get: operations["getKeyUsage"];
         put?: never;
@@ -185,7 +185,7 @@ export interface paths {
         };
         /**
          * Every key's totals for a day
-         * @description Every key's totals for one UTC day, for invoicing: every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 503 if a key's quota object could not be reached.
+         * @description Every key's totals for one UTC day, for invoicing: every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 400 for a day after today (UTC): it has no usage yet. 503 if a key's quota object could not be reached.
          */
         get: operations["listUsageOfDay"];
         put?: never;
@@ -3396,9 +3396,9 @@ export interface operations {
     getKeyUsage: {
         parameters: {
             query?: {
-                /** @description First day (UTC), inclusive; default 29 days before `to` */
+                /** @description First day (UTC), inclusive, not after today; default 29 days before `to` */
                 from?: string;
-                /** @description Last day (UTC), inclusive; default today */
+                /** @description Last day (UTC), inclusive, not after today; default today */
                 to?: string;
             };
             header?: never;
@@ -3665,9 +3665,9 @@ export interface operations {
     getKeyUsageHead: {
         parameters: {
             query?: {
-                /** @description First day (UTC), inclusive; default 29 days before `to` */
+                /** @description First day (UTC), inclusive, not after today; default 29 days before `to` */
                 from?: string;
-                /** @description Last day (UTC), inclusive; default today */
+                /** @description Last day (UTC), inclusive, not after today; default today */
                 to?: string;
             };
             header?: never;
@@ -3789,7 +3789,7 @@ export interface operations {
     listUsageOfDay: {
         parameters: {
             query: {
-                /** @description The UTC day */
+                /** @description The UTC day: today or a day before */
                 day: string;
                 /** @description Maximum number of keys returned */
                 limit?: number;
@@ -4040,7 +4040,7 @@ export interface operations {
     listUsageOfDayHead: {
         parameters: {
             query: {
-                /** @description The UTC day */
+                /** @description The UTC day: today or a day before */
                 day: string;
                 /** @description Maximum number of keys returned */
                 limit?: number;
