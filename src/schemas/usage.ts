@@ -6,7 +6,9 @@ import { adminPageCursor, isoDay, pageLimit } from "./common";
 export const MAX_USAGE_DAYS = 400;
 
 export const KeyUsageQuerySchema = z.strictObject({
-  from: isoDay("First day (UTC), inclusive, not after today; default 29 days before `to`").optional(),
+  from: isoDay(
+    "First day (UTC), inclusive, not after today; default 29 days before `to`",
+  ).optional(),
   to: isoDay("Last day (UTC), inclusive, not after today; default today").optional(),
 });
 
