@@ -80,7 +80,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke a key
-         * @description Revokes the key for good: it is refused (401) from its next request on and cannot be enabled or rolled afterwards. Idempotent: revoking a revoked key answers 200 with the key as it is (its first revocation time) and writes no audit entry. Recorded in the audit trail. 404 if no key has this id.
+         * @description Revokes the key for good: it is refused (401) from its next request on and cannot be enabled or rolled afterwards. Idempotent: revoking a revoked key answers 200 with the key as it is (its first revocation time) and writes no audit entry. Recorded in the audit trail. 404 if no key has this id. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.
          */
         delete: operations["revokeKey"];
         /**
@@ -111,7 +111,7 @@ export interface paths {
         put?: never;
         /**
          * Lift a key's temporary ban
-         * @description Lifts the temporary ban held in the key's quota object (during which its requests get 429), so its next request is counted as usual. Recorded in the audit trail; unbanning a key that is not banned answers 200 and writes no audit entry. Answers with the key and its current usage. 404 if no key has this id.
+         * @description Lifts the temporary ban held in the key's quota object (during which its requests get 429), so its next request is counted as usual. Recorded in the audit trail; unbanning a key that is not banned answers 200 and writes no audit entry. Answers with the key and its current usage. 404 if no key has this id. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.
          */
         post: operations["unbanKey"];
         delete?: never;
@@ -280,7 +280,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a webhook endpoint
-         * @description Deletes the endpoint and its delivery log; deliveries still queued for it are dropped. Recorded in the audit trail. 404 if no endpoint has this id.
+         * @description Deletes the endpoint and its delivery log; deliveries still queued for it are dropped. Recorded in the audit trail. 404 if no endpoint has this id. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.
          */
         delete: operations["deleteWebhookEndpoint"];
         /**
@@ -363,7 +363,7 @@ export interface paths {
         put?: never;
         /**
          * Send a delivery again
-         * @description Queues a new attempt of the delivery, with the same event id and body (so a receiver that has it already deduplicates it), signed anew; its retries start over. A delivery to a disabled endpoint is skipped (enable the endpoint first). Answers 202 with the delivery as it stands. 404 if no such endpoint or delivery; 503 if the queue did not take it.
+         * @description Queues a new attempt of the delivery, with the same event id and body (so a receiver that has it already deduplicates it), signed anew; its retries start over. A delivery to a disabled endpoint is skipped (enable the endpoint first). Answers 202 with the delivery as it stands. 404 if no such endpoint or delivery; 503 if the queue did not take it. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.
          */
         post: operations["resendWebhookDelivery"];
         delete?: never;
@@ -387,7 +387,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Queues a `webhook.test` event to the endpoint, whatever types it subscribes to, signed and retried like any other: a way to check the receiver and its signature check. Answers 202 with the delivery, which the delivery log then shows. 404 if no endpoint has this id; 503 if the queue did not take it.
+         * @description Queues a `webhook.test` event to the endpoint, whatever types it subscribes to, signed and retried like any other: a way to check the receiver and its signature check. Answers 202 with the delivery, which the delivery log then shows. 404 if no endpoint has this id; 503 if the queue did not take it. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.
          */
         post: operations["sendWebhookTestEvent"];
         delete?: never;
@@ -2276,6 +2276,38 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Body larger than 16 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not uncompressed application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many invalid admin tokens from this client this minute */
             429: {
                 headers: {
@@ -2867,6 +2899,38 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 16 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not uncompressed application/json */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
@@ -5293,6 +5357,38 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Body larger than 16 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not uncompressed application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many invalid admin tokens from this client this minute */
             429: {
                 headers: {
@@ -6595,6 +6691,38 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Body larger than 16 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not uncompressed application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many invalid admin tokens from this client this minute */
             429: {
                 headers: {
@@ -6862,6 +6990,38 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 16 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not uncompressed application/json */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
