@@ -98,13 +98,8 @@ export class LeaseLedger {
     const heldElsewhere = this.heldBy(state, extending);
     const askingAlone = this.#noteAsking(grantee, now);
     const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
-    let permits = permitsToLease(
-      windows,
-      limits,
-      sized ? minuteWant : want,
-      holding,
-      heldElsewhere,
-    );
+    const asked = sized ? minuteWant : want;
+    let permits = permitsToLease(windows, limits, asked, holding, heldElsewhere);
     // A location holder's stock lives to the minute's end while the key is far from its
     // limits, else STOCK_LEASE_MS (an extended lease takes the lifetime of its renewal). Only a
     // stock for the minute is sized to the minute: nearer the limit, `want` as ever.
