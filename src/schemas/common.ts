@@ -133,7 +133,8 @@ export const DisplayNameSchema = singleLineText(
 export function isoDay(description: string) {
   return z
     .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/, "must be a date YYYY-MM-DD")
+    // Not of the form: no second reason ("not a real date") about what is not a date at all.
+    .regex(/^\d{4}-\d{2}-\d{2}$/, { message: "must be a date YYYY-MM-DD", abort: true })
     .refine((d) => {
       const at = dayStartOf(d);
       return Number.isFinite(at) && dayName(at) === d;
