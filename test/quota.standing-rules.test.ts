@@ -156,7 +156,10 @@ describe("standing permits at the key's object", () => {
 
 describe("a location holder's lease holder and its standing permits", () => {
   const POLICY = policyWith(LIMIT, 1_000);
-  const allowed = (now: number, extra: Partial<Admission> = {}): Admission => ({
+  const allowed = (
+    now: number,
+    extra: { lease?: Admission["lease"]; standing?: Admission["standing"] } = {},
+  ): Admission => ({
     outcome: "allowed",
     windows: atContact(now - (now % MINUTE_MS), 50),
     now,
