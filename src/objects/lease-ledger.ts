@@ -304,14 +304,7 @@ export class LeaseLedger {
  */
 export function insertLease(
   sql: SqlStorage,
-  lease: {
-    id: string;
-    minuteStart: number;
-    dayStart: number;
-    permits: number;
-    expiresAt: number;
-    grantee: string | null;
-  },
+  lease: Omit<LeaseRow, "counted"> & { expiresAt: number; grantee: string | null },
 ): void {
   sql.exec(
     `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)
