@@ -8,6 +8,7 @@ import { CHANGE_APPLIES_WITHIN_MS } from "../quota/lease";
 import {
   type Admission,
   admissionIdLive,
+  type Lease,
   type LeaseRequest,
   type Renewal,
   type RenewalRequest,
@@ -22,13 +23,14 @@ import {
   type Policy,
   rollWindows,
   type UsageState,
+  type WindowStatus,
   windowsOf,
 } from "../quota/windows";
 import { AdmissionMemory, type RememberedAdmission } from "./admission-memory";
 import { AlarmSchedule } from "./alarm-schedule";
 import { BanRecords } from "./ban-records";
 import { KeyPolicy } from "./key-policy";
-import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
+import { type LeaseAsk, LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
 import { QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import { migrateSchemaOrThrow } from "./schema-migrations";
 import { StandingLedger } from "./standing-ledger";
@@ -77,7 +79,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#alarms = new AlarmSchedule(ctx.storage);
     this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#leases = new LeaseLedger(sql, this.#history);
-    this.#standing = new StandingLedger(sql);
+    this.#standing = new StandingLedger(sql, this.#leases);
     this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
     this.#admissions = new AdmissionMemory(sql, this.#history, this.#policy, () =>
       this.#leases.oldestMinuteOut(),
@@ -137,7 +139,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (known) {
       const { fromStock: _, ...admission } = known;
       const lease = known.lease && this.#leases.grantedIn(known.lease.id) ? known.lease : null;
-      return { ...admission, lease, ...this.#standingStillOut(known.standing) };
+      return { ...admission, lease, ...this.#standing.stillOut(known.standing) };
     }
     const effective = this.#policy.adopt(policy);
     const current = this.#takeBack(now, request.returning);
@@ -148,17 +150,11 @@ export class QuotaLimiter extends DurableObject<Env> {
       return { outcome: "stale", windows, now, policyVersion: effective.version, lease: null };
     }
     const { decision, state: counted } = decide(current, effective, now, this.#banMs);
-    // Most requests ask for no lease: they need not read what the leases hold.
     const ask = { ...request, holding: 0 };
-    const lent =
-      decision.outcome === "allowed" && request.want > 0
-        ? this.#leases.lend(counted, decision.windows, effective, ask, now, grantee)
-        : { state: counted, lease: null };
-    const { lease } = lent;
-    const { state, standing } =
+    const { state, ...lent } =
       decision.outcome === "allowed"
-        ? this.#lendStanding(lent.state, effective, request.standing, now, grantee, lease)
-        : { state: lent.state, standing: {} };
+        ? this.#lend(counted, decision.windows, effective, ask, now, grantee)
+        : { state: counted, lease: null };
     const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
     this.#keep(state);
     if (banStarted) this.#bans.note(now, state.bannedUntil);
@@ -167,7 +163,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     // windows' day, which a clock stepping back does not leave.
     this.#history.count(decision.outcome, state.dayStart, 1);
     this.#leases.strandUnreported(now);
-    const admission: Admission = { ...decision, lease, ...standing };
+    const admission: Admission = { ...decision, ...lent };
     if (id !== undefined) this.#admissions.remember(id, now, admission);
     return admission;
   }
@@ -183,7 +179,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     const now = clock.now();
     const id = request.renewalId;
     const known = id === undefined ? null : this.#admissions.recall<Renewal>(id);
-    if (known) return { ...known, ...this.#standingStillOut(known.standing) };
+    if (known) return { ...known, ...this.#standing.stillOut(known.standing) };
     const effective = this.#policy.adopt(policy);
     let state = this.#takeBack(now, request.returning);
     if (request.used !== undefined) this.#leases.countUsed(request.leaseId, request.used);
@@ -199,51 +195,37 @@ export class QuotaLimiter extends DurableObject<Env> {
     const unusedHere = this.#leases.unusedOf(request.leaseId, state, request.used);
     const holding = Math.max(0, request.holding, unusedHere);
     const ask = { ...request, holding, extending: request.leaseId };
-    const lent = refused
-      ? { state, lease: null }
-      : this.#leases.lend(state, windows, effective, ask, now, grantee);
-    const granted = lent.lease;
-    const withStanding = refused
-      ? { state: lent.state, standing: {} }
-      : this.#lendStanding(lent.state, effective, request.standing, now, grantee, granted);
-    this.#keep(withStanding.state);
+    const {
+      state: lentState,
+      lease: granted,
+      ...standing
+    } = refused ? { state, lease: null } : this.#lend(state, windows, effective, ask, now, grantee);
+    this.#keep(lentState);
     this.#leases.strandUnreported(now);
-    const renewal: Renewal = {
-      policyVersion: effective.version,
-      revoked: effective.revoked,
-      windows,
-      granted,
-      now,
-      ...withStanding.standing,
-    };
+    const { version: policyVersion, revoked } = effective;
+    const renewal: Renewal = { policyVersion, revoked, windows, granted, now, ...standing };
     if (id !== undefined) this.#admissions.remember(id, now, renewal);
     return renewal;
   }
 
   /**
-   * Standing permits for location holder `grantee` (`perMinute` in each minute ahead it asked
-   * for, see quota/standing.ts) on top of `state`, and the `lease` granted in the same call
-   * reported with them; the `standing` field of the answer (absent when none).
+   * What an admitted request or a renewal lends on top of `state`: the lease asked for, and the
+   * standing permits a location holder asked for (absent when none).
    */
-  #lendStanding(
+  #lend(
     state: UsageState,
+    windows: WindowStatus[],
     limits: Policy,
-    perMinute: number | undefined,
+    ask: LeaseAsk & { standing?: number },
     now: number,
     grantee: string | null,
-    lease: { id: string } | null,
-  ): { state: UsageState; standing: { standing?: StandingPermit[] } } {
-    if (!perMinute) return { state, standing: {} };
-    const lent = this.#standing.lend(state, limits, perMinute, now, grantee);
-    if (lent.standing.length === 0) return { state, standing: {} };
-    if (lease) this.#standing.reportedWithStanding(lease.id, lent.waitedUntil);
-    return { state: lent.state, standing: { standing: lent.standing } };
-  }
-
-  /** Of the standing permits an earlier answer gave, those still out (a repeated answer). */
-  #standingStillOut(standing: StandingPermit[] | undefined): { standing?: StandingPermit[] } {
-    const out = standing?.filter((s) => this.#leases.grantedIn(s.id) !== null) ?? [];
-    return out.length > 0 ? { standing: out } : {};
+  ): { state: UsageState; lease: Lease | null; standing?: StandingPermit[] } {
+    // A request asking for no lease need not read what the leases hold; a renewal always asks.
+    const asksLease = ask.want > 0 || ask.extending !== undefined;
+    const lent = asksLease
+      ? this.#leases.lend(state, windows, limits, ask, now, grantee)
+      : { state, lease: null };
+    return this.#standing.lend(lent, limits, ask.standing, now, grantee);
   }
 
   /**
