@@ -31,7 +31,7 @@ import { AlarmSchedule } from "./alarm-schedule";
 import { BanRecords } from "./ban-records";
 import { KeyPolicy } from "./key-policy";
 import { type LeaseAsk, LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
-import { QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
+import { holdsWorkForLater, QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import { migrateSchemaOrThrow } from "./schema-migrations";
 import { StandingLedger } from "./standing-ledger";
 import { openOrThrow } from "./stub-call";
@@ -45,17 +45,14 @@ import { WebhookOutbox } from "./webhook-outbox";
  */
 export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 
-const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
-
 /**
- * One per API key (named by the key's id). `admit` both enforces and counts; a busy isolate also
- * gets a lease of permits with it and admits from the lease without calling
- * (quota/lease-holder.ts), so not every request reaches the object. The object also keeps the
- * key's current policy (limits and revocation), pushed by the admin API, so plan changes and
- * revocations take effect on the next request even while Workers still hold a cached key record.
- * Its parts: the windows (usage-table.ts), the policy (key-policy.ts), the leases
- * (lease-ledger.ts), the day history (usage-history-table.ts), the bans D1 is told of
- * (ban-records.ts) and the webhook events (webhook-outbox.ts), sharing one alarm.
+ * One per API key (named by the key's id): the only counter of the key's windows. `admit` both
+ * enforces and counts; with it, a lease holder gets permits it then admits from without calling
+ * (quota/lease-holder.ts). It keeps the key's newest policy, pushed by the admin API, so changes
+ * apply even while Workers hold a cached key record. Its parts, sharing one alarm: the windows
+ * (usage-table.ts), the policy (key-policy.ts), the leases (lease-ledger.ts, standing-ledger.ts),
+ * the admission ids (admission-memory.ts), the day history (usage-history-table.ts), the bans D1
+ * is told of (ban-records.ts) and the webhook events (webhook-outbox.ts).
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageTable: UsageTable;
@@ -74,62 +71,45 @@ export class QuotaLimiter extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const { sql } = ctx.storage;
+    const keyId = ctx.id.name;
+    const db = () => this.env.DB;
     this.#usageTable = new UsageTable(sql);
     this.#policy = new KeyPolicy(sql);
     this.#alarms = new AlarmSchedule(ctx.storage);
-    this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
+    this.#history = new UsageHistoryTable(sql, this.#alarms, db, keyId);
     this.#leases = new LeaseLedger(sql, this.#history);
     this.#standing = new StandingLedger(sql, this.#leases);
-    this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
-    this.#admissions = new AdmissionMemory(sql, this.#history, this.#policy, () =>
-      this.#leases.oldestMinuteOut(),
-    );
-    this.#webhooks = new WebhookOutbox(
-      sql,
-      this.#alarms,
-      () => this.env.WEBHOOK_QUEUE,
-      ctx.id.name,
-    );
+    this.#bans = new BanRecords(sql, this.#alarms, db, keyId);
+    this.#admissions = new AdmissionMemory(sql, this.#history, this.#policy, this.#leases);
+    this.#webhooks = new WebhookOutbox(sql, this.#alarms, () => this.env.WEBHOOK_QUEUE, keyId);
     // Whatever fails here fails every call alike: callers must tell it from an outage.
     ctx.blockConcurrencyWhile(() => openOrThrow(async () => this.#open(ctx, env)));
   }
 
   /** Reads the settings, brings the storage to this release's schema and loads what it keeps. */
   async #open(ctx: DurableObjectState, env: Env): Promise<void> {
-    const { sql } = ctx.storage;
     this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
     migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
     this.#usage = this.#usageTable.load();
     this.#policy.load();
-    // Whatever this object holds for later (the day's windows, history days not yet in D1,
-    // leases to settle, bans to record) has an alarm, unless setting it failed before the
-    // object was evicted: then it gets one now, and the alarm re-arms for what is not due.
-    const holdsWorkForLater = sql
-      .exec<{ held: number }>(
-        `SELECT EXISTS (SELECT 1 FROM usage) OR EXISTS (SELECT 1 FROM usage_history)
-            OR EXISTS (SELECT 1 FROM leases) OR EXISTS (SELECT 1 FROM ban_records)
-            OR EXISTS (SELECT 1 FROM admissions)
-            OR EXISTS (SELECT 1 FROM webhook_outbox WHERE queued = 0) AS held`,
-      )
-      .one().held;
-    if (holdsWorkForLater && (await ctx.storage.getAlarm()) === null)
+    // What it holds for later has an alarm, unless setting it failed before the object was
+    // evicted: then it gets one now, and the alarm re-arms for what is not due.
+    if (holdsWorkForLater(ctx.storage.sql) && (await ctx.storage.getAlarm()) === null)
       await ctx.storage.setAlarm(clock.now());
   }
 
   /**
-   * Decides and counts one request; first takes back the caller's returned lease, and when the
-   * request is admitted with room to spare, grants the lease asked for (counted as used here,
-   * in the same synchronous step). `policy` is the caller's view of the key; a newer stored one
-   * wins. A request with an admission id (see LeaseRequest) is decided once: asked again, it gets
-   * the same decision, and the same lease while that is out, counted once; and one sent on an
-   * older version of the key than this object's is not decided but answered `stale` (counted
-   * nowhere): what its copy alone decided (a rolled secret, the expiry) may have changed too. So
-   * is one whose id this object no longer decides (ADMISSION_ID_LIFETIME_MS after it was made):
-   * this object may have decided it and forgotten.
+   * Decides and counts one request, after taking back the caller's returned leases; admitted with
+   * room to spare, it also lends what was asked for (counted here in the same step). `policy` is
+   * the caller's copy of the key; a newer stored one wins. A request with an admission id is
+   * decided once: asked again, the same answer (its lease while that is out), counted once. It is
+   * answered `stale`, counted nowhere, when sent on an older version of the key than this
+   * object's (what the copy alone decided, a roll or the expiry, may have changed too), or after
+   * ADMISSION_ID_LIFETIME_MS (this object may have decided it and forgotten).
    */
   admit(
     policy: Policy,
-    request: LeaseRequest = NO_LEASE,
+    request: LeaseRequest = { want: 0, returning: [] },
     grantee: string | null = null,
   ): Admission {
     const now = clock.now();
@@ -142,7 +122,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       return { ...admission, lease, ...this.#standing.stillOut(known.standing) };
     }
     const effective = this.#policy.adopt(policy);
-    const current = this.#takeBack(now, request.returning);
+    const current = this.#takeBack(this.#rolled(now), request.returning, now);
     if (id !== undefined && (effective.version > policy.version || !admissionIdLive(id, now))) {
       this.#keep(current);
       this.#leases.strandUnreported(now);
@@ -181,7 +161,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     const known = id === undefined ? null : this.#admissions.recall<Renewal>(id);
     if (known) return { ...known, ...this.#standing.stillOut(known.standing) };
     const effective = this.#policy.adopt(policy);
-    let state = this.#takeBack(now, request.returning);
+    let state = this.#takeBack(this.#rolled(now), request.returning, now);
     if (request.used !== undefined) this.#leases.countUsed(request.leaseId, request.used);
     const leaseIn = this.#leases.grantedIn(request.leaseId);
     state = this.#admissions.countOnceFromStock(state, leaseIn, request.admissionIds, now);
@@ -238,18 +218,15 @@ export class QuotaLimiter extends DurableObject<Env> {
     return newMinute ? this.#standing.countedAsItStarts(rolled) : rolled;
   }
 
-  /** The windows at `now`, with the `returning` leases taken back. */
-  #takeBack(now: number, returning: readonly ReturnedLease[]): UsageState {
-    let usage = this.#rolled(now);
-    for (const returned of returning) usage = this.#handBack(usage, returned, now);
-    return usage;
-  }
-
-  /** `usage` with `returned` settled (if it was still out) and the admissions it reports counted. */
-  #handBack(usage: UsageState, returned: ReturnedLease, now: number): UsageState {
-    const leaseIn = this.#leases.grantedIn(returned.id);
-    const settled = this.#leases.takeBack(usage, returned) ?? usage;
-    return this.#admissions.countOnceFromStock(settled, leaseIn, returned.admissionIds, now);
+  /** `usage` with each of `returning` settled (if still out) and the admissions it reports counted. */
+  #takeBack(usage: UsageState, returning: readonly ReturnedLease[], now: number): UsageState {
+    let settled = usage;
+    for (const returned of returning) {
+      const leaseIn = this.#leases.grantedIn(returned.id);
+      settled = this.#leases.takeBack(settled, returned) ?? settled;
+      settled = this.#admissions.countOnceFromStock(settled, leaseIn, returned.admissionIds, now);
+    }
+    return settled;
   }
 
   /** Saves the windows if they changed; schedules the day's cleanup when a new day began. */
@@ -262,36 +239,29 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#usageTable.save(state);
     }
     // Once a day per active key: an alarm after the day ends deletes the stale row.
-    if (newDay)
-      this.#alarms.wakeNoLaterThan(
-        state.dayStart + DAY_MS + MINUTE_MS,
-        "could not schedule usage cleanup",
-      );
+    const cleanupAt = state.dayStart + DAY_MS + MINUTE_MS;
+    if (newDay) this.#alarms.wakeNoLaterThan(cleanupAt, "could not schedule usage cleanup");
     this.#alarms.askOwed();
   }
 
   /**
    * Takes back a lease's unused permits (a holder whose lease expired before its next request).
-   * Like a request, it may move the windows into a new day (after the cleanup, or a day with no
-   * request yet), so their row gets that day's cleanup alarm too.
+   * Like a request, it may move the windows into a new day, whose cleanup alarm their row gets.
    */
   returnLease(returned: ReturnedLease): void {
     const now = clock.now();
     // A lease settled already (handed back before, or stranded) changes nothing and writes
     // nothing: a retried hand-back reaching an idle object leaves it idle.
     const current = this.#rolled(now);
-    const settled = this.#handBack(current, returned, now);
+    const settled = this.#takeBack(current, [returned], now);
     if (settled !== current) this.#keep(settled);
     this.#leases.strandUnreported(now);
   }
 
   /**
-   * Stores a newer policy (plan change, new limits, revocation, disabling) pushed by the admin
-   * API, and tells every location holder holding a lease of the key to stop admitting from it:
-   * they forward the key's next requests here, where the new policy applies. Waits for them at
-   * most PUSH_DEADLINE_MS; a holder not reached stops on its own when its lease ends (STOCK_LEASE_MS;
-   * a stock for the minute, with its minute, after at most its permits: it is renewed only here,
-   * under the newest policy).
+   * Stores a newer policy pushed by the admin API, and tells each location holder holding a lease
+   * of the key to stop admitting from it (it forwards the key's next requests here), waiting at
+   * most PUSH_DEADLINE_MS. One not reached stops when its lease ends: leases are renewed only here.
    */
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy.current?.version;
@@ -321,9 +291,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * The key's own view of itself (GET /v1/usage): current usage and ban, and the days held here
-   * (today, and any finished day D1 has not taken yet). Counts no request; it only settles the
-   * leases past their deadline first, so stranded permits show as soon as they are due.
+   * The key's own view of itself (GET /v1/usage): current usage and ban, and the days held here.
+   * Counts nothing; it settles the leases past their deadline first, so stranded permits show.
    */
   report(offered?: Policy): { usage: KeyUsage; days: UsageDay[] } {
     this.#leases.strandUnreported(clock.now());
@@ -371,10 +340,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     await this.#webhooks.send(now);
   }
 
-  /**
-   * Writes the days held here (today, and any finished day D1 has not taken yet) to D1, and
-   * returns them; a D1 failure is logged, not thrown.
-   */
+  /** Writes the days held here to D1 and returns them; a D1 failure is logged, not thrown. */
   async saveUsageHistory(): Promise<UsageDay[]> {
     this.#leases.strandUnreported(clock.now());
     return this.#history.save();
