@@ -52,3 +52,21 @@ describe("a location holder's stock for the minute", () => {
     expect(mine.lease?.permits).toBe(stockAsk.want);
   });
 });
+
+describe("a renewal of a lease granted in an earlier minute", () => {
+  it("gets a new lease sized as if it held nothing: the earlier minute's unused permits are not held in this one", async () => {
+    const time = fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const bound = heldBound(POLICY);
+    const first = await stub.admit(POLICY, { want: bound, returning: [] }, "k@AMS");
+    expect(first.lease?.permits).toBe(bound);
+    time.now = NINE + 65_000;
+    const renewal = await stub.renewLease(
+      POLICY,
+      { leaseId: first.lease!.id, want: 2, holding: 0, used: 0, returning: [] },
+      "k@AMS",
+    );
+    expect(renewal.granted?.permits).toBe(2);
+    expect(renewal.granted?.id).not.toBe(first.lease!.id);
+  });
+});
