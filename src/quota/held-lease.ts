@@ -111,6 +111,8 @@ export class HeldLeases {
 
   /** Admitted from a standing permit of the minute at `now`, if one is usable (see StandingStock). */
   #admitStanding(policy: Policy, now: number, admissionId: string | null): KeyDecision | null {
+    // No windows to show (kept across an eviction without them): the key's object decides.
+    if (this.windows.atContact.length === 0) return null;
     const windows = this.standing.take(policy.version, now, admissionId, this.windows.atContact);
     if (!windows) return null;
     return this.windows.show({ outcome: "allowed", windows, now, policyVersion: policy.version });

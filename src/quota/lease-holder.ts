@@ -10,7 +10,7 @@ import { type HolderDecision, idsOf, type SentRenewal } from "./lease-in-hand";
 import type { LeaseRequest, Renewal, RenewalRequest } from "./lease-messages";
 import { STANDING_GAP_MS, standingWanted } from "./standing";
 import type { HeldStanding } from "./standing-stock";
-import type { Policy } from "./windows";
+import type { Policy, WindowStatus } from "./windows";
 
 /**
  * What a location holder keeps across an eviction (see QuotaHolder): its standing permits, and
@@ -20,6 +20,12 @@ export interface StandingMemory {
   standing: HeldStanding[];
   lastArrival: number | null;
   gapMs: number;
+  /**
+   * The key's windows at the holder's last contact: a request answered from a kept permit shows
+   * them (the response's quota headers are built from them). Absent in what was kept before they
+   * were: such permits are not used (the request goes to the key's object).
+   */
+  windows?: WindowStatus[];
 }
 
 /**
@@ -117,7 +123,12 @@ export class LeaseHolder extends LeaseHandBacks {
 
   /** A location holder's standing permits and the key's arrivals here, to keep (see StandingMemory). */
   standingMemory(): StandingMemory {
-    return { standing: this.standing.held(), lastArrival: this.#lastArrival, gapMs: this.#gapMs };
+    return {
+      standing: this.standing.held(),
+      lastArrival: this.#lastArrival,
+      gapMs: this.#gapMs,
+      windows: this.windows.atContact,
+    };
   }
 
   /**
@@ -128,6 +139,7 @@ export class LeaseHolder extends LeaseHandBacks {
     this.standing.restore(memory.standing, marginMs);
     this.#lastArrival = memory.lastArrival;
     this.#gapMs = memory.gapMs;
+    if (memory.windows) this.windows.contact(memory.windows);
   }
 
   /** Calls `changed` after every change to the standing permits held (see StandingStock.onChange). */
