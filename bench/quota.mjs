@@ -9,9 +9,10 @@
 //
 // Scenarios: quiet (a free key, one request every --gap-ms in one location), sparse (free keys calling
 // every 10 s, 60 s and 5 minutes in one location, many keys at once, staggered), a new location (a
-// key's first request in a location while it is in use in another), cold (the first request of
-// fresh keys), cold isolate, 3 locations (a free key, one request every --located-gap-ms in each of
-// three locations at once), near the limit (a key allowing 20 a minute, one request every 0.5 s),
+// key's first request in a location while it is in use in another, and its next one there), cold
+// (the first request of fresh keys), cold isolate, 3 locations (a free key, one request every
+// --located-gap-ms in each of three locations at once), near the limit (a key allowing 20 a
+// minute, one request every 0.5 s),
 // busy (one key, back to back). Requests are sent one at a time, each scenario's in time order
 // (a request due while another is on its way waits for it). Per 1,000 requests: far calls waited
 // for (the Worker's calls to the key's object its request waited for, plus requests the location
@@ -58,6 +59,7 @@ const USAGE = `Usage: npm run bench:quota -- [options]
   --sparse-samples 150  measured requests per sparse scenario: as many keys as that takes
                       (150 at 5 minutes: 150 keys, one measured request each)
   --new-location 15   keys, each in use in one location, sending a first request in another
+                      (and as many more sending a first and a next request there)
   --tail-seconds 300  how long after the last request of the quiet and sparse keys their
                       background Durable Object requests are watched before the report
   --scenarios quiet,sparse,new-location,cold,cold-isolate,3-locations,near-limit,busy
@@ -331,31 +333,60 @@ async function main() {
   }
 
   if (runs("new-location")) {
-    log(`a new location: ${opts.newLocation} keys in use in AMS, each then sent once in SIN`);
+    log(
+      `a new location: ${opts.newLocation} keys in use in AMS, each then sent once in SIN; ` +
+        `${opts.newLocation} more sent twice there`,
+    );
     const keys = await trackedKeys(api, opts.newLocation, { name: "new-location", plan: "free" });
+    // Keys of their own for the next request there, so the first request's row is costed alone.
+    const nextKeys = await trackedKeys(api, opts.newLocation, {
+      name: "new-location-next",
+      plan: "free",
+    });
     // Each key: three requests in AMS 1.5 s apart, then its first in SIN 1 s after the last, as a
-    // SIN isolate would serve it (one that has never seen the key). Keys start 0.6 s apart.
-    const plan = byTime(
-      keys.flatMap((_, k) => {
-        const t = k * 600;
-        return [
-          { at: t, key: k, location: "AMS", measured: false },
-          { at: t + 1_500, key: k, location: "AMS", measured: false },
-          { at: t + 3_000, key: k, location: "AMS", measured: false },
-          { at: t + 4_000, key: k, location: "SIN", measured: true },
-        ];
-      }),
-    );
-    const samples = await runPlan(plan, (r) =>
-      pair(api, keys[r.key], r.location, { coldIsolate: r.measured, measured: r.measured }),
-    );
+    // SIN isolate would serve it (one that has never seen the key); a `next` key also its second
+    // in SIN 1 s after that, from another new isolate. Keys start 0.6 s apart, the `next` keys
+    // 0.3 s after the others, so that no two requests fall due together.
+    const inAmsThenSin = (k, { next }) => {
+      const t = k * 600 + (next ? 300 : 0);
+      return [
+        { at: t, key: k, location: "AMS", measured: false, next },
+        { at: t + 1_500, key: k, location: "AMS", measured: false, next },
+        { at: t + 3_000, key: k, location: "AMS", measured: false, next },
+        { at: t + 4_000, key: k, location: "SIN", measured: !next, next },
+        ...(next ? [{ at: t + 5_000, key: k, location: "SIN", measured: true, next }] : []),
+      ];
+    };
+    const plan = byTime([
+      ...keys.flatMap((_, k) => inAmsThenSin(k, { next: false })),
+      ...nextKeys.flatMap((_, k) => inAmsThenSin(k, { next: true })),
+    ]);
+    /** @type {Sample[]} */
+    const firsts = [];
+    /** @type {Sample[]} */
+    const nexts = [];
+    await runPlan(plan, async (r) => {
+      const sample = await pair(api, (r.next ? nextKeys : keys)[r.key], r.location, {
+        coldIsolate: r.location === "SIN",
+        measured: r.measured,
+      });
+      if (r.measured) (r.next ? nexts : firsts).push(sample);
+      return sample;
+    });
     rows.push(
       row(
         "new location",
-        samples,
+        firsts,
         keys,
         3,
         "the key's first request in SIN, 1 s after its last in AMS (where it holds stock), from an isolate new to it",
+      ),
+      row(
+        "new location, next request",
+        nexts,
+        nextKeys,
+        3,
+        "the key's second request in SIN, 1 s after its first there, from another isolate new to it",
       ),
     );
   }

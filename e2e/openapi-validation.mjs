@@ -267,7 +267,8 @@ export async function validateEveryAnswer(api, misconfigured) {
     });
     return /** @type {{ id: string }} */ (await res.json()).id;
   };
-  const QUERIES = { "GET /usage": "day=2030-06-10" };
+  // Today: every key issued here existed on it (a next page), and a day after it is a 400.
+  const QUERIES = { "GET /usage": `day=${new Date().toISOString().slice(0, 10)}` };
   const adminOps = adminDoc.operations.map((op) => ({
     method: op.method.toUpperCase(),
     path: op.path,
@@ -283,7 +284,7 @@ export async function validateEveryAnswer(api, misconfigured) {
     const bodyOf = BODIES[`${op.method} ${op.path}`];
     return send(adminDoc, op.method, `${op.path.replace("{id}", id)}${qs ? `?${qs}` : ""}`, {
       headers: bodyOf ? { "Content-Type": "application/json", ...headers } : headers,
-      body: bodyOf ? (body ?? JSON.stringify(bodyOf)) : undefined,
+      body: bodyOf ? (body ?? JSON.stringify(bodyOf)) : body,
     });
   };
   for (const op of adminOps) {
@@ -322,6 +323,13 @@ export async function validateEveryAnswer(api, misconfigured) {
         body: JSON.stringify({ name: "x".repeat(20_000) }),
       }); // 413
       await adminSend(op, target.id, { headers: { ...admin, "Content-Type": "text/plain" } }); // 415
+    } else if (!["GET", "HEAD", "OPTIONS"].includes(op.method)) {
+      // An operation without a body refuses one rather than ignoring it.
+      await adminSend(op, target.id, { headers: adminJson, body: "x".repeat(20_000) }); // 413
+      await adminSend(op, target.id, {
+        headers: { ...admin, "Content-Type": "text/plain" },
+        body: "x",
+      }); // 415
     }
   }
 

@@ -3,8 +3,9 @@
 // Builds staging and production offline (`wrangler deploy --dry-run`), which validates the
 // configuration and bundles the Worker exactly as a deploy would (minify comes from wrangler.toml),
 // checks each environment's static assets configuration (lib/assets-routing.mjs),
-// checks that no measurement code is in the bundle, that only zod imports the zod shims of
-// `[alias]` (lib/zod-shims.mjs), and checks the gzipped size of each bundle against the budget.
+// checks that no measurement code is in the bundle, that only the package each shim of `[alias]`
+// is for imports it (lib/zod-shims.mjs), and checks the gzipped size of each bundle against the
+// budget.
 // Exits non-zero if a dry-run deploy fails, an environment's assets configuration is wrong, a
 // bundle contains bench code, a shim replaces another package's module or a bundle is over the
 // budget.
@@ -16,7 +17,8 @@ import { unstable_readConfig } from "wrangler";
 import { assetsRoutingProblems } from "./lib/assets-routing.mjs";
 import { benchCodeIn } from "./lib/bench-code.mjs";
 import { BUDGET_KIB, measureBundle } from "./lib/bundle-budget.mjs";
-import { shimImportsOutsideZod } from "./lib/zod-shims.mjs";
+import { OPENAPI_TEMPLATES_DIR } from "./lib/openapi-templates.mjs";
+import { misplacedShimImports } from "./lib/zod-shims.mjs";
 
 const ROOT = join(import.meta.dirname, "..");
 /** @param {string | undefined} env */
@@ -24,15 +26,27 @@ const configOf = (env) =>
   unstable_readConfig({ config: join(ROOT, "wrangler.toml"), env }, { hideWarnings: true });
 /** @param {string | undefined} env */
 const assetsOf = (env) => configOf(env).assets;
+/** The files among the assets that only the Worker reads (through its ASSETS binding). */
+const WORKER_ONLY = [`/${OPENAPI_TEMPLATES_DIR}/`];
 
 let failed = false;
-const localProblems = assetsRoutingProblems(assetsOf(undefined), assetsOf(undefined), ROOT);
+const localProblems = assetsRoutingProblems(
+  assetsOf(undefined),
+  assetsOf(undefined),
+  ROOT,
+  WORKER_ONLY,
+);
 if (localProblems.length) {
   console.error(`✗ top level (local): static assets:\n  ${localProblems.join("\n  ")}`);
   failed = true;
 }
 for (const env of ["staging", "production"]) {
-  const assetProblems = assetsRoutingProblems(assetsOf(env), assetsOf(undefined), ROOT);
+  const assetProblems = assetsRoutingProblems(
+    assetsOf(env),
+    assetsOf(undefined),
+    ROOT,
+    WORKER_ONLY,
+  );
   if (assetProblems.length) {
     console.error(`✗ ${env}: static assets:\n  ${assetProblems.join("\n  ")}`);
     failed = true;
@@ -62,10 +76,10 @@ for (const env of ["staging", "production"]) {
     console.error(`✗ ${env}: the bundle contains bench code:\n  ${found.join("\n  ")}`);
     failed = true;
   }
-  const misplacedShims = shimImportsOutsideZod(meta, configOf(env).alias);
+  const misplacedShims = misplacedShimImports(meta, configOf(env).alias);
   if (misplacedShims.length) {
     console.error(
-      `✗ ${env}: a zod shim of [alias] replaces another package's module:\n  ${misplacedShims.join("\n  ")}`,
+      `✗ ${env}: a shim of [alias] replaces another package's module:\n  ${misplacedShims.join("\n  ")}`,
     );
     failed = true;
   }

@@ -1,11 +1,16 @@
 #!/usr/bin/env node
 // @ts-check
-// Copies the pinned Scalar API reference bundle (the @scalar/api-reference devDependency, exact
-// version) into public/docs/, where Workers Static Assets serves it at /docs/scalar.js. Wrangler
-// runs this as the [build] command before `wrangler dev` and `wrangler deploy`.
+// The static assets the build makes; wrangler runs this as the [build] command before
+// `wrangler dev` and `wrangler deploy`:
+// - the pinned Scalar API reference bundle (the @scalar/api-reference devDependency, exact
+//   version), copied into public/docs/, where Workers Static Assets serves it at /docs/scalar.js;
+// - the OpenAPI documents' templates, generated from the zod schemas into
+//   public/v1/openapi-templates/, which the Worker reads through its ASSETS binding
+//   (lib/openapi-templates.mjs).
 import { copyFileSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeOpenApiTemplates } from "./lib/openapi-templates.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 // The package's exports map hides package.json and dist/browser: take them from the install.
@@ -18,3 +23,4 @@ copyFileSync(
   path.join(root, "public/docs/scalar.js"),
 );
 console.log(`public/docs/scalar.js: @scalar/api-reference ${version}`);
+console.log(`OpenAPI templates: ${(await writeOpenApiTemplates(root)).join(", ")}`);

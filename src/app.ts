@@ -20,7 +20,7 @@ import { adminApi } from "./routes/admin/routes";
 import { consolePages } from "./routes/console/routes";
 import { adminDocsPage, docsPage } from "./routes/docs-page";
 import { homePage } from "./routes/home-page";
-import { adminOpenApiDocument, openApiDocument } from "./routes/openapi-document";
+import { servedDocument } from "./routes/openapi-served";
 import { petsApi } from "./routes/pets/routes";
 import { routeTable } from "./routes/table";
 import { ownUsageApi } from "./routes/usage/routes";
@@ -54,11 +54,8 @@ export function createApp() {
   app.use(methodNotAllowed({ app, onMethodNotAllowed: methodNotAllowedResponse }));
 
   // Public, and registered before the /v1 middleware so they need no key.
-  const document = openApiDocument(petsApi, ownUsageApi);
-  app.get("/v1/openapi.json", (c) => {
-    const { text, etag } = document(c.var.config);
-    return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
-  });
+  // Generated at build time (routes/openapi-served.ts).
+  app.get("/v1/openapi.json", servedDocument("public"));
   // Its script and styles are static assets (public/docs), served without the Worker.
   app.get("/docs", docsPage);
   // The first thing a newcomer opens: links to the reference, the document and the console.
@@ -72,11 +69,7 @@ export function createApp() {
   app.route("/v1", petsApi);
 
   // The operator API's own document: no data in it, so no token needed.
-  const adminDocument = adminOpenApiDocument(adminApi);
-  app.get("/admin/v1/openapi.json", (c) => {
-    const { text, etag } = adminDocument(c.var.config);
-    return c.body(text, 200, { "Content-Type": "application/json", ETag: etag });
-  });
+  app.get("/admin/v1/openapi.json", servedDocument("operator"));
   // Its reference, public like the document (same assets and CSP as /docs).
   app.get("/admin/docs", adminDocsPage);
   // The operator console: a public page that asks for the token and calls the admin API.

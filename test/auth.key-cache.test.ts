@@ -203,6 +203,13 @@ describe("the isolate's key cache", () => {
     expect(cachedKey(graceEnding.hash, T0 + 10_000)?.match).toBe(graceEnding.match);
   });
 
+  it("keeps a record handed over by a location holder until KEY_CACHE_TTL_MS after the holder read it", () => {
+    const handed = match();
+    cacheKey(handed.hash, handed.match, T0, T0 - 20_000);
+    expect(cachedKey(handed.hash, T0 - 20_000 + KEY_CACHE_TTL_MS - 1)?.match).toBe(handed.match);
+    expect(cachedKey(handed.hash, T0 - 20_000 + KEY_CACHE_TTL_MS)).toBeUndefined();
+  });
+
   it("forgetKey drops that key's entries only", () => {
     const forgotten = match();
     const kept = match();

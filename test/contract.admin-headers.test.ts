@@ -90,7 +90,7 @@ async function send(
   const init: RequestInit = {
     method,
     headers: hasBody ? { "Content-Type": "application/json", ...headers } : headers,
-    ...(hasBody ? { body: body ?? JSON.stringify(BODIES[op.operationId]) } : {}),
+    ...(hasBody ? { body: body ?? JSON.stringify(BODIES[op.operationId]) } : { body }),
   };
   const res = bindings ? await callWith(bindings, url, init) : await call(url, init);
   record(op.operationId, res);
@@ -153,6 +153,15 @@ describe("the operator document's responses and headers", () => {
       if (operation.op.operationId in BODIES) {
         await send(operation, { id, body: JSON.stringify({ name: "x".repeat(20_000) }) }); // 413
         await send(operation, { id, headers: { ...ADMIN, "Content-Type": "text/plain" } }); // 415
+      } else if (!["GET", "HEAD", "OPTIONS"].includes(operation.method)) {
+        // An operation without a body refuses one rather than ignoring it.
+        const json = { ...ADMIN, "Content-Type": "application/json" };
+        await send(operation, { id, headers: json, body: "x".repeat(20_000) }); // 413
+        await send(operation, {
+          id,
+          headers: { ...ADMIN, "Content-Type": "text/plain" },
+          body: "x",
+        }); // 415
       }
       await send(operation, { id, bindings: { DB: brokenDb() } }); // 503
       await send(operation, { id, bindings: NO_ADMIN_TOKEN }); // 500 (the document: 200)

@@ -215,6 +215,10 @@ describe("webhook endpoint URLs", () => {
     ["a space in the path", "https://hooks.example.com/a b", /spaces or control characters/],
     ["an escape sequence", "https://hooks.example.com/\u001b[2J", /spaces or control characters/],
     ["DEL", "https://hooks.example.com/\u007f", /spaces or control characters/],
+    // The parser sends a lone surrogate as U+FFFD (%EF%BF%BD): not the URL stored and shown.
+    ["a lone surrogate in the path", "https://hooks.example.com/a\ud800", /lone surrogates/],
+    ["a lone surrogate in the query", "https://hooks.example.com/?q=\udfff", /lone surrogates/],
+    ["a lone surrogate in the host", "https://hooks\ud800.com/x", /lone surrogates/],
   ])("refuses %s, saying why", (_label, url, rule) => {
     expect(webhookUrlProblem(url, false)).toMatch(rule);
   });

@@ -186,6 +186,21 @@ describe("a location holder's copy of its key", () => {
     expect(old.message).toMatch(/rolled/);
   });
 
+  it("an expiry that passes while it keeps its copy, moved later meanwhile with no lease there to tell: the key is read again, not refused", async () => {
+    // The key-record model's counterexample for the isolate's cache, played at a holder.
+    const { id, key } = await issueKey("free");
+    time.now = T0 + 50_000;
+    const at = (ms: number) => new Date(ms).toISOString();
+    expect((await patchKey(id, { expiresAt: at(T0 + 75_000) })).status).toBe(200);
+    forgetKey(id);
+    expect((await send(key, "JNB")).status).toBe(200); // the holder reads its copy
+    time.now = T0 + MINUTE_MS + 1_000; // its stock ended with its minute: no push reaches it
+    expect((await patchKey(id, { expiresAt: at(T0 + 10 * MINUTE_MS) })).status).toBe(200);
+    time.now = T0 + 76_000; // the old expiry has passed; the copy is 26 s old
+    forgetKey(id);
+    expect((await send(key, "JNB")).status).toBe(200);
+  });
+
   it("a D1 read still in flight when the key changes is used for its own request, never kept", async () => {
     const { id, key } = await issueKey("free");
     const hash = await sha256Hex(key);

@@ -138,4 +138,25 @@ describe("a location holder's copy of a key the change never reached", () => {
     const refused = await expectError(await fromColdIsolate(id, key, "IAD"), 401, "unauthorized");
     expect(refused.message).toMatch(/revoked/);
   });
+
+  it("a copy a cold isolate is handed ages from the holder's read: that isolate, warm since, refuses the revocation when the holder does", async () => {
+    time.now = T0 + 1_000;
+    const { id, key } = await issueKey("free");
+    expect((await fromColdIsolate(id, key, "SYD")).status).toBe(200);
+    const failed = await callWith({ QUOTA: quotaFailingPushes() }, `/admin/v1/keys/${id}`, {
+      method: "DELETE",
+      headers: ADMIN,
+    });
+    await expectError(failed, 503, "service_unavailable");
+    // A cold isolate there is handed the holder's copy, read before the revocation, and keeps it.
+    time.now = T0 + 1_000 + HELD_KEY_MAX_AGE_MS - 1;
+    expect((await fromColdIsolate(id, key, "SYD")).status).toBe(200);
+    time.now = T0 + 1_000 + HELD_KEY_MAX_AGE_MS;
+    const warm = new Request(`${BASE}/v1/pets?limit=1`, {
+      headers: auth(key),
+      cf: { colo: "SYD" },
+    } as RequestInit);
+    const refused = await expectError(await callWith({}, warm), 401, "unauthorized");
+    expect(refused.message).toMatch(/revoked/);
+  });
 });

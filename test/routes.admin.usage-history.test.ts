@@ -132,15 +132,14 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
     const { id, key } = await issueKey("pro");
     const today = emptyDay(DAY_A);
     await send(key, 2, today);
-    const days = await usageData(id, "?from=2031-03-10&to=2031-03-16");
+    // Up to today: a day after it is a 400 (test/admin-usage-future-day.test.ts).
+    const days = await usageData(id, `?from=2031-03-10&to=${DAY_A}`);
     expect(days.map((d) => d.day)).toEqual([
       "2031-03-10",
       "2031-03-11",
       "2031-03-12",
       "2031-03-13",
       DAY_A,
-      DAY_B,
-      "2031-03-16",
     ]);
     expect(days[4]).toEqual(today);
     expect(days.filter((d) => d.day !== DAY_A)).toEqual(

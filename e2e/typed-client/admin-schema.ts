@@ -80,7 +80,7 @@ export interface paths {
         post?: never;
         /**
          * Revoke a key
-         * @description Revokes the key for good: it is refused (401) from its next request on and cannot be enabled or rolled afterwards. Idempotent: revoking a revoked key answers 200 with the key as it is (its first revocation time) and writes no audit entry. Recorded in the audit trail. 404 if no key has this id.
+         * @description Revokes the key for good: it is refused (401) from its next request on and cannot be enabled or rolled afterwards. Idempotent: revoking a revoked key answers 200 with the key as it is (its first revocation time) and writes no audit entry. Recorded in the audit trail. 404 if no key has this id. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.
          */
         delete: operations["revokeKey"];
         /**
@@ -111,7 +111,7 @@ export interface paths {
         put?: never;
         /**
          * Lift a key's temporary ban
-         * @description Lifts the temporary ban held in the key's quota object (during which its requests get 429), so its next request is counted as usual. Recorded in the audit trail; unbanning a key that is not banned answers 200 and writes no audit entry. Answers with the key and its current usage. 404 if no key has this id.
+         * @description Lifts the temporary ban held in the key's quota object (during which its requests get 429), so its next request is counted as usual. Recorded in the audit trail; unbanning a key that is not banned answers 200 and writes no audit entry. Answers with the key and its current usage. 404 if no key has this id. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.
          */
         post: operations["unbanKey"];
         delete?: never;
@@ -157,7 +157,7 @@ export interface paths {
         };
         /**
          * A key's usage per day
-         * @description A key's requests per UTC day, admitted and refused by reason: every day from `from` to `to` (at most 400), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with `Accept: text/csv`. 400 for a reversed or too long range; 404 if no key has this id.
+         * @description A key's requests per UTC day, admitted and refused by reason: every day from `from` to `to` (at most 400), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with `Accept: text/csv`. 400 for a day after today (UTC), or a reversed or too long range; 404 if no key has this id.
          */
         get: operations["getKeyUsage"];
         put?: never;
@@ -185,7 +185,7 @@ export interface paths {
         };
         /**
          * Every key's totals for a day
-         * @description Every key's totals for one UTC day, for invoicing: every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 503 if a key's quota object could not be reached.
+         * @description Every key's totals for one UTC day, for invoicing: every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 400 for a day after today (UTC): it has no usage yet. 503 if a key's quota object could not be reached.
          */
         get: operations["listUsageOfDay"];
         put?: never;
@@ -280,7 +280,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a webhook endpoint
-         * @description Deletes the endpoint and its delivery log; deliveries still queued for it are dropped. Recorded in the audit trail. 404 if no endpoint has this id.
+         * @description Deletes the endpoint and its delivery log; deliveries still queued for it are dropped. Recorded in the audit trail. 404 if no endpoint has this id. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.
          */
         delete: operations["deleteWebhookEndpoint"];
         /**
@@ -363,7 +363,7 @@ export interface paths {
         put?: never;
         /**
          * Send a delivery again
-         * @description Queues a new attempt of the delivery, with the same event id and body (so a receiver that has it already deduplicates it), signed anew; its retries start over. A delivery to a disabled endpoint is skipped (enable the endpoint first). Answers 202 with the delivery as it stands. 404 if no such endpoint or delivery; 503 if the queue did not take it.
+         * @description Queues a new attempt of the delivery, with the same event id and body (so a receiver that has it already deduplicates it), signed anew; its retries start over. A delivery to a disabled endpoint is skipped (enable the endpoint first). Answers 202 with the delivery as it stands. 404 if no such endpoint or delivery; 503 if the queue did not take it. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.
          */
         post: operations["resendWebhookDelivery"];
         delete?: never;
@@ -387,7 +387,7 @@ export interface paths {
         put?: never;
         /**
          * Send a test event
-         * @description Queues a `webhook.test` event to the endpoint, whatever types it subscribes to, signed and retried like any other: a way to check the receiver and its signature check. Answers 202 with the delivery, which the delivery log then shows. 404 if no endpoint has this id; 503 if the queue did not take it.
+         * @description Queues a `webhook.test` event to the endpoint, whatever types it subscribes to, signed and retried like any other: a way to check the receiver and its signature check. Answers 202 with the delivery, which the delivery log then shows. 404 if no endpoint has this id; 503 if the queue did not take it. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.
          */
         post: operations["sendWebhookTestEvent"];
         delete?: never;
@@ -2276,6 +2276,38 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Body larger than 16 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not uncompressed application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many invalid admin tokens from this client this minute */
             429: {
                 headers: {
@@ -2881,6 +2913,38 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Body larger than 16 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not uncompressed application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many invalid admin tokens from this client this minute */
             429: {
                 headers: {
@@ -3396,9 +3460,9 @@ export interface operations {
     getKeyUsage: {
         parameters: {
             query?: {
-                /** @description First day (UTC), inclusive; default 29 days before `to` */
+                /** @description First day (UTC), inclusive, not after today; default 29 days before `to` */
                 from?: string;
-                /** @description Last day (UTC), inclusive; default today */
+                /** @description Last day (UTC), inclusive, not after today; default today */
                 to?: string;
             };
             header?: never;
@@ -3665,9 +3729,9 @@ export interface operations {
     getKeyUsageHead: {
         parameters: {
             query?: {
-                /** @description First day (UTC), inclusive; default 29 days before `to` */
+                /** @description First day (UTC), inclusive, not after today; default 29 days before `to` */
                 from?: string;
-                /** @description Last day (UTC), inclusive; default today */
+                /** @description Last day (UTC), inclusive, not after today; default today */
                 to?: string;
             };
             header?: never;
@@ -3789,7 +3853,7 @@ export interface operations {
     listUsageOfDay: {
         parameters: {
             query: {
-                /** @description The UTC day */
+                /** @description The UTC day: today or a day before */
                 day: string;
                 /** @description Maximum number of keys returned */
                 limit?: number;
@@ -4040,7 +4104,7 @@ export interface operations {
     listUsageOfDayHead: {
         parameters: {
             query: {
-                /** @description The UTC day */
+                /** @description The UTC day: today or a day before */
                 day: string;
                 /** @description Maximum number of keys returned */
                 limit?: number;
@@ -5279,6 +5343,38 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 16 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not uncompressed application/json */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];
@@ -6595,6 +6691,38 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Body larger than 16 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not uncompressed application/json */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Too many invalid admin tokens from this client this minute */
             429: {
                 headers: {
@@ -6862,6 +6990,38 @@ export interface operations {
             };
             /** @description Not found */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body larger than 16 KiB */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Server-Timing": components["headers"]["Server-Timing"];
+                    "Cache-Control": components["headers"]["Cache-Control"];
+                    Vary: components["headers"]["Vary"];
+                    "X-Content-Type-Options": components["headers"]["X-Content-Type-Options"];
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Body is not uncompressed application/json */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "Server-Timing": components["headers"]["Server-Timing"];

@@ -1,7 +1,8 @@
 // @ts-check
 // Checks the static-assets configuration of each environment: bindings are not inherited, so each
-// [env.*] block repeats [assets]; and a file in the assets directory that a run_worker_first rule
-// sends to the Worker (which does not serve files) would never be reachable.
+// [env.*] block repeats [assets]; a file in the assets directory that a run_worker_first rule
+// sends to the Worker (which does not serve files) would never be reachable; and the files only the
+// Worker reads through its ASSETS binding (the OpenAPI templates) must be behind such a rule.
 import { readdirSync } from "node:fs";
 import path from "node:path";
 
@@ -21,13 +22,15 @@ function assetPaths(dir, prefix = "") {
 
 /**
  * The problems with `assets` (an environment's resolved [assets]) against `topLevel` (the top
- * level's): a difference, or an asset a run_worker_first rule hides behind the Worker.
- * @param {{ directory?: string, run_worker_first?: boolean | string[] } | undefined} assets
- * @param {{ directory?: string, run_worker_first?: boolean | string[] } | undefined} topLevel
+ * level's): a difference, an asset a run_worker_first rule hides behind the Worker, or one of the
+ * files only the Worker reads (through its binding, under `workerOnly`) that anyone could fetch.
+ * @param {{ directory?: string, binding?: string, run_worker_first?: boolean | string[] } | undefined} assets
+ * @param {{ directory?: string, binding?: string, run_worker_first?: boolean | string[] } | undefined} topLevel
  * @param {string} root the directory of wrangler.toml
+ * @param {string[]} [workerOnly] URL path prefixes of the files only the Worker reads
  * @returns {string[]}
  */
-export function assetsRoutingProblems(assets, topLevel, root) {
+export function assetsRoutingProblems(assets, topLevel, root, workerOnly = []) {
   if (!assets?.directory) return ["no [assets] directory"];
   const problems = [];
   if (JSON.stringify(assets) !== JSON.stringify(topLevel))
@@ -36,11 +39,17 @@ export function assetsRoutingProblems(assets, topLevel, root) {
   const toWorker = rules.filter((rule) => !rule.startsWith("!"));
   const toAssets = rules.filter((rule) => rule.startsWith("!")).map((rule) => rule.slice(1));
   for (const urlPath of assetPaths(path.resolve(root, assets.directory))) {
-    if (assets.run_worker_first === true) problems.push(`${urlPath}: run_worker_first is true`);
-    else if (
-      toWorker.some((rule) => matches(rule, urlPath)) &&
-      !toAssets.some((rule) => matches(rule, urlPath))
-    )
+    const behindWorker =
+      assets.run_worker_first === true ||
+      (toWorker.some((rule) => matches(rule, urlPath)) &&
+        !toAssets.some((rule) => matches(rule, urlPath)));
+    if (workerOnly.some((prefix) => urlPath.startsWith(prefix))) {
+      if (!assets.binding) problems.push(`${urlPath} is the Worker's, but [assets] has no binding`);
+      else if (!behindWorker)
+        problems.push(`${urlPath} is the Worker's only, but no run_worker_first rule covers it`);
+    } else if (assets.run_worker_first === true)
+      problems.push(`${urlPath}: run_worker_first is true`);
+    else if (behindWorker)
       problems.push(`${urlPath} is a static asset, but run_worker_first sends it to the Worker`);
   }
   return problems;

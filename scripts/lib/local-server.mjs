@@ -103,6 +103,7 @@ export function snapshotProject({ extra = [] } = {}) {
     "wrangler.toml",
     "public",
     "scripts/docs-assets.mjs",
+    "scripts/lib/openapi-templates.mjs",
     "package.json",
     "tsconfig.json",
     "worker-configuration.d.ts",

@@ -1,26 +1,35 @@
 // @ts-check
-// wrangler.toml's `[alias]` swaps modules zod imports by relative specifier ("./compile.js") for
-// small shims in src/lib/. An alias applies to every import with that specifier, so a module of
-// another package importing a file of the same name would silently get a zod shim instead: this
-// finds such imports in a bundle's esbuild metafile.
+// wrangler.toml's `[alias]` swaps modules for small shims in src/lib/: modules zod imports by
+// relative specifier ("./compile.js"), and zod-to-openapi, which @hono/zod-openapi imports. An
+// alias applies to every import with that specifier, so a module of another package importing a
+// file of the same name (or the Worker's own code importing zod-to-openapi) would silently get a
+// shim instead: this finds such imports in a bundle's esbuild metafile.
 import path from "node:path";
 
+/** The package whose modules may import an alias's shim: zod, but where named here. */
+const IMPORTER_OF = { "@asteasolutions/zod-to-openapi": "@hono/zod-openapi" };
+
 /**
- * The imports of an alias target by anything other than zod's own modules, as "importer imports
- * specifier". Empty when only zod imports them.
+ * The imports of an alias target by anything other than the package its alias is for, as
+ * "importer imports specifier". Empty when only that package imports them.
  * @param {{ inputs?: Record<string, { imports?: { path: string, original?: string }[] }> }} metafile
  * @param {Record<string, string> | undefined} aliases wrangler's `alias`, specifier → shim path
  * @returns {string[]}
  */
-export function shimImportsOutsideZod(metafile, aliases) {
-  const shims = new Set(Object.values(aliases ?? {}).map((target) => path.normalize(target)));
+export function misplacedShimImports(metafile, aliases) {
+  /** @type {Map<string, string>} shim path → the package allowed to import it */
+  const shims = new Map(
+    Object.entries(aliases ?? {}).map(([specifier, target]) => [
+      path.normalize(target),
+      /** @type {Record<string, string>} */ (IMPORTER_OF)[specifier] ?? "zod",
+    ]),
+  );
   const found = [];
   for (const [input, { imports = [] }] of Object.entries(metafile.inputs ?? {})) {
-    if (/(^|\/)node_modules\/zod\//.test(input)) continue;
     for (const imported of imports) {
-      if (shims.has(path.normalize(imported.path))) {
-        found.push(`${input} imports ${imported.original ?? imported.path}`);
-      }
+      const allowed = shims.get(path.normalize(imported.path));
+      if (allowed === undefined || input.includes(`node_modules/${allowed}/`)) continue;
+      found.push(`${input} imports ${imported.original ?? imported.path}`);
     }
   }
   return found;

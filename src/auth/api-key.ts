@@ -141,7 +141,8 @@ async function lookUp<E extends BaseEnv>(
     const said = location ? await askHolder(location, shape.keyId, hash) : null;
     if (said?.outcome === "unknown") return null;
     if (said?.outcome === "found") {
-      cacheKey(hash, said.match, now);
+      // Kept as long as a record read when the holder read its copy: no copy outlives that.
+      cacheKey(hash, said.match, now, now - said.copyAgeMs);
       return { match: said.match, hash, admission: said.admission };
     }
   }

@@ -56,10 +56,14 @@ export function cachedKey(hash: string, now: number): CachedKey | undefined {
   };
 }
 
-export function cacheKey(hash: string, match: KeyMatch, now: number): void {
+/**
+ * Caches `match` at `now`, read from D1 at `readAt` (earlier when a location holder handed over
+ * its copy): a usable record is kept until KEY_CACHE_TTL_MS after its read at most.
+ */
+export function cacheKey(hash: string, match: KeyMatch, now: number, readAt = now): void {
   const until =
     secretStatus(match, now) === "active"
-      ? Math.min(now + KEY_CACHE_TTL_MS, usableUntil(match))
+      ? Math.min(readAt + KEY_CACHE_TTL_MS, usableUntil(match))
       : now + REFUSED_KEY_CACHE_TTL_MS;
   entries.set(hash, { match, refreshAt: now + KEY_REFRESH_AFTER_MS }, until);
 }

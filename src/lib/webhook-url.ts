@@ -242,6 +242,8 @@ export function webhookUrlProblem(text: string, localReceivers: boolean): string
   // other spaces: the text stored and shown (a list, the CLI's table) would not be the URL
   // checked and called, and a line break in it would break every table that prints it.
   if (/[\u0000-\u0020\u007f]/.test(text)) return "must not contain spaces or control characters";
+  // The same for a lone surrogate: the parser sends it as U+FFFD (%EF%BF%BD).
+  if (!text.isWellFormed()) return "must be well-formed Unicode (no lone surrogates)";
   if (!URL.canParse(text)) return "must be an absolute URL (https://…)";
   const url = new URL(text);
   if (url.username || url.password) return "must not contain credentials (user:password@)";

@@ -86,3 +86,49 @@ const requireUtf8: MiddlewareHandler = async (c, next) => {
  * 16 KiB, 400 for a body that is not well-formed UTF-8.
  */
 export const jsonBody: MiddlewareHandler[] = [requireJsonType, limitSize, requireUtf8];
+
+/** What an operation that takes no body accepts instead: said in each of its 400s. */
+const NO_BODY_RULE = "this operation takes no body, or {}";
+
+/** After requireJsonType and requireUtf8: the body is `{}` (whitespace aside), else a 400. */
+const requireEmptyObject: MiddlewareHandler = async (c, next) => {
+  let body: unknown;
+  try {
+    body = await c.req.json();
+  } catch {
+    body = undefined; // malformed JSON: refused below like any other non-object
+  }
+  if (body === null || typeof body !== "object" || Array.isArray(body))
+    throw new ApiError(
+      "invalid_request",
+      `body: must be absent or an empty JSON object (${NO_BODY_RULE}).`,
+    );
+  const fields = Object.keys(body);
+  if (fields.length > 0)
+    throw new ApiError(
+      "invalid_request",
+      `unknown field${fields.length > 1 ? "s" : ""}: ${fields.join(", ")} (${NO_BODY_RULE})`,
+    );
+  await next();
+};
+
+/**
+ * A body, if any, is JSON as jsonBody requires and holds `{}`. Any other body is refused rather
+ * than ignored: a caller who expects it to choose something (a test event's type, a
+ * revocation's reason) learns that it does not.
+ */
+const emptyOrEmptyObject: MiddlewareHandler = async (c, next) => {
+  if ((await c.req.arrayBuffer()).byteLength === 0) return next();
+  await requireJsonType(c, async () => {
+    await requireUtf8(c, async () => {
+      await requireEmptyObject(c, next);
+    });
+  });
+};
+
+/**
+ * For operations that take no body (revoke, unban, send again, …): none, or `{}`, which some
+ * clients send with every request. 413 past 16 KiB, 415 for a body that is not JSON, 400 for one
+ * that is not `{}` (naming its fields).
+ */
+export const noBody: MiddlewareHandler[] = [limitSize, emptyOrEmptyObject];

@@ -7,6 +7,7 @@ import {
 } from "../quota/lease-messages";
 import { type UsageState, type WindowStatus, windowsOf } from "../quota/windows";
 import type { KeyPolicy } from "./key-policy";
+import type { LeaseLedger } from "./lease-ledger";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
@@ -49,8 +50,7 @@ export class AdmissionMemory {
     private readonly sql: SqlStorage,
     private readonly history: UsageHistoryTable,
     private readonly policy: KeyPolicy,
-    /** The start of the earliest minute a lease still out was granted in (null: none is out). */
-    private readonly oldestLeaseMinute: () => number | null,
+    private readonly leases: Pick<LeaseLedger, "oldestMinuteOut">,
   ) {}
 
   /** The answer given to call `id`, while it is remembered (see `forgetOlderThanMemory`). */
@@ -82,7 +82,7 @@ export class AdmissionMemory {
    * stepped back) are kept until then.
    */
   forgetOlderThanMemory(now: number): void {
-    const oldestLease = this.oldestLeaseMinute();
+    const oldestLease = this.leases.oldestMinuteOut();
     const horizon = now - ADMISSION_MEMORY_MS;
     const before =
       oldestLease === null

@@ -100,6 +100,15 @@ export class HeldKeyRecord {
     });
   }
 
+  /**
+   * How old the copy is at `now` (since its read from D1 began): an isolate it is handed to keeps
+   * it only as long as it would keep a record it read at that time, so a change the key's object
+   * never learnt reaches it when it reaches this holder, at most HELD_KEY_MAX_AGE_MS after.
+   */
+  ageAt(now: number): number {
+    return now - this.#readAt;
+  }
+
   /** Whether the copy was read from D1 within REFUSING_COPY_TRUSTED_MS of `now`. */
   readJustNow(now: number): boolean {
     return this.#record !== null && now < this.#readAt + REFUSING_COPY_TRUSTED_MS;

@@ -35,6 +35,9 @@ type LeaseRow = {
 const LEASE_ROW = `SELECT id, minute_start AS minuteStart, day_start AS dayStart, permits, counted
   FROM leases`;
 
+/** What a lend asks for: see LeaseLedger.lend and RenewalRequest. */
+export type LeaseAsk = { want: number; holding: number; extending?: string; minuteWant?: number };
+
 /** `n` within 0…`most`. */
 const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, n));
 
@@ -84,12 +87,7 @@ export class LeaseLedger {
     state: UsageState,
     windows: WindowStatus[],
     limits: Limits,
-    {
-      want,
-      holding,
-      extending,
-      minuteWant = 0,
-    }: { want: number; holding: number; extending?: string; minuteWant?: number },
+    { want, holding, extending, minuteWant = 0 }: LeaseAsk,
     now: number,
     grantee: string | null,
   ): { state: UsageState; lease: Lease | null } {
@@ -306,14 +304,7 @@ export class LeaseLedger {
  */
 export function insertLease(
   sql: SqlStorage,
-  lease: {
-    id: string;
-    minuteStart: number;
-    dayStart: number;
-    permits: number;
-    expiresAt: number;
-    grantee: string | null;
-  },
+  lease: Omit<LeaseRow, "counted"> & { expiresAt: number; grantee: string | null },
 ): void {
   sql.exec(
     `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)

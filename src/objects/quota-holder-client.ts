@@ -50,10 +50,10 @@ export function locationOf(
  * What the key's holder in the request's location said of a key's secret, as the Worker uses it:
  * the key (with the decision on the request, if one was asked for and made), "unknown" (no
  * secret of the key matches: a guess), or "unread" (the holder could not be reached or could
- * not read the key: the Worker reads D1 itself).
+ * not read the key: the Worker reads D1 itself). `copyAgeMs`: how old the holder's copy was.
  */
 export type LocationAuthentication =
-  | { outcome: "found"; match: KeyMatch; admission: AdmitResult | null }
+  | { outcome: "found"; match: KeyMatch; admission: AdmitResult | null; copyAgeMs: number }
   | { outcome: "unknown" }
   | { outcome: "unread" };
 
@@ -86,6 +86,7 @@ async function askHolder(
     outcome: "found",
     match: said.match,
     admission: said.answer ? admitResultOf(said.answer) : null,
+    copyAgeMs: said.copyAgeMs ?? 0,
   };
 }
 

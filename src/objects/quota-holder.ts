@@ -33,10 +33,11 @@ export type HolderAnswer =
  * auth/key-format.ts): the key and which of its secrets it is, with the decision on the request
  * when one was asked for and the secret may be used now (else null: the Worker says why not);
  * "unknown" when no secret of the key has this hash (a guess); "unread" when the key could not be
- * read here (the Worker reads D1 itself).
+ * read here (the Worker reads D1 itself). `copyAgeMs`: how old the copy of the key was (absent: read
+ * just now), so that the Worker keeps it no longer than a record it read itself then.
  */
 export type HolderAuthentication =
-  | { outcome: "found"; match: KeyMatch; answer: HolderAnswer | null }
+  | { outcome: "found"; match: KeyMatch; answer: HolderAnswer | null; copyAgeMs?: number }
   | { outcome: "unknown" }
   | { outcome: "unread" };
 
@@ -75,7 +76,7 @@ export class QuotaHolder extends DurableObject<Env> {
     const now = clock.now();
     const kept = this.#keyRecord.vouchedFor(hash, now);
     return kept && this.#keptDecides(kept, now)
-      ? { outcome: "found", match: kept, answer: null }
+      ? { outcome: "found", match: kept, answer: null, copyAgeMs: this.#keyRecord.ageAt(now) }
       : this.#read(keyId, hash);
   }
 
@@ -109,7 +110,7 @@ export class QuotaHolder extends DurableObject<Env> {
     const kept = this.#keyRecord.cached(hash, now);
     const found: HolderAuthentication =
       kept !== null && this.#keptDecides(kept, now)
-        ? { outcome: "found", match: kept, answer: null }
+        ? { outcome: "found", match: kept, answer: null, copyAgeMs: this.#keyRecord.ageAt(now) }
         : await this.#read(keyId, hash);
     if (found.outcome !== "found" || secretStatus(found.match, clock.now()) !== "active")
       return found;
@@ -119,7 +120,7 @@ export class QuotaHolder extends DurableObject<Env> {
       record.firstUsedAt === null ? this.#markUsed(record) : null,
     ]);
     const match = used ? { ...found.match, record: used } : found.match;
-    if (!answer.reached) return { outcome: "found", match, answer };
+    if (!answer.reached) return { ...found, match, answer };
     const { decision } = answer;
     if (decision.outcome === "stale") {
       // The copy is older than the key's object's policy (a change that did not reach this
@@ -131,7 +132,7 @@ export class QuotaHolder extends DurableObject<Env> {
     }
     if (decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
       this.#keyRecord.vouch(decision.policyVersion, clock.now());
-      return { outcome: "found", match, answer };
+      return { ...found, match, answer };
     }
     // The decision stands (the object made it under its newest policy); the Worker judges the
     // secret by the key as D1 has it now.

@@ -73,3 +73,21 @@ export const QUOTA_LIMITER_SCHEMA: ObjectSchema = {
     { name: "webhook_outbox", sql: CREATE_WEBHOOK_OUTBOX_TABLE },
   ],
 };
+
+/**
+ * Whether a QuotaLimiter's storage holds work for later, which its alarm does: the day's windows,
+ * history days not yet in D1, leases to settle, bans to record, admission ids to forget, webhook
+ * events not yet queued.
+ */
+export function holdsWorkForLater(sql: SqlStorage): boolean {
+  return (
+    sql
+      .exec<{ held: number }>(
+        `SELECT EXISTS (SELECT 1 FROM usage) OR EXISTS (SELECT 1 FROM usage_history)
+            OR EXISTS (SELECT 1 FROM leases) OR EXISTS (SELECT 1 FROM ban_records)
+            OR EXISTS (SELECT 1 FROM admissions)
+            OR EXISTS (SELECT 1 FROM webhook_outbox WHERE queued = 0) AS held`,
+      )
+      .one().held === 1
+  );
+}

@@ -8,6 +8,7 @@ import { CHANGE_APPLIES_WITHIN_MS } from "../quota/lease";
 import {
   type Admission,
   admissionIdLive,
+  type Lease,
   type LeaseRequest,
   type Renewal,
   type RenewalRequest,
@@ -22,14 +23,15 @@ import {
   type Policy,
   rollWindows,
   type UsageState,
+  type WindowStatus,
   windowsOf,
 } from "../quota/windows";
 import { AdmissionMemory, type RememberedAdmission } from "./admission-memory";
 import { AlarmSchedule } from "./alarm-schedule";
 import { BanRecords } from "./ban-records";
 import { KeyPolicy } from "./key-policy";
-import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
-import { QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
+import { type LeaseAsk, LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
+import { holdsWorkForLater, QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import { migrateSchemaOrThrow } from "./schema-migrations";
 import { StandingLedger } from "./standing-ledger";
 import { openOrThrow } from "./stub-call";
@@ -43,17 +45,14 @@ import { WebhookOutbox } from "./webhook-outbox";
  */
 export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 
-const NO_LEASE: LeaseRequest = { want: 0, returning: [] };
-
 /**
- * One per API key (named by the key's id). `admit` both enforces and counts; a busy isolate also
- * gets a lease of permits with it and admits from the lease without calling
- * (quota/lease-holder.ts), so not every request reaches the object. The object also keeps the
- * key's current policy (limits and revocation), pushed by the admin API, so plan changes and
- * revocations take effect on the next request even while Workers still hold a cached key record.
- * Its parts: the windows (usage-table.ts), the policy (key-policy.ts), the leases
- * (lease-ledger.ts), the day history (usage-history-table.ts), the bans D1 is told of
- * (ban-records.ts) and the webhook events (webhook-outbox.ts), sharing one alarm.
+ * One per API key (named by the key's id): the only counter of the key's windows. `admit` both
+ * enforces and counts; with it, a lease holder gets permits it then admits from without calling
+ * (quota/lease-holder.ts). It keeps the key's newest policy, pushed by the admin API, so changes
+ * apply even while Workers hold a cached key record. Its parts, sharing one alarm: the windows
+ * (usage-table.ts), the policy (key-policy.ts), the leases (lease-ledger.ts, standing-ledger.ts),
+ * the admission ids (admission-memory.ts), the day history (usage-history-table.ts), the bans D1
+ * is told of (ban-records.ts) and the webhook events (webhook-outbox.ts).
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageTable: UsageTable;
@@ -72,62 +71,45 @@ export class QuotaLimiter extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     const { sql } = ctx.storage;
+    const keyId = ctx.id.name;
+    const db = () => this.env.DB;
     this.#usageTable = new UsageTable(sql);
     this.#policy = new KeyPolicy(sql);
     this.#alarms = new AlarmSchedule(ctx.storage);
-    this.#history = new UsageHistoryTable(sql, this.#alarms, () => this.env.DB, ctx.id.name);
+    this.#history = new UsageHistoryTable(sql, this.#alarms, db, keyId);
     this.#leases = new LeaseLedger(sql, this.#history);
-    this.#standing = new StandingLedger(sql);
-    this.#bans = new BanRecords(sql, this.#alarms, () => this.env.DB, ctx.id.name);
-    this.#admissions = new AdmissionMemory(sql, this.#history, this.#policy, () =>
-      this.#leases.oldestMinuteOut(),
-    );
-    this.#webhooks = new WebhookOutbox(
-      sql,
-      this.#alarms,
-      () => this.env.WEBHOOK_QUEUE,
-      ctx.id.name,
-    );
+    this.#standing = new StandingLedger(sql, this.#leases);
+    this.#bans = new BanRecords(sql, this.#alarms, db, keyId);
+    this.#admissions = new AdmissionMemory(sql, this.#history, this.#policy, this.#leases);
+    this.#webhooks = new WebhookOutbox(sql, this.#alarms, () => this.env.WEBHOOK_QUEUE, keyId);
     // Whatever fails here fails every call alike: callers must tell it from an outage.
     ctx.blockConcurrencyWhile(() => openOrThrow(async () => this.#open(ctx, env)));
   }
 
   /** Reads the settings, brings the storage to this release's schema and loads what it keeps. */
   async #open(ctx: DurableObjectState, env: Env): Promise<void> {
-    const { sql } = ctx.storage;
     this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
     migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
     this.#usage = this.#usageTable.load();
     this.#policy.load();
-    // Whatever this object holds for later (the day's windows, history days not yet in D1,
-    // leases to settle, bans to record) has an alarm, unless setting it failed before the
-    // object was evicted: then it gets one now, and the alarm re-arms for what is not due.
-    const holdsWorkForLater = sql
-      .exec<{ held: number }>(
-        `SELECT EXISTS (SELECT 1 FROM usage) OR EXISTS (SELECT 1 FROM usage_history)
-            OR EXISTS (SELECT 1 FROM leases) OR EXISTS (SELECT 1 FROM ban_records)
-            OR EXISTS (SELECT 1 FROM admissions)
-            OR EXISTS (SELECT 1 FROM webhook_outbox WHERE queued = 0) AS held`,
-      )
-      .one().held;
-    if (holdsWorkForLater && (await ctx.storage.getAlarm()) === null)
+    // What it holds for later has an alarm, unless setting it failed before the object was
+    // evicted: then it gets one now, and the alarm re-arms for what is not due.
+    if (holdsWorkForLater(ctx.storage.sql) && (await ctx.storage.getAlarm()) === null)
       await ctx.storage.setAlarm(clock.now());
   }
 
   /**
-   * Decides and counts one request; first takes back the caller's returned lease, and when the
-   * request is admitted with room to spare, grants the lease asked for (counted as used here,
-   * in the same synchronous step). `policy` is the caller's view of the key; a newer stored one
-   * wins. A request with an admission id (see LeaseRequest) is decided once: asked again, it gets
-   * the same decision, and the same lease while that is out, counted once; and one sent on an
-   * older version of the key than this object's is not decided but answered `stale` (counted
-   * nowhere): what its copy alone decided (a rolled secret, the expiry) may have changed too. So
-   * is one whose id this object no longer decides (ADMISSION_ID_LIFETIME_MS after it was made):
-   * this object may have decided it and forgotten.
+   * Decides and counts one request, after taking back the caller's returned leases; admitted with
+   * room to spare, it also lends what was asked for (counted here in the same step). `policy` is
+   * the caller's copy of the key; a newer stored one wins. A request with an admission id is
+   * decided once: asked again, the same answer (its lease while that is out), counted once. It is
+   * answered `stale`, counted nowhere, when sent on an older version of the key than this
+   * object's (what the copy alone decided, a roll or the expiry, may have changed too), or after
+   * ADMISSION_ID_LIFETIME_MS (this object may have decided it and forgotten).
    */
   admit(
     policy: Policy,
-    request: LeaseRequest = NO_LEASE,
+    request: LeaseRequest = { want: 0, returning: [] },
     grantee: string | null = null,
   ): Admission {
     const now = clock.now();
@@ -137,10 +119,10 @@ export class QuotaLimiter extends DurableObject<Env> {
     if (known) {
       const { fromStock: _, ...admission } = known;
       const lease = known.lease && this.#leases.grantedIn(known.lease.id) ? known.lease : null;
-      return { ...admission, lease, ...this.#standingStillOut(known.standing) };
+      return { ...admission, lease, ...this.#standing.stillOut(known.standing) };
     }
     const effective = this.#policy.adopt(policy);
-    const current = this.#takeBack(now, request.returning);
+    const current = this.#takeBack(this.#rolled(now), request.returning, now);
     if (id !== undefined && (effective.version > policy.version || !admissionIdLive(id, now))) {
       this.#keep(current);
       this.#leases.strandUnreported(now);
@@ -148,17 +130,11 @@ export class QuotaLimiter extends DurableObject<Env> {
       return { outcome: "stale", windows, now, policyVersion: effective.version, lease: null };
     }
     const { decision, state: counted } = decide(current, effective, now, this.#banMs);
-    // Most requests ask for no lease: they need not read what the leases hold.
     const ask = { ...request, holding: 0 };
-    const lent =
-      decision.outcome === "allowed" && request.want > 0
-        ? this.#leases.lend(counted, decision.windows, effective, ask, now, grantee)
-        : { state: counted, lease: null };
-    const { lease } = lent;
-    const { state, standing } =
+    const { state, ...lent } =
       decision.outcome === "allowed"
-        ? this.#lendStanding(lent.state, effective, request.standing, now, grantee, lease)
-        : { state: lent.state, standing: {} };
+        ? this.#lend(counted, decision.windows, effective, ask, now, grantee)
+        : { state: counted, lease: null };
     const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
     this.#keep(state);
     if (banStarted) this.#bans.note(now, state.bannedUntil);
@@ -167,7 +143,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     // windows' day, which a clock stepping back does not leave.
     this.#history.count(decision.outcome, state.dayStart, 1);
     this.#leases.strandUnreported(now);
-    const admission: Admission = { ...decision, lease, ...standing };
+    const admission: Admission = { ...decision, ...lent };
     if (id !== undefined) this.#admissions.remember(id, now, admission);
     return admission;
   }
@@ -183,9 +159,9 @@ export class QuotaLimiter extends DurableObject<Env> {
     const now = clock.now();
     const id = request.renewalId;
     const known = id === undefined ? null : this.#admissions.recall<Renewal>(id);
-    if (known) return { ...known, ...this.#standingStillOut(known.standing) };
+    if (known) return { ...known, ...this.#standing.stillOut(known.standing) };
     const effective = this.#policy.adopt(policy);
-    let state = this.#takeBack(now, request.returning);
+    let state = this.#takeBack(this.#rolled(now), request.returning, now);
     if (request.used !== undefined) this.#leases.countUsed(request.leaseId, request.used);
     const leaseIn = this.#leases.grantedIn(request.leaseId);
     state = this.#admissions.countOnceFromStock(state, leaseIn, request.admissionIds, now);
@@ -199,51 +175,37 @@ export class QuotaLimiter extends DurableObject<Env> {
     const unusedHere = this.#leases.unusedOf(request.leaseId, state, request.used);
     const holding = Math.max(0, request.holding, unusedHere);
     const ask = { ...request, holding, extending: request.leaseId };
-    const lent = refused
-      ? { state, lease: null }
-      : this.#leases.lend(state, windows, effective, ask, now, grantee);
-    const granted = lent.lease;
-    const withStanding = refused
-      ? { state: lent.state, standing: {} }
-      : this.#lendStanding(lent.state, effective, request.standing, now, grantee, granted);
-    this.#keep(withStanding.state);
+    const {
+      state: lentState,
+      lease: granted,
+      ...standing
+    } = refused ? { state, lease: null } : this.#lend(state, windows, effective, ask, now, grantee);
+    this.#keep(lentState);
     this.#leases.strandUnreported(now);
-    const renewal: Renewal = {
-      policyVersion: effective.version,
-      revoked: effective.revoked,
-      windows,
-      granted,
-      now,
-      ...withStanding.standing,
-    };
+    const { version: policyVersion, revoked } = effective;
+    const renewal: Renewal = { policyVersion, revoked, windows, granted, now, ...standing };
     if (id !== undefined) this.#admissions.remember(id, now, renewal);
     return renewal;
   }
 
   /**
-   * Standing permits for location holder `grantee` (`perMinute` in each minute ahead it asked
-   * for, see quota/standing.ts) on top of `state`, and the `lease` granted in the same call
-   * reported with them; the `standing` field of the answer (absent when none).
+   * What an admitted request or a renewal lends on top of `state`: the lease asked for, and the
+   * standing permits a location holder asked for (absent when none).
    */
-  #lendStanding(
+  #lend(
     state: UsageState,
+    windows: WindowStatus[],
     limits: Policy,
-    perMinute: number | undefined,
+    ask: LeaseAsk & { standing?: number },
     now: number,
     grantee: string | null,
-    lease: { id: string } | null,
-  ): { state: UsageState; standing: { standing?: StandingPermit[] } } {
-    if (!perMinute) return { state, standing: {} };
-    const lent = this.#standing.lend(state, limits, perMinute, now, grantee);
-    if (lent.standing.length === 0) return { state, standing: {} };
-    if (lease) this.#standing.reportedWithStanding(lease.id, lent.waitedUntil);
-    return { state: lent.state, standing: { standing: lent.standing } };
-  }
-
-  /** Of the standing permits an earlier answer gave, those still out (a repeated answer). */
-  #standingStillOut(standing: StandingPermit[] | undefined): { standing?: StandingPermit[] } {
-    const out = standing?.filter((s) => this.#leases.grantedIn(s.id) !== null) ?? [];
-    return out.length > 0 ? { standing: out } : {};
+  ): { state: UsageState; lease: Lease | null; standing?: StandingPermit[] } {
+    // A request asking for no lease need not read what the leases hold; a renewal always asks.
+    const asksLease = ask.want > 0 || ask.extending !== undefined;
+    const lent = asksLease
+      ? this.#leases.lend(state, windows, limits, ask, now, grantee)
+      : { state, lease: null };
+    return this.#standing.lend(lent, limits, ask.standing, now, grantee);
   }
 
   /**
@@ -256,18 +218,15 @@ export class QuotaLimiter extends DurableObject<Env> {
     return newMinute ? this.#standing.countedAsItStarts(rolled) : rolled;
   }
 
-  /** The windows at `now`, with the `returning` leases taken back. */
-  #takeBack(now: number, returning: readonly ReturnedLease[]): UsageState {
-    let usage = this.#rolled(now);
-    for (const returned of returning) usage = this.#handBack(usage, returned, now);
-    return usage;
-  }
-
-  /** `usage` with `returned` settled (if it was still out) and the admissions it reports counted. */
-  #handBack(usage: UsageState, returned: ReturnedLease, now: number): UsageState {
-    const leaseIn = this.#leases.grantedIn(returned.id);
-    const settled = this.#leases.takeBack(usage, returned) ?? usage;
-    return this.#admissions.countOnceFromStock(settled, leaseIn, returned.admissionIds, now);
+  /** `usage` with each of `returning` settled (if still out) and the admissions it reports counted. */
+  #takeBack(usage: UsageState, returning: readonly ReturnedLease[], now: number): UsageState {
+    let settled = usage;
+    for (const returned of returning) {
+      const leaseIn = this.#leases.grantedIn(returned.id);
+      settled = this.#leases.takeBack(settled, returned) ?? settled;
+      settled = this.#admissions.countOnceFromStock(settled, leaseIn, returned.admissionIds, now);
+    }
+    return settled;
   }
 
   /** Saves the windows if they changed; schedules the day's cleanup when a new day began. */
@@ -280,36 +239,29 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#usageTable.save(state);
     }
     // Once a day per active key: an alarm after the day ends deletes the stale row.
-    if (newDay)
-      this.#alarms.wakeNoLaterThan(
-        state.dayStart + DAY_MS + MINUTE_MS,
-        "could not schedule usage cleanup",
-      );
+    const cleanupAt = state.dayStart + DAY_MS + MINUTE_MS;
+    if (newDay) this.#alarms.wakeNoLaterThan(cleanupAt, "could not schedule usage cleanup");
     this.#alarms.askOwed();
   }
 
   /**
    * Takes back a lease's unused permits (a holder whose lease expired before its next request).
-   * Like a request, it may move the windows into a new day (after the cleanup, or a day with no
-   * request yet), so their row gets that day's cleanup alarm too.
+   * Like a request, it may move the windows into a new day, whose cleanup alarm their row gets.
    */
   returnLease(returned: ReturnedLease): void {
     const now = clock.now();
     // A lease settled already (handed back before, or stranded) changes nothing and writes
     // nothing: a retried hand-back reaching an idle object leaves it idle.
     const current = this.#rolled(now);
-    const settled = this.#handBack(current, returned, now);
+    const settled = this.#takeBack(current, [returned], now);
     if (settled !== current) this.#keep(settled);
     this.#leases.strandUnreported(now);
   }
 
   /**
-   * Stores a newer policy (plan change, new limits, revocation, disabling) pushed by the admin
-   * API, and tells every location holder holding a lease of the key to stop admitting from it:
-   * they forward the key's next requests here, where the new policy applies. Waits for them at
-   * most PUSH_DEADLINE_MS; a holder not reached stops on its own when its lease ends (STOCK_LEASE_MS;
-   * a stock for the minute, with its minute, after at most its permits: it is renewed only here,
-   * under the newest policy).
+   * Stores a newer policy pushed by the admin API, and tells each location holder holding a lease
+   * of the key to stop admitting from it (it forwards the key's next requests here), waiting at
+   * most PUSH_DEADLINE_MS. One not reached stops when its lease ends: leases are renewed only here.
    */
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy.current?.version;
@@ -339,9 +291,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * The key's own view of itself (GET /v1/usage): current usage and ban, and the days held here
-   * (today, and any finished day D1 has not taken yet). Counts no request; it only settles the
-   * leases past their deadline first, so stranded permits show as soon as they are due.
+   * The key's own view of itself (GET /v1/usage): current usage and ban, and the days held here.
+   * Counts nothing; it settles the leases past their deadline first, so stranded permits show.
    */
   report(offered?: Policy): { usage: KeyUsage; days: UsageDay[] } {
     this.#leases.strandUnreported(clock.now());
@@ -389,10 +340,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     await this.#webhooks.send(now);
   }
 
-  /**
-   * Writes the days held here (today, and any finished day D1 has not taken yet) to D1, and
-   * returns them; a D1 failure is logged, not thrown.
-   */
+  /** Writes the days held here to D1 and returns them; a D1 failure is logged, not thrown. */
   async saveUsageHistory(): Promise<UsageDay[]> {
     this.#leases.strandUnreported(clock.now());
     return this.#history.save();

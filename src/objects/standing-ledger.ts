@@ -1,10 +1,10 @@
 import { MINUTE_MS } from "../lib/clock";
 import { heldBound, stockLivesTheMinute } from "../quota/lease";
-import type { StandingPermit } from "../quota/lease-messages";
+import type { Lease, StandingPermit } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
 import { standingMinutesFrom } from "../quota/standing";
 import { type UsageState, windowsOf } from "../quota/windows";
-import { insertLease } from "./lease-ledger";
+import { insertLease, type LeaseLedger } from "./lease-ledger";
 
 /**
  * The standing permits the key's object grants location holders (quota/standing.ts), kept as
@@ -16,28 +16,33 @@ import { insertLease } from "./lease-ledger";
  * - `expires_at` is when they stop being waited for: the end of the last minute granted to the
  *   holder, so the holder reports what it admitted from them with its next call, up to that
  *   many minutes later, and they are settled as stranded STRANDED_AFTER_MS after it if it never
- *   does. The lease granted along with them waits as long (`reportedWithStanding`).
+ *   does. The lease granted along with them waits as long.
  * No schema change: an object of the release before reads them as leases of a later minute.
  */
 export class StandingLedger {
-  constructor(private readonly sql: SqlStorage) {}
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly leases: LeaseLedger,
+  ) {}
 
   /**
-   * Grants location holder `grantee` `permits` standing permits in each minute it does not hold
-   * yet of the next few (standingMinutesFrom), counting them in the day of `state` at once, while
-   * the key stays far from both limits after them all (stockLivesTheMinute) and each minute's
-   * leases stay within heldBound. Returns the state with them counted, what was granted, and
-   * until when they are waited for (0: none granted).
+   * `lent` (an admitted request's or a renewal's windows, and the lease granted with it) with
+   * standing permits for location holder `grantee`: `perMinute` in each minute it does not hold
+   * yet of the next few (standingMinutesFrom), counted in the day at once, while the key stays far
+   * from both limits after them all (stockLivesTheMinute) and each minute's leases stay within
+   * heldBound. The lease is then waited for as long as they are: its holder reports it with them.
+   * `standing` is absent when none is granted.
    */
   lend(
-    state: UsageState,
+    lent: { state: UsageState; lease: Lease | null },
     limits: Limits,
-    permits: number,
+    perMinute: number | undefined,
     now: number,
     grantee: string | null,
-  ): { state: UsageState; standing: StandingPermit[]; waitedUntil: number } {
-    const none = { state, standing: [], waitedUntil: 0 };
-    if (grantee === null || permits <= 0) return none;
+  ): { state: UsageState; lease: Lease | null; standing?: StandingPermit[] } {
+    const { state, lease } = lent;
+    const permits = perMinute ?? 0;
+    if (grantee === null || permits <= 0) return lent;
     const held = new Set(
       this.sql
         .exec<{ minuteStart: number }>(
@@ -53,9 +58,8 @@ export class StandingLedger {
       (m) => !held.has(m) && this.#sumIn("held", m, state.dayStart) + permits <= bound,
     );
     const total = permits * minutes.length;
-    if (total === 0 || !stockLivesTheMinute(windowsOf(state, limits), limits, total)) return none;
-    const last = Math.max(...minutes, ...held);
-    const waitedUntil = last + MINUTE_MS;
+    if (total === 0 || !stockLivesTheMinute(windowsOf(state, limits), limits, total)) return lent;
+    const waitedUntil = Math.max(...minutes, ...held) + MINUTE_MS;
     const standing = minutes.map((minuteStart) => ({
       id: crypto.randomUUID(),
       permits,
@@ -82,19 +86,19 @@ export class StandingLedger {
         expiresAt: waitedUntil,
         grantee,
       });
-    return { state: { ...state, dayCount: state.dayCount + total }, standing, waitedUntil };
+    if (lease)
+      this.sql.exec(
+        "UPDATE leases SET expires_at = MAX(expires_at, ?) WHERE id = ?",
+        waitedUntil,
+        lease.id,
+      );
+    return { state: { ...state, dayCount: state.dayCount + total }, lease, standing };
   }
 
-  /**
-   * Lease `id` (granted along with standing permits) is waited for until `waitedUntil`, as they
-   * are: its holder reports it with them.
-   */
-  reportedWithStanding(id: string, waitedUntil: number): void {
-    this.sql.exec(
-      "UPDATE leases SET expires_at = MAX(expires_at, ?) WHERE id = ?",
-      waitedUntil,
-      id,
-    );
+  /** Of the standing permits an earlier answer gave, those still out (that answer repeated). */
+  stillOut(standing: StandingPermit[] | undefined): { standing?: StandingPermit[] } {
+    const out = standing?.filter((s) => this.leases.grantedIn(s.id) !== null) ?? [];
+    return out.length > 0 ? { standing: out } : {};
   }
 
   /**

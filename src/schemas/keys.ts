@@ -63,6 +63,18 @@ function hasProtoMember(value: unknown, levels: number): boolean {
   return Object.values(value).some((member) => hasProtoMember(member, levels - 1));
 }
 
+/**
+ * Whether a string or member name within `levels` levels of `value` holds a lone UTF-16
+ * surrogate (legal as a JSON escape, `"\ud800"`): names and owner ids refuse them
+ * (singleLineText), and so does meta, so a strict UTF-8 reader of a key view never meets one.
+ */
+function hasLoneSurrogate(value: unknown, levels: number): boolean {
+  if (typeof value === "string") return !value.isWellFormed();
+  if (value === null || typeof value !== "object" || levels === 0) return false;
+  if (!Array.isArray(value) && Object.keys(value).some((name) => !name.isWellFormed())) return true;
+  return Object.values(value).some((member) => hasLoneSurrogate(member, levels - 1));
+}
+
 // The depth is checked before the JSON schema walks the value: that walk recurses once per
 // level, and a value nested thousands deep would overflow the stack (a 500, not a 400).
 const MetaSchema = z
@@ -74,6 +86,10 @@ const MetaSchema = z
   .refine(
     (m) => !hasProtoMember(m, MAX_META_DEPTH + 1),
     'must not have a member named "__proto__" (it cannot be stored as sent)',
+  )
+  .refine(
+    (m) => !hasLoneSurrogate(m, MAX_META_DEPTH + 1),
+    "must be well-formed Unicode (no lone surrogates)",
   )
   .pipe(
     z

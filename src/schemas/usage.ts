@@ -6,8 +6,10 @@ import { adminPageCursor, isoDay, pageLimit } from "./common";
 export const MAX_USAGE_DAYS = 400;
 
 export const KeyUsageQuerySchema = z.strictObject({
-  from: isoDay("First day (UTC), inclusive; default 29 days before `to`").optional(),
-  to: isoDay("Last day (UTC), inclusive; default today").optional(),
+  from: isoDay(
+    "First day (UTC), inclusive, not after today; default 29 days before `to`",
+  ).optional(),
+  to: isoDay("Last day (UTC), inclusive, not after today; default today").optional(),
 });
 
 const Refused = z
@@ -38,7 +40,7 @@ export const KeyUsageHistorySchema = z
   .openapi("KeyUsageHistory");
 
 export const DayUsageQuerySchema = z.strictObject({
-  day: isoDay("The UTC day"),
+  day: isoDay("The UTC day: today or a day before"),
   limit: pageLimit("Maximum number of keys returned"),
   cursor: adminPageCursor,
 });

@@ -34,8 +34,26 @@ const jsonOrCsv = <T>(schema: T) => ({
   },
 });
 
-/** from/to as given, defaulting to the 30 days up to today; 400 for a reversed or too long range. */
+/**
+ * 400 unless the day `day` (the parameter `name`) has begun: a day after today (UTC) has no usage
+ * yet, and zeros for it, or "the day so far", would read as a fact.
+ */
+function begunOrThrow(name: string, day: string | undefined, now: number): void {
+  const today = dayName(now);
+  if (day !== undefined && day > today)
+    throw new ApiError(
+      "invalid_request",
+      `${name}: must not be after today (${day} > ${today}, the current UTC day).`,
+    );
+}
+
+/**
+ * from/to as given, defaulting to the 30 days up to today; 400 for a day after today, or a
+ * reversed or too long range.
+ */
 function rangeOrThrow(query: { from?: string; to?: string }, now: number) {
+  begunOrThrow("from", query.from, now);
+  begunOrThrow("to", query.to, now);
   const to = query.to ?? dayName(now);
   const from = query.from ?? dayName(dayStartOf(to) - 29 * DAY_MS);
   const days = (dayStartOf(to) - dayStartOf(from)) / DAY_MS + 1;
@@ -109,7 +127,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       operationId: "getKeyUsage",
       tags: ["Usage"],
       summary: "A key's usage per day",
-      description: `A key's requests per UTC day, admitted and refused by reason: every day from \`from\` to \`to\` (at most ${MAX_USAGE_DAYS}), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with \`Accept: text/csv\`. 400 for a reversed or too long range; 404 if no key has this id.`,
+      description: `A key's requests per UTC day, admitted and refused by reason: every day from \`from\` to \`to\` (at most ${MAX_USAGE_DAYS}), oldest first, with zeros where nothing happened. Today is read live from the key's quota object. JSON, or CSV with \`Accept: text/csv\`. 400 for a day after today (UTC), or a reversed or too long range; 404 if no key has this id.`,
       security,
       request: { params: KeyIdParamSchema, query: KeyUsageQuerySchema },
       responses: {
@@ -143,7 +161,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       tags: ["Usage"],
       summary: "Every key's totals for a day",
       description:
-        "Every key's totals for one UTC day, for invoicing: every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 503 if a key's quota object could not be reached.",
+        "Every key's totals for one UTC day, for invoicing: every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 400 for a day after today (UTC): it has no usage yet. 503 if a key's quota object could not be reached.",
       security,
       request: { query: DayUsageQuerySchema },
       responses: {
@@ -167,6 +185,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
     async (c) => {
       const { day, limit, cursor } = c.req.valid("query");
       const now = clock.now();
+      begunOrThrow("day", day, now);
       const dayStart = dayStartOf(day);
       const dayEnd = dayStart + DAY_MS;
       const rows = await listUsageOfDay(c.env.DB, {

@@ -22,7 +22,7 @@ import { sha256Hex } from "../../lib/crypto";
 import { ApiError } from "../../lib/errors";
 import { log } from "../../lib/log";
 import { eventId, type ProducedEvent } from "../../lib/webhook-events";
-import { jsonBody } from "../../middleware/json-body";
+import { jsonBody, noBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import { type Limits, limitsOrThrow, type Plan } from "../../quota/plans";
 import type { KeyUsage } from "../../quota/windows";
@@ -453,7 +453,8 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Revoke a key",
       description:
-        "Revokes the key for good: it is refused (401) from its next request on and cannot be enabled or rolled afterwards. Idempotent: revoking a revoked key answers 200 with the key as it is (its first revocation time) and writes no audit entry. Recorded in the audit trail. 404 if no key has this id.",
+        "Revokes the key for good: it is refused (401) from its next request on and cannot be enabled or rolled afterwards. Idempotent: revoking a revoked key answers 200 with the key as it is (its first revocation time) and writes no audit entry. Recorded in the audit trail. 404 if no key has this id. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.",
+      middleware: noBody,
       security,
       request: byId,
       responses: {
@@ -461,7 +462,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
           description: "The revoked key; refused from its next request on",
           content: json(KeySchema),
         },
-        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -490,12 +491,13 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
       tags: ["Keys"],
       summary: "Lift a key's temporary ban",
       description:
-        "Lifts the temporary ban held in the key's quota object (during which its requests get 429), so its next request is counted as usual. Recorded in the audit trail; unbanning a key that is not banned answers 200 and writes no audit entry. Answers with the key and its current usage. 404 if no key has this id.",
+        "Lifts the temporary ban held in the key's quota object (during which its requests get 429), so its next request is counted as usual. Recorded in the audit trail; unbanning a key that is not banned answers 200 and writes no audit entry. Answers with the key and its current usage. 404 if no key has this id. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.",
+      middleware: noBody,
       security,
       request: byId,
       responses: {
         200: { description: "The key, no longer banned", content: json(KeyDetailSchema) },
-        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 413, 415, 429, 503),
       },
     }),
     async (c) => {

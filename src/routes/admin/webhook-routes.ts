@@ -24,7 +24,7 @@ import { sealSecret } from "../../lib/sealed-secret";
 import { newChain, queueDeliveriesOrThrow } from "../../lib/webhook-events";
 import { newWebhookSecret, webhookSecretKey } from "../../lib/webhook-signature";
 import { webhookUrlProblem } from "../../lib/webhook-url";
-import { jsonBody } from "../../middleware/json-body";
+import { jsonBody, noBody } from "../../middleware/json-body";
 import { validationHook } from "../../middleware/validation-hook";
 import { adminErrorResponses, json, NoQuerySchema } from "../../schemas/common";
 import {
@@ -355,12 +355,13 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
       tags: ["Webhooks"],
       summary: "Delete a webhook endpoint",
       description:
-        "Deletes the endpoint and its delivery log; deliveries still queued for it are dropped. Recorded in the audit trail. 404 if no endpoint has this id.",
+        "Deletes the endpoint and its delivery log; deliveries still queued for it are dropped. Recorded in the audit trail. 404 if no endpoint has this id. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.",
+      middleware: noBody,
       security,
       request: byId,
       responses: {
         204: { description: "Deleted" },
-        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -464,12 +465,13 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
       tags: ["Webhooks"],
       summary: "Send a delivery again",
       description:
-        "Queues a new attempt of the delivery, with the same event id and body (so a receiver that has it already deduplicates it), signed anew; its retries start over. A delivery to a disabled endpoint is skipped (enable the endpoint first). Answers 202 with the delivery as it stands. 404 if no such endpoint or delivery; 503 if the queue did not take it.",
+        "Queues a new attempt of the delivery, with the same event id and body (so a receiver that has it already deduplicates it), signed anew; its retries start over. A delivery to a disabled endpoint is skipped (enable the endpoint first). Answers 202 with the delivery as it stands. 404 if no such endpoint or delivery; 503 if the queue did not take it. Takes no body, or `{}`: one with fields is a 400 naming them, one that is not JSON a 415.",
+      middleware: noBody,
       security,
       request: { params: WebhookDeliveryParamsSchema, query: NoQuerySchema },
       responses: {
         202: { description: "The delivery, queued again", content: json(WebhookDeliverySchema) },
-        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 413, 415, 429, 503),
       },
     }),
     async (c) => {
@@ -494,7 +496,8 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
       operationId: "sendWebhookTestEvent",
       tags: ["Webhooks"],
       summary: "Send a test event",
-      description: `Queues a \`${WEBHOOK_TEST_EVENT}\` event to the endpoint, whatever types it subscribes to, signed and retried like any other: a way to check the receiver and its signature check. Answers 202 with the delivery, which the delivery log then shows. 404 if no endpoint has this id; 503 if the queue did not take it.`,
+      description: `Queues a \`${WEBHOOK_TEST_EVENT}\` event to the endpoint, whatever types it subscribes to, signed and retried like any other: a way to check the receiver and its signature check. Answers 202 with the delivery, which the delivery log then shows. 404 if no endpoint has this id; 503 if the queue did not take it. Takes no body, or \`{}\`: one with fields is a 400 naming them, one that is not JSON a 415.`,
+      middleware: noBody,
       security,
       request: byId,
       responses: {
@@ -502,7 +505,7 @@ export const webhookEndpointsApi = new OpenAPIHono<AdminEnv>({ defaultHook: vali
           description: "The test event's delivery, queued",
           content: json(WebhookDeliverySchema),
         },
-        ...adminErrorResponses(400, 401, 403, 404, 429, 503),
+        ...adminErrorResponses(400, 401, 403, 404, 413, 415, 429, 503),
       },
     }),
     async (c) => {
