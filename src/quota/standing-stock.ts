@@ -124,14 +124,14 @@ export class StandingStock {
   }
 
   /**
-   * `windows` (the key's object's) with the permits held here unused for their minute counted as
-   * room in the minute window, as the object counted them used when that minute started.
+   * `windows` (the key's object's, given before any grant in the same answer) with the permits
+   * held here unused counted as room: in the minute window those of its minute (the object
+   * counted them used when that minute started), in the day all of them (counted at the grant).
    */
   withOwnRoom(windows: WindowStatus[]): WindowStatus[] {
     return windows.map((w) => {
-      if (w.name !== "minute") return w;
       const own = this.#held
-        .filter((h) => h.minuteStart === w.resetAt - MINUTE_MS)
+        .filter((h) => w.name === "day" || h.minuteStart === w.resetAt - MINUTE_MS)
         .reduce((n, h) => n + h.left, 0);
       return own > 0 ? { ...w, remaining: Math.min(w.limit, w.remaining + own) } : w;
     });
