@@ -31,3 +31,14 @@ describe("operator query parameters past their length", () => {
     },
   );
 });
+
+describe("days that are not dates", () => {
+  it.each([
+    ["/admin/v1/usage?day=tomorrow", "day: must be a date YYYY-MM-DD"],
+    ["/admin/v1/usage?day=2026-02-30", "day: must be a real calendar date"],
+    ["/admin/v1/audit?from=2026-11", "from: must be a date YYYY-MM-DD"],
+  ])("GET %s → 400 with one reason, not two", async (path, message) => {
+    const body = await expectError(await call(path, { headers: ADMIN }), 400, "invalid_request");
+    expect(body.message).toBe(message);
+  });
+});

@@ -394,7 +394,11 @@ const PROMISES: PromisedNumber[] = [
     name: "QUIET_STOCK",
     value: QUIET_STOCK,
     unit: 1,
-    phrases: ["\\({n} permits, `QUIET_STOCK`\\)"],
+    phrases: [
+      "\\({n} permits, `QUIET_STOCK`\\)",
+      "`QUIET_STOCK` \\({n}\\)",
+      "from the next minute's refills each location holds {n}",
+    ],
   },
   {
     name: "REQUEUE_AFTER_MS",

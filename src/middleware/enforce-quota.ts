@@ -93,9 +93,7 @@ async function headersOrThrowRefusal(
   }
   if (decision.outcome === "stale") throw staleAgain();
   const headers = rateLimitHeaders(decision);
-  if (decision.outcome !== "allowed") {
-    throw refusalError(decision.outcome, headers);
-  }
+  if (decision.outcome !== "allowed") throw refusalError(decision.outcome, headers);
   return headers;
 }
 

@@ -65,16 +65,20 @@ export class LeaseLedger {
    * ends: what leases hold unused never exceeds heldBound, whatever happens to the holders.
    */
   heldBy(state: UsageState, except = ""): number {
-    const row = this.sql
-      .exec<{ held: number }>(
-        `SELECT COALESCE(SUM(held), 0) AS held FROM leases
+    return this.sumIn("held", state.minuteStart, state.dayStart, except);
+  }
+
+  /** The sum of `column` over the leases of minute `minuteStart` of day `dayStart` but `except`. */
+  sumIn(column: "held" | "permits", minuteStart: number, dayStart: number, except = ""): number {
+    return this.sql
+      .exec<{ total: number }>(
+        `SELECT COALESCE(SUM(${column}), 0) AS total FROM leases
            WHERE minute_start = ? AND day_start = ? AND id != ?`,
-        state.minuteStart,
-        state.dayStart,
+        minuteStart,
+        dayStart,
         except,
       )
-      .toArray()[0];
-    return row?.held ?? 0;
+      .one().total;
   }
 
   /**
@@ -94,13 +98,8 @@ export class LeaseLedger {
     const heldElsewhere = this.heldBy(state, extending);
     const askingAlone = this.#noteAsking(grantee, now);
     const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
-    let permits = permitsToLease(
-      windows,
-      limits,
-      sized ? minuteWant : want,
-      holding,
-      heldElsewhere,
-    );
+    const asked = sized ? minuteWant : want;
+    let permits = permitsToLease(windows, limits, asked, holding, heldElsewhere);
     // A location holder's stock lives to the minute's end while the key is far from its
     // limits, else STOCK_LEASE_MS (an extended lease takes the lifetime of its renewal). Only a
     // stock for the minute is sized to the minute: nearer the limit, `want` as ever.
@@ -304,14 +303,7 @@ export class LeaseLedger {
  */
 export function insertLease(
   sql: SqlStorage,
-  lease: {
-    id: string;
-    minuteStart: number;
-    dayStart: number;
-    permits: number;
-    expiresAt: number;
-    grantee: string | null;
-  },
+  lease: Omit<LeaseRow, "counted"> & { expiresAt: number; grantee: string | null },
 ): void {
   sql.exec(
     `INSERT INTO leases (id, minute_start, day_start, permits, expires_at, held, grantee)

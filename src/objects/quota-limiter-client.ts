@@ -173,13 +173,9 @@ export class QuotaLimiterClient {
     // In this isolate the change applies from the very next request: no more admissions from
     // a lease granted under the old policy. Other isolates' leases end within ISOLATE_LEASE_MS.
     this.#leasesIfAny()?.dropLeaseAndRefusals();
+    const failure = "could not push key policy";
     const message = "The change is saved but not yet enforced everywhere; repeat the request.";
-    await this.#callOrThrow(
-      (stub) => stub.configure(policy),
-      "error",
-      "could not push key policy",
-      message,
-    );
+    await this.#callOrThrow((stub) => stub.configure(policy), "error", failure, message);
   }
 
   /** Lifts the ban. Unreachable: throws 503. */

@@ -55,7 +55,7 @@ export class StandingLedger {
     );
     const bound = heldBound(limits);
     const minutes = standingMinutesFrom(now).filter(
-      (m) => !held.has(m) && this.#sumIn("held", m, state.dayStart) + permits <= bound,
+      (m) => !held.has(m) && this.leases.sumIn("held", m, state.dayStart) + permits <= bound,
     );
     const total = permits * minutes.length;
     if (total === 0 || !stockLivesTheMinute(windowsOf(state, limits), limits, total)) return lent;
@@ -92,18 +92,7 @@ export class StandingLedger {
    * that minute counted in its window (the day counted them at their grant).
    */
   countedAsItStarts(rolled: UsageState): UsageState {
-    const reserved = this.#sumIn("permits", rolled.minuteStart, rolled.dayStart);
+    const reserved = this.leases.sumIn("permits", rolled.minuteStart, rolled.dayStart);
     return reserved === 0 ? rolled : { ...rolled, minuteCount: rolled.minuteCount + reserved };
-  }
-
-  /** The sum of `column` over the leases of minute `minuteStart` of day `dayStart`. */
-  #sumIn(column: "held" | "permits", minuteStart: number, dayStart: number): number {
-    return this.sql
-      .exec<{ total: number }>(
-        `SELECT COALESCE(SUM(${column}), 0) AS total FROM leases WHERE minute_start = ? AND day_start = ?`,
-        minuteStart,
-        dayStart,
-      )
-      .one().total;
   }
 }

@@ -17,9 +17,9 @@ export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE IF NOT EXISTS usage_hist
 /**
  * QuotaLimiter migration 7: each held day's revision, raised by every change to its totals, so
  * D1 can tell a newer snapshot from an older one (a total can go down too: the unused permits of
- * a lease granted when leases were counted whole at grant come off when it is handed back). A table of its own rather than a column: migrations must
- * run again safely on an object whose version row is missing, and SQLite has no ADD COLUMN IF
- * NOT EXISTS.
+ * a lease granted when leases were counted whole at grant come off when it is handed back). A
+ * table of its own rather than a column: migrations must run again safely on an object whose
+ * version row is missing, and SQLite has no ADD COLUMN IF NOT EXISTS.
  */
 export const CREATE_USAGE_REVISIONS_TABLE = `CREATE TABLE IF NOT EXISTS usage_history_revisions (
   day_start INTEGER PRIMARY KEY, revision INTEGER NOT NULL

@@ -37,29 +37,17 @@ export function alertsBetween(
   const alerts: QuotaAlert[] = [];
   const usedBefore = before.dayStart === after.dayStart ? before.dayCount : 0;
   const used = after.dayCount;
-  const day = (threshold: number) => ({
-    window: "day",
-    limit: policy.perDay,
-    used,
-    remaining: Math.max(0, policy.perDay - used),
-    threshold,
-    resetAt: new Date(after.dayStart + DAY_MS).toISOString(),
-  });
-  const warningAt = dayWarningAt(policy.perDay);
-  if (usedBefore < warningAt && used >= warningAt)
-    alerts.push({
-      type: "quota.day.warning",
-      window: after.dayStart,
-      endsAt: after.dayStart + DAY_MS,
-      data: day(warningAt),
-    });
-  if (usedBefore < policy.perDay && used >= policy.perDay)
-    alerts.push({
-      type: "quota.day.exhausted",
-      window: after.dayStart,
-      endsAt: after.dayStart + DAY_MS,
-      data: day(policy.perDay),
-    });
+  const dayEnd = after.dayStart + DAY_MS;
+  /** The day count reached `threshold`, from below it. */
+  const crossed = (type: QuotaAlert["type"], threshold: number) => {
+    if (usedBefore >= threshold || used < threshold) return;
+    const remaining = Math.max(0, policy.perDay - used);
+    const resetAt = new Date(dayEnd).toISOString();
+    const data = { window: "day", limit: policy.perDay, used, remaining, threshold, resetAt };
+    alerts.push({ type, window: after.dayStart, endsAt: dayEnd, data });
+  };
+  crossed("quota.day.warning", dayWarningAt(policy.perDay));
+  crossed("quota.day.exhausted", policy.perDay);
   if (after.bannedUntil > now && after.bannedUntil > before.bannedUntil)
     alerts.push({
       type: "key.banned",

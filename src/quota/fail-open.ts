@@ -170,14 +170,10 @@ function refusedUntil(
   unavailable: string,
 ): Extract<AnswerWithoutObject, { admitted: false }> {
   const headers = refusedHeaders(retryAt, limits, now);
-  if (refusal)
-    return {
-      admitted: false,
-      quota: refusal.outcome,
-      error: refusalError(refusal.outcome, headers),
-    };
-  const error = new ApiError("service_unavailable", unavailable, headers);
-  return { admitted: false, quota: "unavailable", error };
+  const error = refusal
+    ? refusalError(refusal.outcome, headers)
+    : new ApiError("service_unavailable", unavailable, headers);
+  return { admitted: false, quota: refusal?.outcome ?? "unavailable", error };
 }
 
 // While the limiter is unreachable: each key's re-read answer, reused for a few seconds to spare D1.

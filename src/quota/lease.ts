@@ -167,12 +167,11 @@ export interface LeaseInUse {
  * Whether an isolate renews its lease now, in the background, while it still admits from it:
  * once half of the last grant (or of a location holder's `stock`, if more) is used (what is left
  * then lasts ~half a lease lifetime at the key's rate, far longer than a round trip to the
- * object), or RENEW_AHEAD_MS before the lease
- * expires (`aheadMs`; a location holder's stock: STOCK_RENEW_AHEAD_MS), unless it ends with its
- * minute window (a renewal could not outlive it); never in the
- * minute's last MINUTE_TAIL_MS. Renewing
- * ahead is what keeps a busy key's requests from waiting for the object at all: they wait only
- * when the lease runs out before the renewal is back.
+ * object), or RENEW_AHEAD_MS before the lease expires (`aheadMs`; a location holder's stock:
+ * STOCK_RENEW_AHEAD_MS), unless it ends with its minute window (a renewal could not outlive it);
+ * never in the minute's last MINUTE_TAIL_MS. Renewing ahead is what keeps a busy key's requests
+ * from waiting for the object at all: they wait only when the lease runs out before the renewal
+ * is back.
  *
  * A stock for the minute (a key far from its limits, in a location where its requests come
  * seconds apart) is renewed only once used up, right after the request that used its last

@@ -131,9 +131,10 @@ export const DisplayNameSchema = singleLineText(
 
 /** A calendar date YYYY-MM-DD that exists (2030-02-30 does not). */
 export function isoDay(description: string) {
+  // Not of the form: no second reason ("not a real date") about what is not a date at all.
   return z
     .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/, "must be a date YYYY-MM-DD")
+    .regex(/^\d{4}-\d{2}-\d{2}$/, { message: "must be a date YYYY-MM-DD", abort: true })
     .refine((d) => {
       const at = dayStartOf(d);
       return Number.isFinite(at) && dayName(at) === d;

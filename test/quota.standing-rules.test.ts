@@ -1,0 +1,225 @@
+// The rules of standing permits (docs/quotas.md, "Standing permits"), one at a time. A location
+// holder's (src/quota/standing-stock.ts), by its own clock: each is usable only while its minute
+// is on by the key's object's clock, which the holder's read somewhere between sending the call
+// that granted it and receiving the answer; and what the holder shows of them. The key's
+// object's (src/objects/standing-ledger.ts): which minutes it grants, and how long it waits for
+// what was granted with them.
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
+import type { QuotaLimiter } from "../src/objects/quota-limiter";
+import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
+import type { Admission, Renewal, RenewalRequest } from "../src/quota/lease-messages";
+import { newAdmissionId } from "../src/quota/lease-messages";
+import { STANDING_MINUTES, standingMinutesFrom } from "../src/quota/standing";
+import { StandingStock } from "../src/quota/standing-stock";
+import type { WindowStatus } from "../src/quota/windows";
+import { closedGate, fixClock, policyWith, T0 } from "./helpers";
+
+const LIMIT = 60;
+/** The object answered at ANSWERED by its clock; the holder sent at SENT and received at RECEIVED by its own (ahead by 7 s, a 100 ms trip each way). */
+const ANSWERED = T0 + 30_000;
+const SENT = ANSWERED + 7_000 - 100;
+const RECEIVED = ANSWERED + 7_000 + 100;
+const M1 = T0 + MINUTE_MS;
+const M2 = T0 + 2 * MINUTE_MS;
+const VERSION = 3;
+
+/** The windows of the holder's last contact: the minute of `minuteStart`, `remaining` left in it. */
+function atContact(minuteStart: number, remaining: number): WindowStatus[] {
+  return [
+    { name: "minute", limit: LIMIT, remaining, resetAt: minuteStart + MINUTE_MS, seconds: 60 },
+    { name: "day", limit: 1_000, remaining: 900, resetAt: T0 + 86_400_000, seconds: 86_400 },
+  ];
+}
+const minuteOf = (windows: WindowStatus[] | null) => windows?.find((w) => w.name === "minute");
+
+function stockOf(...grants: { minuteStart: number; permits: number }[]): StandingStock {
+  const stock = new StandingStock();
+  stock.add(
+    grants.map((g, i) => ({ id: `s${i}`, ...g })),
+    VERSION,
+    ANSWERED,
+    SENT,
+    RECEIVED,
+  );
+  return stock;
+}
+
+/** By the holder's clock: the earliest its minute can have started, the latest it can have ended. */
+const from = (minuteStart: number) => RECEIVED + (minuteStart - ANSWERED);
+const until = (minuteStart: number) => SENT + (minuteStart + MINUTE_MS - ANSWERED);
+
+describe("a location holder's standing permit", () => {
+  it("is used only from when its minute has surely started by the object's clock (the answer's arrival plus the time to it)", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 2 });
+    expect(stock.take(VERSION, from(M1) - 1, null, atContact(T0, 50))).toBeNull();
+    expect(stock.usableAt(from(M1) - 1)).toBe(0);
+    expect(stock.take(VERSION, from(M1), null, atContact(T0, 50))).not.toBeNull();
+  });
+
+  it("is not used once its minute may have ended by the object's clock (the call's sending plus the time to that end)", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 2 });
+    expect(stock.take(VERSION, until(M1) - 1, null, atContact(T0, 50))).not.toBeNull();
+    expect(stock.take(VERSION, until(M1), null, atContact(T0, 50))).toBeNull();
+    expect(stock.usableAt(until(M1))).toBe(0);
+  });
+
+  it("shows the minute's room less the permits used in that minute only", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 2 }, { minuteStart: M2, permits: 2 });
+    expect(minuteOf(stock.take(VERSION, from(M1), null, atContact(M1, 40)))).toMatchObject({
+      remaining: LIMIT - 1,
+      resetAt: M1 + MINUTE_MS,
+    });
+    expect(minuteOf(stock.take(VERSION, from(M2), null, atContact(M1, 40)))).toMatchObject({
+      remaining: LIMIT - 1,
+      resetAt: M2 + MINUTE_MS,
+    });
+  });
+
+  it("counts the unused permits of the window's own minute as room, never above the limit", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 3 }, { minuteStart: M2, permits: 3 });
+    // The object counted M1's 3 as used when M1 started: 50 left then means 53 of room here.
+    expect(minuteOf(stock.withOwnRoom(atContact(M1, 50)))?.remaining).toBe(53);
+    expect(minuteOf(stock.withOwnRoom(atContact(M1, LIMIT - 1)))?.remaining).toBe(LIMIT);
+    // A minute no permit is held for shows no more room than the object said.
+    expect(minuteOf(stock.withOwnRoom(atContact(T0, 50)))?.remaining).toBe(50);
+  });
+
+  it("covers the key's next requests only with permits not used yet", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 1 }, { minuteStart: M2, permits: 1 });
+    expect(stock.coveredUntil).toBe(until(M2));
+    expect(stock.take(VERSION, from(M2), null, atContact(M2, 50))).not.toBeNull();
+    // M2's permit is used: only M1's, unused, still counts (as the holder then asks for more).
+    expect(stock.coveredUntil).toBe(until(M1));
+  });
+});
+
+describe("standing permits at the key's object", () => {
+  const POLICY = policyWith(60, 1_000);
+  const NINE = T0 - (T0 % DAY_MS) + 9 * 3_600_000;
+  let seq = 0;
+  const newLimiter = () => env.QUOTA.getByName(`standing-rules-${++seq}`);
+  const historyOf = (stub: DurableObjectStub<QuotaLimiter>) =>
+    runInDurableObject(stub, (instance: QuotaLimiter) => instance.report(POLICY).days);
+  const ask = (extra: object = {}) => ({ want: 0, returning: [], standing: 1, ...extra });
+
+  it("cover the minutes of the current day only", () => {
+    const midnight = NINE - 9 * 3_600_000 + DAY_MS;
+    expect(standingMinutesFrom(midnight - 3 * MINUTE_MS + 5_000)).toEqual([
+      midnight - 2 * MINUTE_MS,
+      midnight - MINUTE_MS,
+    ]);
+  });
+
+  it("are granted to a holder once per minute: asked again, only the minutes it does not hold yet", async () => {
+    const time = fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const first = await stub.admit(POLICY, ask(), "k@AMS");
+    expect(first.standing).toHaveLength(STANDING_MINUTES);
+    time.now = NINE + 10_000;
+    expect((await stub.admit(POLICY, ask(), "k@AMS")).standing).toBeUndefined();
+    time.now = NINE + MINUTE_MS + 5_000;
+    const next = await stub.admit(POLICY, ask(), "k@AMS");
+    expect(next.standing?.map((s) => s.minuteStart)).toEqual([
+      NINE + (STANDING_MINUTES + 1) * MINUTE_MS,
+    ]);
+    expect((await stub.usage(POLICY)).day.count, "3 requests, 7 permits").toBe(3 + 7);
+  });
+
+  it("an answer repeated for its admission id gives again only the permits still out", async () => {
+    fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const request = ask({ admissionId: newAdmissionId(NINE + 5_000) });
+    const first = await stub.admit(POLICY, request, "k@AMS");
+    const [handedBack, ...rest] = first.standing ?? [];
+    await stub.returnLease({ id: handedBack!.id, unused: 1, used: 0 });
+    const again = await stub.admit(POLICY, request, "k@AMS");
+    expect(again.standing?.map((s) => s.id)).toEqual(rest.map((s) => s.id));
+  });
+
+  it("the lease granted with them is waited for as long as they are: what it served is billed admitted, not stranded", async () => {
+    const time = fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const first = await stub.admit(POLICY, ask({ want: 2 }), "k@AMS");
+    expect(first.lease).not.toBeNull();
+    expect(first.standing).toHaveLength(STANDING_MINUTES);
+    // Long past the lease's own expiry (its minute's end) and the stranding delay after it.
+    time.now = NINE + 3 * MINUTE_MS;
+    await stub.admit(POLICY);
+    expect((await historyOf(stub))[0]).toMatchObject({ admitted: 2, stranded: 0 });
+    await stub.returnLease({ id: first.lease!.id, unused: 1, used: 1 });
+    expect((await historyOf(stub))[0]).toMatchObject({ admitted: 3, stranded: 0 });
+  });
+});
+
+describe("a location holder's lease holder and its standing permits", () => {
+  const POLICY = policyWith(LIMIT, 1_000);
+  const allowed = (
+    now: number,
+    extra: { lease?: Admission["lease"]; standing?: Admission["standing"] } = {},
+  ): Admission => ({
+    outcome: "allowed",
+    windows: atContact(now - (now % MINUTE_MS), 50),
+    now,
+    policyVersion: POLICY.version,
+    lease: null,
+    ...extra,
+  });
+
+  it("permits granted in an answer that arrives after the key changed here go back unused", async () => {
+    const time = fixClock(T0 + 1_000);
+    const { gate, open } = closedGate();
+    let asked = 0;
+    const calls: LeaseCalls = {
+      admit: async () => {
+        asked++;
+        if (asked > 1) return allowed(time.now);
+        await gate;
+        // This minute's standing permit, granted before the change reached the holder.
+        return allowed(time.now, { standing: [{ id: "st", permits: 1, minuteStart: T0 }] });
+      },
+      giveBack: async () => undefined,
+    };
+    const holder = new LeaseHolder({ stock: 2 });
+    const first = holder.admit(POLICY, calls);
+    await Promise.resolve();
+    holder.dropLeaseAndRefusals(); // the key's object pushed a change
+    open();
+    expect((await first).decision.outcome).toBe("allowed");
+    time.now += 1_000;
+    const next = await holder.admit(POLICY, calls);
+    expect(next.local, "not admitted from the permit granted before the change").toBe(false);
+    expect(asked).toBe(2);
+  });
+
+  it("asking for standing permits when the key's next request is due after the minute, it hands the minute's stock back in the same call", async () => {
+    const time = fixClock(T0 + 1_000);
+    const renewals: RenewalRequest[] = [];
+    const calls: LeaseCalls = {
+      admit: async () =>
+        allowed(time.now, { lease: { id: "stock", permits: 5, expiresAt: T0 + MINUTE_MS } }),
+      giveBack: async () => undefined,
+      renew: async (request): Promise<Renewal> => {
+        renewals.push(request);
+        return {
+          policyVersion: POLICY.version,
+          revoked: false,
+          windows: atContact(T0, 50),
+          granted: null,
+          now: time.now,
+        };
+      },
+    };
+    const holder = new LeaseHolder({ stock: 2 });
+    expect((await holder.admit(POLICY, calls)).leaseGranted).toBe(true);
+    time.now = T0 + 40_000; // 39 s on: the next request is due after this minute
+    const second = await holder.admit(POLICY, calls);
+    expect(second.local).toBe(true);
+    await second.renewal;
+    const ask = renewals.find((r) => (r.standing ?? 0) > 0);
+    expect(ask, "standing permits asked for").toBeDefined();
+    expect(ask?.returning.map((r) => r.id)).toContain("stock");
+  });
+});
