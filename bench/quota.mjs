@@ -542,7 +542,7 @@ async function main() {
       "started and did not wait for (its own lease's renewals, still on their way when the " +
       "response was ready). DO requests: every call to the scenario's keys' QuotaLimiter or " +
       "QuotaHolders, from the Worker, a holder or the key's object (background renewals, " +
-      "refills and pushes included), and the key's object's alarms, from the end of each key's " +
+      "refills and pushes included), and the alarms of the key's object and holders, from the end of each key's " +
       "last unmeasured request (or the start of its first measured one) to the end of its last " +
       "request: each measured request pays for the time since the one before. Objects per " +
       "key: the key's QuotaLimiter and one QuotaHolder per location it was used in.",

@@ -140,9 +140,15 @@ export function backgroundWork(time: { now: number }) {
     await passTime();
   }
 
+  /** Drops every sleep (its object was evicted: the work it would have woken is gone with it). */
+  function forgetSleeps(): void {
+    sleeping.length = 0;
+  }
+
   return {
     passTime,
     passTo,
+    forgetSleeps,
     wakeDue,
     settle,
     uncounted,

@@ -17,6 +17,7 @@ import {
   installModelWorld,
   installObjectClocks,
   modelSetup,
+  PLANS,
   quotaCommands,
   settleAndBill,
   useTime,
@@ -40,14 +41,16 @@ describe("the quota protocol as a model (fast-check commands against the real ti
     useTime(time);
     const setup = modelSetup(net, time, T0 + 5_000);
     const property = fc.asyncProperty(
+      // The key's plan at the start (an index in PLANS).
+      fc.nat({ max: PLANS.length - 1 }),
       fc.commands(quotaCommands({ stepsBack: WINDOWS_ONLY_MOVE_FORWARD }), {
         maxCommands: 40,
         ...(replayPath ? { replayPath } : {}),
       }),
-      async (cmds) => {
+      async (plan, cmds) => {
         let world: ReturnType<typeof setup> | null = null;
         await fc.asyncModelRun(() => {
-          world = setup();
+          world = setup(plan);
           return world;
         }, cmds);
         const { model, real } = world!;
@@ -60,7 +63,7 @@ describe("the quota protocol as a model (fast-check commands against the real ti
       budgetMs: MODEL_BUDGET_MS,
       replayCommand: (seed, path) =>
         `npm run test:model -- --seed ${seed} --path ${path} --replay <the replayPath below> --file test/quota.model.test.ts`,
-      show: (c) => String(c?.[0]),
+      show: (c) => `plan ${c ? fc.stringify(PLANS[c[0]]) : "?"}: ${String(c?.[1])}`,
     });
   });
 });

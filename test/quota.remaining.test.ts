@@ -91,4 +91,29 @@ describe("X-RateLimit-Remaining", () => {
     const truth = 60 - (2 + elsewhere);
     expect(await remainingShown(ams, policy)).toBe(truth + elsewhere);
   });
+
+  // A sparse key's requests answered from standing permits (a gap of 30 s or more) on a plan whose
+  // day binds first: the day counted the permits at their grant, and each request answered from
+  // one is one less left, as for any request admitted from a lease.
+  it("one location, a key calling every 40 s whose day binds: one less per request answered from standing permits", async () => {
+    const policy = policyWith(60, 100);
+    const { client } = isolateClientIn(`remaining_standing_${++seq}`, "AMS");
+    // 45 requests at once-ish leave the day (55) below the next minute's 60.
+    for (let i = 0; i < 45; i++) {
+      expect(await remainingShown(client, policy)).toBe(Math.min(60, 100) - 1 - i);
+      time.now += 50;
+      await background.passTime();
+    }
+    // The isolate's own lease of the burst goes back (2 s), then the minute turns.
+    time.now += 5_000;
+    await background.passTime();
+    const minuteEnd = time.now - (time.now % 60_000) + 60_000;
+    await background.passTo(minuteEnd + 1_000);
+    const shown: (number | null)[] = [];
+    for (let i = 0; i < 8; i++) {
+      shown.push(await remainingShown(client, policy));
+      await background.passTo(time.now + 40_000);
+    }
+    expect(shown).toEqual(Array.from({ length: 8 }, (_, i) => 100 - 46 - i));
+  });
 });

@@ -3,14 +3,14 @@
 // minute's window as that minute starts, held towards that minute's heldBound, pushed a change to,
 // billed as served only once reported used and as stranded only if never reported: driven against
 // the key's real QuotaLimiter with fake time.
-import { runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { clock, MINUTE_MS } from "../src/lib/clock";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota-holder";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
-import { heldBound } from "../src/quota/lease";
+import { heldBound, QUIET_STOCK } from "../src/quota/lease";
 import type { StandingPermit } from "../src/quota/lease-messages";
 import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../src/quota/standing";
 import { backgroundWork, countObjectCalls } from "./background-work";
@@ -115,7 +115,18 @@ describe("standing permits at the key's object", () => {
 // The holder's side, with the file's clock and background work (renewals, refills, hand-backs).
 describe("a location holder's standing permits", () => {
   const time = mockClock(T0);
-  const { passTime, passTo } = backgroundWork(time);
+  const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
+
+  /**
+   * Evicts the key's holder from memory, with the background work it had scheduled. (Work woken
+   * from here, not by the holder's own timers, writes its storage at the holder's next call: the
+   * call to `unusedPermits` first.)
+   */
+  async function evictHolder(keyId: string) {
+    await holderOf(keyId).unusedPermits();
+    await evictDurableObject(uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS")));
+    forgetSleeps();
+  }
 
   const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
   const fromStock = (a: HolderAnswer) => a.reached && a.fromStock;
@@ -136,14 +147,17 @@ describe("a location holder's standing permits", () => {
     // The next minute's refill (the key sent one request in the minute before), then one call per
     // STANDING_MINUTES requests; at one every 5 minutes, one per request.
     // (59 s: a key calling about once a minute, its gaps a little under it.)
-    [59_000, 13, 3],
-    [300_000, 4, 5],
+    // Its first request early in a minute (the refill then finds it 30 s old or more), or late.
+    [59_000, 13, 3, 7_000],
+    [300_000, 4, 5, 7_000],
+    [59_000, 13, 3, 45_000],
+    [300_000, 4, 5, 45_000],
   ])(
-    "a key calling every %i ms: every request after its first is answered in its location with no call to its object; %i requests, at most %i background calls",
+    "a key calling every %i ms: every request after its first is answered in its location with no call to its object; %i requests, at most %i background calls (first at %i ms into a minute)",
     { timeout: 60_000 },
-    async (gapMs, requests, mostCalls) => {
+    async (gapMs, requests, mostCalls, firstAt) => {
       const keyId = `standing_holder_${++seq}`;
-      const start = T0 + 7_000;
+      const start = T0 + firstAt;
       const holder = holderOf(keyId);
       await passTo(start);
       expect(allowed(await holder.admit(keyId, POLICY))).toBe(true);
@@ -173,6 +187,50 @@ describe("a location holder's standing permits", () => {
       expect(day).toMatchObject({ admitted: requests + 1, stranded: 0 });
     },
   );
+
+  it("a holder evicted between a key's requests every 5 minutes keeps its standing permits: each request is answered there, and an alarm hands them back after the last", async () => {
+    const keyId = `standing_kept_${++seq}`;
+    const holder = holderOf(keyId);
+    const start = T0 + 45_000;
+    await passTo(start);
+    expect(allowed(await holder.admit(keyId, POLICY))).toBe(true);
+    await passTo(start + 30_000); // the next minute's refill: standing permits
+    const objectCalls = countObjectCalls();
+    const answers: HolderAnswer[] = [];
+    for (let i = 1; i <= 3; i++) {
+      await evictHolder(keyId);
+      await passTo(start + i * 5 * MINUTE_MS);
+      answers.push(await holder.admit(keyId, POLICY));
+      await passTime();
+    }
+    expect(answers.every(allowed)).toBe(true);
+    expect(answers.every(fromStock), "no request waits for the key's object").toBe(true);
+    expect(objectCalls(), "one background call per request").toBeLessThanOrEqual(3);
+    // Evicted again after the last request: the alarm just after the last standing minute hands
+    // them back; the day counts what was admitted, and strands only the stock granted at the
+    // first refill (put aside to go back with the next call, and lost with the holder's memory).
+    await evictHolder(keyId);
+    const holderStub = uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS"));
+    const alarmAt = await runInDurableObject(holderStub, (_: QuotaHolder, state) =>
+      state.storage.getAlarm(),
+    );
+    expect(alarmAt).toBeLessThanOrEqual(
+      start + 3 * 5 * MINUTE_MS + STANDING_BACKGROUND_ENDS_WITHIN_MS + 1_000,
+    );
+    await passTo(alarmAt ?? 0);
+    expect(await runDurableObjectAlarm(holderStub)).toBe(true);
+    await passTime();
+    expect(await holder.unusedPermits()).toBe(0);
+    expect(
+      await runInDurableObject(holderStub, (_: QuotaHolder, state) => state.storage.getAlarm()),
+    ).toBeNull();
+    time.now += STRANDED_AFTER_MS;
+    const stub = env.QUOTA.getByName(keyId);
+    const [day] = (await stub.report(POLICY)).days;
+    expect(day?.admitted).toBe(4);
+    expect(day?.stranded).toBeLessThanOrEqual(QUIET_STOCK);
+    expect((await stub.usage(POLICY)).day.count).toBe(4 + (day?.stranded ?? 0));
+  });
 
   it("a key's first request in a location asks for none, nor do keys calling more often than every 30 s", async () => {
     const keyId = `standing_quiet_${++seq}`;

@@ -21,11 +21,21 @@ import {
 
 export { AuthShield } from "../../src/objects/auth-shield";
 
-/** The product's location holder, its calls to the key's QuotaLimiter behind the far round trip. */
+/**
+ * The product's location holder, its calls to the key's QuotaLimiter behind the far round trip,
+ * and its alarms (the hand-back of standing permits kept across an eviction) counted as the key's
+ * Durable Object requests (`callsByKey`).
+ */
 export class QuotaHolder extends ProductQuotaHolder {
   constructor(ctx: DurableObjectState, env: BenchEnv) {
     const network = networkOf(env);
     super(ctx, typeof network === "string" ? env : holderEnvBehindSimulatedNetwork(env, network));
+  }
+
+  override async alarm(): Promise<void> {
+    callTotals.alarm++;
+    recordKeyCall(this.ctx.id.name, "alarm");
+    await super.alarm();
   }
 }
 

@@ -35,7 +35,7 @@ export interface SimulatedNetwork {
  * What a round trip goes to: a key's QuotaLimiter from the Worker ("limiter") or from a location
  * holder ("relayed"), D1, a key's holder in the request's location ("local"), or a key's holder
  * from the key's QuotaLimiter ("pushed": a change or anything else the object sends its holders,
- * over the far round trip). "alarm" is no round trip: an alarm of a key's object, counted because
+ * over the far round trip). "alarm" is no round trip: an alarm of a key's object or holder, counted because
  * an alarm invocation is a Durable Object request too.
  */
 export type Hop = "limiter" | "relayed" | "d1" | "local" | "pushed" | "alarm";

@@ -99,8 +99,8 @@ export class AdmissionMemory {
    * from the holder, and its isolate then asked the key's object with the same id: decided there
    * too, the object's own count comes off (the stock's stays); refused there (the answer its
    * client got), the stock's permit comes back and is not billed. Any other id is remembered, so
-   * that asked later it is answered as admitted (under the key's policy) and counted nowhere else. Each id
-   * is then remembered as reported: a report delivered again changes nothing.
+   * that asked later it is answered as admitted (under the key's policy) and counted nowhere
+   * else. Each id is then remembered as reported: a report delivered again changes nothing.
    */
   countOnceFromStock(
     usage: UsageState,

@@ -49,13 +49,12 @@ export class AuthShield extends DurableObject<Env> {
       this.#usage = state;
       this.#usageTable.save(state);
       // Once per window, not per failure: the alarm deletes the row after the window.
-      if (newWindow) {
+      if (newWindow)
         this.ctx.storage
           .setAlarm(state.minuteStart + 2 * MINUTE_MS)
           .catch((err: unknown) =>
             log("error", "could not schedule shield cleanup", { error: String(err) }),
           );
-      }
     }
     return decision;
   }

@@ -1,11 +1,9 @@
 import { DurableObject } from "cloudflare:workers";
 import { type KeyMatch, type KeyRecord, markKeyUsed, policyOf, secretStatus } from "../db/keys";
-import { clock, MINUTE_MS } from "../lib/clock";
+import { clock } from "../lib/clock";
 import { ExpiringMap } from "../lib/expiring-map";
 import { logFailure } from "../lib/log";
-import { logPersistentFailure, type NoDecision } from "../quota/fail-open";
-import { QUIET_STOCK } from "../quota/lease";
-import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
+import type { NoDecision } from "../quota/fail-open";
 import {
   ADMISSION_MEMORY_MS,
   type Admission,
@@ -15,8 +13,7 @@ import {
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HeldKeyRecord } from "./holder-key-record";
-import type { QuotaLimiter } from "./quota-limiter";
-import { callWithOneRetry, isOverloaded, persistentFailureOf, placedIn } from "./stub-call";
+import { LocationStock } from "./holder-stock";
 
 /**
  * A location holder's answer: the decision (from its stock, or forwarded to the key's object),
@@ -52,20 +49,22 @@ export const holderName = (keyId: string, location: string): string => `${keyId}
  * stock topped up in the background while the key is used here, and forwards a request to the
  * key's object whenever the stock is out or the key is near its limit: it never refuses on its
  * own, so 429s, Retry-After, the ban and the usage view are the object's. The stock lives in
- * memory only; permits lost with it stay counted (within heldBound, see docs/quotas.md).
+ * memory, its standing permits in storage too (LocationStock); permits lost with it stay counted
+ * (within heldBound, see docs/quotas.md).
  */
 export class QuotaHolder extends DurableObject<Env> {
-  readonly #leases = new LeaseHolder({ stock: QUIET_STOCK });
-  /** The start of the minute for which a refill is scheduled (0: none). */
-  #refillAt = 0;
-  /** The newest policy a request brought (a refill asks under it). */
-  #policy: Policy | null = null;
-  /** The key's region, as the last request brought it (see `admit`). */
-  #region: Region | null = null;
+  /** The key's permits held here, and the calls that keep them (see LocationStock). */
+  readonly #stock = new LocationStock(this.ctx.storage, () => this.env, this.ctx.id.name ?? null);
   /** The key's record, for requests that arrive with a secret rather than the key (`authenticate`). */
   readonly #keyRecord = new HeldKeyRecord();
   /** The answers to the requests decided here lately, by admission id (see `admit`). */
   readonly #answers = new ExpiringMap<string, Promise<HolderAnswer>>(10_000);
+
+  /** Standing permits kept across an eviction are handed back at their end (LocationStock.alarm). */
+  override async alarm(): Promise<void> {
+    this.#stock.entered();
+    await this.#stock.alarm();
+  }
 
   /**
    * The key whose secret has SHA-256 `hash`, if it is key `keyId`: from this holder's copy while
@@ -186,14 +185,15 @@ export class QuotaHolder extends DurableObject<Env> {
     region: Region | null = null,
     admissionId: string | null = null,
   ): Promise<HolderAnswer> {
+    this.#stock.entered();
     const now = clock.now();
     this.#readKeyAhead(keyId, now);
-    if (admissionId === null) return this.#decide(keyId, policy, region, null);
+    if (admissionId === null) return this.#stock.decide(keyId, policy, region, null);
     const known = this.#answers.get(admissionId, now);
     if (known) return known;
     if (!admissionIdLive(admissionId, now))
-      return this.#askObject(keyId, policy, region, admissionId);
-    const answer = this.#decide(keyId, policy, region, admissionId);
+      return this.#stock.askObject(keyId, policy, region, admissionId);
+    const answer = this.#stock.decide(keyId, policy, region, admissionId);
     this.#answers.set(admissionId, answer, now + ADMISSION_MEMORY_MS);
     // Only a decision is repeated: a request not decided (the key's object unreachable, or the
     // caller's copy of the key stale) is decided afresh when asked again.
@@ -201,59 +201,6 @@ export class QuotaHolder extends DurableObject<Env> {
       if (!said.reached || said.decision.outcome === "stale") this.#answers.delete(admissionId);
     });
     return answer;
-  }
-
-  async #decide(
-    keyId: string,
-    policy: Policy,
-    region: Region | null,
-    admissionId: string | null,
-  ): Promise<HolderAnswer> {
-    this.#region = region;
-    const calls = this.#callsTo(keyId, policy, admissionId);
-    try {
-      const decided = await this.#leases.admit(policy, calls, admissionId);
-      this.#inBackground(keyId, this.#leases.upkeep(decided, calls));
-      this.#inBackground(keyId, this.#leases.handBackStandingAtEnd(calls));
-      this.#refillWhenTheMinuteTurns(keyId, policy);
-      return { reached: true, decision: decided.decision, fromStock: decided.local };
-    } catch (err) {
-      return this.#noDecision(keyId, err);
-    }
-  }
-
-  /** Request `admissionId` asked of the key's object alone, with no stock taken or used here. */
-  async #askObject(
-    keyId: string,
-    policy: Policy,
-    region: Region | null,
-    admissionId: string,
-  ): Promise<HolderAnswer> {
-    this.#region = region;
-    try {
-      const calls = this.#callsTo(keyId, policy, admissionId);
-      const { lease: _, ...decision } = await calls.admit({ want: 0, returning: [] });
-      return { reached: true, decision, fromStock: false };
-    } catch (err) {
-      return this.#noDecision(keyId, err);
-    }
-  }
-
-  /** Why the key's object gave no decision (`err`), logged, with the refusal last seen here. */
-  #noDecision(keyId: string, err: unknown): HolderAnswer {
-    const persistentFailure = persistentFailureOf(err);
-    // A failure for good repeats on every request: logged once a minute, not per request.
-    if (persistentFailure) logPersistentFailure(keyId, persistentFailure, clock.now());
-    else
-      logFailure("warn", "a location holder could not reach the key's quota object", err, {
-        keyId,
-      });
-    return {
-      reached: false,
-      overloaded: isOverloaded(err),
-      refusal: this.#leases.refusal(clock.now()),
-      persistentFailure,
-    };
   }
 
   /**
@@ -264,26 +211,14 @@ export class QuotaHolder extends DurableObject<Env> {
    * (docs/quotas.md). Throws what the call throws (the isolate then asks the object itself); the
    * stock not handed back goes with this holder's next call.
    */
-  async admitForIsolate(
+  admitForIsolate(
     keyId: string,
     policy: Policy,
     request: LeaseRequest,
     region: Region | null = null,
   ): Promise<Admission> {
-    this.#region = region;
-    const stock = this.#leases.surrender();
-    try {
-      const admission = await callWithOneRetry(
-        () => this.#stub(keyId),
-        async (stub) =>
-          stub.admit(policy, { ...request, returning: [...request.returning, ...stock] }),
-      );
-      // A copy: the call's own result holds its connection (and this object) until disposed.
-      return { ...admission };
-    } catch (err) {
-      this.#leases.returnLater(stock);
-      throw err;
-    }
+    this.#stock.entered();
+    return this.#stock.forIsolate(keyId, policy, request, region);
   }
 
   /**
@@ -291,8 +226,8 @@ export class QuotaHolder extends DurableObject<Env> {
    * usage read, or after a change to the key made in this location).
    */
   async giveBack(keyId: string): Promise<void> {
-    this.#leases.dropLeaseAndRefusals();
-    await this.#leases.giveBackUnused(this.#giveBackCall(keyId));
+    this.#stock.entered();
+    await this.#stock.giveBack(keyId);
   }
 
   /**
@@ -301,14 +236,15 @@ export class QuotaHolder extends DurableObject<Env> {
    * forgets the key's record (read again from D1 when next needed).
    */
   async keyChanged(keyId: string): Promise<void> {
+    this.#stock.entered();
     this.#keyRecord.forget();
-    this.#leases.dropLeaseAndRefusals();
-    this.#inBackground(keyId, this.#leases.giveBackUnused(this.#giveBackCall(keyId)));
+    this.#stock.dropAndHandBack(keyId);
   }
 
   /** Permits in stock or waiting to go back (for tests and the bench). */
   unusedPermits(): number {
-    return this.#leases.unusedPermits;
+    this.#stock.entered();
+    return this.#stock.unusedPermits;
   }
 
   /**
@@ -320,70 +256,5 @@ export class QuotaHolder extends DurableObject<Env> {
       // The copy is kept until it is HELD_KEY_MAX_AGE_MS old; the next request reads it then.
       logFailure("warn", "a location holder could not read its key ahead", err, { keyId }),
     );
-  }
-
-  /**
-   * Leases end with their minute, so a key used here this minute gets a fresh stock as the next
-   * one begins, in the background: its first requests there wait for no far call. A key not used
-   * here for a whole minute gets none (what it holds goes back at its lease's expiry).
-   */
-  #refillWhenTheMinuteTurns(keyId: string, policy: Policy): void {
-    if (!this.#policy || policy.version > this.#policy.version) this.#policy = policy;
-    const now = clock.now();
-    const next = now - (now % MINUTE_MS) + MINUTE_MS;
-    if (this.#refillAt === next) return;
-    this.#refillAt = next;
-    this.#inBackground(
-      keyId,
-      clock.sleep(next - now).then(async () => {
-        const latest = this.#policy ?? policy;
-        const calls = this.#callsTo(keyId, latest);
-        const refill = this.#leases.refill(latest, calls);
-        if (refill) await this.#leases.giveBackAfterRenewal(refill, calls);
-        await this.#leases.handBackStandingAtEnd(calls);
-      }),
-    );
-  }
-
-  #inBackground(keyId: string, work: Promise<void> | null): void {
-    // The object stays in memory while the key is used here; work lost with it costs permits
-    // that stay counted, never an admission that was not.
-    work?.catch((err: unknown) =>
-      logFailure("warn", "a location holder's lease upkeep failed", err, { keyId }),
-    );
-  }
-
-  /** This holder's name (see `holderName`), under which the key's object tells it of changes. */
-  get #name(): string | null {
-    return this.ctx.id.name ?? null;
-  }
-
-  #stub(keyId: string): DurableObjectStub<QuotaLimiter> {
-    return this.env.QUOTA.getByName(keyId, placedIn(this.#region));
-  }
-
-  #giveBackCall(keyId: string): GiveBackCall {
-    return {
-      giveBack: (returned) =>
-        callWithOneRetry(
-          () => this.#stub(keyId),
-          async (stub) => stub.returnLease(returned),
-        ),
-    };
-  }
-
-  /** The calls for a request of `policy` (with its `admissionId`, if it has one). */
-  #callsTo(keyId: string, policy: Policy, admissionId: string | null = null): LeaseCalls {
-    return {
-      admit: (request) =>
-        callWithOneRetry(
-          () => this.#stub(keyId),
-          async (stub) =>
-            stub.admit(policy, admissionId ? { ...request, admissionId } : request, this.#name),
-        ),
-      giveBack: this.#giveBackCall(keyId).giveBack,
-      // Not retried, as in the isolate's client: a renewal counted twice would strand permits.
-      renew: (request) => this.#stub(keyId).renewLease(policy, request, this.#name),
-    };
   }
 }

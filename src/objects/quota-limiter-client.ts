@@ -40,9 +40,9 @@ function holderOf(keyId: string): LeaseHolder {
 
 /**
  * The Worker's side of one key's QuotaLimiter, and of its holder in the request's location
- * through quota-holder-client.ts: the only code that calls their stubs. Every call to the key's object is retried once on a
- * `.retryable` error (stub-call.ts); what happens when it still fails is the call site's policy,
- * stated on each method.
+ * through quota-holder-client.ts: the only code that calls their stubs. Every call to the key's
+ * object is retried once on a `.retryable` error (stub-call.ts); what happens when it still fails
+ * is the call site's policy, stated on each method.
  */
 export class QuotaLimiterClient {
   private readonly keyId: string;

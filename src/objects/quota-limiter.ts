@@ -137,7 +137,11 @@ export class QuotaLimiter extends DurableObject<Env> {
         : { state: counted, lease: null };
     const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
     this.#keep(state);
-    if (banStarted) this.#bans.note(now, state.bannedUntil);
+    if (banStarted) {
+      this.#bans.note(now, state.bannedUntil);
+      // Holders admit from their stock and standing permits without asking: they stop now.
+      this.ctx.waitUntil(this.#tellHolders());
+    }
     // The history counts this request; a lease's permits only as their holder reports them used
     // (see lease-ledger.ts), while the windows count them from the grant. It counts it in the
     // windows' day, which a clock stepping back does not leave.
@@ -266,6 +270,15 @@ export class QuotaLimiter extends DurableObject<Env> {
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy.current?.version;
     if (this.#policy.adopt(policy).version === before) return;
+    await this.#tellHolders();
+  }
+
+  /**
+   * Tells each location holder holding a lease of the key (standing permits included) to stop
+   * admitting from it, so that it forwards the key's next requests here (a change, or a ban that
+   * began), waiting at most PUSH_DEADLINE_MS.
+   */
+  async #tellHolders(): Promise<void> {
     const grantees = this.#leases.granteesHolding(clock.now());
     const keyId = this.ctx.id.name;
     if (!keyId || grantees.length === 0) return;

@@ -47,8 +47,7 @@ export function migrateSchemaOrThrow(storage: DurableObjectStorage, schema: Obje
   storage.transactionSync(() => {
     sql.exec(`CREATE TABLE IF NOT EXISTS schema_version (
       id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL) STRICT`);
-    const stored = sql.exec<{ version: number }>("SELECT version FROM schema_version").toArray()[0];
-    const current = stored?.version ?? 0;
+    const current = schemaVersion(sql);
     if (current > readsThrough) {
       throw new ObjectCannotOpenError(
         `its stored schema version ${current} is newer than this code reads (${readsThrough})`,

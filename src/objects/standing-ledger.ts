@@ -65,6 +65,20 @@ export class StandingLedger {
       permits,
       minuteStart,
     }));
+    // The holder hands back what it holds together, after the last minute it holds (or with its
+    // next call): the permits of its earlier grants still out, and the lease reported with them,
+    // are waited for as long, so they are not settled as stranded before that hand-back arrives.
+    // (Its leases waited for at least to their minute's end and to the current one's: a stock of
+    // this minute that lives the minute is waited for as long too, which only delays its stranding.)
+    this.sql.exec(
+      `UPDATE leases SET expires_at = ?
+         WHERE grantee = ? AND expires_at >= ? AND expires_at >= minute_start + ? AND expires_at < ?`,
+      waitedUntil,
+      grantee,
+      state.minuteStart + MINUTE_MS,
+      MINUTE_MS,
+      waitedUntil,
+    );
     for (const s of standing)
       insertLease(this.sql, {
         ...s,

@@ -10,12 +10,12 @@ const BUSY_PER_SECOND = 2;
 
 /**
  * The permits an isolate asks for, from the arrival times (ms) of the key's requests in this
- * isolate: enough for a lease's lifetime (`lifetimeMs`) at the key's recent rate, the higher of its rate in the last
- * second and its average over the last RATE_HORIZON_MS (so a key that paused for a few seconds
- * is still sized from what it did before, and a key that speeds up is sized from its new rate).
- * A quiet key (fewer than two requests in the last second and fewer than two a second on
- * average over the horizon) asks for none and is decided request by request, so it locks up
- * nothing.
+ * isolate: enough for a lease's lifetime (`lifetimeMs`) at the key's recent rate, the higher of
+ * its rate in the last second and its average over the last RATE_HORIZON_MS (so a key that paused
+ * for a few seconds is still sized from what it did before, and a key that speeds up is sized
+ * from its new rate). A quiet key (fewer than two requests in the last second and fewer than two
+ * a second on average over the horizon) asks for none and is decided request by request, so it
+ * locks up nothing.
  */
 export function leaseWanted(arrivals: readonly number[], now: number, lifetimeMs: number): number {
   let lastSecond = 0;

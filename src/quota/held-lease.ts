@@ -113,7 +113,15 @@ export class HeldLeases {
   #admitStanding(policy: Policy, now: number, admissionId: string | null): KeyDecision | null {
     const windows = this.standing.take(policy.version, now, admissionId, this.windows.atContact);
     if (!windows) return null;
-    return this.windows.show({ outcome: "allowed", windows, now, policyVersion: policy.version });
+    // The day goes down by one, as for any request admitted here (its permit is room at contact).
+    const day = this.windows.admitLocally().find((w) => w.name === "day");
+    const shown = windows.map((w) => (w.name === "day" && day ? day : w));
+    return this.windows.show({
+      outcome: "allowed",
+      windows: shown,
+      now,
+      policyVersion: policy.version,
+    });
   }
 
   /** Moves the standing permits done with at `now` (or `all`) to the leases to hand back. */
@@ -280,7 +288,9 @@ export class HeldLeases {
     changes: number,
     sentAt: number,
   ): HolderDecision {
-    const { lease, ...decision } = admission;
+    // The standing permits granted are this holder's: the decision it passes on (to an isolate)
+    // carries none, or the isolate would keep a copy and use or hand back the same permits.
+    const { lease, standing: _standing, ...decision } = admission;
     // Not decided (the caller's copy of the key is older than the object's): nothing counted,
     // nothing to show or remember; the caller reads the key again and asks again.
     if (decision.outcome === "stale") {
@@ -296,6 +306,9 @@ export class HeldLeases {
       // Too close to the limit for a lease: one call per request until the minute is over.
       this.noLeaseUntilMinuteEnds(decision.windows);
     }
+    // This holder's own unused standing permits are room, as a lease's (the decision's windows
+    // count those granted before, not those it grants).
+    const windows = this.standing.withOwnRoom(decision.windows);
     const changed = this.changes !== changes;
     const standing = this.keepStanding(admission, decision.policyVersion, sentAt, changed);
     if (lease && changed) this.keepToReturn({ id: lease.id, unused: lease.permits });
@@ -303,8 +316,6 @@ export class HeldLeases {
       this.lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt), {
         withStanding: standing,
       });
-    // This holder's own unused standing permits of the decision's minute are room, as a lease's.
-    const windows = this.standing.withOwnRoom(decision.windows);
     this.windows.contact(windows);
     const leaseGranted = lease !== null && !changed;
     const shown = this.windows.show({ ...decision, windows });

@@ -8,8 +8,19 @@ export type { GiveBackCall, LeaseCalls } from "./lease-hand-backs";
 
 import { type HolderDecision, idsOf, type SentRenewal } from "./lease-in-hand";
 import type { LeaseRequest, Renewal, RenewalRequest } from "./lease-messages";
-import { standingWanted } from "./standing";
+import { STANDING_GAP_MS, standingWanted } from "./standing";
+import type { HeldStanding } from "./standing-stock";
 import type { Policy } from "./windows";
+
+/**
+ * What a location holder keeps across an eviction (see QuotaHolder): its standing permits, and
+ * when the key last arrived there and the gap before, which size and time its next ask for them.
+ */
+export interface StandingMemory {
+  standing: HeldStanding[];
+  lastArrival: number | null;
+  gapMs: number;
+}
 
 /**
  * One holder's admissions for one key (an isolate's, or a location holder's). Decides from its
@@ -92,12 +103,41 @@ export class LeaseHolder extends LeaseHandBacks {
 
   /**
    * The key's gap here, as standing permits are sized by: its last gap, or for a key seen once
-   * here (no gap yet) the time since, which it is at least as sparse as (so at the next minute's
-   * refill a key that sent one request in the minute before gets standing permits).
+   * here (no gap yet) the time since, which it is at least as sparse as; and once a minute has
+   * begun since that one request, at least STANDING_GAP_MS: at the next minute's refill, a key
+   * that sent one request in the minute before gets standing permits however late in that minute
+   * it came (sized as for that gap until its next request here tells its own).
    */
   #sparseGap(now: number): number {
-    const seenOnce = this.#gapMs === 0 && this.#lastArrival !== null;
-    return seenOnce ? now - (this.#lastArrival ?? now) : this.#gapMs;
+    const last = this.#lastArrival;
+    if (this.#gapMs > 0 || last === null) return this.#gapMs;
+    const minuteBegunSince = last < now - (now % MINUTE_MS);
+    return minuteBegunSince ? Math.max(STANDING_GAP_MS, now - last) : now - last;
+  }
+
+  /** A location holder's standing permits and the key's arrivals here, to keep (see StandingMemory). */
+  standingMemory(): StandingMemory {
+    return { standing: this.standing.held(), lastArrival: this.#lastArrival, gapMs: this.#gapMs };
+  }
+
+  /**
+   * Holds what `memory` kept (this holder was evicted since it was written), each permit usable
+   * `marginMs` less at both ends of its minute (see StandingStock.restore).
+   */
+  restoreStanding(memory: StandingMemory, marginMs: number): void {
+    this.standing.restore(memory.standing, marginMs);
+    this.#lastArrival = memory.lastArrival;
+    this.#gapMs = memory.gapMs;
+  }
+
+  /** Calls `changed` after every change to the standing permits held (see StandingStock.onChange). */
+  onStandingChange(changed: () => void): void {
+    this.standing.onChange = changed;
+  }
+
+  /** When the last standing permit held ends (0: none held). */
+  get standingUntil(): number {
+    return this.standing.lastUntil;
   }
 
   /**

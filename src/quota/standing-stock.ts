@@ -4,7 +4,7 @@ import type { ReturnedLease, StandingPermit } from "./lease-messages";
 import type { WindowStatus } from "./windows";
 
 /** A standing permit as a location holder holds it, usable from `from` until `until` by its own clock. */
-interface HeldStanding {
+export interface HeldStanding {
   id: string;
   left: number;
   used: number;
@@ -28,6 +28,25 @@ interface HeldStanding {
  */
 export class StandingStock {
   #held: HeldStanding[] = [];
+  /**
+   * Called, synchronously, after every change to what is held: a grant kept, a permit taken,
+   * permits moved out to be reported (a location holder writes them to its storage then, so a
+   * permit taken or reported is never held again after the holder is evicted, see QuotaHolder).
+   */
+  onChange: (() => void) | null = null;
+
+  /** What it holds (a copy), to keep across an eviction (see `restore`). */
+  held(): HeldStanding[] {
+    return this.#held.map((h) => ({ ...h, admissionIds: [...h.admissionIds] }));
+  }
+
+  /**
+   * Holds `held` again (kept by a holder evicted since), each usable `marginMs` less at both ends
+   * of its minute: the clock that placed it may have been another host's.
+   */
+  restore(held: readonly HeldStanding[], marginMs: number): void {
+    this.#held = held.map((h) => ({ ...h, from: h.from + marginMs, until: h.until - marginMs }));
+  }
 
   /** Keeps `granted` (an answer under `policyVersion`, given at the object's `answeredAt`). */
   add(
@@ -50,6 +69,7 @@ export class StandingStock {
         policyVersion,
         admissionIds: [],
       });
+    if (granted.length > 0) this.onChange?.();
   }
 
   /**
@@ -71,6 +91,7 @@ export class StandingStock {
     s.left--;
     s.used++;
     if (admissionId !== null) s.admissionIds.push(admissionId);
+    this.onChange?.();
     const usedThisMinute = this.#held
       .filter((h) => h.minuteStart === s.minuteStart)
       .reduce((n, h) => n + h.used, 0);
@@ -93,6 +114,7 @@ export class StandingStock {
   reports(now: number, { all = false }: { all?: boolean } = {}): ReturnedLease[] {
     const done = this.#held.filter((h) => all || h.left === 0 || now >= h.until);
     this.#held = this.#held.filter((h) => !done.includes(h));
+    if (done.length > 0) this.onChange?.();
     return done.map((h) => ({
       id: h.id,
       unused: h.left,
@@ -102,14 +124,14 @@ export class StandingStock {
   }
 
   /**
-   * `windows` (the key's object's) with the permits held here unused for their minute counted as
-   * room in the minute window, as the object counted them used when that minute started.
+   * `windows` (the key's object's, given before any grant in the same answer) with the permits
+   * held here unused counted as room: in the minute window those of its minute (the object
+   * counted them used when that minute started), in the day all of them (counted at the grant).
    */
   withOwnRoom(windows: WindowStatus[]): WindowStatus[] {
     return windows.map((w) => {
-      if (w.name !== "minute") return w;
       const own = this.#held
-        .filter((h) => h.minuteStart === w.resetAt - MINUTE_MS)
+        .filter((h) => w.name === "day" || h.minuteStart === w.resetAt - MINUTE_MS)
         .reduce((n, h) => n + h.left, 0);
       return own > 0 ? { ...w, remaining: Math.min(w.limit, w.remaining + own) } : w;
     });

@@ -22,10 +22,15 @@ import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../sr
 import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { HolderDecision } from "../../src/quota/lease-in-hand";
 import { admissionIdLive, newAdmissionId } from "../../src/quota/lease-messages";
-import { STANDING_BACKGROUND_ENDS_WITHIN_MS } from "../../src/quota/standing";
+import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../../src/quota/standing";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { evictIfRunning } from "../helpers";
-import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
+import {
+  ADMISSIONS_COUNTED_ONCE,
+  REMAINING_EXACT,
+  ROLLBACK_COUNTS_STANDING,
+  WINDOWS_ONLY_MOVE_FORWARD,
+} from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 import { type Deployed, openAndDecideAsPrevious } from "./previous-release";
 
@@ -33,12 +38,19 @@ export const LOCATIONS = ["AMS", "FRA", "SIN"] as const;
 export const ISOLATES_PER_LOCATION = 2;
 const ISOLATES = LOCATIONS.length * ISOLATES_PER_LOCATION;
 
-/** The plans the key moves between (a free key's limits, a smaller and a larger one). */
-const PLANS = [
+/**
+ * The plans the key moves between, smallest first: a free key's limits (the key starts on it
+ * unless a run picks another), a smaller and larger ones, and one whose day binds a sparse key
+ * while it is still far from both limits (so `X-RateLimit-Remaining` shows the day while the key
+ * holds standing permits, which its day counted at their grant).
+ */
+export const PLANS = [
   { perMinute: 12, perDay: 40 },
+  { perMinute: 60, perDay: 100 },
   { perMinute: 60, perDay: 200 },
   { perMinute: 120, perDay: 400 },
 ];
+const FREE_PLAN = 2;
 
 // ------------------------------------------------------------------ clocks
 /** Whose clock a piece of code reads: the key's object's is the reference; others may be skewed. */
@@ -76,13 +88,17 @@ interface Change {
   /**
    * A push to a location holder was faulted (lost or held): holders may go on admitting from the
    * stock they held, until it is used up or its lease ends (a stock for the minute: the minute's
-   * end), never past it.
+   * end), and from standing permits of the minutes to come, for requests on a copy of the key
+   * older than the change (at most KEY_CACHE_TTL_MS old); never past either.
    */
   pushFaulted: boolean;
-  /** The latest the key's object's clock read when the push was answered (its minute is the last an old stock can be of). */
+  /** The latest the key's object's clock read when the push was answered. */
   objectClockAtAnswer: number;
-  /** Requests sent after the push was answered and admitted from a holder's stock under an older policy. */
-  admittedAfter: number;
+  /**
+   * Requests sent after the push was answered and admitted by a holder under an older policy, by
+   * the minute they were admitted in.
+   */
+  admittedAfter: Tally;
 }
 
 /** Counts per window start. */
@@ -120,14 +136,18 @@ export interface QuotaModel {
   deliveredTwice: number;
   /** A holder or isolate went away holding permits: the requests it served since its last report are billed as stranded. */
   reportsLost: boolean;
-  /** Locations that sent a request in each minute window (for the exactness of Remaining). */
+  /** Isolates that sent a request in each minute window (for the exactness of Remaining). */
   isolatesInMinute: Map<number, Set<number>>;
+  /** Locations that sent a request in each minute window (standing permits outlive a minute). */
+  locationsInMinute: Map<number, Set<string>>;
   /** Anything but requests and time happened (Remaining is then only bounded, not exact). */
   disturbed: boolean;
   /** Requests sent and not answered yet. */
   inFlight: number;
   /** Which release decides requests at the key's object (a rollback, then a roll forward). */
   release: Deployed;
+  /** The minutes the previous release decided requests in. */
+  minutesRolledBack: Set<number>;
   /** Counts events (requests sent, changes answered), to order those at the same instant. */
   seq: number;
   violations: string[];
@@ -183,12 +203,13 @@ export function installObjectClocks(net: Network): void {
 }
 
 export function modelSetup(net: Network, time: { now: number }, start: number) {
-  return (): { model: QuotaModel; real: QuotaReal } => {
+  /** `plan`: the index in PLANS of the key's plan at the start. */
+  return (plan = FREE_PLAN): { model: QuotaModel; real: QuotaReal } => {
     const keyId = `model_${++runs}_${Math.floor(Math.random() * 1e9)}`;
     time.now = start;
     net.reset();
     holderSkews.clear();
-    const policy: Policy = { ...PLANS[1]!, version: 1, revoked: false };
+    const policy: Policy = { ...PLANS[plan % PLANS.length]!, version: 1, revoked: false };
     const isolates: Isolate[] = [];
     for (const location of LOCATIONS)
       for (let i = 0; i < ISOLATES_PER_LOCATION; i++) {
@@ -231,9 +252,11 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       deliveredTwice: 0,
       reportsLost: false,
       isolatesInMinute: new Map(),
+      locationsInMinute: new Map(),
       disturbed: false,
       inFlight: 0,
       release: "current",
+      minutesRolledBack: new Set(),
       seq: 0,
       violations: [],
       log: [],
@@ -245,6 +268,19 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
 // ------------------------------------------------------------------ invariants
 const minuteOf = (ms: number) => ms - (ms % MINUTE_MS);
 const dayOf = (ms: number) => ms - (ms % DAY_MS);
+
+/**
+ * How long after a location's last request its holder may still hold standing permits (the last
+ * of them ends then; their hand-back follows 250 ms on).
+ */
+const STANDING_HELD_FOR_MS = STANDING_BACKGROUND_ENDS_WITHIN_MS;
+
+/**
+ * Where a change's push to a location holder is lost, it applies within this long: every request
+ * carries a copy of the key at most this old, and standing permits and stocks admit only
+ * requests on the version they were granted under (docs/quotas.md, "Standing permits").
+ */
+const LOST_PUSH_APPLIES_WITHIN_MS = KEY_CACHE_TTL_MS;
 
 /** The highest limits of any policy the key had during [start, end). */
 function limitsDuring(m: QuotaModel, start: number, end: number) {
@@ -298,7 +334,10 @@ function served(m: QuotaModel, d: KeyDecision, at: string): void {
   const inDay = m.servedInDay.add(dayStart);
   const minuteLimits = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS);
   const dayLimits = limitsDuring(m, dayStart, dayStart + DAY_MS);
-  if (inMinute > minuteLimits.perMinute)
+  // (A minute the previous release decided in may be short of its standing permits used before.)
+  const uncounted =
+    !ROLLBACK_COUNTS_STANDING && m.minutesRolledBack.has(minuteStart) ? minuteLimits.bound : 0;
+  if (inMinute > minuteLimits.perMinute + uncounted)
     violation(
       m,
       `${at}: minute ${new Date(minuteStart).toISOString()} admitted ${inMinute} > ${minuteLimits.perMinute}`,
@@ -356,18 +395,22 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
       );
       continue;
     }
-    c.admittedAfter++;
+    // Where the push was lost: from a stock (of its minute) or a standing permit (of a minute
+    // to come), each minute's at most heldBound of the old policy, all locations together; and
+    // only for a request on a copy of the key older than the change, which is read again
+    // KEY_CACHE_TTL_MS after it was read: a lost push applies within LOST_PUSH_APPLIES_WITHIN_MS.
+    const inMinute = c.admittedAfter.add(minuteStart);
     const before = m.policies.filter((p) => p.policy.version < c.policy.version);
     const oldBound = Math.max(...before.map((p) => heldBound(p.policy)));
-    if (c.admittedAfter > oldBound)
+    if (inMinute > oldBound)
       violation(
         m,
-        `${at}: ${c.admittedAfter} admitted under older policies after a lost push of ${c.policy.version} > heldBound ${oldBound}`,
+        `${at}: ${inMinute} admitted in minute ${new Date(minuteStart).toISOString()} under older policies after a lost push of ${c.policy.version} > heldBound ${oldBound}`,
       );
-    if (minuteStart > minuteOf(c.objectClockAtAnswer))
+    if (sent.at >= c.answeredAt + LOST_PUSH_APPLIES_WITHIN_MS)
       violation(
         m,
-        `${at}: admitted under policy ${d.policyVersion} in minute ${new Date(minuteStart).toISOString()}, after the minute of the change to ${c.policy.version}`,
+        `${at}: admitted under policy ${d.policyVersion} in minute ${new Date(minuteStart).toISOString()}, ${sent.at - c.answeredAt} ms after a lost push of ${c.policy.version} was answered (bound ${LOST_PUSH_APPLIES_WITHIN_MS} ms)`,
       );
   }
 
@@ -378,19 +421,32 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
       d.windows[0]!.limit - m.servedInMinute.of(minuteStart),
       d.windows[1]!.limit - m.servedInDay.of(dayStart),
     );
-    // Exact for a key used, one request at a time, by one isolate (so in one location) all day,
-    // with nothing else happening to it (no fault, change, eviction, clock step or usage read).
-    // (No other isolate sent anything in this minute or the one before: a location's stock is
-    // refilled as a minute begins if the key was used there in the minute before.)
+    // Exact for a key used, one request at a time, in one location, with nothing else happening
+    // to it (no fault, change, eviction, clock step or usage read): no other isolate sent
+    // anything in this minute or the one before (a location's stock is refilled as a minute
+    // begins if the key was used there in the minute before), and no other location while
+    // standing permits it may have been granted can still be held (they are counted, in their
+    // minute and in the day, as used).
     const others = [minuteStart, minuteStart - MINUTE_MS].flatMap((w) => [
       ...(m.isolatesInMinute.get(w) ?? []),
     ]);
     const oneIsolate = others.every((i) => i === iso.index);
+    const oneLocation = [...m.locationsInMinute].every(
+      ([w, locations]) =>
+        w < minuteStart - STANDING_HELD_FOR_MS - MINUTE_MS ||
+        [...locations].every((l) => l === iso.location),
+    );
     const alone = sent.concurrent === 0 && m.inFlight === 0;
-    if (oneIsolate && alone && !m.disturbed) {
-      if (shown !== truth) violation(m, `${at}: Remaining ${shown}, truth ${truth} (one isolate)`);
+    if (oneIsolate && oneLocation && alone && !m.disturbed) {
+      if (shown !== truth) violation(m, `${at}: Remaining ${shown}, truth ${truth} (one location)`);
     } else {
-      const bound = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS).bound;
+      // The day counted the standing permits other locations hold for the minutes to come at
+      // their grant: each minute's within heldBound.
+      const minuteBound = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS).bound;
+      const bound =
+        bindingWindow(d.windows).name === "day"
+          ? minuteBound * (1 + STANDING_MINUTES)
+          : minuteBound;
       const twice = ADMISSIONS_COUNTED_ONCE ? 0 : m.deliveredTwice;
       if (shown < truth - bound - m.inFlight - sent.concurrent - twice)
         violation(m, `${at}: Remaining ${shown} more than heldBound ${bound} below truth ${truth}`);
@@ -560,6 +616,9 @@ function send(m: QuotaModel, r: QuotaReal, iso: Isolate): void {
   let isolates = m.isolatesInMinute.get(minute);
   if (!isolates) m.isolatesInMinute.set(minute, (isolates = new Set()));
   isolates.add(iso.index);
+  let locations = m.locationsInMinute.get(minute);
+  if (!locations) m.locationsInMinute.set(minute, (locations = new Set()));
+  locations.add(iso.location);
   const sent: Sent = {
     iso,
     at: m.trueNow,
@@ -618,7 +677,11 @@ async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, w
   }
   // The counts survive the switch: the previous release reads at least what was served.
   const { usage } = decided.opened;
-  if (usage.minuteCount < m.servedInMinute.of(usage.minuteStart))
+  // (Until the previous release's windows count the standing permits of a minute used before it
+  // opened the object, the minute it decides in may be short of them: at most heldBound.)
+  const uncounted = (minuteStart: number) =>
+    ROLLBACK_COUNTS_STANDING ? 0 : limitsDuring(m, minuteStart, minuteStart + MINUTE_MS).bound;
+  if (usage.minuteCount + uncounted(usage.minuteStart) < m.servedInMinute.of(usage.minuteStart))
     violation(
       m,
       `${at}: reads minute count ${usage.minuteCount} < served ${m.servedInMinute.of(usage.minuteStart)}`,
@@ -628,8 +691,11 @@ async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, w
       m,
       `${at}: reads day count ${usage.dayCount} < served ${m.servedInDay.of(usage.dayStart)}`,
     );
-  for (const d of decided.decisions)
+  for (const d of decided.decisions) {
+    const { minuteStart } = windowStarts(d);
+    m.minutesRolledBack.add(minuteStart);
     if (d.outcome === "allowed") served(m, d, `request of ${who} decided by the previous release`);
+  }
   await evictIfRunning(stub);
 }
 
@@ -812,7 +878,13 @@ class Evict extends Step {
   }
 }
 
-type ChangeKind = "planUp" | "planDown" | "revoke" | "enable";
+/**
+ * A change to the key: its plan up or down, revoked (or disabled), enabled, or a new version with
+ * the same limits (a roll, with or without grace, or its expiry moved: what the key's record
+ * alone decides changes, and every copy older than it is stale).
+ */
+type ChangeKind = "planUp" | "planDown" | "revoke" | "enable" | "newVersion";
+const CHANGE_KINDS: ChangeKind[] = ["planUp", "planDown", "revoke", "enable", "newVersion"];
 
 class ChangeKey extends Step {
   constructor(
@@ -832,7 +904,7 @@ class ChangeKey extends Step {
   async act(m: QuotaModel, r: QuotaReal) {
     m.disturbed = true;
     const p = m.policy;
-    const i = PLANS.findIndex((x) => x.perMinute === p.perMinute);
+    const i = PLANS.findIndex((x) => x.perMinute === p.perMinute && x.perDay === p.perDay);
     const limits =
       this.kind === "planUp"
         ? PLANS[Math.min(PLANS.length - 1, i + 1)]!
@@ -849,7 +921,7 @@ class ChangeKey extends Step {
       answeredSeq: 0,
       pushFaulted: false,
       objectClockAtAnswer: 0,
-      admittedAfter: 0,
+      admittedAfter: new Tally(),
     };
     m.changes.push(change);
     const firedBefore = r.net.fired.length;
@@ -873,6 +945,77 @@ class ChangeKey extends Step {
     );
     const tracked = push.finally(() => r.pending.delete(tracked));
     r.pending.add(tracked);
+  }
+}
+
+/**
+ * A change whose pushes to every location holder are lost, made while a sparse key holds standing
+ * permits: the key called in isolate `isolate` 3 times 40 s apart (its holder asks for standing
+ * permits), then every holder's `keyChanged` lost, the change made (no isolate learns it at once:
+ * each keeps its cached copy until it reads the key again), then `count` requests in that isolate
+ * `gapMs` apart, across minute ends.
+ */
+class LostPushWhileStanding extends Step {
+  constructor(
+    readonly isolate: number,
+    readonly kind: ChangeKind,
+    readonly count: number,
+    readonly gapMs: number,
+  ) {
+    super();
+  }
+  label() {
+    return `LostPushWhileStanding(isolate ${this.isolate}, ${this.kind}, then ×${this.count} ${this.gapMs} ms apart)`;
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.release === "current" && m.changes.every((c) => c.answeredAt !== null);
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
+    if (m.violations.length) return;
+    for (const _ of LOCATIONS)
+      r.net.armed.push({ tier: "holder", method: "keyChanged", fault: "loseBefore" });
+    await new ChangeKey(this.kind, 0).act(m, r);
+    await r.net.settle();
+    await new OneAtATime(this.isolate, this.count, this.gapMs).act(m, r);
+  }
+}
+
+/**
+ * A rollback while a sparse key holds standing permits, then the roll forward: the key called in
+ * isolate `isolate` 3 times 40 s apart (its holder asks for standing permits of the minutes to
+ * come), then for `minutes` minutes the previous release decides `requests` requests a minute at
+ * the key's object (which does not count standing permits in their minute) while this release's
+ * holders go on with their background work (hand-backs, refills, reports), then this release
+ * again, and the key called 3 more times 40 s apart (the standing permits still held used).
+ */
+class RollbackWhileStanding extends Step {
+  constructor(
+    readonly isolate: number,
+    readonly requests: number,
+    readonly minutes: number,
+  ) {
+    super();
+  }
+  label() {
+    return `RollbackWhileStanding(isolate ${this.isolate}, previous release decides ×${this.requests} a minute for ${this.minutes} min)`;
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.release === "current";
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
+    if (m.violations.length) return;
+    m.release = "previous";
+    for (let i = 0; i < this.minutes && !m.violations.length; i++) {
+      await decideAsPrevious(m, r, this.requests, "the rollback");
+      const now = clock.now();
+      await passTime(m, r, minuteOf(now) + MINUTE_MS + 1_000 - now);
+      await r.net.settle();
+    }
+    if (m.violations.length) return;
+    await new RollForward().act(m, r);
+    await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
   }
 }
 
@@ -937,10 +1080,7 @@ export function scheduledRounds() {
     {
       weight: 1,
       arbitrary: fc
-        .tuple(
-          fc.constantFrom<ChangeKind>("planUp", "planDown", "revoke", "enable"),
-          fc.nat({ max: 63 }),
-        )
+        .tuple(fc.constantFrom(...CHANGE_KINDS), fc.nat({ max: 63 }))
         .map(([k, l]): Step => new ChangeKey(k, l)),
     },
     { weight: 1, arbitrary: isolate.map((i): Step => new ReadUsage(i)) },
@@ -1051,14 +1191,22 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
       .tuple(fc.constantFrom<"object" | "holder">("object", "holder"), fc.nat({ max: 2 }))
       .map(([t, i]) => new Evict(t, i)),
     fc
-      .tuple(
-        fc.constantFrom<ChangeKind>("planUp", "planDown", "revoke", "enable"),
-        fc.nat({ max: 63 }),
-      )
+      .tuple(fc.constantFrom(...CHANGE_KINDS), fc.nat({ max: 63 }))
       .map(([k, l]) => new ChangeKey(k, l)),
     isolate.map((i) => new ReadUsage(i)),
     fc.integer({ min: 0, max: 3 }).map((n) => new Rollback(n)),
     fc.constant(new RollForward()),
+    fc
+      .tuple(
+        isolate,
+        fc.constantFrom(...CHANGE_KINDS),
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 2_000, max: 45_000 }),
+      )
+      .map(([i, k, n, gap]) => new LostPushWhileStanding(i, k, n, gap)),
+    fc
+      .tuple(isolate, fc.integer({ min: 0, max: 14 }), fc.integer({ min: 1, max: 3 }))
+      .map(([i, n, minutes]) => new RollbackWhileStanding(i, n, minutes)),
   ];
   if (stepsBack)
     arbs.push(
@@ -1079,11 +1227,13 @@ export {
   Arm,
   ChangeKey,
   Evict,
+  LostPushWhileStanding,
   OneAtATime,
   ReadUsage,
   Release,
   Request,
   Rollback,
+  RollbackWhileStanding,
   RollForward,
   Skew,
   StepBack,

@@ -1,0 +1,98 @@
+import { GIVE_BACK_GRACE_MS } from "../quota/lease";
+import type { LeaseHolder, StandingMemory } from "../quota/lease-holder";
+import type { Region } from "../schemas/region";
+
+/** Where a location holder keeps its standing permits across an eviction (`ctx.storage.kv`). */
+const STANDING_MEMORY_KEY = "standing";
+
+/** What a holder keeps there: its standing permits and the key's arrivals, and whose they are. */
+export interface KeptStanding extends StandingMemory {
+  keyId: string;
+  region: Region | null;
+}
+
+/**
+ * A standing permit kept across an eviction is used this much less at both ends of its minute:
+ * its minute was placed by the clock of the host that held it, which may not be this one.
+ */
+export const RESTORED_STANDING_MARGIN_MS = 1_000;
+
+/**
+ * The alarm that hands standing permits back for a holder evicted before their end fires this
+ * long after the in-memory hand-back would have (which, when it runs, deletes the alarm).
+ */
+const STANDING_ALARM_SLACK_MS = 1_000;
+
+/**
+ * A location holder's standing permits kept in its own storage (QuotaHolder), so that a holder
+ * evicted from memory between a sparse key's requests (Durable Objects are, after 70–140 s with
+ * no request) still answers the next one from them. Written as each permit is granted, taken or
+ * reported (StandingStock.onChange): synchronously, before the answer or call that follows
+ * leaves the object, so a permit is never used twice, nor held again once reported. An alarm
+ * just after the last permit's minute hands them back if the holder is not in memory then (the
+ * holder's own hand-back, when it runs, leaves none held and deletes the alarm).
+ */
+export class HolderStandingMemory {
+  readonly #storage: DurableObjectStorage;
+  readonly #leases: LeaseHolder;
+  /** When the alarm is set for (0: none). */
+  #alarmAt = 0;
+  /** Whether a change could not be written yet (see `keep`). */
+  #unwritten = false;
+
+  constructor(storage: DurableObjectStorage, leases: LeaseHolder) {
+    this.#storage = storage;
+    this.#leases = leases;
+  }
+
+  /** What was kept (this holder was evicted while holding standing permits), or null. */
+  kept(): KeptStanding | null {
+    return this.#storage.kv.get<KeptStanding>(STANDING_MEMORY_KEY) ?? null;
+  }
+
+  /**
+   * Writes the standing permits held, of key `keyId` (none held: deletes them and the alarm).
+   * Storage is the holder's own, so the write is made from its own calls and timers; one that
+   * cannot be made (work woken from outside the object: only the tests' fake timers do that) is
+   * made at the holder's next call (`keepOwed`).
+   */
+  keep(owner: { keyId: string; region: Region | null } | null): void {
+    try {
+      this.#write(owner);
+      this.#unwritten = false;
+    } catch {
+      this.#unwritten = true;
+    }
+  }
+
+  /** Makes a write `keep` could not make (at the start of each call to the holder). */
+  keepOwed(owner: { keyId: string; region: Region | null } | null): void {
+    if (this.#unwritten) this.keep(owner);
+  }
+
+  #write(owner: { keyId: string; region: Region | null } | null): void {
+    const until = this.#leases.standingUntil;
+    if (until === 0 || owner === null) {
+      this.#storage.kv.delete(STANDING_MEMORY_KEY);
+      if (this.#alarmAt !== 0) void this.#storage.deleteAlarm();
+      this.#alarmAt = 0;
+      return;
+    }
+    const kept: KeptStanding = { ...this.#leases.standingMemory(), ...owner };
+    this.#storage.kv.put(STANDING_MEMORY_KEY, kept);
+    const alarmAt = until + GIVE_BACK_GRACE_MS + STANDING_ALARM_SLACK_MS;
+    if (alarmAt !== this.#alarmAt) void this.#storage.setAlarm(alarmAt);
+    this.#alarmAt = alarmAt;
+  }
+
+  /** When the hand-back of the permits held is due (GIVE_BACK_GRACE_MS after the last one's end). */
+  get handBackDueAt(): number {
+    return this.#leases.standingUntil + GIVE_BACK_GRACE_MS;
+  }
+
+  /** Sets the alarm again (it fired before the hand-back was due: later permits were granted). */
+  rearm(owner: { keyId: string; region: Region | null }): void {
+    this.#alarmAt = 0;
+    this.keep(owner);
+  }
+}

@@ -1,0 +1,208 @@
+import { clock, MINUTE_MS } from "../lib/clock";
+import { logFailure } from "../lib/log";
+import { logPersistentFailure } from "../quota/fail-open";
+import { QUIET_STOCK } from "../quota/lease";
+import { LeaseHolder } from "../quota/lease-holder";
+import type { Admission, LeaseRequest } from "../quota/lease-messages";
+import type { Policy } from "../quota/windows";
+import type { Region } from "../schemas/region";
+import { HolderCalls } from "./holder-calls";
+import { HolderStandingMemory, RESTORED_STANDING_MARGIN_MS } from "./holder-standing-memory";
+import type { HolderAnswer } from "./quota-holder";
+import { callWithOneRetry, isOverloaded, persistentFailureOf } from "./stub-call";
+
+/**
+ * A location holder's stock of its key's permits (QuotaHolder, objects/quota-holder.ts): decides
+ * requests from it or forwards them to the key's object, keeps it topped up in the background
+ * while the key is used here (renewals, the refill as each minute begins, standing permits for
+ * the minutes to come), and hands it back. Its standing permits are kept in the holder's storage
+ * across an eviction (HolderStandingMemory); the rest lives in memory only, and permits lost with
+ * it stay counted (within heldBound, see docs/quotas.md).
+ */
+export class LocationStock {
+  readonly #leases = new LeaseHolder({ stock: QUIET_STOCK });
+  readonly #calls: HolderCalls;
+  readonly #memory: HolderStandingMemory;
+  /** The key this stock is of (null: no request yet, and nothing kept). */
+  #keyId: string | null = null;
+  /** The start of the minute for which a refill is scheduled (0: none). */
+  #refillAt = 0;
+  /** The newest policy a request brought (a refill asks under it). */
+  #policy: Policy | null = null;
+
+  /**
+   * Holds again the standing permits kept in `storage` (the holder was evicted while holding
+   * them), so a key calling every few minutes is answered here with no far call, and keeps them
+   * there from now on. `name`: the holder's (see `holderName`).
+   */
+  constructor(storage: DurableObjectStorage, env: () => Env, name: string | null) {
+    this.#calls = new HolderCalls(env, name);
+    this.#memory = new HolderStandingMemory(storage, this.#leases);
+    const kept = this.#memory.kept();
+    if (kept) {
+      this.#keyId = kept.keyId;
+      this.#calls.region = kept.region;
+      this.#leases.restoreStanding(kept, RESTORED_STANDING_MARGIN_MS);
+    }
+    this.#leases.onStandingChange(() => this.#memory.keep(this.#owner));
+  }
+
+  /** Whose standing permits are kept (null: none yet). */
+  get #owner(): { keyId: string; region: Region | null } | null {
+    return this.#keyId === null ? null : { keyId: this.#keyId, region: this.#calls.region };
+  }
+
+  /** At the start of each call to the holder: a write of the standing permits not made before. */
+  entered(): void {
+    this.#memory.keepOwed(this.#owner);
+  }
+
+  /**
+   * The holder's alarm: the standing permits' end came while it was evicted (or before its own
+   * hand-back); hands back what they served and what is left.
+   */
+  async alarm(): Promise<void> {
+    const owner = this.#owner;
+    if (owner === null) return;
+    if (clock.now() < this.#memory.handBackDueAt) return this.#memory.rearm(owner);
+    const giveBack = this.#calls.giveBack(owner.keyId);
+    await this.#leases.handBackStandingAtEnd(giveBack, () => Promise.resolve());
+  }
+
+  async decide(
+    keyId: string,
+    policy: Policy,
+    region: Region | null,
+    admissionId: string | null,
+  ): Promise<HolderAnswer> {
+    this.#calls.region = region;
+    this.#keyId = keyId;
+    const calls = this.#calls.to(keyId, policy, admissionId);
+    try {
+      const decided = await this.#leases.admit(policy, calls, admissionId);
+      // The key's arrival here, kept with the standing permits it will size their next ask.
+      if (this.#leases.standingUntil > 0) this.#memory.keep(this.#owner);
+      this.#inBackground(keyId, this.#leases.upkeep(decided, calls));
+      this.#inBackground(keyId, this.#leases.handBackStandingAtEnd(calls));
+      this.#refillWhenTheMinuteTurns(keyId, policy);
+      return { reached: true, decision: decided.decision, fromStock: decided.local };
+    } catch (err) {
+      return this.#noDecision(keyId, err);
+    }
+  }
+
+  /** Request `admissionId` asked of the key's object alone, with no stock taken or used here. */
+  async askObject(
+    keyId: string,
+    policy: Policy,
+    region: Region | null,
+    admissionId: string,
+  ): Promise<HolderAnswer> {
+    this.#calls.region = region;
+    try {
+      const calls = this.#calls.to(keyId, policy, admissionId);
+      const { lease: _, ...decision } = await calls.admit({ want: 0, returning: [] });
+      return { reached: true, decision, fromStock: false };
+    } catch (err) {
+      return this.#noDecision(keyId, err);
+    }
+  }
+
+  /** Why the key's object gave no decision (`err`), logged, with the refusal last seen here. */
+  #noDecision(keyId: string, err: unknown): HolderAnswer {
+    const persistentFailure = persistentFailureOf(err);
+    // A failure for good repeats on every request: logged once a minute, not per request.
+    if (persistentFailure) logPersistentFailure(keyId, persistentFailure, clock.now());
+    else
+      logFailure("warn", "a location holder could not reach the key's quota object", err, {
+        keyId,
+      });
+    return {
+      reached: false,
+      overloaded: isOverloaded(err),
+      refusal: this.#leases.refusal(clock.now()),
+      persistentFailure,
+    };
+  }
+
+  /**
+   * Forwards a call of an isolate in this location that asks the key's object for a lease of its
+   * own (or hands one back), handing this holder's stock back in the same call (with what it
+   * served from it). So in one location the key's permits are held by one tier at a time, and the
+   * object's remaining, shown in the isolate's X-RateLimit-Remaining, is exact for the location
+   * (docs/quotas.md). Throws what the call throws (the isolate then asks the object itself); the
+   * stock not handed back goes with this holder's next call.
+   */
+  async forIsolate(
+    keyId: string,
+    policy: Policy,
+    request: LeaseRequest,
+    region: Region | null = null,
+  ): Promise<Admission> {
+    this.#calls.region = region;
+    const stock = this.#leases.surrender();
+    try {
+      const admission = await callWithOneRetry(
+        () => this.#calls.stub(keyId),
+        async (stub) =>
+          stub.admit(policy, { ...request, returning: [...request.returning, ...stock] }),
+      );
+      // A copy: the call's own result holds its connection (and this object) until disposed.
+      return { ...admission };
+    } catch (err) {
+      this.#leases.returnLater(stock);
+      throw err;
+    }
+  }
+
+  /**
+   * Hands the whole stock back to the key's object now and stops admitting from it (before a
+   * usage read, or after a change to the key made in this location).
+   */
+  async giveBack(keyId: string): Promise<void> {
+    this.#leases.dropLeaseAndRefusals();
+    await this.#leases.giveBackUnused(this.#calls.giveBack(keyId));
+  }
+
+  /** Stops admitting from the stock at once, and hands it back in the background. */
+  dropAndHandBack(keyId: string): void {
+    this.#leases.dropLeaseAndRefusals();
+    this.#inBackground(keyId, this.#leases.giveBackUnused(this.#calls.giveBack(keyId)));
+  }
+
+  /** Permits in stock or waiting to go back. */
+  get unusedPermits(): number {
+    return this.#leases.unusedPermits;
+  }
+
+  /**
+   * Leases end with their minute, so a key used here this minute gets a fresh stock as the next
+   * one begins, in the background: its first requests there wait for no far call. A key not used
+   * here for a whole minute gets none (what it holds goes back at its lease's expiry).
+   */
+  #refillWhenTheMinuteTurns(keyId: string, policy: Policy): void {
+    if (!this.#policy || policy.version > this.#policy.version) this.#policy = policy;
+    const now = clock.now();
+    const next = now - (now % MINUTE_MS) + MINUTE_MS;
+    if (this.#refillAt === next) return;
+    this.#refillAt = next;
+    this.#inBackground(
+      keyId,
+      clock.sleep(next - now).then(async () => {
+        const latest = this.#policy ?? policy;
+        const calls = this.#calls.to(keyId, latest);
+        const refill = this.#leases.refill(latest, calls);
+        if (refill) await this.#leases.giveBackAfterRenewal(refill, calls);
+        await this.#leases.handBackStandingAtEnd(calls);
+      }),
+    );
+  }
+
+  #inBackground(keyId: string, work: Promise<void> | null): void {
+    // The object stays in memory while the key is used here; work lost with it costs permits
+    // that stay counted, never an admission that was not.
+    work?.catch((err: unknown) =>
+      logFailure("warn", "a location holder's lease upkeep failed", err, { keyId }),
+    );
+  }
+}
