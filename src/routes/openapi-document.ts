@@ -10,7 +10,7 @@ import {
   json,
   unmeteredErrorResponses,
 } from "../schemas/common";
-import { registerWebhookEvents } from "../schemas/webhooks";
+import { registerWebhookEvents } from "../schemas/webhook-event-payloads";
 import { forReference } from "./openapi-reference";
 import { routeTable } from "./table";
 
