@@ -53,14 +53,16 @@ export class HolderStandingMemory {
   /**
    * Writes the standing permits held, of key `keyId` (none held: deletes them and the alarm).
    * Storage is the holder's own, so the write is made from its own calls and timers; one that
-   * cannot be made (work woken from outside the object: only the tests' fake timers do that) is
-   * made at the holder's next call (`keepOwed`).
+   * cannot be made because the work was woken from outside the object (only the tests' fake
+   * timers do that) is made at the holder's next call (`keepOwed`). Any other failure of the
+   * write throws: a permit whose use is not written could be used again after an eviction.
    */
   keep(owner: { keyId: string; region: Region | null } | null): void {
     try {
       this.#write(owner);
       this.#unwritten = false;
-    } catch {
+    } catch (error) {
+      if (!isOtherObjectsIo(error)) throw error;
       this.#unwritten = true;
     }
   }
@@ -95,4 +97,12 @@ export class HolderStandingMemory {
     this.#alarmAt = 0;
     this.keep(owner);
   }
+}
+
+/** workerd's refusal of storage I/O from work another object (or a test) woke. */
+function isOtherObjectsIo(error: unknown): boolean {
+  return (
+    error instanceof Error &&
+    error.message.startsWith("Cannot perform I/O on behalf of a different")
+  );
 }
