@@ -35,15 +35,16 @@ before(async () => {
     const RealDate = Date;
     const now = () => RealDate.now() + ahead;
     class AheadDate extends RealDate {
+      /** @param {[string | number | Date] | []} args */
       constructor(...args) {
         if (args.length === 0) super(now());
-        else super(...args);
+        else super(args[0]);
       }
       static now() {
         return now();
       }
     }
-    globalThis.Date = AheadDate;
+    globalThis.Date = /** @type {DateConstructor} */ (/** @type {unknown} */ (AheadDate));
   }, DAY_MS);
 });
 
