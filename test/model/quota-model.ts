@@ -299,6 +299,16 @@ function limitsDuring(m: QuotaModel, start: number, end: number) {
   return { perMinute, perDay, bound };
 }
 
+/**
+ * The most permits counted and not served a minute may hold: the largest heldBound of the
+ * policies in force while its permits could be granted, from STANDING_MINUTES minutes before it
+ * (standing permits are granted for the minutes to come, each within heldBound of the policy in
+ * force at its grant, and a change lowers no grant already made) to its end.
+ */
+function heldBoundOfMinute(m: QuotaModel, minuteStart: number): number {
+  return limitsDuring(m, minuteStart - STANDING_MINUTES * MINUTE_MS, minuteStart + MINUTE_MS).bound;
+}
+
 function violation(m: QuotaModel, what: string): void {
   m.violations.push(`${what} [after: ${m.log.slice(-6).join("; ")}]`);
 }
@@ -336,7 +346,9 @@ function served(m: QuotaModel, d: KeyDecision, at: string): void {
   const dayLimits = limitsDuring(m, dayStart, dayStart + DAY_MS);
   // (A minute the previous release decided in may be short of its standing permits used before.)
   const uncounted =
-    !ROLLBACK_COUNTS_STANDING && m.minutesRolledBack.has(minuteStart) ? minuteLimits.bound : 0;
+    !ROLLBACK_COUNTS_STANDING && m.minutesRolledBack.has(minuteStart)
+      ? heldBoundOfMinute(m, minuteStart)
+      : 0;
   if (inMinute > minuteLimits.perMinute + uncounted)
     violation(
       m,
@@ -442,7 +454,7 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
     } else {
       // The day counted the standing permits other locations hold for the minutes to come at
       // their grant: each minute's within heldBound.
-      const minuteBound = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS).bound;
+      const minuteBound = heldBoundOfMinute(m, minuteStart);
       const bound =
         bindingWindow(d.windows).name === "day"
           ? minuteBound * (1 + STANDING_MINUTES)
@@ -460,16 +472,16 @@ export async function checkObject(m: QuotaModel, r: QuotaReal): Promise<void> {
   const usage = await object.usage();
   const minuteStart = usage.minute.resetAt - MINUTE_MS;
   const dayStart = usage.day.resetAt - DAY_MS;
-  const limits = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS);
+  const bound = heldBoundOfMinute(m, minuteStart);
   // Counted and not served: permits held unused (plus one per request in flight, and, until
   // item 2 is fixed, one per call the object got twice).
   const slack = m.inFlight + r.net.held.length + (ADMISSIONS_COUNTED_ONCE ? 0 : m.deliveredTwice);
   const held = usage.minute.count - m.servedInMinute.of(minuteStart);
   const at = `object at ${new Date(m.trueNow + m.objectSkewMs).toISOString()}`;
-  if (held > limits.bound + slack)
+  if (held > bound + slack)
     violation(
       m,
-      `${at}: ${held} permits counted and not served > heldBound ${limits.bound} (+${slack} in flight)`,
+      `${at}: ${held} permits counted and not served > heldBound ${bound} of the policies its permits were granted under (+${slack} in flight)`,
     );
   // Every admission was counted first (a request served is in the object's windows).
   if (usage.day.count < m.servedInDay.of(dayStart))
@@ -680,7 +692,7 @@ async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, w
   // (Until the previous release's windows count the standing permits of a minute used before it
   // opened the object, the minute it decides in may be short of them: at most heldBound.)
   const uncounted = (minuteStart: number) =>
-    ROLLBACK_COUNTS_STANDING ? 0 : limitsDuring(m, minuteStart, minuteStart + MINUTE_MS).bound;
+    ROLLBACK_COUNTS_STANDING ? 0 : heldBoundOfMinute(m, minuteStart);
   if (usage.minuteCount + uncounted(usage.minuteStart) < m.servedInMinute.of(usage.minuteStart))
     violation(
       m,
