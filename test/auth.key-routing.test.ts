@@ -3,16 +3,16 @@
 // copy of the key's record (read from D1 there on a miss) and decides it, in one local hop.
 import { listDurableObjectIds } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { forgetKey } from "../src/auth/key-cache";
 import { generateApiKey, hasGenuineTag, keyShapeOf, newKeyId } from "../src/auth/key-format";
 import { insertKey } from "../src/db/keys";
-import { clock } from "../src/lib/clock";
 import { randomBase62, sha256Hex } from "../src/lib/crypto";
 import { HeldKeyRecord, REFUSING_COPY_TRUSTED_MS } from "../src/objects/holder-key-record";
 import { holderName } from "../src/objects/quota-holder";
 import { GIVE_BACK_GRACE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
 import { KeyIdParamSchema } from "../src/schemas/keys";
+import { freezeBackgroundWork } from "./background-work";
 import {
   ADMIN,
   auth,
@@ -31,11 +31,7 @@ import {
 const time = mockClock(T0);
 let seq = 0;
 
-beforeEach(() => {
-  // The holders' background work (the refill when the minute turns, hand-backs at expiry) waits
-  // on clock.sleep: here it never wakes, so what a test sees is what its requests did.
-  vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
-});
+beforeEach(freezeBackgroundWork);
 
 /** What the isolate called: its D1 statements on key records (reads, first-use marks), its holder and limiter calls. */
 function recordingBindings() {

@@ -19,6 +19,15 @@ interface Sleep {
   wake: () => void;
 }
 
+/**
+ * Background work (a minute's refill, hand-backs at expiry, renewals) never wakes from here on:
+ * what a test sees is what its requests did, or, called mid-test, as if the holder were gone.
+ * The file's mocked clock (helpers.ts mockClock) restores the spy after each test.
+ */
+export function freezeBackgroundWork(): void {
+  vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
+}
+
 /** A macrotask: every promise continuation queued before it has run. */
 const nextTask = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
 

@@ -18,6 +18,7 @@ import {
 } from "../src/objects/quota-holder-client";
 import { QuotaLimiterClient, unusedKeyUsage } from "../src/objects/quota-limiter-client";
 import { LeaseHolder } from "../src/quota/lease-holder";
+import { freezeBackgroundWork } from "./background-work";
 import { issueKey, mockClock, policyWith, T0 } from "./helpers";
 
 const time = mockClock(T0);
@@ -493,7 +494,7 @@ describe("QuotaLimiterClient's work after the response", () => {
   });
 
   it("a renewal that fails: the request is still answered, and the failure is logged with the key", async () => {
-    vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
+    freezeBackgroundWork();
     const objects = counted(env.QUOTA, ["renewLease"]);
     const { keyId, client } = isolateClient(objects.namespace);
     const { results } = await admitUntil(client, () => (objects.calls.renewLease ?? 0) > 0);
@@ -506,7 +507,7 @@ describe("QuotaLimiterClient's work after the response", () => {
   });
 
   it("a hand-back that fails is logged with the key, and its permits go back with the next call", async () => {
-    vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
+    freezeBackgroundWork();
     const failing = ["returnLease"];
     const objects = counted(env.QUOTA, failing);
     const { keyId, leases, client } = isolateClient(objects.namespace);

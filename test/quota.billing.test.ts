@@ -4,7 +4,7 @@
 // real location holders and real lease holders, with fake time.
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 import { markKeyUsed } from "../src/db/keys";
 import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
@@ -13,6 +13,7 @@ import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { schemaVersion } from "../src/objects/schema-migrations";
 import { heldBound, ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
+import { freezeBackgroundWork } from "./background-work";
 import { ADMIN, alarmOf, call, fixClock, issueKey } from "./helpers";
 
 const POLICY = { perMinute: 1_000, perDay: 100_000, version: 1, revoked: false };
@@ -41,10 +42,6 @@ const settleDeadline = (now: number) =>
     now + STOCK_LEASE_MS + STRANDED_AFTER_MS,
     now - (now % MINUTE_MS) + MINUTE_MS + STRANDED_AFTER_MS,
   );
-
-/** Background work (hand-backs at expiry, refills) never runs: as if the holder crashed. */
-const freezeBackgroundWork = () =>
-  vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
 
 async function storedDay(keyId: string, day: string) {
   return env.DB.prepare(

@@ -7,16 +7,13 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { forgetKey } from "../src/auth/key-cache";
-import { clock } from "../src/lib/clock";
 import { holderName, type QuotaHolder } from "../src/objects/quota-holder";
+import { freezeBackgroundWork } from "./background-work";
 import { auth, BASE, callWith, expectError, issueKey, mockClock, T0 } from "./helpers";
 
 const time = mockClock(T0);
 
-beforeEach(() => {
-  // The holders' background work (refills, hand-backs at expiry) never wakes here.
-  vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
-});
+beforeEach(freezeBackgroundWork);
 
 const PER_MINUTE = 10;
 

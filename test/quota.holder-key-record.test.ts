@@ -4,12 +4,12 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { forgetKey } from "../src/auth/key-cache";
-import { clock } from "../src/lib/clock";
 import { sha256Hex } from "../src/lib/crypto";
 import { HeldKeyRecord } from "../src/objects/holder-key-record";
 import { holderName } from "../src/objects/quota-holder";
 import { QuotaLimiter } from "../src/objects/quota-limiter";
 import { PLAN_LIMITS } from "../src/quota/plans";
+import { freezeBackgroundWork } from "./background-work";
 import {
   ADMIN,
   auth,
@@ -25,10 +25,7 @@ import {
 
 const time = mockClock(T0);
 
-beforeEach(() => {
-  // The holders' background work (refills, hand-backs at expiry) never wakes here.
-  vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
-});
+beforeEach(freezeBackgroundWork);
 
 /**
  * env.DB, except that each read answers what D1 held when it was asked, only once `gate` opens

@@ -5,10 +5,10 @@
 import { env } from "cloudflare:workers";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { forgetKey } from "../src/auth/key-cache";
-import { clock } from "../src/lib/clock";
 import { HeldKeyRecord } from "../src/objects/holder-key-record";
 import { holderName } from "../src/objects/quota-holder";
 import { QuotaLimiter } from "../src/objects/quota-limiter";
+import { freezeBackgroundWork } from "./background-work";
 import {
   ADMIN,
   auth,
@@ -26,11 +26,7 @@ import {
 const time = mockClock(T0);
 let seq = 0;
 
-beforeEach(() => {
-  // Background work (the minute's refill, hand-backs at expiry) waits on clock.sleep: here it
-  // never wakes, so what a test sees is what its requests did.
-  vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
-});
+beforeEach(freezeBackgroundWork);
 
 /** `key`'s request to the first page in location `colo`, as an isolate new to the key serves it. */
 function fromColdIsolate(

@@ -6,14 +6,14 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
-import { clock, MINUTE_MS } from "../src/lib/clock";
+import { MINUTE_MS } from "../src/lib/clock";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota-holder";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { heldBound, QUIET_STOCK } from "../src/quota/lease";
 import type { StandingPermit } from "../src/quota/lease-messages";
 import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../src/quota/standing";
-import { backgroundWork, countObjectCalls } from "./background-work";
+import { backgroundWork, countObjectCalls, freezeBackgroundWork } from "./background-work";
 import { fixClock, mockClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(60, 1_000);
@@ -287,7 +287,7 @@ describe("a location holder's standing permits", () => {
     const held = await holder.unusedPermits();
     expect(held).toBeGreaterThanOrEqual(STANDING_MINUTES);
     // Background work never runs from here on: as if the holder were gone.
-    vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
+    freezeBackgroundWork();
     time.now = T0 + (STANDING_MINUTES + 3) * MINUTE_MS + STRANDED_AFTER_MS;
     const stub = env.QUOTA.getByName(keyId);
     await stub.admit(POLICY);

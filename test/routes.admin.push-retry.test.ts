@@ -4,11 +4,11 @@
 // object keeps the old policy, and every caller whose copy of the key is older than the change
 // (a location holder's copy has no age limit) keeps being admitted under it.
 import { env } from "cloudflare:workers";
-import { beforeEach, describe, expect, it, vi } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { forgetKey, KEY_CACHE_TTL_MS } from "../src/auth/key-cache";
 import { getKey, type KeyRecord, policyOf } from "../src/db/keys";
-import { clock } from "../src/lib/clock";
 import { HELD_KEY_MAX_AGE_MS } from "../src/objects/holder-key-record";
+import { freezeBackgroundWork } from "./background-work";
 import {
   ADMIN,
   auth,
@@ -95,10 +95,7 @@ function fromColdIsolate(keyId: string, key: string, colo: string): Promise<Resp
 }
 
 describe("a location holder's copy of a key the change never reached", () => {
-  beforeEach(() => {
-    // The holders' background work (refills, hand-backs at expiry) never wakes here.
-    vi.spyOn(clock, "sleep").mockImplementation(() => new Promise<void>(() => undefined));
-  });
+  beforeEach(freezeBackgroundWork);
 
   it("is used for no longer than an isolate's record: HELD_KEY_MAX_AGE_MS is KEY_CACHE_TTL_MS", () => {
     expect(HELD_KEY_MAX_AGE_MS).toBe(KEY_CACHE_TTL_MS);
