@@ -37,6 +37,15 @@ const allowed = (now: number, lease: Lease | null = null): Admission => ({
   lease,
 });
 
+/** A renewal the key's object refused (near the limit, say): no lease granted. */
+const refusedRenewal = (now: number): Renewal => ({
+  policyVersion: POLICY.version,
+  revoked: false,
+  windows: windowsAt(now),
+  granted: null,
+  now,
+});
+
 describe("a location holder's lease holder", () => {
   it("admits from its stock until the instant the lease ends, not at it", async () => {
     const time = fixClock(T0 + 1_000);
@@ -72,14 +81,7 @@ describe("a location holder's lease holder", () => {
       giveBack: async () => undefined,
       renew: async (): Promise<Renewal> => {
         await gate;
-        // Refused (near the limit, say): no lease granted.
-        return {
-          policyVersion: POLICY.version,
-          revoked: false,
-          windows: windowsAt(time.now),
-          granted: null,
-          now: time.now,
-        };
+        return refusedRenewal(time.now);
       },
     };
     const holder = new LeaseHolder({ stock: 2 });
@@ -138,13 +140,7 @@ describe("a location holder's lease holder", () => {
       giveBack: async () => undefined,
       renew: async (): Promise<Renewal> => {
         renewed++;
-        return {
-          policyVersion: POLICY.version,
-          revoked: false,
-          windows: windowsAt(time.now),
-          granted: null,
-          now: time.now,
-        };
+        return refusedRenewal(time.now);
       },
     };
     const holder = new LeaseHolder({ stock: 2 });
