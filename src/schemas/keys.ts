@@ -54,26 +54,21 @@ function nestsDeeperThan(value: unknown, levels: number): boolean {
 }
 
 /**
- * Whether `value` has a member named "__proto__" within `levels` levels. The JSON schema's walk
- * drops such a member, so the key would be stored without it: refused instead.
+ * Whether, within `levels` levels of objects and arrays in `value`, a member name passes `name`
+ * or a string passes `text`.
  */
-function hasProtoMember(value: unknown, levels: number): boolean {
+function someWithin(
+  value: unknown,
+  levels: number,
+  test: { name: (name: string) => boolean; text?: (text: string) => boolean },
+): boolean {
+  if (typeof value === "string") return test.text?.(value) ?? false;
   if (value === null || typeof value !== "object" || levels === 0) return false;
-  if (!Array.isArray(value) && Object.hasOwn(value, "__proto__")) return true;
-  return Object.values(value).some((member) => hasProtoMember(member, levels - 1));
+  if (!Array.isArray(value) && Object.keys(value).some(test.name)) return true;
+  return Object.values(value).some((member) => someWithin(member, levels - 1, test));
 }
 
-/**
- * Whether a string or member name within `levels` levels of `value` holds a lone UTF-16
- * surrogate (legal as a JSON escape, `"\ud800"`): names and owner ids refuse them
- * (singleLineText), and so does meta, so a strict UTF-8 reader of a key view never meets one.
- */
-function hasLoneSurrogate(value: unknown, levels: number): boolean {
-  if (typeof value === "string") return !value.isWellFormed();
-  if (value === null || typeof value !== "object" || levels === 0) return false;
-  if (!Array.isArray(value) && Object.keys(value).some((name) => !name.isWellFormed())) return true;
-  return Object.values(value).some((member) => hasLoneSurrogate(member, levels - 1));
-}
+const notWellFormed = (text: string) => !text.isWellFormed();
 
 // The depth is checked before the JSON schema walks the value: that walk recurses once per
 // level, and a value nested thousands deep would overflow the stack (a 500, not a 400).
@@ -83,12 +78,16 @@ const MetaSchema = z
     (m) => !nestsDeeperThan(m, MAX_META_DEPTH),
     `must nest at most ${MAX_META_DEPTH} levels of objects and arrays`,
   )
+  // The JSON schema's walk drops a member named "__proto__", so the key would be stored without
+  // it: refused instead.
   .refine(
-    (m) => !hasProtoMember(m, MAX_META_DEPTH + 1),
+    (m) => !someWithin(m, MAX_META_DEPTH + 1, { name: (name) => name === "__proto__" }),
     'must not have a member named "__proto__" (it cannot be stored as sent)',
   )
+  // A lone UTF-16 surrogate (legal as a JSON escape, "\ud800"): names and owner ids refuse them
+  // (singleLineText), and so does meta, so a strict UTF-8 reader of a key view never meets one.
   .refine(
-    (m) => !hasLoneSurrogate(m, MAX_META_DEPTH + 1),
+    (m) => !someWithin(m, MAX_META_DEPTH + 1, { name: notWellFormed, text: notWellFormed }),
     "must be well-formed Unicode (no lone surrogates)",
   )
   .pipe(
