@@ -27,7 +27,7 @@ function asVersionWith<T>(
   stub: DurableObjectStub<QuotaLimiter>,
   settings: Record<string, string>,
   use: (limiter: QuotaLimiter) => T,
-): Promise<Awaited<T>> {
+): Promise<T> {
   return runInDurableObject(stub, async (_, state) => {
     let opened: Promise<unknown> = Promise.resolve();
     const ctx = Object.create(state, {
@@ -35,7 +35,7 @@ function asVersionWith<T>(
     }) as DurableObjectState;
     const limiter = new QuotaLimiter(ctx, { ...env, ...settings });
     await opened;
-    return await use(limiter);
+    return use(limiter);
   });
 }
 
