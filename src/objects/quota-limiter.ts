@@ -85,7 +85,9 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /** Reads the settings, brings the storage to this release's schema and loads what it keeps. */
   async #open(ctx: DurableObjectState, env: Env): Promise<void> {
-    this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
+    const config = configOrThrow(env);
+    this.#banMs = config.BAN_MINUTES * MINUTE_MS;
+    this.#standing.drained = config.STANDING_PERMITS_DRAINED;
     migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
     this.#usage = this.#usageTable.load();
     this.#policy.load();
