@@ -10,6 +10,7 @@ import {
   admissionIdLive,
   type Lease,
   type LeaseRequest,
+  type LeaseReturn,
   type Renewal,
   type RenewalRequest,
   type ReturnedLease,
@@ -259,6 +260,22 @@ export class QuotaLimiter extends DurableObject<Env> {
     const current = this.#rolled(now);
     const settled = this.#takeBack(current, [returned], now);
     if (settled !== current) this.#keep(settled);
+    this.#leases.strandUnreported(now);
+  }
+
+  /**
+   * Takes back several leases at once, each as `returnLease` does (a location holder hands back
+   * its standing permits and stock in one call, not one each). The same hand-back delivered again
+   * (its `returnId`, remembered while it took anything back) changes nothing.
+   */
+  returnLeases({ returnId, returning }: LeaseReturn): void {
+    if (this.#admissions.recall(returnId)) return;
+    const now = clock.now();
+    const out = returning.some((r) => this.#leases.grantedIn(r.id) !== null);
+    const current = this.#rolled(now);
+    const settled = this.#takeBack(current, returning, now);
+    if (settled !== current) this.#keep(settled);
+    if (out) this.#admissions.remember(returnId, now, { returned: returning.length });
     this.#leases.strandUnreported(now);
   }
 
