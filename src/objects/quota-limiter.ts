@@ -8,13 +8,11 @@ import { CHANGE_APPLIES_WITHIN_MS } from "../quota/lease";
 import {
   type Admission,
   admissionIdLive,
-  type Lease,
   type LeaseRequest,
   type LeaseReturn,
   type Renewal,
   type RenewalRequest,
   type ReturnedLease,
-  type StandingPermit,
 } from "../quota/lease-messages";
 import {
   decide,
@@ -24,14 +22,13 @@ import {
   type Policy,
   rollWindows,
   type UsageState,
-  type WindowStatus,
   windowsOf,
 } from "../quota/windows";
 import { AdmissionMemory, type RememberedAdmission } from "./admission-memory";
 import { AlarmSchedule } from "./alarm-schedule";
 import { BanRecords } from "./ban-records";
 import { KeyPolicy } from "./key-policy";
-import { type LeaseAsk, LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
+import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
 import { holdsWorkForLater, QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import { migrateSchemaOrThrow } from "./schema-migrations";
 import { StandingLedger } from "./standing-ledger";
@@ -89,7 +86,9 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /** Reads the settings, brings the storage to this release's schema and loads what it keeps. */
   async #open(ctx: DurableObjectState, env: Env): Promise<void> {
-    this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
+    const config = configOrThrow(env);
+    this.#banMs = config.BAN_MINUTES * MINUTE_MS;
+    this.#standing.drained = config.STANDING_PERMITS_DRAINED;
     migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
     this.#usage = this.#usageTable.load();
     this.#policy.load();
@@ -125,20 +124,17 @@ export class QuotaLimiter extends DurableObject<Env> {
     const effective = this.#policy.adopt(policy);
     const current = this.#takeBack(this.#rolled(now), request.returning, now);
     if (id !== undefined && (effective.version > policy.version || !admissionIdLive(id, now))) {
-      this.#keep(current);
-      this.#leases.strandUnreported(now);
       const windows = windowsOf(current, effective);
-      return { outcome: "stale", windows, now, policyVersion: effective.version, lease: null };
+      const stale = { outcome: "stale", windows, now, policyVersion: effective.version } as const;
+      return this.#answered({ ...stale, lease: null }, current, now);
     }
     const { decision, state: counted } = decide(current, effective, now, this.#banMs);
     const ask = { ...request, holding: 0 };
     const { state, ...lent } =
       decision.outcome === "allowed"
-        ? this.#lend(counted, decision.windows, effective, ask, now, grantee)
+        ? this.#standing.lend(counted, decision.windows, effective, ask, now, grantee)
         : { state: counted, lease: null };
-    const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
-    this.#keep(state);
-    if (banStarted) {
+    if (state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil) {
       this.#bans.note(now, state.bannedUntil);
       // Holders admit from their stock and standing permits without asking: they stop now.
       this.ctx.waitUntil(this.#tellHolders());
@@ -147,10 +143,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     // (see lease-ledger.ts), while the windows count them from the grant. It counts it in the
     // windows' day, which a clock stepping back does not leave.
     this.#history.count(decision.outcome, state.dayStart, 1);
-    this.#leases.strandUnreported(now);
-    const admission: Admission = { ...decision, ...lent };
-    if (id !== undefined) this.#admissions.remember(id, now, admission);
-    return admission;
+    return this.#answered<Admission>({ ...decision, ...lent }, state, now, id);
   }
 
   /**
@@ -184,33 +177,23 @@ export class QuotaLimiter extends DurableObject<Env> {
       state: lentState,
       lease: granted,
       ...standing
-    } = refused ? { state, lease: null } : this.#lend(state, windows, effective, ask, now, grantee);
-    this.#keep(lentState);
-    this.#leases.strandUnreported(now);
+    } = refused
+      ? { state, lease: null }
+      : this.#standing.lend(state, windows, effective, ask, now, grantee);
     const { version: policyVersion, revoked } = effective;
-    const renewal: Renewal = { policyVersion, revoked, windows, granted, now, ...standing };
-    if (id !== undefined) this.#admissions.remember(id, now, renewal);
-    return renewal;
+    const renewal = { policyVersion, revoked, windows, granted, now, ...standing };
+    return this.#answered<Renewal>(renewal, lentState, now, id);
   }
 
   /**
-   * What an admitted request or a renewal lends on top of `state`: the lease asked for, and the
-   * standing permits a location holder asked for (absent when none).
+   * `answer`, once `state` is kept (see `#keep`) and the leases past their deadline settled;
+   * remembered as the answer to call `id` (none: not to be repeated).
    */
-  #lend(
-    state: UsageState,
-    windows: WindowStatus[],
-    limits: Policy,
-    ask: LeaseAsk & { standing?: number },
-    now: number,
-    grantee: string | null,
-  ): { state: UsageState; lease: Lease | null; standing?: StandingPermit[] } {
-    // A request asking for no lease need not read what the leases hold; a renewal always asks.
-    const asksLease = ask.want > 0 || ask.extending !== undefined;
-    const lent = asksLease
-      ? this.#leases.lend(state, windows, limits, ask, now, grantee)
-      : { state, lease: null };
-    return this.#standing.lend(lent, limits, ask.standing, now, grantee);
+  #answered<T extends object>(answer: T, state: UsageState, now: number, id?: string): T {
+    this.#keep(state);
+    this.#leases.strandUnreported(now);
+    if (id !== undefined) this.#admissions.remember(id, now, answer);
+    return answer;
   }
 
   /**
@@ -250,39 +233,39 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Takes back a lease's unused permits (a holder whose lease expired before its next request).
-   * Like a request, it may move the windows into a new day, whose cleanup alarm their row gets.
+   * Takes back a lease's unused permits (a holder whose lease expired before its next request;
+   * a holder of the release before hands back each lease so). Like a request, it may move the
+   * windows into a new day, whose cleanup alarm their row gets.
    */
   returnLease(returned: ReturnedLease): void {
+    this.#takeBackNow([returned]);
+  }
+
+  /**
+   * Takes back several leases in one call, each as `returnLease` does (a location holder's
+   * standing permits and stock). The same hand-back delivered again (its `returnId`, remembered
+   * when it found a lease still out) changes nothing.
+   */
+  returnLeases({ returnId, returning }: LeaseReturn): void {
+    if (this.#admissions.recall(returnId)) return;
+    if (returning.some((r) => this.#leases.grantedIn(r.id) !== null))
+      this.#admissions.remember(returnId, clock.now(), { returned: returning.length });
+    this.#takeBackNow(returning);
+  }
+
+  #takeBackNow(returning: readonly ReturnedLease[]): void {
     const now = clock.now();
     // A lease settled already (handed back before, or stranded) changes nothing and writes
     // nothing: a retried hand-back reaching an idle object leaves it idle.
     const current = this.#rolled(now);
-    const settled = this.#takeBack(current, [returned], now);
-    if (settled !== current) this.#keep(settled);
-    this.#leases.strandUnreported(now);
-  }
-
-  /**
-   * Takes back several leases at once, each as `returnLease` does (a location holder hands back
-   * its standing permits and stock in one call, not one each). The same hand-back delivered again
-   * (its `returnId`, remembered while it took anything back) changes nothing.
-   */
-  returnLeases({ returnId, returning }: LeaseReturn): void {
-    if (this.#admissions.recall(returnId)) return;
-    const now = clock.now();
-    const out = returning.some((r) => this.#leases.grantedIn(r.id) !== null);
-    const current = this.#rolled(now);
     const settled = this.#takeBack(current, returning, now);
     if (settled !== current) this.#keep(settled);
-    if (out) this.#admissions.remember(returnId, now, { returned: returning.length });
     this.#leases.strandUnreported(now);
   }
 
   /**
-   * Stores a newer policy pushed by the admin API, and tells each location holder holding a lease
-   * of the key to stop admitting from it (it forwards the key's next requests here), waiting at
-   * most PUSH_DEADLINE_MS. One not reached stops when its lease ends: leases are renewed only here.
+   * Stores a newer policy pushed by the admin API, and tells the location holders (`#tellHolders`).
+   * One not reached stops when its lease ends: leases are renewed only here.
    */
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy.current?.version;
