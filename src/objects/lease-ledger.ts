@@ -5,6 +5,7 @@ import {
   leaseExpiry,
   leaseLifetimeMs,
   permitsToLease,
+  QUIET_STOCK,
   STOCK_SHARED_WITHIN_MS,
   stockLivesTheMinute,
   takePermits,
@@ -52,6 +53,11 @@ export class LeaseLedger {
    * memory only, so an object evicted forgets it (a location may then be sized alone for a minute).
    */
   readonly #askedAt = new Map<string, number>();
+  /**
+   * The minute in which each location holder short of a stock last had the others asked to
+   * share the bound with it (see `sharersFor`): once a minute per holder, in memory only.
+   */
+  readonly #sharedFor = new Map<string, number>();
 
   constructor(
     private readonly sql: SqlStorage,
@@ -94,7 +100,7 @@ export class LeaseLedger {
     { want, holding, extending, minuteWant = 0 }: LeaseAsk,
     now: number,
     grantee: string | null,
-  ): { state: UsageState; lease: Lease | null } {
+  ): { state: UsageState; lease: Lease | null; shareFrom?: string[] } {
     const heldElsewhere = this.heldBy(state, extending);
     const askingAlone = this.#noteAsking(grantee, now);
     const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
@@ -108,12 +114,54 @@ export class LeaseLedger {
       permits = permitsToLease(windows, limits, want, holding, heldElsewhere);
       forTheMinute = stockLivesTheMinute(windows, limits, permits);
     }
-    if (permits <= 0) return { state, lease: null };
+    const shareFrom = this.#sharersFor(state, windows, limits, grantee, want, holding, permits);
+    if (permits <= 0) return { state, lease: null, ...shareFrom };
     const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee, { forTheMinute }));
     const extended =
       extending === undefined ? null : this.#extend(extending, state, permits, holding, expiresAt);
     const lease = extended ?? this.#grant(state, permits, expiresAt, grantee);
-    return { state: takePermits(state, permits), lease };
+    return { state: takePermits(state, permits), lease, ...shareFrom };
+  }
+
+  /**
+   * The location holders to ask to share the bound with location holder `grantee`, which asked
+   * for `want` on top of its `holding` and got `granted`: only when that is less than a quiet
+   * stock because other location holders hold the rest of heldBound (with no other lease out,
+   * the windows had room for it), those whose leases of this minute hold more than QUIET_STOCK
+   * (a stock for the minute sized while they were the key's only holder). Each then hands back
+   * what it holds and takes a fresh stock, sized as shared, in one call, and `grantee` is told to
+   * ask for its own (QuotaLimiter.#share): a location new to the key waits for the key's object
+   * on its first request only. Once a minute per `grantee`; absent when there are none.
+   */
+  #sharersFor(
+    state: UsageState,
+    windows: WindowStatus[],
+    limits: Limits,
+    grantee: string | null,
+    want: number,
+    holding: number,
+    granted: number,
+  ): { shareFrom?: string[] } {
+    const stock = Math.min(want, QUIET_STOCK);
+    if (grantee === null || granted >= stock) return {};
+    if (permitsToLease(windows, limits, stock, holding, 0) <= granted) return {};
+    if (this.#sharedFor.get(grantee) === state.minuteStart) return {};
+    const sharers = this.sql
+      .exec<{ grantee: string }>(
+        `SELECT grantee FROM leases WHERE minute_start = ? AND day_start = ? AND grantee IS NOT NULL
+           AND grantee != ? GROUP BY grantee HAVING SUM(held) > ?`,
+        state.minuteStart,
+        state.dayStart,
+        grantee,
+        QUIET_STOCK,
+      )
+      .toArray()
+      .map((row) => row.grantee);
+    if (sharers.length === 0) return {};
+    for (const [holder, minute] of this.#sharedFor)
+      if (minute !== state.minuteStart) this.#sharedFor.delete(holder);
+    this.#sharedFor.set(grantee, state.minuteStart);
+    return { shareFrom: sharers };
   }
 
   /**

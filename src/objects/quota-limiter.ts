@@ -206,10 +206,35 @@ export class QuotaLimiter extends DurableObject<Env> {
   ): { state: UsageState; lease: Lease | null; standing?: StandingPermit[] } {
     // A request asking for no lease need not read what the leases hold; a renewal always asks.
     const asksLease = ask.want > 0 || ask.extending !== undefined;
-    const lent = asksLease
+    const { shareFrom, ...lent } = asksLease
       ? this.#leases.lend(state, windows, limits, ask, now, grantee)
       : { state, lease: null };
+    if (shareFrom && grantee !== null) this.#share(grantee, shareFrom);
     return this.#standing.lend(lent, limits, ask.standing, now, grantee);
+  }
+
+  /**
+   * Location holder `waiting` got no stock because `sharers` hold the rest of heldBound as their
+   * stocks for the minute (LeaseLedger.lend): each is asked to hand back what it holds and take a
+   * fresh stock, sized as shared, in one call of its own; then `waiting` is told to ask for its
+   * stock. In the background: the answer that brought no stock is not held up, and every permit
+   * is still granted here, within heldBound, by the calls those holders make.
+   */
+  #share(waiting: string, sharers: string[]): void {
+    const keyId = this.ctx.id.name;
+    if (!keyId) return;
+    const restock = (name: string) =>
+      this.env.QUOTA_HOLDER.getByName(name)
+        .restock(keyId)
+        .catch((err: unknown) => {
+          const failure = "could not ask a location holder to share its key's stock";
+          logFailure("warn", failure, err, { keyId, holder: name });
+        });
+    this.ctx.waitUntil(
+      withDeadline(Promise.all(sharers.map(restock)), PUSH_DEADLINE_MS)
+        .catch(() => undefined)
+        .then(() => restock(waiting)),
+    );
   }
 
   /**
