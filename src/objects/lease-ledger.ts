@@ -6,6 +6,7 @@ import {
   leaseLifetimeMs,
   permitsToLease,
   QUIET_STOCK,
+  STOCK_LEASE_MS,
   STOCK_SHARED_WITHIN_MS,
   stockLivesTheMinute,
   takePermits,
@@ -114,7 +115,14 @@ export class LeaseLedger {
       permits = permitsToLease(windows, limits, want, holding, heldElsewhere);
       forTheMinute = stockLivesTheMinute(windows, limits, permits);
     }
-    const shareFrom = this.#sharersFor(state, windows, limits, grantee, want, holding, permits);
+    const shareFrom = this.#sharersFor(
+      state,
+      windows,
+      limits,
+      { grantee, want, holding },
+      permits,
+      now,
+    );
     if (permits <= 0) return { state, lease: null, ...shareFrom };
     const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee, { forTheMinute }));
     const extended =
@@ -128,7 +136,8 @@ export class LeaseLedger {
    * for `want` on top of its `holding` and got `granted`: only when that is less than a quiet
    * stock because other location holders hold the rest of heldBound (with no other lease out,
    * the windows had room for it), those whose leases of this minute hold more than QUIET_STOCK
-   * (a stock for the minute sized while they were the key's only holder). Each then hands back
+   * and live longer than a short stock from `now` (a stock for the minute sized while they were
+   * the key's only holder; a short one is back within STOCK_BACK_WITHIN_MS anyway). Each then hands back
    * what it holds and takes a fresh stock, sized as shared, in one call, and `grantee` is told to
    * ask for its own (QuotaLimiter.#share): a location new to the key waits for the key's object
    * on its first request only. Once a minute per `grantee`; absent when there are none.
@@ -137,10 +146,9 @@ export class LeaseLedger {
     state: UsageState,
     windows: WindowStatus[],
     limits: Limits,
-    grantee: string | null,
-    want: number,
-    holding: number,
+    { grantee, want, holding }: { grantee: string | null; want: number; holding: number },
     granted: number,
+    now: number,
   ): { shareFrom?: string[] } {
     const stock = Math.min(want, QUIET_STOCK);
     if (grantee === null || granted >= stock) return {};
@@ -149,11 +157,12 @@ export class LeaseLedger {
     const sharers = this.sql
       .exec<{ grantee: string }>(
         `SELECT grantee FROM leases WHERE minute_start = ? AND day_start = ? AND grantee IS NOT NULL
-           AND grantee != ? GROUP BY grantee HAVING SUM(held) > ?`,
+           AND grantee != ? GROUP BY grantee HAVING SUM(held) > ? AND MAX(expires_at) > ?`,
         state.minuteStart,
         state.dayStart,
         grantee,
         QUIET_STOCK,
+        now + STOCK_LEASE_MS,
       )
       .toArray()
       .map((row) => row.grantee);
