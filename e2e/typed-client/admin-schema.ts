@@ -1507,7 +1507,7 @@ export interface operations {
                 state?: "active" | "disabled" | "revoked" | "expired" | "banned";
                 /** @description Only keys of this owner */
                 ownerId?: string;
-                /** @description Only keys whose name starts with this (case-sensitive); a search that starts like a secret (pet_live_…, pet_test_…) also finds the key whose secret starts with it */
+                /** @description Only keys whose name starts with this (case-sensitive); one that starts like a secret (pet_live_…, pet_test_…) also finds the keys whose secret's shown prefix starts with it, and must be at most that prefix (13 characters: a secret is never sent in a URL) */
                 q?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;
@@ -1934,7 +1934,7 @@ export interface operations {
                 state?: "active" | "disabled" | "revoked" | "expired" | "banned";
                 /** @description Only keys of this owner */
                 ownerId?: string;
-                /** @description Only keys whose name starts with this (case-sensitive); a search that starts like a secret (pet_live_…, pet_test_…) also finds the key whose secret starts with it */
+                /** @description Only keys whose name starts with this (case-sensitive); one that starts like a secret (pet_live_…, pet_test_…) also finds the keys whose secret's shown prefix starts with it, and must be at most that prefix (13 characters: a secret is never sent in a URL) */
                 q?: string;
                 /** @description nextCursor of the previous page */
                 cursor?: string;

@@ -415,8 +415,10 @@
   async function filterKeys(event) {
     event.preventDefault();
     const values = formValues($("#filters"));
-    // The start of a secret is searched for, but never written into the URL or the history.
-    secretSearch = values.q && SECRET_START.test(values.q) ? values.q : "";
+    // The start of a secret is searched for, but never written into the URL or the history; and
+    // only its shown prefix is sent (all the API matches): the request's URL is logged.
+    const shown = Number($("#filters input[name=q]").dataset.shownPrefix);
+    secretSearch = values.q && SECRET_START.test(values.q) ? values.q.slice(0, shown) : "";
     if (secretSearch) delete values.q;
     await navigate(urlOf(`${BASE}/keys`, values));
   }

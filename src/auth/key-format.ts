@@ -1,6 +1,12 @@
 import { randomBase62, signedTag, TAG_BYTES, verifyTagUnderAny } from "../lib/crypto";
 import { fromHex } from "../lib/encoding";
-import { KEY_ID_LENGTH, KEY_ID_PART, KEY_ID_PATTERN, KEY_ID_PREFIX } from "../schemas/keys";
+import {
+  KEY_ID_LENGTH,
+  KEY_ID_PART,
+  KEY_ID_PATTERN,
+  KEY_ID_PREFIX,
+  SHOWN_SECRET_CHARACTERS,
+} from "../schemas/keys";
 
 // A key is `pet_live_` (production) or `pet_test_` (elsewhere), its secret, then its routing
 // part: `pet_test_<secret>_<id>_<tag>`.
@@ -15,7 +21,6 @@ import { KEY_ID_LENGTH, KEY_ID_PART, KEY_ID_PATTERN, KEY_ID_PREFIX } from "../sc
 const KEY_SECRET_LENGTH = 43;
 const LIVE_PREFIX = "pet_live_";
 const TEST_PREFIX = "pet_test_";
-const SHOWN_SECRET_CHARACTERS = 4;
 const KEY_PATTERN = new RegExp(
   `^(?:${LIVE_PREFIX}|${TEST_PREFIX})[0-9A-Za-z]{${KEY_SECRET_LENGTH}}` +
     `(?:_(${KEY_ID_PART})_([0-9a-f]{${TAG_BYTES * 2}}))?$`,

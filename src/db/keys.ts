@@ -254,8 +254,8 @@ export type KeyListState = KeyStatus | "banned";
 
 /**
  * What the key list can be narrowed to. `search` matches, case-sensitively, the start of the name;
- * one that starts like a secret (pet_live_…, pet_test_…) also the start of the secret's shown
- * prefix, or a secret read out further than the stored prefix.
+ * one that starts like a secret (pet_live_…, pet_test_… and more: what a consumer reads out) also
+ * the start of the secret's shown prefix (the query schema keeps it within that prefix).
  */
 export interface KeyFilters {
   plan?: Plan;
@@ -311,9 +311,8 @@ export function listKeys(
       where("substr(name, 1, length(?)) = ?", search, search);
     else if (search !== undefined)
       where(
-        `(substr(name, 1, length(?)) = ? OR substr(key_prefix, 1, length(?)) = ?
-          OR substr(?, 1, length(key_prefix)) = key_prefix)`,
-        ...Array(5).fill(search),
+        "(substr(name, 1, length(?)) = ? OR substr(key_prefix, 1, length(?)) = ?)",
+        ...Array(4).fill(search),
       );
     const { results } = await db
       .prepare(

@@ -68,18 +68,108 @@ const limitSize = bodyLimit({
   },
 });
 
+/** Where the string that opens at `text[open]` (a `"`) closes: the index of its closing `"`, or -1. */
+function closingQuote(text: string, open: number): number {
+  for (let at = text.indexOf('"', open + 1); at >= 0; at = text.indexOf('"', at + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === 92) backslashes++;
+    if (backslashes % 2 === 0) return at;
+  }
+  return -1;
+}
+
+/** One object or array being read: the names its object has had, and where in it the reader is. */
+interface Level {
+  names?: Set<string>;
+  at: string | number;
+  expectsName: boolean;
+}
+
+/**
+ * The first member name that one object in `text` gives twice, with the path to that object (its
+ * members' names and array indices), if `text` has one. Reads JSON text as written (a name spelled
+ * with escapes is the name it means); on text that is not JSON the answer means nothing.
+ */
+export function firstRepeatedMember(
+  text: string,
+): { path: (string | number)[]; name: string } | undefined {
+  const levels: Level[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const top = levels[levels.length - 1];
+    switch (text.charCodeAt(i)) {
+      case 123: // {
+        levels.push({ names: new Set(), at: "", expectsName: true });
+        break;
+      case 91: // [
+        levels.push({ at: 0, expectsName: false });
+        break;
+      case 125: // }
+      case 93: // ]
+        levels.pop();
+        break;
+      case 44: // ,
+        if (top?.names) top.expectsName = true;
+        else if (top) top.at = (top.at as number) + 1;
+        break;
+      case 34: {
+        // "
+        const close = closingQuote(text, i);
+        if (close < 0) return undefined;
+        if (top?.names && top.expectsName) {
+          const raw = text.slice(i + 1, close);
+          let name = raw;
+          try {
+            if (raw.includes("\\")) name = JSON.parse(`"${raw}"`) as string;
+          } catch {
+            return undefined;
+          }
+          if (top.names.has(name))
+            return { path: levels.slice(0, -1).map((level) => level.at), name };
+          top.names.add(name);
+          top.at = name;
+          top.expectsName = false;
+        }
+        i = close;
+      }
+    }
+  }
+  return undefined;
+}
+
 // Request.json() and .text() replace malformed UTF-8 with U+FFFD, so "a\xffb" would be stored as
 // "a�b" and answered 201. JSON text must be UTF-8 (RFC 8259 §8.1): decode fatally and refuse with
 // 400. The validator's c.req.json() then decodes the same cached bytes, now known to be sound.
+// A member name given twice in one object is refused too: JSON.parse keeps the last, other
+// parsers (a proxy's, a firewall's, a log reader's) the first, so they would disagree with the
+// store about what was sent (RFC 8259 §4: names SHOULD be unique).
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false });
 const requireUtf8: MiddlewareHandler = async (c, next) => {
+  let text: string;
   try {
-    utf8.decode(await c.req.arrayBuffer());
+    text = utf8.decode(await c.req.arrayBuffer());
   } catch {
     throw new ApiError("invalid_request", "body: must be well-formed UTF-8 (RFC 8259 §8.1).");
   }
+  const repeated = firstRepeatedMember(text);
+  if (repeated && isJson(text)) {
+    const where = repeated.path.length ? repeated.path.join(".") : "body";
+    throw new ApiError(
+      "invalid_request",
+      `${where}: member ${JSON.stringify(repeated.name)} is given more than once (each member name once).`,
+    );
+  }
   await next();
 };
+
+/** Whether `text` parses as JSON (a body that does not is refused later, in the parser's words). */
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * For operations that take a JSON body: 415 for other media types or a compressed body, 413 past

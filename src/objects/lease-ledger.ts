@@ -14,6 +14,7 @@ import {
 import type { Lease, ReturnedLease } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
 import type { UsageState, WindowStatus } from "../quota/windows";
+import type { Sharing } from "./stock-sharing";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
@@ -59,6 +60,8 @@ export class LeaseLedger {
    * share the bound with it (see `sharersFor`): once a minute per holder, in memory only.
    */
   readonly #sharedFor = new Map<string, number>();
+  /** The sharing the last lend asked for, until the object takes it (`takeSharing`). */
+  #sharing: Sharing | null = null;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -101,7 +104,7 @@ export class LeaseLedger {
     { want, holding, extending, minuteWant = 0 }: LeaseAsk,
     now: number,
     grantee: string | null,
-  ): { state: UsageState; lease: Lease | null; shareFrom?: string[] } {
+  ): { state: UsageState; lease: Lease | null } {
     const heldElsewhere = this.heldBy(state, extending);
     const askingAlone = this.#noteAsking(grantee, now);
     const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
@@ -115,20 +118,13 @@ export class LeaseLedger {
       permits = permitsToLease(windows, limits, want, holding, heldElsewhere);
       forTheMinute = stockLivesTheMinute(windows, limits, permits);
     }
-    const shareFrom = this.#sharersFor(
-      state,
-      windows,
-      limits,
-      { grantee, want, holding },
-      permits,
-      now,
-    );
-    if (permits <= 0) return { state, lease: null, ...shareFrom };
+    this.#noteSharing(state, windows, limits, { grantee, want, holding }, permits, now);
+    if (permits <= 0) return { state, lease: null };
     const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee, { forTheMinute }));
     const extended =
       extending === undefined ? null : this.#extend(extending, state, permits, holding, expiresAt);
     const lease = extended ?? this.#grant(state, permits, expiresAt, grantee);
-    return { state: takePermits(state, permits), lease, ...shareFrom };
+    return { state: takePermits(state, permits), lease };
   }
 
   /**
@@ -139,21 +135,21 @@ export class LeaseLedger {
    * and live longer than a short stock from `now` (a stock for the minute sized while they were
    * the key's only holder; a short one is back within STOCK_BACK_WITHIN_MS anyway). Each then hands back
    * what it holds and takes a fresh stock, sized as shared, in one call, and `grantee` is told to
-   * ask for its own (QuotaLimiter.#share): a location new to the key waits for the key's object
-   * on its first request only. Once a minute per `grantee`; absent when there are none.
+   * ask for its own (askToShare in stock-sharing.ts, with `takeSharing`): a location new to the key waits for
+   * the key's object on its first request only. Once a minute per `grantee`.
    */
-  #sharersFor(
+  #noteSharing(
     state: UsageState,
     windows: WindowStatus[],
     limits: Limits,
     { grantee, want, holding }: { grantee: string | null; want: number; holding: number },
     granted: number,
     now: number,
-  ): { shareFrom?: string[] } {
+  ): void {
     const stock = Math.min(want, QUIET_STOCK);
-    if (grantee === null || granted >= stock) return {};
-    if (permitsToLease(windows, limits, stock, holding, 0) <= granted) return {};
-    if (this.#sharedFor.get(grantee) === state.minuteStart) return {};
+    if (grantee === null || granted >= stock) return;
+    if (permitsToLease(windows, limits, stock, holding, 0) <= granted) return;
+    if (this.#sharedFor.get(grantee) === state.minuteStart) return;
     const sharers = this.sql
       .exec<{ grantee: string }>(
         `SELECT grantee FROM leases WHERE minute_start = ? AND day_start = ? AND grantee IS NOT NULL
@@ -166,11 +162,18 @@ export class LeaseLedger {
       )
       .toArray()
       .map((row) => row.grantee);
-    if (sharers.length === 0) return {};
+    if (sharers.length === 0) return;
     for (const [holder, minute] of this.#sharedFor)
       if (minute !== state.minuteStart) this.#sharedFor.delete(holder);
     this.#sharedFor.set(grantee, state.minuteStart);
-    return { shareFrom: sharers };
+    this.#sharing = { waiting: grantee, sharers };
+  }
+
+  /** The sharing the last lend asked for (see `#noteSharing`), once: null when none. */
+  takeSharing(): Sharing | null {
+    const sharing = this.#sharing;
+    this.#sharing = null;
+    return sharing;
   }
 
   /**

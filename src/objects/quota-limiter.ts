@@ -8,12 +8,10 @@ import { CHANGE_APPLIES_WITHIN_MS } from "../quota/lease";
 import {
   type Admission,
   admissionIdLive,
-  type Lease,
   type LeaseRequest,
   type Renewal,
   type RenewalRequest,
   type ReturnedLease,
-  type StandingPermit,
 } from "../quota/lease-messages";
 import {
   decide,
@@ -23,17 +21,17 @@ import {
   type Policy,
   rollWindows,
   type UsageState,
-  type WindowStatus,
   windowsOf,
 } from "../quota/windows";
 import { AdmissionMemory, type RememberedAdmission } from "./admission-memory";
 import { AlarmSchedule } from "./alarm-schedule";
 import { BanRecords } from "./ban-records";
 import { KeyPolicy } from "./key-policy";
-import { type LeaseAsk, LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
+import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
 import { holdsWorkForLater, QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import { migrateSchemaOrThrow } from "./schema-migrations";
 import { StandingLedger } from "./standing-ledger";
+import { askToShare } from "./stock-sharing";
 import { openOrThrow } from "./stub-call";
 import { UsageHistoryTable } from "./usage-history-table";
 import { UsageTable } from "./usage-table";
@@ -124,20 +122,17 @@ export class QuotaLimiter extends DurableObject<Env> {
     const effective = this.#policy.adopt(policy);
     const current = this.#takeBack(this.#rolled(now), request.returning, now);
     if (id !== undefined && (effective.version > policy.version || !admissionIdLive(id, now))) {
-      this.#keep(current);
-      this.#leases.strandUnreported(now);
       const windows = windowsOf(current, effective);
-      return { outcome: "stale", windows, now, policyVersion: effective.version, lease: null };
+      const stale = { outcome: "stale", windows, now, policyVersion: effective.version } as const;
+      return this.#answered({ ...stale, lease: null }, current, now);
     }
     const { decision, state: counted } = decide(current, effective, now, this.#banMs);
     const ask = { ...request, holding: 0 };
     const { state, ...lent } =
       decision.outcome === "allowed"
-        ? this.#lend(counted, decision.windows, effective, ask, now, grantee)
+        ? this.#standing.lend(counted, decision.windows, effective, ask, now, grantee)
         : { state: counted, lease: null };
-    const banStarted = state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil;
-    this.#keep(state);
-    if (banStarted) {
+    if (state.bannedUntil > now && state.bannedUntil !== this.#usage.bannedUntil) {
       this.#bans.note(now, state.bannedUntil);
       // Holders admit from their stock and standing permits without asking: they stop now.
       this.ctx.waitUntil(this.#tellHolders());
@@ -146,10 +141,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     // (see lease-ledger.ts), while the windows count them from the grant. It counts it in the
     // windows' day, which a clock stepping back does not leave.
     this.#history.count(decision.outcome, state.dayStart, 1);
-    this.#leases.strandUnreported(now);
-    const admission: Admission = { ...decision, ...lent };
-    if (id !== undefined) this.#admissions.remember(id, now, admission);
-    return admission;
+    return this.#answered<Admission>({ ...decision, ...lent }, state, now, id);
   }
 
   /**
@@ -183,58 +175,27 @@ export class QuotaLimiter extends DurableObject<Env> {
       state: lentState,
       lease: granted,
       ...standing
-    } = refused ? { state, lease: null } : this.#lend(state, windows, effective, ask, now, grantee);
-    this.#keep(lentState);
-    this.#leases.strandUnreported(now);
+    } = refused
+      ? { state, lease: null }
+      : this.#standing.lend(state, windows, effective, ask, now, grantee);
     const { version: policyVersion, revoked } = effective;
-    const renewal: Renewal = { policyVersion, revoked, windows, granted, now, ...standing };
-    if (id !== undefined) this.#admissions.remember(id, now, renewal);
-    return renewal;
+    const renewal = { policyVersion, revoked, windows, granted, now, ...standing };
+    return this.#answered<Renewal>(renewal, lentState, now, id);
   }
 
   /**
-   * What an admitted request or a renewal lends on top of `state`: the lease asked for, and the
-   * standing permits a location holder asked for (absent when none).
+   * `answer`, once `state` is kept (see `#keep`) and the leases past their deadline settled;
+   * remembered as the answer to call `id` (none: not to be repeated).
    */
-  #lend(
-    state: UsageState,
-    windows: WindowStatus[],
-    limits: Policy,
-    ask: LeaseAsk & { standing?: number },
-    now: number,
-    grantee: string | null,
-  ): { state: UsageState; lease: Lease | null; standing?: StandingPermit[] } {
-    // A request asking for no lease need not read what the leases hold; a renewal always asks.
-    const asksLease = ask.want > 0 || ask.extending !== undefined;
-    const { shareFrom, ...lent } = asksLease
-      ? this.#leases.lend(state, windows, limits, ask, now, grantee)
-      : { state, lease: null };
-    if (shareFrom && grantee !== null) this.#share(grantee, shareFrom);
-    return this.#standing.lend(lent, limits, ask.standing, now, grantee);
-  }
-
-  /**
-   * Location holder `waiting` got no stock because `sharers` hold the rest of heldBound as their
-   * stocks for the minute (LeaseLedger.lend): each is asked to hand back what it holds and take a
-   * fresh stock, sized as shared, in one call of its own; then `waiting` is told to ask for its
-   * stock. In the background: the answer that brought no stock is not held up, and every permit
-   * is still granted here, within heldBound, by the calls those holders make.
-   */
-  #share(waiting: string, sharers: string[]): void {
+  #answered<T extends object>(answer: T, state: UsageState, now: number, id?: string): T {
+    this.#keep(state);
+    this.#leases.strandUnreported(now);
+    if (id !== undefined) this.#admissions.remember(id, now, answer);
+    // A location holder short of a stock only because others hold the bound: they share it.
+    const sharing = this.#leases.takeSharing();
     const keyId = this.ctx.id.name;
-    if (!keyId) return;
-    const restock = (name: string) =>
-      this.env.QUOTA_HOLDER.getByName(name)
-        .restock(keyId)
-        .catch((err: unknown) => {
-          const failure = "could not ask a location holder to share its key's stock";
-          logFailure("warn", failure, err, { keyId, holder: name });
-        });
-    this.ctx.waitUntil(
-      withDeadline(Promise.all(sharers.map(restock)), PUSH_DEADLINE_MS)
-        .catch(() => undefined)
-        .then(() => restock(waiting)),
-    );
+    if (sharing && keyId) this.ctx.waitUntil(askToShare(this.env.QUOTA_HOLDER, keyId, sharing));
+    return answer;
   }
 
   /**
@@ -288,9 +249,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Stores a newer policy pushed by the admin API, and tells each location holder holding a lease
-   * of the key to stop admitting from it (it forwards the key's next requests here), waiting at
-   * most PUSH_DEADLINE_MS. One not reached stops when its lease ends: leases are renewed only here.
+   * Stores a newer policy pushed by the admin API, and tells the location holders (`#tellHolders`).
+   * One not reached stops when its lease ends: leases are renewed only here.
    */
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy.current?.version;

@@ -3,8 +3,8 @@ import { heldBound, stockLivesTheMinute } from "../quota/lease";
 import type { Lease, StandingPermit } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
 import { standingMinutesFrom } from "../quota/standing";
-import { type UsageState, windowsOf } from "../quota/windows";
-import { insertLease, type LeaseLedger } from "./lease-ledger";
+import { type UsageState, type WindowStatus, windowsOf } from "../quota/windows";
+import { insertLease, type LeaseAsk, type LeaseLedger } from "./lease-ledger";
 
 /**
  * The standing permits the key's object grants location holders (quota/standing.ts), kept as
@@ -26,22 +26,29 @@ export class StandingLedger {
   ) {}
 
   /**
-   * `lent` (an admitted request's or a renewal's windows, and the lease granted with it) with
-   * standing permits for location holder `grantee`: `perMinute` in each minute it does not hold
-   * yet of the next few (standingMinutesFrom), counted in the day at once, while the key stays far
-   * from both limits after them all (stockLivesTheMinute) and each minute's leases stay within
-   * heldBound. The lease is then waited for as long as they are: its holder reports it with them.
-   * `standing` is absent when none is granted.
+   * What an admitted request or a renewal lends on top of `counted` (its `windows`): the lease
+   * asked for (LeaseLedger.lend), then standing permits for location holder `grantee`:
+   * `ask.standing` in each minute it does not hold yet of the next few (standingMinutesFrom),
+   * counted in the day at once, while the key stays far from both limits after them all
+   * (stockLivesTheMinute) and each minute's leases stay within heldBound. The lease is then waited
+   * for as long as they are: its holder reports it with them. `standing` is absent when none is
+   * granted.
    */
   lend(
-    lent: { state: UsageState; lease: Lease | null },
+    counted: UsageState,
+    windows: WindowStatus[],
     limits: Limits,
-    perMinute: number | undefined,
+    ask: LeaseAsk & { standing?: number },
     now: number,
     grantee: string | null,
   ): { state: UsageState; lease: Lease | null; standing?: StandingPermit[] } {
+    // A request asking for no lease need not read what the leases hold; a renewal always asks.
+    const asksLease = ask.want > 0 || ask.extending !== undefined;
+    const lent = asksLease
+      ? this.leases.lend(counted, windows, limits, ask, now, grantee)
+      : { state: counted, lease: null };
     const { state, lease } = lent;
-    const permits = perMinute ?? 0;
+    const permits = ask.standing ?? 0;
     if (grantee === null || permits <= 0) return lent;
     const held = new Set(
       this.sql

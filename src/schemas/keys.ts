@@ -270,6 +270,13 @@ export const KeyPageSchema = z
   .object({ data: z.array(ListedKeySchema), nextCursor: z.string().nullable() })
   .openapi("KeyPage");
 
+// A secret starts with its environment's pet_live_ or pet_test_; the prefix shown for it (in the
+// key list, and what a search matches) adds the secret's first SHOWN_SECRET_CHARACTERS. Written
+// once here for the key format and the search.
+export const SECRET_START = /^pet_(live|test)_/;
+export const SHOWN_SECRET_CHARACTERS = 4;
+export const SHOWN_PREFIX_LENGTH = "pet_test_".length + SHOWN_SECRET_CHARACTERS;
+
 export const ListKeysQuerySchema = z.strictObject({
   limit: pageLimit("Maximum number of keys returned"),
   plan: z
@@ -289,10 +296,13 @@ export const ListKeysQuerySchema = z.strictObject({
     .string()
     .min(1, "must not be empty")
     .max(200, "must be at most 200 characters")
+    .refine(
+      (q) => !SECRET_START.test(q) || q.length <= SHOWN_PREFIX_LENGTH,
+      `must not hold more of a secret than its shown prefix (its first ${SHOWN_PREFIX_LENGTH} characters, pet_test_ and ${SHOWN_SECRET_CHARACTERS}): only those are matched, and the rest would be kept in request logs with the URL`,
+    )
     .optional()
     .openapi({
-      description:
-        "Only keys whose name starts with this (case-sensitive); a search that starts like a secret (pet_live_…, pet_test_…) also finds the key whose secret starts with it",
+      description: `Only keys whose name starts with this (case-sensitive); one that starts like a secret (pet_live_…, pet_test_…) also finds the keys whose secret's shown prefix starts with it, and must be at most that prefix (${SHOWN_PREFIX_LENGTH} characters: a secret is never sent in a URL)`,
     }),
   cursor: adminPageCursor,
 });

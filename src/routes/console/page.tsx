@@ -1,7 +1,7 @@
 import type { FC, PropsWithChildren } from "hono/jsx";
 import { PLANS } from "../../quota/plans";
 import { AUDIT_ACTION_NAMES } from "../../schemas/audit";
-import { KEY_LIST_STATES } from "../../schemas/keys";
+import { KEY_LIST_STATES, SHOWN_PREFIX_LENGTH } from "../../schemas/keys";
 import { REGION_NAMES, REGIONS } from "../../schemas/region";
 import { WEBHOOK_EVENT_TYPES } from "../../schemas/webhooks";
 
@@ -211,6 +211,7 @@ const ConsolePage: FC = () => (
               <input
                 name="q"
                 type="search"
+                data-shown-prefix={SHOWN_PREFIX_LENGTH}
                 placeholder="Name, or the start of a secret (pet_test_…)"
                 aria-label="Search by name or by the start of the secret"
               />
