@@ -9,6 +9,7 @@ import {
   type Admission,
   admissionIdLive,
   type LeaseRequest,
+  type LeaseReturn,
   type Renewal,
   type RenewalRequest,
   type ReturnedLease,
@@ -86,7 +87,9 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /** Reads the settings, brings the storage to this release's schema and loads what it keeps. */
   async #open(ctx: DurableObjectState, env: Env): Promise<void> {
-    this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
+    const config = configOrThrow(env);
+    this.#banMs = config.BAN_MINUTES * MINUTE_MS;
+    this.#standing.drained = config.STANDING_PERMITS_DRAINED;
     migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
     this.#usage = this.#usageTable.load();
     this.#policy.load();
@@ -235,15 +238,32 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Takes back a lease's unused permits (a holder whose lease expired before its next request).
-   * Like a request, it may move the windows into a new day, whose cleanup alarm their row gets.
+   * Takes back a lease's unused permits (a holder whose lease expired before its next request;
+   * a holder of the release before hands back each lease so). Like a request, it may move the
+   * windows into a new day, whose cleanup alarm their row gets.
    */
   returnLease(returned: ReturnedLease): void {
+    this.#takeBackNow([returned]);
+  }
+
+  /**
+   * Takes back several leases in one call, each as `returnLease` does (a location holder's
+   * standing permits and stock). The same hand-back delivered again (its `returnId`, remembered
+   * when it found a lease still out) changes nothing.
+   */
+  returnLeases({ returnId, returning }: LeaseReturn): void {
+    if (this.#admissions.recall(returnId)) return;
+    if (returning.some((r) => this.#leases.grantedIn(r.id) !== null))
+      this.#admissions.remember(returnId, clock.now(), { returned: returning.length });
+    this.#takeBackNow(returning);
+  }
+
+  #takeBackNow(returning: readonly ReturnedLease[]): void {
     const now = clock.now();
     // A lease settled already (handed back before, or stranded) changes nothing and writes
     // nothing: a retried hand-back reaching an idle object leaves it idle.
     const current = this.#rolled(now);
-    const settled = this.#takeBack(current, [returned], now);
+    const settled = this.#takeBack(current, returning, now);
     if (settled !== current) this.#keep(settled);
     this.#leases.strandUnreported(now);
   }

@@ -233,7 +233,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
     net.onRelease = (held) => {
       // A lease's report held past its settling deadline: what it served is billed as stranded.
       if (
-        /\.(returnLease|renewLease|giveBack)$/.test(held.label) &&
+        /\.(returnLeases?|renewLease|giveBack)$/.test(held.label) &&
         time.now - held.heldAt >= STRANDED_AFTER_MS
       )
         model.reportsLost = true;
@@ -560,7 +560,7 @@ async function handBackAndSettle(m: QuotaModel, r: QuotaReal): Promise<void> {
   await r.net.settle();
   // A hand-back lost on its way (and on its retry) waits for the holder's next call; with none
   // within STRANDED_AFTER_MS of the lease's expiry, what it served is billed as stranded.
-  if (r.net.fired.some((f) => f.startsWith("loseBefore") && f.endsWith(".returnLease")))
+  if (r.net.fired.some((f) => f.startsWith("loseBefore") && /\.returnLeases?$/.test(f)))
     m.reportsLost = true;
 }
 
@@ -1183,7 +1183,7 @@ export function useTime(t: { now: number }): void {
   runTime = t;
 }
 
-const OBJECT_METHODS = ["admit", "renewLease", "returnLease"] as const;
+const OBJECT_METHODS = ["admit", "renewLease", "returnLease", "returnLeases"] as const;
 const HOLDER_METHODS = ["admit", "keyChanged", "giveBack", "restock"] as const;
 const FAULTS: Fault[] = ["holdCall", "holdAnswer", "duplicate", "loseBefore", "loseAfter"];
 
