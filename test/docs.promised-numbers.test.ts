@@ -397,7 +397,8 @@ const PROMISES: PromisedNumber[] = [
     phrases: [
       "\\({n} permits, `QUIET_STOCK`\\)",
       "`QUIET_STOCK` \\({n}\\)",
-      "from the next minute's refills each location holds {n}",
+      "refills on each location has {n}",
+      "less than {n} \\(`QUIET_STOCK`\\)",
     ],
   },
   {

@@ -231,6 +231,17 @@ export class QuotaHolder extends DurableObject<Env> {
     this.#stock.dropAndHandBack(keyId);
   }
 
+  /**
+   * The key's object asks this holder to share the key's heldBound with another location (its
+   * stock for the minute holds more than a shared stock), or tells it room freed up for a stock
+   * it was refused for that reason: it asks for a fresh stock, handing back the one it holds in
+   * the same call (see LocationStock.restock). Resolves once that call is answered.
+   */
+  async restock(keyId: string): Promise<void> {
+    this.#stock.entered();
+    await this.#stock.restock(keyId);
+  }
+
   /** Permits in stock or waiting to go back (for tests and the bench). */
   unusedPermits(): number {
     this.#stock.entered();

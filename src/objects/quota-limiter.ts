@@ -32,6 +32,7 @@ import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
 import { holdsWorkForLater, QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import { migrateSchemaOrThrow } from "./schema-migrations";
 import { StandingLedger } from "./standing-ledger";
+import { askToShare } from "./stock-sharing";
 import { openOrThrow } from "./stub-call";
 import { UsageHistoryTable } from "./usage-history-table";
 import { UsageTable } from "./usage-table";
@@ -193,6 +194,10 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#keep(state);
     this.#leases.strandUnreported(now);
     if (id !== undefined) this.#admissions.remember(id, now, answer);
+    // A location holder short of a stock only because others hold the bound: they share it.
+    const sharing = this.#leases.takeSharing();
+    const keyId = this.ctx.id.name;
+    if (sharing && keyId) this.ctx.waitUntil(askToShare(this.env.QUOTA_HOLDER, keyId, sharing));
     return answer;
   }
 
