@@ -25,6 +25,7 @@ import { admissionIdLive, newAdmissionId } from "../../src/quota/lease-messages"
 import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../../src/quota/standing";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { evictIfRunning } from "../helpers";
+import { DRAIN_WAIT_MS } from "../standing-drain-wait";
 import {
   ADMISSIONS_COUNTED_ONCE,
   REMAINING_EXACT,
@@ -712,9 +713,23 @@ async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, w
 }
 
 /**
- * A rollback to the previous release: from now on it decides the key's requests at the key's
- * object (opening it with its own migration list), `requests` of them at once; this release's
- * tiers go on with what they hold (leases, stock, background work) until they end.
+ * The rollback's first steps (npm run rollback, the deploy's rollback): the release serving is
+ * drained of standing permits, and the rollback waits DRAIN_WAIT_MS while this release's tiers
+ * go on with their background work (refills, reports, hand-backs, all granted no standing
+ * permits), so that every standing permit granted before has ended.
+ */
+async function drainBeforeRollback(m: QuotaModel, r: QuotaReal): Promise<void> {
+  r.net.standingDrained = true;
+  await r.net.settle();
+  await passTime(m, r, DRAIN_WAIT_MS);
+  await r.net.settle();
+}
+
+/**
+ * A rollback to the previous release, drained first (drainBeforeRollback): from then on it decides
+ * the key's requests at the key's object (opening it with its own migration list), `requests` of
+ * them at once; this release's tiers go on with what they hold (leases, stock, background work)
+ * until they end.
  */
 class Rollback extends Step {
   constructor(readonly requests: number) {
@@ -727,6 +742,7 @@ class Rollback extends Step {
     return m.release === "current";
   }
   async act(m: QuotaModel, r: QuotaReal) {
+    await drainBeforeRollback(m, r);
     m.release = "previous";
     await decideAsPrevious(m, r, this.requests, "the rollback");
   }
@@ -743,6 +759,8 @@ class RollForward extends Step {
   async act(m: QuotaModel, r: QuotaReal) {
     m.disturbed = true;
     m.release = "current";
+    // The release deployed again is not drained (the deploy takes the drain off).
+    r.net.standingDrained = false;
     await r.net.settle();
     if (r.net.held.length === 0) await evictIfRunning(r.net.uncounted(env.QUOTA, r.keyId));
   }
@@ -996,7 +1014,7 @@ class LostPushWhileStanding extends Step {
 /**
  * A rollback while a sparse key holds standing permits, then the roll forward: the key called in
  * isolate `isolate` 3 times 40 s apart (its holder asks for standing permits of the minutes to
- * come), then for `minutes` minutes the previous release decides `requests` requests a minute at
+ * come), then the rollback (drained first), then for `minutes` minutes the previous release decides `requests` requests a minute at
  * the key's object (which does not count standing permits in their minute) while this release's
  * holders go on with their background work (hand-backs, refills, reports), then this release
  * again, and the key called 3 more times 40 s apart (the standing permits still held used).
@@ -1018,6 +1036,7 @@ class RollbackWhileStanding extends Step {
   async act(m: QuotaModel, r: QuotaReal) {
     await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
     if (m.violations.length) return;
+    await drainBeforeRollback(m, r);
     m.release = "previous";
     for (let i = 0; i < this.minutes && !m.violations.length; i++) {
       await decideAsPrevious(m, r, this.requests, "the rollback");
