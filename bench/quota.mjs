@@ -549,11 +549,11 @@ async function main() {
     "",
     "## After a key's last request",
     "",
-    "| scenario | keys | DO requests per key (mean) | by hop (mean per key) | most for one key | last one after | watched for |",
-    "|---|---:|---:|---|---:|---:|---:|",
+    "| scenario | keys | DO requests per key (mean) | by hop (mean per key) | most for one key | most to its object for one key | last one after | watched for |",
+    "|---|---:|---:|---|---:|---:|---:|---:|",
     ...costed.map(
       (r) =>
-        `| ${r.name} | ${r.keys.length} | ${f(r.tailPerKey)} | ${byHop(r.tailByHop)} | ${r.tailMostPerKey} | ` +
+        `| ${r.name} | ${r.keys.length} | ${f(r.tailPerKey)} | ${byHop(r.tailByHop)} | ${r.tailMostPerKey} | ${r.tailToObjectMostPerKey} | ` +
         `${s(r.lastTailAfterMs)} | ${s(r.observedMs)} |`,
     ),
     "",
@@ -562,7 +562,11 @@ async function main() {
       "Worker to a holder, `limiter` the Worker to the key's object, `relayed` a holder to the " +
       "key's object, `pushed` the key's object to a holder, `alarm` the object's alarm; and the longest time " +
       "from that answer to the start of the last of them over the scenario's keys, watched " +
-      "until the report (at least that long for every key of the scenario).",
+      "until the report (at least that long for every key of the scenario). Most to its object: " +
+      "the `relayed` and `limiter` calls of the key with the most, which docs/quotas.md bounds at " +
+      "3 per location the key used (`STOPPED_KEY_OBJECT_CALLS`), all within 480.25 s of its last " +
+      "request (`STANDING_BACKGROUND_ENDS_WITHIN_MS`): watched for less, a key's last hand-back " +
+      "may not show (--tail-seconds).",
     "",
   ];
   const md = lines.join("\n");

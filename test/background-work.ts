@@ -172,7 +172,7 @@ export function backgroundWork(time: { now: number }) {
  */
 export function countObjectCalls(): () => number {
   let calls = 0;
-  for (const method of ["admit", "renewLease", "returnLease"] as const) {
+  for (const method of ["admit", "renewLease", "returnLease", "returnLeases"] as const) {
     const original = QuotaLimiter.prototype[method];
     vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(function (
       this: QuotaLimiter,

@@ -123,7 +123,7 @@ const PROMISES: PromisedNumber[] = [
       "for a lease of {n} s worth of its recent rate",
       "is given up after {n} s;",
       "an ask for {n} s of its recent rate",
-      "its lease lives {n} s and is renewed halfway",
+      "its lease lives {n} s and is renewed",
     ],
   },
   {
@@ -174,7 +174,7 @@ const PROMISES: PromisedNumber[] = [
     name: "RENEW_AHEAD_MS",
     value: RENEW_AHEAD_MS,
     unit: 1,
-    phrases: ["or {n} ms from its expiry"],
+    phrases: ["or {n} ms from its expiry", "and is renewed {n} ms before it ends"],
   },
   {
     name: "GIVE_BACK_GRACE_MS",
@@ -419,7 +419,8 @@ const PROMISES: PromisedNumber[] = [
     phrases: [
       "\\({n} permits, `QUIET_STOCK`\\)",
       "`QUIET_STOCK` \\({n}\\)",
-      "from the next minute's refills each location holds {n}",
+      "refills on each location has {n}",
+      "less than {n} \\(`QUIET_STOCK`\\)",
     ],
   },
   {

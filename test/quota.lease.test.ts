@@ -109,8 +109,9 @@ describe("lease lifetimes", () => {
     expect(stockLivesTheMinute(windows(0, 1_000 - far - 1), free, 2)).toBe(false);
   });
 
-  it("an isolate renews at half its lease's life, so a busy key never waits for a renewal", () => {
-    expect(RENEW_AHEAD_MS).toBe(ISOLATE_LEASE_MS / 2);
+  it("an isolate renews 400 ms ahead (a round trip from another continent), a location holder half its stock's life", () => {
+    expect(RENEW_AHEAD_MS).toBe(400);
+    expect(RENEW_AHEAD_MS).toBeLessThan(ISOLATE_LEASE_MS / 4);
     expect(STOCK_RENEW_AHEAD_MS).toBe(STOCK_LEASE_MS / 2);
   });
 });
@@ -137,6 +138,17 @@ describe("renewsNow", () => {
     expect(renewsNow(lease(19, 20, expiresAt), minuteEnd, expiresAt - RENEW_AHEAD_MS)).toBe(true);
     // A lease that ends with the minute window: a renewal could not last longer.
     expect(renewsNow(lease(19, 20, minuteEnd), minuteEnd, minuteEnd - 500)).toBe(false);
+  });
+
+  it("a busy isolate's lease (used at its rate, not yet half used): 400 ms before its expiry, not at half its life", () => {
+    // Renewed at T0 (a new expiry 1,750 ms on) with 20 permits, the key's rate for a lease's
+    // life, on top of the 10 it still held: 30. At that rate it has used 10 at half its life and
+    // 15 by 1,350 ms, never half of the last grant: only its expiry is due.
+    const expiresAt = T0 + 1_750;
+    expect(renewsNow(lease(20, 20, expiresAt), minuteEnd, T0 + 875)).toBe(false);
+    expect(renewsNow(lease(15, 20, expiresAt), minuteEnd, T0 + 1_349)).toBe(false);
+    expect(renewsNow(lease(15, 20, expiresAt), minuteEnd, T0 + 1_350)).toBe(true);
+    expect(renewsNow(lease(11, 20, expiresAt), minuteEnd, T0 + 1_749)).toBe(true);
   });
 
   it("a location holder's stock: STOCK_RENEW_AHEAD_MS before it expires, unless it ends with its minute", () => {

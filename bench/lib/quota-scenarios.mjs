@@ -151,7 +151,8 @@ export function keyCost(sent, calls, observedUntil) {
 
 /**
  * A scenario's cost over its keys (`keyCost` of each): Durable Object requests per 1,000 measured
- * requests; after each key's last request, its calls (mean and most per key, and the mean by hop),
+ * requests; after each key's last request, its calls (mean and most per key, and the mean by hop;
+ * and the most to the key's object for one key),
  * and the time until the last of them (the longest over the keys, null if none made any),
  * observed for at least `observedMs`.
  * @param {ReturnType<typeof keyCost>[]} costs
@@ -170,6 +171,11 @@ export function scenarioCost(costs) {
     doPerThousand: measured ? (1000 * window) / measured : NaN,
     tailPerKey: costs.length ? tails.reduce((a, b) => a + b, 0) / costs.length : NaN,
     tailMostPerKey: costs.length ? Math.max(...tails) : NaN,
+    // The calls that reach the key's object (a holder's relayed hand-backs and refills, the
+    // Worker's own): what docs/quotas.md bounds (STOPPED_KEY_OBJECT_CALLS per location).
+    tailToObjectMostPerKey: costs.length
+      ? Math.max(...costs.map((c) => (c.tailByHop.relayed ?? 0) + (c.tailByHop.limiter ?? 0)))
+      : NaN,
     tailByHop,
     lastTailAfterMs: lasts.length ? Math.max(...lasts) : null,
     observedMs: costs.length ? Math.min(...costs.map((c) => c.observedMs)) : NaN,

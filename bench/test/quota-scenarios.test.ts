@@ -185,6 +185,7 @@ describe("bench:quota's cost of a key", () => {
       doPerThousand: 1_000,
       tailPerKey: 1,
       tailMostPerKey: 2,
+      tailToObjectMostPerKey: 1,
       tailByHop: { relayed: 0.5, alarm: 0.5 },
       lastTailAfterMs: 5_000,
       observedMs: 200_000,

@@ -37,12 +37,10 @@ export const REFUSING_COPY_TRUSTED_MS = CHANGE_APPLIES_WITHIN_MS / 2;
 /**
  * A location holder's copy of its key's record, and which of the key's secrets (by SHA-256 hash)
  * it has met: read from D1 in the holder's own location when a secret is met first, then used
- * for at most HELD_KEY_MAX_AGE_MS. Within that, what keeps it from going stale is the key's
- * object (see objects/quota-holder.ts and docs/quotas.md): a change to the key is pushed to every
- * holder holding a lease of it, which forgets its copy; a holder holding none sends every request
- * to the key's object, whose answer names the key's newest version, and an older copy is read
- * again. A request the holder does not decide (GET /v1/usage) uses the copy only while it is
- * vouched for: read, or confirmed by the key's object, within STOCK_LEASE_MS.
+ * for at most HELD_KEY_MAX_AGE_MS; what keeps it current within that is the key's object (see
+ * QuotaHolder.authenticateAndAdmit). A request the holder does not decide (GET /v1/usage) uses
+ * the copy only while it is vouched for: read, or confirmed by the key's object, within
+ * STOCK_LEASE_MS.
  */
 export class HeldKeyRecord {
   #record: KeyRecord | null = null;
@@ -75,12 +73,10 @@ export class HeldKeyRecord {
 
   /**
    * Notes a request of key `keyId` arriving at the holder at `now`, and keeps the copy young for
-   * the key's next request: when the copy would be at least HELD_KEY_READ_AHEAD_AGE_MS old by
-   * the time that request is expected (the key's last gap here, from now), it is read again from
-   * `db`, by the secret read last, at the moment that makes it HELD_KEY_EXPECTED_AGE_MS old then;
-   * not for a key whose last gap was over HELD_KEY_READ_AHEAD_GAP_MAX_MS, and one read ahead at a
-   * time. Returns that read (it rejects with what D1 throws), or null when none is due. What the
-   * copy decides does not change: it is the key as D1 has it, read later than otherwise.
+   * the key's next request (expected after its last gap here): read again from `db` by the secret
+   * read last, timed by HELD_KEY_READ_AHEAD_AGE_MS and the two constants after it, one read ahead
+   * at a time. Returns that read (it rejects with what D1 throws), or null when none is due. What
+   * the copy decides does not change: it is the key as D1 has it, read later than otherwise.
    */
   readAhead(db: Queryable, keyId: string, now: number): Promise<void> | null {
     const gap = this.#lastArrival === null ? 0 : now - this.#lastArrival;

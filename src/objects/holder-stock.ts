@@ -170,6 +170,23 @@ export class LocationStock {
     this.#inBackground(keyId, this.#leases.giveBackUnused(this.#calls.giveBack(keyId)));
   }
 
+  /**
+   * Asks the key's object for a fresh stock (QuotaHolder.restock): a stock holding more than a
+   * shared one goes back in the same call, and a location refused a stock only because another
+   * held the bound asks again. Resolves once the call is answered (its stock's hand-back at
+   * expiry goes on in the background); a holder that has not seen the key, or is busy with
+   * another call, asks nothing.
+   */
+  async restock(keyId: string): Promise<void> {
+    const policy = this.#policy;
+    if (policy === null || this.#keyId !== keyId) return;
+    const calls = this.#calls.to(keyId, policy);
+    const refill = this.#leases.restock(policy, calls);
+    if (!refill) return;
+    this.#inBackground(keyId, this.#leases.giveBackAfterRenewal(refill, calls));
+    await refill.catch(() => undefined);
+  }
+
   /** Permits in stock or waiting to go back. */
   get unusedPermits(): number {
     return this.#leases.unusedPermits;

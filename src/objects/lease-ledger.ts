@@ -5,6 +5,8 @@ import {
   leaseExpiry,
   leaseLifetimeMs,
   permitsToLease,
+  QUIET_STOCK,
+  STOCK_LEASE_MS,
   STOCK_SHARED_WITHIN_MS,
   stockLivesTheMinute,
   takePermits,
@@ -12,6 +14,7 @@ import {
 import type { Lease, ReturnedLease } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
 import type { UsageState, WindowStatus } from "../quota/windows";
+import type { Sharing } from "./stock-sharing";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
@@ -52,6 +55,13 @@ export class LeaseLedger {
    * memory only, so an object evicted forgets it (a location may then be sized alone for a minute).
    */
   readonly #askedAt = new Map<string, number>();
+  /**
+   * The minute in which each location holder short of a stock last had the others asked to
+   * share the bound with it (see `sharersFor`): once a minute per holder, in memory only.
+   */
+  readonly #sharedFor = new Map<string, number>();
+  /** The sharing the last lend asked for, until the object takes it (`takeSharing`). */
+  #sharing: Sharing | null = null;
 
   constructor(
     private readonly sql: SqlStorage,
@@ -108,12 +118,62 @@ export class LeaseLedger {
       permits = permitsToLease(windows, limits, want, holding, heldElsewhere);
       forTheMinute = stockLivesTheMinute(windows, limits, permits);
     }
+    this.#noteSharing(state, windows, limits, { grantee, want, holding }, permits, now);
     if (permits <= 0) return { state, lease: null };
     const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee, { forTheMinute }));
     const extended =
       extending === undefined ? null : this.#extend(extending, state, permits, holding, expiresAt);
     const lease = extended ?? this.#grant(state, permits, expiresAt, grantee);
     return { state: takePermits(state, permits), lease };
+  }
+
+  /**
+   * The location holders to ask to share the bound with location holder `grantee`, which asked
+   * for `want` on top of its `holding` and got `granted`: only when that is less than a quiet
+   * stock because other location holders hold the rest of heldBound (with no other lease out,
+   * the windows had room for it), those whose leases of this minute hold more than QUIET_STOCK
+   * and live longer than a short stock from `now` (a stock for the minute sized while they were
+   * the key's only holder; a short one is back within STOCK_BACK_WITHIN_MS anyway). Each then hands back
+   * what it holds and takes a fresh stock, sized as shared, in one call, and `grantee` is told to
+   * ask for its own (askToShare in stock-sharing.ts, with `takeSharing`): a location new to the key waits for
+   * the key's object on its first request only. Once a minute per `grantee`.
+   */
+  #noteSharing(
+    state: UsageState,
+    windows: WindowStatus[],
+    limits: Limits,
+    { grantee, want, holding }: { grantee: string | null; want: number; holding: number },
+    granted: number,
+    now: number,
+  ): void {
+    const stock = Math.min(want, QUIET_STOCK);
+    if (grantee === null || granted >= stock) return;
+    if (permitsToLease(windows, limits, stock, holding, 0) <= granted) return;
+    if (this.#sharedFor.get(grantee) === state.minuteStart) return;
+    const sharers = this.sql
+      .exec<{ grantee: string }>(
+        `SELECT grantee FROM leases WHERE minute_start = ? AND day_start = ? AND grantee IS NOT NULL
+           AND grantee != ? GROUP BY grantee HAVING SUM(held) > ? AND MAX(expires_at) > ?`,
+        state.minuteStart,
+        state.dayStart,
+        grantee,
+        QUIET_STOCK,
+        now + STOCK_LEASE_MS,
+      )
+      .toArray()
+      .map((row) => row.grantee);
+    if (sharers.length === 0) return;
+    for (const [holder, minute] of this.#sharedFor)
+      if (minute !== state.minuteStart) this.#sharedFor.delete(holder);
+    this.#sharedFor.set(grantee, state.minuteStart);
+    this.#sharing = { waiting: grantee, sharers };
+  }
+
+  /** The sharing the last lend asked for (see `#noteSharing`), once: null when none. */
+  takeSharing(): Sharing | null {
+    const sharing = this.#sharing;
+    this.#sharing = null;
+    return sharing;
   }
 
   /**

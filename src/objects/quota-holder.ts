@@ -203,14 +203,7 @@ export class QuotaHolder extends DurableObject<Env> {
     return answer;
   }
 
-  /**
-   * Forwards a call of an isolate in this location that asks the key's object for a lease of its
-   * own (or hands one back), handing this holder's stock back in the same call (with what it
-   * served from it). So in one location the key's permits are held by one tier at a time, and the
-   * object's remaining, shown in the isolate's X-RateLimit-Remaining, is exact for the location
-   * (docs/quotas.md). Throws what the call throws (the isolate then asks the object itself); the
-   * stock not handed back goes with this holder's next call.
-   */
+  /** An isolate's call for a lease, forwarded with this holder's stock (LocationStock.forIsolate). */
   admitForIsolate(
     keyId: string,
     policy: Policy,
@@ -221,10 +214,7 @@ export class QuotaHolder extends DurableObject<Env> {
     return this.#stock.forIsolate(keyId, policy, request, region);
   }
 
-  /**
-   * Hands the whole stock back to the key's object now and stops admitting from it (before a
-   * usage read, or after a change to the key made in this location).
-   */
+  /** Hands the whole stock back now (LocationStock.giveBack). */
   async giveBack(keyId: string): Promise<void> {
     this.#stock.entered();
     await this.#stock.giveBack(keyId);
@@ -239,6 +229,17 @@ export class QuotaHolder extends DurableObject<Env> {
     this.#stock.entered();
     this.#keyRecord.forget();
     this.#stock.dropAndHandBack(keyId);
+  }
+
+  /**
+   * The key's object asks this holder to share the key's heldBound with another location (its
+   * stock for the minute holds more than a shared stock), or tells it room freed up for a stock
+   * it was refused for that reason: it asks for a fresh stock, handing back the one it holds in
+   * the same call (see LocationStock.restock). Resolves once that call is answered.
+   */
+  async restock(keyId: string): Promise<void> {
+    this.#stock.entered();
+    await this.#stock.restock(keyId);
   }
 
   /** Permits in stock or waiting to go back (for tests and the bench). */

@@ -29,15 +29,6 @@ export const unusedKeyUsage = (policy: Policy, now: number): KeyUsage =>
 // until their minute ends, the same as an isolate that goes away).
 const holders = new ExpiringMap<string, LeaseHolder>(10_000);
 
-function holderOf(keyId: string): LeaseHolder {
-  let holder = holders.get(keyId, 0);
-  if (!holder) {
-    holder = new LeaseHolder();
-    holders.set(keyId, holder, Infinity);
-  }
-  return holder;
-}
-
 /**
  * The Worker's side of one key's QuotaLimiter, and of its holder in the request's location
  * through quota-holder-client.ts: the only code that calls their stubs. Every call to the key's
@@ -75,16 +66,21 @@ export class QuotaLimiterClient {
     return this.#where;
   }
 
-  #isolateLeases(): LeaseHolder {
-    return this.leases ?? holderOf(this.keyId);
-  }
-
   /**
    * This isolate's leases of the key if it holds any: a usage read or a change has nothing to
    * hand back or drop in an isolate that never decided a request of the key, and makes no holder.
    */
   #leasesIfAny(): LeaseHolder | undefined {
     return this.leases ?? holders.get(this.keyId, 0);
+  }
+
+  /** This isolate's leases of the key, made when it decides its first request here. */
+  #isolateLeases(): LeaseHolder {
+    const kept = this.#leasesIfAny();
+    if (kept) return kept;
+    const made = new LeaseHolder();
+    holders.set(this.keyId, made, Infinity);
+    return made;
   }
 
   /**
@@ -109,9 +105,7 @@ export class QuotaLimiterClient {
     } catch (err) {
       const overloaded = isOverloaded(err);
       const fromHolder = err instanceof HolderWithoutDecision ? err : null;
-      const persistentFailure = fromHolder
-        ? fromHolder.persistentFailure
-        : persistentFailureOf(err);
+      const persistentFailure = fromHolder?.persistentFailure ?? persistentFailureOf(err);
       // A failure for good is logged once a minute by the answer to it (quota/fail-open.ts).
       const failure = overloaded ? "quota limiter overloaded" : "quota limiter unreachable";
       if (!persistentFailure) logFailure("warn", failure, err, { keyId: this.keyId });

@@ -9,6 +9,7 @@ import {
   type Admission,
   admissionIdLive,
   type LeaseRequest,
+  type LeaseReturn,
   type Renewal,
   type RenewalRequest,
   type ReturnedLease,
@@ -31,6 +32,7 @@ import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
 import { holdsWorkForLater, QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import { migrateSchemaOrThrow } from "./schema-migrations";
 import { StandingLedger } from "./standing-ledger";
+import { askToShare } from "./stock-sharing";
 import { openOrThrow } from "./stub-call";
 import { UsageHistoryTable } from "./usage-history-table";
 import { UsageTable } from "./usage-table";
@@ -192,6 +194,10 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#keep(state);
     this.#leases.strandUnreported(now);
     if (id !== undefined) this.#admissions.remember(id, now, answer);
+    // A location holder short of a stock only because others hold the bound: they share it.
+    const sharing = this.#leases.takeSharing();
+    const keyId = this.ctx.id.name;
+    if (sharing && keyId) this.ctx.waitUntil(askToShare(this.env.QUOTA_HOLDER, keyId, sharing));
     return answer;
   }
 
@@ -232,15 +238,32 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Takes back a lease's unused permits (a holder whose lease expired before its next request).
-   * Like a request, it may move the windows into a new day, whose cleanup alarm their row gets.
+   * Takes back a lease's unused permits (a holder whose lease expired before its next request;
+   * a holder of the release before hands back each lease so). Like a request, it may move the
+   * windows into a new day, whose cleanup alarm their row gets.
    */
   returnLease(returned: ReturnedLease): void {
+    this.#takeBackNow([returned]);
+  }
+
+  /**
+   * Takes back several leases in one call, each as `returnLease` does (a location holder's
+   * standing permits and stock). The same hand-back delivered again (its `returnId`, remembered
+   * when it found a lease still out) changes nothing.
+   */
+  returnLeases({ returnId, returning }: LeaseReturn): void {
+    if (this.#admissions.recall(returnId)) return;
+    if (returning.some((r) => this.#leases.grantedIn(r.id) !== null))
+      this.#admissions.remember(returnId, clock.now(), { returned: returning.length });
+    this.#takeBackNow(returning);
+  }
+
+  #takeBackNow(returning: readonly ReturnedLease[]): void {
     const now = clock.now();
     // A lease settled already (handed back before, or stranded) changes nothing and writes
     // nothing: a retried hand-back reaching an idle object leaves it idle.
     const current = this.#rolled(now);
-    const settled = this.#takeBack(current, [returned], now);
+    const settled = this.#takeBack(current, returning, now);
     if (settled !== current) this.#keep(settled);
     this.#leases.strandUnreported(now);
   }

@@ -15,11 +15,10 @@ export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE IF NOT EXISTS usage_hist
 ) STRICT`;
 
 /**
- * QuotaLimiter migration 7: each held day's revision, raised by every change to its totals, so
- * D1 can tell a newer snapshot from an older one (a total can go down too: the unused permits of
- * a lease granted when leases were counted whole at grant come off when it is handed back). A
- * table of its own rather than a column: migrations must run again safely on an object whose
- * version row is missing, and SQLite has no ADD COLUMN IF NOT EXISTS.
+ * QuotaLimiter migration 7: each held day's revision, raised by every change to its totals (a
+ * total can go down too), so D1 can tell a newer snapshot from an older one. A table of its own
+ * rather than a column: migrations must run again safely on an object whose version row is
+ * missing, and SQLite has no ADD COLUMN IF NOT EXISTS.
  */
 export const CREATE_USAGE_REVISIONS_TABLE = `CREATE TABLE IF NOT EXISTS usage_history_revisions (
   day_start INTEGER PRIMARY KEY, revision INTEGER NOT NULL
@@ -82,8 +81,7 @@ export class UsageHistoryTable {
         requests,
       )
       .toArray();
-    this.#revise(dayStart);
-    if (row?.total === requests) this.#scheduleFlush(dayStart);
+    this.#revise(dayStart, { started: row?.total === requests });
   }
 
   /** Adds `requests` served from leases (negative: takes them off) to the day at `dayStart`. */
@@ -92,21 +90,18 @@ export class UsageHistoryTable {
     else this.#uncountAdmitted(dayStart, -requests);
   }
 
-  /** Raises the revision of a day's totals (they changed). */
-  #revise(dayStart: number): void {
+  /**
+   * Raises the revision of a day's totals (they changed). A day the history has just `started`
+   * gets an alarm after its end that writes it to D1.
+   */
+  #revise(dayStart: number, { started }: { started: boolean }): void {
     this.sql.exec(
       `INSERT INTO usage_history_revisions (day_start, revision) VALUES (?, 1)
        ON CONFLICT (day_start) DO UPDATE SET revision = revision + 1`,
       dayStart,
     );
-  }
-
-  /** A new day in the history: makes sure an alarm after its end writes it to D1. */
-  #scheduleFlush(dayStart: number): void {
-    this.alarms.wakeNoLaterThan(
-      dayStart + DAY_MS + MINUTE_MS,
-      "could not schedule the usage history write",
-    );
+    const writeAt = dayStart + DAY_MS + MINUTE_MS;
+    if (started) this.alarms.wakeNoLaterThan(writeAt, "could not schedule the usage history write");
   }
 
   /** Counts `permits` leased and never reported used in their day, apart from its admissions. */
@@ -121,8 +116,7 @@ export class UsageHistoryTable {
       dayStart,
       permits,
     );
-    this.#revise(dayStart);
-    if (started) this.#scheduleFlush(dayStart);
+    this.#revise(dayStart, { started });
   }
 
   /**
@@ -136,7 +130,7 @@ export class UsageHistoryTable {
       requests,
       dayStart,
     );
-    if (rowsWritten > 0) this.#revise(dayStart);
+    if (rowsWritten > 0) this.#revise(dayStart, { started: false });
   }
 
   /** Every day held (today, and any finished day D1 has not taken yet), oldest first. */

@@ -15,10 +15,8 @@ import {
 } from "./windows";
 
 /**
- * What a request gets when the key's object gives no decision, and this isolate's memory of it:
- * an overloaded object gets the key a 429; one that fails for good (it cannot open, its own code
- * throws) a 503; an unreachable one lets the request through (fail open) within a bounded
- * allowance. The guarantees are in docs/quotas.md ("When the limiter does not answer").
+ * What a request gets when the key's object gives no decision (answerWithoutObject), and this
+ * isolate's memory of it. The guarantees are in docs/quotas.md ("When the limiter does not answer").
  */
 
 type FallbackVerdict =
@@ -76,10 +74,8 @@ export function logPersistentFailure(keyId: string, cause: string, now: number):
   const minuteStart = now - (now % MINUTE_MS);
   if (persistentFailuresLogged.get(keyId, now) === minuteStart) return;
   persistentFailuresLogged.set(keyId, minuteStart, minuteStart + MINUTE_MS);
-  log("error", "the key's quota object fails every call; refusing its requests", {
-    keyId,
-    cause,
-  });
+  const failure = "the key's quota object fails every call; refusing its requests";
+  log("error", failure, { keyId, cause });
 }
 
 /**
@@ -93,6 +89,10 @@ export type AnswerWithoutObject =
 
 /** How long a request refused because the key's object is overloaded is told to wait (429). */
 export const OVERLOADED_RETRY_MS = 1_000;
+
+// The messages of the 503s answered without the object: it fails for good, or it is unreachable.
+const CANNOT_COUNT = "The rate limiter cannot count this key's requests; wait for Retry-After.";
+const UNAVAILABLE = "The rate limiter is unavailable; wait for Retry-After.";
 
 /**
  * Overloaded: the key's own traffic is more than its object takes, so the key waits (429), never
@@ -119,13 +119,7 @@ export function answerWithoutObject(
     logPersistentFailure(keyId, why.persistentFailure, now);
     const refusal = why.refusal && why.refusal.retryAt > now ? why.refusal : null;
     const retryAt = refusal?.retryAt ?? now - (now % MINUTE_MS) + MINUTE_MS;
-    return refusedUntil(
-      retryAt,
-      refusal,
-      limits,
-      now,
-      "The rate limiter cannot count this key's requests; wait for Retry-After.",
-    );
+    return refusedUntil(retryAt, refusal, limits, now, CANNOT_COUNT);
   }
   const verdict = fallbackVerdict(
     fallbacks.get(keyId, now) ?? EMPTY_USAGE,
@@ -136,13 +130,7 @@ export function answerWithoutObject(
   if (!verdict.admit) {
     if (!why.refusal)
       log("warn", "quota limiter unreachable; fallback allowance used up", { keyId });
-    return refusedUntil(
-      verdict.retryAt,
-      why.refusal,
-      limits,
-      now,
-      "The rate limiter is unavailable; wait for Retry-After.",
-    );
+    return refusedUntil(verdict.retryAt, why.refusal, limits, now, UNAVAILABLE);
   }
   fallbacks.set(keyId, verdict.state, verdict.state.dayStart + DAY_MS);
   log("warn", "quota limiter unreachable; failing open", { keyId });

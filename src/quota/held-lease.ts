@@ -32,6 +32,11 @@ export class HeldLeases {
   protected readonly standing = new StandingStock();
   /** Refused, banned, or too close to the limit: no lease is asked for before this time. */
   protected noLeaseUntil = 0;
+  /**
+   * Standing permits of an older policy version were put aside to go back (see
+   * `retireStandingOlderThan`) and no call has carried them yet: the holder hands them back now.
+   */
+  protected supersededWaiting = false;
   #refusal: SeenRefusal | null = null;
 
   /**
@@ -95,6 +100,7 @@ export class HeldLeases {
     now: number,
     admissionId: string | null,
   ): KeyDecision | null {
+    this.retireStandingOlderThan(policy.version);
     const lease = this.lease;
     if (!lease || !this.#usable(lease, policy, now))
       return this.#admitStanding(policy, now, admissionId);
@@ -132,6 +138,17 @@ export class HeldLeases {
   }
 
   /**
+   * Moves the standing permits granted under an older policy version than `version` (a request
+   * or an answer carrying it: a change whose push this holder missed) to the leases to hand back:
+   * a request on the key as it is now never uses them, and a request on an older copy must not.
+   */
+  protected retireStandingOlderThan(version: number): void {
+    const superseded = this.standing.reportsOlderThan(version);
+    for (const r of superseded) this.keepToReturn(r);
+    if (superseded.length > 0) this.supersededWaiting = true;
+  }
+
+  /**
    * Keeps the standing permits an answer (to a call sent at `sentAt`, under `policyVersion`)
    * granted, or hands them back when the key changed here meanwhile (`changed`).
    */
@@ -141,6 +158,7 @@ export class HeldLeases {
     sentAt: number,
     changed: boolean,
   ): boolean {
+    this.retireStandingOlderThan(policyVersion);
     const granted = answer.standing ?? [];
     if (granted.length === 0) return false;
     if (changed) {
@@ -296,6 +314,7 @@ export class HeldLeases {
     // Not decided (the caller's copy of the key is older than the object's): nothing counted,
     // nothing to show or remember; the caller reads the key again and asks again.
     if (decision.outcome === "stale") {
+      this.retireStandingOlderThan(decision.policyVersion);
       if (lease) this.keepToReturn({ id: lease.id, unused: lease.permits });
       return { decision, local: false, leaseGranted: false, renewal: null };
     }

@@ -16,6 +16,11 @@ export interface LeaseCalls {
   admit(request: LeaseRequest): Promise<Admission>;
   giveBack(returned: ReturnedLease): Promise<void>;
   /**
+   * Hands several leases back in one call (a location holder's: its standing permits and stock go
+   * back together). Without it (an isolate), one `giveBack` call each.
+   */
+  giveBackAll?(returning: ReturnedLease[]): Promise<void>;
+  /**
    * Asks for more permits on the lease in use, admitting no request. Without it (a holder that
    * only hands permits back), a lease is asked for only once the one in use is over.
    */
@@ -23,7 +28,7 @@ export interface LeaseCalls {
 }
 
 /** What handing permits back needs of the calls. */
-export type GiveBackCall = Pick<LeaseCalls, "giveBack">;
+export type GiveBackCall = Pick<LeaseCalls, "giveBack" | "giveBackAll">;
 
 /** The first minute's start at or after `t`. */
 const minuteStartFrom = (t: number): number => t + ((MINUTE_MS - (t % MINUTE_MS)) % MINUTE_MS);
@@ -45,18 +50,38 @@ export class LeaseHandBacks extends HeldLeases {
    * meanwhile); null when there is none. Rejects with what a call rejects with.
    */
   upkeep(decided: HolderDecision, calls: GiveBackCall): Promise<void> | null {
-    if (decided.renewal) return this.giveBackAfterRenewal(decided.renewal, calls);
-    return decided.leaseGranted ? this.giveBackAtExpiry(calls) : null;
+    const superseded = this.#handBackSuperseded(calls);
+    const work = decided.renewal
+      ? this.giveBackAfterRenewal(decided.renewal, calls)
+      : decided.leaseGranted
+        ? this.giveBackAtExpiry(calls)
+        : null;
+    return superseded && work
+      ? Promise.all([superseded, work]).then(() => undefined)
+      : (superseded ?? work);
   }
 
   /**
    * Once a renewal or refill has settled: the lease's unused permits handed back at its expiry if
-   * it brought one, else the retired leases' now. Rejects with what the renewal rejects with.
+   * it brought one, else the retired leases' now (with the standing permits its answer showed to
+   * be of an older policy version, now either way). Rejects with what the renewal rejects with.
    */
   giveBackAfterRenewal(renewal: Promise<boolean>, calls: GiveBackCall): Promise<void> {
-    return renewal.then((renewed) =>
-      renewed ? this.giveBackAtExpiry(calls) : this.giveBackRetired(calls),
-    );
+    return renewal.then(async (renewed) => {
+      if (!renewed) return this.giveBackRetired(calls);
+      await Promise.all([this.#handBackSuperseded(calls), this.giveBackAtExpiry(calls)]);
+    });
+  }
+
+  /**
+   * Hands back now the standing permits put aside as of an older policy version than one a
+   * request or an answer carried (a change whose push this holder missed), unless a call carried
+   * them already: they serve nothing, and would otherwise wait for the end of their minutes.
+   */
+  #handBackSuperseded(calls: GiveBackCall): Promise<void> | null {
+    if (!this.supersededWaiting) return null;
+    this.supersededWaiting = false;
+    return this.unreturned.length > 0 ? this.giveBackRetired(calls) : null;
   }
 
   /**
@@ -136,14 +161,14 @@ export class LeaseHandBacks extends HeldLeases {
     await this.calls.leaseCallsSettled();
     const returning = this.unreturned.splice(0);
     if (returning.length === 0) return;
-    await this.calls.exclusively(
-      Promise.all(
-        returning.map((returned) =>
-          calls.giveBack(returned).catch(() => {
-            this.keepToReturn(returned); // the next call hands it back instead
-          }),
-        ),
-      ),
-    );
+    // What does not go back now goes with the next call (a lease handed back twice is credited once).
+    const handedBack: Promise<unknown> = calls.giveBackAll
+      ? calls.giveBackAll(returning).catch(() => this.returnLater(returning))
+      : Promise.all(
+          returning.map((returned) =>
+            calls.giveBack(returned).catch(() => this.keepToReturn(returned)),
+          ),
+        );
+    await this.calls.exclusively(handedBack);
   }
 }

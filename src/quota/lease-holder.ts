@@ -323,6 +323,28 @@ export class LeaseHolder extends LeaseHandBacks {
     );
   }
 
+  /**
+   * A location holder's, asked by the key's object (see QuotaHolder.restock): the key's
+   * heldBound is shared with another location. A stock holding more than this holder's own size
+   * (a stock for the minute sized while it was the key's only holder) is put aside and goes back
+   * with a refill, which the object sizes as shared; a holder with no stock (refused one because
+   * another held the bound) asks for one. Nothing while refused, while another call is in flight,
+   * or with a stock of its own size. Returns the refill, or null when none was sent.
+   */
+  restock(policy: Policy, calls: LeaseCalls): Promise<boolean> | null {
+    const now = clock.now();
+    if (this.#stock <= 0 || !this.calls.idle || this.refusal(now)) return null;
+    const lease = this.lease;
+    if (lease && !this.leaseOver(lease, policy, now) && lease.left <= this.#stock) return null;
+    // Refused a stock while others held the bound: no refusal, so it may ask again now.
+    const noLeaseUntil = this.noLeaseUntil;
+    this.noLeaseUntil = 0;
+    this.putLeaseAside();
+    const refill = this.refill(policy, calls);
+    if (!refill) this.noLeaseUntil = noLeaseUntil;
+    return refill;
+  }
+
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
     const changes = this.changes;
     const sentAt = clock.now();

@@ -24,6 +24,20 @@ export interface ReturnedLease {
 }
 
 /**
+ * Leases handed back together in one call (`QuotaLimiter.returnLeases`: a location holder's
+ * standing permits and stock at once, rather than a call each). Each is taken back as a lone
+ * ReturnedLease would be.
+ */
+export interface LeaseReturn {
+  /**
+   * One per hand-back, the same on each delivery of it: delivered again (a retry after a lost
+   * answer), it takes nothing back again (the object remembers it for ADMISSION_MEMORY_MS).
+   */
+  returnId: string;
+  returning: ReturnedLease[];
+}
+
+/**
  * How far an admission id's time (see `newAdmissionId`) may be ahead of the clock of the tier that
  * reads it, or a lease's minute ahead of the clock of the key's object (a clock that stepped
  * back): far more than the clocks of two machines ever differ.

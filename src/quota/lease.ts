@@ -133,10 +133,15 @@ export function permitsToLease(
 }
 
 /**
- * An isolate's lease ending within this long is renewed ahead (see `renewsNow`): half its life,
- * so the renewal is back long before the lease ends even from another continent.
+ * An isolate's lease ending within this long is renewed ahead (see `renewsNow`): more than a
+ * round trip to the key's object from another continent (100–300 ms), so the renewal is back
+ * before the lease ends, yet late in the lease's life (after 1.35 s of its 1.75 s), so a busy key
+ * renews only about once per 1.4 s per isolate (each renewal is a Durable Object request). Sooner
+ * is not needed: a lease sized to the key's steady rate still has part of its last grant left
+ * then, and one the key uses faster (it sped up, or heldBound capped the grant) is renewed once
+ * half used, sooner.
  */
-export const RENEW_AHEAD_MS = ISOLATE_LEASE_MS / 2;
+export const RENEW_AHEAD_MS = 400;
 
 /** No renewal is sent in a minute's last this long (see `renewsNow`). */
 export const MINUTE_TAIL_MS = 1_000;

@@ -112,9 +112,23 @@ export class StandingStock {
    * (a change to the key, a usage read, a hand-back of everything).
    */
   reports(now: number, { all = false }: { all?: boolean } = {}): ReturnedLease[] {
-    const done = this.#held.filter((h) => all || h.left === 0 || now >= h.until);
+    return this.#reportsOf((h) => all || h.left === 0 || now >= h.until);
+  }
+
+  /**
+   * The reports of the permits granted under an older policy version than `version` (the holder
+   * learnt of a change whose push it missed): no request on the key as it is now may use them,
+   * so they go back with the holder's next call rather than once their minutes are over.
+   */
+  reportsOlderThan(version: number): ReturnedLease[] {
+    return this.#reportsOf((h) => h.policyVersion < version);
+  }
+
+  #reportsOf(isDone: (held: HeldStanding) => boolean): ReturnedLease[] {
+    const done = this.#held.filter(isDone);
+    if (done.length === 0) return [];
     this.#held = this.#held.filter((h) => !done.includes(h));
-    if (done.length > 0) this.onChange?.();
+    this.onChange?.();
     return done.map((h) => ({
       id: h.id,
       unused: h.left,

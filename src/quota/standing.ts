@@ -57,3 +57,11 @@ export function standingMinutesFrom(now: number): number[] {
  * back once the last of those is over (GIVE_BACK_GRACE_MS after it).
  */
 export const STANDING_BACKGROUND_ENDS_WITHIN_MS = (STANDING_MINUTES + 2) * MINUTE_MS + 250;
+
+/**
+ * The most calls a location holder makes to the key's object for a key that stopped calling
+ * there, after its last request's answer: the next minute's refill (which hands the minute's
+ * stock back), the hand-back of a stock at its expiry, and one hand-back of everything it still
+ * holds (standing permits of every minute, and the stock granted with them) in a single call.
+ */
+export const STOPPED_KEY_OBJECT_CALLS = 3;

@@ -234,7 +234,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
     net.onRelease = (held) => {
       // A lease's report held past its settling deadline: what it served is billed as stranded.
       if (
-        /\.(returnLease|renewLease|giveBack)$/.test(held.label) &&
+        /\.(returnLeases?|renewLease|giveBack)$/.test(held.label) &&
         time.now - held.heldAt >= STRANDED_AFTER_MS
       )
         model.reportsLost = true;
@@ -561,7 +561,7 @@ async function handBackAndSettle(m: QuotaModel, r: QuotaReal): Promise<void> {
   await r.net.settle();
   // A hand-back lost on its way (and on its retry) waits for the holder's next call; with none
   // within STRANDED_AFTER_MS of the lease's expiry, what it served is billed as stranded.
-  if (r.net.fired.some((f) => f.startsWith("loseBefore") && f.endsWith(".returnLease")))
+  if (r.net.fired.some((f) => f.startsWith("loseBefore") && /\.returnLeases?$/.test(f)))
     m.reportsLost = true;
 }
 
@@ -787,6 +787,31 @@ class OneAtATime extends Step {
       await passTime(m, r, this.gapMs);
       await r.net.settle();
     }
+  }
+}
+
+/**
+ * A key used alone in one location (three requests 1.5 s apart: its stock for the minute sized
+ * to the whole bound), then in a location new to it, `count` requests `gapMs` apart: the key's
+ * object has the first location share the bound (restock pushes, see docs/quotas.md, "Sharing
+ * the bound with a new location").
+ */
+class NewLocation extends Step {
+  constructor(
+    readonly isolate: number,
+    readonly count: number,
+    readonly gapMs: number,
+  ) {
+    super();
+  }
+  label() {
+    return `NewLocation(isolate ${this.isolate}, then ×${this.count} ${this.gapMs} ms apart in the next location)`;
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    await new OneAtATime(this.isolate, 3, 1_500).act(m, r);
+    if (m.violations.length) return;
+    const elsewhere = this.isolate + ISOLATES_PER_LOCATION;
+    await new OneAtATime(elsewhere, this.count, this.gapMs).act(m, r);
   }
 }
 
@@ -1177,8 +1202,8 @@ export function useTime(t: { now: number }): void {
   runTime = t;
 }
 
-const OBJECT_METHODS = ["admit", "renewLease", "returnLease"] as const;
-const HOLDER_METHODS = ["admit", "keyChanged", "giveBack"] as const;
+const OBJECT_METHODS = ["admit", "renewLease", "returnLease", "returnLeases"] as const;
+const HOLDER_METHODS = ["admit", "keyChanged", "giveBack", "restock"] as const;
 const FAULTS: Fault[] = ["holdCall", "holdAnswer", "duplicate", "loseBefore", "loseAfter"];
 
 /** The commands, with the features this run explores. */
@@ -1195,6 +1220,10 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
     fc
       .tuple(isolate, fc.integer({ min: 2, max: 5 }), fc.integer({ min: 4_000, max: 70_000 }))
       .map(([i, n, gap]) => new OneAtATime(i, n, gap)),
+    // A key used alone in one location, then in another: the first shares the bound.
+    fc
+      .tuple(isolate, fc.integer({ min: 1, max: 4 }), fc.integer({ min: 50, max: 2_000 }))
+      .map(([i, n, gap]) => new NewLocation(i, n, gap)),
     // A key calling every 30 s to every 6 minutes in one isolate: a gap of 30 s or more, known
     // from its second request on, past the minute's stock and into the minutes to come.
     fc
@@ -1259,6 +1288,7 @@ export {
   ChangeKey,
   Evict,
   LostPushWhileStanding,
+  NewLocation,
   OneAtATime,
   ReadUsage,
   Release,
