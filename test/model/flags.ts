@@ -12,11 +12,14 @@ export const WINDOWS_ONLY_MOVE_FORWARD = true;
 export const REMAINING_EXACT = true;
 
 /**
- * A rollback meets no standing permit: it first drains the release serving (its key objects grant
- * none) and waits until every standing permit granted has ended (DRAIN_WAIT_MS,
- * scripts/lib/standing-drain.mjs), and only then does the previous release decide. The previous
- * release does not count a minute's standing permits as it starts, so without the drain a minute
- * it decided in could admit up to heldBound past its limit (a rollback with --now still can).
- * While this was false, the model allowed a minute the previous release decided in that slack.
+ * A rollback counts, in the minute the previous release decides in, the standing permits already
+ * used in that minute before it opened the key's object. The previous release rolls its window
+ * into a new minute from 0: it does not count that minute's standing permits as it starts, so a
+ * request a holder admitted from one (with no call to the key's object in that minute yet) is
+ * not in its count, and the minute may admit up to heldBound past its limit. A rollback by
+ * `npm run rollback` or the deploy drains first (scripts/lib/standing-drain.mjs: no standing
+ * permit is left when the previous release decides), and the model's DrainedRollback holds it to
+ * that with no slack. Rollback and RollbackWhileStanding are a rollback with `--now` (no drain),
+ * which still allows it: the model allows a minute they decided in that slack (and no more).
  */
-export const ROLLBACK_COUNTS_STANDING = true;
+export const ROLLBACK_COUNTS_STANDING = false;

@@ -117,14 +117,6 @@ export class Network {
   #callIds = 0;
   /** The run was given up as stuck: its settling loops end (see `finishOrStuck`). */
   #stuck = false;
-  /**
-   * The release serving is drained of standing permits (STANDING_PERMITS_DRAINED, the rollback's
-   * first step): its key objects grant none. Modelled at the object's door, where it has the same
-   * effect as the drained code (StandingLedger.lend grants none for an ask of 0, as when drained;
-   * test/quota.standing-drain runs the drained code itself): every admission or renewal asks for
-   * none.
-   */
-  standingDrained = false;
 
   constructor(now: () => number) {
     this.#now = now;
@@ -197,7 +189,6 @@ export class Network {
     this.#offered.clear();
     this.#calls.clear();
     this.#stuck = false;
-    this.standingDrained = false;
   }
 
   #takeFault(tier: Tier, method: string): Fault | null {
@@ -219,15 +210,6 @@ export class Network {
     if (generation === this.#generation) this.#inFlight++;
   }
 
-  /** `args` of a call to the key's object as a drained release sees them (`standingDrained`). */
-  #asDrained(tier: Tier, method: string, args: unknown[]): unknown[] {
-    if (!this.standingDrained || tier !== "object") return args;
-    if (method !== "admit" && method !== "renewLease") return args;
-    const [policy, request, ...rest] = args;
-    if (typeof request !== "object" || request === null || !("standing" in request)) return args;
-    return [policy, { ...request, standing: 0 }, ...rest];
-  }
-
   #wrap<T extends object>(stub: T, tier: Tier, name: string): T {
     return new Proxy(stub, {
       get: (target, prop) => {
@@ -238,8 +220,7 @@ export class Network {
           const fault = this.#takeFault(tier, prop);
           const label = `${tier} ${name}.${prop}`;
           if (fault) this.fired.push(`${fault} ${label}`);
-          const asked = this.#asDrained(tier, prop, args);
-          const deliver = () => Promise.resolve(Reflect.apply(value, target, asked));
+          const deliver = () => Promise.resolve(Reflect.apply(value, target, args));
           return this.#track(label, fault, async (call) => {
             switch (fault) {
               case "loseBefore":
