@@ -387,6 +387,28 @@ describe("retry policy", () => {
     expect(signals.map((s) => s.aborted)).toEqual([true, true]);
   });
 
+  it("bounds by timeoutMs the error body it reads to decide a retry (a 429 whose body stalls)", async () => {
+    // Headers, then a body that never ends but for the attempt's signal, as fetch's does.
+    const stalled = counted(async (_input, init) => {
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"code":'));
+          const signal = init?.signal;
+          signal?.addEventListener("abort", () => controller.error(signal.reason), { once: true });
+        },
+      });
+      return new Response(body, { status: 429 });
+    });
+    const res = await retryingFetch({
+      fetch: stalled.f,
+      timeoutMs: 20,
+      maxRetries: 1,
+      sleep: noSleep,
+    })(url);
+    expect(res.status).toBe(429);
+    expect(stalled.calls).toHaveLength(2); // the first attempt was given up, then retried
+  });
+
   it("has a default timeout of RETRY_DEFAULTS.timeoutMs per attempt", async () => {
     vi.useFakeTimers();
     const pending = retryingFetch({ fetch: hanging, maxRetries: 0 })(url).catch((e: unknown) => e);

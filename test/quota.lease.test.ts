@@ -178,6 +178,25 @@ describe("renewsNow", () => {
     expect(renewsNow(forTheMinute(0, expiresAt), minuteEnd, early, at(20_000))).toBe(false);
   });
 
+  it("a lease that would expire in the minute's last MINUTE_TAIL_MS: RENEW_AHEAD_MS before that tail begins", () => {
+    // Expiring 600 ms before the minute's end (by its own expiry, due 1,000 ms before the end,
+    // in the tail, where no renewal goes out): due 1,400 ms before the end instead.
+    const inTheTail = lease(15, 20, minuteEnd - 600);
+    expect(renewsNow(inTheTail, minuteEnd, minuteEnd - 1_401)).toBe(false);
+    expect(renewsNow(inTheTail, minuteEnd, minuteEnd - 1_400)).toBe(true);
+    expect(renewsNow(inTheTail, minuteEnd, minuteEnd - 1_001)).toBe(true);
+    expect(renewsNow(inTheTail, minuteEnd, minuteEnd - 1_000)).toBe(false);
+    // Ending with its minute by this holder's clock (a one-way trip before the object's minute
+    // end): no renewal would extend it.
+    const withTheMinute = lease(15, 20, minuteEnd - 50);
+    expect(renewsNow(withTheMinute, minuteEnd, minuteEnd - 1_400)).toBe(false);
+    expect(renewsNow(withTheMinute, minuteEnd, minuteEnd - 1_001)).toBe(false);
+    // Expiring before the tail: by its own expiry, as ever.
+    const beforeTheTail = lease(15, 20, minuteEnd - 1_200);
+    expect(renewsNow(beforeTheTail, minuteEnd, minuteEnd - 1_601)).toBe(false);
+    expect(renewsNow(beforeTheTail, minuteEnd, minuteEnd - 1_600)).toBe(true);
+  });
+
   it("never in the minute's last MINUTE_TAIL_MS, even half used", () => {
     const late = lease(1, 20, minuteEnd);
     expect(renewsNow(late, minuteEnd, minuteEnd - MINUTE_TAIL_MS - 1)).toBe(true);

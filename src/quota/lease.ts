@@ -174,7 +174,10 @@ export interface LeaseInUse {
  * then lasts ~half a lease lifetime at the key's rate, far longer than a round trip to the
  * object), or RENEW_AHEAD_MS before the lease expires (`aheadMs`; a location holder's stock:
  * STOCK_RENEW_AHEAD_MS), unless it ends with its minute window (a renewal could not outlive it);
- * never in the minute's last MINUTE_TAIL_MS. Renewing ahead is what keeps a busy key's requests
+ * never in the minute's last MINUTE_TAIL_MS, so a lease that would expire in that tail (more than
+ * `aheadMs` before the minute's end) is renewed that long before the tail begins instead: the
+ * renewal extends it to the minute's end, rather than the key's requests in the minute's last
+ * second each asking for a decision. Renewing ahead is what keeps a busy key's requests
  * from waiting for the object at all: they wait only when the lease runs out before the renewal
  * is back.
  *
@@ -201,7 +204,13 @@ export function renewsNow(
   if (lease.forTheMinute) return lease.left <= 0 && now + gapMs < lease.expiresAt;
   if (lease.left <= 0) return false;
   const halfUsed = lease.left * 2 <= Math.max(lease.lastGrant, stock);
-  const ending = now >= lease.expiresAt - aheadMs && lease.expiresAt < minuteEnd;
+  // Renewals stop MINUTE_TAIL_MS before the minute's end, so one due in that tail is sent before
+  // it; not for a lease ending less than aheadMs before its minute does (by this holder's clock,
+  // a one-way trip before the object's minute end): it ends with its minute, nothing extends it.
+  const extendable = lease.expiresAt < minuteEnd - aheadMs;
+  const tailStart = minuteEnd - MINUTE_TAIL_MS;
+  const renewBy = extendable ? Math.min(lease.expiresAt, tailStart) : lease.expiresAt;
+  const ending = now >= renewBy - aheadMs && lease.expiresAt < minuteEnd;
   return halfUsed || ending;
 }
 

@@ -121,6 +121,8 @@ export class StandingStock {
    * so they go back with the holder's next call rather than once their minutes are over.
    */
   reportsOlderThan(version: number): ReturnedLease[] {
+    // Asked at every request, an isolate's too (which holds none): no work when none is held.
+    if (this.#held.length === 0) return [];
     return this.#reportsOf((h) => h.policyVersion < version);
   }
 

@@ -34,8 +34,9 @@ export interface RetryOptions {
   /** @deprecated The former name of `maxRetryAfterMs`. */
   maxDelayMs?: number;
   /**
-   * How long one attempt may wait for the response's headers (default 30 s); then it is
-   * abandoned and retried like a network error. `Infinity` for no limit.
+   * How long one attempt may wait for the response's headers (default 30 s), and for the error
+   * body of a 429 without Retry-After that the client reads to tell a ban; then it is abandoned
+   * and retried like a network error. `Infinity` for no limit.
    */
   timeoutMs?: number;
   /** The fetch to wrap (default: the global fetch). */
@@ -135,8 +136,10 @@ class AttemptTimedOut extends Error {}
 
 /**
  * Calls `inner` with a signal that fires when the caller's does or after `timeoutMs`, whichever
- * comes first. The timer stops once the headers arrive, so it never keeps a process alive; the
- * caller's signal still reaches the response, so aborting it also stops reading the body.
+ * comes first. The timer runs on after the headers arrive while the retry loop decides whether
+ * to retry (which may read an error body) and stops at `release()`, before the response goes to
+ * the caller, so it never keeps a process alive; the caller's signal still reaches the response,
+ * so aborting it also stops reading the body.
  */
 async function attemptWithTimeout(
   inner: typeof fetch,
@@ -144,8 +147,8 @@ async function attemptWithTimeout(
   init: RequestInit | undefined,
   caller: AbortSignal | undefined,
   timeoutMs: number,
-): Promise<Response> {
-  if (!Number.isFinite(timeoutMs)) return inner(input, init);
+): Promise<{ res: Response; release: () => void }> {
+  if (!Number.isFinite(timeoutMs)) return { res: await inner(input, init), release: () => {} };
   const controller = new AbortController();
   const timer = setTimeout(
     () => controller.abort(new AttemptTimedOut(`no answer within ${timeoutMs} ms`)),
@@ -154,15 +157,15 @@ async function attemptWithTimeout(
   const onAbort = () => controller.abort(caller?.reason);
   caller?.addEventListener("abort", onAbort, { once: true });
   try {
-    return await inner(input, { ...init, signal: controller.signal });
+    const res = await inner(input, { ...init, signal: controller.signal });
+    return { res, release: () => clearTimeout(timer) };
   } catch (error) {
+    clearTimeout(timer);
     caller?.removeEventListener("abort", onAbort);
     // fetch rejects with the signal's reason; some fetches wrap it in an AbortError instead.
     if (controller.signal.reason instanceof AttemptTimedOut && !caller?.aborted)
       throw controller.signal.reason;
     throw error;
-  } finally {
-    clearTimeout(timer);
   }
 }
 
@@ -195,9 +198,10 @@ export function retryingFetch(options: RetryOptions = {}): typeof fetch {
       const last = !canRetry || attempt >= maxRetries;
       const backoff = fullJitterBackoffMs(attempt, { baseDelayMs, maxBackoffMs }, random);
       let res: Response;
+      let release: () => void;
       try {
         const sent = request && canRetry ? request.clone() : input;
-        res = await attemptWithTimeout(inner, sent, init, signal, timeoutMs);
+        ({ res, release } = await attemptWithTimeout(inner, sent, init, signal, timeoutMs));
       } catch (error) {
         if (signal?.aborted) throw signal.reason; // the caller gave up: their reason, unwrapped
         if (last) {
@@ -208,10 +212,11 @@ export function retryingFetch(options: RetryOptions = {}): typeof fetch {
         continue;
       }
       onResponse?.(res);
-      if (last) return res;
-      const wait = await waitBeforeRetryMs(res, backoff, maxRetryAfterMs);
+      // Deciding may read an error body (is it a ban?): still within the attempt's timeoutMs.
+      const wait = last ? undefined : await waitBeforeRetryMs(res, backoff, maxRetryAfterMs);
+      release();
       if (wait === undefined) return res;
-      await res.body?.cancel();
+      await res.body?.cancel().catch(() => undefined); // an attempt given up has an errored body
       await sleep(wait, signal);
     }
   };
