@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import {
   Advance,
+  DrainedRollback,
   installModelWorld,
   installObjectClocks,
   modelSetup,
@@ -14,6 +15,8 @@ import {
   type QuotaModel,
   type QuotaReal,
   RollbackWhileStanding,
+  SecondLocation,
+  StopsCalling,
   settleAndBill,
   useTime,
 } from "./model/quota-model";
@@ -105,6 +108,37 @@ describe("standing permits in the quota model", () => {
       new OneAtATime(0, 2, 47_500),
       new RollbackWhileStanding(0, 1, 2),
     ]);
+    expect(violations).toEqual([]);
+  });
+
+  // The rollback as the runbook makes it: the release drained of standing permits first, the
+  // key going on calling through their longest horizon, then the previous release deciding for
+  // two minutes: its minutes are counted exactly (no slack for standing permits), and the bill.
+  it("keeps the minutes the previous release decides in exact after a drain and its horizon", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(DAY_BINDS, [new DrainedRollback(0, 2, 2)]);
+    expect(violations).toEqual([]);
+  });
+
+  // A key that stops calling while its holder holds standing permits: their batched hand-back
+  // lost before or after the key's object took it back, or delivered twice, retried, and the bill counts every request once.
+  it.each(["loseAfter", "loseBefore", "duplicate"] as const)(
+    "bills once a key that stopped calling whose batched hand-back was faulted (%s) and retried",
+    {
+      timeout: 60_000,
+    },
+    async (fault) => {
+      const violations = await violationsOf(DAY_BINDS, [new StopsCalling(2, 3, 40_000, fault)]);
+      expect(violations).toEqual([]);
+    },
+  );
+
+  // A second location calling while the first holds a stock for the minute and standing permits.
+  it("keeps every window within its limit when a second location calls while a first holds the key's permits", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(DAY_BINDS, [new SecondLocation(0, 0, 4, 15_000)]);
     expect(violations).toEqual([]);
   });
 });

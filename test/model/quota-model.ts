@@ -17,6 +17,7 @@ import { holderName, QuotaHolder } from "../../src/objects/quota-holder";
 import type { AdmitResult } from "../../src/objects/quota-holder-client";
 import { QuotaLimiter } from "../../src/objects/quota-limiter";
 import { QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
+import { StandingLedger } from "../../src/objects/standing-ledger";
 import { bindingWindow } from "../../src/quota/headers";
 import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
@@ -200,7 +201,21 @@ export function installObjectClocks(net: Network): void {
   );
   wrap(QuotaLimiter.prototype, () => 0, "object");
   net.callerIs(() => clockOf.getStore()?.self ?? null);
+  // A release deployed with STANDING_PERMITS_DRAINED set (before a rollback): its objects read
+  // the setting when opened; the model sets it on the object's ledger as it lends.
+  drainingStanding = false;
+  const lend = StandingLedger.prototype.lend;
+  vi.spyOn(StandingLedger.prototype, "lend").mockImplementation(function (
+    this: StandingLedger,
+    ...args: Parameters<typeof lend>
+  ) {
+    if (drainingStanding) this.drained = true;
+    return lend.apply(this, args);
+  });
 }
+
+/** Whether this release is drained of standing permits (STANDING_PERMITS_DRAINED, see DrainedRollback). */
+let drainingStanding = false;
 
 export function modelSetup(net: Network, time: { now: number }, start: number) {
   /** `plan`: the index in PLANS of the key's plan at the start. */
@@ -489,7 +504,11 @@ export async function checkObject(m: QuotaModel, r: QuotaReal): Promise<void> {
       m,
       `${at}: the day counted ${usage.day.count} < served ${m.servedInDay.of(dayStart)}`,
     );
-  if (usage.minute.count < m.servedInMinute.of(minuteStart))
+  // A minute the previous release decided in (rolled into from 0 when it opened the object) may
+  // be short of the standing permits used in it before, as `served` and `decideAsPrevious`
+  // allow: this release reads back what the previous one wrote (ROLLBACK_COUNTS_STANDING).
+  const uncounted = !ROLLBACK_COUNTS_STANDING && m.minutesRolledBack.has(minuteStart) ? bound : 0;
+  if (usage.minute.count + uncounted < m.servedInMinute.of(minuteStart))
     violation(
       m,
       `${at}: the minute counted ${usage.minute.count} < served ${m.servedInMinute.of(minuteStart)}`,
@@ -672,7 +691,13 @@ class Request extends Step {
  * running its background work, reads what the previous release wrote), and must find the counts
  * served so far. Nothing happens while a call is held in the object (it cannot be evicted).
  */
-async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, who: string) {
+async function decideAsPrevious(
+  m: QuotaModel,
+  r: QuotaReal,
+  requests: number,
+  who: string,
+  { drained = false }: { drained?: boolean } = {},
+) {
   m.disturbed = true;
   await r.net.settle();
   if (r.net.held.length > 0) return;
@@ -691,8 +716,9 @@ async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, w
   const { usage } = decided.opened;
   // (Until the previous release's windows count the standing permits of a minute used before it
   // opened the object, the minute it decides in may be short of them: at most heldBound.)
+  // After a drain and its horizon, no minute holds a standing permit: no slack.
   const uncounted = (minuteStart: number) =>
-    ROLLBACK_COUNTS_STANDING ? 0 : heldBoundOfMinute(m, minuteStart);
+    ROLLBACK_COUNTS_STANDING || drained ? 0 : heldBoundOfMinute(m, minuteStart);
   if (usage.minuteCount + uncounted(usage.minuteStart) < m.servedInMinute.of(usage.minuteStart))
     violation(
       m,
@@ -705,7 +731,7 @@ async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, w
     );
   for (const d of decided.decisions) {
     const { minuteStart } = windowStarts(d);
-    m.minutesRolledBack.add(minuteStart);
+    if (!drained) m.minutesRolledBack.add(minuteStart);
     if (d.outcome === "allowed") served(m, d, `request of ${who} decided by the previous release`);
   }
   await evictIfRunning(stub);
@@ -998,11 +1024,18 @@ class LostPushWhileStanding extends Step {
     readonly kind: ChangeKind,
     readonly count: number,
     readonly gapMs: number,
+    /**
+     * A fault on the key's object's next `returnLeases`: the holder's hand-back of the standing
+     * permits of the older version once it sees the newer one (or whichever batch goes first).
+     */
+    readonly handBackFault: Fault | "none" = "none",
   ) {
     super();
   }
   label() {
-    return `LostPushWhileStanding(isolate ${this.isolate}, ${this.kind}, then ×${this.count} ${this.gapMs} ms apart)`;
+    const fault =
+      this.handBackFault === "none" ? "" : `, ${this.handBackFault} object.returnLeases`;
+    return `LostPushWhileStanding(isolate ${this.isolate}, ${this.kind}${fault}, then ×${this.count} ${this.gapMs} ms apart)`;
   }
   override check(m: Readonly<QuotaModel>) {
     return m.release === "current" && m.changes.every((c) => c.answeredAt !== null);
@@ -1014,6 +1047,8 @@ class LostPushWhileStanding extends Step {
       r.net.armed.push({ tier: "holder", method: "keyChanged", fault: "loseBefore" });
     await new ChangeKey(this.kind, 0).act(m, r);
     await r.net.settle();
+    if (this.handBackFault !== "none")
+      r.net.armed.push({ tier: "object", method: "returnLeases", fault: this.handBackFault });
     await new OneAtATime(this.isolate, this.count, this.gapMs).act(m, r);
   }
 }
@@ -1053,6 +1088,136 @@ class RollbackWhileStanding extends Step {
     if (m.violations.length) return;
     await new RollForward().act(m, r);
     await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
+  }
+}
+
+/**
+ * A rollback as the release runbook makes it while a sparse key holds standing permits: the
+ * release is drained of them first (STANDING_PERMITS_DRAINED: its objects grant none; those
+ * granted still count in their minute), the key going on calling every 40 s through the longest
+ * horizon a permit granted before the drain can reach (STANDING_MINUTES minutes past the
+ * minute of the drain) and once more early in the next minute, then the previous release
+ * decides `requests` requests a minute for
+ * `minutes` minutes, then the roll forward (not drained) and the key's next requests. No minute
+ * the previous release decides in then holds a standing permit: its counts must be exact (no
+ * ROLLBACK_COUNTS_STANDING slack).
+ */
+class DrainedRollback extends Step {
+  constructor(
+    readonly isolate: number,
+    readonly requests: number,
+    readonly minutes: number,
+  ) {
+    super();
+  }
+  label() {
+    return `DrainedRollback(isolate ${this.isolate}, previous release decides ×${this.requests} a minute for ${this.minutes} min)`;
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.release === "current";
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
+    if (m.violations.length) return;
+    m.disturbed = true;
+    drainingStanding = true;
+    try {
+      const now = clock.now();
+      const horizonEnds = minuteOf(now) + (STANDING_MINUTES + 1) * MINUTE_MS;
+      const calls = Math.floor((horizonEnds - now) / 40_000);
+      await new OneAtATime(this.isolate, calls, 40_000).act(m, r);
+      if (m.violations.length) return;
+      const after = clock.now();
+      await passTime(m, r, Math.max(horizonEnds, minuteOf(after) + MINUTE_MS) + 1_000 - after);
+      await r.net.settle();
+      // The key's request early in the minute the previous release then decides in: a standing
+      // permit of that minute would serve it with no call to the key's object.
+      await new OneAtATime(this.isolate, 1, 20_000).act(m, r);
+      if (m.violations.length) return;
+      m.release = "previous";
+      for (let i = 0; i < this.minutes && !m.violations.length; i++) {
+        await decideAsPrevious(m, r, this.requests, "the drained rollback", { drained: true });
+        const at = clock.now();
+        await passTime(m, r, minuteOf(at) + MINUTE_MS + 1_000 - at);
+        await r.net.settle();
+      }
+    } finally {
+      drainingStanding = false;
+    }
+    if (m.violations.length) return;
+    await new RollForward().act(m, r);
+    await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
+  }
+}
+
+/**
+ * A sparse key that stops calling: `count` requests in one isolate `gapMs` apart (its holder
+ * asks for standing permits of the minutes to come), then a fault on the key's object's next
+ * `returnLeases` (the holder's batched hand-back: of a minute's stock, or of the standing
+ * permits left at their end; lost before or after the object acted and retried, delivered twice,
+ * or its call or answer held until a Release), and time passing until the holder's background
+ * work for the key has ended (STANDING_BACKGROUND_ENDS_WITHIN_MS).
+ */
+class StopsCalling extends Step {
+  constructor(
+    readonly isolate: number,
+    readonly count: number,
+    readonly gapMs: number,
+    readonly fault: Fault | "none",
+  ) {
+    super();
+  }
+  label() {
+    return `StopsCalling(isolate ${this.isolate}, ×${this.count} ${this.gapMs} ms apart, then ${this.fault} object.returnLeases)`;
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.release === "current";
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    await new OneAtATime(this.isolate, this.count, this.gapMs).act(m, r);
+    if (m.violations.length) return;
+    if (this.fault !== "none") {
+      m.disturbed = true;
+      r.net.armed.push({ tier: "object", method: "returnLeases", fault: this.fault });
+    }
+    await passTime(m, r, STANDING_BACKGROUND_ENDS_WITHIN_MS);
+  }
+}
+
+/**
+ * A second location gets the key's permits while a first holds them: the key calls in isolate
+ * `first` 3 times 40 s apart (its holder holds a stock for the minute and standing permits of
+ * the minutes to come), then `count` rounds of one request there and one in an isolate of
+ * another location (`other` picks which), `gapMs` apart.
+ */
+class SecondLocation extends Step {
+  constructor(
+    readonly first: number,
+    readonly other: number,
+    readonly count: number,
+    readonly gapMs: number,
+  ) {
+    super();
+  }
+  label() {
+    return `SecondLocation(isolate ${this.first}, then ×${this.count} with isolate ${this.secondIndex()}, ${this.gapMs} ms apart)`;
+  }
+  /** An isolate in another location than `first`'s. */
+  secondIndex(): number {
+    const firstLocation = Math.floor((this.first % ISOLATES) / ISOLATES_PER_LOCATION);
+    const location = (firstLocation + 1 + (this.other % (LOCATIONS.length - 1))) % LOCATIONS.length;
+    return location * ISOLATES_PER_LOCATION + (this.other % ISOLATES_PER_LOCATION);
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.release === "current";
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    await new OneAtATime(this.first, 3, 40_000).act(m, r);
+    for (let i = 0; i < this.count && !m.violations.length; i++) {
+      await new OneAtATime(this.first, 1, 0).act(m, r);
+      if (m.violations.length) return;
+      await new OneAtATime(this.secondIndex(), 1, this.gapMs).act(m, r);
+    }
   }
 }
 
@@ -1243,11 +1408,31 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
         fc.constantFrom(...CHANGE_KINDS),
         fc.integer({ min: 1, max: 6 }),
         fc.integer({ min: 2_000, max: 45_000 }),
+        fc.constantFrom<Fault | "none">("none", ...FAULTS),
       )
-      .map(([i, k, n, gap]) => new LostPushWhileStanding(i, k, n, gap)),
+      .map(([i, k, n, gap, f]) => new LostPushWhileStanding(i, k, n, gap, f)),
     fc
       .tuple(isolate, fc.integer({ min: 0, max: 14 }), fc.integer({ min: 1, max: 3 }))
       .map(([i, n, minutes]) => new RollbackWhileStanding(i, n, minutes)),
+    fc
+      .tuple(isolate, fc.integer({ min: 0, max: 14 }), fc.integer({ min: 1, max: 2 }))
+      .map(([i, n, minutes]) => new DrainedRollback(i, n, minutes)),
+    fc
+      .tuple(
+        isolate,
+        fc.integer({ min: 2, max: 4 }),
+        fc.integer({ min: 20_000, max: 90_000 }),
+        fc.constantFrom<Fault | "none">("none", ...FAULTS),
+      )
+      .map(([i, n, gap, f]) => new StopsCalling(i, n, gap, f)),
+    fc
+      .tuple(
+        isolate,
+        fc.nat({ max: 3 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1_000, max: 45_000 }),
+      )
+      .map(([i, o, n, gap]) => new SecondLocation(i, o, n, gap)),
   ];
   if (stepsBack)
     arbs.push(
@@ -1267,6 +1452,7 @@ export {
   Advance,
   Arm,
   ChangeKey,
+  DrainedRollback,
   Evict,
   LostPushWhileStanding,
   NewLocation,
@@ -1277,6 +1463,8 @@ export {
   Rollback,
   RollbackWhileStanding,
   RollForward,
+  SecondLocation,
   Skew,
   StepBack,
+  StopsCalling,
 };
