@@ -20,7 +20,7 @@ import {
   HELD_KEY_READ_AHEAD_GAP_MAX_MS,
 } from "../src/objects/holder-key-record";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
-import { PUSH_DEADLINE_MS } from "../src/objects/quota-limiter";
+import { PUSH_DEADLINE_MS } from "../src/objects/stock-sharing";
 import { RATE_HORIZON_MS } from "../src/quota/arrival-rate";
 import { OVERLOADED_RETRY_MS } from "../src/quota/fail-open";
 import {
