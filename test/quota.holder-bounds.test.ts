@@ -8,7 +8,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
-import { PUSH_DEADLINE_MS } from "../src/objects/quota-limiter";
+import { PUSH_DEADLINE_MS } from "../src/objects/stock-sharing";
 import { GIVE_BACK_GRACE_MS, heldBound, QUIET_STOCK, STOCK_LEASE_MS } from "../src/quota/lease";
 import type { Policy } from "../src/quota/windows";
 import { backgroundWork } from "./background-work";

@@ -2,9 +2,6 @@ import { DurableObject } from "cloudflare:workers";
 import type { UsageDay } from "../db/usage-history";
 import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
-import { logFailure } from "../lib/log";
-import { withDeadline } from "../quota/call-coordination";
-import { CHANGE_APPLIES_WITHIN_MS } from "../quota/lease";
 import {
   type Admission,
   admissionIdLive,
@@ -32,26 +29,18 @@ import { LeaseLedger, STRANDED_AFTER_MS } from "./lease-ledger";
 import { holdsWorkForLater, QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import { migrateSchemaOrThrow } from "./schema-migrations";
 import { StandingLedger } from "./standing-ledger";
-import { askToShare } from "./stock-sharing";
+import { askToShare, tellHoldersOfChange } from "./stock-sharing";
 import { openOrThrow } from "./stub-call";
 import { UsageHistoryTable } from "./usage-history-table";
 import { UsageTable } from "./usage-table";
 import { WebhookOutbox } from "./webhook-outbox";
 
 /**
- * How long a change to the key waits for the location holders it is pushed to: the bound every
- * change keeps, since a holder stops admitting from its stock when the push reaches it.
- */
-export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
-
-/**
  * One per API key (named by the key's id): the only counter of the key's windows. `admit` both
  * enforces and counts; with it, a lease holder gets permits it then admits from without calling
  * (quota/lease-holder.ts). It keeps the key's newest policy, pushed by the admin API, so changes
- * apply even while Workers hold a cached key record. Its parts, sharing one alarm: the windows
- * (usage-table.ts), the policy (key-policy.ts), the leases (lease-ledger.ts, standing-ledger.ts),
- * the admission ids (admission-memory.ts), the day history (usage-history-table.ts), the bans D1
- * is told of (ban-records.ts) and the webhook events (webhook-outbox.ts).
+ * apply even while Workers hold a cached key record. Its parts (the fields below, each in a file
+ * of its own) share one alarm.
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageTable: UsageTable;
@@ -278,27 +267,11 @@ export class QuotaLimiter extends DurableObject<Env> {
     await this.#tellHolders();
   }
 
-  /**
-   * Tells each location holder holding a lease of the key (standing permits included) to stop
-   * admitting from it, so that it forwards the key's next requests here (a change, or a ban that
-   * began), waiting at most PUSH_DEADLINE_MS.
-   */
+  /** Tells the location holders holding a lease of the key (tellHoldersOfChange). */
   async #tellHolders(): Promise<void> {
     const grantees = this.#leases.granteesHolding(clock.now());
     const keyId = this.ctx.id.name;
-    if (!keyId || grantees.length === 0) return;
-    const pushes = Promise.all(
-      grantees.map((name) =>
-        this.env.QUOTA_HOLDER.getByName(name)
-          .keyChanged(keyId)
-          .catch((err: unknown) => {
-            const failure = "could not tell a location holder of a change to its key";
-            logFailure("warn", failure, err, { keyId, holder: name });
-          }),
-      ),
-    );
-    // Each push logs its own failure, so only the deadline rejects: past it, configure answers.
-    await withDeadline(pushes, PUSH_DEADLINE_MS).catch(() => undefined);
+    if (keyId) await tellHoldersOfChange(this.env.QUOTA_HOLDER, keyId, grantees);
   }
 
   /** Current counts and ban. `offered` (the key as D1 has it) supplies limits the object has not seen yet. */

@@ -16,7 +16,10 @@ export const REMAINING_EXACT = true;
  * used in that minute before it opened the key's object. The previous release rolls its window
  * into a new minute from 0: it does not count that minute's standing permits as it starts, so a
  * request a holder admitted from one (with no call to the key's object in that minute yet) is
- * not in its count, and the minute may admit up to heldBound past its limit. Until this is true,
- * the model allows a minute the previous release decided in that slack (and no more).
+ * not in its count, and the minute may admit up to heldBound past its limit. A rollback by
+ * `npm run rollback` or the deploy drains first (scripts/lib/standing-drain.mjs: no standing
+ * permit is left when the previous release decides), and the model's DrainedRollback holds it to
+ * that with no slack. Rollback and RollbackWhileStanding are a rollback with `--now` (no drain),
+ * which still allows it: the model allows a minute they decided in that slack (and no more).
  */
 export const ROLLBACK_COUNTS_STANDING = false;
