@@ -47,10 +47,8 @@ export function locationOf(
 }
 
 /**
- * What the key's holder in the request's location said of a key's secret, as the Worker uses it:
- * the key (with the decision on the request, if one was asked for and made), "unknown" (no
- * secret of the key matches: a guess), or "unread" (the holder could not be reached or could
- * not read the key: the Worker reads D1 itself). `copyAgeMs`: how old the holder's copy was.
+ * What the key's holder in the request's location said of a key's secret (HolderAuthentication),
+ * as the Worker uses it; "unread" also when the holder could not be reached.
  */
 export type LocationAuthentication =
   | { outcome: "found"; match: KeyMatch; admission: AdmitResult | null; copyAgeMs: number }
