@@ -1,5 +1,6 @@
 import { GIVE_BACK_GRACE_MS } from "../quota/lease";
-import type { LeaseHolder, StandingMemory } from "../quota/lease-holder";
+import type { LeaseHolder } from "../quota/lease-holder";
+import type { StandingMemory } from "../quota/standing-stock";
 import type { Region } from "../schemas/region";
 
 /** Where a location holder keeps its standing permits across an eviction (`ctx.storage.kv`). */

@@ -1,3 +1,6 @@
+import { MINUTE_MS } from "../lib/clock";
+import { STANDING_GAP_MS } from "./standing";
+
 /**
  * Rate estimation: how busy a key is in one holder (an isolate, or a location holder), from the
  * arrival times of its requests there, and so how many permits a lease for it should hold.
@@ -39,14 +42,36 @@ export function leaseWanted(arrivals: readonly number[], now: number, lifetimeMs
 // more arrive in the horizon, the oldest are dropped and the rate is measured over the rest).
 const MAX_ARRIVALS = 2_000;
 
-/** The arrival times of one key's requests in one holder, over the last RATE_HORIZON_MS. */
+/**
+ * The arrival times of one key's requests in one holder, over the last RATE_HORIZON_MS; and when
+ * the last one arrived and the gap before it, which size a location holder's standing permits.
+ */
 export class ArrivalRate {
   #arrivals: number[] = [];
+  /** When the key's last request arrived here (null: none yet), and the gap before it. */
+  lastArrival: number | null = null;
+  gapMs = 0;
 
   /** Notes a request arriving at `now`. */
   note(now: number): void {
     this.#arrivals.push(now);
     if (this.#arrivals.length > MAX_ARRIVALS) this.#arrivals.shift();
+    this.gapMs = this.lastArrival === null ? 0 : Math.max(0, now - this.lastArrival);
+    this.lastArrival = now;
+  }
+
+  /**
+   * The key's gap here, as standing permits are sized by: its last gap, or for a key seen once
+   * here (no gap yet) the time since, which it is at least as sparse as; and once a minute has
+   * begun since that one request, at least STANDING_GAP_MS: at the next minute's refill, a key
+   * that sent one request in the minute before gets standing permits however late in that minute
+   * it came (sized as for that gap until its next request here tells its own).
+   */
+  sparseGap(now: number): number {
+    const last = this.lastArrival;
+    if (this.gapMs > 0 || last === null) return this.gapMs;
+    const minuteBegunSince = last < now - (now % MINUTE_MS);
+    return minuteBegunSince ? Math.max(STANDING_GAP_MS, now - last) : now - last;
   }
 
   /**

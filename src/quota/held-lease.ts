@@ -10,6 +10,7 @@ import {
   type SentRenewal,
 } from "./lease-in-hand";
 import type { Admission, Renewal, ReturnedLease, StandingPermit } from "./lease-messages";
+import { endsLeases } from "./lease-messages";
 import { ShownWindows } from "./shown-windows";
 import { StandingStock } from "./standing-stock";
 import type { KeyDecision, Policy, SeenRefusal, WindowStatus } from "./windows";
@@ -223,16 +224,21 @@ export class HeldLeases {
     else this.keepToReturn({ id: lease.id, unused: 0, used: lease.used, admissionIds });
   }
 
+  /** Keeps nothing of `answer` (to a call sent at `sentAt`): its lease, its standing permits go back. */
+  protected keepNothing(answer: Renewal, sentAt: number): false {
+    if (answer.granted)
+      this.keepToReturn({ id: answer.granted.id, unused: answer.granted.permits });
+    this.keepStanding(answer, answer.policyVersion, sentAt, true);
+    return false;
+  }
+
   /** Applies a refill's answer (see LeaseHolder.refill); permits it cannot use go to the ones to hand back. */
   protected refilled(answer: Renewal, policy: Policy, changes: number, sentAt: number): boolean {
     const { granted } = answer;
     this.windows.contact(this.standing.withOwnRoom(answer.windows));
     const changed = this.changes !== changes;
-    if (answer.revoked || answer.policyVersion > policy.version || changed || this.lease) {
-      if (granted) this.keepToReturn({ id: granted.id, unused: granted.permits });
-      this.keepStanding(answer, answer.policyVersion, sentAt, true);
-      return false;
-    }
+    if (endsLeases(answer, policy.version) || changed || this.lease)
+      return this.keepNothing(answer, sentAt);
     const standing = this.keepStanding(answer, answer.policyVersion, sentAt, false);
     if (!granted) {
       this.noLeaseUntilMinuteEnds(answer.windows);
@@ -253,12 +259,10 @@ export class HeldLeases {
     const { granted } = answer;
     this.windows.renewalAnswered(this.standing.withOwnRoom(answer.windows), sent);
     const inUse = this.lease === lease;
-    if (answer.revoked || answer.policyVersion > lease.policyVersion) {
+    if (endsLeases(answer, lease.policyVersion)) {
       // Revoked, or the plan changed: stop admitting from leases; the next request asks.
       if (inUse) this.dropLease();
-      if (granted) this.keepToReturn({ id: granted.id, unused: granted.permits });
-      this.keepStanding(answer, answer.policyVersion, sent.at, true);
-      return false;
+      return this.keepNothing(answer, sent.at);
     }
     this.keepStanding(answer, answer.policyVersion, sent.at, this.changes !== sent.changes);
     if (!granted) {

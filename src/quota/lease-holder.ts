@@ -7,26 +7,10 @@ import { type LeaseCalls, LeaseHandBacks } from "./lease-hand-backs";
 export type { GiveBackCall, LeaseCalls } from "./lease-hand-backs";
 
 import { type HolderDecision, idsOf, type SentRenewal } from "./lease-in-hand";
-import type { LeaseRequest, Renewal, RenewalRequest } from "./lease-messages";
-import { STANDING_GAP_MS, standingWanted } from "./standing";
-import type { HeldStanding } from "./standing-stock";
-import type { Policy, WindowStatus } from "./windows";
-
-/**
- * What a location holder keeps across an eviction (see QuotaHolder): its standing permits, and
- * when the key last arrived there and the gap before, which size and time its next ask for them.
- */
-export interface StandingMemory {
-  standing: HeldStanding[];
-  lastArrival: number | null;
-  gapMs: number;
-  /**
-   * The key's windows at the holder's last contact: a request answered from a kept permit shows
-   * them (the response's quota headers are built from them). Absent in what was kept before they
-   * were: such permits are not used (the request goes to the key's object).
-   */
-  windows?: WindowStatus[];
-}
+import { endsLeases, type LeaseRequest, type Renewal, type RenewalRequest } from "./lease-messages";
+import { standingWanted } from "./standing";
+import type { StandingMemory } from "./standing-stock";
+import type { Policy } from "./windows";
 
 /**
  * One holder's admissions for one key (an isolate's, or a location holder's). Decides from its
@@ -45,10 +29,8 @@ export interface StandingMemory {
  * "The machine" (its transitions are named there).
  */
 export class LeaseHolder extends LeaseHandBacks {
+  /** The key's arrivals here: its recent rate, and its last gap (see ArrivalRate). */
   readonly #rate = new ArrivalRate();
-  /** When the key's last request arrived here (null: none yet), and the gap before it. */
-  #lastArrival: number | null = null;
-  #gapMs = 0;
   /** Permits asked for even while the key is quiet (0: a quiet key asks for none). */
   readonly #stock: number;
   /**
@@ -91,7 +73,8 @@ export class LeaseHolder extends LeaseHandBacks {
    */
   #minuteWant(now: number): { minuteWant?: number; standing?: number } {
     if (this.#stock <= 0) return {};
-    const minuteWant = minuteStockWanted(now, now - (now % MINUTE_MS) + MINUTE_MS, this.#gapMs);
+    const minuteEnd = now - (now % MINUTE_MS) + MINUTE_MS;
+    const minuteWant = minuteStockWanted(now, minuteEnd, this.#rate.gapMs);
     return { minuteWant, ...this.#standingWant(now) };
   }
 
@@ -101,32 +84,18 @@ export class LeaseHolder extends LeaseHandBacks {
    * last gap, at least a minute on).
    */
   #standingWant(now: number): { standing?: number } {
-    const gapMs = this.#sparseGap(now);
+    const gapMs = this.#rate.sparseGap(now);
     const standing = this.#stock > 0 ? standingWanted(gapMs) : 0;
     const nextExpected = now + Math.max(gapMs, MINUTE_MS);
     return standing > 0 && this.standing.coveredUntil <= nextExpected ? { standing } : {};
-  }
-
-  /**
-   * The key's gap here, as standing permits are sized by: its last gap, or for a key seen once
-   * here (no gap yet) the time since, which it is at least as sparse as; and once a minute has
-   * begun since that one request, at least STANDING_GAP_MS: at the next minute's refill, a key
-   * that sent one request in the minute before gets standing permits however late in that minute
-   * it came (sized as for that gap until its next request here tells its own).
-   */
-  #sparseGap(now: number): number {
-    const last = this.#lastArrival;
-    if (this.#gapMs > 0 || last === null) return this.#gapMs;
-    const minuteBegunSince = last < now - (now % MINUTE_MS);
-    return minuteBegunSince ? Math.max(STANDING_GAP_MS, now - last) : now - last;
   }
 
   /** A location holder's standing permits and the key's arrivals here, to keep (see StandingMemory). */
   standingMemory(): StandingMemory {
     return {
       standing: this.standing.held(),
-      lastArrival: this.#lastArrival,
-      gapMs: this.#gapMs,
+      lastArrival: this.#rate.lastArrival,
+      gapMs: this.#rate.gapMs,
       windows: this.windows.atContact,
     };
   }
@@ -137,8 +106,8 @@ export class LeaseHolder extends LeaseHandBacks {
    */
   restoreStanding(memory: StandingMemory, marginMs: number): void {
     this.standing.restore(memory.standing, marginMs);
-    this.#lastArrival = memory.lastArrival;
-    this.#gapMs = memory.gapMs;
+    this.#rate.lastArrival = memory.lastArrival;
+    this.#rate.gapMs = memory.gapMs;
     if (memory.windows) this.windows.contact(memory.windows);
   }
 
@@ -163,8 +132,6 @@ export class LeaseHolder extends LeaseHandBacks {
   ): Promise<HolderDecision> {
     const arrived = clock.now();
     this.#rate.note(arrived);
-    this.#gapMs = this.#lastArrival === null ? 0 : Math.max(0, arrived - this.#lastArrival);
-    this.#lastArrival = arrived;
     for (;;) {
       const exclusive = this.calls.exclusive;
       if (exclusive) {
@@ -215,16 +182,14 @@ export class LeaseHolder extends LeaseHandBacks {
     if (!wanted.standing) return null;
     // The minute's stock goes back with it when the key's next request is due after the minute.
     const minuteEnd = now - (now % MINUTE_MS) + MINUTE_MS;
-    if (this.lease && now + this.#gapMs >= minuteEnd) this.putLeaseAside();
+    if (this.lease && now + this.#rate.gapMs >= minuteEnd) this.putLeaseAside();
     const changes = this.changes;
     const request = { leaseId: "", want: 0, holding: 0, ...wanted };
     return this.#sendRenewal(renew, request, (answer) => {
-      if (answer.revoked || answer.policyVersion > policy.version) {
-        this.dropLeaseAndRefusals();
-        this.keepStanding(answer, answer.policyVersion, now, true);
-        return false;
-      }
-      return this.keepStanding(answer, answer.policyVersion, now, this.changes !== changes);
+      if (!endsLeases(answer, policy.version))
+        return this.keepStanding(answer, answer.policyVersion, now, this.changes !== changes);
+      this.dropLeaseAndRefusals();
+      return this.keepNothing(answer, now);
     });
   }
 
@@ -239,7 +204,8 @@ export class LeaseHolder extends LeaseHandBacks {
     if (!renew || !lease || !this.calls.idle) return null;
     if (now < this.noLeaseUntil) return null;
     const minuteEnd = this.windows.minuteEnd;
-    const renewOptions = { aheadMs: this.#renewAheadMs, stock: this.#stock, gapMs: this.#gapMs };
+    const { gapMs } = this.#rate;
+    const renewOptions = { aheadMs: this.#renewAheadMs, stock: this.#stock, gapMs };
     if (!renewsNow(lease, minuteEnd, now, renewOptions)) return null;
     const want = this.#wanted(now, lease.left);
     if (want <= 0) return null;
@@ -313,7 +279,7 @@ export class LeaseHolder extends LeaseHandBacks {
     // sized for at the key's gap here, see standingWanted): no call. (A second in: a standing
     // permit is usable from its minute's start by the object's clock, which this holder's reads
     // a one-way trip later.)
-    const sizedFor = standingWanted(this.#sparseGap(now));
+    const sizedFor = standingWanted(this.#rate.sparseGap(now));
     if (sizedFor > 0 && this.standing.usableAt(now + 1_000) >= sizedFor) return null;
     this.retireLease(policy, now);
     const changes = this.changes;

@@ -176,6 +176,14 @@ export interface Renewal {
 }
 
 /**
+ * Whether a renewal's answer ends a holder's leases: revoked, or granted under a newer policy
+ * than `version`, the one the holder's lease or call was under (the plan changed). The holder
+ * then keeps nothing it granted; its next request asks.
+ */
+export const endsLeases = (answer: Renewal, version: number): boolean =>
+  answer.revoked || answer.policyVersion > version;
+
+/**
  * The decision on one request, plus the lease granted with it, if any. The decision's windows
  * are the object's after this request and before the lease: the isolate subtracts what it admits
  * from the lease, so its headers read as if each request had been decided here.

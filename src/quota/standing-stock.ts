@@ -17,6 +17,23 @@ export interface HeldStanding {
 }
 
 /**
+ * What a location holder keeps across an eviction (see QuotaHolder, LeaseHolder.standingMemory):
+ * its standing permits, and when the key last arrived there and the gap before, which size and
+ * time its next ask for them.
+ */
+export interface StandingMemory {
+  standing: HeldStanding[];
+  lastArrival: number | null;
+  gapMs: number;
+  /**
+   * The key's windows at the holder's last contact: a request answered from a kept permit shows
+   * them (the response's quota headers are built from them). Absent in what was kept before they
+   * were: such permits are not used (the request goes to the key's object).
+   */
+  windows?: WindowStatus[];
+}
+
+/**
  * A location holder's standing permits (quota/standing.ts), each usable only within its minute.
  * The key's object counts a minute's permits in that minute's window as it starts, so a holder
  * must not use one before that minute has started by the object's clock, nor after it ended:
