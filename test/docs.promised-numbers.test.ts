@@ -47,6 +47,7 @@ import {
   STANDING_BACKGROUND_ENDS_WITHIN_MS,
   STANDING_GAP_MS,
   STANDING_MINUTES,
+  STOPPED_KEY_OBJECT_CALLS,
 } from "../src/quota/standing";
 import { AUTH_FAILURES_PER_MINUTE, banThreshold } from "../src/quota/windows";
 import { WRITE_ATTEMPTS } from "../src/routes/admin/write-while-unchanged";
@@ -78,6 +79,15 @@ interface PromisedNumber {
 }
 
 const PROMISES: PromisedNumber[] = [
+  {
+    name: "STOPPED_KEY_OBJECT_CALLS",
+    value: STOPPED_KEY_OBJECT_CALLS,
+    unit: 1,
+    phrases: [
+      "object at most {n} calls from there after its last request's answer",
+      "costs its object at most {n} more calls per location it used",
+    ],
+  },
   {
     name: "WRITE_ATTEMPTS",
     value: WRITE_ATTEMPTS,
