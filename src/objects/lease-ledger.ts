@@ -7,14 +7,13 @@ import {
   permitsToLease,
   QUIET_STOCK,
   STOCK_LEASE_MS,
-  STOCK_SHARED_WITHIN_MS,
   stockLivesTheMinute,
   takePermits,
 } from "../quota/lease";
 import type { Lease, ReturnedLease } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
 import type { UsageState, WindowStatus } from "../quota/windows";
-import type { Sharing } from "./stock-sharing";
+import { type Sharing, StockSharing } from "./stock-sharing";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
@@ -50,18 +49,8 @@ const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, 
  * reports them used. A lend or a take-back answers the windows with its permits counted.
  */
 export class LeaseLedger {
-  /**
-   * When each holder last asked for permits ("" for an isolate), for STOCK_SHARED_WITHIN_MS: in
-   * memory only, so an object evicted forgets it (a location may then be sized alone for a minute).
-   */
-  readonly #askedAt = new Map<string, number>();
-  /**
-   * The minute in which each location holder short of a stock last had the others asked to
-   * share the bound with it (see `sharersFor`): once a minute per holder, in memory only.
-   */
-  readonly #sharedFor = new Map<string, number>();
-  /** The sharing the last lend asked for, until the object takes it (`takeSharing`). */
-  #sharing: Sharing | null = null;
+  /** Which holders asked lately, and the sharing the last lend asked for (in memory only). */
+  readonly #sharing = new StockSharing();
 
   constructor(
     private readonly sql: SqlStorage,
@@ -106,7 +95,7 @@ export class LeaseLedger {
     grantee: string | null,
   ): { state: UsageState; lease: Lease | null } {
     const heldElsewhere = this.heldBy(state, extending);
-    const askingAlone = this.#noteAsking(grantee, now);
+    const askingAlone = this.#sharing.noteAsking(grantee, now);
     const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
     const asked = sized ? minuteWant : want;
     let permits = permitsToLease(windows, limits, asked, holding, heldElsewhere);
@@ -149,7 +138,7 @@ export class LeaseLedger {
     const stock = Math.min(want, QUIET_STOCK);
     if (grantee === null || granted >= stock) return;
     if (permitsToLease(windows, limits, stock, holding, 0) <= granted) return;
-    if (this.#sharedFor.get(grantee) === state.minuteStart) return;
+    if (this.#sharing.askedThisMinute(grantee, state.minuteStart)) return;
     const sharers = this.sql
       .exec<{ grantee: string }>(
         `SELECT grantee FROM leases WHERE minute_start = ? AND day_start = ? AND grantee IS NOT NULL
@@ -162,35 +151,12 @@ export class LeaseLedger {
       )
       .toArray()
       .map((row) => row.grantee);
-    if (sharers.length === 0) return;
-    for (const [holder, minute] of this.#sharedFor)
-      if (minute !== state.minuteStart) this.#sharedFor.delete(holder);
-    this.#sharedFor.set(grantee, state.minuteStart);
-    this.#sharing = { waiting: grantee, sharers };
+    if (sharers.length > 0) this.#sharing.ask({ waiting: grantee, sharers }, state.minuteStart);
   }
 
   /** The sharing the last lend asked for (see `#noteSharing`), once: null when none. */
   takeSharing(): Sharing | null {
-    const sharing = this.#sharing;
-    this.#sharing = null;
-    return sharing;
-  }
-
-  /**
-   * Notes that `grantee` (a location holder; null: an isolate) asks for permits at `now`; true if
-   * it is a location holder and no other holder (nor any isolate) has asked within
-   * STOCK_SHARED_WITHIN_MS: with no lease of another out either, its stock for the minute is
-   * sized to the minute (see minuteStockWanted).
-   */
-  #noteAsking(grantee: string | null, now: number): boolean {
-    const self = grantee ?? "";
-    this.#askedAt.set(self, now);
-    let alone = grantee !== null;
-    for (const [holder, at] of this.#askedAt) {
-      if (now - at >= STOCK_SHARED_WITHIN_MS) this.#askedAt.delete(holder);
-      else if (holder !== self) alone = false;
-    }
-    return alone;
+    return this.#sharing.take();
   }
 
   /** Whether a lease not granted to location holder `grantee` (another's, or an isolate's) is out. */

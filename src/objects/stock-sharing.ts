@@ -1,6 +1,6 @@
 import { logFailure } from "../lib/log";
 import { withDeadline } from "../quota/call-coordination";
-import { CHANGE_APPLIES_WITHIN_MS } from "../quota/lease";
+import { CHANGE_APPLIES_WITHIN_MS, STOCK_SHARED_WITHIN_MS } from "../quota/lease";
 import type { QuotaHolder } from "./quota-holder";
 
 /**
@@ -40,6 +40,60 @@ export async function tellHoldersOfChange(
  * minute of location holders `sharers` hold the rest of heldBound (LeaseLedger.takeSharing).
  */
 export type Sharing = { waiting: string; sharers: string[] };
+
+/**
+ * What the key's object remembers, in memory only, of the location holders sharing the key's
+ * heldBound (LeaseLedger.lend): an object evicted forgets it, and a location may then be sized
+ * alone for a minute, or its holders asked to share once more in a minute.
+ */
+export class StockSharing {
+  /** When each holder last asked for permits ("" for an isolate), for STOCK_SHARED_WITHIN_MS. */
+  readonly #askedAt = new Map<string, number>();
+  /**
+   * The minute in which each location holder short of a stock last had the others asked to
+   * share the bound with it: once a minute per holder.
+   */
+  readonly #sharedFor = new Map<string, number>();
+  /** The sharing the last lend asked for, until the object takes it (`take`). */
+  #sharing: Sharing | null = null;
+
+  /**
+   * Notes that `grantee` (a location holder; null: an isolate) asks for permits at `now`; true if
+   * it is a location holder and no other holder (nor any isolate) has asked within
+   * STOCK_SHARED_WITHIN_MS: with no lease of another out either, its stock for the minute is
+   * sized to the minute (see minuteStockWanted).
+   */
+  noteAsking(grantee: string | null, now: number): boolean {
+    const self = grantee ?? "";
+    this.#askedAt.set(self, now);
+    let alone = grantee !== null;
+    for (const [holder, at] of this.#askedAt) {
+      if (now - at >= STOCK_SHARED_WITHIN_MS) this.#askedAt.delete(holder);
+      else if (holder !== self) alone = false;
+    }
+    return alone;
+  }
+
+  /** Whether others were asked to share with location holder `waiting` in minute `minuteStart`. */
+  askedThisMinute(waiting: string, minuteStart: number): boolean {
+    return this.#sharedFor.get(waiting) === minuteStart;
+  }
+
+  /** Notes `sharing`, asked in minute `minuteStart`, for the object to take (`take`). */
+  ask(sharing: Sharing, minuteStart: number): void {
+    for (const [holder, minute] of this.#sharedFor)
+      if (minute !== minuteStart) this.#sharedFor.delete(holder);
+    this.#sharedFor.set(sharing.waiting, minuteStart);
+    this.#sharing = sharing;
+  }
+
+  /** The sharing asked for last (see `ask`), once: null when none. */
+  take(): Sharing | null {
+    const sharing = this.#sharing;
+    this.#sharing = null;
+    return sharing;
+  }
+}
 
 /**
  * Asks each of `sharing.sharers` to restock (QuotaHolder.restock: it hands its stock back and
