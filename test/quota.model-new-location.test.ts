@@ -2,46 +2,29 @@
 // a key used alone in one location (its stock for the minute sized to the whole bound), then in
 // another, with the restock pushes and the refills they start delivered, lost, held or repeated;
 // the model's invariants checked after every command and the bill at the end.
-import fc from "fast-check";
+import type fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import type { Fault } from "./model/network";
 import {
   Advance,
   Arm,
-  installModelWorld,
-  installObjectClocks,
-  modelSetup,
   NewLocation,
   PLANS,
   type QuotaModel,
   type QuotaReal,
   Release,
-  settleAndBill,
-  useTime,
+  violationsOfCommands,
 } from "./model/quota-model";
 
 const time = mockClock(T0);
 
-/** Runs `commands` on a key of `plan`, heals and bills: the invariants broken, if any. */
-async function violationsOf(
+/** Runs `commands` on a key of `PLANS[plan]`, heals and bills: the invariants broken, if any. */
+function violationsOf(
   plan: number,
   commands: fc.AsyncCommand<QuotaModel, QuotaReal>[],
 ): Promise<string[]> {
-  const net = installModelWorld(time);
-  installObjectClocks(net);
-  useTime(time);
-  const setup = modelSetup(net, time, T0 + 5_000);
-  let world: ReturnType<typeof setup> | null = null;
-  await fc
-    .asyncModelRun(() => {
-      world = setup(plan);
-      return world;
-    }, commands)
-    .catch(() => undefined);
-  const { model, real } = world!;
-  await settleAndBill(model, real);
-  return model.violations;
+  return violationsOfCommands(time, T0 + 5_000, plan, commands);
 }
 
 const FREE = PLANS.findIndex((p) => p.perMinute === 60 && p.perDay === 200);

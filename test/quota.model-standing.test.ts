@@ -1,15 +1,12 @@
 // Standing permits in the quota model (test/model/quota-model.ts): the shrunk counterexamples the
 // model found, kept as fixed command lists so each runs in every test run with the model's
 // invariants checked after every command and the bill at the end.
-import fc from "fast-check";
+import type fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import {
   Advance,
   DrainedRollback,
-  installModelWorld,
-  installObjectClocks,
-  modelSetup,
   OneAtATime,
   PLANS,
   type QuotaModel,
@@ -17,31 +14,17 @@ import {
   RollbackWhileStanding,
   SecondLocation,
   StopsCalling,
-  settleAndBill,
-  useTime,
+  violationsOfCommands,
 } from "./model/quota-model";
 
 const time = mockClock(T0);
 
-/** Runs `commands` on a key of `plan`, heals and bills: the invariants the model found broken. */
-async function violationsOf(
+/** Runs `commands` on a key of `PLANS[plan]`, heals and bills: the invariants broken, if any. */
+function violationsOf(
   plan: number,
   commands: fc.AsyncCommand<QuotaModel, QuotaReal>[],
 ): Promise<string[]> {
-  const net = installModelWorld(time);
-  installObjectClocks(net);
-  useTime(time);
-  const setup = modelSetup(net, time, T0 + 5_000);
-  let world: ReturnType<typeof setup> | null = null;
-  await fc
-    .asyncModelRun(() => {
-      world = setup(plan);
-      return world;
-    }, commands)
-    .catch(() => undefined);
-  const { model, real } = world!;
-  await settleAndBill(model, real);
-  return model.violations;
+  return violationsOfCommands(time, T0 + 5_000, plan, commands);
 }
 
 const DAY_BINDS = PLANS.findIndex((p) => p.perMinute === 60 && p.perDay === 100);

@@ -1265,6 +1265,33 @@ export interface ScheduledRound {
 }
 
 /**
+ * Runs a fixed command list on a key of `PLANS[plan]`, starting at `start`, then heals and bills:
+ * the invariants the model found broken. A failed command only ends the run early; what it broke
+ * is in the violations.
+ */
+export async function violationsOfCommands(
+  time: { now: number },
+  start: number,
+  plan: number,
+  commands: fc.AsyncCommand<QuotaModel, QuotaReal>[],
+): Promise<string[]> {
+  const net = installModelWorld(time);
+  installObjectClocks(net);
+  useTime(time);
+  const setup = modelSetup(net, time, start);
+  let world: ReturnType<typeof setup> | null = null;
+  await fc
+    .asyncModelRun(() => {
+      world = setup(plan);
+      return world;
+    }, commands)
+    .catch(() => undefined);
+  const { model, real } = world!;
+  await settleAndBill(model, real);
+  return model.violations;
+}
+
+/**
  * Rounds of concurrent work for fc.scheduler(): requests from any isolate, a change to the key
  * (plan up or down, revoked, enabled) that some isolates learn at once, usage reads (which hand
  * an isolate's lease and its location's stock back); then time moves on by up to 2.5 s (renewals,
