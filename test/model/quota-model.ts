@@ -738,6 +738,28 @@ async function decideAsPrevious(
 }
 
 /**
+ * The previous release decides for `minutes` minutes: `requests` requests a minute at the key's
+ * object (`decideAsPrevious`), each minute passed to its end and the network settled, stopping at
+ * the first violation.
+ */
+async function previousReleaseDecides(
+  m: QuotaModel,
+  r: QuotaReal,
+  requests: number,
+  minutes: number,
+  who: string,
+  options: { drained?: boolean } = {},
+) {
+  m.release = "previous";
+  for (let i = 0; i < minutes && !m.violations.length; i++) {
+    await decideAsPrevious(m, r, requests, who, options);
+    const now = clock.now();
+    await passTime(m, r, minuteOf(now) + MINUTE_MS + 1_000 - now);
+    await r.net.settle();
+  }
+}
+
+/**
  * A rollback to the previous release: from now on it decides the key's requests at the key's
  * object (opening it with its own migration list), `requests` of them at once; this release's
  * tiers go on with what they hold (leases, stock, background work) until they end.
@@ -1078,13 +1100,7 @@ class RollbackWhileStanding extends Step {
   async act(m: QuotaModel, r: QuotaReal) {
     await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
     if (m.violations.length) return;
-    m.release = "previous";
-    for (let i = 0; i < this.minutes && !m.violations.length; i++) {
-      await decideAsPrevious(m, r, this.requests, "the rollback");
-      const now = clock.now();
-      await passTime(m, r, minuteOf(now) + MINUTE_MS + 1_000 - now);
-      await r.net.settle();
-    }
+    await previousReleaseDecides(m, r, this.requests, this.minutes, "the rollback");
     if (m.violations.length) return;
     await new RollForward().act(m, r);
     await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
@@ -1134,13 +1150,9 @@ class DrainedRollback extends Step {
       // permit of that minute would serve it with no call to the key's object.
       await new OneAtATime(this.isolate, 1, 20_000).act(m, r);
       if (m.violations.length) return;
-      m.release = "previous";
-      for (let i = 0; i < this.minutes && !m.violations.length; i++) {
-        await decideAsPrevious(m, r, this.requests, "the drained rollback", { drained: true });
-        const at = clock.now();
-        await passTime(m, r, minuteOf(at) + MINUTE_MS + 1_000 - at);
-        await r.net.settle();
-      }
+      await previousReleaseDecides(m, r, this.requests, this.minutes, "the drained rollback", {
+        drained: true,
+      });
     } finally {
       drainingStanding = false;
     }
