@@ -91,6 +91,16 @@ export class LeaseHolder extends LeaseHandBacks {
     this.standing.onChange = changed;
   }
 
+  /**
+   * Whether the key's next request here is expected at `t` or later (its last gap here after its
+   * last arrival; a key seen once here: not known, false): a refill for the minute before `t`
+   * would hold a stock no request uses.
+   */
+  nextExpectedFrom(t: number): boolean {
+    const { lastArrival, gapMs } = this.#rate;
+    return lastArrival !== null && gapMs > 0 && lastArrival + gapMs >= t;
+  }
+
   /** When the last standing permit held ends (0: none). */
   get standingUntil(): number {
     return this.standing.lastUntil;
