@@ -1,7 +1,7 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
 import { withDeadline } from "./call-coordination";
-import { LEASE_TIMINGS, minuteStockWanted, renewsNow } from "./lease";
+import { LEASE_TIMINGS, minuteStockWanted, RenewAhead, renewsNow } from "./lease";
 import { type LeaseCalls, LeaseHandBacks } from "./lease-hand-backs";
 
 export type { GiveBackCall, LeaseCalls } from "./lease-hand-backs";
@@ -42,7 +42,7 @@ export class LeaseHolder extends LeaseHandBacks {
    */
   readonly #leaseLifetimeMs: number;
   /** How long ahead of its expiry the lease in use is renewed (see `renewsNow`). */
-  readonly #renewAheadMs: number;
+  readonly #renewAhead: RenewAhead;
 
   /**
    * `stock`: the permits to ask for whenever a lease is asked for or renewed, even for a quiet
@@ -53,7 +53,7 @@ export class LeaseHolder extends LeaseHandBacks {
     this.#stock = stock;
     const timings = LEASE_TIMINGS[stock > 0 ? "stock" : "isolate"];
     this.#leaseLifetimeMs = timings.lifetimeMs;
-    this.#renewAheadMs = timings.renewAheadMs;
+    this.#renewAhead = new RenewAhead(timings.renewAheadMs);
   }
 
   /**
@@ -205,7 +205,7 @@ export class LeaseHolder extends LeaseHandBacks {
     if (now < this.noLeaseUntil) return null;
     const minuteEnd = this.windows.minuteEnd;
     const { gapMs } = this.#rate;
-    const renewOptions = { aheadMs: this.#renewAheadMs, stock: this.#stock, gapMs };
+    const renewOptions = { aheadMs: this.#renewAhead.ms, stock: this.#stock, gapMs };
     if (!renewsNow(lease, minuteEnd, now, renewOptions)) return null;
     const want = this.#wanted(now, lease.left);
     if (want <= 0) return null;
@@ -228,7 +228,10 @@ export class LeaseHolder extends LeaseHandBacks {
         ...idsOf(admissionIds),
         ...this.#minuteWant(now),
       },
-      (answer) => this.renewed(answer, sent),
+      (answer) => {
+        this.#renewAhead.answered(clock.now() - sent.at);
+        return this.renewed(answer, sent);
+      },
       () => this.reportAgain(lease, admissionIds),
     );
   }
