@@ -6,7 +6,9 @@ import { describe, expect, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import {
   Advance,
+  ChangeKey,
   DrainedRollback,
+  Evict,
   OneAtATime,
   PLANS,
   type QuotaModel,
@@ -80,11 +82,11 @@ describe("standing permits in the quota model", () => {
   });
 
   // A rollback while a key holds standing permits, then the roll forward: the previous release
-  // does not count a minute's standing permits as the minute starts, so a minute a holder
-  // admitted from one before the previous release opened the object is short of it (shrunk:
-  // the previous release reads minute count 1 < served 2). Within heldBound: see
+  // counts a minute's standing permits as the minute starts, so a minute a holder admitted from
+  // one before the previous release opened the object is counted whole (with a release before
+  // that did not, shrunk: the previous release reads minute count 1 < served 2). See
   // ROLLBACK_COUNTS_STANDING in test/model/flags.ts.
-  it("keeps a minute the previous release decides in within heldBound of what was served, and bills once", {
+  it("keeps a minute the previous release decides in exact, and bills once", {
     timeout: 60_000,
   }, async () => {
     const violations = await violationsOf(DAY_BINDS, [
@@ -116,6 +118,23 @@ describe("standing permits in the quota model", () => {
       expect(violations).toEqual([]);
     },
   );
+
+  // A holder evicted while it holds standing permits (kept in its storage, used again by the new
+  // instance), then a change whose push makes it hand them back: the permits it used after the
+  // eviction are billed once. (The evicted instance's background work must never wake: when the
+  // model's fake timers woke it, it handed back its stale copy of those permits first, unused,
+  // and the day counted 7 < served 8.)
+  it("bills once the standing permits a holder used after an eviction, handed back on a change", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(DAY_BINDS, [
+      new SecondLocation(4, 0, 1, 1_000),
+      new Evict("holder", 2),
+      new OneAtATime(4, 3, 98_084),
+      new ChangeKey("planUp", 0),
+    ]);
+    expect(violations).toEqual([]);
+  });
 
   // A second location calling while the first holds a stock for the minute and standing permits.
   it("keeps every window within its limit when a second location calls while a first holds the key's permits", {

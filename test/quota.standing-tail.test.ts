@@ -1,15 +1,14 @@
 // What a key costs after it stops calling in a location: its holder's standing permits (one
 // lease per minute to come) and the stock granted with them go back to the key's object in one
 // call, not one call each, whatever the key's gap; a hand-back delivered twice is taken back
-// once; and an object of the release before (no batched call) still gets every lease back, one
-// call each. Driven against the key's real QuotaLimiter and QuotaHolder with fake time, counting
+// once. Driven against the key's real QuotaLimiter and QuotaHolder with fake time, counting
 // the key's object's calls.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota-holder";
-import { QuotaLimiter } from "../src/objects/quota-limiter";
+import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import {
   STANDING_BACKGROUND_ENDS_WITHIN_MS,
   STANDING_MINUTES,
@@ -73,29 +72,6 @@ describe("a key that stopped calling in a location", () => {
       });
     },
   );
-
-  it("to a key's object of the release before (no batched hand-back), every lease goes back, one call each", {
-    timeout: 60_000,
-  }, async () => {
-    const keyId = `standing_tail_${++seq}`;
-    const last = await callThenStop(keyId, 59_000, 3, 7_000);
-    const held = await holderOf(keyId).unusedPermits();
-    expect(held).toBeGreaterThanOrEqual(STANDING_MINUTES);
-    // The release before's object: no `returnLeases` (the runtime refuses the call).
-    const batched = Object.getOwnPropertyDescriptor(QuotaLimiter.prototype, "returnLeases");
-    Reflect.deleteProperty(QuotaLimiter.prototype, "returnLeases");
-    try {
-      const returned = vi.spyOn(QuotaLimiter.prototype, "returnLease");
-      await passTo(last + STANDING_BACKGROUND_ENDS_WITHIN_MS);
-      expect(returned.mock.calls.length).toBeGreaterThanOrEqual(STANDING_MINUTES);
-    } finally {
-      if (batched) Object.defineProperty(QuotaLimiter.prototype, "returnLeases", batched);
-    }
-    expect(await holderOf(keyId).unusedPermits()).toBe(0);
-    const stub = env.QUOTA.getByName(keyId);
-    expect((await stub.usage(POLICY)).day.count).toBe(3);
-    expect((await stub.report(POLICY)).days[0]).toMatchObject({ admitted: 3, stranded: 0 });
-  });
 });
 
 describe("a batched hand-back at the key's object", () => {

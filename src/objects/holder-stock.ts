@@ -195,7 +195,9 @@ export class LocationStock {
   /**
    * Leases end with their minute, so a key used here this minute gets a fresh stock as the next
    * one begins, in the background: its first requests there wait for no far call. A key not used
-   * here for a whole minute gets none (what it holds goes back at its lease's expiry).
+   * here for a whole minute gets none (what it holds goes back at its lease's expiry), nor does
+   * one whose next request is expected after that minute (a key calling every 2 minutes or less
+   * often: its standing permits serve it).
    */
   #refillWhenTheMinuteTurns(keyId: string, policy: Policy): void {
     if (!this.#policy || policy.version > this.#policy.version) this.#policy = policy;
@@ -208,7 +210,9 @@ export class LocationStock {
       clock.sleep(next - now).then(async () => {
         const latest = this.#policy ?? policy;
         const calls = this.#calls.to(keyId, latest);
-        const refill = this.#leases.refill(latest, calls);
+        const refill = this.#leases.nextExpectedFrom(next + MINUTE_MS)
+          ? null
+          : this.#leases.refill(latest, calls);
         if (refill) await this.#leases.giveBackAfterRenewal(refill, calls);
         await this.#leases.handBackStandingAtEnd(calls);
       }),
