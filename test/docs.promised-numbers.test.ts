@@ -428,6 +428,7 @@ const PROMISES: PromisedNumber[] = [
     phrases: [
       "standing permits for a sparse key's minutes to come, up to {n} minutes ahead",
       "the last ending at most {n} minutes on",
+      "the last minute of those permits, which ends at most {n} minutes after the grant",
       "then each minute of the next {n} for which",
     ],
   },
