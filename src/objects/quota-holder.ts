@@ -53,10 +53,15 @@ export const holderName = (keyId: string, location: string): string => `${keyId}
  * (within heldBound, see docs/quotas.md).
  */
 export class QuotaHolder extends DurableObject<Env> {
-  /** The key's permits held here, and the calls that keep them (see LocationStock). */
-  readonly #stock = new LocationStock(this.ctx.storage, () => this.env, this.ctx.id.name ?? null);
   /** The key's record, for requests that arrive with a secret rather than the key (`authenticate`). */
   readonly #keyRecord = new HeldKeyRecord();
+  /** The key's permits held here, and the calls that keep them (see LocationStock). */
+  readonly #stock = new LocationStock(
+    this.ctx.storage,
+    () => this.env,
+    this.ctx.id.name ?? null,
+    this.#keyRecord,
+  );
   /** The answers to the requests decided here lately, by admission id (see `admit`). */
   readonly #answers = new ExpiringMap<string, Promise<HolderAnswer>>(10_000);
 
@@ -107,9 +112,16 @@ export class QuotaHolder extends DurableObject<Env> {
   ): Promise<HolderAuthentication> {
     const now = clock.now();
     const kept = this.#keyRecord.cached(hash, now);
+    // A copy too old to be `cached`, at a holder holding standing permits (a key calling every 30 s
+    // or less often), decides one request, as it lets the secret in, and is read again at once
+    // (HeldKeyRecord.onceStale).
+    const stale = kept || !this.#stock.holdsStanding(now) ? null : this.#keyRecord.onceStale(hash);
+    if (stale) void this.#read(keyId, hash);
+    const copy = kept ?? stale;
     const found: HolderAuthentication =
-      kept !== null && this.#keptDecides(kept, now)
-        ? { outcome: "found", match: kept, answer: null, copyAgeMs: this.#keyRecord.ageAt(now) }
+      copy !== null &&
+      (stale ? secretStatus(stale, now) === "active" : this.#keptDecides(copy, now))
+        ? { outcome: "found", match: copy, answer: null, copyAgeMs: this.#keyRecord.ageAt(now) }
         : await this.#read(keyId, hash);
     if (found.outcome !== "found" || secretStatus(found.match, clock.now()) !== "active")
       return found;
