@@ -121,7 +121,7 @@ export interface Renewal {
   windows: WindowStatus[];
   granted: Lease | null;
   /** The object's clock when it answered (see localExpiry). */
-  now?: number;
+  now: number;
   /** Standing permits granted with it (absent: none). */
   standing?: StandingPermit[];
 }
