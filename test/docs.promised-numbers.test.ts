@@ -389,6 +389,12 @@ const PROMISES: PromisedNumber[] = [
     ],
   },
   {
+    name: "STANDING_MINUTES + 1 (how far ahead a standing permit is held)",
+    value: STANDING_MINUTES + 1,
+    unit: 1,
+    phrases: ["the last minute of those permits, which ends at most {n} minutes after the grant"],
+  },
+  {
     name: "STANDING_GAP_MS",
     value: STANDING_GAP_MS,
     unit: S,

@@ -1,5 +1,6 @@
 import { MINUTE_MS } from "../lib/clock";
-import type { Decision, WindowStatus } from "./windows";
+import { ApiError } from "../lib/errors";
+import type { Decision, Refusal, WindowStatus } from "./windows";
 
 const toSeconds = (ms: number) => Math.ceil(ms / 1000);
 
@@ -14,10 +15,8 @@ export function bindingWindow<W extends Pick<WindowStatus, "remaining">>(windows
 
 /**
  * X-RateLimit-* for the binding window, the IETF RateLimit/RateLimit-Policy forms for every
- * window, and Retry-After (whole seconds, at least 1) on refusals. During a ban X-RateLimit-*
- * say 0 left until the moment a request can succeed (the ban is also in Retry-After and the error
- * code), while the IETF header keeps showing each window as it really is, so a banned client
- * does not lose sight of its daily quota.
+ * window, and Retry-After on refusals. During a ban X-RateLimit-* say 0 left until a request can
+ * succeed, while the IETF header shows each window as it is (docs/quotas.md).
  */
 export function rateLimitHeaders(d: Decision): Record<string, string> {
   const headers = windowHeaders(d.windows, d.now, d.outcome === "key_banned" ? d.retryAt : null);
@@ -25,7 +24,6 @@ export function rateLimitHeaders(d: Decision): Record<string, string> {
   return headers;
 }
 
-/** The rate-limit headers of `windows` at `now` (see rateLimitHeaders), banned until `bannedUntil`. */
 function windowHeaders(
   windows: readonly (Omit<WindowStatus, "name"> & { name: string })[],
   now: number,
@@ -44,10 +42,8 @@ function windowHeaders(
 }
 
 /**
- * The rate-limit headers of an answer given without the key's quota object (it did not answer):
- * they describe the fallback allowance this isolate applies meanwhile (`limit` per minute
- * window, `remaining` of it left until `resetAt`, always after `now`), named "fallback" in
- * RateLimit-Policy and RateLimit, never the key's own windows, which cannot be known.
+ * The rate-limit headers of an answer given without the key's quota object: the fallback
+ * allowance, named "fallback", never the key's own windows, which cannot be known.
  */
 export function fallbackHeaders(
   limit: number,
@@ -57,4 +53,18 @@ export function fallbackHeaders(
 ): Record<string, string> {
   const fallback = { name: "fallback", limit, remaining, resetAt, seconds: MINUTE_MS / 1000 };
   return windowHeaders([fallback], now, null);
+}
+
+const REFUSALS = {
+  rate_limited:
+    "Per-minute rate limit exceeded; wait for Retry-After, then back off exponentially.",
+  quota_exceeded:
+    "Daily quota exceeded; it resets at 00:00 UTC (see Retry-After). Upgrade the plan for more.",
+  key_banned:
+    "The API key is temporarily banned for repeated requests after 429 responses; wait for Retry-After.",
+} as const;
+
+/** The error a refused request is answered with: the refusal's code, what to do, `headers`. */
+export function refusalError(outcome: Refusal, headers: Record<string, string>): ApiError {
+  return new ApiError(outcome, REFUSALS[outcome], headers);
 }
