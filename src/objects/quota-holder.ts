@@ -107,8 +107,8 @@ export class QuotaHolder extends DurableObject<Env> {
     const match = used ? { ...found.match, record: used } : found.match;
     if (!answer.reached) return { ...found, match, answer };
     const { decision } = answer;
-    const stale = decision.outcome === "stale";
-    if (!stale && decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
+    const undecided = decision.outcome === "stale";
+    if (!undecided && decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
       this.#keyRecord.vouch(decision.policyVersion, clock.now());
       return { ...found, match, answer };
     }
@@ -116,7 +116,7 @@ export class QuotaHolder extends DurableObject<Env> {
     // is decided under it, with the same admission id; any other decision stands.
     this.#keyRecord.forget();
     const fresh = await this.#read(keyId, hash);
-    if (stale) return fresh.outcome === "found" ? { ...fresh, answer: null } : fresh;
+    if (undecided) return fresh.outcome === "found" ? { ...fresh, answer: null } : fresh;
     return { outcome: "found", match: fresh.outcome === "found" ? fresh.match : match, answer };
   }
 
