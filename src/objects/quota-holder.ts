@@ -40,8 +40,13 @@ export const holderName = (keyId: string, location: string): string => `${keyId}
  * (docs/quotas.md, "The machine").
  */
 export class QuotaHolder extends DurableObject<Env> {
-  readonly #stock = new LocationStock(this.ctx.storage, () => this.env, this.ctx.id.name ?? null);
   readonly #keyRecord = new HeldKeyRecord();
+  readonly #stock = new LocationStock(
+    this.ctx.storage,
+    () => this.env,
+    this.ctx.id.name ?? null,
+    this.#keyRecord,
+  );
   /** The answers to the requests decided here lately, by admission id. */
   readonly #answers = new ExpiringMap<string, Promise<HolderAnswer>>(10_000);
 
@@ -82,9 +87,15 @@ export class QuotaHolder extends DurableObject<Env> {
   ): Promise<HolderAuthentication> {
     const now = clock.now();
     const kept = this.#keyRecord.cached(hash, now);
+    // A copy too old to be `cached`, at a holder holding standing permits (a key calling every 30 s
+    // or less often), decides one request, as it lets the secret in, and is read again at once
+    // (HeldKeyRecord.onceStale).
+    const old = kept || !this.#stock.holdsStanding(now) ? null : this.#keyRecord.onceStale(hash);
+    if (old) void this.#read(keyId, hash);
+    const copy = kept ?? old;
     const found: HolderAuthentication =
-      kept !== null && this.#keptDecides(kept, now)
-        ? { outcome: "found", match: kept, answer: null, copyAgeMs: this.#keyRecord.ageAt(now) }
+      copy !== null && (old ? secretStatus(old, now) === "active" : this.#keptDecides(copy, now))
+        ? { outcome: "found", match: copy, answer: null, copyAgeMs: this.#keyRecord.ageAt(now) }
         : await this.#read(keyId, hash);
     if (found.outcome !== "found" || secretStatus(found.match, clock.now()) !== "active")
       return found;
