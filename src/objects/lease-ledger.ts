@@ -10,7 +10,7 @@ import {
   stockLivesTheMinute,
   takePermits,
 } from "../quota/lease";
-import type { Lease, ReturnedLease } from "../quota/lease-messages";
+import type { Lease, ReturnedLease, SharedStock } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
 import type { UsageState, WindowStatus } from "../quota/windows";
 import { type Sharing, StockSharing } from "./stock-sharing";
@@ -107,7 +107,8 @@ export class LeaseLedger {
       permits = permitsToLease(windows, limits, want, holding, heldElsewhere);
       forTheMinute = stockLivesTheMinute(windows, limits, permits);
     }
-    this.#noteSharing(state, windows, limits, { grantee, want, holding }, permits, now);
+    const ask = { grantee, want, holding, renewing: extending !== undefined };
+    this.#noteSharing(state, windows, limits, ask, permits, now);
     if (permits <= 0) return { state, lease: null };
     const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee, { forTheMinute }));
     const extended =
@@ -131,7 +132,7 @@ export class LeaseLedger {
     state: UsageState,
     windows: WindowStatus[],
     limits: Limits,
-    { grantee, want, holding }: { grantee: string | null; want: number; holding: number },
+    { grantee, want, holding, renewing }: LeaseAsk & { grantee: string | null; renewing: boolean },
     granted: number,
     now: number,
   ): void {
@@ -151,12 +152,36 @@ export class LeaseLedger {
       )
       .toArray()
       .map((row) => row.grantee);
-    if (sharers.length > 0) this.#sharing.ask({ waiting: grantee, sharers }, state.minuteStart);
+    if (sharers.length === 0) return;
+    this.#sharing.ask({ waiting: grantee, sharers, tellWaiting: renewing }, state.minuteStart);
   }
 
   /** The sharing the last lend asked for (see `#noteSharing`), once: null when none. */
   takeSharing(): Sharing | null {
     return this.#sharing.take();
+  }
+
+  /** The sharing under way with location holder `grantee` (see StockSharing.heldFor). */
+  get sharings(): Pick<StockSharing, "underWay" | "heldFor"> {
+    return this.#sharing;
+  }
+
+  /**
+   * Counts back what a location holder gave up of lease `id` to share the bound (`cut`, of the
+   * `seen` it had been granted): unless the lease was granted more since (or an answer of it
+   * was lost), when its holding, reported since or to come, tells; a lease settled already
+   * counted it.
+   */
+  takeShared(state: UsageState, { id, seen, cut }: SharedStock): UsageState {
+    const row = this.#row(id);
+    if (!row || row.permits !== seen || !(cut > 0 && cut <= seen)) return state;
+    this.sql.exec(
+      "UPDATE leases SET permits = permits - ?, held = MAX(0, held - ?) WHERE id = ?",
+      cut,
+      cut,
+      id,
+    );
+    return givePermitsBack(state, row, cut);
   }
 
   /** Whether a lease not granted to location holder `grantee` (another's, or an isolate's) is out. */

@@ -9,6 +9,7 @@ import {
   type Admission,
   admissionIdLive,
   type LeaseRequest,
+  type SharedStock,
 } from "../quota/lease-messages";
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
@@ -233,13 +234,13 @@ export class QuotaHolder extends DurableObject<Env> {
 
   /**
    * The key's object asks this holder to share the key's heldBound with another location (its
-   * stock for the minute holds more than a shared stock), or tells it room freed up for a stock
-   * it was refused for that reason: it asks for a fresh stock, handing back the one it holds in
-   * the same call (see LocationStock.restock). Resolves once that call is answered.
+   * stock for the minute holds more than a shared stock): it keeps a shared stock and answers
+   * what it gave up; or tells it room freed up for a stock it was refused for that reason: it
+   * asks for one, and resolves once that call is answered (see LocationStock.restock).
    */
-  async restock(keyId: string): Promise<void> {
+  async restock(keyId: string): Promise<SharedStock | null> {
     this.#stock.entered();
-    await this.#stock.restock(keyId);
+    return this.#stock.restock(keyId);
   }
 
   /** Permits in stock or waiting to go back (for tests and the bench). */

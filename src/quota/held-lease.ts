@@ -38,6 +38,11 @@ export class HeldLeases {
    * `retireStandingOlderThan`) and no call has carried them yet: the holder hands them back now.
    */
   protected supersededWaiting = false;
+  /**
+   * A location holder's: the key's object asks others to share the bound with it, and answers
+   * its refill sent now once they have (LocationStock.decide sends it).
+   */
+  sharingAsked = false;
   #refusal: SeenRefusal | null = null;
 
   /**
@@ -328,8 +333,10 @@ export class HeldLeases {
       this.#refusal = { outcome: decision.outcome, retryAt: decision.retryAt };
       this.noLeaseUntil = Math.max(this.noLeaseUntil, decision.retryAt);
     } else if (wanted > 0 && !lease) {
-      // Too close to the limit for a lease: one call per request until the minute is over.
-      this.noLeaseUntilMinuteEnds(decision.windows);
+      // Others share the bound with this holder: it asks again now (see `sharingAsked`). Else
+      // too close to the limit for a lease: one call per request until the minute is over.
+      if (admission.sharing) this.sharingAsked = true;
+      else this.noLeaseUntilMinuteEnds(decision.windows);
     }
     // This holder's own unused standing permits are room, as a lease's (the decision's windows
     // count those granted before, not those it grants).

@@ -7,7 +7,13 @@ import { type LeaseCalls, LeaseHandBacks } from "./lease-hand-backs";
 export type { GiveBackCall, LeaseCalls } from "./lease-hand-backs";
 
 import { type HolderDecision, idsOf, type SentRenewal } from "./lease-in-hand";
-import { endsLeases, type LeaseRequest, type Renewal, type RenewalRequest } from "./lease-messages";
+import {
+  endsLeases,
+  type LeaseRequest,
+  type Renewal,
+  type RenewalRequest,
+  type SharedStock,
+} from "./lease-messages";
 import { standingWanted } from "./standing";
 import type { StandingMemory } from "./standing-stock";
 import type { Policy } from "./windows";
@@ -309,6 +315,22 @@ export class LeaseHolder extends LeaseHandBacks {
     const refill = this.refill(policy, calls);
     if (!refill) this.noLeaseUntil = noLeaseUntil;
     return refill;
+  }
+
+  /**
+   * A location holder's, asked by the key's object to share the key's heldBound with another
+   * location (see QuotaHolder.restock): a stock in use holding more than this holder's own size
+   * (a stock for the minute sized while it was the key's only holder) keeps that size, and what
+   * it gave up is returned for the object to count back. Null when idle is not, or nothing to give.
+   */
+  share(policy: Policy): SharedStock | null {
+    const lease = this.lease;
+    if (!lease || !this.calls.idle || this.leaseOver(lease, policy, clock.now())) return null;
+    const cut = lease.left - this.#stock;
+    if (this.#stock <= 0 || cut <= 0) return null;
+    const seen = lease.used + lease.left;
+    lease.left -= cut;
+    return { id: lease.id, seen, cut };
   }
 
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {

@@ -188,4 +188,18 @@ export const endsLeases = (answer: Renewal, version: number): boolean =>
  * are the object's after this request and before the lease: the isolate subtracts what it admits
  * from the lease, so its headers read as if each request had been decided here.
  */
-export type Admission = KeyDecision & { lease: Lease | null; standing?: StandingPermit[] };
+export type Admission = KeyDecision & {
+  lease: Lease | null;
+  standing?: StandingPermit[];
+  /**
+   * No stock only because other location holders hold the bound: they are asked to share it, and
+   * the holder's refill sent now is answered once they have (objects/stock-sharing.ts).
+   */
+  sharing?: true;
+};
+
+/**
+ * What a location holder gave up of its stock when asked to share the bound (QuotaHolder.restock):
+ * `cut` permits of lease `id`, of which it had seen `seen` granted (used and unused).
+ */
+export type SharedStock = { id: string; seen: number; cut: number };
