@@ -35,8 +35,11 @@ import {
   callsPerThousandOf,
   keyCost,
   keysForSamples,
+  STOPPED_KEY_CALLS_END_WITHIN_MS,
+  STOPPED_KEY_OBJECT_CALLS,
   scenarioCost,
   sparsePlan,
+  TAIL_SECONDS,
 } from "./lib/quota-scenarios.mjs";
 import { writeResult } from "./lib/report.mjs";
 import { percentile } from "./lib/samples.mjs";
@@ -60,12 +63,13 @@ const USAGE = `Usage: npm run bench:quota -- [options]
                       (150 at 5 minutes: 150 keys, one measured request each)
   --new-location 15   keys, each in use in one location, sending a first request in another
                       (and as many more sending a first and a next request there)
-  --tail-seconds 300  how long after the last request of the quiet and sparse keys their
-                      background Durable Object requests are watched before the report
+  --tail-seconds ${TAIL_SECONDS}  how long after the last request of the quiet and sparse keys their
+                      background Durable Object requests are watched before the report (a
+                      stopped key's last one comes within ${STOPPED_KEY_CALLS_END_WITHIN_MS / 1000} s)
   --scenarios quiet,sparse,new-location,cold,cold-isolate,3-locations,near-limit,busy
                       the scenarios to run, comma-separated (default: all)
 
-With the defaults the whole run takes about 13 minutes: the sparse scenarios run together for
+With the defaults the whole run takes about 15 minutes: the sparse scenarios run together for
 about 6 (a minute of staggered first requests, then 5 minutes of calls), the others about 3,
 and the report waits until the last sparse request is --tail-seconds old.
   --port 8860         the API's port (its inspector: port + 2)
@@ -98,7 +102,7 @@ const opts = optionsOrExit(
     "sparse-minutes": { default: 5, min: 1, max: 120 },
     "sparse-samples": { default: 150, min: 1, max: 2_000 },
     "new-location": { default: 15, min: 1, max: 500 },
-    "tail-seconds": { default: 300, max: 3_600 },
+    "tail-seconds": { default: TAIL_SECONDS, max: 3_600 },
     scenarios: {
       default: SCENARIOS.join(","),
       pattern: new RegExp(`^(${SCENARIOS.join("|")})(,(${SCENARIOS.join("|")}))*$`),
@@ -564,7 +568,8 @@ async function main() {
       "from that answer to the start of the last of them over the scenario's keys, watched " +
       "until the report (at least that long for every key of the scenario). Most to its object: " +
       "the `relayed` and `limiter` calls of the key with the most, which docs/quotas.md bounds at " +
-      "3 per location the key used (`STOPPED_KEY_OBJECT_CALLS`), all within 480.25 s of its last " +
+      `${STOPPED_KEY_OBJECT_CALLS} per location the key used (\`STOPPED_KEY_OBJECT_CALLS\`), all within ` +
+      `${STOPPED_KEY_CALLS_END_WITHIN_MS / 1000} s of its last ` +
       "request (`STANDING_BACKGROUND_ENDS_WITHIN_MS`): watched for less, a key's last hand-back " +
       "may not show (--tail-seconds).",
     "",

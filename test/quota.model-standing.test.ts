@@ -80,11 +80,11 @@ describe("standing permits in the quota model", () => {
   });
 
   // A rollback while a key holds standing permits, then the roll forward: the previous release
-  // does not count a minute's standing permits as the minute starts, so a minute a holder
-  // admitted from one before the previous release opened the object is short of it (shrunk:
-  // the previous release reads minute count 1 < served 2). Within heldBound: see
+  // counts a minute's standing permits as the minute starts, so a minute a holder admitted from
+  // one before the previous release opened the object is counted whole (with a release before
+  // that did not, shrunk: the previous release reads minute count 1 < served 2). See
   // ROLLBACK_COUNTS_STANDING in test/model/flags.ts.
-  it("keeps a minute the previous release decides in within heldBound of what was served, and bills once", {
+  it("keeps a minute the previous release decides in exact, and bills once", {
     timeout: 60_000,
   }, async () => {
     const violations = await violationsOf(DAY_BINDS, [

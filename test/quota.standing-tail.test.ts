@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota-holder";
-import { QuotaLimiter } from "../src/objects/quota-limiter";
+import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import {
   STANDING_BACKGROUND_ENDS_WITHIN_MS,
   STANDING_MINUTES,
@@ -73,29 +73,6 @@ describe("a key that stopped calling in a location", () => {
       });
     },
   );
-
-  it("to a key's object of the release before (no batched hand-back), every lease goes back, one call each", {
-    timeout: 60_000,
-  }, async () => {
-    const keyId = `standing_tail_${++seq}`;
-    const last = await callThenStop(keyId, 59_000, 3, 7_000);
-    const held = await holderOf(keyId).unusedPermits();
-    expect(held).toBeGreaterThanOrEqual(STANDING_MINUTES);
-    // The release before's object: no `returnLeases` (the runtime refuses the call).
-    const batched = Object.getOwnPropertyDescriptor(QuotaLimiter.prototype, "returnLeases");
-    Reflect.deleteProperty(QuotaLimiter.prototype, "returnLeases");
-    try {
-      const returned = vi.spyOn(QuotaLimiter.prototype, "returnLease");
-      await passTo(last + STANDING_BACKGROUND_ENDS_WITHIN_MS);
-      expect(returned.mock.calls.length).toBeGreaterThanOrEqual(STANDING_MINUTES);
-    } finally {
-      if (batched) Object.defineProperty(QuotaLimiter.prototype, "returnLeases", batched);
-    }
-    expect(await holderOf(keyId).unusedPermits()).toBe(0);
-    const stub = env.QUOTA.getByName(keyId);
-    expect((await stub.usage(POLICY)).day.count).toBe(3);
-    expect((await stub.report(POLICY)).days[0]).toMatchObject({ admitted: 3, stranded: 0 });
-  });
 });
 
 describe("a batched hand-back at the key's object", () => {

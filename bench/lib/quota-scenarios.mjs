@@ -15,6 +15,20 @@
  */
 
 /**
+ * What docs/quotas.md promises of a key that stopped calling (src/quota/standing.ts, tied by
+ * bench/test/quota-scenarios.test.ts): its location holder's calls to the key's object, at most
+ * this many per location (`STOPPED_KEY_OBJECT_CALLS`)…
+ */
+export const STOPPED_KEY_OBJECT_CALLS = 3;
+/** …all within this long of its last request (`STANDING_BACKGROUND_ENDS_WITHIN_MS`). */
+export const STOPPED_KEY_CALLS_END_WITHIN_MS = 480_250;
+/**
+ * How long the report watches a stopped key's background requests by default (`--tail-seconds`):
+ * long enough for the last of them to show.
+ */
+export const TAIL_SECONDS = Math.ceil(STOPPED_KEY_CALLS_END_WITHIN_MS / 1_000);
+
+/**
  * One response's X-Bench-Calls (`limiter=N, d1=M, d1-pets=P, local=L, forwarded=F, background=B`).
  * Throws on a response without it: every response behind the simulated network carries it.
  * @param {string | null | undefined} header

@@ -1,12 +1,19 @@
 import { describe, expect, it } from "vitest";
 import {
+  STANDING_BACKGROUND_ENDS_WITHIN_MS,
+  STOPPED_KEY_OBJECT_CALLS,
+} from "../../src/quota/standing";
+import {
   benchCallsOrThrow,
   byTime,
   callsPerThousandOf,
   keyCost,
   keysForSamples,
+  STOPPED_KEY_OBJECT_CALLS as REPORTED_OBJECT_CALLS,
+  STOPPED_KEY_CALLS_END_WITHIN_MS,
   scenarioCost,
   sparsePlan,
+  TAIL_SECONDS,
 } from "../lib/quota-scenarios.mjs";
 
 const header = (limiter: number, local: number, forwarded: number, background: number) =>
@@ -195,5 +202,14 @@ describe("bench:quota's cost of a key", () => {
         { measured: 4, window: 1, tail: 0, tailByHop: {}, lastTailAfterMs: null, observedMs: 9 },
       ]),
     ).toMatchObject({ doPerThousand: 250, lastTailAfterMs: null });
+  });
+});
+
+describe("bench:quota's watch after a key's last request", () => {
+  it("states the product's bounds and, by default, watches long enough for a stopped key's last call", () => {
+    expect(REPORTED_OBJECT_CALLS).toBe(STOPPED_KEY_OBJECT_CALLS);
+    expect(STOPPED_KEY_CALLS_END_WITHIN_MS).toBe(STANDING_BACKGROUND_ENDS_WITHIN_MS);
+    expect(TAIL_SECONDS * 1_000).toBeGreaterThanOrEqual(STANDING_BACKGROUND_ENDS_WITHIN_MS);
+    expect(TAIL_SECONDS * 1_000).toBeLessThan(STANDING_BACKGROUND_ENDS_WITHIN_MS + 1_000);
   });
 });

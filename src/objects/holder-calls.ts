@@ -3,7 +3,7 @@ import type { ReturnedLease } from "../quota/lease-messages";
 import type { Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import type { QuotaLimiter } from "./quota-limiter";
-import { callWithOneRetry, lacksMethod, placedIn } from "./stub-call";
+import { callWithOneRetry, placedIn } from "./stub-call";
 
 /**
  * A location holder's calls to its key's object (QuotaHolder): where the object is (its region,
@@ -17,11 +17,6 @@ export class HolderCalls {
   readonly #name: string | null;
   /** The key's region, as the last request brought it. */
   region: Region | null = null;
-  /**
-   * Whether the key's object was found to lack `returnLeases` (an object of the release before,
-   * during a deploy or after a rollback): leases then go back one call each, as it takes them.
-   */
-  #oneLeaseACall = false;
 
   constructor(env: () => Env, name: string | null) {
     this.#env = env;
@@ -39,37 +34,17 @@ export class HolderCalls {
         () => this.stub(keyId),
         async (stub) => stub.returnLease(returned),
       );
-    return {
-      giveBack: one,
-      giveBackAll: (returning) => this.#giveBackAll(keyId, returning, one),
-    };
-  }
-
-  /**
-   * Hands `returning` back in one call with one id (retried with the same id, so it is taken back
-   * once), or, to an object that lacks that call (the release before), one call each.
-   */
-  async #giveBackAll(
-    keyId: string,
-    returning: ReturnedLease[],
-    one: (returned: ReturnedLease) => Promise<void>,
-  ): Promise<void> {
-    const [only] = returning;
-    if (returning.length === 1 && only) return one(only);
-    if (!this.#oneLeaseACall) {
+    // Several in one call with one id, retried with the same id: taken back once.
+    const all = async (returning: ReturnedLease[]) => {
+      const [only] = returning;
+      if (returning.length === 1 && only) return one(only);
       const batch = { returnId: crypto.randomUUID(), returning };
-      try {
-        await callWithOneRetry(
-          () => this.stub(keyId),
-          async (stub) => stub.returnLeases(batch),
-        );
-        return;
-      } catch (err) {
-        if (!lacksMethod(err, "returnLeases")) throw err;
-        this.#oneLeaseACall = true;
-      }
-    }
-    await Promise.all(returning.map(one));
+      await callWithOneRetry(
+        () => this.stub(keyId),
+        async (stub) => stub.returnLeases(batch),
+      );
+    };
+    return { giveBack: one, giveBackAll: all };
   }
 
   /** The calls for a request of `policy` (with its `admissionId`, if it has one). */

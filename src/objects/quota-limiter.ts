@@ -247,9 +247,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Takes back a lease's unused permits (a holder whose lease expired before its next request;
-   * a holder of the release before hands back each lease so). Like a request, it may move the
-   * windows into a new day, whose cleanup alarm their row gets.
+   * Takes back a lease's unused permits (a holder whose lease expired before its next request).
+   * Like a request, it may move the windows into a new day, whose cleanup alarm their row gets.
    */
   returnLease(returned: ReturnedLease): void {
     this.#takeBackNow([returned]);

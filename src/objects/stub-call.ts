@@ -63,15 +63,6 @@ export function persistentFailureOf(err: unknown): string | null {
 }
 
 /**
- * Whether `err` says the object has no RPC method `method`: an object of an earlier release,
- * which the caller may still meet during a deploy or after a rollback.
- */
-export function lacksMethod(err: unknown, method: string): boolean {
-  const message = err instanceof Error ? err.message : String(err);
-  return message.includes("does not implement") && message.includes(`"${method}"`);
-}
-
-/**
  * Runs `call` on a stub from `stubFor()`; if it fails with an error marked `.retryable` and not
  * `.overloaded`, runs it once more on a fresh stub (a stub that has failed may stay broken).
  * Anything else, or a second failure, is thrown for the call site's own policy to handle.

@@ -1,39 +1,31 @@
 /**
- * Call coordination: the calls one lease holder has in flight to the key's object for one key,
- * and who waits for whom. A call that asks for a lease or hands one back runs alone (every other
- * call waits for it); a renewal runs while requests go on admitting from the lease; requests
- * decided one by one each make their own call. What this makes exact is in docs/quotas.md
- * ("The machine", an isolate's invariants).
+ * The calls one lease holder has in flight to the key's object, and who waits for whom. A call
+ * that asks for a lease or hands one back runs alone; a renewal runs while requests go on
+ * admitting from the lease; requests decided one by one each make their own call (docs/quotas.md,
+ * "The machine", an isolate's invariants).
  */
 export class CallsInFlight {
-  /** The call that asks for a lease or hands one back; others wait for it. */
   #exclusive: Promise<unknown> | null = null;
-  /** The renewal in flight: requests keep admitting from the lease, and wait only if it runs out. */
+  /** Requests keep admitting from the lease, and wait only if it runs out. */
   #renewal: Promise<unknown> | null = null;
-  /** The calls for requests decided one by one now in flight (each made by its own request). */
   readonly #plainCalls = new Set<Promise<unknown>>();
 
-  /** The call asking for a lease or handing one back, while it is in flight. */
   get exclusive(): Promise<unknown> | null {
     return this.#exclusive;
   }
 
-  /** The renewal (or refill) in flight, if any. */
   get renewal(): Promise<unknown> | null {
     return this.#renewal;
   }
 
-  /** How many requests decided one by one are in flight. */
   get plainInFlight(): number {
     return this.#plainCalls.size;
   }
 
-  /** No call of any kind in flight. */
   get idle(): boolean {
     return !this.#exclusive && !this.#renewal && this.#plainCalls.size === 0;
   }
 
-  /** The oldest call for a request decided one by one still in flight, if any. */
   firstPlain(): Promise<unknown> | undefined {
     const [first] = this.#plainCalls;
     return first;

@@ -17,26 +17,20 @@ import type { KeyDecision, Policy, SeenRefusal, WindowStatus } from "./windows";
 
 /**
  * What one holder (an isolate's, or a location holder's) holds of one key, and what each answer
- * of the key's object does to it: the lease in use, the leases whose unused permits go back with
- * the next calls, the last refusal, and until when no lease is asked for. LeaseHolder
- * (lease-holder.ts) adds the calls that ask for, renew and hand back leases.
+ * of the key's object does to it. LeaseHolder (lease-holder.ts) adds the calls.
  */
 export class HeldLeases {
   protected lease: HeldLease | null = null;
   /** Leases that may no longer be used, whose unused permits go back with the next calls. */
   protected readonly unreturned: ReturnedLease[] = [];
-  /** Counts changes made in this isolate (dropLease, forgetRefusals) that an answer on its way predates. */
+  /** Counts changes made here (dropLease, forgetRefusals): an answer on its way predates them. */
   protected changes = 0;
-  /** What this holder's responses show of the key's windows. */
   protected readonly windows = new ShownWindows();
   /** A location holder's standing permits for the minutes to come (quota/standing.ts). */
   protected readonly standing = new StandingStock();
   /** Refused, banned, or too close to the limit: no lease is asked for before this time. */
   protected noLeaseUntil = 0;
-  /**
-   * Standing permits of an older policy version were put aside to go back (see
-   * `retireStandingOlderThan`) and no call has carried them yet: the holder hands them back now.
-   */
+  /** Standing permits of an older policy wait to go back (`retireStandingOlderThan`): now. */
   protected supersededWaiting = false;
   /**
    * A location holder's: the key's object asks others to share the bound with it, and answers
@@ -45,10 +39,7 @@ export class HeldLeases {
   sharingAsked = false;
   #refusal: SeenRefusal | null = null;
 
-  /**
-   * Stops admitting from the lease (a plan change or revocation made in this isolate): the next
-   * request asks the object, which hands back the lease's unused permits first.
-   */
+  /** Stops admitting from the lease (a change made here): the next request asks the object. */
   dropLease(): void {
     this.putLeaseAside();
     this.reportStanding(0, { all: true });
@@ -57,10 +48,9 @@ export class HeldLeases {
   }
 
   /**
-   * Stops admitting from the lease and gives every unused permit (the lease's, and those waiting
-   * to go back, with the requests admitted from them) to the caller, to hand back in a call of its
-   * own (a location holder, as an isolate there takes a lease: see QuotaHolder.admitForIsolate).
-   * A call of this holder's in flight that brings a lease finds it changed and hands it back.
+   * Stops admitting from the lease and gives every unused permit (with the requests admitted from
+   * them) to the caller, to hand back in a call of its own (QuotaHolder.admitForIsolate). A call
+   * in flight that brings a lease finds it changed and hands it back.
    */
   surrender(): ReturnedLease[] {
     this.putLeaseAside();
@@ -81,21 +71,18 @@ export class HeldLeases {
     this.changes++;
   }
 
-  /**
-   * Both of the above: the key's next request asks the object (after a change to the key made
-   * or learnt here, or as a location holder hands its stock back before a usage read).
-   */
+  /** Both of the above: the key's next request asks the object. */
   dropLeaseAndRefusals(): void {
     this.dropLease();
     this.forgetRefusals();
   }
 
-  /** The last refusal the object gave this isolate, while it lasts. */
+  /** The last refusal the object gave this holder, while it lasts. */
   refusal(now: number): SeenRefusal | null {
     return this.#refusal && this.#refusal.retryAt > now ? this.#refusal : null;
   }
 
-  /** Unused permits this isolate holds (in a live lease or waiting to go back). */
+  /** Unused permits held (in a live lease, waiting to go back, or standing). */
   get unusedPermits(): number {
     const returning = this.unreturned.reduce((n, r) => n + r.unused, 0);
     return (this.lease?.left ?? 0) + returning + this.standing.unused;
@@ -121,7 +108,6 @@ export class HeldLeases {
     });
   }
 
-  /** Admitted from a standing permit of the minute at `now`, if one is usable (see StandingStock). */
   #admitStanding(policy: Policy, now: number, admissionId: string | null): KeyDecision | null {
     // No windows to show (kept across an eviction without them): the key's object decides.
     if (this.windows.atContact.length === 0) return null;
@@ -144,9 +130,9 @@ export class HeldLeases {
   }
 
   /**
-   * Moves the standing permits granted under an older policy version than `version` (a request
-   * or an answer carrying it: a change whose push this holder missed) to the leases to hand back:
-   * a request on the key as it is now never uses them, and a request on an older copy must not.
+   * Moves the standing permits of an older policy than `version` (a change whose push this holder
+   * missed) to the leases to hand back: a request on the key as it is now never uses them, and a
+   * request on an older copy must not.
    */
   protected retireStandingOlderThan(version: number): void {
     const superseded = this.standing.reportsOlderThan(version);
@@ -155,8 +141,8 @@ export class HeldLeases {
   }
 
   /**
-   * Keeps the standing permits an answer (to a call sent at `sentAt`, under `policyVersion`)
-   * granted, or hands them back when the key changed here meanwhile (`changed`).
+   * Keeps the standing permits an answer granted, or hands them back when the key changed here
+   * meanwhile (`changed`).
    */
   protected keepStanding(
     answer: { standing?: StandingPermit[]; now?: number },
@@ -176,21 +162,18 @@ export class HeldLeases {
   }
 
   /**
-   * Whether a request of `policy` may be admitted from `lease`: only under the version of the key
-   * it was granted under. A request on an older copy of the key (another secret's record, not yet
-   * read again) goes to the key's object, which tells it its copy is stale, and leaves the lease
-   * alone; a newer one ends it (see `leaseOver`).
+   * Only under the version it was granted under: a request on an older copy of the key goes to
+   * the key's object, which tells it its copy is stale; a newer one ends the lease (`leaseOver`).
    */
   #usable(lease: HeldLease, policy: Policy, now: number): boolean {
     return !this.leaseOver(lease, policy, now) && policy.version === lease.policyVersion;
   }
 
-  /** Used up, expired, or granted under an older policy than `policy` (this isolate re-read the key). */
+  /** Used up, expired, or granted under an older policy than `policy` (the key was read again). */
   protected leaseOver(lease: HeldLease, policy: Policy, now: number): boolean {
     return lease.left <= 0 || now >= lease.expiresAt || policy.version > lease.policyVersion;
   }
 
-  /** Retires the lease in use once it is over (see `leaseOver`). */
   protected retireLease(policy: Policy, now: number): void {
     if (this.lease && this.leaseOver(this.lease, policy, now)) this.putLeaseAside();
   }
@@ -203,9 +186,8 @@ export class HeldLeases {
 
   /**
    * Notes a lease's unused permits (and the requests admitted from it) to hand back, one entry
-   * per lease: credited once. A used-up lease goes back too: until it does, the object counts it
-   * as holding permits (see heldBound in quota/lease.ts), and the usage history does not count
-   * its last requests as served.
+   * per lease. A used-up lease goes back too: until it does, the object counts it as holding
+   * permits (heldBound), and the usage history does not count its last requests as served.
    */
   protected keepToReturn({ id, unused, used = 0, admissionIds = [] }: ReturnedLease): void {
     if (unused < 0) return;
@@ -221,7 +203,7 @@ export class HeldLeases {
   /**
    * Keeps the admission ids a failed renewal of `lease` carried, to report again: with the lease
    * while it is in use, else with its hand-back (by what it served, so whichever of its entries
-   * arrives first settles it right; a later one settles nothing again, and still reports ids).
+   * arrives first settles it right).
    */
   protected reportAgain(lease: HeldLease, admissionIds: string[]): void {
     if (admissionIds.length === 0) return;
@@ -229,7 +211,7 @@ export class HeldLeases {
     else this.keepToReturn({ id: lease.id, unused: 0, used: lease.used, admissionIds });
   }
 
-  /** Keeps nothing of `answer` (to a call sent at `sentAt`): its lease, its standing permits go back. */
+  /** Keeps nothing of `answer`: its lease and standing permits go back. */
   protected keepNothing(answer: Renewal, sentAt: number): false {
     if (answer.granted)
       this.keepToReturn({ id: answer.granted.id, unused: answer.granted.permits });
@@ -237,7 +219,7 @@ export class HeldLeases {
     return false;
   }
 
-  /** Applies a refill's answer (see LeaseHolder.refill); permits it cannot use go to the ones to hand back. */
+  /** Applies a refill's answer (see LeaseHolder.refill). */
   protected refilled(answer: Renewal, policy: Policy, changes: number, sentAt: number): boolean {
     const { granted } = answer;
     this.windows.contact(this.standing.withOwnRoom(answer.windows));
@@ -255,24 +237,19 @@ export class HeldLeases {
     return true;
   }
 
-  /**
-   * Applies a renewal's answer, given what the isolate had when it sent it. Returns whether the
-   * isolate now holds a renewed lease; permits it cannot use go to the ones to hand back.
-   */
+  /** Applies a renewal's answer; returns whether the holder now holds a renewed lease. */
   protected renewed(answer: Renewal, sent: SentRenewal): boolean {
     const { lease } = sent;
     const { granted } = answer;
     this.windows.renewalAnswered(this.standing.withOwnRoom(answer.windows), sent);
     const inUse = this.lease === lease;
     if (endsLeases(answer, lease.policyVersion)) {
-      // Revoked, or the plan changed: stop admitting from leases; the next request asks.
       if (inUse) this.dropLease();
       return this.keepNothing(answer, sent.at);
     }
     this.keepStanding(answer, answer.policyVersion, sent.at, this.changes !== sent.changes);
     if (!granted) {
-      // Refused, banned or near the limit: once this lease is used, one call per request
-      // (unless this isolate changed the key's plan or lifted its ban since it asked).
+      // Once this lease is used, one call per request (unless the key changed here since).
       if (this.changes === sent.changes) this.noLeaseUntilMinuteEnds(answer.windows);
       return false;
     }
@@ -284,10 +261,9 @@ export class HeldLeases {
       return true;
     }
     if (!inUse) {
-      // Dropped, retired or surrendered while the renewal was on its way: its permits go back
-      // too. An extension of that lease goes back with what the lease served: its own hand-back
-      // may have left already (surrendered to an isolate's call), and whichever of the two
-      // reaches the key's object first settles the lease.
+      // Put aside while the renewal was on its way: its permits go back too, an extension with
+      // what the lease served (its own hand-back may have left already, surrendered to an
+      // isolate's call; whichever reaches the key's object first settles the lease).
       const used = granted.id === lease.id ? lease.used : 0;
       this.keepToReturn({ id: granted.id, unused: granted.permits, used });
       return false;
@@ -298,7 +274,6 @@ export class HeldLeases {
     return true;
   }
 
-  /** No lease is asked for before the minute window in `windows` ends (none: no change). */
   protected noLeaseUntilMinuteEnds(windows: WindowStatus[]): void {
     const minute = windows.find((w) => w.name === "minute");
     this.noLeaseUntil = Math.max(this.noLeaseUntil, minute?.resetAt ?? 0);
@@ -306,10 +281,8 @@ export class HeldLeases {
 
   /**
    * Applies the object's answer to a call sent when `this.changes` was `changes`, at `sentAt` (by
-   * this holder's clock; a lease it grants ends by it, see `localExpiry`). A lease it grants
-   * is not used when the key changed meanwhile (a plan change or revocation pushed while the
-   * answer was on its way): requests that arrive after the change must not be admitted under
-   * the old policy, so its permits go back instead.
+   * this holder's clock, see `localExpiry`). A lease granted after the key changed here meanwhile
+   * goes back: requests after a change must not be admitted under the old policy.
    */
   protected contact(
     admission: Admission,
@@ -320,8 +293,7 @@ export class HeldLeases {
     // The standing permits granted are this holder's: the decision it passes on (to an isolate)
     // carries none, or the isolate would keep a copy and use or hand back the same permits.
     const { lease, standing: _standing, ...decision } = admission;
-    // Not decided (the caller's copy of the key is older than the object's): nothing counted,
-    // nothing to show or remember; the caller reads the key again and asks again.
+    // Not decided (the caller's copy of the key is stale): nothing counted, shown or remembered.
     if (decision.outcome === "stale") {
       this.retireStandingOlderThan(decision.policyVersion);
       if (lease) this.keepToReturn({ id: lease.id, unused: lease.permits });
@@ -338,8 +310,8 @@ export class HeldLeases {
       if (admission.sharing) this.sharingAsked = true;
       else this.noLeaseUntilMinuteEnds(decision.windows);
     }
-    // This holder's own unused standing permits are room, as a lease's (the decision's windows
-    // count those granted before, not those it grants).
+    // Unused standing permits held here are room, as a lease's (the decision's windows count
+    // those granted before, not those it grants).
     const windows = this.standing.withOwnRoom(decision.windows);
     const changed = this.changes !== changes;
     const standing = this.keepStanding(admission, decision.policyVersion, sentAt, changed);

@@ -11,43 +11,33 @@ import type {
   ReturnedLease,
 } from "./lease-messages";
 
-/** How a holder reaches its key's object (objects/quota-limiter-client.ts supplies the stub calls). */
+/** How a holder reaches its key's object (see objects/quota-limiter-client.ts). */
 export interface LeaseCalls {
   admit(request: LeaseRequest): Promise<Admission>;
   giveBack(returned: ReturnedLease): Promise<void>;
-  /**
-   * Hands several leases back in one call (a location holder's: its standing permits and stock go
-   * back together). Without it (an isolate), one `giveBack` call each.
-   */
+  /** Hands several leases back in one call (a location holder's); without it, one call each. */
   giveBackAll?(returning: ReturnedLease[]): Promise<void>;
-  /**
-   * Asks for more permits on the lease in use, admitting no request. Without it (a holder that
-   * only hands permits back), a lease is asked for only once the one in use is over.
-   */
+  /** Asks for more permits on the lease in use, admitting no request. */
   renew?(request: RenewalRequest): Promise<Renewal>;
 }
 
-/** What handing permits back needs of the calls. */
 export type GiveBackCall = Pick<LeaseCalls, "giveBack" | "giveBackAll">;
 
 /** The first minute's start at or after `t`. */
 const minuteStartFrom = (t: number): number => t + ((MINUTE_MS - (t % MINUTE_MS)) % MINUTE_MS);
 
 /**
- * How a holder (LeaseHolder, lease-holder.ts) hands permits back to the key's object: at a
- * lease's expiry, after a renewal, at the end of its standing permits, or all at once; with the
- * calls in flight it coordinates with (CallsInFlight, call-coordination.ts).
+ * How a holder (LeaseHolder) hands permits back to the key's object: at a lease's expiry, after a
+ * renewal, at the end of its standing permits, or all at once.
  */
 export class LeaseHandBacks extends HeldLeases {
-  /** This holder's calls to the key's object in flight, and who waits for whom. */
   protected readonly calls = new CallsInFlight();
   /** The end of standing permits whose hand-back is scheduled (see `handBackStandingAtEnd`). */
   #standingEndWatched = 0;
 
   /**
-   * The work an admission leaves on the lease, not waited for by its request: a renewal it
-   * started, then the hand-back of the lease's unused permits at expiry (or of leases retired
-   * meanwhile); null when there is none. Rejects with what a call rejects with.
+   * The work an admission leaves, not waited for by its request: a renewal it started, then the
+   * hand-back of unused permits at expiry (or of leases retired meanwhile); null when none.
    */
   upkeep(decided: HolderDecision, calls: GiveBackCall): Promise<void> | null {
     const superseded = this.#handBackSuperseded(calls);
@@ -62,9 +52,8 @@ export class LeaseHandBacks extends HeldLeases {
   }
 
   /**
-   * Once a renewal or refill has settled: the lease's unused permits handed back at its expiry if
-   * it brought one, else the retired leases' now (with the standing permits its answer showed to
-   * be of an older policy version, now either way). Rejects with what the renewal rejects with.
+   * Once a renewal or refill has settled: the lease handed back at its expiry if it brought one,
+   * else the retired leases now (superseded standing permits now either way).
    */
   giveBackAfterRenewal(renewal: Promise<boolean>, calls: GiveBackCall): Promise<void> {
     return renewal.then(async (renewed) => {
@@ -74,9 +63,8 @@ export class LeaseHandBacks extends HeldLeases {
   }
 
   /**
-   * Hands back now the standing permits put aside as of an older policy version than one a
-   * request or an answer carried (a change whose push this holder missed), unless a call carried
-   * them already: they serve nothing, and would otherwise wait for the end of their minutes.
+   * Hands back now the standing permits put aside as of an older policy (unless a call carried
+   * them already): they serve nothing, and would otherwise wait for the end of their minutes.
    */
   #handBackSuperseded(calls: GiveBackCall): Promise<void> | null {
     if (!this.supersededWaiting) return null;
@@ -85,11 +73,10 @@ export class LeaseHandBacks extends HeldLeases {
   }
 
   /**
-   * Hands the lease granted last back GIVE_BACK_GRACE_MS after its expiry if it still has unused
-   * permits and no request has handed it back since (meant for `waitUntil`). `sleep` waits that
-   * long, in ms. A lease no longer in use by then (dropped by a change made here, or replaced)
-   * goes back then with the other retired ones, with the requests it served: no request of the
-   * key need follow for them to be billed as admitted rather than stranded.
+   * Hands the lease granted last back GIVE_BACK_GRACE_MS after its expiry if no request has handed
+   * it back since (meant for `waitUntil`). A lease no longer in use by then goes back with the
+   * other retired ones, with the requests it served: no request of the key need follow for them
+   * to be billed as admitted rather than stranded.
    */
   async giveBackAtExpiry(
     calls: GiveBackCall,
@@ -97,32 +84,25 @@ export class LeaseHandBacks extends HeldLeases {
   ): Promise<void> {
     const lease = this.lease;
     if (!lease) return this.giveBackRetired(calls);
-    // A request after the expiry hands the lease back with its own call; only if none came
-    // within GIVE_BACK_GRACE_MS does the lease go back in a call of its own. A renewal that
-    // extends the lease pushes its expiry out, and schedules a give-back of its own. A stock for
-    // the minute waits for the next minute's start too: the minute's refill (objects/quota-holder.ts)
-    // hands it back, if the key was used here, with no call of its own.
+    // A stock for the minute waits for the next minute's start too: the minute's refill hands it
+    // back, if the key was used here, with no call of its own.
     const due = lease.forTheMinute ? minuteStartFrom(lease.expiresAt) : lease.expiresAt;
     await sleep(Math.max(0, due + GIVE_BACK_GRACE_MS - clock.now()));
     if (this.lease !== lease) return this.giveBackRetired(calls);
-    // Only once the lease has really expired: before, a request of this isolate may still use it
-    // (checked again after any call in flight, which may have renewed it).
+    // Only once it has really expired (again after any call in flight, which may renew it).
     const expired = () => this.lease === lease && clock.now() >= lease.expiresAt;
     if (!expired()) return;
     await this.calls.leaseCallsSettled();
     if (!expired()) return;
-    // Granted with standing permits: the key's object waits for it as long as for them, and it
-    // goes back with the holder's next call or with them (`handBackStandingAtEnd`).
+    // Granted with standing permits: it goes back with the next call or with them.
     if (lease.withStanding && this.standing.lastUntil > clock.now()) this.putLeaseAside();
     else await this.giveBackUnused(calls);
   }
 
   /**
-   * Once the last minute of the standing permits held now is over (GIVE_BACK_GRACE_MS after it),
-   * hands back what they and the leases retired meanwhile hold, with what they served, unless
-   * later standing permits were granted since (their own hand-back then does it): the last
-   * background call for a key that stopped calling here (STANDING_BACKGROUND_ENDS_WITHIN_MS).
-   * Meant for `waitUntil`; watches each end once.
+   * GIVE_BACK_GRACE_MS after the last minute of the standing permits held now, hands back what
+   * they and the leases retired meanwhile hold, unless later ones were granted since: the last
+   * background call for a key that stopped calling here. Meant for `waitUntil`.
    */
   async handBackStandingAtEnd(
     calls: GiveBackCall,
@@ -141,11 +121,7 @@ export class LeaseHandBacks extends HeldLeases {
     await this.giveBackRetired(calls);
   }
 
-  /**
-   * Hands back every unused permit now (the lease's, and a retired lease's not yet handed back).
-   * Waits for a lease call in flight; skipped while requests decided one by one are in flight
-   * (the isolate holds no unused permits then).
-   */
+  /** Hands back every unused permit now; none are held while plain calls are in flight. */
   async giveBackUnused(calls: GiveBackCall): Promise<void> {
     await this.calls.leaseCallsSettled();
     if (this.calls.plainInFlight) return;
@@ -153,10 +129,7 @@ export class LeaseHandBacks extends HeldLeases {
     await this.giveBackRetired(calls);
   }
 
-  /**
-   * Hands back the unused permits of leases no longer in use (dropped, expired, or answered by
-   * a renewal after this isolate stopped using them), leaving a live lease alone.
-   */
+  /** Hands back the unused permits of leases no longer in use. */
   async giveBackRetired(calls: GiveBackCall): Promise<void> {
     await this.calls.leaseCallsSettled();
     const returning = this.unreturned.splice(0);

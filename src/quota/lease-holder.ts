@@ -22,38 +22,23 @@ import type { Policy } from "./windows";
  * One holder's admissions for one key (an isolate's, or a location holder's). Decides from its
  * lease when it holds one, else calls the object, asking for a lease when the key has been busy
  * here; while the key stays busy it renews the lease ahead, in a call its requests do not wait
- * for (see `renewsNow`).
- *
- * What it holds, and what each answer of the object does to it, is HeldLeases (held-lease.ts);
- * handing permits back, LeaseHandBacks (lease-hand-backs.ts).
- * Built from three parts: how busy the key is here (ArrivalRate, arrival-rate.ts), what its
- * responses show (ShownWindows, shown-windows.ts), and which call waits for which
- * (CallsInFlight, call-coordination.ts): a lease is asked for, renewed or handed back only while
- * no other call for the key is in flight from here, and requests decided one by one are sent
- * only while the holder has no unused permits. What that guarantees (min(N, R) of N
- * simultaneous requests on a key with room R, as without leases) is in docs/quotas.md,
- * "The machine" (its transitions are named there).
+ * for (see `renewsNow`). What it holds is HeldLeases (held-lease.ts); handing permits back,
+ * LeaseHandBacks (lease-hand-backs.ts). Its transitions and invariants: docs/quotas.md, "The
+ * machine".
  */
 export class LeaseHolder extends LeaseHandBacks {
-  /** The key's arrivals here: its recent rate, and its last gap (see ArrivalRate). */
   readonly #rate = new ArrivalRate();
   /** Permits asked for even while the key is quiet (0: a quiet key asks for none). */
   readonly #stock: number;
   /**
-   * How long the key's object makes this holder's leases live (quota/lease.ts: a location
-   * holder's stock, or an isolate's own lease). Leases are sized for it, and a renewal not
-   * answered within it is given up (its request's `waitUntil` may have been cut short): requests
-   * stop waiting for it and ask the object themselves. Permits it may still have been granted
-   * stay counted until their minute ends, like a lost isolate's.
+   * How long the key's object makes this holder's leases live. Leases are sized for it, and a
+   * renewal not answered within it is given up (its request's `waitUntil` may have been cut
+   * short): requests stop waiting for it and ask the object themselves.
    */
   readonly #leaseLifetimeMs: number;
-  /** How long ahead of its expiry the lease in use is renewed (see `renewsNow`). */
   readonly #renewAheadMs: number;
 
-  /**
-   * `stock`: the permits to ask for whenever a lease is asked for or renewed, even for a quiet
-   * key (a location holder's stock, see objects/quota-holder.ts); an isolate keeps none.
-   */
+  /** `stock`: the permits a location holder asks for even for a quiet key; an isolate: 0. */
   constructor({ stock = 0 }: { stock?: number } = {}) {
     super();
     this.#stock = stock;
@@ -64,19 +49,14 @@ export class LeaseHolder extends LeaseHandBacks {
 
   /**
    * The permits to ask for now, on top of `holding`: the key's recent rate here, and with a stock,
-   * what tops it up to the stock, at least one (a renewal of a stock that is full still extends
-   * its expiry, and adds no more than the request that sent it used).
+   * what tops it up to the stock, at least one (a renewal of a full stock still extends it).
    */
   #wanted(now: number, holding = 0): number {
     const forRate = this.#rate.leaseWanted(now, this.#leaseLifetimeMs);
     return this.#stock > 0 ? Math.max(forRate, this.#stock - holding, 1) : forRate;
   }
 
-  /**
-   * A location holder's: the requests it expects for the rest of the minute at the key's last
-   * gap here, to which the key's object sizes a stock for the minute while this is the key's only
-   * holder (see minuteStockWanted); none for an isolate.
-   */
+  /** A location holder's asks for the rest of the minute (minuteStockWanted) and the next ones. */
   #minuteWant(now: number): { minuteWant?: number; standing?: number } {
     if (this.#stock <= 0) return {};
     const minuteEnd = now - (now % MINUTE_MS) + MINUTE_MS;
@@ -85,9 +65,8 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * A location holder's: the standing permits it asks for in each minute to come (see
-   * quota/standing.ts), once those it holds would not cover the key's next request here (at its
-   * last gap, at least a minute on).
+   * A location holder's standing permits to ask for in each minute to come, once those it holds
+   * would not cover the key's next request here (at its last gap, at least a minute on).
    */
   #standingWant(now: number): { standing?: number } {
     const gapMs = this.#rate.sparseGap(now);
@@ -96,7 +75,7 @@ export class LeaseHolder extends LeaseHandBacks {
     return standing > 0 && this.standing.coveredUntil <= nextExpected ? { standing } : {};
   }
 
-  /** A location holder's standing permits and the key's arrivals here, to keep (see StandingMemory). */
+  /** What a location holder keeps across an eviction (see StandingMemory). */
   standingMemory(): StandingMemory {
     return {
       standing: this.standing.held(),
@@ -106,10 +85,7 @@ export class LeaseHolder extends LeaseHandBacks {
     };
   }
 
-  /**
-   * Holds what `memory` kept (this holder was evicted since it was written), each permit usable
-   * `marginMs` less at both ends of its minute (see StandingStock.restore).
-   */
+  /** Holds what `memory` kept, each permit usable `marginMs` less at both ends of its minute. */
   restoreStanding(memory: StandingMemory, marginMs: number): void {
     this.standing.restore(memory.standing, marginMs);
     this.#rate.lastArrival = memory.lastArrival;
@@ -117,20 +93,16 @@ export class LeaseHolder extends LeaseHandBacks {
     if (memory.windows) this.windows.contact(memory.windows);
   }
 
-  /** Calls `changed` after every change to the standing permits held (see StandingStock.onChange). */
   onStandingChange(changed: () => void): void {
     this.standing.onChange = changed;
   }
 
-  /** When the last standing permit held ends (0: none held). */
+  /** When the last standing permit held ends (0: none). */
   get standingUntil(): number {
     return this.standing.lastUntil;
   }
 
-  /**
-   * Decides one request; throws what the object's call throws. `admissionId` (a location holder's
-   * request) is reported with the lease if the request is admitted from it.
-   */
+  /** Decides one request; throws what the object's call throws. */
   async admit(
     policy: Policy,
     calls: LeaseCalls,
@@ -164,11 +136,8 @@ export class LeaseHolder extends LeaseHandBacks {
         return this.#exclusiveCall(calls, { want, returning, ...this.#minuteWant(now) });
       }
       if (want > 0) {
-        // A busy key with requests decided one by one in flight (it was quiet, or had no lease
-        // yet): wait for them rather than add one more, then ask for a lease. Without this, a
-        // busy isolate whose calls overlap never sees none in flight and never takes a lease.
-        // (Awaits a promise its own request made: a Worker may wait on another request's
-        // promise, not settle one made by another request.)
+        // A busy key with requests decided one by one in flight: wait for them, then ask for a
+        // lease. Else a busy isolate whose calls overlap never sees none in flight.
         await this.calls.firstPlain()?.catch(() => undefined);
         continue;
       }
@@ -176,11 +145,7 @@ export class LeaseHolder extends LeaseHandBacks {
     }
   }
 
-  /**
-   * Asks the key's object for standing permits after a request admitted here (see
-   * quota/standing.ts), when this holder wants them (`#standingWant`), with the reports of those
-   * done with. Not waited for by any request.
-   */
+  /** Asks for standing permits in the background when `#standingWant` says so. */
   #askStandingIfDue(policy: Policy, calls: LeaseCalls, now: number): Promise<boolean> | null {
     const renew = calls.renew;
     if (!renew || !this.calls.idle || now < this.noLeaseUntil) return null;
@@ -200,9 +165,8 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * Starts renewing the lease in use when it is due (see `renewsNow`), if the key is still busy
-   * here and nothing else is asking the object for this isolate. Requests go on admitting from
-   * the lease meanwhile. Returns the renewal, which settles once its answer is applied.
+   * Starts renewing the lease in use when it is due (`renewsNow`) and no other call is in flight;
+   * requests go on admitting from the lease meanwhile.
    */
   #renewIfDue(calls: LeaseCalls, now: number): Promise<boolean> | null {
     const lease = this.lease;
@@ -240,10 +204,9 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * Sends `request` (a renewal, or a refill) to the object, with the leases waiting to be handed
-   * back, as this holder's one renewal in flight; `apply` applies the answer. When the call fails
-   * (or takes longer than a lease's lifetime), the leases it carried wait to be handed back again,
-   * and `failed` keeps what else it reported.
+   * Sends `request` (a renewal, or a refill) with the leases waiting to go back, as this holder's
+   * one renewal in flight. When it fails or outlives a lease, they wait to go back again, and
+   * `failed` keeps what else it reported.
    */
   #sendRenewal(
     renew: NonNullable<LeaseCalls["renew"]>,
@@ -269,11 +232,9 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * Asks for a fresh lease of the stock with no request to decide, when the holder has no usable
-   * lease and nothing else is asking the object (a location holder's refill once a new minute
-   * began: the minute's first requests then find stock). Requests arriving meanwhile wait for
-   * it, as for a renewal. Returns the refill, settling with whether it brought a lease, or null
-   * when none was sent.
+   * A location holder's refill: a fresh stock with no request to decide, so that the minute's
+   * first requests find stock. Requests arriving meanwhile wait for it, as for a renewal. Settles
+   * with whether it brought a lease; null when none was sent.
    */
   refill(policy: Policy, calls: LeaseCalls): Promise<boolean> | null {
     const renew = calls.renew;
@@ -281,10 +242,8 @@ export class LeaseHolder extends LeaseHandBacks {
     if (!renew || this.#stock <= 0 || !this.calls.idle) return null;
     if (now < this.noLeaseUntil) return null;
     if (this.lease && !this.leaseOver(this.lease, policy, now)) return null;
-    // The standing permits of this minute serve the requests expected in it (as many as they were
-    // sized for at the key's gap here, see standingWanted): no call. (A second in: a standing
-    // permit is usable from its minute's start by the object's clock, which this holder's reads
-    // a one-way trip later.)
+    // Standing permits of this minute sized for the requests expected in it: no call. (A second
+    // in: they are usable from the minute's start by the object's clock, a one-way trip ahead.)
     const sizedFor = standingWanted(this.#rate.sparseGap(now));
     if (sizedFor > 0 && this.standing.usableAt(now + 1_000) >= sizedFor) return null;
     this.retireLease(policy, now);
@@ -296,12 +255,9 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * A location holder's, asked by the key's object (see QuotaHolder.restock): the key's
-   * heldBound is shared with another location. A stock holding more than this holder's own size
-   * (a stock for the minute sized while it was the key's only holder) is put aside and goes back
-   * with a refill, which the object sizes as shared; a holder with no stock (refused one because
-   * another held the bound) asks for one. Nothing while refused, while another call is in flight,
-   * or with a stock of its own size. Returns the refill, or null when none was sent.
+   * The key's object shares heldBound with another location (QuotaHolder.restock): a stock larger
+   * than this holder's own size goes back with a refill, sized as shared; a holder with none asks
+   * for one. Nothing while refused, while a call is in flight, or with a stock of its own size.
    */
   restock(policy: Policy, calls: LeaseCalls): Promise<boolean> | null {
     const now = clock.now();
@@ -340,7 +296,6 @@ export class LeaseHolder extends LeaseHandBacks {
       calls.admit(request).then(
         (admission) => this.contact(admission, request.want, changes, sentAt),
         (err: unknown) => {
-          // The object may not have taken it back; a repeated return is credited once.
           for (const r of request.returning) this.keepToReturn(r);
           throw err;
         },

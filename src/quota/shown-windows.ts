@@ -1,15 +1,6 @@
-/**
- * Display state: the windows a lease holder shows in a response's rate-limit headers. A request
- * admitted from a lease is shown as if the key's object had decided it: the object's windows at
- * the last contact, minus what the holder admitted since, and never more remaining than shown
- * before within the same window.
- */
 import type { KeyDecision, WindowStatus } from "./windows";
 
-/**
- * The windows an isolate reports for a request it admitted from its lease: the object's
- * remaining at the last contact minus what this isolate admitted since.
- */
+/** The object's windows at the last contact, minus what the holder admitted since from a lease. */
 export function windowsAfterLocalAdmissions(
   atContact: WindowStatus[],
   admittedSince: number,
@@ -18,9 +9,9 @@ export function windowsAfterLocalAdmissions(
 }
 
 /**
- * Keeps a window's remaining from going up within the window in one isolate's responses: another
- * isolate handing back unused permits raises the object's remaining, which would otherwise show
- * as a jump. A new window or a new limit (a plan change) starts afresh.
+ * Keeps a window's remaining from going up within the window in one holder's responses: another
+ * holder handing back unused permits would otherwise show as a jump. A new window or a new limit
+ * (a plan change) starts afresh.
  */
 export function neverAbove(windows: WindowStatus[], shown: WindowStatus[]): WindowStatus[] {
   return windows.map((w) => {
@@ -31,20 +22,19 @@ export function neverAbove(windows: WindowStatus[], shown: WindowStatus[]): Wind
   });
 }
 
-/** One holder's display state for one key. */
+/**
+ * The windows a lease holder shows in its responses' rate-limit headers: a request admitted from
+ * a lease as if the key's object had decided it.
+ */
 export class ShownWindows {
-  /** The object's windows at the last contact, and what this holder admitted since. */
   #atContact: WindowStatus[] = [];
   #admittedSince = 0;
-  /** The windows as last shown in a response, so remaining never goes up within a window. */
   #shown: WindowStatus[] = [];
 
-  /** The object's windows at the last contact. */
   get atContact(): WindowStatus[] {
     return this.#atContact;
   }
 
-  /** Requests admitted here from a lease since the last contact. */
   get admittedSinceContact(): number {
     return this.#admittedSince;
   }
@@ -66,18 +56,13 @@ export class ShownWindows {
     return windowsAfterLocalAdmissions(this.#atContact, this.#admittedSince);
   }
 
-  /**
-   * A renewal's answer, given what the holder had when it sent it (the windows at that contact,
-   * the permits it held, the requests it had admitted since).
-   */
+  /** A renewal's answer, given what the holder had when it sent it. */
   renewalAnswered(
     windows: WindowStatus[],
     sent: { windows: WindowStatus[]; holding: number; admitted: number },
   ): void {
-    // The object's windows, with the permits the isolate held at the time counted as its own
-    // room, minus what it admitted since: the same reading as after any other contact. Only
-    // when no window rolled over meanwhile: the held permits and those admissions belong to the
-    // old window, so a new window is shown as the object has it.
+    // The permits held when it was sent count as the holder's own room; unless a window rolled
+    // over meanwhile (they belong to the old one): then the object's windows as they are.
     const sameWindows = windows.every((w) =>
       sent.windows.some((a) => a.name === w.name && a.resetAt === w.resetAt),
     );

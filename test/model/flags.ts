@@ -13,13 +13,8 @@ export const REMAINING_EXACT = true;
 
 /**
  * A rollback counts, in the minute the previous release decides in, the standing permits already
- * used in that minute before it opened the key's object. The previous release rolls its window
- * into a new minute from 0: it does not count that minute's standing permits as it starts, so a
- * request a holder admitted from one (with no call to the key's object in that minute yet) is
- * not in its count, and the minute may admit up to heldBound past its limit. A rollback by
- * `npm run rollback` or the deploy drains first (scripts/lib/standing-drain.mjs: no standing
- * permit is left when the previous release decides), and the model's DrainedRollback holds it to
- * that with no slack. Rollback and RollbackWhileStanding are a rollback with `--now` (no drain),
- * which still allows it: the model allows a minute they decided in that slack (and no more).
+ * used in that minute before it opened the key's object: the previous release counts a minute's
+ * standing permits as the minute starts (its QuotaLimiter#rolled, as this release's), so no minute
+ * it decides in is short of them, drained first or not.
  */
-export const ROLLBACK_COUNTS_STANDING = false;
+export const ROLLBACK_COUNTS_STANDING = true;

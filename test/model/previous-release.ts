@@ -4,11 +4,18 @@
 // storage this release migrated as its constructor does (its own migrateSchemaOrThrow with its
 // schema, which refuses a contract version past the one it reads through and applies its
 // additions not yet applied; then the windows, the policy and the check for work held for
-// later, with its own statements), decides, and writes back with its own statements; a roll
+// later, with its own statements), decides as its admit does (a minute that has just started
+// counts the standing permits granted for it), and writes back with its own statements; a roll
 // forward opens the object with this release's schema again.
 import { runInDurableObject } from "cloudflare:test";
 import { MINUTE_MS } from "../../src/lib/clock";
-import { decide, EMPTY_USAGE, type KeyDecision, type UsageState } from "../../src/quota/windows";
+import {
+  decide,
+  EMPTY_USAGE,
+  type KeyDecision,
+  rollWindows,
+  type UsageState,
+} from "../../src/quota/windows";
 import {
   type PreviousQuery,
   QUOTA_LIMITER_QUERIES,
@@ -31,6 +38,7 @@ const LOAD_USAGE = statement("UsageTable.load");
 const SAVE_USAGE = statement("UsageTable.save");
 const LOAD_POLICY = statement("KeyPolicy.load");
 const HOLDS_WORK = statement("QuotaLimiter#open (holdsWorkForLater)");
+const PERMITS_OF_MINUTE = statement("LeaseLedger.sumIn (permits)");
 /** The history's count of each outcome the previous release counts (a revoked key's: none). */
 const COUNT_OUTCOME = new Map(
   (["allowed", "rate_limited", "quota_exceeded", "key_banned"] as const).map((outcome) => [
@@ -78,8 +86,19 @@ export async function openAndDecideAsPrevious(
     const opened = { usage: load(), policy };
     const decisions: KeyDecision[] = [];
     if (!policy) return { opened, decisions };
+    /** The windows at `now` (QuotaLimiter#rolled): a new minute counts its standing permits. */
+    const rolled = (): UsageState => {
+      const stored = load();
+      const state = rollWindows(stored, now);
+      if (state.minuteStart === stored.minuteStart) return state;
+      const { minuteStart, dayStart } = state;
+      const { total } = sql
+        .exec<{ total: number }>(PERMITS_OF_MINUTE.sql, minuteStart, dayStart, "")
+        .one();
+      return { ...state, minuteCount: state.minuteCount + total };
+    };
     for (let i = 0; i < requests; i++) {
-      const { state: next, decision } = decide(load(), policy, now, 15 * MINUTE_MS);
+      const { state: next, decision } = decide(rolled(), policy, now, 15 * MINUTE_MS);
       sql.exec(
         SAVE_USAGE.sql,
         next.minuteStart,
