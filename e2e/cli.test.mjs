@@ -63,3 +63,35 @@ describe("npm run keys with a command line it cannot read", () => {
     });
   }
 });
+
+describe("npm run keys with a number option not written in decimal digits", () => {
+  // Number("") is 0: `--grace "$GRACE"` with GRACE unset would roll with no grace period and end
+  // the old secret at once. Each of these is a usage error, and nothing is sent (the --url is one
+  // nothing listens on, so a request would exit 1 with "Cannot reach").
+  for (const [option, value, args] of /** @type {Array<[string, string, string[]]>} */ ([
+    ["--grace", "", ["roll", "key_AAAAAAAAAAAAAAAAAAAA"]],
+    ["--grace", "0x10", ["roll", "key_AAAAAAAAAAAAAAAAAAAA"]],
+    ["--grace", "1e3", ["webhook-roll", "whe_AAAAAAAAAAAAAAAAAAAA"]],
+    ["--per-minute", " 12", ["create", "--name", "n", "--plan", "enterprise", "--per-day", "100"]],
+    ["--per-day", "", ["create", "--name", "n", "--plan", "enterprise", "--per-minute", "10"]],
+    [
+      "--per-day",
+      "1.5",
+      ["set-plan", "key_AAAAAAAAAAAAAAAAAAAA", "--plan", "enterprise", "--per-minute", "10"],
+    ],
+  ])) {
+    it(`${args[0]} ${option} ${JSON.stringify(value)}: exits 2 naming the option, sends nothing`, () => {
+      const run = spawnSync(
+        process.execPath,
+        ["scripts/keys.mjs", ...args, option, value, "--url", "http://127.0.0.1:9", "--token", "t"],
+        { cwd: ROOT, encoding: "utf8" },
+      );
+      assert.equal(run.status, 2, run.stderr);
+      assert.match(
+        run.stderr,
+        new RegExp(`^${option} must be a whole number in decimal digits`, "m"),
+      );
+      assert.match(run.stderr, /^Usage: npm run keys -- <command>/m);
+    });
+  }
+});

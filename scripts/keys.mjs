@@ -146,9 +146,20 @@ if (!token) fail("No admin token: pass --token, set ADMIN_TOKEN, or create .dev.
 
 const need = (name) => values[name] ?? fail(`--${name} is required for ${command}.`);
 const keyId = () => positionalId ?? values.id ?? fail(`${command} needs a KEY_ID.`);
+/**
+ * A number option (`--grace 3600`) as the API writes integers: decimal digits without leading
+ * zeros. Anything else is a usage error rather than Number()'s reading of it ("" and " " are 0,
+ * "0x10" is 16, "1e3" is 1000): `--grace "$GRACE"` with GRACE unset must not roll with no grace.
+ */
+const wholeNumber = (name) =>
+  /^(0|[1-9][0-9]*)$/.test(need(name))
+    ? Number(values[name])
+    : fail(
+        `--${name} must be a whole number in decimal digits, e.g. 3600 (got ${JSON.stringify(values[name])}).`,
+      );
 const limits = () =>
-  values["per-minute"] || values["per-day"]
-    ? { perMinute: Number(need("per-minute")), perDay: Number(need("per-day")) }
+  values["per-minute"] !== undefined || values["per-day"] !== undefined
+    ? { perMinute: wholeNumber("per-minute"), perDay: wholeNumber("per-day") }
     : undefined;
 /** "none" clears a field (null); anything else is sent as given. */
 const orNone = (value) => (value === "none" ? null : value);
@@ -224,7 +235,7 @@ const requests = {
   roll: () => [
     "POST",
     `${key()}/roll`,
-    values.grace === undefined ? {} : { gracePeriodSeconds: Number(values.grace) },
+    values.grace === undefined ? {} : { gracePeriodSeconds: wholeNumber("grace") },
   ],
   revoke: () => ["DELETE", key()],
   unban: () => ["POST", `${key()}/unban`],
@@ -271,7 +282,7 @@ const requests = {
   "webhook-roll": () => [
     "POST",
     `${webhook()}/roll-secret`,
-    values.grace === undefined ? {} : { gracePeriodSeconds: Number(values.grace) },
+    values.grace === undefined ? {} : { gracePeriodSeconds: wholeNumber("grace") },
   ],
   "webhook-delete": () => ["DELETE", webhook()],
   "webhook-deliveries": () => [

@@ -9,7 +9,9 @@ import {
   Arm,
   installModelWorld,
   installObjectClocks,
+  Latency,
   modelSetup,
+  OneAtATime,
   Request,
   settleAndBill,
   useTime,
@@ -47,6 +49,28 @@ describe("the quota model's network", () => {
     ]);
     await settleAndBill(model, real);
     expect(real.net.held).toEqual([]);
+    expect(real.pending.size).toBe(0);
+    expect(model.violations).toEqual([]);
+  });
+
+  it("delivers a call between a location and the key's object after its round trip of fake time, and at once when the network heals", {
+    timeout: 60_000,
+  }, async () => {
+    const { setup } = world();
+    let ran: ReturnType<ReturnType<typeof modelSetup>> | null = null;
+    await fc.asyncModelRun(() => {
+      ran = setup();
+      return ran;
+    }, [new Latency(0, 600), new Latency(1, 600), new OneAtATime(0, 1, 10), new Request(2, 1)]);
+    const { model, real } = ran!;
+    // One at a time waits for its answer: the holder's call to the key's object, there and back.
+    expect(model.trueNow - (T0 + 5_000)).toBe(600);
+    expect(model.violations).toEqual([]);
+    // A request in another location: its holder has no stock, and its call is on its way until
+    // time moves (or the network heals).
+    expect(real.net.describe()).toMatch(/object model_\d+_\d+\.\w+: on its way \(300 ms\)/);
+    expect(real.pending.size).toBe(1);
+    await settleAndBill(model, real);
     expect(real.pending.size).toBe(0);
     expect(model.violations).toEqual([]);
   });

@@ -6,7 +6,9 @@ import { describe, expect, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import {
   Advance,
+  ChangeKey,
   DrainedRollback,
+  Evict,
   OneAtATime,
   PLANS,
   type QuotaModel,
@@ -116,6 +118,23 @@ describe("standing permits in the quota model", () => {
       expect(violations).toEqual([]);
     },
   );
+
+  // A holder evicted while it holds standing permits (kept in its storage, used again by the new
+  // instance), then a change whose push makes it hand them back: the permits it used after the
+  // eviction are billed once. (The evicted instance's background work must never wake: when the
+  // model's fake timers woke it, it handed back its stale copy of those permits first, unused,
+  // and the day counted 7 < served 8.)
+  it("bills once the standing permits a holder used after an eviction, handed back on a change", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(DAY_BINDS, [
+      new SecondLocation(4, 0, 1, 1_000),
+      new Evict("holder", 2),
+      new OneAtATime(4, 3, 98_084),
+      new ChangeKey("planUp", 0),
+    ]);
+    expect(violations).toEqual([]);
+  });
 
   // A second location calling while the first holds a stock for the minute and standing permits.
   it("keeps every window within its limit when a second location calls while a first holds the key's permits", {

@@ -13,6 +13,7 @@ import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { heldBound, QUIET_STOCK } from "../src/quota/lease";
 import type { StandingPermit } from "../src/quota/lease-messages";
 import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../src/quota/standing";
+import { StandingStock } from "../src/quota/standing-stock";
 import { backgroundWork, countObjectCalls, freezeBackgroundWork } from "./background-work";
 import { fixClock, mockClock, policyWith, T0 } from "./helpers";
 
@@ -230,6 +231,42 @@ describe("a location holder's standing permits", () => {
     expect(day?.admitted).toBe(4);
     expect(day?.stranded).toBeLessThanOrEqual(QUIET_STOCK);
     expect((await stub.usage(POLICY)).day.count).toBe(4 + (day?.stranded ?? 0));
+  });
+
+  it("a key calling every 5 minutes, its holder evicted between requests and the object's answers 50 ms on their way back: no refill at the minute after a request, one background call per request", async () => {
+    // The answers carry the object's time; 50 ms later they arrive (a far round trip's way back),
+    // so each standing permit is usable from 50 ms into its minute, and one kept across an
+    // eviction from 1,050 ms (RESTORED_STANDING_MARGIN_MS).
+    const add = StandingStock.prototype.add;
+    vi.spyOn(StandingStock.prototype, "add").mockImplementation(function (
+      this: StandingStock,
+      granted,
+      version,
+      answeredAt,
+      sentAt,
+      receivedAt,
+    ) {
+      add.call(this, granted, version, answeredAt, sentAt, receivedAt + 50);
+    });
+    const keyId = `standing_refill_${++seq}`;
+    const holder = holderOf(keyId);
+    const start = T0 + 45_000;
+    await passTo(start);
+    expect(allowed(await holder.admit(keyId, POLICY))).toBe(true);
+    await passTo(start + 30_000); // the next minute's refill: standing permits
+    const objectCalls = countObjectCalls();
+    const answers: HolderAnswer[] = [];
+    for (let i = 1; i <= 3; i++) {
+      await evictHolder(keyId);
+      const at = start + i * 5 * MINUTE_MS;
+      await passTo(at);
+      answers.push(await holder.admit(keyId, POLICY));
+      await passTime();
+      // The holder stays in memory past the next minute's start: its refill would fire then.
+      await passTo(at - (at % MINUTE_MS) + MINUTE_MS + 2_000);
+    }
+    expect(answers.every(fromStock), "no request waits for the key's object").toBe(true);
+    expect(objectCalls(), "the ask for standing permits only, no refill").toBeLessThanOrEqual(3);
   });
 
   it("a key's first request in a location asks for none, nor do keys calling more often than every 30 s", async () => {

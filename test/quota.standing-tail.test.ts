@@ -1,8 +1,7 @@
 // What a key costs after it stops calling in a location: its holder's standing permits (one
 // lease per minute to come) and the stock granted with them go back to the key's object in one
 // call, not one call each, whatever the key's gap; a hand-back delivered twice is taken back
-// once; and an object of the release before (no batched call) still gets every lease back, one
-// call each. Driven against the key's real QuotaLimiter and QuotaHolder with fake time, counting
+// once. Driven against the key's real QuotaLimiter and QuotaHolder with fake time, counting
 // the key's object's calls.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";

@@ -26,10 +26,7 @@ import type { Outcome } from "../quota/windows";
 import { BOOKMARK_HEADER } from "./d1-session";
 import { markFirstUseOrThrow } from "./first-use";
 
-/**
- * Set by `enforceQuota`, for the access log: what the limiter decided, "overloaded" (the key's
- * object refused to take more calls), or "unavailable" (let through on the outage allowance).
- */
+/** Set by `enforceQuota`, for the access log (see quota/fail-open.ts for the last two). */
 export interface QuotaVariables {
   quota: Outcome | "overloaded" | "unavailable";
 }
@@ -51,11 +48,9 @@ function noteRoomLeft(keyId: string, result: AdmitResult): void {
   else keysWithRoom.delete(keyId);
 }
 
-/** Why the key may not be used, as D1 has it now (cached a few seconds per key), or null. */
 const rereadKeyProblemInD1 = (env: Env, keyId: string): Promise<string | null> =>
   rereadKeyProblem(keyId, async (now) => whyKeyUnusable(await getKey(env.DB, keyId), now));
 
-/** No decision from the object: the fail-open answer (quota/fail-open.ts), or its refusal. */
 async function headersOrThrowWithoutObject(
   c: Context<QuotaEnv>,
   key: KeyRecord,
@@ -86,8 +81,7 @@ async function headersOrThrowRefusal(
   // revocation made elsewhere): drop the record so the next request reads the key afresh.
   if (decision.outcome === "revoked" || decision.policyVersion > key.version) forgetKey(key.id);
   if (decision.outcome === "revoked") {
-    // The object refuses revoked and disabled keys alike; D1 says which (a rare read: only the
-    // first request after the change in an isolate that still held the key).
+    // The object refuses revoked and disabled keys alike; D1 says which (a rare read).
     const problem = await rereadKeyProblemInD1(c.env, key.id).catch(() => null);
     throw unusableKeyError(problem ?? KEY_PROBLEMS.revoked);
   }
@@ -97,21 +91,15 @@ async function headersOrThrowRefusal(
   return headers;
 }
 
-/**
- * How many times a request's copy of the key is read again because the key's object said it was
- * stale (a change made elsewhere), before the request is answered 503: a second change between
- * the read and the decision is rare, a third rarer still.
- */
+/** How many times a request's copy of the key is read again when `stale`, before a 503. */
 export const MOST_REREADS = 2;
 
 const staleAgain = () =>
   unavailable("The API key changed while this request was decided; repeat the request.");
 
 /**
- * The request decided: by the key's location holder along with authenticating it, or now. A key
- * whose copy here is older than its object's policy is read again (a change made elsewhere: a
- * roll, an expiry, any change of the key) and refused, or decided under the key as it is now,
- * with the same admission id; a stale copy is never served.
+ * The request decided: by the key's location holder along with authenticating it, or now. A
+ * stale copy of the key is read again and the request decided with the same admission id.
  */
 async function decidedOrThrow(
   c: Context<QuotaEnv>,
@@ -132,20 +120,14 @@ async function decidedOrThrow(
 }
 
 /**
- * Every /v1 request is decided before it is answered, by the quota tiers (reached through
- * objects/quota-limiter-client.ts). This middleware is the glue: it turns the decision into
- * rate-limit headers or the refusal's error, and a missing one into the fail-open answer
- * (quota/fail-open.ts). What each tier guarantees is in docs/quotas.md.
- *
- * Reads by a key with room left run alongside the limiter call rather than after it (the route
- * table marks them: a read changes nothing stored, and the answer still waits for the decision):
- * the two hops overlap instead of adding up. A refused read's work is discarded; a key near or
- * past its limit is decided first.
+ * Every /v1 request is decided before it is answered: the decision becomes rate-limit headers or
+ * the refusal's error, a missing one the fail-open answer (docs/quotas.md). Reads by a key with
+ * room left run alongside the decision (a read changes nothing stored, and the answer still
+ * waits for it): the hops overlap. A refused read's work is discarded.
  */
 export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
   createMiddleware<QuotaEnv>(async (c, next) => {
     const key = c.get("apiKey");
-    // The first request of a key also marks it used (see first-use.ts); its answer waits for both.
     const firstUse = markFirstUseOrThrow(c.env, key);
     // Decided already when the key's location holder authenticated the request (auth/api-key.ts).
     const decision = decidedOrThrow(
@@ -157,8 +139,6 @@ export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
       c,
       "quota",
       Promise.all([decision, firstUse]).then(([result]) => {
-        // A lease renewal this request started, and the hand-back of a lease's unused permits
-        // ≤ GIVE_BACK_GRACE_MS after it expires (if no request has), run after the response.
         if (result.reached && result.afterResponse) runAfterResponse(c, result.afterResponse);
         return result;
       }),

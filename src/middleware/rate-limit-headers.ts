@@ -5,14 +5,9 @@ import type { BaseEnv } from "../lib/hono-env";
 import type { RouteTable } from "../lib/route-table";
 
 /**
- * Every answer under /v1 carries the rate-limit headers (X-RateLimit-* and the IETF pair), except
- * the routes the table marks outside every quota (the OpenAPI document). An answer that has them
- * keeps them: an admitted request's (enforceQuota set the key's windows, which a later 404, 405
- * or error keeps), a refusal's, a counted guess's. An answer given before any key could be used
- * (no credentials, another scheme, a malformed header, a key that may not be used, the database
- * failing while the key was looked up) gets the limit that does apply to the client: its
- * failed-authentication window, read from what this isolate last learnt of it, not counted and
- * without a call.
+ * Every answer under /v1 carries the rate-limit headers, except the routes outside every quota.
+ * An answer that has none yet (given before any key could be used) gets the client's
+ * failed-authentication window, as this isolate last learnt it: not counted, without a call.
  */
 export const rateLimitHeadersOnEveryAnswer = ({ routes }: { routes: RouteTable }) =>
   createMiddleware<BaseEnv>(async (c, next) => {

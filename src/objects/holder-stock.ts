@@ -175,10 +175,9 @@ export class LocationStock {
   }
 
   /**
-   * Shares the key's heldBound (QuotaHolder.restock): a stock holding more than a shared one
-   * keeps a shared one, and what it gave up is answered; a location refused a stock only because
-   * another held the bound asks again, answered once that call is. A holder that has not seen
-   * the key, or is busy with another call, does neither.
+   * Shares the key's heldBound (QuotaHolder.restock): a stock above a shared one keeps a shared
+   * one and answers what it gave up; else a stock is asked for (refused one while another held
+   * the bound), settling once answered. Neither for a key not seen here, or with a call in flight.
    */
   async restock(keyId: string): Promise<SharedStock | null> {
     const policy = this.#policy;
@@ -189,7 +188,7 @@ export class LocationStock {
     return null;
   }
 
-  /** Asks for a fresh stock now, if none is usable (see LeaseHolder.restock): settles when answered. */
+  /** Asks for a stock now if none is usable (LeaseHolder.restock), settling once answered. */
   async #refillNow(keyId: string, policy: Policy): Promise<void> {
     const calls = this.#calls.to(keyId, policy);
     const refill = this.#leases.restock(policy, calls);
@@ -206,7 +205,9 @@ export class LocationStock {
   /**
    * Leases end with their minute, so a key used here this minute gets a fresh stock as the next
    * one begins, in the background: its first requests there wait for no far call. A key not used
-   * here for a whole minute gets none (what it holds goes back at its lease's expiry).
+   * here for a whole minute gets none (what it holds goes back at its lease's expiry), nor does
+   * one whose next request is expected after that minute (a key calling every 2 minutes or less
+   * often: its standing permits serve it).
    */
   #refillWhenTheMinuteTurns(keyId: string, policy: Policy): void {
     if (!this.#policy || policy.version > this.#policy.version) this.#policy = policy;
@@ -219,7 +220,9 @@ export class LocationStock {
       clock.sleep(next - now).then(async () => {
         const latest = this.#policy ?? policy;
         const calls = this.#calls.to(keyId, latest);
-        const refill = this.#leases.refill(latest, calls);
+        const refill = this.#leases.nextExpectedFrom(next + MINUTE_MS)
+          ? null
+          : this.#leases.refill(latest, calls);
         if (refill) await this.#leases.giveBackAfterRenewal(refill, calls);
         await this.#leases.handBackStandingAtEnd(calls);
       }),

@@ -13,18 +13,15 @@ import {
 import type { Lease, ReturnedLease, SharedStock } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
 import type { UsageState, WindowStatus } from "../quota/windows";
-import { type Sharing, StockSharing } from "./stock-sharing";
+import { StockSharing } from "./stock-sharing";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
  * A lease not handed back this long after its expiry (and not before its minute ends) is settled
- * as stranded (see LeaseLedger.#settle). Its holder hands it back within GIVE_BACK_GRACE_MS of the
- * expiry, or with its next call. Under a minute, so every lease of a day is settled by the
- * day-end flush (a minute after the day).
+ * as stranded. Under a minute, so every lease of a day is settled by the day-end flush.
  */
 export const STRANDED_AFTER_MS = 30_000;
 
-/** A lease as the object keeps it: when it was granted and what the history counts of it. */
 type LeaseRow = {
   id: string;
   minuteStart: number;
@@ -37,20 +34,18 @@ type LeaseRow = {
 const LEASE_ROW = `SELECT id, minute_start AS minuteStart, day_start AS dayStart, permits, counted
   FROM leases`;
 
-/** What a lend asks for: see LeaseLedger.lend and RenewalRequest. */
 export type LeaseAsk = { want: number; holding: number; extending?: string; minuteWant?: number };
 
-/** `n` within 0…`most`. */
 const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, n));
 
 /**
- * The leases the key's object granted and has not settled yet (table `leases`), each the account
- * of its permits: the windows count them from the grant, the usage history only as their holder
- * reports them used. A lend or a take-back answers the windows with its permits counted.
+ * The leases the key's object granted and has not settled yet, each the account of its permits:
+ * the windows count them from the grant, the usage history only as their holder reports them
+ * used (docs/quotas.md, "Billing").
  */
 export class LeaseLedger {
-  /** Which holders asked lately, and the sharing the last lend asked for (in memory only). */
-  readonly #sharing = new StockSharing();
+  /** Which holders asked lately, and the sharing under way (in memory only). */
+  readonly sharing = new StockSharing();
 
   constructor(
     private readonly sql: SqlStorage,
@@ -58,16 +53,14 @@ export class LeaseLedger {
   ) {}
 
   /**
-   * The most permits the current minute's leases may hold unused (leaving out lease `except`):
-   * each lease's last known holding plus what was granted to it since. A lease counts until it
-   * is handed back, used up or not, and so does one whose holder went away, until its minute
-   * ends: what leases hold unused never exceeds heldBound, whatever happens to the holders.
+   * The most permits the current minute's leases may hold unused (but lease `except`). A lease
+   * counts until it is handed back, used up or not, even one whose holder went away: what leases
+   * hold never exceeds heldBound, whatever happens to the holders.
    */
   heldBy(state: UsageState, except = ""): number {
     return this.sumIn("held", state.minuteStart, state.dayStart, except);
   }
 
-  /** The sum of `column` over the leases of minute `minuteStart` of day `dayStart` but `except`. */
   sumIn(column: "held" | "permits", minuteStart: number, dayStart: number, except = ""): number {
     return this.sql
       .exec<{ total: number }>(
@@ -95,7 +88,7 @@ export class LeaseLedger {
     grantee: string | null,
   ): { state: UsageState; lease: Lease | null } {
     const heldElsewhere = this.heldBy(state, extending);
-    const askingAlone = this.#sharing.noteAsking(grantee, now);
+    const askingAlone = this.sharing.noteAsking(grantee, now);
     const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
     const asked = sized ? minuteWant : want;
     let permits = permitsToLease(windows, limits, asked, holding, heldElsewhere);
@@ -123,10 +116,9 @@ export class LeaseLedger {
    * stock because other location holders hold the rest of heldBound (with no other lease out,
    * the windows had room for it), those whose leases of this minute hold more than QUIET_STOCK
    * and live longer than a short stock from `now` (a stock for the minute sized while they were
-   * the key's only holder; a short one is back within STOCK_BACK_WITHIN_MS anyway). Each then hands back
-   * what it holds and takes a fresh stock, sized as shared, in one call, and `grantee` is told to
-   * ask for its own (askToShare in stock-sharing.ts, with `takeSharing`): a location new to the key waits for
-   * the key's object on its first request only. Once a minute per `grantee`.
+   * the key's only holder; a short one is back within STOCK_BACK_WITHIN_MS anyway). Each keeps a
+   * shared stock (askToShare in stock-sharing.ts) and `grantee` gets its own. Once a minute per
+   * `grantee`.
    */
   #noteSharing(
     state: UsageState,
@@ -139,7 +131,7 @@ export class LeaseLedger {
     const stock = Math.min(want, QUIET_STOCK);
     if (grantee === null || granted >= stock) return;
     if (permitsToLease(windows, limits, stock, holding, 0) <= granted) return;
-    if (this.#sharing.askedThisMinute(grantee, state.minuteStart)) return;
+    if (this.sharing.askedThisMinute(grantee, state.minuteStart)) return;
     const sharers = this.sql
       .exec<{ grantee: string }>(
         `SELECT grantee FROM leases WHERE minute_start = ? AND day_start = ? AND grantee IS NOT NULL
@@ -153,24 +145,12 @@ export class LeaseLedger {
       .toArray()
       .map((row) => row.grantee);
     if (sharers.length === 0) return;
-    this.#sharing.ask({ waiting: grantee, sharers, tellWaiting: renewing }, state.minuteStart);
-  }
-
-  /** The sharing the last lend asked for (see `#noteSharing`), once: null when none. */
-  takeSharing(): Sharing | null {
-    return this.#sharing.take();
-  }
-
-  /** The sharing under way with location holder `grantee` (see StockSharing.heldFor). */
-  get sharings(): Pick<StockSharing, "underWay" | "heldFor"> {
-    return this.#sharing;
+    this.sharing.ask({ waiting: grantee, sharers, tellWaiting: renewing }, state.minuteStart);
   }
 
   /**
-   * Counts back what a location holder gave up of lease `id` to share the bound (`cut`, of the
-   * `seen` it had been granted): unless the lease was granted more since (or an answer of it
-   * was lost), when its holding, reported since or to come, tells; a lease settled already
-   * counted it.
+   * Counts back what a holder gave up of lease `id` to share the bound, only if it had seen all
+   * that was granted (else its holding, reported since or to come, tells; settled: counted).
    */
   takeShared(state: UsageState, { id, seen, cut }: SharedStock): UsageState {
     const row = this.#row(id);
@@ -193,7 +173,6 @@ export class LeaseLedger {
     );
   }
 
-  /** Records a new lease of `permits` to `grantee`, ending at `expiresAt` (never past its minute). */
   #grant(state: UsageState, permits: number, expiresAt: number, grantee: string | null): Lease {
     const lease = { id: crypto.randomUUID(), permits, expiresAt };
     insertLease(this.sql, {
@@ -206,9 +185,8 @@ export class LeaseLedger {
   }
 
   /**
-   * Adds `permits` to lease `id` and moves its expiry to `expiresAt`, if it was granted in the
-   * current minute window and not handed back (a give-back then credits all of its unused
-   * permits); null otherwise. The lease then holds at most `holding` (its holder's unused) + `permits`.
+   * Adds `permits` to lease `id` and moves its expiry, if it was granted in the current minute
+   * window and not handed back; null otherwise. It then holds at most `holding` + `permits`.
    */
   #extend(
     id: string,
@@ -231,10 +209,7 @@ export class LeaseLedger {
     return extended > 0 ? { id, permits, expiresAt } : null;
   }
 
-  /**
-   * Settles a returned lease once: the history counts what was used of it, the windows get the
-   * rest back, and its row goes, so a repeated return is a no-op (null: settled already).
-   */
+  /** Settles a returned lease once (null: settled already): the windows get the rest back. */
   takeBack(usage: UsageState, returned: ReturnedLease): UsageState | null {
     const row = this.#row(returned.id);
     if (!row) return null;
@@ -246,7 +221,6 @@ export class LeaseLedger {
     return givePermitsBack(usage, row, row.permits - used);
   }
 
-  /** The start of the earliest minute a lease still out was granted in (null: none is out). */
   oldestMinuteOut(): number | null {
     return this.sql
       .exec<{ minuteStart: number | null }>("SELECT MIN(minute_start) AS minuteStart FROM leases")
@@ -254,10 +228,8 @@ export class LeaseLedger {
   }
 
   /**
-   * What lease `id` of the current minute (in `state`) holds unused by this object's count: its
-   * permits (every grant, those whose answer never reached its holder too) less the `used` its
-   * holder reports; 0 when it is not out, of another minute, or no `used` is reported (a holder
-   * of an earlier release).
+   * What lease `id` of the current minute holds unused by this object's count (grants whose
+   * answer never reached its holder too); 0 when it is not out, or no `used` is reported.
    */
   unusedOf(id: string, state: UsageState, used: number | undefined): number {
     const row = used === undefined ? undefined : this.#row(id);
@@ -265,7 +237,7 @@ export class LeaseLedger {
     return row && current ? row.permits - clampTo(row.permits, used ?? 0) : 0;
   }
 
-  /** The windows lease `id` was granted in, while it is out (null: settled, or never granted). */
+  /** The windows lease `id` was granted in, while it is out. */
   grantedIn(id: string): GrantedLease | null {
     return this.#row(id) ?? null;
   }
@@ -274,14 +246,7 @@ export class LeaseLedger {
     return this.sql.exec<LeaseRow>(`${LEASE_ROW} WHERE id = ?`, id).toArray()[0];
   }
 
-  /**
-   * The usage history counts a lease's permits as served only once its holder reports them used
-   * (a renewal, a hand-back); never at grant. So a lease's row is its account: `counted` is what
-   * the history counts of it so far. A renewal's report raises it (countUsed); a hand-back
-   * settles it (the history then counts exactly what was used, the rest is credited back); a
-   * lease not handed back within STRANDED_AFTER_MS of its expiry is settled as stranded: its
-   * permits not reported used are counted apart, never as admitted. See docs/quotas.md (Billing).
-   */
+  /** Ends a lease's account: the history counts `used` as served and `stranded` apart. */
   #settle(row: LeaseRow, used: number, stranded: number): void {
     this.sql.exec("DELETE FROM leases WHERE id = ?", row.id);
     // Negative only for a lease granted before the history counted leases as served (counted
@@ -290,7 +255,7 @@ export class LeaseLedger {
     this.history.strand(row.dayStart, stranded);
   }
 
-  /** Counts a renewing holder's report that `used` of lease `id` have been admitted. */
+  /** Counts a renewing holder's report that `used` of lease `id` were admitted. */
   countUsed(id: string, used: number): void {
     const row = this.#row(id);
     if (!row) return;
@@ -301,10 +266,8 @@ export class LeaseLedger {
   }
 
   /**
-   * Settles every lease not handed back within STRANDED_AFTER_MS of its expiry, once its minute
-   * is over, as stranded: the history keeps what its holder reported used, the rest is stranded.
-   * Its permits stay counted in the windows, as the holder may have used them; and until its
-   * minute ends the lease still counts towards heldBound (heldBy), as one handed back would not.
+   * Settles as stranded every lease not handed back within STRANDED_AFTER_MS of its expiry, once
+   * its minute is over. Its permits stay counted in the windows, as the holder may have used them.
    */
   strandUnreported(now: number): void {
     const rows = this.sql
@@ -333,10 +296,7 @@ export class LeaseLedger {
       .map((row) => row.grantee);
   }
 
-  /**
-   * The first day before `today` with a lease not settled yet (null: none), and the earliest
-   * expiry of such leases, after which STRANDED_AFTER_MS settles them.
-   */
+  /** The first day before `today` with a lease not settled yet, and those leases' first expiry. */
   unsettledBefore(today: number): { dayStart: number | null; expiresAt: number | null } {
     return this.sql
       .exec<{ dayStart: number | null; expiresAt: number | null }>(
@@ -347,11 +307,7 @@ export class LeaseLedger {
   }
 }
 
-/**
- * Stores a new lease row: `permits` to `grantee` (null: an isolate) in the minute `minuteStart`
- * of day `dayStart`, all of them held, waited for until `expiresAt`. A lease of the current minute
- * (LeaseLedger) and standing permits of a minute to come (StandingLedger) are the same row.
- */
+/** A lease of the current minute and standing permits of a minute to come are the same row. */
 export function insertLease(
   sql: SqlStorage,
   lease: Omit<LeaseRow, "counted"> & { expiresAt: number; grantee: string | null },

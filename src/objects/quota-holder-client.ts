@@ -12,32 +12,24 @@ import {
 } from "./quota-holder";
 import { callWithOneRetry } from "./stub-call";
 
-/**
- * The decision (from the object, or from this isolate's lease), or why there is none: the
- * object is overloaded (the key's own traffic), or unreachable; with the last refusal this
- * isolate saw for the key, if it still lasts.
- */
+/** The decision, or why there is none (NoDecision). */
 export type AdmitResult =
   | {
       reached: true;
       decision: KeyDecision;
-      /**
-       * Work on this isolate's lease that the request does not wait for, to run after the
-       * response (`waitUntil`): a renewal it started, and the hand-back of a lease's unused
-       * permits at its expiry. Null when there is none.
-       */
+      /** Work on this isolate's lease to run after the response (`waitUntil`; see `upkeep`). */
       afterResponse: Promise<void> | null;
     }
   | ({ reached: false } & NoDecision);
 
-/** Where a request arrived: its location's holders (objects/quota-holder.ts) and its name. */
+/** Where a request arrived: its location's holders and its name. */
 export interface RequestLocation {
   holders: DurableObjectNamespace<QuotaHolder>;
   /** The Cloudflare location (`request.cf.colo`). */
   name: string;
 }
 
-/** Where `request` arrived (its Cloudflare location), or null when it does not say. */
+/** Where `request` arrived, or null when it does not say. */
 export function locationOf(
   request: Request,
   holders: DurableObjectNamespace<QuotaHolder>,
@@ -46,23 +38,18 @@ export function locationOf(
   return typeof colo === "string" && colo !== "" ? { holders, name: colo } : null;
 }
 
-/**
- * What the key's holder in the request's location said of a key's secret (HolderAuthentication),
- * as the Worker uses it; "unread" also when the holder could not be reached.
- */
+/** HolderAuthentication as the Worker uses it; "unread" also when the holder was not reached. */
 export type LocationAuthentication =
   | { outcome: "found"; match: KeyMatch; admission: AdmitResult | null; copyAgeMs: number }
   | { outcome: "unknown" }
   | { outcome: "unread" };
 
-/** A holder's decision as `QuotaLimiterClient.admit` gives it (no isolate lease work to run after). */
 function admitResultOf(answer: HolderAnswer): AdmitResult {
   return answer.reached
     ? { reached: true, decision: answer.decision, afterResponse: null }
     : answer;
 }
 
-/** The key's holder in `location`. */
 function holderIn(location: RequestLocation, keyId: string): DurableObjectStub<QuotaHolder> {
   return location.holders.getByName(holderName(keyId, location.name));
 }
@@ -88,10 +75,7 @@ async function askHolder(
   };
 }
 
-/**
- * Authenticates the secret with hash `hash` of key `keyId` (named by its token) at the key's
- * holder in `location`, one local hop, without deciding the request.
- */
+/** Authenticates a secret of key `keyId` at the key's holder in `location`, deciding nothing. */
 export function authenticateInLocation(
   location: RequestLocation,
   keyId: string,
@@ -100,10 +84,7 @@ export function authenticateInLocation(
   return askHolder(location, keyId, (holder) => holder.authenticate(keyId, hash));
 }
 
-/**
- * As `authenticateInLocation`, and the holder decides the request in the same hop when the
- * secret may be used now (from its stock, or forwarded to the key's object; counted either way).
- */
+/** As `authenticateInLocation`, and the holder decides the request in the same hop. */
 export function authenticateAndAdmitInLocation(
   location: RequestLocation,
   keyId: string,
@@ -118,9 +99,7 @@ export function authenticateAndAdmitInLocation(
 /** An error that says why a location holder had no decision (read by `isOverloaded`). */
 export class HolderWithoutDecision extends Error {
   readonly overloaded: boolean;
-  /** The refusal the holder was last given for the key, while it lasts. */
   readonly refusal: NoDecision["refusal"];
-  /** The object's failure, when it fails every call (absent from a holder of the release before). */
   readonly persistentFailure: string | null;
 
   constructor(why: NoDecision) {
@@ -137,11 +116,9 @@ export class HolderWithoutDecision extends Error {
 
 /**
  * A request an isolate cannot decide from a lease of its own: decided by the key's holder in
- * `location` (from its stock, or forwarded), over a local hop. A call that asks for a lease or
- * hands one back goes to the key's object through the holder, which hands its stock back in the
- * same call, so the location's permits are held by one tier at a time. Null when the holder
- * cannot be reached: the key's object then decides the request directly (exactly, one far
- * call). A holder that answers with no decision throws HolderWithoutDecision.
+ * `location`. A call for a lease (or a hand-back) goes through the holder, which hands its stock
+ * back in the same call, so the location's permits are held by one tier at a time. Null when the
+ * holder cannot be reached (the key's object then decides); no decision: HolderWithoutDecision.
  */
 export async function admitInLocation(
   location: RequestLocation,
@@ -154,8 +131,7 @@ export async function admitInLocation(
   try {
     if (request.want > 0 || request.returning.length > 0)
       return await holderIn(location, keyId).admitForIsolate(keyId, policy, request, region);
-    // Retried once on a `.retryable` error, and then asked of the key's object, with the same
-    // admission id: whichever decided it already answers the same decision.
+    // Then asked of the key's object with the same admission id: decided once either way.
     answer = await callWithOneRetry(
       () => holderIn(location, keyId),
       async (holder): Promise<HolderAnswer> =>

@@ -16,23 +16,15 @@ import type { Region } from "../schemas/region";
 import { HeldKeyRecord } from "./holder-key-record";
 import { LocationStock } from "./holder-stock";
 
-/**
- * A location holder's answer: the decision (from its stock, or forwarded to the key's object),
- * or why there is none (the key's object is overloaded or unreachable from here), with the
- * refusal the holder was last given for the key while it lasts (failing open never admits a
- * key refused in its current window, see quota/fail-open.ts).
- */
+/** A location holder's answer: the decision, or why there is none (NoDecision). */
 export type HolderAnswer =
   | { reached: true; decision: KeyDecision; fromStock: boolean }
   | ({ reached: false } & NoDecision);
 
 /**
- * A location holder's answer to a secret of its key (a key whose token names its id, see
- * auth/key-format.ts): the key and which of its secrets it is, with the decision on the request
- * when one was asked for and the secret may be used now (else null: the Worker says why not);
- * "unknown" when no secret of the key has this hash (a guess); "unread" when the key could not be
- * read here (the Worker reads D1 itself). `copyAgeMs`: how old the copy of the key was (absent: read
- * just now), so that the Worker keeps it no longer than a record it read itself then.
+ * A location holder's answer to a secret of its key: the key and which secret, with the decision
+ * when one was asked for and the secret may be used now; "unknown": a guess; "unread": the Worker
+ * reads D1 itself. `copyAgeMs`: so that the Worker keeps the copy no longer than its own read.
  */
 export type HolderAuthentication =
   | { outcome: "found"; match: KeyMatch; answer: HolderAnswer | null; copyAgeMs?: number }
@@ -43,22 +35,15 @@ export type HolderAuthentication =
 export const holderName = (keyId: string, location: string): string => `${keyId}@${location}`;
 
 /**
- * One per key per location (named by `holderName`): the location tier between the isolates and
- * the key's QuotaLimiter. Isolates in the location send it the requests they cannot decide
- * themselves, over a local hop. It admits them from a stock of permits the key's object leased
- * to it (counted there when granted, so nothing is admitted that was not counted), keeps that
- * stock topped up in the background while the key is used here, and forwards a request to the
- * key's object whenever the stock is out or the key is near its limit: it never refuses on its
- * own, so 429s, Retry-After, the ban and the usage view are the object's. The stock lives in
- * memory, its standing permits in storage too (LocationStock); permits lost with it stay counted
- * (within heldBound, see docs/quotas.md).
+ * One per key per location (named by `holderName`): the tier between the isolates and the key's
+ * QuotaLimiter. It admits from a stock the key's object leased to it, and forwards a request to
+ * the object whenever the stock is out or the key is near its limit: it never refuses on its own
+ * (docs/quotas.md, "The machine").
  */
 export class QuotaHolder extends DurableObject<Env> {
-  /** The key's permits held here, and the calls that keep them (see LocationStock). */
   readonly #stock = new LocationStock(this.ctx.storage, () => this.env, this.ctx.id.name ?? null);
-  /** The key's record, for requests that arrive with a secret rather than the key (`authenticate`). */
   readonly #keyRecord = new HeldKeyRecord();
-  /** The answers to the requests decided here lately, by admission id (see `admit`). */
+  /** The answers to the requests decided here lately, by admission id. */
   readonly #answers = new ExpiringMap<string, Promise<HolderAnswer>>(10_000);
 
   /** Standing permits kept across an eviction are handed back at their end (LocationStock.alarm). */
@@ -67,11 +52,7 @@ export class QuotaHolder extends DurableObject<Env> {
     await this.#stock.alarm();
   }
 
-  /**
-   * The key whose secret has SHA-256 `hash`, if it is key `keyId`: from this holder's copy while
-   * it is vouched for (see HeldKeyRecord), else read from D1 here (in the request's location).
-   * No decision is made (GET /v1/usage).
-   */
+  /** The key whose secret has SHA-256 `hash`, from the copy while vouched for, else from D1. */
   async authenticate(keyId: string, hash: string): Promise<HolderAuthentication> {
     const now = clock.now();
     const kept = this.#keyRecord.vouchedFor(hash, now);
@@ -81,25 +62,19 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * Whether the copy `kept` may answer at `now` without a read: one that lets the secret in (the
-   * key's object, which every decision asks or leased from, names a newer version), or one that
-   * refuses it read within REFUSING_COPY_TRUSTED_MS (it asks nobody, so a key enabled again, or
-   * its expiry cleared, with no lease here to push that to, is read again).
+   * Whether the copy `kept` may answer without a read: one that lets the secret in (the key's
+   * object then names a newer version), or one that refuses it read within
+   * REFUSING_COPY_TRUSTED_MS (it asks nobody, so a key enabled again must be read again).
    */
   #keptDecides(kept: KeyMatch, now: number): boolean {
     return secretStatus(kept, now) === "active" || this.#keyRecord.readJustNow(now);
   }
 
   /**
-   * Authenticates as `authenticate` does and, when the secret may be used now, decides the
-   * request (as `admit` does) under the key's policy as this holder has it: the Worker learns
-   * both in one local hop. The copy (read again once HELD_KEY_MAX_AGE_MS old) stays current
-   * because the request is decided by the key's object or from its lease: the object pushes every
-   * change to the holders holding a lease (`keyChanged`, which forgets the copy), and a holder
-   * holding none sends the request to the object, whose answer carries the key's newest version.
-   * An answer under a newer version than the copy's (a change that did not reach this holder)
-   * makes it read the key again before it answers. The age limit covers a change the object
-   * itself never learnt (the admin API's push failed).
+   * Authenticates and, when the secret may be used now, decides the request: both in one local
+   * hop. The copy stays current because every decision asks the key's object or comes from its
+   * lease (whose changes it pushes, `keyChanged`); an answer under a newer version than the copy's
+   * makes it read the key again. Its age limit covers a change the object never learnt.
    */
   async authenticateAndAdmit(
     keyId: string,
@@ -123,9 +98,8 @@ export class QuotaHolder extends DurableObject<Env> {
     if (!answer.reached) return { ...found, match, answer };
     const { decision } = answer;
     if (decision.outcome === "stale") {
-      // The copy is older than the key's object's policy (a change that did not reach this
-      // holder): nothing was counted. The Worker judges the secret by the key as D1 has it now,
-      // and has the request decided under it (the same admission id).
+      // Nothing was counted: the Worker judges the secret by the key as D1 has it now, and has
+      // the request decided under it (the same admission id).
       this.#keyRecord.forget();
       const fresh = await this.#read(keyId, hash);
       return fresh.outcome === "found" ? { ...fresh, answer: null } : fresh;
@@ -142,10 +116,8 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * Marks a key D1 has not seen used yet as used (see middleware/first-use.ts) alongside its
-   * first decision here, so that the isolates this holder answers need not: the key as D1 now has
-   * it, or null when that is a newer version than `record` (the Worker marks it then, and pushes
-   * that version to the key's object) or the mark failed (the Worker tries).
+   * Marks the key used (middleware/first-use.ts) alongside its first decision here: the key as D1
+   * now has it, or null when that is a newer version or the mark failed (the Worker does it then).
    */
   async #markUsed(record: KeyRecord): Promise<KeyRecord | null> {
     try {
@@ -172,13 +144,9 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * Decides one request of key `keyId` under `policy` (the caller's view of the key); `region`
-   * is where the key's object is created if this holder's call is its first. A request with an
-   * `admissionId` this holder decided in the last ADMISSION_MEMORY_MS (its caller lost the
-   * answer, or asks again after a cold isolate's authentication here could not answer) gets the
-   * same answer, counted once; one forwarded to the key's object carries the id there. One past
-   * its lifetime (ADMISSION_ID_LIFETIME_MS), which this holder may have decided and forgotten, is
-   * not decided here: the key's object answers it (its decision if it remembers one, else none).
+   * Decides one request of key `keyId` under `policy` (the caller's view of the key). An
+   * `admissionId` decided here lately gets the same answer; one past its lifetime, which this
+   * holder may have decided and forgotten, goes to the key's object.
    */
   admit(
     keyId: string,
@@ -204,7 +172,7 @@ export class QuotaHolder extends DurableObject<Env> {
     return answer;
   }
 
-  /** An isolate's call for a lease, forwarded with this holder's stock (LocationStock.forIsolate). */
+  /** An isolate's call for a lease, forwarded with this holder's stock. */
   admitForIsolate(
     keyId: string,
     policy: Policy,
@@ -215,17 +183,12 @@ export class QuotaHolder extends DurableObject<Env> {
     return this.#stock.forIsolate(keyId, policy, request, region);
   }
 
-  /** Hands the whole stock back now (LocationStock.giveBack). */
   async giveBack(keyId: string): Promise<void> {
     this.#stock.entered();
     await this.#stock.giveBack(keyId);
   }
 
-  /**
-   * The key's policy changed (told by the key's object): stops admitting from the stock at once,
-   * so the key's next requests here are forwarded to the object, hands the stock back, and
-   * forgets the key's record (read again from D1 when next needed).
-   */
+  /** The key's policy changed: drops and hands back the stock, and forgets the key's record. */
   async keyChanged(keyId: string): Promise<void> {
     this.#stock.entered();
     this.#keyRecord.forget();
@@ -233,10 +196,9 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * The key's object asks this holder to share the key's heldBound with another location (its
-   * stock for the minute holds more than a shared stock): it keeps a shared stock and answers
-   * what it gave up; or tells it room freed up for a stock it was refused for that reason: it
-   * asks for one, and resolves once that call is answered (see LocationStock.restock).
+   * The key's object shares heldBound with another location: a stock above a shared one keeps a
+   * shared one and answers what it gave up; or room freed up for a stock this holder was refused:
+   * one asked for (LocationStock.restock).
    */
   async restock(keyId: string): Promise<SharedStock | null> {
     this.#stock.entered();
@@ -249,10 +211,7 @@ export class QuotaHolder extends DurableObject<Env> {
     return this.#stock.unusedPermits;
   }
 
-  /**
-   * Keeps the copy of the key young for the key's next request here (see
-   * HeldKeyRecord.readAhead): a cold isolate's request then authenticates from it with no D1 read.
-   */
+  /** Keeps the copy young for the key's next request here (HeldKeyRecord.readAhead). */
   #readKeyAhead(keyId: string, now: number): void {
     this.#keyRecord.readAhead(this.env.DB, keyId, now)?.catch((err: unknown) =>
       // The copy is kept until it is HELD_KEY_MAX_AGE_MS old; the next request reads it then.

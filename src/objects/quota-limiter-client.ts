@@ -18,10 +18,7 @@ import {
 import type { QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, isOverloaded, persistentFailureOf, placedIn } from "./stub-call";
 
-/**
- * What the key's object reports at `now` before it has counted anything. The admin views of a key
- * never used (KeyRecord.firstUsedAt null) answer this rather than create the object.
- */
+/** What the key's object reports before it has counted anything (for a key never used). */
 export const unusedKeyUsage = (policy: Policy, now: number): KeyUsage =>
   keyUsageOf(EMPTY_USAGE, policy, now);
 
@@ -30,26 +27,22 @@ export const unusedKeyUsage = (policy: Policy, now: number): KeyUsage =>
 const holders = new ExpiringMap<string, LeaseHolder>(10_000);
 
 /**
- * The Worker's side of one key's QuotaLimiter, and of its holder in the request's location
- * through quota-holder-client.ts: the only code that calls their stubs. Every call to the key's
- * object is retried once on a `.retryable` error (stub-call.ts); what happens when it still fails
- * is the call site's policy, stated on each method.
+ * The Worker's side of one key's QuotaLimiter (and, through quota-holder-client.ts, of its
+ * location holder). Calls are retried once on a `.retryable` error (stub-call.ts); what happens
+ * when one still fails is stated on each method.
  */
 export class QuotaLimiterClient {
   private readonly keyId: string;
-  /** The key's region: where its object is created, if a call of this client is its first. */
   private readonly region: Region | null;
 
-  /** The request's location, or how to find it (see `#location`). */
   #where: RequestLocation | null | (() => RequestLocation | null);
 
   constructor(
     private readonly namespace: DurableObjectNamespace<QuotaLimiter>,
     key: Pick<KeyRecord, "id" | "region">,
     /**
-     * The request's location (without one, never in production, the key's object decides), or a
-     * function that finds it, called only when a call must go out: reading `request.cf` is a
-     * native call of its own, and a request this isolate's lease decides needs none.
+     * The request's location, or a function that finds it, called only when a call must go out:
+     * reading `request.cf` is a native call, and a request decided from a lease needs none.
      */
     location: RequestLocation | null | (() => RequestLocation | null) = null,
     /** This isolate's leases of the key (another only for a test that plays several isolates). */
@@ -60,21 +53,16 @@ export class QuotaLimiterClient {
     this.#where = location;
   }
 
-  /** The request's location, found once, when first needed. */
   get #location(): RequestLocation | null {
     if (typeof this.#where === "function") this.#where = this.#where();
     return this.#where;
   }
 
-  /**
-   * This isolate's leases of the key if it holds any: a usage read or a change has nothing to
-   * hand back or drop in an isolate that never decided a request of the key, and makes no holder.
-   */
+  /** This isolate's leases of the key, if any (a usage read or a change makes none). */
   #leasesIfAny(): LeaseHolder | undefined {
     return this.leases ?? holders.get(this.keyId, 0);
   }
 
-  /** This isolate's leases of the key, made when it decides its first request here. */
   #isolateLeases(): LeaseHolder {
     const kept = this.#leasesIfAny();
     if (kept) return kept;
@@ -84,17 +72,14 @@ export class QuotaLimiterClient {
   }
 
   /**
-   * Decides one request: from this isolate's lease when it holds one, else by the object (which
-   * counts it). Unreachable: `{ reached: false }` (the caller decides). `admissionId` names the
-   * request (one per API request, the same in every attempt to decide it; made here if none is
-   * given): a holder or object that decided it already answers the same decision, counted once.
+   * Decides one request: from this isolate's lease, else in the location or by the object.
+   * Unreachable: `{ reached: false }` (the caller decides). `admissionId`: see LeaseRequest.
    */
   async admit(policy: Policy, admissionId: string | null = null): Promise<AdmitResult> {
     const holder = this.#isolateLeases();
     try {
       const decided = await holder.admit(policy, this.#leaseCalls(policy, admissionId));
-      // The renewal the admission started and the hand-back it leaves, after the response. Only
-      // the renewal can fail here: a failed hand-back is logged by the call and kept for the next.
+      // Only the renewal can fail here: a failed hand-back is logged and kept for the next call.
       const afterResponse =
         holder
           .upkeep(decided, this.#giveBackCall)
@@ -109,14 +94,12 @@ export class QuotaLimiterClient {
       // A failure for good is logged once a minute by the answer to it (quota/fail-open.ts).
       const failure = overloaded ? "quota limiter overloaded" : "quota limiter unreachable";
       if (!persistentFailure) logFailure("warn", failure, err, { keyId: this.keyId });
-      // The refusal this isolate saw last, or else the one the location holder saw (a refusal
-      // decided there for a cold isolate never reached this isolate's leases).
+      // Else the refusal the location holder saw (one decided there never reached these leases).
       const refusal = holder.refusal(clock.now()) ?? fromHolder?.refusal ?? null;
       return { reached: false, overloaded, refusal, persistentFailure };
     }
   }
 
-  /** Hands a lease's unused permits back (needs no policy: one per client). */
   readonly #giveBackCall: GiveBackCall = {
     giveBack: (returned) =>
       this.#call(async (stub) => stub.returnLease(returned)).catch((err: unknown) => {
@@ -152,10 +135,7 @@ export class QuotaLimiterClient {
     });
   }
 
-  /**
-   * Current usage and the days the object holds, in one call and without writing anything (the
-   * key's own usage view). Unreachable: throws 503.
-   */
+  /** Usage and the days the object holds, writing nothing (GET /v1/usage). Unreachable: 503. */
   async reportOrThrow(offered: Policy): Promise<{ usage: KeyUsage; days: UsageDay[] }> {
     await this.#handBackLease();
     const failure = "quota limiter unreachable for the key's usage";
@@ -164,8 +144,7 @@ export class QuotaLimiterClient {
 
   /** Pushes a newer policy. Unreachable: throws 503, since the change is not enforced yet. */
   async configureOrThrow(policy: Policy): Promise<void> {
-    // In this isolate the change applies from the very next request: no more admissions from
-    // a lease granted under the old policy. Other isolates' leases end within ISOLATE_LEASE_MS.
+    // Here from the very next request; other isolates' leases end within ISOLATE_LEASE_MS.
     this.#leasesIfAny()?.dropLeaseAndRefusals();
     const failure = "could not push key policy";
     const message = "The change is saved but not yet enforced everywhere; repeat the request.";
@@ -180,10 +159,7 @@ export class QuotaLimiterClient {
     return this.#callOrThrow(async (stub) => stub.unban(offered), "error", "could not unban");
   }
 
-  /**
-   * The days the object holds (today, and any finished day not yet in D1), which it also writes
-   * to D1. Unreachable: throws 503, since the current day cannot be read anywhere else.
-   */
+  /** The days the object holds, which it also writes to D1. Unreachable: 503 (today is only there). */
   async saveUsageHistoryOrThrow(): Promise<UsageDay[]> {
     await this.#handBackLease();
     const failure = "quota limiter unreachable for usage history";
@@ -191,10 +167,8 @@ export class QuotaLimiterClient {
   }
 
   /**
-   * Hands this isolate's unused leased permits and its location holder's stock back before a
-   * usage read, so the read is exact as far as this location goes (other leases come back
-   * within STOCK_LEASE_MS + GIVE_BACK_GRACE_MS, a stock for the minute as its minute ends).
-   * Never throws.
+   * Hands this isolate's and its location holder's permits back before a usage read, so the read
+   * is exact as far as this location goes. Never throws.
    */
   async #handBackLease(): Promise<void> {
     const leases = this.#leasesIfAny();

@@ -59,26 +59,17 @@ export const QUOTA_LIMITER_MIGRATIONS = [
   CREATE_USAGE_STRANDED_TABLE,
 ] as const;
 
-/**
- * The object's storage schema: the contract above, and the additive steps the release before
- * ignores (see schema-migrations.ts; what goes where: docs/architecture.md, "Where a change goes").
- */
+/** The contract above, and the additive steps the release before ignores (schema-migrations.ts). */
 export const QUOTA_LIMITER_SCHEMA: ObjectSchema = {
   contract: QUOTA_LIMITER_MIGRATIONS,
   readsThrough: QUOTA_LIMITER_MIGRATIONS.length,
   additions: [
-    // The answers given to admissions and renewals that carry an id (admission-memory.ts).
     { name: "admissions", sql: CREATE_ADMISSIONS_TABLE },
-    // The webhook events not yet queued (webhook-outbox.ts).
     { name: "webhook_outbox", sql: CREATE_WEBHOOK_OUTBOX_TABLE },
   ],
 };
 
-/**
- * Whether a QuotaLimiter's storage holds work for later, which its alarm does: the day's windows,
- * history days not yet in D1, leases to settle, bans to record, admission ids to forget, webhook
- * events not yet queued.
- */
+/** Whether a QuotaLimiter's storage holds work for its alarm. */
 export function holdsWorkForLater(sql: SqlStorage): boolean {
   return (
     sql

@@ -37,11 +37,9 @@ import { UsageTable } from "./usage-table";
 import { WebhookOutbox } from "./webhook-outbox";
 
 /**
- * One per API key (named by the key's id): the only counter of the key's windows. `admit` both
- * enforces and counts; with it, a lease holder gets permits it then admits from without calling
- * (quota/lease-holder.ts). It keeps the key's newest policy, pushed by the admin API, so changes
- * apply even while Workers hold a cached key record. Its parts (the fields below, each in a file
- * of its own) share one alarm.
+ * One per API key (named by the key's id): the only counter of the key's windows, and the keeper
+ * of its newest policy (pushed by the admin API, so changes apply while Workers hold a cached key
+ * record). Its parts (each in a file of its own) share one alarm.
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #usageTable: UsageTable;
@@ -54,7 +52,6 @@ export class QuotaLimiter extends DurableObject<Env> {
   readonly #webhooks: WebhookOutbox;
   readonly #policy: KeyPolicy;
   #usage: UsageState = { ...EMPTY_USAGE };
-  /** How long a ban lasts (BAN_MINUTES), read as the object opens. */
   #banMs = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -75,7 +72,6 @@ export class QuotaLimiter extends DurableObject<Env> {
     ctx.blockConcurrencyWhile(() => openOrThrow(async () => this.#open(ctx, env)));
   }
 
-  /** Reads the settings, brings the storage to this release's schema and loads what it keeps. */
   async #open(ctx: DurableObjectState, env: Env): Promise<void> {
     const config = configOrThrow(env);
     this.#banMs = config.BAN_MINUTES * MINUTE_MS;
@@ -91,12 +87,10 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   /**
    * Decides and counts one request, after taking back the caller's returned leases; admitted with
-   * room to spare, it also lends what was asked for (counted here in the same step). `policy` is
-   * the caller's copy of the key; a newer stored one wins. A request with an admission id is
-   * decided once: asked again, the same answer (its lease while that is out), counted once. It is
-   * answered `stale`, counted nowhere, when sent on an older version of the key than this
-   * object's (what the copy alone decided, a roll or the expiry, may have changed too), or after
-   * ADMISSION_ID_LIFETIME_MS (this object may have decided it and forgotten).
+   * room to spare, it also lends what was asked for. `policy` is the caller's copy of the key; a
+   * newer stored one wins. An admission id is decided once. It is answered `stale`, counted
+   * nowhere, when sent on an older version of the key than this object's (what the copy alone
+   * decided, a roll or the expiry, may have changed too), or past ADMISSION_ID_LIFETIME_MS.
    */
   admit(
     policy: Policy,
@@ -130,19 +124,16 @@ export class QuotaLimiter extends DurableObject<Env> {
       // Holders admit from their stock and standing permits without asking: they stop now.
       this.ctx.waitUntil(this.#tellHolders());
     }
-    // The history counts this request; a lease's permits only as their holder reports them used
-    // (see lease-ledger.ts), while the windows count them from the grant. It counts it in the
+    // A lease's permits are counted in the history only as reported used (lease-ledger.ts). The
     // windows' day, which a clock stepping back does not leave.
     this.#history.count(decision.outcome, state.dayStart, 1);
     return this.#answered<Admission>({ ...decision, ...lent }, state, now, id);
   }
 
   /**
-   * Grants a busy isolate more permits on the lease it is still using, admitting no request, so
-   * that its requests never wait for this object while the key stays busy. The permits are
-   * counted as used now, like a lease's; the isolate then holds at most a tenth of the
-   * per-minute limit unused (`holding` included). The lease is extended (more permits, a later
-   * expiry) when it was granted in the current minute, else a new one is granted.
+   * Grants a holder more permits on the lease it is still using, admitting no request, so that a
+   * busy key's requests never wait for this object. The lease is extended when it was granted in
+   * the current minute, else a new one is granted.
    */
   renewLease(
     policy: Policy,
@@ -150,7 +141,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     grantee: string | null = null,
   ): Renewal | Promise<Renewal> {
     // A location holder told others share the bound with it asks now: answered once they have.
-    const sharing = this.#leases.sharings.heldFor(grantee);
+    const sharing = this.#leases.sharing.heldFor(grantee);
     const renew = () => this.#renew(policy, request, grantee);
     return sharing ? sharing.then(renew) : renew();
   }
@@ -187,16 +178,13 @@ export class QuotaLimiter extends DurableObject<Env> {
     return this.#answered<Renewal>(renewal, lentState, now, id);
   }
 
-  /**
-   * `answer`, once `state` is kept (see `#keep`) and the leases past their deadline settled;
-   * remembered as the answer to call `id` (none: not to be repeated).
-   */
+  /** `answer`, once `state` is kept and the leases past their deadline settled; remembered as call `id`'s. */
   #answered<T extends object>(answer: T, state: UsageState, now: number, id?: string): T {
     this.#keep(state);
     this.#leases.strandUnreported(now);
     if (id !== undefined) this.#admissions.remember(id, now, answer);
     // A location holder short of a stock only because others hold the bound: they share it.
-    const sharing = this.#leases.takeSharing();
+    const sharing = this.#leases.sharing.take();
     const keyId = this.ctx.id.name;
     if (!sharing || !keyId) return answer;
     const shared = askToShare(this.env.QUOTA_HOLDER, keyId, sharing, (stocks) => {
@@ -206,14 +194,11 @@ export class QuotaLimiter extends DurableObject<Env> {
     }).catch((err: unknown) => logFailure("warn", "could not share a key's stock", err, { keyId }));
     this.ctx.waitUntil(shared);
     if (sharing.tellWaiting) return answer;
-    this.#leases.sharings.underWay(sharing.waiting, shared);
+    this.#leases.sharing.underWay(sharing.waiting, shared);
     return { ...answer, sharing: true };
   }
 
-  /**
-   * The windows at `now`: a minute that has just started counts the standing permits granted for
-   * it (the day counted them at their grant).
-   */
+  /** The windows at `now`: a minute just started counts the standing permits granted for it. */
   #rolled(now: number): UsageState {
     const rolled = rollWindows(this.#usage, now);
     const newMinute = rolled.minuteStart !== this.#usage.minuteStart;
@@ -235,12 +220,10 @@ export class QuotaLimiter extends DurableObject<Env> {
   #keep(state: UsageState): void {
     const newDay = state.dayStart !== this.#usage.dayStart;
     if (state !== this.#usage) {
-      // Usage alerts (webhooks) from the exact counts: a row when a threshold is crossed, no wait.
       this.#webhooks.observe(this.#usage, state, this.#policy.current, clock.now());
       this.#usage = state;
       this.#usageTable.save(state);
     }
-    // Once a day per active key: an alarm after the day ends deletes the stale row.
     const cleanupAt = state.dayStart + DAY_MS + MINUTE_MS;
     if (newDay) this.#alarms.wakeNoLaterThan(cleanupAt, "could not schedule usage cleanup");
     this.#alarms.askOwed();
@@ -254,11 +237,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#takeBackNow([returned]);
   }
 
-  /**
-   * Takes back several leases in one call, each as `returnLease` does (a location holder's
-   * standing permits and stock). The same hand-back delivered again (its `returnId`, remembered
-   * when it found a lease still out) changes nothing.
-   */
+  /** Takes back several leases in one call; the same `returnId` delivered again changes nothing. */
   returnLeases({ returnId, returning }: LeaseReturn): void {
     if (this.#admissions.recall(returnId)) return;
     if (returning.some((r) => this.#leases.grantedIn(r.id) !== null))
@@ -277,8 +256,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Stores a newer policy pushed by the admin API, and tells the location holders (`#tellHolders`).
-   * One not reached stops when its lease ends: leases are renewed only here.
+   * Stores a newer policy pushed by the admin API, and tells the location holders. One not
+   * reached stops when its lease ends: leases are renewed only here.
    */
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy.current?.version;
@@ -286,24 +265,19 @@ export class QuotaLimiter extends DurableObject<Env> {
     await this.#tellHolders();
   }
 
-  /** Tells the location holders holding a lease of the key (tellHoldersOfChange). */
   async #tellHolders(): Promise<void> {
     const grantees = this.#leases.granteesHolding(clock.now());
     const keyId = this.ctx.id.name;
     if (keyId) await tellHoldersOfChange(this.env.QUOTA_HOLDER, keyId, grantees);
   }
 
-  /** Current counts and ban. `offered` (the key as D1 has it) supplies limits the object has not seen yet. */
+  /** Current counts and ban. `offered` (the key as D1 has it) supplies limits not seen here yet. */
   usage(offered?: Policy): KeyUsage {
-    // A minute not started here yet counts the standing permits granted for it.
     const now = clock.now();
     return keyUsageOf(this.#rolled(now), this.#policy.newest(offered), now);
   }
 
-  /**
-   * The key's own view of itself (GET /v1/usage): current usage and ban, and the days held here.
-   * Counts nothing; it settles the leases past their deadline first, so stranded permits show.
-   */
+  /** GET /v1/usage: usage and the days held here, with the leases past their deadline settled. */
   report(offered?: Policy): { usage: KeyUsage; days: UsageDay[] } {
     this.#leases.strandUnreported(clock.now());
     return { usage: this.usage(offered), days: this.#history.days() };
@@ -318,16 +292,13 @@ export class QuotaLimiter extends DurableObject<Env> {
       this.#usageTable.save(this.#usage);
     }
     this.#bans.forget();
-    // Its webhook event goes from here, with the ban's end as it does when the ban runs out.
     if (bannedUntilBefore !== null) this.#webhooks.banEnded(bannedUntilBefore, clock.now());
     return { bannedUntilBefore, usage: this.usage(offered) };
   }
 
   /**
-   * Keeps storage bounded: the usage row goes once its day (and any ban) is over, so an idle key
-   * holds nothing. Re-arms while the row remains. Then writes to D1 the finished days, once no
-   * lease can still count on them (their leases are settled, or it waits for their deadline),
-   * and the bans.
+   * Keeps storage bounded: the usage row goes once its day (and any ban) is over. Writes to D1 the
+   * finished days once no lease can still count on them, and the bans.
    */
   override async alarm(): Promise<void> {
     const now = clock.now();

@@ -2,44 +2,29 @@ import { ObjectCannotOpenError } from "./stub-call";
 
 /**
  * Versioned SQLite schemas for Durable Objects, changed expand-then-contract so that the release
- * before can still open an object this release has opened (a rollback, a failed canary). The
- * rule, and where each kind of change goes, is in docs/architecture.md ("Where a change goes").
- *
- * - The **contract** list: migrations oldest first, as shipped (never edit one). The stored
- *   `schema_version.version` is how many have run: the contract version. A release refuses an
- *   object whose contract version is past what it reads (`readsThrough`), so a new contract step
- *   is one the release before cannot read: it ships only once that release already reads it.
- * - The **additions**: additive steps (a new table or index, a new column that is NULL-able or has
- *   a DEFAULT), applied after the contract, once each, and recorded by name in
- *   `schema_additions`. They leave `schema_version` alone, so the release before opens the object
- *   as it is and ignores them (its statements name their columns). Never removed or edited.
+ * before can still open an object this release has opened (a rollback, a failed canary): the
+ * contract list raises `schema_version`, the additions leave it alone. The rule is in
+ * docs/architecture.md ("Where a change goes").
  */
 export interface ObjectSchema {
   /** The contract migrations, oldest first; their count is the version this release writes. */
   contract: readonly string[];
-  /**
-   * The newest stored contract version this code opens and runs its statements on: its own
-   * (`contract.length`), or a later one it has learnt to read before a later release writes it.
-   * Older versions are migrated up to its own.
-   */
+  /** The newest stored contract version this code opens: its own, or a later one it reads. */
   readsThrough: number;
   /** Additive steps, applied once each in order after the contract; old code ignores them. */
   additions: readonly SchemaAddition[];
 }
 
-/** One additive step of an object's schema (see ObjectSchema). */
 export interface SchemaAddition {
   /** Recorded in `schema_additions` once applied; unique within the object, never reused. */
   name: string;
-  /** The statements: CREATE TABLE / INDEX IF NOT EXISTS, or ALTER TABLE … ADD COLUMN (NULL-able or with a DEFAULT). */
+  /** CREATE TABLE / INDEX IF NOT EXISTS, or ADD COLUMN (NULL-able or with a DEFAULT). */
   sql: string;
 }
 
 /**
- * Brings `storage` to `schema` in one transaction: runs the contract migrations past the stored
- * version (recording the new one), then the additions not yet recorded. Throws
- * ObjectCannotOpenError, changing nothing, when the stored contract version is past
- * `schema.readsThrough` (a later release's schema this code cannot read).
+ * Brings `storage` to `schema` in one transaction. Throws ObjectCannotOpenError, changing nothing,
+ * when the stored contract version is past `schema.readsThrough`.
  */
 export function migrateSchemaOrThrow(storage: DurableObjectStorage, schema: ObjectSchema): void {
   const { sql } = storage;

@@ -8,15 +8,11 @@ import { insertLease, type LeaseAsk, type LeaseLedger } from "./lease-ledger";
 
 /**
  * The standing permits the key's object grants location holders (quota/standing.ts), kept as
- * rows of its `leases` table like any lease, so they are held, handed back, settled and stranded
- * the same way (lease-ledger.ts):
- * - `minute_start` is the minute they may be used in, a minute to come when granted: the day
- *   window counts them at the grant, the minute window as that minute starts (`countedAsItStarts`),
- *   and they count towards that minute's heldBound (LeaseLedger.heldBy);
- * - `expires_at` is when they stop being waited for: the end of the last minute granted to the
- *   holder, so the holder reports what it admitted from them with its next call, up to that
- *   many minutes later, and they are settled as stranded STRANDED_AFTER_MS after it if it never
- *   does. The lease granted along with them waits as long.
+ * rows of its `leases` table, so they are held, handed back, settled and stranded as any lease:
+ * - `minute_start` is the minute they may be used in: the day counts them at the grant, the
+ *   minute window as that minute starts (`countedAsItStarts`);
+ * - `expires_at` is the end of the last minute granted to the holder, so that it may report them
+ *   with its next call, up to that many minutes later. The lease granted with them waits as long.
  * No schema change: an object of the release before reads them as leases of a later minute.
  */
 export class StandingLedger {
@@ -29,13 +25,9 @@ export class StandingLedger {
   ) {}
 
   /**
-   * What an admitted request or a renewal lends on top of `counted` (its `windows`): the lease
-   * asked for (LeaseLedger.lend), then standing permits for location holder `grantee`:
-   * `ask.standing` in each minute it does not hold yet of the next few (standingMinutesFrom),
-   * counted in the day at once, while the key stays far from both limits after them all
-   * (stockLivesTheMinute) and each minute's leases stay within heldBound. The lease is then waited
-   * for as long as they are: its holder reports it with them. `standing` is absent when none is
-   * granted.
+   * What an admitted request or a renewal lends: the lease asked for (LeaseLedger.lend), then
+   * `ask.standing` in each minute to come `grantee` does not hold yet, while the key stays far
+   * from both limits after them all and each minute's leases stay within heldBound.
    */
   lend(
     counted: UsageState,

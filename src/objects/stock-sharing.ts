@@ -38,9 +38,8 @@ export async function tellHoldersOfChange(
 
 /**
  * Location holder `waiting` was granted less than a quiet stock only because the stocks for the
- * minute of location holders `sharers` hold the rest of heldBound (LeaseLedger.takeSharing); in a
- * renewal (`tellWaiting`: pushed a restock once they shared) or with a request (its answer says so,
- * and its refill waits for them, see `heldFor`).
+ * minute of location holders `sharers` hold the rest of heldBound (LeaseLedger.sharing); in a
+ * renewal it is pushed a restock after them (`tellWaiting`), else its refill waits (`heldFor`).
  */
 export type Sharing = { waiting: string; sharers: string[]; tellWaiting: boolean };
 
@@ -59,7 +58,7 @@ export class StockSharing {
   readonly #sharedFor = new Map<string, number>();
   /** The sharing the last lend asked for, until the object takes it (`take`). */
   #sharing: Sharing | null = null;
-  /** The sharing under way for each waiting location holder, until the sharers have answered. */
+  /** The sharing under way for each waiting location holder, until the sharers answered. */
   readonly #underWay = new Map<string, Promise<void>>();
 
   /**
@@ -101,23 +100,22 @@ export class StockSharing {
 
   /** Notes `sharing` (never rejecting) as under way for location holder `waiting`. */
   underWay(waiting: string, sharing: Promise<void>): void {
-    const done = sharing.finally(() => this.#underWay.delete(waiting));
-    this.#underWay.set(waiting, done);
+    this.#underWay.set(
+      waiting,
+      sharing.finally(() => this.#underWay.delete(waiting)),
+    );
   }
 
-  /** The sharing under way for location holder `grantee` (its refill waits for it), if any. */
+  /** The sharing under way for location holder `grantee`, which its refill waits for. */
   heldFor(grantee: string | null): Promise<void> | undefined {
     return grantee === null ? undefined : this.#underWay.get(grantee);
   }
 }
 
 /**
- * Asks each of `sharing.sharers` to share the bound (QuotaHolder.restock: it keeps a shared stock
- * of what it holds and says what it gave up), waiting for them at most PUSH_DEADLINE_MS, and gives
- * `take` what they gave up (to count it back); then, if `tellWaiting`, asks the waiting holder to
- * restock (it asks for its stock). Meant for the key's object's `waitUntil`: every permit is
- * still granted by the key's object, within heldBound; a push or its answer lost leaves the
- * permits counted as held, and costs only the waiting holder's stock.
+ * Asks each of `sharing.sharers` to share the bound (QuotaHolder.restock), at most
+ * PUSH_DEADLINE_MS, and gives `take` what they gave up; then, if `tellWaiting`, pushes the waiting
+ * holder a restock. An answer lost leaves its permits counted as held (docs/quotas.md).
  */
 export async function askToShare(
   holders: DurableObjectNamespace<QuotaHolder>,

@@ -1,11 +1,9 @@
 import type { Region } from "../schemas/region";
 
 /**
- * How the Worker calls a Durable Object, written once. Cloudflare marks the errors it throws
- * (see "Error handling" in the Durable Objects docs): `.retryable` for a transient failure
- * (a disconnect, a reset object) that a fresh stub may not meet again, `.overloaded` for an
- * object that is past its throughput, where retrying only adds load, and `.remote` for an
- * exception thrown by the object's own code.
+ * How the Worker calls a Durable Object. Cloudflare marks its errors ("Error handling" in the
+ * Durable Objects docs): `.retryable` (transient), `.overloaded` (retrying only adds load) and
+ * `.remote` (thrown by the object's own code).
  */
 interface ObjectErrorMarks {
   retryable?: boolean;
@@ -16,7 +14,6 @@ interface ObjectErrorMarks {
 const marksOf = (err: unknown): ObjectErrorMarks =>
   typeof err === "object" && err !== null ? (err as ObjectErrorMarks) : {};
 
-/** Whether `err` says the object is overloaded. */
 export const isOverloaded = (err: unknown): boolean => marksOf(err).overloaded === true;
 
 /**
@@ -26,10 +23,7 @@ export const isOverloaded = (err: unknown): boolean => marksOf(err).overloaded =
  */
 export const CANNOT_OPEN = "object cannot open:";
 
-/**
- * An object that cannot open: every call to it fails the same way until its code or its storage
- * changes, so a caller must not read it as an outage (see `persistentFailureOf`).
- */
+/** Every call fails the same way until code or storage changes: not an outage. */
 export class ObjectCannotOpenError extends Error {
   constructor(why: string, options?: ErrorOptions) {
     super(`${CANNOT_OPEN} ${why}`, options);
@@ -37,10 +31,7 @@ export class ObjectCannotOpenError extends Error {
   }
 }
 
-/**
- * Runs an object's opening steps (its constructor's work), throwing whatever fails as an
- * ObjectCannotOpenError, so that callers recognise it.
- */
+/** Runs an object's opening steps, throwing whatever fails as an ObjectCannotOpenError. */
 export async function openOrThrow(open: () => void | Promise<void>): Promise<void> {
   try {
     await open();
@@ -50,10 +41,8 @@ export async function openOrThrow(open: () => void | Promise<void>): Promise<voi
 }
 
 /**
- * Why a failed call will fail again however often it is repeated, or null for a transient
- * failure: an object that cannot open (its message starts with CANNOT_OPEN), or an exception
- * from the object's own code (`.remote`, not `.retryable` nor `.overloaded`). A transient one is
- * the infrastructure's: a dropped connection, a reset object, an overload, a network error.
+ * Why a failed call will fail again however often it is repeated (an object that cannot open, or
+ * its own code's exception), or null for the infrastructure's transient failure.
  */
 export function persistentFailureOf(err: unknown): string | null {
   const message = err instanceof Error ? err.message : String(err);
@@ -63,9 +52,8 @@ export function persistentFailureOf(err: unknown): string | null {
 }
 
 /**
- * Runs `call` on a stub from `stubFor()`; if it fails with an error marked `.retryable` and not
- * `.overloaded`, runs it once more on a fresh stub (a stub that has failed may stay broken).
- * Anything else, or a second failure, is thrown for the call site's own policy to handle.
+ * Runs `call` on a stub from `stubFor()`, once more on a fresh stub (a stub that has failed may
+ * stay broken) after an error marked `.retryable` and not `.overloaded`.
  */
 export async function callWithOneRetry<S, T>(
   stubFor: () => S,
@@ -80,10 +68,7 @@ export async function callWithOneRetry<S, T>(
   }
 }
 
-/**
- * The options to get a key's quota object with: its location hint, if the key has a region. A
- * hint only places an object that does not exist yet; an existing one is reached wherever it is.
- */
+/** A key's location hint, if it has a region (it places only an object not yet made). */
 export function placedIn(region: Region | null): DurableObjectNamespaceGetDurableObjectOptions {
   return region ? { locationHint: region } : {};
 }

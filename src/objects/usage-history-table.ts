@@ -15,20 +15,15 @@ export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE IF NOT EXISTS usage_hist
 ) STRICT`;
 
 /**
- * QuotaLimiter migration 7: each held day's revision, raised by every change to its totals (a
- * total can go down too), so D1 can tell a newer snapshot from an older one. A table of its own
- * rather than a column: migrations must run again safely on an object whose version row is
- * missing, and SQLite has no ADD COLUMN IF NOT EXISTS.
+ * QuotaLimiter migration 7: each held day's revision, raised by every change to its totals, so D1
+ * can tell a newer snapshot from an older one. A table rather than a column: migrations must run
+ * again safely, and SQLite has no ADD COLUMN IF NOT EXISTS.
  */
 export const CREATE_USAGE_REVISIONS_TABLE = `CREATE TABLE IF NOT EXISTS usage_history_revisions (
   day_start INTEGER PRIMARY KEY, revision INTEGER NOT NULL
 ) STRICT`;
 
-/**
- * QuotaLimiter migration 10: per day, permits leased and never reported used (their holder was
- * evicted or crashed, or its hand-back was lost), apart from the requests admitted. A table of
- * its own for the same reason as the revisions'.
- */
+/** QuotaLimiter migration 10: per day, permits leased and never reported used (a table: as above). */
 export const CREATE_USAGE_STRANDED_TABLE = `CREATE TABLE IF NOT EXISTS usage_history_stranded (
   day_start INTEGER PRIMARY KEY, permits INTEGER NOT NULL
 ) STRICT`;
@@ -43,30 +38,22 @@ const COLUMN_OF: Partial<Record<Outcome, string>> = {
 
 type HeldDay = RevisedUsageDay & { dayStart: number };
 
-/** A held day as the history reports it (without its day start and revision). */
 const usageDayOf = ({ dayStart, revision, ...day }: HeldDay): UsageDay => day;
 
 /**
- * The key's day history: per UTC day, how many requests the object admitted and refused by
- * reason. The current day is read live from here; finished days go to D1 (key_usage_days) from
- * the alarm after the day ends, and every day held goes there whenever the history is read. Rows
- * stay until D1 holds their finished day, so at most a few exist (today, and any day D1 could not
- * take yet); SQLite writes are durable before the object answers, so no count is lost to an
- * eviction.
+ * The key's day history: per UTC day, the requests admitted and refused by reason. Finished days
+ * go to D1 from the alarm after the day ends; rows stay until D1 holds them, so at most a few
+ * exist.
  */
 export class UsageHistoryTable {
   constructor(
     private readonly sql: SqlStorage,
     private readonly alarms: AlarmSchedule,
-    /** D1, as the object's env has it at each write. */
     private readonly db: () => D1Database,
     private readonly keyId: string | undefined,
   ) {}
 
-  /**
-   * Counts `requests` decisions with `outcome` in the day of `at` (requests admitted from a lease
-   * are counted as its holder reports them). Revocations are not counted.
-   */
+  /** Counts `requests` decisions with `outcome` in the day of `at` (revocations: none). */
   count(outcome: Outcome, at: number, requests = 1): void {
     const column = COLUMN_OF[outcome];
     if (!column || requests <= 0) return;
@@ -90,10 +77,7 @@ export class UsageHistoryTable {
     else this.#uncountAdmitted(dayStart, -requests);
   }
 
-  /**
-   * Raises the revision of a day's totals (they changed). A day the history has just `started`
-   * gets an alarm after its end that writes it to D1.
-   */
+  /** Raises the revision of a day's totals; a day just `started` gets its D1 write's alarm. */
   #revise(dayStart: number, { started }: { started: boolean }): void {
     this.sql.exec(
       `INSERT INTO usage_history_revisions (day_start, revision) VALUES (?, 1)
@@ -119,10 +103,7 @@ export class UsageHistoryTable {
     this.#revise(dayStart, { started });
   }
 
-  /**
-   * Takes back `requests` admissions of a day still held (the unused permits of a lease granted
-   * when leases were counted whole at grant).
-   */
+  /** Takes back admissions (the unused permits of a lease counted whole at grant). */
   #uncountAdmitted(dayStart: number, requests: number): void {
     if (requests <= 0) return;
     const { rowsWritten } = this.sql.exec(
@@ -133,12 +114,11 @@ export class UsageHistoryTable {
     if (rowsWritten > 0) this.#revise(dayStart, { started: false });
   }
 
-  /** Every day held (today, and any finished day D1 has not taken yet), oldest first. */
+  /** Every day held, oldest first. */
   days(): UsageDay[] {
     return this.#revisedDays().map(usageDayOf);
   }
 
-  /** Every day held, oldest first, with its day start and revision. */
   #revisedDays(): HeldDay[] {
     type Totals = "admitted" | "rate_limited" | "quota_exceeded" | "key_banned" | "stranded";
     return this.sql
@@ -170,10 +150,7 @@ export class UsageHistoryTable {
     return days.map(usageDayOf);
   }
 
-  /**
-   * Writes the days that started before `dayStart` to D1 and forgets them here; if D1 fails,
-   * keeps them and tries again later. The caller makes sure nothing can still count on them.
-   */
+  /** Writes the days before `dayStart` to D1 and forgets them (D1 failing: retried later). */
   async flushDaysBefore(dayStart: number, now: number): Promise<void> {
     const finished = this.#revisedDays().filter((d) => d.dayStart < dayStart);
     if (!finished.length) return;

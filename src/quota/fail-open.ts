@@ -14,21 +14,17 @@ import {
   type UsageState,
 } from "./windows";
 
-/**
- * What a request gets when the key's object gives no decision (answerWithoutObject), and this
- * isolate's memory of it. The guarantees are in docs/quotas.md ("When the limiter does not answer").
- */
+// What a request gets when the key's object gives no decision: docs/quotas.md ("When the limiter
+// does not answer").
 
 type FallbackVerdict =
   | { admit: true; state: UsageState }
   | { admit: false; reason: "refused_before" | "allowance_used"; retryAt: number };
 
 /**
- * Failing open, bounded. While the key's object is unreachable (a real outage, not an overloaded
- * object), an isolate lets through at most the key's per-minute limit per minute window and its
- * per-day limit per UTC day, and nothing for a key it has seen refused or banned until that
- * refusal's retryAt: flooding the object cannot buy a client more than its own plan. `previous`
- * counts what this isolate let through, in windows that only move forward, as the object's do.
+ * Failing open, bounded: at most the key's own limits per window, and nothing for a key seen
+ * refused until that refusal's retryAt, so flooding the object buys a client no more than its
+ * plan. `previous` counts what this isolate let through.
  */
 export function fallbackVerdict(
   previous: UsageState,
@@ -47,15 +43,12 @@ export function fallbackVerdict(
   return { admit: true, state: takePermits(state, 1) };
 }
 
-// Per key, what this isolate let through while the key's object was unreachable (a bounded
-// fallback allowance, see fallbackVerdict), kept until the day it counts in is over.
 const fallbacks = new ExpiringMap<string, UsageState>(10_000);
 
 /**
- * Why the key's object gave no decision, and the last refusal this isolate saw for the key.
- * `persistentFailure`: the object fails every call the same way (it cannot open, or its own code
- * throws; see objects/stub-call.ts), with that failure's message; null or absent (a holder of
- * the release before) for an outage.
+ * Why the key's object gave no decision, and the last refusal seen for the key.
+ * `persistentFailure`: the object fails every call the same way (objects/stub-call.ts); null or
+ * absent for an outage.
  */
 export interface NoDecision {
   overloaded: boolean;
@@ -63,13 +56,9 @@ export interface NoDecision {
   persistentFailure?: string | null;
 }
 
-// Per key, the minute this isolate last logged the key's object failing for good.
 const persistentFailuresLogged = new ExpiringMap<string, number>(10_000);
 
-/**
- * Logs that key `keyId`'s object fails for good (with the cause), at most once per key per
- * minute window in this isolate: the failure repeats on every request until someone acts.
- */
+/** Logs that key `keyId`'s object fails for good, at most once per key per minute here. */
 export function logPersistentFailure(keyId: string, cause: string, now: number): void {
   const minuteStart = now - (now % MINUTE_MS);
   if (persistentFailuresLogged.get(keyId, now) === minuteStart) return;
@@ -78,28 +67,19 @@ export function logPersistentFailure(keyId: string, cause: string, now: number):
   log("error", failure, { keyId, cause });
 }
 
-/**
- * The answer to a request of key `keyId` the object gave no decision on: let through with the
- * fallback headers (counted in this isolate's allowance), or refused with the error to answer
- * and what the access log records.
- */
-export type AnswerWithoutObject =
+type AnswerWithoutObject =
   | { admitted: true; quota: "unavailable"; headers: Record<string, string> }
   | { admitted: false; quota: Refusal | "overloaded" | "unavailable"; error: ApiError };
 
-/** How long a request refused because the key's object is overloaded is told to wait (429). */
 export const OVERLOADED_RETRY_MS = 1_000;
 
-// The messages of the 503s answered without the object: it fails for good, or it is unreachable.
 const CANNOT_COUNT = "The rate limiter cannot count this key's requests; wait for Retry-After.";
 const UNAVAILABLE = "The rate limiter is unavailable; wait for Retry-After.";
 
 /**
- * Overloaded: the key's own traffic is more than its object takes, so the key waits (429), never
- * admitted. Failing for good: nothing can count the request and waiting does not mend it, so it
- * is no outage: 503 until the minute ends (or the refusal seen here last, while it lasts), never
- * admitted, logged once a minute. Unreachable: a real outage, let through within the fallback
- * allowance, never for a key refused here in the current window.
+ * Overloaded (the key's own traffic): 429. Failing for good: no outage, 503 until the minute ends
+ * (or the refusal seen last, while it lasts). Unreachable: let through within the fallback
+ * allowance (`fallbackVerdict`).
  */
 export function answerWithoutObject(
   keyId: string,
@@ -140,16 +120,12 @@ export function answerWithoutObject(
   return { admitted: true, quota: "unavailable", headers };
 }
 
-/** The headers of a request refused without the object until `retryAt`. */
 const refusedHeaders = (retryAt: number, limits: Limits, now: number) => ({
   ...fallbackHeaders(limits.perMinute, 0, retryAt, now),
   "Retry-After": retryAfterSeconds(retryAt, now),
 });
 
-/**
- * A request refused without the object until `retryAt`: with `refusal` (the last one seen for
- * the key) if there is one, else 503 `service_unavailable` saying `unavailable`.
- */
+/** Refused without the object until `retryAt`: as `refusal`, else 503 saying `unavailable`. */
 function refusedUntil(
   retryAt: number,
   refusal: SeenRefusal | null,
@@ -164,14 +140,12 @@ function refusedUntil(
   return { admitted: false, quota: refusal?.outcome ?? "unavailable", error };
 }
 
-// While the limiter is unreachable: each key's re-read answer, reused for a few seconds to spare D1.
 const rereadProblems = new ExpiringMap<string, string | null>(10_000);
 const REREAD_MS = 5_000;
 
 /**
- * Why key `keyId` may not be used, as `read` finds it now (the key's record in D1), or null;
- * cached REREAD_MS per key. Failing open skips the object, which is what makes a cached key's
- * revocation immediate, so a request let through re-reads its key.
+ * Why key `keyId` may not be used, as `read` finds it in D1 now (cached REREAD_MS per key to spare
+ * D1): failing open skips the object, which is what makes a cached key's revocation immediate.
  */
 export async function rereadKeyProblem(
   keyId: string,

@@ -14,10 +14,8 @@ export function bindingWindow<W extends Pick<WindowStatus, "remaining">>(windows
 
 /**
  * X-RateLimit-* for the binding window, the IETF RateLimit/RateLimit-Policy forms for every
- * window, and Retry-After (whole seconds, at least 1) on refusals. During a ban X-RateLimit-*
- * say 0 left until the moment a request can succeed (the ban is also in Retry-After and the error
- * code), while the IETF header keeps showing each window as it really is, so a banned client
- * does not lose sight of its daily quota.
+ * window, and Retry-After on refusals. During a ban X-RateLimit-* say 0 left until a request can
+ * succeed, while the IETF header shows each window as it is (docs/quotas.md).
  */
 export function rateLimitHeaders(d: Decision): Record<string, string> {
   const headers = windowHeaders(d.windows, d.now, d.outcome === "key_banned" ? d.retryAt : null);
@@ -25,7 +23,6 @@ export function rateLimitHeaders(d: Decision): Record<string, string> {
   return headers;
 }
 
-/** The rate-limit headers of `windows` at `now` (see rateLimitHeaders), banned until `bannedUntil`. */
 function windowHeaders(
   windows: readonly (Omit<WindowStatus, "name"> & { name: string })[],
   now: number,
@@ -44,10 +41,8 @@ function windowHeaders(
 }
 
 /**
- * The rate-limit headers of an answer given without the key's quota object (it did not answer):
- * they describe the fallback allowance this isolate applies meanwhile (`limit` per minute
- * window, `remaining` of it left until `resetAt`, always after `now`), named "fallback" in
- * RateLimit-Policy and RateLimit, never the key's own windows, which cannot be known.
+ * The rate-limit headers of an answer given without the key's quota object: the fallback
+ * allowance, named "fallback", never the key's own windows, which cannot be known.
  */
 export function fallbackHeaders(
   limit: number,

@@ -32,10 +32,7 @@ export class HeldLeases {
   protected noLeaseUntil = 0;
   /** Standing permits of an older policy wait to go back (`retireStandingOlderThan`): now. */
   protected supersededWaiting = false;
-  /**
-   * A location holder's: the key's object asks others to share the bound with it, and answers
-   * its refill sent now once they have (LocationStock.decide sends it).
-   */
+  /** Others are asked to share the bound with this location holder: it refills now. */
   sharingAsked = false;
   #refusal: SeenRefusal | null = null;
 
@@ -305,8 +302,8 @@ export class HeldLeases {
       this.#refusal = { outcome: decision.outcome, retryAt: decision.retryAt };
       this.noLeaseUntil = Math.max(this.noLeaseUntil, decision.retryAt);
     } else if (wanted > 0 && !lease) {
-      // Others share the bound with this holder: it asks again now (see `sharingAsked`). Else
-      // too close to the limit for a lease: one call per request until the minute is over.
+      // Others share the bound with it (it refills now), or too close to the limit for a lease:
+      // one call per request until the minute is over.
       if (admission.sharing) this.sharingAsked = true;
       else this.noLeaseUntilMinuteEnds(decision.windows);
     }

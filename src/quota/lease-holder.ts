@@ -97,6 +97,16 @@ export class LeaseHolder extends LeaseHandBacks {
     this.standing.onChange = changed;
   }
 
+  /**
+   * Whether the key's next request here is expected at `t` or later (its last gap here after its
+   * last arrival; a key seen once here: not known, false): a refill for the minute before `t`
+   * would hold a stock no request uses.
+   */
+  nextExpectedFrom(t: number): boolean {
+    const { lastArrival, gapMs } = this.#rate;
+    return lastArrival !== null && gapMs > 0 && lastArrival + gapMs >= t;
+  }
+
   /** When the last standing permit held ends (0: none). */
   get standingUntil(): number {
     return this.standing.lastUntil;
@@ -274,10 +284,8 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * A location holder's, asked by the key's object to share the key's heldBound with another
-   * location (see QuotaHolder.restock): a stock in use holding more than this holder's own size
-   * (a stock for the minute sized while it was the key's only holder) keeps that size, and what
-   * it gave up is returned for the object to count back. Null when idle is not, or nothing to give.
+   * A location holder's stock in use above its own size keeps that size to share heldBound (see
+   * QuotaHolder.restock): what it gave up, for the key's object to count back; null if no call.
    */
   share(policy: Policy): SharedStock | null {
     const lease = this.lease;

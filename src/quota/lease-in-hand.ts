@@ -42,16 +42,15 @@ export interface HeldLease extends LeaseInUse {
  * the minute had left when the object answered (`answer.now`) is counted from `sentAt`, when this
  * holder asked (before the answer, whatever the two clocks read), and the lease ends then if that
  * comes before its expiry. With clocks that agree this changes nothing but for a lease that ends
- * with its minute, which ends a round trip early. An answer that does not say when it was given
- * (an object of an earlier release) is read by the object's expiry.
+ * with its minute, which ends a round trip early.
  */
 export function localExpiry(
   granted: Lease,
-  answer: { now?: number; windows: WindowStatus[] },
+  answer: { now: number; windows: WindowStatus[] },
   sentAt: number,
 ): number {
   const minuteEnd = answer.windows.find((w) => w.name === "minute")?.resetAt;
-  if (answer.now === undefined || minuteEnd === undefined) return granted.expiresAt;
+  if (minuteEnd === undefined) return granted.expiresAt;
   return Math.min(granted.expiresAt, sentAt + Math.max(0, minuteEnd - answer.now));
 }
 
@@ -61,7 +60,7 @@ export function localExpiry(
  */
 export function heldLease(
   granted: Lease,
-  answer: { policyVersion: number; now?: number },
+  answer: { policyVersion: number; now: number },
   expiresAt: number,
   { withStanding = false }: { withStanding?: boolean } = {},
 ): HeldLease {
@@ -70,8 +69,7 @@ export function heldLease(
     left: granted.permits,
     lastGrant: granted.permits,
     expiresAt,
-    // An object of an earlier release (no `now`) grants short leases only.
-    forTheMinute: grantedForTheMinute(granted.expiresAt, answer.now ?? granted.expiresAt),
+    forTheMinute: grantedForTheMinute(granted.expiresAt, answer.now),
     policyVersion: answer.policyVersion,
     used: 0,
     admissionIds: [],

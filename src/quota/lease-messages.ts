@@ -121,7 +121,7 @@ export interface Renewal {
   windows: WindowStatus[];
   granted: Lease | null;
   /** The object's clock when it answered (see localExpiry). */
-  now?: number;
+  now: number;
   /** Standing permits granted with it (absent: none). */
   standing?: StandingPermit[];
 }
@@ -137,15 +137,9 @@ export const endsLeases = (answer: Renewal, version: number): boolean =>
 export type Admission = KeyDecision & {
   lease: Lease | null;
   standing?: StandingPermit[];
-  /**
-   * No stock only because other location holders hold the bound: they are asked to share it, and
-   * the holder's refill sent now is answered once they have (objects/stock-sharing.ts).
-   */
+  /** No stock only because others hold the bound: they share it; a refill now waits for them. */
   sharing?: true;
 };
 
-/**
- * What a location holder gave up of its stock when asked to share the bound (QuotaHolder.restock):
- * `cut` permits of lease `id`, of which it had seen `seen` granted (used and unused).
- */
+/** What a holder sharing the bound gave up: `cut` of lease `id`, of the `seen` it was granted. */
 export type SharedStock = { id: string; seen: number; cut: number };

@@ -43,20 +43,17 @@ interface DecisionOf<O extends Outcome> {
 }
 
 /**
- * A decision on one request: admitted, refused until `retryAt`, refused for good (revoked), or
- * not decided because the caller's copy of the key is older than the key's object's (stale: the
- * caller reads the key again and asks again; nothing was counted).
+ * A decision on one request: admitted, refused until `retryAt`, revoked, or not decided (stale:
+ * the caller's copy of the key is older than the key's object's; nothing was counted).
  */
 export type Decision =
   | DecisionOf<"allowed">
   | (DecisionOf<Refusal> & {
-      /** Epoch ms after which a retry can succeed. */
       retryAt: number;
     })
   | DecisionOf<"revoked">
   | DecisionOf<"stale">;
 
-/** A key's decision names the version of the policy it applied. */
 export type KeyDecision = Decision & { policyVersion: number };
 
 export const EMPTY_USAGE: UsageState = {
@@ -69,9 +66,8 @@ export const EMPTY_USAGE: UsageState = {
 };
 
 /**
- * The windows at `now`. They only move forward: a clock that steps back (an NTP correction) stays
- * in the windows it already reached, with their counts, rather than starting an earlier window
- * afresh and admitting its whole limit again.
+ * The windows at `now`. They only move forward: a clock that steps back stays in the windows it
+ * reached rather than starting an earlier one afresh and admitting its whole limit again.
  */
 export function rollWindows(s: UsageState, now: number): UsageState {
   const minuteStart = Math.max(s.minuteStart, now - (now % MINUTE_MS));
@@ -129,8 +125,7 @@ export function banThreshold(perMinute: number): number {
 
 /**
  * When a banned key's request could really succeed: the latest of the ban's end and the reset of
- * every window that is used up. A ban that ends before midnight on a key whose day is used up
- * would otherwise send the client back only to be refused with quota_exceeded.
+ * every window that is used up (else a client would come back only to get quota_exceeded).
  */
 export function bannedRetryAt(state: UsageState, policy: Limits): number {
   const exhaustedResets = windowsOf(state, policy)
@@ -139,10 +134,7 @@ export function bannedRetryAt(state: UsageState, policy: Limits): number {
   return Math.max(state.bannedUntil, ...exhaustedResets);
 }
 
-/**
- * Decides one request. Admitting increments both windows together; a refusal increments
- * neither (it only counts towards the ban). Pure, so the rules are testable on their own.
- */
+/** Decides one request. A refusal counts in neither window, only towards the ban. */
 export function decide(
   previous: UsageState,
   policy: Policy,

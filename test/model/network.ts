@@ -12,6 +12,7 @@ import { env } from "cloudflare:workers";
 import type fc from "fast-check";
 import { vi } from "vitest";
 import { clock } from "../../src/lib/clock";
+import { evictIfRunning } from "../helpers";
 
 export type Fault = "holdCall" | "holdAnswer" | "duplicate" | "loseBefore" | "loseAfter";
 export type Tier = "object" | "holder";
@@ -117,6 +118,15 @@ export class Network {
   #callIds = 0;
   /** The run was given up as stuck: its settling loops end (see `finishOrStuck`). */
   #stuck = false;
+  /** Calls and answers on their way in fake time (see `latencyOf`), woken at once by `heal`. */
+  readonly #onTheirWay = new Set<Sleep>();
+
+  /**
+   * How long (fake time) a call to object `name` of `tier` takes to arrive, and its answer to come
+   * back, made by `caller` (null: an isolate, the model's own code): 0 (or none set), at once.
+   * Asked as the call is made, in the caller's context.
+   */
+  latencyOf: ((tier: Tier, name: string, caller: Caller | null) => number) | null = null;
 
   constructor(now: () => number) {
     this.#now = now;
@@ -176,6 +186,24 @@ export class Network {
     return getByName(name) as DurableObjectStub<T>;
   }
 
+  /**
+   * Evicts object `name` of `tier` from memory (false: it was not running), and with it its
+   * sleeps and timers: the instance evicted never runs again (as in production, where its memory
+   * goes with it), so its background work must not wake, in the new instance's context, with what
+   * the old one held. (What it sent before is on its way still.)
+   */
+  async evict(tier: Tier, name: string): Promise<boolean> {
+    const stub =
+      tier === "object" ? this.uncounted(env.QUOTA, name) : this.uncounted(env.QUOTA_HOLDER, name);
+    const running = await evictIfRunning(stub);
+    for (let i = this.sleeping.length - 1; i >= 0; i--) {
+      const sleep = this.sleeping[i]!;
+      const its = sleep.caller?.tier === tier && sleep.caller.name === name;
+      if (its && !this.#onTheirWay.has(sleep)) this.sleeping.splice(i, 1);
+    }
+    return running;
+  }
+
   /** Starts a new run: nothing armed, held or sleeping, no call in flight. */
   reset(): void {
     this.#generation++;
@@ -189,6 +217,7 @@ export class Network {
     this.#offered.clear();
     this.#calls.clear();
     this.#stuck = false;
+    this.#onTheirWay.clear();
   }
 
   #takeFault(tier: Tier, method: string): Fault | null {
@@ -210,6 +239,29 @@ export class Network {
     if (generation === this.#generation) this.#inFlight++;
   }
 
+  /**
+   * On its way for `ms` of fake time (not counted in flight: time must move for it to arrive),
+   * woken in its caller's context when the model moves time that far, or at once by `heal`.
+   */
+  async #onItsWay(ms: number, caller: Caller | null): Promise<void> {
+    const generation = this.#generation;
+    this.#inFlight--;
+    await new Promise<void>((wake) => {
+      const sleep: Sleep = {
+        at: this.#now() + ms,
+        wake: () => {
+          this.#onTheirWay.delete(sleep);
+          wake();
+        },
+        caller,
+      };
+      this.#onTheirWay.add(sleep);
+      this.sleeping.push(sleep);
+    });
+    this.#events++;
+    if (generation === this.#generation) this.#inFlight++;
+  }
+
   #wrap<T extends object>(stub: T, tier: Tier, name: string): T {
     return new Proxy(stub, {
       get: (target, prop) => {
@@ -219,6 +271,11 @@ export class Network {
         return (...args: unknown[]) => {
           const fault = this.#takeFault(tier, prop);
           const label = `${tier} ${name}.${prop}`;
+          const caller = this.#caller();
+          const latency =
+            this.#scheduling || MODEL_READS.has(prop)
+              ? 0
+              : (this.latencyOf?.(tier, name, caller) ?? 0);
           if (fault) this.fired.push(`${fault} ${label}`);
           const deliver = () => Promise.resolve(Reflect.apply(value, target, args));
           return this.#track(label, fault, async (call) => {
@@ -251,6 +308,19 @@ export class Network {
                 throw droppedConnection(label);
               }
               default: {
+                if (latency > 0) {
+                  call.where = `on its way (${latency} ms)`;
+                  await this.#onItsWay(latency, caller);
+                  call.where = "at the callee";
+                  const answer = await deliver().then(
+                    (v) => ({ ok: true as const, v }),
+                    (e: unknown) => ({ ok: false as const, e }),
+                  );
+                  call.where = `its answer on its way back (${latency} ms)`;
+                  await this.#onItsWay(latency, caller);
+                  if (!answer.ok) throw answer.e;
+                  return answer.v;
+                }
                 if (!this.#scheduling || MODEL_READS.has(prop)) return deliver();
                 call.where = "at a scheduler's gate before it arrives";
                 await this.#gate(`call ${label}`);
@@ -345,9 +415,10 @@ export class Network {
   /**
    * Waits until no call is in flight (held ones aside) and none started or ended during a
    * macrotask: work that goes on only on promises has then finished, sleeps, or waits for
-   * something held. A call waiting (through its object) for a held one stays in flight: once
-   * something is held, quiet for QUIET_TASKS macrotasks and QUIET_MS of real time counts as settled
-   * (GATE_QUIET_TASKS macrotasks while calls wait only at a scheduler's gates).
+   * something held. A call waiting (through its object) for a held one, or for one on its way
+   * (`latencyOf`), stays in flight: once something is held or on its way, quiet for QUIET_TASKS
+   * macrotasks and QUIET_MS of real time counts as settled (GATE_QUIET_TASKS macrotasks while
+   * calls wait only at a scheduler's gates).
    */
   async settle(): Promise<void> {
     let quietTasks = 0;
@@ -363,9 +434,10 @@ export class Network {
       }
       if (this.#inFlight <= 0) return;
       quietTasks++;
-      if (this.held.length > 0 && quietTasks >= QUIET_TASKS && Date.now() - quietSince >= QUIET_MS)
+      const heldOrOnItsWay = this.held.length > 0 || this.#onTheirWay.size > 0;
+      if (heldOrOnItsWay && quietTasks >= QUIET_TASKS && Date.now() - quietSince >= QUIET_MS)
         return;
-      if (this.held.length === 0 && this.#atGates > 0 && quietTasks >= GATE_QUIET_TASKS) return;
+      if (!heldOrOnItsWay && this.#atGates > 0 && quietTasks >= GATE_QUIET_TASKS) return;
       if (rounds > 20_000)
         throw new Error("network: calls still in flight after 20,000 macrotasks");
     }
@@ -456,6 +528,18 @@ export class Network {
     while (this.#opening.size) await Promise.all([...this.#opening]);
   }
 
+  /** Every call and answer on its way arrives now (a healed network has no latency). */
+  async #arriveNow(): Promise<void> {
+    while (this.#onTheirWay.size) {
+      for (const sleep of [...this.#onTheirWay]) {
+        const i = this.sleeping.indexOf(sleep);
+        if (i >= 0) this.sleeping.splice(i, 1);
+        await this.#inContextOf(sleep.caller, sleep.wake);
+      }
+      await this.settle();
+    }
+  }
+
   /** Told of each release (the model notes what a late call may cost). */
   onRelease: ((held: Held) => void) | null = null;
 
@@ -471,13 +555,16 @@ export class Network {
    * Disarms every fault and releases everything held (the network heals), until nothing is held
    * once the released work has settled: a call released goes on, and its caller's answer may then
    * be held by a fault that fired before the heal (a holder's `admit` whose answer is held, that
-   * waited for its own held call to the key's object).
+   * waited for its own held call to the key's object). Latency ends: what is on its way arrives
+   * at once, and calls made from then on take none.
    */
   async heal(): Promise<void> {
     this.armed.length = 0;
+    this.latencyOf = null;
     do {
+      await this.#arriveNow();
       while (this.held.length) await this.release(0);
       await this.settle();
-    } while (this.held.length);
+    } while (this.held.length || this.#onTheirWay.size);
   }
 }

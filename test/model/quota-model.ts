@@ -25,7 +25,6 @@ import type { HolderDecision } from "../../src/quota/lease-in-hand";
 import { admissionIdLive, newAdmissionId } from "../../src/quota/lease-messages";
 import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../../src/quota/standing";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
-import { evictIfRunning } from "../helpers";
 import {
   ADMISSIONS_COUNTED_ONCE,
   REMAINING_EXACT,
@@ -55,7 +54,7 @@ const FREE_PLAN = 2;
 
 // ------------------------------------------------------------------ clocks
 /** Whose clock a piece of code reads: the key's object's is the reference; others may be skewed. */
-const clockOf = new AsyncLocalStorage<{ skewMs: number; self?: Caller }>();
+const clockOf = new AsyncLocalStorage<{ skewMs: number; self?: Caller; location?: string }>();
 
 /** An isolate's lease holder that remembers which of its decisions it made from its own lease. */
 class ObservedLeaseHolder extends LeaseHolder {
@@ -176,6 +175,35 @@ export function installModelWorld(time: { now: number }): Network {
 /** Holder skews by location (the key's object's clock is the reference, skew 0). */
 const holderSkews = new Map<string, number>();
 
+/**
+ * The round trip between each location (its holder and isolates) and the key's object, in fake
+ * time (none set: 0, at once); a call within a location takes none. Set by `Latency`.
+ */
+const roundTrips = new Map<string, number>();
+const locationOf = (holder: string) => holder.slice(holder.lastIndexOf("@") + 1);
+
+/**
+ * The one-way time of a call (Network.latencyOf): half the round trip of the location it goes
+ * between and the key's object (an isolate's or a holder's call to the object, the object's push
+ * to a holder); 0 within a location.
+ */
+function oneWayMs(tier: Tier, name: string, caller: Caller | null): number {
+  let location: string | undefined;
+  if (tier === "object")
+    location =
+      caller === null
+        ? clockOf.getStore()?.location
+        : caller.tier === "holder"
+          ? locationOf(caller.name)
+          : undefined;
+  else if (caller?.tier === "object") location = locationOf(name);
+  // Whole ms, as every clock reads (the objects store times as SQLite integers).
+  return location === undefined ? 0 : Math.round((roundTrips.get(location) ?? 0) / 2);
+}
+
+/** The longest round trip now set. */
+const longestRoundTrip = () => Math.max(0, ...roundTrips.values());
+
 /** Makes every method of the objects run on its own clock (the holder's skew, or the object's 0). */
 const nameOf = (self: object) => (self as { ctx: DurableObjectState }).ctx.id.name ?? "";
 
@@ -194,11 +222,7 @@ export function installObjectClocks(net: Network): void {
       );
     }
   };
-  wrap(
-    QuotaHolder.prototype,
-    (self) => holderSkews.get(nameOf(self).slice(nameOf(self).lastIndexOf("@") + 1)) ?? 0,
-    "holder",
-  );
+  wrap(QuotaHolder.prototype, (self) => holderSkews.get(locationOf(nameOf(self))) ?? 0, "holder");
   wrap(QuotaLimiter.prototype, () => 0, "object");
   net.callerIs(() => clockOf.getStore()?.self ?? null);
   // A release deployed with STANDING_PERMITS_DRAINED set (before a rollback): its objects read
@@ -224,6 +248,8 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
     time.now = start;
     net.reset();
     holderSkews.clear();
+    roundTrips.clear();
+    net.latencyOf = oneWayMs;
     const policy: Policy = { ...PLANS[plan % PLANS.length]!, version: 1, revoked: false };
     const isolates: Isolate[] = [];
     for (const location of LOCATIONS)
@@ -564,7 +590,7 @@ export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
  */
 async function handBackAndSettle(m: QuotaModel, r: QuotaReal): Promise<void> {
   for (const iso of r.isolates)
-    await clockOf.run({ skewMs: iso.skewMs }, () =>
+    await clockOf.run({ skewMs: iso.skewMs, location: iso.location }, () =>
       iso.leases.giveBackUnused({ giveBack: (x) => env.QUOTA.getByName(r.keyId).returnLease(x) }),
     );
   for (const location of LOCATIONS)
@@ -635,7 +661,8 @@ abstract class Step implements Cmd {
   }
 }
 
-function send(m: QuotaModel, r: QuotaReal, iso: Isolate): void {
+/** Sends a request from `iso`: the promise of its answer, noted in the model when it comes. */
+function send(m: QuotaModel, r: QuotaReal, iso: Isolate): Promise<void> {
   // An isolate's copy of the key lives KEY_CACHE_TTL_MS; an older one is read again from D1,
   // which has the newest policy (the admin API writes it before it pushes).
   if (m.trueNow - iso.policyReadAt >= KEY_CACHE_TTL_MS) {
@@ -662,10 +689,31 @@ function send(m: QuotaModel, r: QuotaReal, iso: Isolate): void {
   m.inFlight++;
   const policy = iso.policy;
   const answer = clockOf
-    .run({ skewMs: iso.skewMs }, () => iso.client.admit(policy))
+    .run({ skewMs: iso.skewMs, location: iso.location }, () => iso.client.admit(policy))
     .then((result: AdmitResult) => onAnswer(m, sent, result));
   const p = answer.finally(() => r.pending.delete(p));
   r.pending.add(p);
+  return p;
+}
+
+/**
+ * Moves time on, wake by wake, until `answered` (a request sent now) is in, while its calls are
+ * on their way (`Latency`): for as long as two round trips of the longest latency set, the most a
+ * request takes that nothing holds. (A request a fault holds goes on waiting.)
+ */
+async function untilAnswered(m: QuotaModel, r: QuotaReal, answered: Promise<void>): Promise<void> {
+  const latest = runTime.now + 2 * longestRoundTrip();
+  let done = false;
+  void answered.then(() => {
+    done = true;
+  });
+  await r.net.settle();
+  while (!done) {
+    const next = r.net.nextWake();
+    if (next === null || next > latest) return;
+    await passTime(m, r, Math.max(0, next - runTime.now));
+    await r.net.settle();
+  }
 }
 
 class Request extends Step {
@@ -702,7 +750,7 @@ async function decideAsPrevious(
   await r.net.settle();
   if (r.net.held.length > 0) return;
   const stub = r.net.uncounted(env.QUOTA, r.keyId);
-  await evictIfRunning(stub);
+  await r.net.evict("object", r.keyId);
   const now = runTime.now;
   const at = `object at ${new Date(now).toISOString()} (the previous release)`;
   let decided: Awaited<ReturnType<typeof openAndDecideAsPrevious>>;
@@ -734,7 +782,7 @@ async function decideAsPrevious(
     if (!drained) m.minutesRolledBack.add(minuteStart);
     if (d.outcome === "allowed") served(m, d, `request of ${who} decided by the previous release`);
   }
-  await evictIfRunning(stub);
+  await r.net.evict("object", r.keyId);
 }
 
 /**
@@ -792,7 +840,7 @@ class RollForward extends Step {
     m.disturbed = true;
     m.release = "current";
     await r.net.settle();
-    if (r.net.held.length === 0) await evictIfRunning(r.net.uncounted(env.QUOTA, r.keyId));
+    if (r.net.held.length === 0) await r.net.evict("object", r.keyId);
   }
 }
 
@@ -811,10 +859,11 @@ class OneAtATime extends Step {
   async act(m: QuotaModel, r: QuotaReal) {
     const iso = r.isolates[this.isolate % r.isolates.length]!;
     for (let i = 0; i < this.count; i++) {
-      send(m, r, iso);
-      await r.net.settle();
+      const sentAt = runTime.now;
+      await untilAnswered(m, r, send(m, r, iso));
       if (m.violations.length) return;
-      await passTime(m, r, this.gapMs);
+      // The next one `gapMs` after this one was sent, or as soon as it is answered.
+      await passTime(m, r, Math.max(0, sentAt + this.gapMs - runTime.now));
       await r.net.settle();
     }
   }
@@ -903,6 +952,25 @@ class Skew extends Step {
   }
 }
 
+/**
+ * The round trip between a location (its holder and isolates) and the key's object becomes
+ * `ms` of fake time (0: at once): each call between them and its answer take half of it.
+ */
+class Latency extends Step {
+  constructor(
+    readonly location: number,
+    readonly ms: number,
+  ) {
+    super();
+  }
+  label() {
+    return `Latency(${LOCATIONS[this.location % LOCATIONS.length]}, round trip ${this.ms} ms)`;
+  }
+  async act(_m: QuotaModel, _r: QuotaReal) {
+    roundTrips.set(LOCATIONS[this.location % LOCATIONS.length]!, this.ms);
+  }
+}
+
 class Arm extends Step {
   constructor(
     readonly tier: Tier,
@@ -954,12 +1022,12 @@ class Evict extends Step {
     // An object with a call held in it cannot be evicted (it still has active references).
     if (r.net.held.length > 0) return;
     if (this.target === "object") {
-      await evictIfRunning(r.net.uncounted(env.QUOTA, r.keyId));
+      await r.net.evict("object", r.keyId);
       return;
     }
     const name = holderName(r.keyId, LOCATIONS[this.index % LOCATIONS.length]!);
     // What it served since its last report is lost with it: billed as stranded, not admitted.
-    if (await evictIfRunning(r.net.uncounted(env.QUOTA_HOLDER, name))) m.reportsLost = true;
+    if (await r.net.evict("holder", name)) m.reportsLost = true;
   }
 }
 
@@ -1244,7 +1312,9 @@ class ReadUsage extends Step {
   async act(m: QuotaModel, r: QuotaReal) {
     m.disturbed = true;
     const iso = r.isolates[this.isolate % r.isolates.length]!;
-    const read = clockOf.run({ skewMs: iso.skewMs }, () => iso.client.usage(iso.policy));
+    const read = clockOf.run({ skewMs: iso.skewMs, location: iso.location }, () =>
+      iso.client.usage(iso.policy),
+    );
     const p = read.then(() => undefined).finally(() => r.pending.delete(p));
     r.pending.add(p);
   }
@@ -1433,6 +1503,16 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
       .map(([t, mth, f]) => new Arm(t, mth, f)),
     fc.nat({ max: 7 }).map((i) => new Release(i)),
     fc
+      .tuple(
+        fc.nat({ max: LOCATIONS.length - 1 }),
+        fc.oneof(
+          fc.constant(0),
+          fc.integer({ min: 20, max: 400 }),
+          fc.integer({ min: 400, max: 2_500 }),
+        ),
+      )
+      .map(([l, ms]) => new Latency(l, ms)),
+    fc
       .tuple(fc.constantFrom<"object" | "holder">("object", "holder"), fc.nat({ max: 2 }))
       .map(([t, i]) => new Evict(t, i)),
     fc
@@ -1493,6 +1573,7 @@ export {
   ChangeKey,
   DrainedRollback,
   Evict,
+  Latency,
   LostPushWhileStanding,
   NewLocation,
   OneAtATime,
