@@ -56,6 +56,8 @@ const USAGE = `Usage: npm run bench:quota -- [options]
   --located-gap-ms 3300  time between a location's requests there (all three together stay
                       below 2 a second: one server is one isolate, see below)
   --busy 300          back-to-back requests of the busy key
+  --slowing 60        requests of the slowing key, one every --slowing-gap-ms after its busy start
+  --slowing-gap-ms 455  its time between requests, in ms (2.2 a second: still busy in its isolate)
   --sparse-gaps 10,60,300  the sparse keys' time between requests, in s (one scenario each)
   --sparse-minutes 5  how long each sparse key calls after its first request (at least one
                       measured request each)
@@ -84,6 +86,7 @@ const SCENARIOS = [
   "3-locations",
   "near-limit",
   "busy",
+  "slowing",
 ];
 
 const opts = optionsOrExit(
@@ -98,6 +101,8 @@ const opts = optionsOrExit(
     located: { default: 15, min: 1 },
     "located-gap-ms": { default: 3_300, max: 60_000 },
     busy: { default: 300, min: 1 },
+    slowing: { default: 60, min: 1 },
+    "slowing-gap-ms": { default: 455, min: 1, max: 60_000 },
     "sparse-gaps": { default: "10,60,300", pattern: /^[1-9][0-9]{0,4}(,[1-9][0-9]{0,4})*$/ },
     "sparse-minutes": { default: 5, min: 1, max: 120 },
     "sparse-samples": { default: 150, min: 1, max: 2_000 },
@@ -489,6 +494,30 @@ async function main() {
     // rate: per 1,000 requests they follow the rate this one-at-a-time client reaches, so the
     // report gives both rates a second too.
     rows.push(row("busy", samples, [key], 2, "", (Date.now() - t0) / 1000));
+  }
+
+  if (runs("slowing")) {
+    log(
+      `slowing: a key sent back to back, then ${opts.slowing} requests ${opts.slowingGapMs} ms apart`,
+    );
+    const key = await trackedKey(api, { name: "slowing", plan: "enterprise", limits: UNLIMITED });
+    for (let i = 0; i < 20; i++) await pair(api, key, "AMS", { measured: false });
+    const samples = [];
+    const t0 = Date.now();
+    for (let i = 0; i < opts.slowing; i++) {
+      await sleep(t0 + i * opts.slowingGapMs - Date.now());
+      samples.push(await pair(api, key, "AMS"));
+    }
+    // Each request its isolate's lease does not decide (it lapsed) calls the location holder.
+    rows.push(
+      row(
+        "slowing",
+        samples,
+        [key],
+        2,
+        `${((1000 * opts.slowing) / (Date.now() - t0)).toFixed(1)} requests a second after 20 back to back`,
+      ),
+    );
   }
 
   // The quiet and sparse keys' background requests after their last request, until they end.

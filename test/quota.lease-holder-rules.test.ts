@@ -9,11 +9,12 @@ import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { leaseWanted } from "../src/quota/arrival-rate";
 import {
   GIVE_BACK_GRACE_MS,
-  RENEW_AHEAD_MS,
+  RENEW_AHEAD_MAX_MS,
   STOCK_LEASE_MS,
   STOCK_RENEW_AHEAD_MS,
 } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
+import type { HolderDecision } from "../src/quota/lease-in-hand";
 import type {
   Admission,
   Lease,
@@ -362,11 +363,11 @@ async function othersUseAllBut(stub: Stub, policy: Policy, room: number) {
 }
 
 describe("renewals", () => {
-  /** A fresh isolate's holder, taking a lease of 4 at T0 + 1.1 s (two requests 100 ms apart). */
-  async function isolateWithLease(policy: Policy) {
+  /** A fresh isolate's holder, taking a lease of 4 at `at` + 100 ms (two requests 100 ms apart). */
+  async function isolateWithLease(policy: Policy, at = T0 + 1_000) {
     const watched = watchedCalls(newObject(), () => policy);
     const holder = new LeaseHolder();
-    time.now = T0 + 1_000;
+    time.now = at;
     await holder.admit(policy, watched.calls); // quiet so far: decided by the object
     time.now += 100;
     expect((await holder.admit(policy, watched.calls)).leaseGranted).toBe(true);
@@ -375,18 +376,98 @@ describe("renewals", () => {
     return { ...watched, holder, lease };
   }
 
-  it("an isolate's lease is not renewed more than RENEW_AHEAD_MS before its expiry while under half used", async () => {
+  it("an isolate's lease is renewed by the last request before RENEW_AHEAD_MAX_MS ahead of its expiry, at the key's last gap, while under half used", async () => {
     const policy = policyWith(6_000, 1_000_000);
-    const { holder, calls, lease, renewals } = await isolateWithLease(policy);
-    time.now = lease.expiresAt - RENEW_AHEAD_MS - 1;
-    const early = await holder.admit(policy, calls);
-    expect(early.local).toBe(true);
-    expect(early.renewal, "not due yet").toBeNull();
-    time.now += 1;
-    const due = await holder.admit(policy, calls);
-    expect(due.renewal, "due").not.toBeNull();
-    await due.renewal;
-    expect(renewals.map((r) => r.at)).toEqual([lease.expiresAt - RENEW_AHEAD_MS]);
+    // No renewal answered yet: due RENEW_AHEAD_MAX_MS before the expiry. A request at `at`, its
+    // gap since the lease's request being `at - grantedAt`, renews if its successor at that gap
+    // would come after that.
+    const dueAt = (lease: Lease) => lease.expiresAt - RENEW_AHEAD_MAX_MS;
+    const early = await isolateWithLease(policy);
+    const grantedAt = time.now;
+    const lastNotDue = grantedAt + Math.floor((dueAt(early.lease) - grantedAt - 1) / 2);
+    time.now = lastNotDue;
+    const notDue = await early.holder.admit(policy, early.calls);
+    expect(notDue.local).toBe(true);
+    expect(notDue.renewal, "its successor is still in time").toBeNull();
+    const later = 10_000; // another isolate and key, the same times 10 s on
+    const due = await isolateWithLease(policy, T0 + 1_000 + later);
+    time.now = lastNotDue + later + 1;
+    const sent = await due.holder.admit(policy, due.calls);
+    expect(sent.local).toBe(true);
+    expect(sent.renewal, "its successor would be late").not.toBeNull();
+    await sent.renewal;
+    expect(due.renewals.map((r) => r.at)).toEqual([lastNotDue + later + 1]);
+  });
+
+  /**
+   * An isolate's holder with a lease, whose renewals take `roundTripMs` (the key's object answers
+   * half of it after the call, and is heard from the rest later), recording when each renewal was
+   * sent and the expiry it brought.
+   */
+  async function isolateRenewingIn(policy: Policy, roundTripMs: number) {
+    const stub = newObject();
+    const watched = watchedCalls(stub, () => policy);
+    const renewed: { at: number; expiresAt: number | null }[] = [];
+    const calls: LeaseCalls = {
+      ...watched.calls,
+      renew: async (request) => {
+        const at = time.now;
+        time.now += roundTripMs / 2;
+        const answer = await stub.renewLease(policy, request);
+        time.now += roundTripMs / 2;
+        renewed.push({ at, expiresAt: answer.granted?.expiresAt ?? null });
+        return answer;
+      },
+    };
+    const holder = new LeaseHolder();
+    return { ...watched, calls, holder, renewed };
+  }
+
+  /** Sends a request every `gapMs` from `from` to `until`, each renewal awaited as it is sent. */
+  async function requestsEvery(
+    holder: LeaseHolder,
+    policy: Policy,
+    calls: LeaseCalls,
+    { from, until, gapMs }: { from: number; until: number; gapMs: number },
+  ) {
+    const decided: HolderDecision[] = [];
+    for (let at = from; at < until; at += gapMs) {
+      time.now = Math.max(time.now, at);
+      const decision = await holder.admit(policy, calls);
+      decided.push(decision);
+      await decision.renewal;
+    }
+    return decided;
+  }
+
+  it("a busy isolate renews ahead by twice what its renewals take: 200 ms before the expiry when they take 100 ms", async () => {
+    const policy = policyWith(6_000, 1_000_000);
+    const { holder, calls, renewed } = await isolateRenewingIn(policy, 100);
+    const gapMs = 20;
+    await requestsEvery(holder, policy, calls, { from: T0 + 1_000, until: T0 + 9_000, gapMs });
+    // The first few come once half used, while the lease grows to the key's rate; then by expiry.
+    const steady = renewed.filter((r) => r.at >= T0 + 4_000);
+    expect(steady.length).toBeGreaterThanOrEqual(3);
+    const aheadOfExpiry = steady.slice(1).map((r, i) => steady[i]!.expiresAt! - r.at);
+    // Sent by the last request before it is due (at the key's gap, 20 ms).
+    for (const ms of aheadOfExpiry) expect(ms).toBeGreaterThanOrEqual(200);
+    for (const ms of aheadOfExpiry) expect(ms).toBeLessThan(200 + 2 * gapMs);
+  });
+
+  it("an isolate's lease does not lapse for a key slowing to 2.2 requests a second: every request after the first lease is decided from it", async () => {
+    const policy = policyWith(6_000, 1_000_000);
+    const { holder, calls, requests, renewed } = await isolateRenewingIn(policy, 100);
+    const gapMs = 455;
+    const decided = await requestsEvery(holder, policy, calls, {
+      from: T0 + 1_000,
+      until: T0 + 20_000,
+      gapMs,
+    });
+    // The first two decided by the object (the second takes the lease), every other one here.
+    expect(requests).toHaveLength(2);
+    expect(decided.slice(2).every((d) => d.local)).toBe(true);
+    // About one renewal per lease's life (a new expiry 1,750 ms on), not one per request.
+    expect(renewed.length).toBeLessThanOrEqual(Math.ceil(decided.length / 3) + 1);
   });
 
   it("an isolate's lease is not renewed once the key went quiet: it runs out and goes back", async () => {

@@ -12,7 +12,11 @@ import {
   MINUTE_STOCK_ROOM_SHARE,
   MINUTE_TAIL_MS,
   permitsToLease,
-  RENEW_AHEAD_MS,
+  RENEW_AHEAD_MARGIN,
+  RENEW_AHEAD_MAX_MS,
+  RENEW_AHEAD_MIN_MS,
+  RENEWALS_TIMED,
+  RenewAhead,
   renewsNow,
   STOCK_LEASE_MS,
   STOCK_RENEW_AHEAD_MS,
@@ -109,10 +113,42 @@ describe("lease lifetimes", () => {
     expect(stockLivesTheMinute(windows(0, 1_000 - far - 1), free, 2)).toBe(false);
   });
 
-  it("an isolate renews 400 ms ahead (a round trip from another continent), a location holder half its stock's life", () => {
-    expect(RENEW_AHEAD_MS).toBe(400);
-    expect(RENEW_AHEAD_MS).toBeLessThan(ISOLATE_LEASE_MS / 4);
+  it("an isolate renews ahead by twice its slowest recent renewal (100 ms to half the lease's life), a location holder half its stock's life", () => {
+    expect([RENEW_AHEAD_MARGIN, RENEWALS_TIMED, RENEW_AHEAD_MIN_MS]).toEqual([2, 4, 100]);
+    expect(RENEW_AHEAD_MAX_MS).toBe(ISOLATE_LEASE_MS / 2);
     expect(STOCK_RENEW_AHEAD_MS).toBe(STOCK_LEASE_MS / 2);
+  });
+});
+
+describe("RenewAhead", () => {
+  it("an isolate's: half the lease's life until a renewal is answered, then twice the slowest of its last four", () => {
+    const ahead = new RenewAhead();
+    expect(ahead.ms).toBe(RENEW_AHEAD_MAX_MS);
+    ahead.answered(100);
+    expect(ahead.ms).toBe(200);
+    ahead.answered(180); // the slowest of the last four
+    for (const ms of [90, 110, 100]) {
+      expect(ahead.ms).toBe(360);
+      ahead.answered(ms);
+    }
+    expect(ahead.ms, "the 180 ms renewal is the fourth from last").toBe(360);
+    ahead.answered(120);
+    expect(ahead.ms, "the 180 ms renewal is five renewals old").toBe(240);
+  });
+
+  it("within its bounds: 100 ms for an object nearby, half the lease's life for one far away", () => {
+    const near = new RenewAhead();
+    near.answered(5);
+    expect(near.ms).toBe(RENEW_AHEAD_MIN_MS);
+    const far = new RenewAhead();
+    far.answered(600);
+    expect(far.ms).toBe(RENEW_AHEAD_MAX_MS);
+  });
+
+  it("a location holder's stock: its fixed time, whatever its renewals take", () => {
+    const stock = new RenewAhead(STOCK_RENEW_AHEAD_MS);
+    stock.answered(100);
+    expect(stock.ms).toBe(STOCK_RENEW_AHEAD_MS);
   });
 });
 
@@ -130,25 +166,50 @@ describe("renewsNow", () => {
     expect(renewsNow(lease(1, 20, T0 + ISOLATE_LEASE_MS), minuteEnd, T0)).toBe(true);
   });
 
-  it("RENEW_AHEAD_MS before the lease expires, unless it ends with its minute", () => {
+  it("`aheadMs` before the lease expires (half its life by default), unless it ends with its minute", () => {
     const expiresAt = T0 + ISOLATE_LEASE_MS;
-    expect(renewsNow(lease(19, 20, expiresAt), minuteEnd, expiresAt - RENEW_AHEAD_MS - 1)).toBe(
-      false,
-    );
-    expect(renewsNow(lease(19, 20, expiresAt), minuteEnd, expiresAt - RENEW_AHEAD_MS)).toBe(true);
+    const aheadMs = 200;
+    const at = (now: number) => renewsNow(lease(19, 20, expiresAt), minuteEnd, now, { aheadMs });
+    expect(at(expiresAt - aheadMs - 1)).toBe(false);
+    expect(at(expiresAt - aheadMs)).toBe(true);
+    const byDefault = (now: number) => renewsNow(lease(19, 20, expiresAt), minuteEnd, now);
+    expect(byDefault(expiresAt - RENEW_AHEAD_MAX_MS - 1)).toBe(false);
+    expect(byDefault(expiresAt - RENEW_AHEAD_MAX_MS)).toBe(true);
     // A lease that ends with the minute window: a renewal could not last longer.
     expect(renewsNow(lease(19, 20, minuteEnd), minuteEnd, minuteEnd - 500)).toBe(false);
   });
 
-  it("a busy isolate's lease (used at its rate, not yet half used): 400 ms before its expiry, not at half its life", () => {
+  it("an isolate's lease: by the request before the one that, at the key's last gap, would come after the renewal is due", () => {
+    const expiresAt = T0 + ISOLATE_LEASE_MS;
+    const dueAt = expiresAt - 200;
+    const at = (now: number, gapMs: number) =>
+      renewsNow(lease(19, 20, expiresAt), minuteEnd, now, { aheadMs: 200, gapMs });
+    // A key at 2.2 requests a second: the request 455 ms before the renewal is due sends it, not
+    // the one 456 ms before (its successor, at that gap, is still in time).
+    expect(at(dueAt - 456, 455)).toBe(false);
+    expect(at(dueAt - 455, 455)).toBe(true);
+    // Busy: a gap of 10 ms, 10 ms sooner.
+    expect(at(dueAt - 11, 10)).toBe(false);
+    expect(at(dueAt - 10, 10)).toBe(true);
+    // A location holder's stock (renewed half its life ahead): by its expiry alone.
+    const stock = (now: number) =>
+      renewsNow(lease(19, 20, expiresAt), minuteEnd, now, { aheadMs: 200, gapMs: 455, stock: 2 });
+    expect(stock(dueAt - 1)).toBe(false);
+    expect(stock(dueAt)).toBe(true);
+  });
+
+  it("a busy isolate's lease (used at its rate, not yet half used): `aheadMs` before its expiry, not at half its life", () => {
     // Renewed at T0 (a new expiry 1,750 ms on) with 20 permits, the key's rate for a lease's
     // life, on top of the 10 it still held: 30. At that rate it has used 10 at half its life and
-    // 15 by 1,350 ms, never half of the last grant: only its expiry is due.
+    // 16 by 1,550 ms, never half of the last grant: only its expiry is due (200 ms ahead: its
+    // renewals take 100 ms).
     const expiresAt = T0 + 1_750;
-    expect(renewsNow(lease(20, 20, expiresAt), minuteEnd, T0 + 875)).toBe(false);
-    expect(renewsNow(lease(15, 20, expiresAt), minuteEnd, T0 + 1_349)).toBe(false);
-    expect(renewsNow(lease(15, 20, expiresAt), minuteEnd, T0 + 1_350)).toBe(true);
-    expect(renewsNow(lease(11, 20, expiresAt), minuteEnd, T0 + 1_749)).toBe(true);
+    const at = (left: number, now: number) =>
+      renewsNow(lease(left, 20, expiresAt), minuteEnd, now, { aheadMs: 200 });
+    expect(at(20, T0 + 875)).toBe(false);
+    expect(at(14, T0 + 1_549)).toBe(false);
+    expect(at(14, T0 + 1_550)).toBe(true);
+    expect(at(11, T0 + 1_749)).toBe(true);
   });
 
   it("a location holder's stock: STOCK_RENEW_AHEAD_MS before it expires, unless it ends with its minute", () => {
@@ -178,23 +239,25 @@ describe("renewsNow", () => {
     expect(renewsNow(forTheMinute(0, expiresAt), minuteEnd, early, at(20_000))).toBe(false);
   });
 
-  it("a lease that would expire in the minute's last MINUTE_TAIL_MS: RENEW_AHEAD_MS before that tail begins", () => {
+  it("a lease that would expire in the minute's last MINUTE_TAIL_MS: `aheadMs` before that tail begins", () => {
+    const renews = (l: ReturnType<typeof lease>, now: number) =>
+      renewsNow(l, minuteEnd, now, { aheadMs: 400 });
     // Expiring 600 ms before the minute's end (by its own expiry, due 1,000 ms before the end,
     // in the tail, where no renewal goes out): due 1,400 ms before the end instead.
     const inTheTail = lease(15, 20, minuteEnd - 600);
-    expect(renewsNow(inTheTail, minuteEnd, minuteEnd - 1_401)).toBe(false);
-    expect(renewsNow(inTheTail, minuteEnd, minuteEnd - 1_400)).toBe(true);
-    expect(renewsNow(inTheTail, minuteEnd, minuteEnd - 1_001)).toBe(true);
-    expect(renewsNow(inTheTail, minuteEnd, minuteEnd - 1_000)).toBe(false);
+    expect(renews(inTheTail, minuteEnd - 1_401)).toBe(false);
+    expect(renews(inTheTail, minuteEnd - 1_400)).toBe(true);
+    expect(renews(inTheTail, minuteEnd - 1_001)).toBe(true);
+    expect(renews(inTheTail, minuteEnd - 1_000)).toBe(false);
     // Ending with its minute by this holder's clock (a one-way trip before the object's minute
     // end): no renewal would extend it.
     const withTheMinute = lease(15, 20, minuteEnd - 50);
-    expect(renewsNow(withTheMinute, minuteEnd, minuteEnd - 1_400)).toBe(false);
-    expect(renewsNow(withTheMinute, minuteEnd, minuteEnd - 1_001)).toBe(false);
+    expect(renews(withTheMinute, minuteEnd - 1_400)).toBe(false);
+    expect(renews(withTheMinute, minuteEnd - 1_001)).toBe(false);
     // Expiring before the tail: by its own expiry, as ever.
     const beforeTheTail = lease(15, 20, minuteEnd - 1_200);
-    expect(renewsNow(beforeTheTail, minuteEnd, minuteEnd - 1_601)).toBe(false);
-    expect(renewsNow(beforeTheTail, minuteEnd, minuteEnd - 1_600)).toBe(true);
+    expect(renews(beforeTheTail, minuteEnd - 1_601)).toBe(false);
+    expect(renews(beforeTheTail, minuteEnd - 1_600)).toBe(true);
   });
 
   it("never in the minute's last MINUTE_TAIL_MS, even half used", () => {

@@ -31,9 +31,8 @@ export class AlarmSchedule {
   }
 
   /**
-   * Asks for an alarm no later than `at`, without waiting for storage. A failure is logged as
-   * `failure` and kept: the object's next request, renewal or hand-back asks again (askOwed), so
-   * a key still in use is not left without its day's cleanup, history write or ban record.
+   * Asks for an alarm no later than `at`, without waiting for storage. A failure is logged and
+   * kept: the object's next call asks again (askOwed).
    */
   wakeNoLaterThan(at: number, failure: string): void {
     this.noLaterThan(at).catch((err: unknown) => {
@@ -42,7 +41,6 @@ export class AlarmSchedule {
     });
   }
 
-  /** Asks again for the alarm storage failed to set, if any. */
   askOwed(): void {
     const owed = this.#owed;
     if (owed === null) return;

@@ -6,10 +6,8 @@ import { migrateSchemaOrThrow, type ObjectSchema } from "./schema-migrations";
 import { openOrThrow } from "./stub-call";
 import { CREATE_USAGE_TABLE, UsageTable } from "./usage-table";
 
-/** The object's contract migrations, oldest first (see schema-migrations.ts). */
 export const AUTH_SHIELD_MIGRATIONS = [CREATE_USAGE_TABLE] as const;
 
-/** The object's storage schema (what this release reads and writes: objects/object-schemas.ts). */
 export const AUTH_SHIELD_SCHEMA: ObjectSchema = {
   contract: AUTH_SHIELD_MIGRATIONS,
   readsThrough: AUTH_SHIELD_MIGRATIONS.length,

@@ -3,17 +3,14 @@ import { logFailure } from "../lib/log";
 import { type AlarmSchedule, D1_RETRY_MS } from "./alarm-schedule";
 
 /**
- * The key's bans that D1 has not fully heard of yet (table `ban_records`). A ban starts in the
- * key's object, on the request that earns it; D1 hears of it from the alarm (never from the
- * request, which must not wait for D1): the key's banned_until and a `ban` entry by `system`,
- * then at its end a `ban_end` entry. Each write is idempotent, so a failed one is simply tried
- * again later.
+ * The key's bans that D1 has not fully heard of yet. D1 hears of a ban from the alarm (a request
+ * must not wait for D1): its start, then its end. Each write is idempotent, so a failed one is
+ * tried again later.
  */
 export class BanRecords {
   constructor(
     private readonly sql: SqlStorage,
     private readonly alarms: AlarmSchedule,
-    /** D1, as the object's env has it at each write. */
     private readonly db: () => D1Database,
     private readonly keyId: string | undefined,
   ) {}

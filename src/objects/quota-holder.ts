@@ -97,21 +97,16 @@ export class QuotaHolder extends DurableObject<Env> {
     const match = used ? { ...found.match, record: used } : found.match;
     if (!answer.reached) return { ...found, match, answer };
     const { decision } = answer;
-    if (decision.outcome === "stale") {
-      // Nothing was counted: the Worker judges the secret by the key as D1 has it now, and has
-      // the request decided under it (the same admission id).
-      this.#keyRecord.forget();
-      const fresh = await this.#read(keyId, hash);
-      return fresh.outcome === "found" ? { ...fresh, answer: null } : fresh;
-    }
-    if (decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
+    const stale = decision.outcome === "stale";
+    if (!stale && decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
       this.#keyRecord.vouch(decision.policyVersion, clock.now());
       return { ...found, match, answer };
     }
-    // The decision stands (the object made it under its newest policy); the Worker judges the
-    // secret by the key as D1 has it now.
+    // The Worker judges the secret by the key as D1 has it now: a stale request (nothing counted)
+    // is decided under it, with the same admission id; any other decision stands.
     this.#keyRecord.forget();
     const fresh = await this.#read(keyId, hash);
+    if (stale) return fresh.outcome === "found" ? { ...fresh, answer: null } : fresh;
     return { outcome: "found", match: fresh.outcome === "found" ? fresh.match : match, answer };
   }
 

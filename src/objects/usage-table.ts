@@ -8,9 +8,8 @@ export const CREATE_USAGE_TABLE = `CREATE TABLE IF NOT EXISTS usage (
 ) STRICT`;
 
 /**
- * The one-row usage table of a quota object. SQLite in a Durable Object is synchronous and
- * its writes are durable before the object's reply leaves (output gate), so a count that a
- * client has seen survives eviction and restarts. One row per object: storage stays bounded.
+ * The one-row usage table of a quota object: its writes are durable before the object's reply
+ * leaves (output gate), so a count a client has seen survives eviction.
  */
 export class UsageTable {
   constructor(private readonly sql: SqlStorage) {}

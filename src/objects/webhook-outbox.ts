@@ -15,17 +15,15 @@ export const CREATE_WEBHOOK_OUTBOX_TABLE = `CREATE TABLE IF NOT EXISTS webhook_o
   data TEXT NOT NULL, queued INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (type, window_key)) STRICT`;
 
 /**
- * The usage alerts and bans of the key (quota/alerts.ts), from its own exact counts. A request
- * never waits for the queue: the admission that crosses a threshold only writes a row here (in
- * the same synchronous step as its count, so a crossing is never lost, and the (type, window) key
- * keeps it once), and the object's alarm queues the rows for delivery, trying again later while
- * the queue refuses them.
+ * The usage alerts and bans of the key (quota/alerts.ts). A request never waits for the queue:
+ * the admission that crosses a threshold writes a row here in the same step as its count (so a
+ * crossing is never lost, and kept once per type and window), and the alarm queues the rows.
  */
 export class WebhookOutbox {
   constructor(
     private readonly sql: SqlStorage,
     private readonly alarms: AlarmSchedule,
-    /** The queue, as the object's env has it; none: webhooks are not configured. */
+    /** None: webhooks are not configured. */
     private readonly queue: () => Queue<WebhookMessage> | undefined,
     private readonly keyId: string | undefined,
   ) {}
@@ -39,9 +37,8 @@ export class WebhookOutbox {
   }
 
   /**
-   * Keeps `key.unbanned` for the ban that ends at `bannedUntil`, lifted at `endedAt` (an
-   * operator's unban, or the ban running out), and wakes the alarm for it. Its window is the
-   * ban's end, as `key.banned`'s, so a ban produces it once whichever way it ends first.
+   * Keeps `key.unbanned` for the ban that ends at `bannedUntil`, lifted at `endedAt`. Its window
+   * is the ban's end, as `key.banned`'s, so a ban produces it once whichever way it ends first.
    */
   banEnded(bannedUntil: number, endedAt: number): void {
     if (!this.keyId || !this.queue()) return;
@@ -70,10 +67,8 @@ export class WebhookOutbox {
   }
 
   /**
-   * Queues the events not yet queued, first adding `key.unbanned` for each ban that has run out
-   * (the alarm runs at a ban's end). A queued event's row stays while its window lasts (so the
-   * window cannot produce it again) and goes with the alarm after it ends (the day's cleanup, the
-   * ban's end), so an idle key's object holds nothing.
+   * Queues the events not yet queued, first adding `key.unbanned` for each ban that has run out.
+   * A queued event's row stays while its window lasts, so the window cannot produce it again.
    */
   async send(now: number): Promise<void> {
     const { keyId } = this;

@@ -7,10 +7,7 @@ export const DAY_WARNING_SHARE = 0.8;
 /** An event the key's own counts produce (the webhook events about quota and bans). */
 export interface QuotaAlert {
   type: "quota.day.warning" | "quota.day.exhausted" | "key.banned";
-  /**
-   * The window the event is about, which makes it once per key and window: the day's start for
-   * the day quota, the ban's end for a ban.
-   */
+  /** The window the event is about (once per key and window): the day's start, or the ban's end. */
   window: number;
   /** When the window ends (epoch ms): the same alert cannot come again after it. */
   endsAt: number;
@@ -22,10 +19,9 @@ export const dayWarningAt = (perDay: number): number =>
   Math.max(1, Math.ceil(perDay * DAY_WARNING_SHARE));
 
 /**
- * The alerts a change of the key's windows from `before` to `after` at `now` produces under
- * `policy`: the day count passing 80 % and 100 % of the day quota, and a ban starting. The counts
- * are the key's object's, in which a lease's permits count from their grant (docs/quotas.md).
- * `before` may be of an earlier day (it counts as 0 then). Pure: the caller keeps each alert once.
+ * The alerts a change of the key's windows from `before` to `after` produces under `policy`: the
+ * day count passing 80 % and 100 % of the day quota, and a ban starting. Pure: the caller keeps
+ * each alert once.
  */
 export function alertsBetween(
   before: UsageState,

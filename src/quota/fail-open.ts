@@ -2,10 +2,9 @@ import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
-import { fallbackHeaders, retryAfterSeconds } from "./headers";
+import { fallbackHeaders, refusalError, retryAfterSeconds } from "./headers";
 import { takePermits } from "./lease";
 import type { Limits } from "./plans";
-import { refusalError } from "./refusals";
 import {
   EMPTY_USAGE,
   type Refusal,

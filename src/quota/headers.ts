@@ -1,5 +1,6 @@
 import { MINUTE_MS } from "../lib/clock";
-import type { Decision, WindowStatus } from "./windows";
+import { ApiError } from "../lib/errors";
+import type { Decision, Refusal, WindowStatus } from "./windows";
 
 const toSeconds = (ms: number) => Math.ceil(ms / 1000);
 
@@ -52,4 +53,18 @@ export function fallbackHeaders(
 ): Record<string, string> {
   const fallback = { name: "fallback", limit, remaining, resetAt, seconds: MINUTE_MS / 1000 };
   return windowHeaders([fallback], now, null);
+}
+
+const REFUSALS = {
+  rate_limited:
+    "Per-minute rate limit exceeded; wait for Retry-After, then back off exponentially.",
+  quota_exceeded:
+    "Daily quota exceeded; it resets at 00:00 UTC (see Retry-After). Upgrade the plan for more.",
+  key_banned:
+    "The API key is temporarily banned for repeated requests after 429 responses; wait for Retry-After.",
+} as const;
+
+/** The error a refused request is answered with: the refusal's code, what to do, `headers`. */
+export function refusalError(outcome: Refusal, headers: Record<string, string>): ApiError {
+  return new ApiError(outcome, REFUSALS[outcome], headers);
 }

@@ -1,7 +1,7 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
 import { withDeadline } from "./call-coordination";
-import { LEASE_TIMINGS, minuteStockWanted, renewsNow } from "./lease";
+import { LEASE_TIMINGS, minuteStockWanted, RenewAhead, renewsNow } from "./lease";
 import { type LeaseCalls, LeaseHandBacks } from "./lease-hand-backs";
 
 export type { GiveBackCall, LeaseCalls } from "./lease-hand-backs";
@@ -36,7 +36,7 @@ export class LeaseHolder extends LeaseHandBacks {
    * short): requests stop waiting for it and ask the object themselves.
    */
   readonly #leaseLifetimeMs: number;
-  readonly #renewAheadMs: number;
+  readonly #renewAhead: RenewAhead;
 
   /** `stock`: the permits a location holder asks for even for a quiet key; an isolate: 0. */
   constructor({ stock = 0 }: { stock?: number } = {}) {
@@ -44,7 +44,7 @@ export class LeaseHolder extends LeaseHandBacks {
     this.#stock = stock;
     const timings = LEASE_TIMINGS[stock > 0 ? "stock" : "isolate"];
     this.#leaseLifetimeMs = timings.lifetimeMs;
-    this.#renewAheadMs = timings.renewAheadMs;
+    this.#renewAhead = new RenewAhead(timings.renewAheadMs);
   }
 
   /**
@@ -185,7 +185,7 @@ export class LeaseHolder extends LeaseHandBacks {
     if (now < this.noLeaseUntil) return null;
     const minuteEnd = this.windows.minuteEnd;
     const { gapMs } = this.#rate;
-    const renewOptions = { aheadMs: this.#renewAheadMs, stock: this.#stock, gapMs };
+    const renewOptions = { aheadMs: this.#renewAhead.ms, stock: this.#stock, gapMs };
     if (!renewsNow(lease, minuteEnd, now, renewOptions)) return null;
     const want = this.#wanted(now, lease.left);
     if (want <= 0) return null;
@@ -208,7 +208,10 @@ export class LeaseHolder extends LeaseHandBacks {
         ...idsOf(admissionIds),
         ...this.#minuteWant(now),
       },
-      (answer) => this.renewed(answer, sent),
+      (answer) => {
+        this.#renewAhead.answered(clock.now() - sent.at);
+        return this.renewed(answer, sent);
+      },
       () => this.reportAgain(lease, admissionIds),
     );
   }

@@ -133,15 +133,47 @@ export function permitsToLease(
 }
 
 /**
- * An isolate's lease ending within this long is renewed ahead (see `renewsNow`): more than a
- * round trip to the key's object from another continent (100–300 ms), so the renewal is back
- * before the lease ends, yet late in the lease's life (after 1.35 s of its 1.75 s), so a busy key
- * renews only about once per 1.4 s per isolate (each renewal is a Durable Object request). Sooner
- * is not needed: a lease sized to the key's steady rate still has part of its last grant left
- * then, and one the key uses faster (it sped up, or heldBound capped the grant) is renewed once
- * half used, sooner.
+ * An isolate renews its own lease ahead of its expiry by what its renewals of the key take (see
+ * `renewsNow`): RENEW_AHEAD_MARGIN times the slowest of its last RENEWALS_TIMED renewals (sent
+ * to answered), so a renewal taking twice as long as the slowest of them is still back before
+ * the lease ends, and the lease serves as long as that allows (with the key's object 100 ms
+ * away, a renewal about every 1.6 s per isolate, where a fixed 400 ms renewed every 1.4 s).
  */
-export const RENEW_AHEAD_MS = 400;
+export const RENEW_AHEAD_MARGIN = 2;
+export const RENEWALS_TIMED = 4;
+/**
+ * At least this long ahead: an object in the isolate's own location answers in a few ms, but a
+ * pause of the isolate or the object's cold start takes longer.
+ */
+export const RENEW_AHEAD_MIN_MS = 100;
+/**
+ * At most half the lease's life, which is also how far ahead it is renewed before any renewal
+ * was answered: never sooner than a lease used at the rate it was sized for (once half used), and
+ * still in time for an object ~440 ms away.
+ */
+export const RENEW_AHEAD_MAX_MS = ISOLATE_LEASE_MS / 2;
+
+/**
+ * How long ahead of its expiry a holder renews its lease: `fixedMs` (a location holder's stock),
+ * else sized to the round trips of its renewals (RENEW_AHEAD_MARGIN and its bounds).
+ */
+export class RenewAhead {
+  readonly #roundTrips: number[] = [];
+  constructor(readonly fixedMs: number | null = null) {}
+
+  /** Notes a renewal answered `ms` after it was sent. */
+  answered(ms: number): void {
+    this.#roundTrips.push(ms);
+    if (this.#roundTrips.length > RENEWALS_TIMED) this.#roundTrips.shift();
+  }
+
+  get ms(): number {
+    if (this.fixedMs !== null) return this.fixedMs;
+    if (this.#roundTrips.length === 0) return RENEW_AHEAD_MAX_MS;
+    const sized = RENEW_AHEAD_MARGIN * Math.max(...this.#roundTrips);
+    return Math.min(RENEW_AHEAD_MAX_MS, Math.max(RENEW_AHEAD_MIN_MS, sized));
+  }
+}
 
 /** No renewal is sent in a minute's last this long (see `renewsNow`). */
 export const MINUTE_TAIL_MS = 1_000;
@@ -172,14 +204,16 @@ export interface LeaseInUse {
  * Whether an isolate renews its lease now, in the background, while it still admits from it:
  * once half of the last grant (or of a location holder's `stock`, if more) is used (what is left
  * then lasts ~half a lease lifetime at the key's rate, far longer than a round trip to the
- * object), or RENEW_AHEAD_MS before the lease expires (`aheadMs`; a location holder's stock:
+ * object), or `aheadMs` before the lease expires (see RenewAhead; a location holder's stock:
  * STOCK_RENEW_AHEAD_MS), unless it ends with its minute window (a renewal could not outlive it);
  * never in the minute's last MINUTE_TAIL_MS, so a lease that would expire in that tail (more than
  * `aheadMs` before the minute's end) is renewed that long before the tail begins instead: the
  * renewal extends it to the minute's end, rather than the key's requests in the minute's last
  * second each asking for a decision. Renewing ahead is what keeps a busy key's requests
  * from waiting for the object at all: they wait only when the lease runs out before the renewal
- * is back.
+ * is back. Only a request sends an isolate's renewal, so the one whose successor, at the key's
+ * last gap (`gapMs`), would come after the renewal is due sends it: a key slowing to about two
+ * requests a second does not let its lease lapse for want of a request in its last `aheadMs`.
  *
  * A stock for the minute (a key far from its limits, in a location where its requests come
  * seconds apart) is renewed only once used up, right after the request that used its last
@@ -192,7 +226,7 @@ export function renewsNow(
   minuteEnd: number,
   now: number,
   {
-    aheadMs = RENEW_AHEAD_MS,
+    aheadMs = RENEW_AHEAD_MAX_MS,
     stock = 0,
     gapMs = 0,
   }: { aheadMs?: number; stock?: number; gapMs?: number } = {},
@@ -210,7 +244,10 @@ export function renewsNow(
   const extendable = lease.expiresAt < minuteEnd - aheadMs;
   const tailStart = minuteEnd - MINUTE_TAIL_MS;
   const renewBy = extendable ? Math.min(lease.expiresAt, tailStart) : lease.expiresAt;
-  const ending = now >= renewBy - aheadMs && lease.expiresAt < minuteEnd;
+  // By the key's next request for an isolate's lease that a renewal extends; a location holder's
+  // stock is renewed half its life ahead, longer than its quiet keys' gaps.
+  const nextRequestAt = extendable && stock <= 0 ? now + gapMs : now;
+  const ending = nextRequestAt >= renewBy - aheadMs && lease.expiresAt < minuteEnd;
   return halfUsed || ending;
 }
 
@@ -219,7 +256,7 @@ export function renewsNow(
  * key's object grants for the lifetime, and the holder sizes its asks and renews by both.
  */
 export const LEASE_TIMINGS = {
-  isolate: { lifetimeMs: ISOLATE_LEASE_MS, renewAheadMs: RENEW_AHEAD_MS },
+  isolate: { lifetimeMs: ISOLATE_LEASE_MS, renewAheadMs: null }, // see RenewAhead
   stock: { lifetimeMs: STOCK_LEASE_MS, renewAheadMs: STOCK_RENEW_AHEAD_MS },
 } as const;
 
