@@ -7,6 +7,7 @@ import type { Admission, LeaseRequest } from "../quota/lease-messages";
 import type { Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HolderCalls } from "./holder-calls";
+import type { HeldKeyRecord } from "./holder-key-record";
 import { HolderStandingMemory, RESTORED_STANDING_MARGIN_MS } from "./holder-standing-memory";
 import type { HolderAnswer } from "./quota-holder";
 import { callWithOneRetry, isOverloaded, persistentFailureOf } from "./stub-call";
@@ -15,8 +16,8 @@ import { callWithOneRetry, isOverloaded, persistentFailureOf } from "./stub-call
  * A location holder's stock of its key's permits (QuotaHolder, objects/quota-holder.ts): decides
  * requests from it or forwards them to the key's object, keeps it topped up in the background
  * while the key is used here (renewals, the refill as each minute begins, standing permits for
- * the minutes to come), and hands it back. Its standing permits are kept in the holder's storage
- * across an eviction (HolderStandingMemory); the rest lives in memory only, and permits lost with
+ * the minutes to come), and hands it back. Its standing permits, and the holder's copy of the key
+ * (`keyRecord`), are kept in the holder's storage across an eviction (HolderStandingMemory); the rest lives in memory only, and permits lost with
  * it stay counted (within heldBound, see docs/quotas.md).
  */
 export class LocationStock {
@@ -35,16 +36,24 @@ export class LocationStock {
    * them), so a key calling every few minutes is answered here with no far call, and keeps them
    * there from now on. `name`: the holder's (see `holderName`).
    */
-  constructor(storage: DurableObjectStorage, env: () => Env, name: string | null) {
+  constructor(
+    storage: DurableObjectStorage,
+    env: () => Env,
+    name: string | null,
+    keyRecord: HeldKeyRecord,
+  ) {
     this.#calls = new HolderCalls(env, name);
-    this.#memory = new HolderStandingMemory(storage, this.#leases);
+    this.#memory = new HolderStandingMemory(storage, this.#leases, keyRecord);
     const kept = this.#memory.kept();
     if (kept) {
       this.#keyId = kept.keyId;
       this.#calls.region = kept.region;
       this.#leases.restoreStanding(kept, RESTORED_STANDING_MARGIN_MS);
+      if (kept.key) keyRecord.restore(kept.key);
     }
-    this.#leases.onStandingChange(() => this.#memory.keep(this.#owner));
+    const keep = () => this.#memory.keep(this.#owner);
+    this.#leases.onStandingChange(keep);
+    keyRecord.onChange = keep;
   }
 
   /** Whose standing permits are kept (null: none yet). */
@@ -185,6 +194,11 @@ export class LocationStock {
     if (!refill) return;
     this.#inBackground(keyId, this.#leases.giveBackAfterRenewal(refill, calls));
     await refill.catch(() => undefined);
+  }
+
+  /** Whether it holds standing permits of a minute not over at `now`. */
+  holdsStanding(now: number): boolean {
+    return this.#leases.standingUntil > now;
   }
 
   /** Permits in stock or waiting to go back. */

@@ -74,7 +74,6 @@ export class QuotaLimiter extends DurableObject<Env> {
   async #open(ctx: DurableObjectState, env: Env): Promise<void> {
     const config = configOrThrow(env);
     this.#banMs = config.BAN_MINUTES * MINUTE_MS;
-    this.#standing.drained = config.STANDING_PERMITS_DRAINED;
     migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
     this.#usage = this.#usageTable.load();
     this.#policy.load();
