@@ -9,6 +9,7 @@ import {
   type Admission,
   admissionIdLive,
   type LeaseRequest,
+  type SharedStock,
 } from "../quota/lease-messages";
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
@@ -40,8 +41,13 @@ export const holderName = (keyId: string, location: string): string => `${keyId}
  * (docs/quotas.md, "The machine").
  */
 export class QuotaHolder extends DurableObject<Env> {
-  readonly #stock = new LocationStock(this.ctx.storage, () => this.env, this.ctx.id.name ?? null);
   readonly #keyRecord = new HeldKeyRecord();
+  readonly #stock = new LocationStock(
+    this.ctx.storage,
+    () => this.env,
+    this.ctx.id.name ?? null,
+    this.#keyRecord,
+  );
   /** The answers to the requests decided here lately, by admission id. */
   readonly #answers = new ExpiringMap<string, Promise<HolderAnswer>>(10_000);
 
@@ -82,9 +88,15 @@ export class QuotaHolder extends DurableObject<Env> {
   ): Promise<HolderAuthentication> {
     const now = clock.now();
     const kept = this.#keyRecord.cached(hash, now);
+    // A copy too old to be `cached`, at a holder holding standing permits (a key calling every 30 s
+    // or less often), decides one request, as it lets the secret in, and is read again at once
+    // (HeldKeyRecord.onceStale).
+    const old = kept || !this.#stock.holdsStanding(now) ? null : this.#keyRecord.onceStale(hash);
+    if (old) void this.#read(keyId, hash);
+    const copy = kept ?? old;
     const found: HolderAuthentication =
-      kept !== null && this.#keptDecides(kept, now)
-        ? { outcome: "found", match: kept, answer: null, copyAgeMs: this.#keyRecord.ageAt(now) }
+      copy !== null && (old ? secretStatus(old, now) === "active" : this.#keptDecides(copy, now))
+        ? { outcome: "found", match: copy, answer: null, copyAgeMs: this.#keyRecord.ageAt(now) }
         : await this.#read(keyId, hash);
     if (found.outcome !== "found" || secretStatus(found.match, clock.now()) !== "active")
       return found;
@@ -190,12 +202,13 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * The key's object shares heldBound with another location, or room freed up for a stock this
-   * holder was refused: a fresh stock asked for, the one held handed back in the same call.
+   * The key's object shares heldBound with another location: a stock above a shared one keeps a
+   * shared one and answers what it gave up; or room freed up for a stock this holder was refused:
+   * one asked for (LocationStock.restock).
    */
-  async restock(keyId: string): Promise<void> {
+  async restock(keyId: string): Promise<SharedStock | null> {
     this.#stock.entered();
-    await this.#stock.restock(keyId);
+    return this.#stock.restock(keyId);
   }
 
   /** Permits in stock or waiting to go back (for tests and the bench). */

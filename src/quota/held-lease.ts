@@ -32,6 +32,8 @@ export class HeldLeases {
   protected noLeaseUntil = 0;
   /** Standing permits of an older policy wait to go back (`retireStandingOlderThan`): now. */
   protected supersededWaiting = false;
+  /** Others are asked to share the bound with this location holder: it refills now. */
+  sharingAsked = false;
   #refusal: SeenRefusal | null = null;
 
   /** Stops admitting from the lease (a change made here): the next request asks the object. */
@@ -300,8 +302,10 @@ export class HeldLeases {
       this.#refusal = { outcome: decision.outcome, retryAt: decision.retryAt };
       this.noLeaseUntil = Math.max(this.noLeaseUntil, decision.retryAt);
     } else if (wanted > 0 && !lease) {
-      // Too close to the limit for a lease: one call per request until the minute is over.
-      this.noLeaseUntilMinuteEnds(decision.windows);
+      // Others share the bound with it (it refills now), or too close to the limit for a lease:
+      // one call per request until the minute is over.
+      if (admission.sharing) this.sharingAsked = true;
+      else this.noLeaseUntilMinuteEnds(decision.windows);
     }
     // Unused standing permits held here are room, as a lease's (the decision's windows count
     // those granted before, not those it grants).

@@ -134,4 +134,12 @@ export const endsLeases = (answer: Renewal, version: number): boolean =>
  * The decision on one request, plus the lease granted with it, if any. Its windows are the
  * object's after this request and before the lease.
  */
-export type Admission = KeyDecision & { lease: Lease | null; standing?: StandingPermit[] };
+export type Admission = KeyDecision & {
+  lease: Lease | null;
+  standing?: StandingPermit[];
+  /** No stock only because others hold the bound: they share it; a refill now waits for them. */
+  sharing?: true;
+};
+
+/** What a holder sharing the bound gave up: `cut` of lease `id`, of the `seen` it was granted. */
+export type SharedStock = { id: string; seen: number; cut: number };
