@@ -3,7 +3,7 @@ import { logFailure } from "../lib/log";
 import { logPersistentFailure } from "../quota/fail-open";
 import { QUIET_STOCK } from "../quota/lease";
 import { LeaseHolder } from "../quota/lease-holder";
-import type { Admission, LeaseRequest } from "../quota/lease-messages";
+import type { Admission, LeaseRequest, SharedStock } from "../quota/lease-messages";
 import type { Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HolderCalls } from "./holder-calls";
@@ -94,6 +94,10 @@ export class LocationStock {
       this.#inBackground(keyId, this.#leases.upkeep(decided, calls));
       this.#inBackground(keyId, this.#leases.handBackStandingAtEnd(calls));
       this.#refillWhenTheMinuteTurns(keyId, policy);
+      if (this.#leases.sharingAsked) {
+        this.#leases.sharingAsked = false;
+        this.#inBackground(keyId, this.#refillNow(keyId, policy));
+      }
       return { reached: true, decision: decided.decision, fromStock: decided.local };
     } catch (err) {
       return this.#noDecision(keyId, err);
@@ -180,15 +184,21 @@ export class LocationStock {
   }
 
   /**
-   * Asks the key's object for a fresh stock (QuotaHolder.restock): a stock holding more than a
-   * shared one goes back in the same call, and a location refused a stock only because another
-   * held the bound asks again. Resolves once the call is answered (its stock's hand-back at
-   * expiry goes on in the background); a holder that has not seen the key, or is busy with
-   * another call, asks nothing.
+   * Shares the key's heldBound (QuotaHolder.restock): a stock above a shared one keeps a shared
+   * one and answers what it gave up; else a stock is asked for (refused one while another held
+   * the bound), settling once answered. Neither for a key not seen here, or with a call in flight.
    */
-  async restock(keyId: string): Promise<void> {
+  async restock(keyId: string): Promise<SharedStock | null> {
     const policy = this.#policy;
-    if (policy === null || this.#keyId !== keyId) return;
+    if (policy === null || this.#keyId !== keyId) return null;
+    const shared = this.#leases.share(policy);
+    if (shared) return shared;
+    await this.#refillNow(keyId, policy);
+    return null;
+  }
+
+  /** Asks for a stock now if none is usable (LeaseHolder.restock), settling once answered. */
+  async #refillNow(keyId: string, policy: Policy): Promise<void> {
     const calls = this.#calls.to(keyId, policy);
     const refill = this.#leases.restock(policy, calls);
     if (!refill) return;

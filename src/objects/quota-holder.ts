@@ -9,6 +9,7 @@ import {
   type Admission,
   admissionIdLive,
   type LeaseRequest,
+  type SharedStock,
 } from "../quota/lease-messages";
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
@@ -201,12 +202,13 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * The key's object shares heldBound with another location, or room freed up for a stock this
-   * holder was refused: a fresh stock asked for, the one held handed back in the same call.
+   * The key's object shares heldBound with another location: a stock above a shared one keeps a
+   * shared one and answers what it gave up; or room freed up for a stock this holder was refused:
+   * one asked for (LocationStock.restock).
    */
-  async restock(keyId: string): Promise<void> {
+  async restock(keyId: string): Promise<SharedStock | null> {
     this.#stock.entered();
-    await this.#stock.restock(keyId);
+    return this.#stock.restock(keyId);
   }
 
   /** Permits in stock or waiting to go back (for tests and the bench). */
