@@ -35,14 +35,11 @@ import {
   routeHostsOf,
   stableVersionOf,
 } from "../scripts/lib/deploy-checks.mjs";
-import { DRAIN_WAIT_MS } from "../scripts/lib/standing-drain.mjs";
 import { listenOnFreePort, localApiForTests, ROOT } from "./helpers.mjs";
 
 const SERVING = "11111111-aaaa-4aaa-8aaa-111111111111";
 const BEFORE = "33333333-cccc-4ccc-8ccc-333333333333";
 const NEW = "22222222-bbbb-4bbb-8bbb-222222222222";
-/** The version a change of secrets makes (here: the drained one, before a rollback). */
-const DRAINED = "44444444-dddd-4ddd-8ddd-444444444444";
 // Nothing listens on the discard port: a smoke test against it fails at its first check.
 const NOT_ANSWERING = "http://127.0.0.1:9";
 
@@ -669,12 +666,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       assert.match(r.stderr, new RegExp(`rolled back: ${SERVING} serves all traffic again`));
       assert.deepEqual(
         changes(r.calls).map((c) => c.split(" --")[0]),
-        [
-          "versions upload",
-          `versions deploy ${NEW}@10 ${SERVING}@90`,
-          `versions deploy ${DRAINED}@10 ${SERVING}@90`,
-          `rollback ${SERVING}`,
-        ],
+        ["versions upload", `versions deploy ${NEW}@10 ${SERVING}@90`, `rollback ${SERVING}`],
       );
     } finally {
       await proxy.close();
@@ -696,12 +688,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
     assert.match(r.stderr, /✗ interrupted \(SIGINT\) during the bake/);
     assert.deepEqual(
       changes(r.calls).map((c) => c.split(" --")[0]),
-      [
-        "versions upload",
-        `versions deploy ${NEW}@10 ${SERVING}@90`,
-        `versions deploy ${DRAINED}@10 ${SERVING}@90`,
-        `rollback ${SERVING}`,
-      ],
+      ["versions upload", `versions deploy ${NEW}@10 ${SERVING}@90`, `rollback ${SERVING}`],
     );
   });
 
@@ -752,59 +739,10 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
     );
     assert.match(r.stderr, new RegExp(`rolled back: ${SERVING} serves all traffic again`));
     const made = changes(r.calls);
-    assert.equal(made.length, 4, made.join("\n"));
+    assert.equal(made.length, 3, made.join("\n"));
     assert.match(made[1], new RegExp(`^versions deploy ${NEW}@10 ${SERVING}@90 `));
-    // First the canary's share goes to a copy of it drained of standing permits, deployed so
-    // that every object takes it at once; then the rollback.
-    assert.equal(
-      made[2],
-      `versions deploy ${DRAINED}@10 ${SERVING}@90 --yes --message drain standing permits before a rollback --durable-objects-code-update-mode immediate --env staging`,
-    );
-    // (The stand-in tags every version it was not told of HEAD.)
-    assert.ok(
-      r.calls.includes(
-        "versions secret bulk --tag HEAD --message drain standing permits before a rollback --env staging",
-      ),
-      r.calls.join("\n"),
-    );
-    assert.ok(r.calls.includes("stdin STANDING_PERMITS_DRAINED=set"));
-    assert.match(made[3], new RegExp(`^rollback ${SERVING} --yes --message `));
+    assert.match(made[2], new RegExp(`^rollback ${SERVING} --yes --message `));
     assert.ok(!made.some((c) => c.includes("@100")));
-    assert.match(r.stdout, /✓ standing permits drained: /);
-    assert.match(r.stdout, /every standing permit granted before the drain has ended/);
-  });
-
-  it("--rollback-now: a failed deploy rolls back at once, without the drain, and says what that risks", async () => {
-    const dir = project({ edit: configured(NOT_ANSWERING) });
-    const r = await deploy(dir, ["staging", "--yes", "--rollback-now"]);
-    assert.equal(r.status, 1, r.stdout + r.stderr);
-    assert.deepEqual(
-      changes(r.calls).map((c) => c.split(" --")[0]),
-      ["versions upload", `versions deploy ${NEW}@10 ${SERVING}@90`, `rollback ${SERVING}`],
-    );
-    assert.ok(!r.calls.some((c) => c.startsWith("versions secret")));
-    assert.match(r.stdout, /! --rollback-now: without draining standing permits: .*heldBound/);
-  });
-
-  it("a drain a rollback left on the newest version is not inherited by the next release", async () => {
-    const dir = project({ edit: configured() });
-    const r = await deploy(dir, ["staging", "--yes"], {
-      standIn: {
-        STAND_IN_SECRETS:
-          "ADMIN_TOKEN,CURSOR_SECRET,KEY_TAG_SECRET,WEBHOOK_ENCRYPTION_KEY,STANDING_PERMITS_DRAINED",
-      },
-    });
-    assert.equal(r.status, 0, r.stdout + r.stderr);
-    assert.ok(r.calls.includes("stdin STANDING_PERMITS_DRAINED=deleted"), r.calls.join("\n"));
-    assert.deepEqual(
-      changes(r.calls).map((c) => c.split(" --")[0]),
-      [
-        "versions upload",
-        `versions deploy ${DRAINED}@10 ${SERVING}@90`,
-        `versions deploy ${DRAINED}@100`,
-      ],
-    );
-    assert.match(r.stdout, new RegExp(`✓ ${DRAINED}: ${NEW} without STANDING_PERMITS_DRAINED`));
   });
 
   it("a failed canary deploy changes nothing to roll back; a failed promotion rolls back", async () => {
@@ -891,7 +829,7 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
     assert.equal(back.status, 1);
     assert.deepEqual(
       changes(back.calls).map((c) => c.split(" --")[0]),
-      ["deploy", `versions deploy ${DRAINED}@100`, `rollback ${SERVING}`],
+      ["deploy", `rollback ${SERVING}`],
     );
     const both = await deploy(dir, ["staging", "--all-at-once", "--percentage", "20"]);
     assert.equal(both.status, 2);
@@ -1060,18 +998,9 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
       "deployments list --json --env staging",
       `versions view ${BEFORE} --json --env staging`,
       `versions view ${SERVING} --json --env staging`,
-      // The drain: a copy of the version serving, with STANDING_PERMITS_DRAINED set, in its place.
-      "deployments status --json --env staging",
-      "versions list --json --env staging",
-      `versions view ${SERVING} --json --env staging`,
-      "versions secret bulk --tag HEAD --message drain standing permits before a rollback --env staging",
-      "stdin STANDING_PERMITS_DRAINED=set",
-      `versions deploy ${DRAINED}@100 --yes --message drain standing permits before a rollback --durable-objects-code-update-mode immediate --env staging`,
-      "deployments status --json --env staging",
       `rollback ${BEFORE} --yes --message manual rollback to ${BEFORE}, the version deployed before the current one --env staging`,
       "deployments status --env staging",
     ]);
-    assert.match(back.stdout, /✓ standing permits drained: /);
     assert.match(back.stdout, /✓ rolled back/);
 
     const to = await rollback(["production", "--yes", "--to", SERVING]);
@@ -1095,55 +1024,6 @@ describe("npm run deploy:* and npm run rollback, with a stand-in wrangler", () =
 
     const bad = await rollback(["everywhere"]);
     assert.equal(bad.status, 2);
-  });
-
-  it("npm run rollback: waits for the standing permits granted before the drain; a drained release is not drained again; --now does not wait", async () => {
-    const dir = project({ edit: configured() });
-    const rollback = (args, options) => run(dir, "rollback.mjs", args, options);
-    const drains = (calls) => calls.filter((c) => /^versions (secret|deploy)/.test(c));
-
-    // Drained 3 s short of the wait: it waits those 3 s, then rolls back.
-    const started = Date.now();
-    const recent = await rollback(["staging", "--yes"], {
-      standIn: {
-        STAND_IN_DRAINED: SERVING,
-        STAND_IN_DEPLOYED_AT: new Date(Date.now() - DRAIN_WAIT_MS + 3_000).toISOString(),
-      },
-    });
-    assert.equal(recent.status, 0, recent.stdout + recent.stderr);
-    assert.ok(Date.now() - started >= 2_000, `rolled back after ${Date.now() - started} ms`);
-    assert.match(recent.stdout, /✓ standing permits drained since /);
-    assert.match(recent.stdout, /… waiting [0-9] s, until .* UTC, for the standing permits/);
-    assert.deepEqual(drains(recent.calls), []);
-    assert.match(recent.calls.at(-2) ?? "", new RegExp(`^rollback ${BEFORE} `));
-
-    // Drained long ago: no wait.
-    const old = await rollback(["staging", "--yes"], { standIn: { STAND_IN_DRAINED: SERVING } });
-    assert.equal(old.status, 0, old.stdout + old.stderr);
-    assert.doesNotMatch(old.stdout, /waiting/);
-    assert.deepEqual(drains(old.calls), []);
-
-    const now = await rollback(["staging", "--yes", "--now"]);
-    assert.equal(now.status, 0, now.stdout + now.stderr);
-    assert.deepEqual(drains(now.calls), []);
-    assert.match(
-      now.stdout,
-      /! --now: rolling back without draining standing permits: .*heldBound/,
-    );
-  });
-
-  it("npm run rollback: a release that cannot be drained is not rolled back, and --now is named", async () => {
-    const dir = project({ edit: configured() });
-    for (const [standIn, reason] of /** @type {Array<[Record<string, string>, RegExp]>} */ ([
-      [{ STAND_IN_NEWEST: NEW }, new RegExp(`the newest version ${NEW} is not the one serving`)],
-      [{ STAND_IN_FAIL: "versions-promote" }, /could not be deployed/],
-    ])) {
-      const r = await run(dir, "rollback.mjs", ["staging", "--yes"], { standIn });
-      assert.equal(r.status, 1, JSON.stringify(standIn) + r.stdout + r.stderr);
-      assert.match(r.stderr, reason);
-      assert.match(r.stderr, new RegExp(`npm run rollback -- staging --to ${BEFORE} --now`));
-      assert.ok(!r.calls.some((c) => c.startsWith("rollback")), r.calls.join("\n"));
-    }
   });
   it("deploy: refused in the preflight when the version serving now cannot read what this release writes", async () => {
     const dir = project({ edit: configured() });

@@ -22,11 +22,7 @@
 //    `wrangler deploy` followed by the smoke test (and the same rollback when it fails).
 //    The rollback is checked in the preflight: the version serving now must read what this
 //    release writes (compat/release.json); if not, the deploy stops there (--force deploys
-//    anyway, and then a failure does not roll back: quotas and keys stay working). Like
-//    `npm run rollback`, it first drains the new version of standing permits and waits until
-//    those it granted have ended (lib/standing-drain.mjs); --rollback-now rolls back at once.
-//    A version drained before (a rollback's) is never what this deploy uploads: its upload would
-//    inherit the drain, so the drain is taken off it first.
+//    anyway, and then a failure does not roll back: quotas and keys stay working).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -51,23 +47,14 @@ import {
   stableVersionOf,
 } from "./lib/deploy-checks.mjs";
 import { runSmokeOrThrow, SmokeFailure } from "./lib/smoke.mjs";
-import {
-  DRAIN_SECRET,
-  DRAIN_WAIT_MS,
-  drainStandingPermitsOrRefuse,
-  minutesAndSeconds,
-  UNDRAINED_RISK,
-} from "./lib/standing-drain.mjs";
 import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
 const USAGE = `Usage: npm run deploy:staging|deploy:production -- [--yes] [--force] [--skip-tests]
          [--percentage 1-99] [--bake DURATION] [--smoke-every DURATION] | [--all-at-once]
-         [--rollback-now]
    or: node scripts/deploy.mjs staging|production [options]
 Preflight checks, remote D1 migrations, then a gradual rollout: the new version at N % beside the
 one serving now, smoke-tested, left to bake while the smoke test runs again and again, then 100 %
-and smoke-tested again; a failure rolls back, after draining the new version of standing
-permits (up to ${minutesAndSeconds(DRAIN_WAIT_MS)}: docs/operations.md, "Rolling back").
+and smoke-tested again; a failure rolls back (docs/operations.md, "Rolling back").
   --yes                  apply pending migrations without asking (needed without a terminal)
   --force                deploy with uncommitted changes, without running the tests, and without
                          an automatic rollback when the version serving now could not read this
@@ -80,15 +67,13 @@ permits (up to ${minutesAndSeconds(DRAIN_WAIT_MS)}: docs/operations.md, "Rolling
                          and once more at its end
   --all-at-once          one \`wrangler deploy\` to all traffic, no canary and no bake (a release
                          with a Durable Object migration)
-  --rollback-now         a failure rolls back at once, without the drain: ${UNDRAINED_RISK}
   --help, -h             this text
 Needs ADMIN_TOKEN (the environment's admin token) for the smoke test.
 Exit codes: 0 deployed, 1 refused or failed (rolled back where it could), 2 bad arguments.`;
 
 /**
  * @returns {{ env: "staging" | "production", yes: boolean, force: boolean, skipTests: boolean,
- *   percentage: number, bakeMs: number, smokeEveryMs: number, allAtOnce: boolean,
- *   rollbackNow: boolean }}
+ *   percentage: number, bakeMs: number, smokeEveryMs: number, allAtOnce: boolean }}
  */
 function argumentsOrExit() {
   try {
@@ -102,7 +87,6 @@ function argumentsOrExit() {
         bake: { type: "string" },
         "smoke-every": { type: "string" },
         "all-at-once": { type: "boolean", default: false },
-        "rollback-now": { type: "boolean", default: false },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -142,7 +126,6 @@ function argumentsOrExit() {
       bakeMs,
       smokeEveryMs,
       allAtOnce: values["all-at-once"],
-      rollbackNow: values["rollback-now"],
     };
   } catch (err) {
     console.error(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
@@ -150,7 +133,7 @@ function argumentsOrExit() {
   }
 }
 
-const { env, yes, force, skipTests, percentage, bakeMs, smokeEveryMs, allAtOnce, rollbackNow } =
+const { env, yes, force, skipTests, percentage, bakeMs, smokeEveryMs, allAtOnce } =
   argumentsOrExit();
 // Loaded once the arguments are read: wrangler is a large module (seconds to load on a busy
 // machine), and --help or a usage error needs none of it.
@@ -396,28 +379,6 @@ async function smokeFailure(pinnedVersion) {
   }
 }
 
-/**
- * The version this deploy made without the drain a rollback left on the newest version, which
- * the upload inherits with the other secrets: a new version of it with DRAIN_SECRET deleted
- * (`id` itself when it was not inherited).
- * @param {string} id
- */
-function undrainedOrRefuse(id) {
-  if (!secretNames.includes(DRAIN_SECRET)) return id;
-  const bulk = wrangler(
-    env,
-    ["versions", "secret", "bulk", "--tag", revision, "--message", `${message}: not drained`],
-    { input: JSON.stringify({ [DRAIN_SECRET]: null }) },
-  );
-  const undrained = /Created version ([0-9a-f-]{36})/i.exec(bulk.output)?.[1];
-  if (!bulk.ok || !undrained)
-    refuse(
-      `${id} inherited ${DRAIN_SECRET} (set by a rollback's drain) and it could not be taken off (wrangler versions secret bulk exited ${bulk.ok ? "0, no version id reported" : bulk.status}):\n${bulk.output}`,
-    );
-  console.log(`✓ ${undrained}: ${id} without ${DRAIN_SECRET}, which a rollback's drain left`);
-  return undrained;
-}
-
 /** @param {string} why @returns {Promise<never>} */
 async function rollBackAndExit(why) {
   console.error(`✗ ${why}`);
@@ -428,22 +389,7 @@ async function rollBackAndExit(why) {
     process.exit(1);
   }
   const byHand = `npm run rollback -- ${env} --to ${previousVersion}`;
-  if (rollbackNow) {
-    step(`Rollback to ${previousVersion}`);
-    console.log(`! --rollback-now: without draining standing permits: ${UNDRAINED_RISK}.`);
-  } else {
-    step(`Drain standing permits, then roll back to ${previousVersion}`);
-    await drainStandingPermitsOrRefuse({
-      env,
-      target: /** @type {string} */ (previousVersion),
-      nowFlag: `${byHand} --now`,
-      wrangler,
-      refuse: (message) => {
-        console.error(`✗ NOT ROLLED BACK: ${message}\nThe deploy failed.`);
-        process.exit(1);
-      },
-    });
-  }
+  step(`Rollback to ${previousVersion}`);
   const back = wrangler(
     env,
     [
@@ -478,19 +424,6 @@ if (!previousVersion || allAtOnce) {
     refuse(
       `wrangler deploy failed (exit ${whole.status}).${previousVersion ? ` ${previousVersion} should still serve all traffic.` : ""}`,
     );
-  if (secretNames.includes(DRAIN_SECRET)) {
-    // The deployed version inherited the drain: the same code without it serves in its place.
-    const undrained = undrainedOrRefuse("the version deployed");
-    const redeploy = wrangler(
-      env,
-      ["versions", "deploy", `${undrained}@100`, "--yes", "--message", message],
-      { inherit: true },
-    );
-    if (!redeploy.ok)
-      refuse(
-        `wrangler versions deploy ${undrained}@100 failed (exit ${redeploy.status}): the version deployed serves, drained of standing permits (correct, with more calls to the keys' objects). Deploy ${undrained} by hand.`,
-      );
-  }
   step(`Smoke test ${publicOrigin}`);
   const failure = await smokeFailure(null);
   if (failure && previousVersion) await rollBackAndExit(`smoke test failed: ${failure}`);
@@ -529,7 +462,6 @@ if (!upload.ok || !newVersion)
       "If wrangler named Durable Object migrations (a new class), deploy this release with --all-at-once.",
   );
 console.log(`✓ uploaded version ${newVersion}`);
-newVersion = undrainedOrRefuse(newVersion);
 
 step(`Deploy ${newVersion} to ${percentage} % of traffic`);
 const canary = wrangler(
@@ -556,8 +488,7 @@ if (canaryFailure) await rollBackAndExit(`smoke test of the new version failed: 
 
 if (bakeMs > 0) {
   // Interrupted here (Ctrl-C, a cancelled CI job), the canary would keep its share untested:
-  // put the version before back instead (once the step under way is over; interrupted again,
-  // during the drain's wait, the script stops and the drained version serves).
+  // put the version before back instead (once the step under way is over).
   /** @type {string | null} */
   let interrupted = null;
   let wake = () => {};

@@ -1,38 +1,26 @@
 #!/usr/bin/env node
 // @ts-check
-// `npm run rollback -- staging|production [--to VERSION_ID] [--yes] [--now]`: puts back, at 100 %
+// `npm run rollback -- staging|production [--to VERSION_ID] [--yes]`: puts back, at 100 %
 // of traffic, the version that served before the latest deployment, or the one named with --to.
 // Shows what serves now and asks first (--yes: does not ask). D1 is not touched: a migration
 // already applied stays applied (docs/operations.md, "Rolling back"). First it checks that the
 // target can read what the versions serving now have written (compat/release.json of each
-// version's git revision), and refuses when it cannot. Then it drains the release serving of
-// standing permits and waits until those granted before have ended (lib/standing-drain.mjs), so
-// that the target, which does not count them, finds none; --now rolls back without the drain.
+// version's git revision), and refuses when it cannot.
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
 import { rollbackTargetProblem } from "./lib/compat.mjs";
 import { deployedBeforeOf } from "./lib/deploy-checks.mjs";
-import {
-  DRAIN_WAIT_MS,
-  drainStandingPermitsOrRefuse,
-  minutesAndSeconds,
-  UNDRAINED_RISK,
-} from "./lib/standing-drain.mjs";
 import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
-const USAGE = `Usage: npm run rollback -- staging|production [--to VERSION_ID] [--yes] [--now]
+const USAGE = `Usage: npm run rollback -- staging|production [--to VERSION_ID] [--yes]
 Puts back, at 100 % of traffic, the version deployed before the current one (or VERSION_ID),
 after checking that it reads what the versions serving now have written. D1 is not touched.
-First the release serving is drained of standing permits (a version of it that grants none takes
-its place) and the rollback waits until those granted before have ended (up to ${minutesAndSeconds(DRAIN_WAIT_MS)};
-run again after an interrupt, it waits only for what is left).
   --to VERSION_ID  the version to put back (a UUID: npm run wrangler -- versions list --env ENV)
   --yes            do not ask for confirmation (needed without a terminal)
-  --now            roll back at once, without the drain: ${UNDRAINED_RISK}
   --help, -h       this text
 Exit codes: 0 rolled back, 1 refused or failed (with the reason), 2 bad arguments.`;
 
-/** @returns {{ env: string, to: string | undefined, yes: boolean, now: boolean }} */
+/** @returns {{ env: string, to: string | undefined, yes: boolean }} */
 function argumentsOrExit() {
   try {
     const { values, positionals } = parseArgs({
@@ -40,7 +28,6 @@ function argumentsOrExit() {
       options: {
         to: { type: "string" },
         yes: { type: "boolean", default: false },
-        now: { type: "boolean", default: false },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -53,14 +40,14 @@ function argumentsOrExit() {
       throw new Error("name one environment: staging or production");
     if (values.to !== undefined && !/^[0-9a-f-]{36}$/i.test(values.to))
       throw new Error(`--to ${values.to} is not a version id (a UUID; see wrangler versions list)`);
-    return { env, to: values.to, yes: values.yes, now: values.now };
+    return { env, to: values.to, yes: values.yes };
   } catch (err) {
     console.error(`${err instanceof Error ? err.message : String(err)}\n${USAGE}`);
     process.exit(2);
   }
 }
 
-const { env, to, yes, now } = argumentsOrExit();
+const { env, to, yes } = argumentsOrExit();
 
 /** @param {string} message @returns {never} */
 function refuse(message) {
@@ -104,22 +91,10 @@ const target = to ?? `${targetId}, the version deployed before the current one`;
 if (!yes) {
   if (!process.stdin.isTTY) refuse("not asked (no terminal): pass --yes.");
   const prompt = createInterface({ input: process.stdin, output: process.stdout });
-  const answer = await prompt.question(
-    `Roll ${env} back to ${target}${now ? ", at once, without draining standing permits" : `, after draining standing permits (up to ${minutesAndSeconds(DRAIN_WAIT_MS)})`}? [y/N] `,
-  );
+  const answer = await prompt.question(`Roll ${env} back to ${target}? [y/N] `);
   prompt.close();
   if (!/^y(es)?$/i.test(answer.trim())) refuse("not confirmed.");
 }
-
-if (now) console.log(`! --now: rolling back without draining standing permits: ${UNDRAINED_RISK}.`);
-else
-  await drainStandingPermitsOrRefuse({
-    env,
-    target: targetId,
-    nowFlag: `npm run rollback -- ${env} --to ${targetId} --now`,
-    refuse,
-    wrangler,
-  });
 
 const rollback = wrangler(
   env,

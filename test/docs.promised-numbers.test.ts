@@ -55,7 +55,6 @@ import {
 import { AUTH_FAILURES_PER_MINUTE, banThreshold } from "../src/quota/windows";
 import { WRITE_ATTEMPTS } from "../src/routes/admin/write-while-unchanged";
 import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
-import { DRAIN_STANDING_MINUTES, DRAIN_WAIT_MS } from "./standing-drain-wait";
 
 // Read at transform time by Vite.
 const docs = import.meta.glob<string>(["../README.md", "../docs/*.md"], {
@@ -411,26 +410,10 @@ const PROMISES: PromisedNumber[] = [
     ],
   },
   {
-    name: "DRAIN_WAIT_MS (scripts/lib/standing-drain.mjs)",
-    value: DRAIN_WAIT_MS,
-    unit: MIN,
-    phrases: [
-      "waits until those granted before have ended \\(below; up to {n} minutes\\)",
-      "then wait {n} minutes",
-      "{n} minutes from the drained deployment's creation",
-      "for a release so broken that {n} more minutes of it cost more",
-    ],
-  },
-  {
-    name: "STANDING_MINUTES + 1 (how far ahead a standing permit is held, and the drain's horizon)",
+    name: "STANDING_MINUTES + 1 (how far ahead a standing permit is held)",
     value: STANDING_MINUTES + 1,
     unit: 1,
-    phrases: [
-      "standing permits for a sparse key's minutes to come, up to {n} minutes ahead",
-      "the last ending at most {n} minutes on",
-      "the last minute of those permits, which ends at most {n} minutes after the grant",
-      "then each minute of the next {n} for which",
-    ],
+    phrases: ["the last minute of those permits, which ends at most {n} minutes after the grant"],
   },
   {
     name: "STANDING_GAP_MS",
@@ -527,13 +510,6 @@ describe("numbers the docs promise, each from its one constant", () => {
     );
     for (const free of text.matchAll(/\((\d+) for a free key\)/g))
       expect(Number(free[1]), free[0]).toBe(heldBound(PLAN_LIMITS.free));
-  });
-
-  it("the rollback's drain waits out the standing permits granted before it (scripts/lib/standing-drain.mjs)", () => {
-    expect(DRAIN_STANDING_MINUTES).toBe(STANDING_MINUTES);
-    // A grant made just before the drain: its last minute ends STANDING_MINUTES + 1 minutes on,
-    // and its holder hands it back GIVE_BACK_GRACE_MS after (its alarm 1 s later still).
-    expect(DRAIN_WAIT_MS).toBeGreaterThan((STANDING_MINUTES + 1) * MIN + GIVE_BACK_GRACE_MS + S);
   });
 
   it("the docs' numbers are read as stated: a changed number or a changed constant fails", () => {

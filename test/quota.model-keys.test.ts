@@ -17,7 +17,7 @@ const CI_SEED = 26;
 const MODEL_BUDGET_MS = 8_000;
 
 const time = mockClock(T0);
-const { passTime } = backgroundWork(time);
+const work = backgroundWork(time);
 
 beforeEach(() => {
   for (const level of ["log", "warn", "error"] as const)
@@ -32,7 +32,7 @@ describe("changes to a key's record as a model (fast-check commands against the 
   }, async () => {
     const run = parameters();
     const { replayPath } = run;
-    const setup = keyModelSetup(time, T0 + 5_000, passTime);
+    const setup = keyModelSetup(time, T0 + 5_000, work);
     const property = fc.asyncProperty(
       fc.commands(keyCommands(), {
         maxCommands: 30,

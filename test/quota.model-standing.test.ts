@@ -7,7 +7,6 @@ import { mockClock, T0 } from "./helpers";
 import {
   Advance,
   ChangeKey,
-  DrainedRollback,
   Evict,
   OneAtATime,
   PLANS,
@@ -93,16 +92,6 @@ describe("standing permits in the quota model", () => {
       new OneAtATime(0, 2, 47_500),
       new RollbackWhileStanding(0, 1, 2),
     ]);
-    expect(violations).toEqual([]);
-  });
-
-  // The rollback as the runbook makes it: the release drained of standing permits first, the
-  // key going on calling through their longest horizon, then the previous release deciding for
-  // two minutes: its minutes are counted exactly (no slack for standing permits), and the bill.
-  it("keeps the minutes the previous release decides in exact after a drain and its horizon", {
-    timeout: 60_000,
-  }, async () => {
-    const violations = await violationsOf(DAY_BINDS, [new DrainedRollback(0, 2, 2)]);
     expect(violations).toEqual([]);
   });
 

@@ -4,9 +4,10 @@
 // answered from a stock of its own, while the first location keeps admitting from its stock, and
 // the permits held unused everywhere stay within heldBound.
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
-import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
+import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota-holder";
+import { QuotaLimiter } from "../src/objects/quota-limiter";
 import { heldBound, QUIET_STOCK } from "../src/quota/lease";
 import { backgroundWork, countObjectCalls } from "./background-work";
 import { mockClock, policyWith, T0 } from "./helpers";
@@ -77,5 +78,76 @@ describe("a key's next requests in a location new to it, while another holds the
     const usage = await env.QUOTA.getByName(keyId).usage();
     expect(usage.day.count).toBe(admitted);
     expect(usage.minute.count).toBe(admitted);
+  });
+});
+
+describe("a key's next request in a location new to it, sent while the bound is being shared", () => {
+  it("waits for the location's own stock, on its way, instead of a far call; the sharing costs one push and one refill", {
+    timeout: 30_000,
+  }, async () => {
+    const keyId = `newloc_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const bound = heldBound(policy);
+    const ams = holderOf(keyId, "AMS");
+    const sin = holderOf(keyId, "SIN");
+    const start = T0 - (T0 % MINUTE_MS) + MINUTE_MS + 2_000;
+    for (let i = 0; i < 3; i++) {
+      await passTo(start + i * 1_500);
+      expect(allowed(await ams.admit(keyId, policy))).toBe(true);
+      await passTime();
+    }
+    expect(await ams.unusedPermits()).toBe(bound);
+
+    // AMS answers the key's object's push only once let go: the sharing is under way meanwhile.
+    const { promise: held, resolve: letGo } = Promise.withResolvers<void>();
+    const pushes: string[] = [];
+    const restock = QuotaHolder.prototype.restock;
+    vi.spyOn(QuotaHolder.prototype, "restock").mockImplementation(async function (
+      this: QuotaHolder,
+      ...args: Parameters<QuotaHolder["restock"]>
+    ) {
+      pushes.push("restock");
+      await held;
+      return restock.apply(this, args);
+    });
+    const calls: string[] = [];
+    for (const method of ["admit", "renewLease"] as const) {
+      const original = QuotaLimiter.prototype[method];
+      vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(function (
+        this: QuotaLimiter,
+        ...args: unknown[]
+      ) {
+        calls.push(method);
+        return (original as (...a: unknown[]) => unknown).apply(this, args);
+      } as never);
+    }
+
+    // SIN's first request: forwarded (nothing was counted for SIN).
+    await passTo(start + 4_000);
+    const first = await sin.admit(keyId, policy);
+    expect(allowed(first) && !fromStock(first)).toBe(true);
+    // Its next one, right after the answer, before AMS has answered the push.
+    const next = sin.admit(keyId, policy);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    letGo();
+    const answer = await next;
+    await passTime();
+    expect(allowed(answer) && fromStock(answer), "answered from SIN's own stock").toBe(true);
+    // One forwarded request (the first), SIN's refill, and one push (to AMS), nothing else: AMS
+    // kept a shared stock of what it held, with no call of its own.
+    expect(calls).toEqual(["admit", "renewLease"]);
+    expect(pushes).toEqual(["restock"]);
+    expect(await ams.unusedPermits()).toBe(QUIET_STOCK);
+    expect((await ams.unusedPermits()) + (await sin.unusedPermits())).toBeLessThanOrEqual(bound);
+
+    // Nothing over-admitted: what AMS gave up was counted back, and once both hand back, the
+    // windows count what was admitted (3 in AMS, 2 in SIN).
+    expect(allowed(await ams.admit(keyId, policy))).toBe(true);
+    await ams.giveBack(keyId);
+    await sin.giveBack(keyId);
+    await passTime();
+    const usage = await env.QUOTA.getByName(keyId).usage();
+    expect(usage.minute.count).toBe(6);
+    expect(usage.day.count).toBe(6);
   });
 });

@@ -127,9 +127,10 @@ describe("a key's first request in a location where it was never used, while in 
     expect(isolateKeyReads).toEqual([]);
     // The holder: the key's record, then the request forwarded (asking for its stock in the same
     // call); the key's object is called once, and only once the secret is known to be usable.
-    expect(steps).toEqual(["read", "read done", "object admit"]);
-    // AMS held all of the bound as its stock for the minute: the key's object has it share the
-    // bound (in the background: AMS takes a shared stock, then SIN asks for its own).
+    // AMS held all of the bound as its stock for the minute: the answer says the key's object has
+    // it share the bound, and the holder, once it has answered, asks for its stock (in the
+    // background: answered once AMS kept a shared stock).
+    expect(steps).toEqual(["read", "read done", "object admit", "object renewLease"]);
     const sin = env.QUOTA_HOLDER.getByName(holderName(id, "SIN"));
     await vi.waitFor(async () => expect(await sin.unusedPermits()).toBeGreaterThan(0));
     // Its next request in SIN, from another new isolate: authenticated from the holder's copy,

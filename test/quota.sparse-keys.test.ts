@@ -2,6 +2,7 @@
 // rest of each minute while the key is far from its limits (src/quota/lease.ts,
 // stockLivesTheMinute), and refills it as the next minute begins, so the key's requests wait for
 // no far call; what that stock may cost when the key changes, or nears its limit, stays bounded.
+import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { forgetKey } from "../src/auth/key-cache";
@@ -11,7 +12,7 @@ import {
   HELD_KEY_EXPECTED_AGE_MS,
   HELD_KEY_READ_AHEAD_GAP_MAX_MS,
 } from "../src/objects/holder-key-record";
-import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
+import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota-holder";
 import {
   BACKGROUND_ENDS_WITHIN_MS,
   GIVE_BACK_GRACE_MS,
@@ -21,10 +22,20 @@ import {
   STOCK_LEASE_MS,
 } from "../src/quota/lease";
 import { backgroundWork, countObjectCalls } from "./background-work";
-import { auth, BASE, callWith, issueKey, mockClock, policyWith, T0 } from "./helpers";
+import {
+  ADMIN,
+  auth,
+  BASE,
+  callWith,
+  expectError,
+  issueKey,
+  mockClock,
+  policyWith,
+  T0,
+} from "./helpers";
 
 const time = mockClock(T0);
-const { passTime, passTo } = backgroundWork(time);
+const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
 let seq = 0;
 
 const holderOf = (keyId: string, location: string) =>
@@ -226,7 +237,7 @@ describe("a sparse key's record at its location holder", () => {
     await hideSecret(id, hash);
   });
 
-  it("is not read ahead for a key calling less often than HELD_KEY_READ_AHEAD_GAP_MAX_MS: its request reads it", async () => {
+  it("is not read ahead for a key calling less often than HELD_KEY_READ_AHEAD_GAP_MAX_MS: its request is decided on the copy, which is read again at once, before the next", async () => {
     const { id, key } = await issueKey("free");
     const hash = await sha256Hex(key);
     const gap = HELD_KEY_READ_AHEAD_GAP_MAX_MS + 1_000;
@@ -238,8 +249,76 @@ describe("a sparse key's record at its location holder", () => {
     await passTo(start + 2 * gap - 1_000);
     await hideSecret(id, `moved-${id}`);
     await passTo(start + 2 * gap);
+    expect(
+      (await fromColdIsolate(id, key)).status,
+      "no read ahead: the copy is still the old one",
+    ).toBe(200);
+    await passTime();
+    await passTo(start + 2 * gap + 1_000);
+    expect((await fromColdIsolate(id, key)).status, "read again after that request").toBe(401);
+    await hideSecret(id, hash);
+  });
+});
+
+describe("a key calling every 5 minutes, its holder evicted between its requests", () => {
+  const fromColdIsolate = (id: string, key: string) => {
+    forgetKey(id);
+    return callWith(
+      {},
+      new Request(`${BASE}/v1/pets?limit=1`, {
+        headers: auth(key, { "CF-Connecting-IP": `203.0.113.${++seq % 250}` }),
+        cf: { colo: "AMS" },
+      } as RequestInit),
+    );
+  };
+  const hideSecret = (id: string, hash: string) =>
+    env.DB.prepare("UPDATE api_keys SET key_hash = ?2 WHERE id = ?1").bind(id, hash).run();
+  /** Evicts the key's holder, with the background work it had scheduled. */
+  async function evictHolder(id: string) {
+    await holderOf(id, "AMS").unusedPermits();
+    await evictDurableObject(uncounted(env.QUOTA_HOLDER, holderName(id, "AMS")));
+    forgetSleeps();
+  }
+
+  it("is authenticated from the holder's copy of the key, kept with its standing permits: one request waits for no D1 read, and the copy is read again before the next is decided", async () => {
+    const { id, key } = await issueKey("free");
+    const hash = await sha256Hex(key);
+    const start = T0 - (T0 % MINUTE_MS) + MINUTE_MS + 45_000;
+    await passTo(start);
+    expect((await fromColdIsolate(id, key)).status).toBe(200);
+    await passTo(start + 30_000); // the next minute's refill: standing permits
+    await evictHolder(id);
+    // D1 no longer finds the key by its secret: a request that read it would be answered 401.
+    await hideSecret(id, `moved-${id}`);
+    await passTo(start + 5 * MINUTE_MS);
+    const second = await fromColdIsolate(id, key);
+    expect(second.status, "decided on the kept copy, no D1 read first").toBe(200);
+    await passTime();
+    // That copy was read again after it (the secret is gone now): the next request is refused.
+    await passTo(start + 5 * MINUTE_MS + 1_000);
     expect((await fromColdIsolate(id, key)).status).toBe(401);
     await hideSecret(id, hash);
+  });
+
+  it("revoked while the push to its holder is lost: at most one request there is decided on the older copy, the next is refused", async () => {
+    const { id, key } = await issueKey("free");
+    const start = T0 - (T0 % MINUTE_MS) + MINUTE_MS + 45_000;
+    await passTo(start);
+    expect((await fromColdIsolate(id, key)).status).toBe(200);
+    await passTo(start + 30_000); // the next minute's refill: standing permits
+    await evictHolder(id);
+    vi.spyOn(QuotaHolder.prototype, "keyChanged").mockRejectedValue(new Error("lost"));
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    const revoked = await callWith({}, `/admin/v1/keys/${id}`, {
+      method: "DELETE",
+      headers: ADMIN,
+    });
+    expect(revoked.status).toBe(200);
+    await passTo(start + 5 * MINUTE_MS);
+    expect((await fromColdIsolate(id, key)).status, "the one request on the older copy").toBe(200);
+    await passTime();
+    await passTo(start + 5 * MINUTE_MS + 1_000);
+    await expectError(await fromColdIsolate(id, key), 401, "unauthorized");
   });
 });
 

@@ -151,16 +151,6 @@ const ConfigSchema = z
      */
     WEBHOOK_ENCRYPTION_KEY_PREVIOUS: aesKey,
     /**
-     * Set (any non-empty value) before a rollback, by `npm run rollback` and the deploy's
-     * rollback: the key's objects grant no more standing permits, so once those granted have
-     * ended, the release before (which does not count them) finds none (docs/operations.md,
-     * "Rolling back"). A secret, so that it changes on the serving version without its code.
-     */
-    STANDING_PERMITS_DRAINED: z
-      .string()
-      .optional()
-      .transform((s) => (s ?? "").trim() !== ""),
-    /**
      * "on" lets webhook endpoints be http://localhost (127.0.0.1, [::1]) receivers, for developing
      * with `npm run webhooks:listen`; refused outside ENVIRONMENT=local (lib/webhook-url.ts).
      */

@@ -10,11 +10,7 @@ import type { KeyPolicy } from "./key-policy";
 import type { LeaseLedger } from "./lease-ledger";
 import type { UsageHistoryTable } from "./usage-history-table";
 
-/**
- * The answers a key's object gave in the last ADMISSION_MEMORY_MS to the calls that carry an id
- * (an admission, a lease renewal). An addition to the object's schema (quota-limiter-schema.ts):
- * the release before has no such table and ignores it; rows it never wrote are simply absent.
- */
+/** A schema addition (quota-limiter-schema.ts): the answers to the calls that carry an id. */
 export const CREATE_ADMISSIONS_TABLE = `CREATE TABLE IF NOT EXISTS admissions (
     id TEXT PRIMARY KEY, decided_at INTEGER NOT NULL, answer TEXT NOT NULL) STRICT;
   CREATE INDEX IF NOT EXISTS admissions_by_time ON admissions (decided_at)`;
@@ -35,15 +31,12 @@ function windowsStartOf(windows: WindowStatus[]): { minuteStart: number; dayStar
 const FORGET_EVERY_MS = 1_000;
 
 /**
- * What makes admissions and renewals idempotent at the key's object: the answer to each call that
- * carries an id is kept, so that the same id asked again (a call retried after its answer was
- * lost, delivered twice, or an isolate falling back from its location holder) gets the same
- * answer and is counted once. Storage stays bounded: ids older than ADMISSION_MEMORY_MS are
- * forgotten by later answers and by the alarm, but for those a location holder's stock may still
- * report (see `forgetOlderThanMemory`).
+ * What makes admissions and renewals idempotent at the key's object: the same id asked again (a
+ * retry after a lost answer, a call delivered twice, a fallback from the location holder) gets
+ * the same answer and is counted once. Ids are forgotten after ADMISSION_MEMORY_MS (see
+ * `forgetOlderThanMemory`).
  */
 export class AdmissionMemory {
-  /** When ids past the memory were last forgotten. */
   #forgotAt = 0;
 
   constructor(

@@ -60,6 +60,39 @@ export class HeldKeyRecord {
   #generation = 0;
   /** Reads in flight by hash: requests that arrive meanwhile with the same secret share one. */
   readonly #reading = new Map<string, Promise<KeyMatch | null>>();
+  /** Whether the copy, too old to be `cached`, decided a request since its read (`onceStale`). */
+  #staleUsed = false;
+  /** Called after every change to what `kept` returns (the holder writes it to its storage). */
+  onChange: (() => void) | null = null;
+
+  /**
+   * The key as kept here, if `hash` is one of its secrets, however old the copy: once per read.
+   * A holder holding standing permits answers a key calling every few minutes with it, with no D1
+   * read first, and reads the copy again at once; a request that comes before that read is back
+   * waits for it. So a change whose push did not reach the holder (nor the key's object) is
+   * applied from the second request here at most (docs/quotas.md).
+   */
+  onceStale(hash: string): KeyMatch | null {
+    const secret = this.#secrets.get(hash);
+    if (this.#staleUsed || !this.#record || !secret) return null;
+    this.#staleUsed = true;
+    this.onChange?.();
+    return { record: this.#record, secret };
+  }
+
+  /** The copy to keep across an eviction: none once used stale and not read since. */
+  kept(): KeptKeyCopy | null {
+    if (this.#staleUsed || !this.#record) return null;
+    return { record: this.#record, secrets: [...this.#secrets], readAt: this.#readAt };
+  }
+
+  /** Holds `copy` again (kept by this holder before it was evicted). */
+  restore(copy: KeptKeyCopy): void {
+    this.#record = copy.record;
+    for (const [hash, secret] of copy.secrets) this.#secrets.set(hash, secret);
+    this.#readAt = copy.readAt;
+    this.#lastHash = copy.secrets[0]?.[0] ?? null;
+  }
 
   /**
    * The key as kept here at `now`, if `hash` is one of its secrets met since it was read and the
@@ -161,7 +194,9 @@ export class HeldKeyRecord {
     this.#secrets.set(hash, match.secret);
     this.#lastHash = hash;
     this.#readAt = Math.max(this.#readAt, now);
+    this.#staleUsed = false;
     this.vouch(match.record.version, now);
+    this.onChange?.();
     return match;
   }
 
@@ -177,5 +212,13 @@ export class HeldKeyRecord {
     this.#record = null;
     this.#secrets.clear();
     this.#vouchedUntil = 0;
+    this.onChange?.();
   }
+}
+
+/** A holder's copy of its key as kept across an eviction (with its standing permits). */
+export interface KeptKeyCopy {
+  record: KeyRecord;
+  secrets: [string, KeyMatch["secret"]][];
+  readAt: number;
 }

@@ -2,14 +2,19 @@ import { GIVE_BACK_GRACE_MS } from "../quota/lease";
 import type { LeaseHolder } from "../quota/lease-holder";
 import type { StandingMemory } from "../quota/standing-stock";
 import type { Region } from "../schemas/region";
+import type { HeldKeyRecord, KeptKeyCopy } from "./holder-key-record";
 
 /** Where a location holder keeps its standing permits across an eviction (`ctx.storage.kv`). */
 const STANDING_MEMORY_KEY = "standing";
 
-/** What a holder keeps there: its standing permits and the key's arrivals, and whose they are. */
+/**
+ * What a holder keeps there: its standing permits and the key's arrivals, whose they are, and its
+ * copy of the key (absent: none, or used once stale and not read since, see HeldKeyRecord).
+ */
 export interface KeptStanding extends StandingMemory {
   keyId: string;
   region: Region | null;
+  key?: KeptKeyCopy;
 }
 
 /**
@@ -41,9 +46,12 @@ export class HolderStandingMemory {
   /** Whether a change could not be written yet (see `keep`). */
   #unwritten = false;
 
-  constructor(storage: DurableObjectStorage, leases: LeaseHolder) {
+  readonly #keyRecord: HeldKeyRecord;
+
+  constructor(storage: DurableObjectStorage, leases: LeaseHolder, keyRecord: HeldKeyRecord) {
     this.#storage = storage;
     this.#leases = leases;
+    this.#keyRecord = keyRecord;
   }
 
   /** What was kept (this holder was evicted while holding standing permits), or null. */
@@ -81,7 +89,8 @@ export class HolderStandingMemory {
       this.#alarmAt = 0;
       return;
     }
-    const kept: KeptStanding = { ...this.#leases.standingMemory(), ...owner };
+    const key = this.#keyRecord.kept();
+    const kept: KeptStanding = { ...this.#leases.standingMemory(), ...owner, ...(key && { key }) };
     this.#storage.kv.put(STANDING_MEMORY_KEY, kept);
     const alarmAt = until + GIVE_BACK_GRACE_MS + STANDING_ALARM_SLACK_MS;
     if (alarmAt !== this.#alarmAt) void this.#storage.setAlarm(alarmAt);

@@ -3,10 +3,11 @@ import { logFailure } from "../lib/log";
 import { logPersistentFailure } from "../quota/fail-open";
 import { QUIET_STOCK } from "../quota/lease";
 import { LeaseHolder } from "../quota/lease-holder";
-import type { Admission, LeaseRequest } from "../quota/lease-messages";
+import type { Admission, LeaseRequest, SharedStock } from "../quota/lease-messages";
 import type { Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HolderCalls } from "./holder-calls";
+import type { HeldKeyRecord } from "./holder-key-record";
 import { HolderStandingMemory, RESTORED_STANDING_MARGIN_MS } from "./holder-standing-memory";
 import type { HolderAnswer } from "./quota-holder";
 import { callWithOneRetry, isOverloaded, persistentFailureOf } from "./stub-call";
@@ -15,8 +16,8 @@ import { callWithOneRetry, isOverloaded, persistentFailureOf } from "./stub-call
  * A location holder's stock of its key's permits (QuotaHolder, objects/quota-holder.ts): decides
  * requests from it or forwards them to the key's object, keeps it topped up in the background
  * while the key is used here (renewals, the refill as each minute begins, standing permits for
- * the minutes to come), and hands it back. Its standing permits are kept in the holder's storage
- * across an eviction (HolderStandingMemory); the rest lives in memory only, and permits lost with
+ * the minutes to come), and hands it back. Its standing permits, and the holder's copy of the key
+ * (`keyRecord`), are kept in the holder's storage across an eviction (HolderStandingMemory); the rest lives in memory only, and permits lost with
  * it stay counted (within heldBound, see docs/quotas.md).
  */
 export class LocationStock {
@@ -35,16 +36,24 @@ export class LocationStock {
    * them), so a key calling every few minutes is answered here with no far call, and keeps them
    * there from now on. `name`: the holder's (see `holderName`).
    */
-  constructor(storage: DurableObjectStorage, env: () => Env, name: string | null) {
+  constructor(
+    storage: DurableObjectStorage,
+    env: () => Env,
+    name: string | null,
+    keyRecord: HeldKeyRecord,
+  ) {
     this.#calls = new HolderCalls(env, name);
-    this.#memory = new HolderStandingMemory(storage, this.#leases);
+    this.#memory = new HolderStandingMemory(storage, this.#leases, keyRecord);
     const kept = this.#memory.kept();
     if (kept) {
       this.#keyId = kept.keyId;
       this.#calls.region = kept.region;
       this.#leases.restoreStanding(kept, RESTORED_STANDING_MARGIN_MS);
+      if (kept.key) keyRecord.restore(kept.key);
     }
-    this.#leases.onStandingChange(() => this.#memory.keep(this.#owner));
+    const keep = () => this.#memory.keep(this.#owner);
+    this.#leases.onStandingChange(keep);
+    keyRecord.onChange = keep;
   }
 
   /** Whose standing permits are kept (null: none yet). */
@@ -85,6 +94,10 @@ export class LocationStock {
       this.#inBackground(keyId, this.#leases.upkeep(decided, calls));
       this.#inBackground(keyId, this.#leases.handBackStandingAtEnd(calls));
       this.#refillWhenTheMinuteTurns(keyId, policy);
+      if (this.#leases.sharingAsked) {
+        this.#leases.sharingAsked = false;
+        this.#inBackground(keyId, this.#refillNow(keyId, policy));
+      }
       return { reached: true, decision: decided.decision, fromStock: decided.local };
     } catch (err) {
       return this.#noDecision(keyId, err);
@@ -171,20 +184,31 @@ export class LocationStock {
   }
 
   /**
-   * Asks the key's object for a fresh stock (QuotaHolder.restock): a stock holding more than a
-   * shared one goes back in the same call, and a location refused a stock only because another
-   * held the bound asks again. Resolves once the call is answered (its stock's hand-back at
-   * expiry goes on in the background); a holder that has not seen the key, or is busy with
-   * another call, asks nothing.
+   * Shares the key's heldBound (QuotaHolder.restock): a stock above a shared one keeps a shared
+   * one and answers what it gave up; else a stock is asked for (refused one while another held
+   * the bound), settling once answered. Neither for a key not seen here, or with a call in flight.
    */
-  async restock(keyId: string): Promise<void> {
+  async restock(keyId: string): Promise<SharedStock | null> {
     const policy = this.#policy;
-    if (policy === null || this.#keyId !== keyId) return;
+    if (policy === null || this.#keyId !== keyId) return null;
+    const shared = this.#leases.share(policy);
+    if (shared) return shared;
+    await this.#refillNow(keyId, policy);
+    return null;
+  }
+
+  /** Asks for a stock now if none is usable (LeaseHolder.restock), settling once answered. */
+  async #refillNow(keyId: string, policy: Policy): Promise<void> {
     const calls = this.#calls.to(keyId, policy);
     const refill = this.#leases.restock(policy, calls);
     if (!refill) return;
     this.#inBackground(keyId, this.#leases.giveBackAfterRenewal(refill, calls));
     await refill.catch(() => undefined);
+  }
+
+  /** Whether it holds standing permits of a minute not over at `now`. */
+  holdsStanding(now: number): boolean {
+    return this.#leases.standingUntil > now;
   }
 
   /** Permits in stock or waiting to go back. */

@@ -10,10 +10,10 @@ import {
   stockLivesTheMinute,
   takePermits,
 } from "../quota/lease";
-import type { Lease, ReturnedLease } from "../quota/lease-messages";
+import type { Lease, ReturnedLease, SharedStock } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
 import type { UsageState, WindowStatus } from "../quota/windows";
-import { type Sharing, StockSharing } from "./stock-sharing";
+import { StockSharing } from "./stock-sharing";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
@@ -44,7 +44,8 @@ const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, 
  * used (docs/quotas.md, "Billing").
  */
 export class LeaseLedger {
-  readonly #sharing = new StockSharing();
+  /** Which holders asked lately, and the sharing under way (in memory only). */
+  readonly sharing = new StockSharing();
 
   constructor(
     private readonly sql: SqlStorage,
@@ -87,7 +88,7 @@ export class LeaseLedger {
     grantee: string | null,
   ): { state: UsageState; lease: Lease | null } {
     const heldElsewhere = this.heldBy(state, extending);
-    const askingAlone = this.#sharing.noteAsking(grantee, now);
+    const askingAlone = this.sharing.noteAsking(grantee, now);
     const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
     const asked = sized ? minuteWant : want;
     let permits = permitsToLease(windows, limits, asked, holding, heldElsewhere);
@@ -99,7 +100,8 @@ export class LeaseLedger {
       permits = permitsToLease(windows, limits, want, holding, heldElsewhere);
       forTheMinute = stockLivesTheMinute(windows, limits, permits);
     }
-    this.#noteSharing(state, windows, limits, { grantee, want, holding }, permits, now);
+    const ask = { grantee, want, holding, renewing: extending !== undefined };
+    this.#noteSharing(state, windows, limits, ask, permits, now);
     if (permits <= 0) return { state, lease: null };
     const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee, { forTheMinute }));
     const extended =
@@ -114,23 +116,22 @@ export class LeaseLedger {
    * stock because other location holders hold the rest of heldBound (with no other lease out,
    * the windows had room for it), those whose leases of this minute hold more than QUIET_STOCK
    * and live longer than a short stock from `now` (a stock for the minute sized while they were
-   * the key's only holder; a short one is back within STOCK_BACK_WITHIN_MS anyway). Each then hands back
-   * what it holds and takes a fresh stock, sized as shared, in one call, and `grantee` is told to
-   * ask for its own (askToShare in stock-sharing.ts, with `takeSharing`): a location new to the key waits for
-   * the key's object on its first request only. Once a minute per `grantee`.
+   * the key's only holder; a short one is back within STOCK_BACK_WITHIN_MS anyway). Each keeps a
+   * shared stock (askToShare in stock-sharing.ts) and `grantee` gets its own. Once a minute per
+   * `grantee`.
    */
   #noteSharing(
     state: UsageState,
     windows: WindowStatus[],
     limits: Limits,
-    { grantee, want, holding }: { grantee: string | null; want: number; holding: number },
+    { grantee, want, holding, renewing }: LeaseAsk & { grantee: string | null; renewing: boolean },
     granted: number,
     now: number,
   ): void {
     const stock = Math.min(want, QUIET_STOCK);
     if (grantee === null || granted >= stock) return;
     if (permitsToLease(windows, limits, stock, holding, 0) <= granted) return;
-    if (this.#sharing.askedThisMinute(grantee, state.minuteStart)) return;
+    if (this.sharing.askedThisMinute(grantee, state.minuteStart)) return;
     const sharers = this.sql
       .exec<{ grantee: string }>(
         `SELECT grantee FROM leases WHERE minute_start = ? AND day_start = ? AND grantee IS NOT NULL
@@ -143,11 +144,24 @@ export class LeaseLedger {
       )
       .toArray()
       .map((row) => row.grantee);
-    if (sharers.length > 0) this.#sharing.ask({ waiting: grantee, sharers }, state.minuteStart);
+    if (sharers.length === 0) return;
+    this.sharing.ask({ waiting: grantee, sharers, tellWaiting: renewing }, state.minuteStart);
   }
 
-  takeSharing(): Sharing | null {
-    return this.#sharing.take();
+  /**
+   * Counts back what a holder gave up of lease `id` to share the bound, only if it had seen all
+   * that was granted (else its holding, reported since or to come, tells; settled: counted).
+   */
+  takeShared(state: UsageState, { id, seen, cut }: SharedStock): UsageState {
+    const row = this.#row(id);
+    if (!row || row.permits !== seen || !(cut > 0 && cut <= seen)) return state;
+    this.sql.exec(
+      "UPDATE leases SET permits = permits - ?, held = MAX(0, held - ?) WHERE id = ?",
+      cut,
+      cut,
+      id,
+    );
+    return givePermitsBack(state, row, cut);
   }
 
   /** Whether a lease not granted to location holder `grantee` (another's, or an isolate's) is out. */
@@ -199,10 +213,7 @@ export class LeaseLedger {
   takeBack(usage: UsageState, returned: ReturnedLease): UsageState | null {
     const row = this.#row(returned.id);
     if (!row) return null;
-    const used = clampTo(
-      row.permits,
-      returned.used ?? row.permits - clampTo(row.permits, returned.unused),
-    );
+    const used = clampTo(row.permits, returned.used);
     this.#settle(row, used, 0);
     return givePermitsBack(usage, row, row.permits - used);
   }

@@ -9,6 +9,7 @@ import {
   type Admission,
   admissionIdLive,
   type LeaseRequest,
+  type SharedStock,
 } from "../quota/lease-messages";
 import type { KeyDecision, Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
@@ -40,8 +41,13 @@ export const holderName = (keyId: string, location: string): string => `${keyId}
  * (docs/quotas.md, "The machine").
  */
 export class QuotaHolder extends DurableObject<Env> {
-  readonly #stock = new LocationStock(this.ctx.storage, () => this.env, this.ctx.id.name ?? null);
   readonly #keyRecord = new HeldKeyRecord();
+  readonly #stock = new LocationStock(
+    this.ctx.storage,
+    () => this.env,
+    this.ctx.id.name ?? null,
+    this.#keyRecord,
+  );
   /** The answers to the requests decided here lately, by admission id. */
   readonly #answers = new ExpiringMap<string, Promise<HolderAnswer>>(10_000);
 
@@ -82,9 +88,15 @@ export class QuotaHolder extends DurableObject<Env> {
   ): Promise<HolderAuthentication> {
     const now = clock.now();
     const kept = this.#keyRecord.cached(hash, now);
+    // A copy too old to be `cached`, at a holder holding standing permits (a key calling every 30 s
+    // or less often), decides one request, as it lets the secret in, and is read again at once
+    // (HeldKeyRecord.onceStale).
+    const old = kept || !this.#stock.holdsStanding(now) ? null : this.#keyRecord.onceStale(hash);
+    if (old) void this.#read(keyId, hash);
+    const copy = kept ?? old;
     const found: HolderAuthentication =
-      kept !== null && this.#keptDecides(kept, now)
-        ? { outcome: "found", match: kept, answer: null, copyAgeMs: this.#keyRecord.ageAt(now) }
+      copy !== null && (old ? secretStatus(old, now) === "active" : this.#keptDecides(copy, now))
+        ? { outcome: "found", match: copy, answer: null, copyAgeMs: this.#keyRecord.ageAt(now) }
         : await this.#read(keyId, hash);
     if (found.outcome !== "found" || secretStatus(found.match, clock.now()) !== "active")
       return found;
@@ -96,8 +108,8 @@ export class QuotaHolder extends DurableObject<Env> {
     const match = used ? { ...found.match, record: used } : found.match;
     if (!answer.reached) return { ...found, match, answer };
     const { decision } = answer;
-    const stale = decision.outcome === "stale";
-    if (!stale && decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
+    const undecided = decision.outcome === "stale";
+    if (!undecided && decision.outcome !== "revoked" && decision.policyVersion <= record.version) {
       this.#keyRecord.vouch(decision.policyVersion, clock.now());
       return { ...found, match, answer };
     }
@@ -105,7 +117,7 @@ export class QuotaHolder extends DurableObject<Env> {
     // is decided under it, with the same admission id; any other decision stands.
     this.#keyRecord.forget();
     const fresh = await this.#read(keyId, hash);
-    if (stale) return fresh.outcome === "found" ? { ...fresh, answer: null } : fresh;
+    if (undecided) return fresh.outcome === "found" ? { ...fresh, answer: null } : fresh;
     return { outcome: "found", match: fresh.outcome === "found" ? fresh.match : match, answer };
   }
 
@@ -190,12 +202,13 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * The key's object shares heldBound with another location, or room freed up for a stock this
-   * holder was refused: a fresh stock asked for, the one held handed back in the same call.
+   * The key's object shares heldBound with another location: a stock above a shared one keeps a
+   * shared one and answers what it gave up; or room freed up for a stock this holder was refused:
+   * one asked for (LocationStock.restock).
    */
-  async restock(keyId: string): Promise<void> {
+  async restock(keyId: string): Promise<SharedStock | null> {
     this.#stock.entered();
-    await this.#stock.restock(keyId);
+    return this.#stock.restock(keyId);
   }
 
   /** Permits in stock or waiting to go back (for tests and the bench). */

@@ -2,6 +2,7 @@ import { DurableObject } from "cloudflare:workers";
 import type { UsageDay } from "../db/usage-history";
 import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
 import { configOrThrow } from "../lib/config";
+import { logFailure } from "../lib/log";
 import {
   type Admission,
   admissionIdLive,
@@ -74,7 +75,6 @@ export class QuotaLimiter extends DurableObject<Env> {
   async #open(ctx: DurableObjectState, env: Env): Promise<void> {
     const config = configOrThrow(env);
     this.#banMs = config.BAN_MINUTES * MINUTE_MS;
-    this.#standing.drained = config.STANDING_PERMITS_DRAINED;
     migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
     this.#usage = this.#usageTable.load();
     this.#policy.load();
@@ -134,7 +134,18 @@ export class QuotaLimiter extends DurableObject<Env> {
    * busy key's requests never wait for this object. The lease is extended when it was granted in
    * the current minute, else a new one is granted.
    */
-  renewLease(policy: Policy, request: RenewalRequest, grantee: string | null = null): Renewal {
+  renewLease(
+    policy: Policy,
+    request: RenewalRequest,
+    grantee: string | null = null,
+  ): Renewal | Promise<Renewal> {
+    // A location holder told others share the bound with it asks now: answered once they have.
+    const sharing = this.#leases.sharing.heldFor(grantee);
+    const renew = () => this.#renew(policy, request, grantee);
+    return sharing ? sharing.then(renew) : renew();
+  }
+
+  #renew(policy: Policy, request: RenewalRequest, grantee: string | null): Renewal {
     const now = clock.now();
     const id = request.renewalId;
     const known = id === undefined ? null : this.#admissions.recall<Renewal>(id);
@@ -172,10 +183,18 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#leases.strandUnreported(now);
     if (id !== undefined) this.#admissions.remember(id, now, answer);
     // A location holder short of a stock only because others hold the bound: they share it.
-    const sharing = this.#leases.takeSharing();
+    const sharing = this.#leases.sharing.take();
     const keyId = this.ctx.id.name;
-    if (sharing && keyId) this.ctx.waitUntil(askToShare(this.env.QUOTA_HOLDER, keyId, sharing));
-    return answer;
+    if (!sharing || !keyId) return answer;
+    const shared = askToShare(this.env.QUOTA_HOLDER, keyId, sharing, (stocks) => {
+      const current = this.#rolled(clock.now());
+      const state = stocks.reduce((s, stock) => this.#leases.takeShared(s, stock), current);
+      if (state !== current) this.#keep(state);
+    }).catch((err: unknown) => logFailure("warn", "could not share a key's stock", err, { keyId }));
+    this.ctx.waitUntil(shared);
+    if (sharing.tellWaiting) return answer;
+    this.#leases.sharing.underWay(sharing.waiting, shared);
+    return { ...answer, sharing: true };
   }
 
   /** The windows at `now`: a minute just started counts the standing permits granted for it. */

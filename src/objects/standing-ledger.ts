@@ -16,9 +16,6 @@ import { insertLease, type LeaseAsk, type LeaseLedger } from "./lease-ledger";
  * No schema change: an object of the release before reads them as leases of a later minute.
  */
 export class StandingLedger {
-  /** Grants none (STANDING_PERMITS_DRAINED, before a rollback); those granted still count. */
-  drained = false;
-
   constructor(
     private readonly sql: SqlStorage,
     private readonly leases: LeaseLedger,
@@ -44,7 +41,7 @@ export class StandingLedger {
       : { state: counted, lease: null };
     const { state, lease } = lent;
     const permits = ask.standing ?? 0;
-    if (grantee === null || permits <= 0 || this.drained) return lent;
+    if (grantee === null || permits <= 0) return lent;
     const held = new Set(
       this.sql
         .exec<{ minuteStart: number }>(

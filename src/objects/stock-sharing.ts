@@ -1,6 +1,7 @@
 import { logFailure } from "../lib/log";
 import { withDeadline } from "../quota/call-coordination";
 import { CHANGE_APPLIES_WITHIN_MS, STOCK_SHARED_WITHIN_MS } from "../quota/lease";
+import type { SharedStock } from "../quota/lease-messages";
 import type { QuotaHolder } from "./quota-holder";
 
 /**
@@ -37,9 +38,10 @@ export async function tellHoldersOfChange(
 
 /**
  * Location holder `waiting` was granted less than a quiet stock only because the stocks for the
- * minute of location holders `sharers` hold the rest of heldBound (LeaseLedger.takeSharing).
+ * minute of location holders `sharers` hold the rest of heldBound (LeaseLedger.sharing); in a
+ * renewal it is pushed a restock after them (`tellWaiting`), else its refill waits (`heldFor`).
  */
-export type Sharing = { waiting: string; sharers: string[] };
+export type Sharing = { waiting: string; sharers: string[]; tellWaiting: boolean };
 
 /**
  * What the key's object remembers, in memory only, of the location holders sharing the key's
@@ -56,6 +58,8 @@ export class StockSharing {
   readonly #sharedFor = new Map<string, number>();
   /** The sharing the last lend asked for, until the object takes it (`take`). */
   #sharing: Sharing | null = null;
+  /** The sharing under way for each waiting location holder, until the sharers answered. */
+  readonly #underWay = new Map<string, Promise<void>>();
 
   /**
    * Notes that `grantee` (a location holder; null: an isolate) asks for permits at `now`; true if
@@ -93,28 +97,44 @@ export class StockSharing {
     this.#sharing = null;
     return sharing;
   }
+
+  /** Notes `sharing` (never rejecting) as under way for location holder `waiting`. */
+  underWay(waiting: string, sharing: Promise<void>): void {
+    this.#underWay.set(
+      waiting,
+      sharing.finally(() => this.#underWay.delete(waiting)),
+    );
+  }
+
+  /** The sharing under way for location holder `grantee`, which its refill waits for. */
+  heldFor(grantee: string | null): Promise<void> | undefined {
+    return grantee === null ? undefined : this.#underWay.get(grantee);
+  }
 }
 
 /**
- * Asks each of `sharing.sharers` to restock (QuotaHolder.restock: it hands its stock back and
- * takes a fresh one, sized as shared, in one call of its own), waiting for them at most
- * PUSH_DEADLINE_MS, then asks the waiting holder to restock (it asks for its stock). Meant
- * for the key's object's `waitUntil`: the answer that brought no stock is not held up, and every
- * permit is still granted by the key's object, within heldBound, in those holders' own calls.
+ * Asks each of `sharing.sharers` to share the bound (QuotaHolder.restock), at most
+ * PUSH_DEADLINE_MS, and gives `take` what they gave up; then, if `tellWaiting`, pushes the waiting
+ * holder a restock. An answer lost leaves its permits counted as held (docs/quotas.md).
  */
 export async function askToShare(
   holders: DurableObjectNamespace<QuotaHolder>,
   keyId: string,
-  { waiting, sharers }: Sharing,
+  { waiting, sharers, tellWaiting }: Sharing,
+  take: (shared: SharedStock[]) => void,
 ): Promise<void> {
   const restock = (name: string) =>
     holders
       .getByName(name)
       .restock(keyId)
+      .then((shared) => (shared ? { ...shared } : null))
       .catch((err: unknown) => {
         const failure = "could not ask a location holder to share its key's stock";
         logFailure("warn", failure, err, { keyId, holder: name });
+        return null;
       });
-  await withDeadline(Promise.all(sharers.map(restock)), PUSH_DEADLINE_MS).catch(() => undefined);
-  await restock(waiting);
+  const answers = Promise.all(sharers.map(restock));
+  const shared = await withDeadline(answers, PUSH_DEADLINE_MS).catch(() => []);
+  take(shared.flatMap((s) => (s ? [s] : [])));
+  if (tellWaiting) await restock(waiting);
 }

@@ -32,6 +32,8 @@ export class HeldLeases {
   protected noLeaseUntil = 0;
   /** Standing permits of an older policy wait to go back (`retireStandingOlderThan`): now. */
   protected supersededWaiting = false;
+  /** Others are asked to share the bound with this location holder: it refills now. */
+  sharingAsked = false;
   #refusal: SeenRefusal | null = null;
 
   /** Stops admitting from the lease (a change made here): the next request asks the object. */
@@ -149,7 +151,7 @@ export class HeldLeases {
     const granted = answer.standing ?? [];
     if (granted.length === 0) return false;
     if (changed) {
-      for (const g of granted) this.keepToReturn({ id: g.id, unused: g.permits });
+      for (const g of granted) this.keepToReturn({ id: g.id, unused: g.permits, used: 0 });
       return false;
     }
     this.standing.add(granted, policyVersion, answer.now, sentAt, clock.now());
@@ -184,13 +186,13 @@ export class HeldLeases {
    * per lease. A used-up lease goes back too: until it does, the object counts it as holding
    * permits (heldBound), and the usage history does not count its last requests as served.
    */
-  protected keepToReturn({ id, unused, used = 0, admissionIds = [] }: ReturnedLease): void {
+  protected keepToReturn({ id, unused, used, admissionIds = [] }: ReturnedLease): void {
     if (unused < 0) return;
     const known = this.unreturned.find((r) => r.id === id);
     if (!known) this.unreturned.push({ id, unused, used, ...idsOf(admissionIds) });
     else {
       known.unused += unused;
-      known.used = Math.max(known.used ?? 0, used);
+      known.used = Math.max(known.used, used);
       Object.assign(known, idsOf([...(known.admissionIds ?? []), ...admissionIds]));
     }
   }
@@ -209,7 +211,7 @@ export class HeldLeases {
   /** Keeps nothing of `answer`: its lease and standing permits go back. */
   protected keepNothing(answer: Renewal, sentAt: number): false {
     if (answer.granted)
-      this.keepToReturn({ id: answer.granted.id, unused: answer.granted.permits });
+      this.keepToReturn({ id: answer.granted.id, unused: answer.granted.permits, used: 0 });
     this.keepStanding(answer, answer.policyVersion, sentAt, true);
     return false;
   }
@@ -291,7 +293,7 @@ export class HeldLeases {
     // Not decided (the caller's copy of the key is stale): nothing counted, shown or remembered.
     if (decision.outcome === "stale") {
       this.retireStandingOlderThan(decision.policyVersion);
-      if (lease) this.keepToReturn({ id: lease.id, unused: lease.permits });
+      if (lease) this.keepToReturn({ id: lease.id, unused: lease.permits, used: 0 });
       return { decision, local: false, leaseGranted: false, renewal: null };
     }
     if (decision.outcome === "revoked") {
@@ -300,15 +302,17 @@ export class HeldLeases {
       this.#refusal = { outcome: decision.outcome, retryAt: decision.retryAt };
       this.noLeaseUntil = Math.max(this.noLeaseUntil, decision.retryAt);
     } else if (wanted > 0 && !lease) {
-      // Too close to the limit for a lease: one call per request until the minute is over.
-      this.noLeaseUntilMinuteEnds(decision.windows);
+      // Others share the bound with it (it refills now), or too close to the limit for a lease:
+      // one call per request until the minute is over.
+      if (admission.sharing) this.sharingAsked = true;
+      else this.noLeaseUntilMinuteEnds(decision.windows);
     }
     // Unused standing permits held here are room, as a lease's (the decision's windows count
     // those granted before, not those it grants).
     const windows = this.standing.withOwnRoom(decision.windows);
     const changed = this.changes !== changes;
     const standing = this.keepStanding(admission, decision.policyVersion, sentAt, changed);
-    if (lease && changed) this.keepToReturn({ id: lease.id, unused: lease.permits });
+    if (lease && changed) this.keepToReturn({ id: lease.id, unused: lease.permits, used: 0 });
     else if (lease)
       this.lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt), {
         withStanding: standing,

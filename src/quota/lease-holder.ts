@@ -7,7 +7,13 @@ import { type LeaseCalls, LeaseHandBacks } from "./lease-hand-backs";
 export type { GiveBackCall, LeaseCalls } from "./lease-hand-backs";
 
 import { type HolderDecision, idsOf, type SentRenewal } from "./lease-in-hand";
-import { endsLeases, type LeaseRequest, type Renewal, type RenewalRequest } from "./lease-messages";
+import {
+  endsLeases,
+  type LeaseRequest,
+  type Renewal,
+  type RenewalRequest,
+  type SharedStock,
+} from "./lease-messages";
 import { standingWanted } from "./standing";
 import type { StandingMemory } from "./standing-stock";
 import type { Policy } from "./windows";
@@ -278,6 +284,20 @@ export class LeaseHolder extends LeaseHandBacks {
     const refill = this.refill(policy, calls);
     if (!refill) this.noLeaseUntil = noLeaseUntil;
     return refill;
+  }
+
+  /**
+   * A location holder's stock in use above its own size keeps that size to share heldBound (see
+   * QuotaHolder.restock): what it gave up, for the key's object to count back; null if no call.
+   */
+  share(policy: Policy): SharedStock | null {
+    const lease = this.lease;
+    if (!lease || !this.calls.idle || this.leaseOver(lease, policy, clock.now())) return null;
+    const cut = lease.left - this.#stock;
+    if (this.#stock <= 0 || cut <= 0) return null;
+    const seen = lease.used + lease.left;
+    lease.left -= cut;
+    return { id: lease.id, seen, cut };
   }
 
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {

@@ -5,8 +5,8 @@ import type { KeyDecision, WindowStatus } from "./windows";
 export interface ReturnedLease {
   id: string;
   unused: number;
-  /** Requests admitted from the lease (without it, an earlier release's: permits less `unused`). */
-  used?: number;
+  /** Requests admitted from the lease: what the usage history counts of it. */
+  used: number;
   /**
    * The admission ids of the requests a location holder's stock admitted that no report has
    * carried yet: an answer lost on its way from the holder makes the isolate ask the key's object
@@ -134,4 +134,12 @@ export const endsLeases = (answer: Renewal, version: number): boolean =>
  * The decision on one request, plus the lease granted with it, if any. Its windows are the
  * object's after this request and before the lease.
  */
-export type Admission = KeyDecision & { lease: Lease | null; standing?: StandingPermit[] };
+export type Admission = KeyDecision & {
+  lease: Lease | null;
+  standing?: StandingPermit[];
+  /** No stock only because others hold the bound: they share it; a refill now waits for them. */
+  sharing?: true;
+};
+
+/** What a holder sharing the bound gave up: `cut` of lease `id`, of the `seen` it was granted. */
+export type SharedStock = { id: string; seen: number; cut: number };

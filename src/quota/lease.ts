@@ -3,31 +3,27 @@ import type { Limits } from "./plans";
 import type { UsageState, WindowStatus } from "./windows";
 
 /**
- * Admission leases. The key's object counts a lease's permits as used, durably, when it grants
- * them; the isolate then admits up to that many requests with no call. Nothing is ever admitted
- * that was not counted first, so the windows are never over-admitted; what a lease can cost is
- * under-admission, bounded below.
+ * Admission leases: the key's object counts a lease's permits as used when it grants them, so
+ * nothing is admitted that was not counted first; a lease can cost only under-admission, bounded
+ * below (docs/quotas.md).
  */
 
 /**
  * A lease's unused permits go back with its holder's next call after its expiry, or this long
- * after its expiry if no request came (a key still busy hands them back with the call it makes
- * anyway, rather than in a call of their own).
+ * after its expiry if no request came.
  */
 export const GIVE_BACK_GRACE_MS = 250;
 
 /**
- * Every change to a key (revocation, disabling, enabling, expiry, roll, plan) applies everywhere
- * within this long. Where the key's object cannot tell it at once: an isolate's own lease lives
- * less (ISOLATE_LEASE_MS); a copy of the key that refuses it asks nobody, so it is trusted half of
- * this in an isolate and half in the location holder that isolate asks next.
+ * Every change to a key applies everywhere within this long: an isolate's own lease lives less,
+ * and a copy of the key that refuses it (asking nobody) is trusted half of this in an isolate and
+ * half in the location holder that isolate asks next.
  */
 export const CHANGE_APPLIES_WITHIN_MS = 2_000;
 
 /**
- * How long an isolate's own lease lives (it also ends with its minute window). Nothing can push
- * a change to an isolate, so this is how long a revocation or plan change takes to reach a busy
- * isolate that did not make it: under 2 s. Its unused permits are back within 2 s of its grant.
+ * How long an isolate's own lease lives (it also ends with its minute window). Nothing can push a
+ * change to an isolate, so this is how long a change takes to reach a busy isolate.
  */
 export const ISOLATE_LEASE_MS = 1_750;
 
@@ -35,27 +31,20 @@ export const ISOLATE_LEASE_MS = 1_750;
 export const STOCK_BACK_WITHIN_MS = 5_000;
 
 /**
- * How long a location holder's stock lives (it also ends with its minute window), so that with
- * the give-back's grace it is back within STOCK_BACK_WITHIN_MS. Changes reach a holder by a push;
- * this is also how long a holder the push missed (or that cannot reach the key's object) goes on
- * admitting from stock.
+ * How long a location holder's stock lives (it also ends with its minute window). Changes reach a
+ * holder by a push; this is how long a holder the push missed goes on admitting from stock.
  */
 export const STOCK_LEASE_MS = STOCK_BACK_WITHIN_MS - GIVE_BACK_GRACE_MS;
 
 /**
- * A location holder's stock lives to the end of its minute (not STOCK_LEASE_MS) while the key is
- * far from both limits: after the grant, the tighter window still has at least this many times
- * heldBound left. A key calling every 10 s or every minute then finds stock at every request,
- * where a stock of STOCK_LEASE_MS would have ended between two of them. Nearer the limit a stock
- * is short again, so permits a location stopped using come back within STOCK_BACK_WITHIN_MS
- * when they may be needed elsewhere.
+ * A location holder's stock lives to the end of its minute while the key is far from both limits
+ * (the tighter window keeps this many times heldBound after the grant), so a key calling every
+ * 10 s finds stock at every request. Nearer the limit a stock is short again, so permits a
+ * location stopped using come back when they may be needed elsewhere.
  */
 export const MINUTE_STOCK_ROOM_SHARE = 4;
 
-/**
- * Whether a stock of `permits` granted now to a location holder lives to its minute's end:
- * `windows` are the key's windows before the grant (see MINUTE_STOCK_ROOM_SHARE).
- */
+/** Whether a stock of `permits` granted now lives to its minute's end (`windows`: before it). */
 export function stockLivesTheMinute(
   windows: WindowStatus[],
   limits: Limits,
@@ -66,29 +55,23 @@ export function stockLivesTheMinute(
 }
 
 /**
- * The requests a location holder expects in the rest of the minute from `now` (the minute
- * ending at `minuteEnd`), at one every `gapMs` (the key's last gap there; 0: none yet, so none
- * expected). A stock for the minute sized to them lasts the minute with no renewal.
+ * The requests a location holder expects in the rest of the minute, at one every `gapMs` (0: none
+ * yet). A stock for the minute sized to them lasts the minute with no renewal.
  */
 export function minuteStockWanted(now: number, minuteEnd: number, gapMs: number): number {
   return gapMs > 0 ? Math.ceil(Math.max(0, minuteEnd - now) / gapMs) : 0;
 }
 
 /**
- * A location holder's stock for the minute is sized to the requests it expects in the rest of
- * the minute (minuteStockWanted, within heldBound) only while it is the key's only holder: no
- * other location holder, and no isolate, has asked the key's object for permits within this
- * long, and no lease of another is out. Else it is QUIET_STOCK, so that a key used in several
- * locations keeps stock in each. Two minutes: a location still calling asks at least once a
- * minute (its refill).
+ * A stock for the minute is sized to minuteStockWanted only while its holder is the key's only
+ * one: no other holder asked within this long (a location still calling asks at least once a
+ * minute, its refill). Else it is QUIET_STOCK, so that each location keeps stock.
  */
 export const STOCK_SHARED_WITHIN_MS = 2 * MINUTE_MS;
 
 /**
  * The background calls a location holder makes for a key that stopped calling there end within
- * this long of its last request: a renewal that request started, the next minute's refill (the
- * key was used in the minute before), and that refill's stock handed back GIVE_BACK_GRACE_MS
- * after its minute ends (objects/quota-holder.ts).
+ * this long of its last request: a renewal, the next minute's refill, and its stock's hand-back.
  */
 export const BACKGROUND_ENDS_WITHIN_MS = 2 * MINUTE_MS + GIVE_BACK_GRACE_MS;
 
@@ -98,27 +81,20 @@ const ROOM_SHARE = 4;
 const LIMIT_SHARE = 10;
 
 /**
- * The most permits a key's leases may hold unused at once, across every location holder and
- * isolate together: a tenth of the per-minute limit, at least 2 (6 for a free key). The key's
- * object grants no permit past it, so this is also the most capacity leases can strand.
+ * The most permits a key's leases may hold unused at once, across every holder: a tenth of the
+ * per-minute limit, at least 2. Also the most capacity leases can strand.
  */
 export function heldBound(limits: Limits): number {
   return Math.max(2, Math.floor(limits.perMinute / LIMIT_SHARE));
 }
 
-/**
- * The stock a location holder keeps for a key used in its location: enough for a quiet key's
- * next requests to be admitted there while a refill is on its way.
- */
+/** The stock a location holder keeps: enough for a quiet key's next requests while a refill is on its way. */
 export const QUIET_STOCK = 2;
 
 /**
- * The permits the object grants on top of an admitted request (given its windows after that
- * request), or to renew a lease (its windows now, with the permits the caller still `holding`),
- * while other leases of the key may hold up to `heldElsewhere` unused. Near the limit (room
- * below ROOM_SHARE × the lease) this shrinks to 0 and the caller goes back to one call per
- * request, so 429s, Retry-After and the ban stay exact. All leases of the key together never
- * hold more than `heldBound` unused, renewals included.
+ * The permits the object grants on top of an admitted request or a renewal (the caller still
+ * `holding` some), while other leases may hold `heldElsewhere`. Near the limit this shrinks to 0
+ * and the caller goes back to one call per request, so 429s, Retry-After and the ban stay exact.
  */
 export function permitsToLease(
   windows: WindowStatus[],
@@ -248,11 +224,7 @@ export const LEASE_TIMINGS = {
   stock: { lifetimeMs: STOCK_LEASE_MS, renewAheadMs: STOCK_RENEW_AHEAD_MS },
 } as const;
 
-/**
- * How long a lease granted to `grantee` lives: an isolate's own lease (null), or a location
- * holder's stock (named): to its minute's end when `forTheMinute` (see stockLivesTheMinute), else
- * STOCK_LEASE_MS. Every lease ends with its minute anyway (leaseExpiry).
- */
+/** How long a lease granted to `grantee` (null: an isolate) lives; each ends with its minute anyway. */
 export function leaseLifetimeMs(
   grantee: string | null,
   { forTheMinute = false }: { forTheMinute?: boolean } = {},
@@ -261,30 +233,22 @@ export function leaseLifetimeMs(
   return LEASE_TIMINGS[grantee === null ? "isolate" : "stock"].lifetimeMs;
 }
 
-/**
- * Whether a lease granted with `expiresAt` by an object answering at `answeredAt` is a stock for
- * the rest of its minute (longer than a short stock's STOCK_LEASE_MS).
- */
+/** Whether a lease granted with `expiresAt`, answered at `answeredAt`, is a stock for the minute. */
 export function grantedForTheMinute(expiresAt: number, answeredAt: number): boolean {
   return expiresAt - answeredAt > STOCK_LEASE_MS;
 }
 
-/**
- * When a lease of `lifetimeMs` granted at `now` ends: that much later, or when its minute window
- * ends if sooner.
- */
+/** When a lease of `lifetimeMs` granted at `now` ends: then, or with its minute if sooner. */
 export function leaseExpiry(state: UsageState, now: number, lifetimeMs: number): number {
   return Math.min(now + lifetimeMs, state.minuteStart + MINUTE_MS);
 }
 
-/** What the object remembers of a lease it granted. */
 export interface GrantedLease {
   minuteStart: number;
   dayStart: number;
   permits: number;
 }
 
-/** Counts `permits` as used in both windows (a grant). */
 export function takePermits(state: UsageState, permits: number): UsageState {
   return {
     ...state,
@@ -293,10 +257,7 @@ export function takePermits(state: UsageState, permits: number): UsageState {
   };
 }
 
-/**
- * Gives a lease's unused permits back to the windows it was granted in. A window that has rolled
- * over since starts from zero anyway, so only the windows still current are credited.
- */
+/** Gives a lease's unused permits back to the windows it was granted in, if still current. */
 export function givePermitsBack(
   state: UsageState,
   lease: GrantedLease,

@@ -16,43 +16,30 @@ export interface HeldStanding {
   admissionIds: string[];
 }
 
-/**
- * What a location holder keeps across an eviction (see QuotaHolder, LeaseHolder.standingMemory):
- * its standing permits, and when the key last arrived there and the gap before, which size and
- * time its next ask for them.
- */
+/** What a location holder keeps across an eviction: its standing permits, and the key's arrivals. */
 export interface StandingMemory {
   standing: HeldStanding[];
   lastArrival: number | null;
   gapMs: number;
-  /**
-   * The key's windows at the holder's last contact: a request answered from a kept permit shows
-   * them (the response's quota headers are built from them). Absent in what was kept before they
-   * were: such permits are not used (the request goes to the key's object).
-   */
+  /** The key's windows at the last contact, which a request answered from a kept permit shows. */
   windows?: WindowStatus[];
 }
 
 /**
- * A location holder's standing permits (quota/standing.ts), each usable only within its minute.
- * The key's object counts a minute's permits in that minute's window as it starts, so a holder
- * must not use one before that minute has started by the object's clock, nor after it ended:
- * the object answered at its `now`, which this holder's clock read somewhere between asking
- * (`sentAt`) and getting the answer (`receivedAt`), so a permit is used only from `receivedAt`
- * plus the time to its minute's start, until `sentAt` plus the time to its minute's end.
- * What it admitted goes back with the holder's next call to the key's object (reports), not in
- * a call of its own.
+ * A location holder's standing permits (quota/standing.ts), each usable only within its minute by
+ * the object's clock: the object answered at its `now`, which this holder's clock read between
+ * asking (`sentAt`) and the answer (`receivedAt`), so a permit is used only from `receivedAt` plus
+ * the time to its minute's start, until `sentAt` plus the time to its minute's end.
  */
 export class StandingStock {
   #held: HeldStanding[] = [];
   /**
-   * Called, synchronously, after every change to what is held: a grant kept, a permit taken,
-   * permits moved out to be reported (a location holder writes them to its storage then, so a
-   * permit taken or reported is never held again after the holder is evicted, see QuotaHolder).
+   * Called synchronously after every change to what is held (a location holder writes it to its
+   * storage then, so a permit taken or reported is never held again after an eviction).
    */
   onChange: (() => void) | null = null;
 
-  /** What it holds (a copy), to keep across an eviction (see `restore`). */
+  /** What it holds (a copy), to keep across an eviction. */
   held(): HeldStanding[] {
     return this.#held.map((h) => ({ ...h, admissionIds: [...h.admissionIds] }));
   }
@@ -90,10 +77,8 @@ export class StandingStock {
   }
 
   /**
-   * Takes a permit of the minute at `now` for a request on policy version `policyVersion` (only
-   * one granted under that version), noting `admissionId`: the windows to show for it, built
-   * from the windows of the holder's last contact `atContact` (the day counted the permit at its
-   * grant; the minute counts the permits used here in it), or null when none is usable.
+   * Takes a permit of the minute at `now` granted under `policyVersion`: the windows to show for
+   * it, from those of the last contact `atContact`, or null when none is usable.
    */
   take(
     policyVersion: number,
@@ -123,20 +108,12 @@ export class StandingStock {
     );
   }
 
-  /**
-   * The reports of the permits done with at `now` (their minute over, or all used), to go back
-   * with the holder's next call: what each served, with its admission ids. `all`: every permit
-   * (a change to the key, a usage read, a hand-back of everything).
-   */
+  /** The reports of the permits done with at `now` (or `all`), to go back with the next call. */
   reports(now: number, { all = false }: { all?: boolean } = {}): ReturnedLease[] {
     return this.#reportsOf((h) => all || h.left === 0 || now >= h.until);
   }
 
-  /**
-   * The reports of the permits granted under an older policy version than `version` (the holder
-   * learnt of a change whose push it missed): no request on the key as it is now may use them,
-   * so they go back with the holder's next call rather than once their minutes are over.
-   */
+  /** The reports of the permits granted under an older policy version than `version`. */
   reportsOlderThan(version: number): ReturnedLease[] {
     // Asked at every request, an isolate's too (which holds none): no work when none is held.
     if (this.#held.length === 0) return [];
@@ -157,9 +134,8 @@ export class StandingStock {
   }
 
   /**
-   * `windows` (the key's object's, given before any grant in the same answer) with the permits
-   * held here unused counted as room: in the minute window those of its minute (the object
-   * counted them used when that minute started), in the day all of them (counted at the grant).
+   * `windows` (the object's, before any grant in the same answer) with the permits held here
+   * unused counted as room: in the minute those of its minute, in the day all of them.
    */
   withOwnRoom(windows: WindowStatus[]): WindowStatus[] {
     return windows.map((w) => {

@@ -80,22 +80,16 @@ export function rollWindows(s: UsageState, now: number): UsageState {
   return next;
 }
 
+const windowOf = (name: WindowStatus["name"], limit: number, count: number, start: number) => {
+  const ms = name === "minute" ? MINUTE_MS : DAY_MS;
+  const remaining = Math.max(0, limit - count);
+  return { name, limit, remaining, resetAt: start + ms, seconds: ms / 1000 };
+};
+
 export function windowsOf(s: UsageState, limits: Limits): WindowStatus[] {
   return [
-    {
-      name: "minute",
-      limit: limits.perMinute,
-      remaining: Math.max(0, limits.perMinute - s.minuteCount),
-      resetAt: s.minuteStart + MINUTE_MS,
-      seconds: MINUTE_MS / 1000,
-    },
-    {
-      name: "day",
-      limit: limits.perDay,
-      remaining: Math.max(0, limits.perDay - s.dayCount),
-      resetAt: s.dayStart + DAY_MS,
-      seconds: DAY_MS / 1000,
-    },
+    windowOf("minute", limits.perMinute, s.minuteCount, s.minuteStart),
+    windowOf("day", limits.perDay, s.dayCount, s.dayStart),
   ];
 }
 

@@ -18,9 +18,20 @@ import fc from "fast-check";
 import { cachedKey, cacheKey, forgetKey } from "../../src/auth/key-cache";
 import { findKeyByHash, type KeyMatch, secretStatus } from "../../src/db/keys";
 import { sha256Hex } from "../../src/lib/crypto";
+import { holderName } from "../../src/objects/quota-holder";
 import { leaseWanted } from "../../src/quota/arrival-rate";
 import { CHANGE_APPLIES_WITHIN_MS, ISOLATE_LEASE_MS } from "../../src/quota/lease";
-import { ADMIN, auth, BASE, call, callWith, issueKey, patchKey, postJson } from "../helpers";
+import {
+  ADMIN,
+  auth,
+  BASE,
+  call,
+  callWith,
+  evictIfRunning,
+  issueKey,
+  patchKey,
+  postJson,
+} from "../helpers";
 
 export const KEY_LOCATIONS = ["AMS", "FRA", null] as const;
 
@@ -57,12 +68,27 @@ export interface KeyModel {
 export interface KeyReal {
   time: { now: number };
   passTime: () => Promise<void>;
+  /** The background work of the objects' fake timers (test/background-work.ts). */
+  work: KeyModelWork;
+}
+
+/** What the key model needs of the file's background work (test/background-work.ts). */
+export interface KeyModelWork {
+  passTime: () => Promise<void>;
+  /** Drops every sleep (the objects that slept were evicted). */
+  forgetSleeps: () => void;
+  /** A stub evictDurableObject accepts. */
+  uncounted: <T extends Rpc.DurableObjectBranded | undefined>(
+    namespace: DurableObjectNamespace<T>,
+    name: string,
+  ) => DurableObjectStub<T>;
 }
 
 let seq = 0;
 
 /** A fresh key, used once so that its object and first location holder exist. */
-export function keyModelSetup(time: { now: number }, start: number, passTime: () => Promise<void>) {
+export function keyModelSetup(time: { now: number }, start: number, work: KeyModelWork) {
+  const { passTime } = work;
   return async (): Promise<{ model: KeyModel; real: KeyReal }> => {
     time.now = start;
     const { id, key } = await issueKey("free");
@@ -77,7 +103,7 @@ export function keyModelSetup(time: { now: number }, start: number, passTime: ()
       log: [],
     };
     model.snapshots.push({ kind: "issued", at: time.now, matches: await readSecrets(model) });
-    return { model, real: { time, passTime } };
+    return { model, real: { time, passTime, work } };
   };
 }
 
@@ -156,6 +182,12 @@ abstract class KeyStep implements Cmd {
   /** This step, then one request with the newest secret in `location`, from a cold isolate. */
   withSparseRequestIn(location: number): this {
     this.probe = new SparseKeyRequest(location);
+    return this;
+  }
+
+  /** This step, then the key's objects evicted, then a sparse request (`withSparseRequestIn`). */
+  withEvictionThenSparseRequestIn(location: number): this {
+    this.probe = new SparseKeyRequestAfterEviction(location);
     return this;
   }
 }
@@ -239,6 +271,17 @@ class SparseKeyRequest extends KeyRequest {
   }
 }
 
+/** A sparse request (SparseKeyRequest) after the key's objects were evicted (KeyEvict). */
+class SparseKeyRequestAfterEviction extends SparseKeyRequest {
+  override label() {
+    return `${new KeyEvict().label()}, then ${super.label()}`;
+  }
+  override async act(m: KeyModel, r: KeyReal) {
+    await new KeyEvict().act(m, r);
+    await super.act(m, r);
+  }
+}
+
 /** Time moves on by `ms` (the background work due meanwhile runs). */
 class KeyAdvance extends KeyStep {
   constructor(readonly ms: number) {
@@ -250,6 +293,26 @@ class KeyAdvance extends KeyStep {
   async act(_m: KeyModel, r: KeyReal) {
     r.time.now += this.ms;
     await r.passTime();
+  }
+}
+
+/**
+ * The key's Durable Objects are evicted from memory, its location holders and its object (as
+ * when idle for a minute or two, or restarted): what each kept in storage comes back with a new
+ * instance (a holder's standing permits and, with them, its copy of the key), and their work
+ * waiting on timers goes with them (every sleep is dropped: no evicted instance wakes again).
+ */
+class KeyEvict extends KeyStep {
+  label() {
+    return "Evict(holders and the key's object)";
+  }
+  async act(m: KeyModel, r: KeyReal) {
+    await r.passTime();
+    for (const location of KEY_LOCATIONS)
+      if (location)
+        await evictIfRunning(r.work.uncounted(env.QUOTA_HOLDER, holderName(m.id, location)));
+    await evictIfRunning(r.work.uncounted(env.QUOTA, m.id));
+    r.work.forgetSleeps();
   }
 }
 
@@ -323,7 +386,7 @@ class KeyChange extends KeyStep {
 }
 
 /** The commands of the key-record model. */
-export { KeyAdvance, KeyChange, KeyForget, KeyRequest };
+export { KeyAdvance, KeyChange, KeyEvict, KeyForget, KeyRequest };
 
 export function keyCommands() {
   const kinds: KeyChangeKind[] = [
@@ -366,5 +429,10 @@ export function keyCommands() {
     change,
     change,
     fc.constant(new KeyForget()),
+    // A sparse key's objects evicted between its requests (it calls every minute or less often):
+    // its holder answers the next one from what it kept.
+    fc
+      .tuple(fc.integer({ min: 30_000, max: 330_000 }), fc.nat({ max: 1 }))
+      .map(([ms, l]) => new KeyAdvance(ms).withEvictionThenSparseRequestIn(l)),
   ];
 }

@@ -17,7 +17,6 @@ import { holderName, QuotaHolder } from "../../src/objects/quota-holder";
 import type { AdmitResult } from "../../src/objects/quota-holder-client";
 import { QuotaLimiter } from "../../src/objects/quota-limiter";
 import { QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
-import { StandingLedger } from "../../src/objects/standing-ledger";
 import { bindingWindow } from "../../src/quota/headers";
 import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
@@ -225,21 +224,7 @@ export function installObjectClocks(net: Network): void {
   wrap(QuotaHolder.prototype, (self) => holderSkews.get(locationOf(nameOf(self))) ?? 0, "holder");
   wrap(QuotaLimiter.prototype, () => 0, "object");
   net.callerIs(() => clockOf.getStore()?.self ?? null);
-  // A release deployed with STANDING_PERMITS_DRAINED set (before a rollback): its objects read
-  // the setting when opened; the model sets it on the object's ledger as it lends.
-  drainingStanding = false;
-  const lend = StandingLedger.prototype.lend;
-  vi.spyOn(StandingLedger.prototype, "lend").mockImplementation(function (
-    this: StandingLedger,
-    ...args: Parameters<typeof lend>
-  ) {
-    if (drainingStanding) this.drained = true;
-    return lend.apply(this, args);
-  });
 }
-
-/** Whether this release is drained of standing permits (STANDING_PERMITS_DRAINED, see DrainedRollback). */
-let drainingStanding = false;
 
 export function modelSetup(net: Network, time: { now: number }, start: number) {
   /** `plan`: the index in PLANS of the key's plan at the start. */
@@ -739,13 +724,7 @@ class Request extends Step {
  * running its background work, reads what the previous release wrote), and must find the counts
  * served so far. Nothing happens while a call is held in the object (it cannot be evicted).
  */
-async function decideAsPrevious(
-  m: QuotaModel,
-  r: QuotaReal,
-  requests: number,
-  who: string,
-  { drained = false }: { drained?: boolean } = {},
-) {
+async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, who: string) {
   m.disturbed = true;
   await r.net.settle();
   if (r.net.held.length > 0) return;
@@ -764,9 +743,8 @@ async function decideAsPrevious(
   const { usage } = decided.opened;
   // (Until the previous release's windows count the standing permits of a minute used before it
   // opened the object, the minute it decides in may be short of them: at most heldBound.)
-  // After a drain and its horizon, no minute holds a standing permit: no slack.
   const uncounted = (minuteStart: number) =>
-    ROLLBACK_COUNTS_STANDING || drained ? 0 : heldBoundOfMinute(m, minuteStart);
+    ROLLBACK_COUNTS_STANDING ? 0 : heldBoundOfMinute(m, minuteStart);
   if (usage.minuteCount + uncounted(usage.minuteStart) < m.servedInMinute.of(usage.minuteStart))
     violation(
       m,
@@ -779,7 +757,7 @@ async function decideAsPrevious(
     );
   for (const d of decided.decisions) {
     const { minuteStart } = windowStarts(d);
-    if (!drained) m.minutesRolledBack.add(minuteStart);
+    m.minutesRolledBack.add(minuteStart);
     if (d.outcome === "allowed") served(m, d, `request of ${who} decided by the previous release`);
   }
   await r.net.evict("object", r.keyId);
@@ -796,11 +774,10 @@ async function previousReleaseDecides(
   requests: number,
   minutes: number,
   who: string,
-  options: { drained?: boolean } = {},
 ) {
   m.release = "previous";
   for (let i = 0; i < minutes && !m.violations.length; i++) {
-    await decideAsPrevious(m, r, requests, who, options);
+    await decideAsPrevious(m, r, requests, who);
     const now = clock.now();
     await passTime(m, r, minuteOf(now) + MINUTE_MS + 1_000 - now);
     await r.net.settle();
@@ -1176,61 +1153,6 @@ class RollbackWhileStanding extends Step {
 }
 
 /**
- * A rollback as the release runbook makes it while a sparse key holds standing permits: the
- * release is drained of them first (STANDING_PERMITS_DRAINED: its objects grant none; those
- * granted still count in their minute), the key going on calling every 40 s through the longest
- * horizon a permit granted before the drain can reach (STANDING_MINUTES minutes past the
- * minute of the drain) and once more early in the next minute, then the previous release
- * decides `requests` requests a minute for
- * `minutes` minutes, then the roll forward (not drained) and the key's next requests. No minute
- * the previous release decides in then holds a standing permit: its counts must be exact (no
- * ROLLBACK_COUNTS_STANDING slack).
- */
-class DrainedRollback extends Step {
-  constructor(
-    readonly isolate: number,
-    readonly requests: number,
-    readonly minutes: number,
-  ) {
-    super();
-  }
-  label() {
-    return `DrainedRollback(isolate ${this.isolate}, previous release decides ×${this.requests} a minute for ${this.minutes} min)`;
-  }
-  override check(m: Readonly<QuotaModel>) {
-    return m.release === "current";
-  }
-  async act(m: QuotaModel, r: QuotaReal) {
-    await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
-    if (m.violations.length) return;
-    m.disturbed = true;
-    drainingStanding = true;
-    try {
-      const now = clock.now();
-      const horizonEnds = minuteOf(now) + (STANDING_MINUTES + 1) * MINUTE_MS;
-      const calls = Math.floor((horizonEnds - now) / 40_000);
-      await new OneAtATime(this.isolate, calls, 40_000).act(m, r);
-      if (m.violations.length) return;
-      const after = clock.now();
-      await passTime(m, r, Math.max(horizonEnds, minuteOf(after) + MINUTE_MS) + 1_000 - after);
-      await r.net.settle();
-      // The key's request early in the minute the previous release then decides in: a standing
-      // permit of that minute would serve it with no call to the key's object.
-      await new OneAtATime(this.isolate, 1, 20_000).act(m, r);
-      if (m.violations.length) return;
-      await previousReleaseDecides(m, r, this.requests, this.minutes, "the drained rollback", {
-        drained: true,
-      });
-    } finally {
-      drainingStanding = false;
-    }
-    if (m.violations.length) return;
-    await new RollForward().act(m, r);
-    await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
-  }
-}
-
-/**
  * A sparse key that stops calling: `count` requests in one isolate `gapMs` apart (its holder
  * asks for standing permits of the minutes to come), then a fault on the key's object's next
  * `returnLeases` (the holder's batched hand-back: of a minute's stock, or of the standing
@@ -1534,9 +1456,6 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
       .tuple(isolate, fc.integer({ min: 0, max: 14 }), fc.integer({ min: 1, max: 3 }))
       .map(([i, n, minutes]) => new RollbackWhileStanding(i, n, minutes)),
     fc
-      .tuple(isolate, fc.integer({ min: 0, max: 14 }), fc.integer({ min: 1, max: 2 }))
-      .map(([i, n, minutes]) => new DrainedRollback(i, n, minutes)),
-    fc
       .tuple(
         isolate,
         fc.integer({ min: 2, max: 4 }),
@@ -1571,7 +1490,6 @@ export {
   Advance,
   Arm,
   ChangeKey,
-  DrainedRollback,
   Evict,
   Latency,
   LostPushWhileStanding,
