@@ -264,7 +264,7 @@ describe("one lease holder", () => {
     const first = await stub.admit(policyWith(600, 10_000), { want: 20, returning: [] });
     expect(first.lease?.permits).toBe(20);
     expect((await stub.usage()).minute.count).toBe(21);
-    const returned = { id: first.lease!.id, unused: 20 };
+    const returned = { id: first.lease!.id, unused: 20, used: 0 };
     await stub.returnLease(returned);
     await stub.returnLease(returned);
     await stub.admit(policyWith(600, 10_000), { want: 0, returning: [returned] });
@@ -397,8 +397,8 @@ describe("renewing a lease ahead", () => {
     });
     expect(capped.granted?.permits).toBe(10);
     // A give-back credits every unused permit of the lease, all grants together, once.
-    await stub.returnLease({ id: leaseId, unused: 38 + 10 });
-    await stub.returnLease({ id: leaseId, unused: 38 + 10 });
+    await stub.returnLease({ id: leaseId, unused: 38 + 10, used: 12 });
+    await stub.returnLease({ id: leaseId, unused: 38 + 10, used: 12 });
     expect((await stub.usage()).minute.count).toBe(61 - 48);
   });
 

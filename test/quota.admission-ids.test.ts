@@ -296,7 +296,7 @@ describe("a retried or redirected admission is counted once", () => {
       expect((await object.usage()).minute.count).toBe(2);
       expect((await daysOf(object))[0]).toMatchObject({ admitted: 2, stranded: 0 });
       // The same report again (a hand-back delivered twice) changes nothing.
-      await object.returnLease({ id: "settled", unused: 0, admissionIds: ["second"] });
+      await object.returnLease({ id: "settled", unused: 0, used: 1, admissionIds: ["second"] });
       expect((await object.usage()).minute.count).toBe(2);
       expect((await daysOf(object))[0]).toMatchObject({ admitted: 2, stranded: 0 });
     });

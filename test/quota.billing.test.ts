@@ -63,9 +63,8 @@ describe("the usage history counts what was served", () => {
     time.now = NINE + MINUTE_MS + 100;
     const second = await stub.admit(POLICY, { want: 20, returning: [] });
     expect(second.lease?.permits).toBe(20);
-    // The first isolate served 3 requests from its lease (an isolate of an earlier release says
-    // only what is unused); the second served none.
-    await stub.returnLease({ id: first.lease!.id, unused: 17 });
+    // The first isolate served 3 requests from its lease; the second served none.
+    await stub.returnLease({ id: first.lease!.id, unused: 17, used: 3 });
     await stub.returnLease({ id: second.lease!.id, unused: 20, used: 0 });
     const [day] = await historyOf(stub);
     expect(day).toMatchObject({ admitted: 2 + 3, stranded: 0 });
@@ -318,8 +317,8 @@ describe("migrations", () => {
     await evictDurableObject(stub);
     expect((await historyOf(stub))[0]).toMatchObject({ admitted: 21, stranded: 0 });
     expect(await runInDurableObject(stub, (_, state) => schemaVersion(state.storage.sql))).toBe(10);
-    // Handed back by an isolate of the previous release: 5 served, 15 unused.
-    await stub.returnLease({ id: granted.id, unused: 15 });
+    // Handed back: 5 served, 15 unused.
+    await stub.returnLease({ id: granted.id, unused: 15, used: 5 });
     expect((await historyOf(stub))[0]).toMatchObject({ admitted: 1 + 5, stranded: 0 });
   });
 

@@ -26,7 +26,7 @@ describe("an admission asked again after its lease was handed back", () => {
     // The lease comes back whole with the next request: 1 + 1 counted.
     await stub.admit(roomy, {
       want: 0,
-      returning: [{ id: first.lease!.id, unused: 5 }],
+      returning: [{ id: first.lease!.id, unused: 5, used: 0 }],
       admissionId: "g2",
     });
     expect((await stub.usage()).minute.count).toBe(2);

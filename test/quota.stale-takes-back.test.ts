@@ -23,7 +23,7 @@ it("a `stale` answer still credits back the leases the request returned", async 
   expect((await stub.usage()).minute.count).toBe(1 + 5 + 1);
   const stale = await stub.admit(before, {
     want: 0,
-    returning: [{ id: first.lease!.id, unused: 5 }],
+    returning: [{ id: first.lease!.id, unused: 5, used: 0 }],
     admissionId: "c",
   });
   expect(stale.outcome).toBe("stale");

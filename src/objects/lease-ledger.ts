@@ -213,10 +213,7 @@ export class LeaseLedger {
   takeBack(usage: UsageState, returned: ReturnedLease): UsageState | null {
     const row = this.#row(returned.id);
     if (!row) return null;
-    const used = clampTo(
-      row.permits,
-      returned.used ?? row.permits - clampTo(row.permits, returned.unused),
-    );
+    const used = clampTo(row.permits, returned.used);
     this.#settle(row, used, 0);
     return givePermitsBack(usage, row, row.permits - used);
   }

@@ -151,7 +151,7 @@ export class HeldLeases {
     const granted = answer.standing ?? [];
     if (granted.length === 0) return false;
     if (changed) {
-      for (const g of granted) this.keepToReturn({ id: g.id, unused: g.permits });
+      for (const g of granted) this.keepToReturn({ id: g.id, unused: g.permits, used: 0 });
       return false;
     }
     this.standing.add(granted, policyVersion, answer.now, sentAt, clock.now());
@@ -186,13 +186,13 @@ export class HeldLeases {
    * per lease. A used-up lease goes back too: until it does, the object counts it as holding
    * permits (heldBound), and the usage history does not count its last requests as served.
    */
-  protected keepToReturn({ id, unused, used = 0, admissionIds = [] }: ReturnedLease): void {
+  protected keepToReturn({ id, unused, used, admissionIds = [] }: ReturnedLease): void {
     if (unused < 0) return;
     const known = this.unreturned.find((r) => r.id === id);
     if (!known) this.unreturned.push({ id, unused, used, ...idsOf(admissionIds) });
     else {
       known.unused += unused;
-      known.used = Math.max(known.used ?? 0, used);
+      known.used = Math.max(known.used, used);
       Object.assign(known, idsOf([...(known.admissionIds ?? []), ...admissionIds]));
     }
   }
@@ -211,7 +211,7 @@ export class HeldLeases {
   /** Keeps nothing of `answer`: its lease and standing permits go back. */
   protected keepNothing(answer: Renewal, sentAt: number): false {
     if (answer.granted)
-      this.keepToReturn({ id: answer.granted.id, unused: answer.granted.permits });
+      this.keepToReturn({ id: answer.granted.id, unused: answer.granted.permits, used: 0 });
     this.keepStanding(answer, answer.policyVersion, sentAt, true);
     return false;
   }
@@ -293,7 +293,7 @@ export class HeldLeases {
     // Not decided (the caller's copy of the key is stale): nothing counted, shown or remembered.
     if (decision.outcome === "stale") {
       this.retireStandingOlderThan(decision.policyVersion);
-      if (lease) this.keepToReturn({ id: lease.id, unused: lease.permits });
+      if (lease) this.keepToReturn({ id: lease.id, unused: lease.permits, used: 0 });
       return { decision, local: false, leaseGranted: false, renewal: null };
     }
     if (decision.outcome === "revoked") {
@@ -312,7 +312,7 @@ export class HeldLeases {
     const windows = this.standing.withOwnRoom(decision.windows);
     const changed = this.changes !== changes;
     const standing = this.keepStanding(admission, decision.policyVersion, sentAt, changed);
-    if (lease && changed) this.keepToReturn({ id: lease.id, unused: lease.permits });
+    if (lease && changed) this.keepToReturn({ id: lease.id, unused: lease.permits, used: 0 });
     else if (lease)
       this.lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt), {
         withStanding: standing,

@@ -5,8 +5,8 @@ import type { KeyDecision, WindowStatus } from "./windows";
 export interface ReturnedLease {
   id: string;
   unused: number;
-  /** Requests admitted from the lease (without it, an earlier release's: permits less `unused`). */
-  used?: number;
+  /** Requests admitted from the lease: what the usage history counts of it. */
+  used: number;
   /**
    * The admission ids of the requests a location holder's stock admitted that no report has
    * carried yet: an answer lost on its way from the holder makes the isolate ask the key's object
