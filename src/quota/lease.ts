@@ -109,38 +109,26 @@ export function permitsToLease(
 }
 
 /**
- * An isolate renews its own lease ahead of its expiry by what its renewals of the key take (see
- * `renewsNow`): RENEW_AHEAD_MARGIN times the slowest of its last RENEWALS_TIMED renewals (sent
- * to answered), so a renewal taking twice as long as the slowest of them is still back before
- * the lease ends, and the lease serves as long as that allows (with the key's object 100 ms
- * away, a renewal about every 1.6 s per isolate, where a fixed 400 ms renewed every 1.4 s).
+ * An isolate renews its own lease ahead of its expiry (see `renewsNow`) by RENEW_AHEAD_MARGIN ×
+ * the slowest of its last RENEWALS_TIMED renewals (sent to answered): back in time even if twice
+ * as slow, and each lease serves as long as that allows (with the key's object 100 ms away, a
+ * renewal about every 1.6 s). At least RENEW_AHEAD_MIN_MS (a pause of the isolate, an object's
+ * cold start); at most half the lease's life, also until a renewal is answered: never sooner than
+ * a lease used at its sized rate (once half used), and in time for an object ~440 ms away.
  */
 export const RENEW_AHEAD_MARGIN = 2;
 export const RENEWALS_TIMED = 4;
-/**
- * At least this long ahead: an object in the isolate's own location answers in a few ms, but a
- * pause of the isolate or the object's cold start takes longer.
- */
 export const RENEW_AHEAD_MIN_MS = 100;
-/**
- * At most half the lease's life, which is also how far ahead it is renewed before any renewal
- * was answered: never sooner than a lease used at the rate it was sized for (once half used), and
- * still in time for an object ~440 ms away.
- */
 export const RENEW_AHEAD_MAX_MS = ISOLATE_LEASE_MS / 2;
 
-/**
- * How long ahead of its expiry a holder renews its lease: `fixedMs` (a location holder's stock),
- * else sized to the round trips of its renewals (RENEW_AHEAD_MARGIN and its bounds).
- */
+/** How long ahead a holder renews: `fixedMs` (a location holder's stock), else by its renewals. */
 export class RenewAhead {
   readonly #roundTrips: number[] = [];
   constructor(readonly fixedMs: number | null = null) {}
 
   /** Notes a renewal answered `ms` after it was sent. */
   answered(ms: number): void {
-    this.#roundTrips.push(ms);
-    if (this.#roundTrips.length > RENEWALS_TIMED) this.#roundTrips.shift();
+    if (this.#roundTrips.push(ms) > RENEWALS_TIMED) this.#roundTrips.shift();
   }
 
   get ms(): number {
