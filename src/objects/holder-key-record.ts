@@ -7,10 +7,9 @@ import { CHANGE_APPLIES_WITHIN_MS, STOCK_LEASE_MS } from "../quota/lease";
 export const HELD_KEY_MAX_AGE_MS = KEY_RECORD_MAX_AGE_MS;
 
 /**
- * A holder reads its copy of the key again ahead of the key's next request (in the background,
- * see QuotaHolder) when, by the time that request is expected (its last gap here from now), the
- * copy would be at least this old: a key calling every 10 s to every minute then finds a copy
- * young enough at every request, and none of its requests waits for D1 at the holder.
+ * A holder reads its copy of the key again in the background when, by the key's next request
+ * (its last gap here from now), the copy would be at least this old: a key calling every 10 s to
+ * every minute then never waits for D1 at the holder.
  */
 export const HELD_KEY_READ_AHEAD_AGE_MS = HELD_KEY_MAX_AGE_MS - 5_000;
 
@@ -35,24 +34,18 @@ export const HELD_KEY_READ_AHEAD_GAP_MAX_MS = 2 * MINUTE_MS;
 export const REFUSING_COPY_TRUSTED_MS = CHANGE_APPLIES_WITHIN_MS / 2;
 
 /**
- * A location holder's copy of its key's record, and which of the key's secrets (by SHA-256 hash)
- * it has met: read from D1 in the holder's own location when a secret is met first, then used
- * for at most HELD_KEY_MAX_AGE_MS; what keeps it current within that is the key's object (see
- * QuotaHolder.authenticateAndAdmit). A request the holder does not decide (GET /v1/usage) uses
- * the copy only while it is vouched for: read, or confirmed by the key's object, within
- * STOCK_LEASE_MS.
+ * A location holder's copy of its key's record, and which of its secrets (by SHA-256 hash) it has
+ * met: kept current by the key's object (QuotaHolder.authenticateAndAdmit) for at most
+ * HELD_KEY_MAX_AGE_MS. A request the holder does not decide uses it only while vouched for.
  */
 export class HeldKeyRecord {
   #record: KeyRecord | null = null;
-  /** The key's secrets met so far: hash → which of the key's secrets it is. */
   readonly #secrets = new Map<string, KeyMatch["secret"]>();
   /** Until when the copy counts as current without asking anyone (see `vouch`). */
   #vouchedUntil = 0;
-  /** When the copy was last read from D1 (used until HELD_KEY_MAX_AGE_MS after). */
   #readAt = 0;
   /** The hash of the secret last read (kept by `forget`): what a read ahead reads the key by. */
   #lastHash: string | null = null;
-  /** When the key's last request arrived at the holder (null: none yet). */
   #lastArrival: number | null = null;
   /** When the copy is next read ahead (0: no read ahead is due). */
   #readAheadAt = 0;

@@ -30,13 +30,11 @@ export const RESTORED_STANDING_MARGIN_MS = 1_000;
 const STANDING_ALARM_SLACK_MS = 1_000;
 
 /**
- * A location holder's standing permits kept in its own storage (QuotaHolder), so that a holder
- * evicted from memory between a sparse key's requests (Durable Objects are, after 70–140 s with
- * no request) still answers the next one from them. Written as each permit is granted, taken or
- * reported (StandingStock.onChange): synchronously, before the answer or call that follows
- * leaves the object, so a permit is never used twice, nor held again once reported. An alarm
- * just after the last permit's minute hands them back if the holder is not in memory then (the
- * holder's own hand-back, when it runs, leaves none held and deletes the alarm).
+ * A location holder's standing permits kept in its own storage, so that a holder evicted between
+ * a sparse key's requests still answers the next one from them. Written synchronously as each
+ * permit is granted, taken or reported, before the answer or call that follows leaves, so a
+ * permit is never used twice, nor held again once reported. An alarm after the last permit's
+ * minute hands them back if the holder is not in memory then.
  */
 export class HolderStandingMemory {
   readonly #storage: DurableObjectStorage;

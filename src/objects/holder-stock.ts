@@ -13,12 +13,10 @@ import type { HolderAnswer } from "./quota-holder";
 import { callWithOneRetry, isOverloaded, persistentFailureOf } from "./stub-call";
 
 /**
- * A location holder's stock of its key's permits (QuotaHolder, objects/quota-holder.ts): decides
- * requests from it or forwards them to the key's object, keeps it topped up in the background
- * while the key is used here (renewals, the refill as each minute begins, standing permits for
- * the minutes to come), and hands it back. Its standing permits, and the holder's copy of the key
- * (`keyRecord`), are kept in the holder's storage across an eviction (HolderStandingMemory); the rest lives in memory only, and permits lost with
- * it stay counted (within heldBound, see docs/quotas.md).
+ * A location holder's stock of its key's permits: decides requests from it or forwards them to
+ * the key's object, keeps it topped up in the background while the key is used here, and hands it
+ * back. Its standing permits and the holder's copy of the key are kept in storage across an
+ * eviction (HolderStandingMemory); permits lost with the rest stay counted (docs/quotas.md).
  */
 export class LocationStock {
   readonly #leases = new LeaseHolder({ stock: QUIET_STOCK });
@@ -139,12 +137,10 @@ export class LocationStock {
   }
 
   /**
-   * Forwards a call of an isolate in this location that asks the key's object for a lease of its
-   * own (or hands one back), handing this holder's stock back in the same call (with what it
-   * served from it). So in one location the key's permits are held by one tier at a time, and the
-   * object's remaining, shown in the isolate's X-RateLimit-Remaining, is exact for the location
-   * (docs/quotas.md). Throws what the call throws (the isolate then asks the object itself); the
-   * stock not handed back goes with this holder's next call.
+   * Forwards an isolate's call for a lease of its own, handing this holder's stock back in the
+   * same call: in one location the key's permits are held by one tier at a time, so the
+   * isolate's X-RateLimit-Remaining is exact for the location. The stock not handed back (the
+   * call threw) goes with this holder's next call.
    */
   async forIsolate(
     keyId: string,

@@ -111,13 +111,9 @@ export class LeaseLedger {
   }
 
   /**
-   * The location holders to ask to share the bound with location holder `grantee`, which asked
-   * for `want` on top of its `holding` and got `granted`: only when that is less than a quiet
-   * stock because other location holders hold the rest of heldBound (with no other lease out,
-   * the windows had room for it), those whose leases of this minute hold more than QUIET_STOCK
-   * and live longer than a short stock from `now` (a stock for the minute sized while they were
-   * the key's only holder; a short one is back within STOCK_BACK_WITHIN_MS anyway). Each keeps a
-   * shared stock (askToShare in stock-sharing.ts) and `grantee` gets its own. Once a minute per
+   * When location holder `grantee` got less than a quiet stock only because others hold the rest
+   * of heldBound: those whose leases of this minute hold more than QUIET_STOCK and outlive a short
+   * stock are asked to keep a shared one (askToShare in stock-sharing.ts). Once a minute per
    * `grantee`.
    */
   #noteSharing(

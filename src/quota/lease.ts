@@ -165,25 +165,17 @@ export interface LeaseInUse {
 }
 
 /**
- * Whether an isolate renews its lease now, in the background, while it still admits from it:
- * once half of the last grant (or of a location holder's `stock`, if more) is used (what is left
- * then lasts ~half a lease lifetime at the key's rate, far longer than a round trip to the
- * object), or `aheadMs` before the lease expires (see RenewAhead; a location holder's stock:
- * STOCK_RENEW_AHEAD_MS), unless it ends with its minute window (a renewal could not outlive it);
- * never in the minute's last MINUTE_TAIL_MS, so a lease that would expire in that tail (more than
- * `aheadMs` before the minute's end) is renewed that long before the tail begins instead: the
- * renewal extends it to the minute's end, rather than the key's requests in the minute's last
- * second each asking for a decision. Renewing ahead is what keeps a busy key's requests
- * from waiting for the object at all: they wait only when the lease runs out before the renewal
- * is back. Only a request sends an isolate's renewal, so the one whose successor, at the key's
- * last gap (`gapMs`), would come after the renewal is due sends it: a key slowing to about two
- * requests a second does not let its lease lapse for want of a request in its last `aheadMs`.
+ * Whether a holder renews its lease now, in the background, while it still admits from it: once
+ * half of the last grant (or of `stock`, if more) is used, or `aheadMs` before the lease expires
+ * (see RenewAhead), unless it ends with its minute window; never in the minute's last
+ * MINUTE_TAIL_MS, so a lease that would expire in that tail is renewed before it instead, to the
+ * minute's end. Only a request sends an isolate's renewal, so the one whose successor (at the
+ * key's last gap `gapMs`) would come after the renewal is due sends it. Renewing ahead is what
+ * keeps a busy key's requests from waiting for the object at all.
  *
- * A stock for the minute (a key far from its limits, in a location where its requests come
- * seconds apart) is renewed only once used up, right after the request that used its last
- * permit, and only if the key's last gap there (`gapMs`) fits in what is left of the minute
- * (else the minute's refill serves its next request): the renewal is back long before that next
- * request, and the key's object gets one call per stock rather than one per request.
+ * A stock for the minute is renewed only once used up, and only if the key's last gap there fits
+ * in what is left of the minute (else the minute's refill serves its next request): one call per
+ * stock rather than one per request.
  */
 export function renewsNow(
   lease: LeaseInUse,
