@@ -119,10 +119,9 @@ async function decidedOrThrow(
 }
 
 /**
- * Every /v1 request is decided before it is answered: the decision becomes rate-limit headers or
- * the refusal's error, a missing one the fail-open answer (docs/quotas.md). Reads by a key with
- * room left run alongside the decision (a read changes nothing stored, and the answer still
- * waits for it): the hops overlap. A refused read's work is discarded.
+ * Every /v1 request is decided before it is answered (docs/quotas.md). Reads by a key with room
+ * left run alongside the decision (a read changes nothing stored, and the answer still waits for
+ * it); a refused read's work is discarded.
  */
 export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
   createMiddleware<QuotaEnv>(async (c, next) => {

@@ -9,14 +9,10 @@ import { callWithOneRetry, isOverloaded } from "./stub-call";
 const countedHere = new ExpiringMap<string, UsageState>(10_000);
 
 /**
- * Counts one request in the AuthShield object `shieldName` against `limit` per minute (this is
- * the only code that calls a shield's stub) and returns its decision: a client's failed
- * authentications, or a key's usage reads. When the shield does not answer, the limit still holds:
- * - overloaded: the client's own requests flood it, so the client is refused until its minute
- *   window ends (never let through, or flooding would switch the shield off);
- * - unreachable (an outage): this isolate counts the requests itself, with the same rule and
- *   limit, so a client gets at most that many per isolate and minute, while the answers go on
- *   (an outage of the shield must not lock every client out).
+ * Counts one request in the AuthShield object `shieldName` against `limit` per minute. When the
+ * shield does not answer, the limit still holds: overloaded (the client's own flood), refused
+ * until its minute ends, or flooding would switch the shield off; unreachable, counted in this
+ * isolate, as an outage of the shield must not lock every client out.
  */
 export async function countInShield(
   namespace: DurableObjectNamespace<AuthShield>,

@@ -3,10 +3,8 @@ import { QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import type { ObjectSchema } from "./schema-migrations";
 
 /**
- * What this release reads and writes of each Durable Object's stored schema, for the
- * compatibility manifest (compat/release.json) that the rollback and deploy scripts check: a
- * rollback from release C to release T is safe only when, for every object,
- * `C.writes <= T.readsThrough`. See docs/architecture.md ("Where a change goes").
+ * What this release reads and writes of each Durable Object's stored schema, for
+ * compat/release.json: a rollback from C to T is safe only when `C.writes <= T.readsThrough`.
  */
 export interface ObjectSchemaRecord {
   /** The contract version (`schema_version.version`) this release stores; additions leave it. */

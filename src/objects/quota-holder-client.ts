@@ -115,10 +115,9 @@ export class HolderWithoutDecision extends Error {
 }
 
 /**
- * A request an isolate cannot decide from a lease of its own: decided by the key's holder in
- * `location`. A call for a lease (or a hand-back) goes through the holder, which hands its stock
- * back in the same call, so the location's permits are held by one tier at a time. Null when the
- * holder cannot be reached (the key's object then decides); no decision: HolderWithoutDecision.
+ * A request decided by the key's holder in `location`. A call for a lease goes through the
+ * holder, which hands its stock back in the same call, so the location's permits are held by one
+ * tier at a time. Null: the holder was not reached (the key's object decides).
  */
 export async function admitInLocation(
   location: RequestLocation,

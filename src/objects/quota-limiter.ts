@@ -78,8 +78,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
     this.#usage = this.#usageTable.load();
     this.#policy.load();
-    // What it holds for later has an alarm, unless setting it failed before the object was
-    // evicted: then it gets one now, and the alarm re-arms for what is not due.
+    // Setting the alarm may have failed before an eviction: one now, and it re-arms for the rest.
     if (holdsWorkForLater(ctx.storage.sql) && (await ctx.storage.getAlarm()) === null)
       await ctx.storage.setAlarm(clock.now());
   }
