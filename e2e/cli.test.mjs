@@ -35,6 +35,30 @@ describe("npm run keys -- create --key-only", () => {
     assert.equal(res.status, 200);
   });
 
+  it("sends --meta as written: a member name given twice is the API's 400, not the last value kept", () => {
+    const run = spawnSync(
+      process.execPath,
+      [
+        "scripts/keys.mjs",
+        "create",
+        "--name",
+        "cli-meta",
+        "--plan",
+        "free",
+        "--meta",
+        '{"crm":"A-1","crm":"B-2"}',
+        "--json",
+        "--url",
+        server.api.url,
+        "--token",
+        server.api.adminToken,
+      ],
+      { cwd: ROOT, encoding: "utf8" },
+    );
+    assert.equal(run.status, 1, run.stdout);
+    assert.match(run.stderr, /meta: member \\"crm\\" is given more than once/);
+  });
+
   it("refuses --key-only for other commands", () => {
     const run = spawnSync(
       process.execPath,

@@ -163,14 +163,33 @@ const limits = () =>
     : undefined;
 /** "none" clears a field (null); anything else is sent as given. */
 const orNone = (value) => (value === "none" ? null : value);
+/** Marks JSON text that goes into a request body as written (see `bodyText`). */
+const AS_WRITTEN = Symbol("JSON as written");
+/**
+ * `--meta` as written: checked to be JSON here, and sent as the text given, so that the API
+ * judges what was typed (JSON.parse would keep the last of two members of one name, which the
+ * API refuses).
+ */
 function jsonObject(name) {
   const text = values[name];
   if (text === undefined || text === "none") return text === "none" ? null : undefined;
   try {
-    return JSON.parse(text);
+    JSON.parse(text);
   } catch {
     return fail(`--${name} must be JSON, e.g. '{"crm":"X-1"}'.`);
   }
+  return { [AS_WRITTEN]: text };
+}
+/** A request body as JSON text, with the values `jsonObject` returned spliced in as written. */
+function bodyText(body) {
+  /** @type {string[]} */
+  const written = [];
+  const text = JSON.stringify(body, (_, value) =>
+    value !== null && typeof value === "object" && AS_WRITTEN in value
+      ? `\u0000${written.push(value[AS_WRITTEN]) - 1}\u0000`
+      : value,
+  );
+  return text.replace(/"\\u0000(\d+)\\u0000"/g, (_, i) => written[Number(i)]);
 }
 const key = () => `/admin/v1/keys/${encodeURIComponent(keyId())}`;
 const webhook = () =>
@@ -309,7 +328,7 @@ try {
       ...(body ? { "Content-Type": "application/json" } : {}),
       ...(values.csv ? { Accept: "text/csv" } : {}),
     },
-    body: body ? JSON.stringify(body) : undefined,
+    body: body ? bodyText(body) : undefined,
   });
 } catch (err) {
   const failure = /** @type {Error & { cause?: { code?: string } }} */ (err);
