@@ -122,8 +122,8 @@ export class QuotaLimiter extends DurableObject<Env> {
       // Holders admit from their stock and standing permits without asking: they stop now.
       this.ctx.waitUntil(this.#tellHolders());
     }
-    // A lease's permits are counted in the history only as reported used (lease-ledger.ts). The
-    // windows' day, which a clock stepping back does not leave.
+    // Counted in the windows' day, which a clock stepping back does not leave. A lease's permits
+    // are counted in the history only as reported used (lease-ledger.ts).
     this.#history.count(decision.outcome, state.dayStart, 1);
     return this.#answered<Admission>({ ...decision, ...lent }, state, now, id);
   }
