@@ -30,24 +30,31 @@ function world() {
   return { net, setup: modelSetup(net, time, T0 + 5_000) };
 }
 
+type ModelRun = ReturnType<ReturnType<typeof modelSetup>>;
+
+/** Runs `commands` once in a fresh world and gives back the model and the real side it ran on. */
+async function runInWorld(commands: Parameters<typeof fc.asyncModelRun>[1]): Promise<ModelRun> {
+  const { setup } = world();
+  let ran: ModelRun | null = null;
+  await fc.asyncModelRun(() => {
+    ran = setup();
+    return ran;
+  }, commands);
+  return ran!;
+}
+
 describe("the quota model's network", () => {
   it("heals a run whose released call is answered into a held answer, and bills it", {
     timeout: 60_000,
   }, async () => {
-    const { setup } = world();
-    let ran: ReturnType<ReturnType<typeof modelSetup>> | null = null;
     // A holder's admit whose answer is to be held waits for its own call to the key's object,
     // held before it arrives: the heal releases that call, and only then is the holder's answer
     // held (its fault fired before the heal).
-    await fc.asyncModelRun(() => {
-      ran = setup();
-      return ran;
-    }, [
+    const { model, real } = await runInWorld([
       new Arm("object", "admit", "holdCall"),
       new Arm("holder", "admit", "holdAnswer"),
       new Request(2, 1),
     ]);
-    const { model, real } = ran!;
     expect(real.net.held.map((h) => h.label)).toEqual([
       expect.stringMatching(/^call object model_\d+_\d+\.admit$/),
     ]);
@@ -60,13 +67,12 @@ describe("the quota model's network", () => {
   it("delivers a call between a location and the key's object after its round trip of fake time, and at once when the network heals", {
     timeout: 60_000,
   }, async () => {
-    const { setup } = world();
-    let ran: ReturnType<ReturnType<typeof modelSetup>> | null = null;
-    await fc.asyncModelRun(() => {
-      ran = setup();
-      return ran;
-    }, [new Latency(0, 600), new Latency(1, 600), new OneAtATime(0, 1, 10), new Request(2, 1)]);
-    const { model, real } = ran!;
+    const { model, real } = await runInWorld([
+      new Latency(0, 600),
+      new Latency(1, 600),
+      new OneAtATime(0, 1, 10),
+      new Request(2, 1),
+    ]);
     // One at a time waits for its answer: the holder's call to the key's object, there and back.
     expect(model.trueNow - (T0 + 5_000)).toBe(600);
     expect(model.violations).toEqual([]);

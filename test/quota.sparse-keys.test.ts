@@ -44,6 +44,21 @@ const usageOf = (keyId: string) => env.QUOTA.getByName(keyId).usage();
 const fromStock = (a: HolderAnswer) => a.reached && a.fromStock;
 const allowed = (a: HolderAnswer) => a.reached && a.decision.outcome === "allowed";
 
+/** A request of `key` in AMS from an isolate whose record of the key is gone (30 s old). */
+const fromColdIsolate = (id: string, key: string) => {
+  forgetKey(id);
+  return callWith(
+    {},
+    new Request(`${BASE}/v1/pets?limit=1`, {
+      headers: auth(key, { "CF-Connecting-IP": `203.0.113.${++seq % 250}` }),
+      cf: { colo: "AMS" },
+    } as RequestInit),
+  );
+};
+/** D1 no longer finds the key by its secret (a read now answers 401), or finds it again. */
+const hideSecret = (id: string, hash: string) =>
+  env.DB.prepare("UPDATE api_keys SET key_hash = ?2 WHERE id = ?1").bind(id, hash).run();
+
 describe("a sparse key in one location", () => {
   it.each([
     [10_000, 30],
@@ -200,21 +215,6 @@ describe("a change to a sparse key", () => {
 });
 
 describe("a sparse key's record at its location holder", () => {
-  /** A request of `key` in AMS from an isolate whose record of the key is gone (30 s old). */
-  const fromColdIsolate = (id: string, key: string) => {
-    forgetKey(id);
-    return callWith(
-      {},
-      new Request(`${BASE}/v1/pets?limit=1`, {
-        headers: auth(key, { "CF-Connecting-IP": `203.0.113.${++seq % 250}` }),
-        cf: { colo: "AMS" },
-      } as RequestInit),
-    );
-  };
-  /** D1 no longer finds the key by its secret (a read now answers 401), or finds it again. */
-  const hideSecret = (id: string, hash: string) =>
-    env.DB.prepare("UPDATE api_keys SET key_hash = ?2 WHERE id = ?1").bind(id, hash).run();
-
   it("is read ahead of the key's next request: a request a minute after the last, from a cold isolate, waits for no D1 read", async () => {
     const { id, key } = await issueKey("free");
     const hash = await sha256Hex(key);
@@ -261,18 +261,6 @@ describe("a sparse key's record at its location holder", () => {
 });
 
 describe("a key calling every 5 minutes, its holder evicted between its requests", () => {
-  const fromColdIsolate = (id: string, key: string) => {
-    forgetKey(id);
-    return callWith(
-      {},
-      new Request(`${BASE}/v1/pets?limit=1`, {
-        headers: auth(key, { "CF-Connecting-IP": `203.0.113.${++seq % 250}` }),
-        cf: { colo: "AMS" },
-      } as RequestInit),
-    );
-  };
-  const hideSecret = (id: string, hash: string) =>
-    env.DB.prepare("UPDATE api_keys SET key_hash = ?2 WHERE id = ?1").bind(id, hash).run();
   /** Evicts the key's holder, with the background work it had scheduled. */
   async function evictHolder(id: string) {
     await holderOf(id, "AMS").unusedPermits();
