@@ -2,45 +2,34 @@
 // whose faults leave something held when it ends, and a step that never finishes. A model run
 // that stops making progress fails with what it waits for (a counterexample fast-check shrinks
 // and replays), never hangs the test until its timeout.
-import fc from "fast-check";
+import type fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import {
   Advance,
   Arm,
   ChangeKey,
-  installModelWorld,
-  installObjectClocks,
+  FREE_PLAN,
   Latency,
-  modelSetup,
+  type ModelRun,
+  modelWorld,
   OneAtATime,
   PLANS,
+  type QuotaModel,
+  type QuotaReal,
   Request,
+  runCommands,
   settleAndBill,
-  useTime,
   violationsOfCommands,
 } from "./model/quota-model";
 
 const time = mockClock(T0);
 
-function world() {
-  const net = installModelWorld(time);
-  installObjectClocks(net);
-  useTime(time);
-  return { net, setup: modelSetup(net, time, T0 + 5_000) };
-}
-
-type ModelRun = ReturnType<ReturnType<typeof modelSetup>>;
-
-/** Runs `commands` once in a fresh world and gives back the model and the real side it ran on. */
-async function runInWorld(commands: Parameters<typeof fc.asyncModelRun>[1]): Promise<ModelRun> {
-  const { setup } = world();
-  let ran: ModelRun | null = null;
-  await fc.asyncModelRun(() => {
-    ran = setup();
-    return ran;
-  }, commands);
-  return ran!;
+/** Runs `commands` once in a fresh world (the free plan): the model and real side it ran on. */
+async function runInWorld(commands: fc.AsyncCommand<QuotaModel, QuotaReal>[]): Promise<ModelRun> {
+  const { ran, thrown } = await runCommands(time, T0 + 5_000, FREE_PLAN, commands);
+  if (thrown) throw thrown;
+  return ran;
 }
 
 describe("the quota model's network", () => {
@@ -110,7 +99,7 @@ describe("the quota model's network", () => {
   it("fails a step that never finishes, naming the calls held and not answered", {
     timeout: 30_000,
   }, async () => {
-    const { net, setup } = world();
+    const { net, setup } = modelWorld(time, T0 + 5_000);
     const { real } = setup();
     const holder = real.isolates[2]!;
     net.armed.push({ tier: "holder", method: "admit", fault: "holdCall" });

@@ -2,30 +2,15 @@
 // a key used alone in one location (its stock for the minute sized to the whole bound), then in
 // another, with the restock pushes and the refills they start delivered, lost, held or repeated;
 // the model's invariants checked after every command and the bill at the end.
-import type fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import type { Fault } from "./model/network";
-import {
-  Advance,
-  Arm,
-  NewLocation,
-  PLANS,
-  type QuotaModel,
-  type QuotaReal,
-  Release,
-  violationsOfCommands,
-} from "./model/quota-model";
+import { Advance, Arm, fixedListRunner, NewLocation, PLANS, Release } from "./model/quota-model";
 
 const time = mockClock(T0);
 
 /** Runs `commands` on a key of `PLANS[plan]`, heals and bills: the invariants broken, if any. */
-function violationsOf(
-  plan: number,
-  commands: fc.AsyncCommand<QuotaModel, QuotaReal>[],
-): Promise<string[]> {
-  return violationsOfCommands(time, T0 + 5_000, plan, commands);
-}
+const violationsOf = fixedListRunner(time, T0 + 5_000);
 
 const FREE = PLANS.findIndex((p) => p.perMinute === 60 && p.perDay === 200);
 

@@ -11,13 +11,10 @@ import { describe, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import { checkModelOrFail, modelRunOf } from "./model/model-run";
 import {
-  installModelWorld,
-  installObjectClocks,
-  modelSetup,
+  modelWorld,
   runScheduledRounds,
   scheduledRounds,
   settleAndBill,
-  useTime,
 } from "./model/quota-model";
 
 /** CI's budget: this many runs from this seed, and never more than this long. */
@@ -32,10 +29,7 @@ const parameters = () => modelRunOf({ runs: CI_RUNS, seed: CI_SEED });
 describe("the quota protocol under fc.scheduler (every call and answer between the tiers in an order it picks)", () => {
   it("keeps every invariant over concurrent rounds", { timeout: 600_000 }, async () => {
     const run = parameters();
-    const net = installModelWorld(time);
-    installObjectClocks(net);
-    useTime(time);
-    const setup = modelSetup(net, time, T0 + 5_000);
+    const { setup } = modelWorld(time, T0 + 5_000);
     const property = fc.asyncProperty(fc.scheduler(), scheduledRounds(), async (s, rounds) => {
       const { model, real } = setup();
       await runScheduledRounds(s, model, real, rounds);

@@ -1,32 +1,24 @@
 // Standing permits in the quota model (test/model/quota-model.ts): the shrunk counterexamples the
 // model found, kept as fixed command lists so each runs in every test run with the model's
 // invariants checked after every command and the bill at the end.
-import type fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import {
   Advance,
   ChangeKey,
   Evict,
+  fixedListRunner,
   OneAtATime,
   PLANS,
-  type QuotaModel,
-  type QuotaReal,
   RollbackWhileStanding,
   SecondLocation,
   StopsCalling,
-  violationsOfCommands,
 } from "./model/quota-model";
 
 const time = mockClock(T0);
 
 /** Runs `commands` on a key of `PLANS[plan]`, heals and bills: the invariants broken, if any. */
-function violationsOf(
-  plan: number,
-  commands: fc.AsyncCommand<QuotaModel, QuotaReal>[],
-): Promise<string[]> {
-  return violationsOfCommands(time, T0 + 5_000, plan, commands);
-}
+const violationsOf = fixedListRunner(time, T0 + 5_000);
 
 const DAY_BINDS = PLANS.findIndex((p) => p.perMinute === 60 && p.perDay === 100);
 

@@ -13,15 +13,7 @@ import { describe, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import { WINDOWS_ONLY_MOVE_FORWARD } from "./model/flags";
 import { checkModelOrFail, modelRunOf } from "./model/model-run";
-import {
-  installModelWorld,
-  installObjectClocks,
-  modelSetup,
-  PLANS,
-  quotaCommands,
-  settleAndBill,
-  useTime,
-} from "./model/quota-model";
+import { modelWorld, PLANS, quotaCommands, settleAndBill } from "./model/quota-model";
 
 /** CI's budget: this many runs from this seed, and never more than this long. */
 const CI_RUNS = 40;
@@ -36,10 +28,7 @@ describe("the quota protocol as a model (fast-check commands against the real ti
   it("keeps every invariant over random command lists", { timeout: 600_000 }, async () => {
     const run = parameters();
     const { replayPath } = run;
-    const net = installModelWorld(time);
-    installObjectClocks(net);
-    useTime(time);
-    const setup = modelSetup(net, time, T0 + 5_000);
+    const { setup } = modelWorld(time, T0 + 5_000);
     const property = fc.asyncProperty(
       // The key's plan at the start (an index in PLANS).
       fc.nat({ max: PLANS.length - 1 }),

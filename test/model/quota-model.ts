@@ -49,7 +49,7 @@ export const PLANS = [
   { perMinute: 60, perDay: 200 },
   { perMinute: 120, perDay: 400 },
 ];
-const FREE_PLAN = 2;
+export const FREE_PLAN = 2;
 
 // ------------------------------------------------------------------ clocks
 /** Whose clock a piece of code reads: the key's object's is the reference; others may be skewed. */
@@ -1269,6 +1269,43 @@ export interface ScheduledRound {
 }
 
 /**
+ * A fresh model world: the network installed over the real tiers, the objects' clocks and time
+ * mocked; `setup(plan)` starts a run on a new key at `start`.
+ */
+export function modelWorld(time: { now: number }, start: number) {
+  const net = installModelWorld(time);
+  installObjectClocks(net);
+  useTime(time);
+  return { net, setup: modelSetup(net, time, start) };
+}
+
+export type ModelRun = ReturnType<ReturnType<typeof modelSetup>>;
+
+/**
+ * Runs a fixed command list once on a key of `PLANS[plan]` in a fresh world from `start`: the
+ * model and real side it ran on, and what the run threw (null if nothing).
+ */
+export async function runCommands(
+  time: { now: number },
+  start: number,
+  plan: number,
+  commands: fc.AsyncCommand<QuotaModel, QuotaReal>[],
+): Promise<{ ran: ModelRun; thrown: unknown }> {
+  const { setup } = modelWorld(time, start);
+  let ran: ModelRun | null = null;
+  const thrown = await fc
+    .asyncModelRun(() => {
+      ran = setup(plan);
+      return ran;
+    }, commands)
+    .then(
+      () => null,
+      (err: unknown) => err ?? new Error("the run threw nothing"),
+    );
+  return { ran: ran!, thrown };
+}
+
+/**
  * Runs a fixed command list on a key of `PLANS[plan]`, starting at `start`, then heals and bills:
  * the invariants the model found broken. A failed command only ends the run early; what it broke
  * is in the violations.
@@ -1279,20 +1316,15 @@ export async function violationsOfCommands(
   plan: number,
   commands: fc.AsyncCommand<QuotaModel, QuotaReal>[],
 ): Promise<string[]> {
-  const net = installModelWorld(time);
-  installObjectClocks(net);
-  useTime(time);
-  const setup = modelSetup(net, time, start);
-  let world: ReturnType<typeof setup> | null = null;
-  await fc
-    .asyncModelRun(() => {
-      world = setup(plan);
-      return world;
-    }, commands)
-    .catch(() => undefined);
-  const { model, real } = world!;
+  const { model, real } = (await runCommands(time, start, plan, commands)).ran;
   await settleAndBill(model, real);
   return model.violations;
+}
+
+/** `violationsOfCommands` for the fixed lists of one test file: its clock, its runs' start. */
+export function fixedListRunner(time: { now: number }, start: number) {
+  return (plan: number, commands: fc.AsyncCommand<QuotaModel, QuotaReal>[]) =>
+    violationsOfCommands(time, start, plan, commands);
 }
 
 /**
