@@ -10,4 +10,3 @@ export const WINDOWS_ONLY_MOVE_FORWARD = true;
 
 /** Item 6: X-RateLimit-Remaining is exact in one location, and within heldBound below across them. */
 export const REMAINING_EXACT = true;
-

@@ -24,11 +24,7 @@ import type { HolderDecision } from "../../src/quota/lease-in-hand";
 import { admissionIdLive, newAdmissionId } from "../../src/quota/lease-messages";
 import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../../src/quota/standing";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
-import {
-  ADMISSIONS_COUNTED_ONCE,
-  REMAINING_EXACT,
-  WINDOWS_ONLY_MOVE_FORWARD,
-} from "./flags";
+import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 import { type Deployed, openAndDecideAsPrevious } from "./previous-release";
 
