@@ -1,8 +1,8 @@
 import { MINUTE_MS } from "../lib/clock";
-import { heldBound, stockLivesTheMinute } from "../quota/lease";
+import { heldBound, MINUTE_STOCK_ROOM_SHARE } from "../quota/lease";
 import type { Lease, StandingPermit } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
-import { standingMinutesFrom } from "../quota/standing";
+import { STANDING_MINUTES, standingMinutesFrom } from "../quota/standing";
 import { type UsageState, type WindowStatus, windowsOf } from "../quota/windows";
 import { insertLease, type LeaseAsk, type LeaseLedger } from "./lease-ledger";
 
@@ -23,14 +23,14 @@ export class StandingLedger {
 
   /**
    * What an admitted request or a renewal lends: the lease asked for (LeaseLedger.lend), then
-   * `ask.standing` in each minute to come `grantee` does not hold yet, while the key stays far
-   * from both limits after them all and each minute's leases stay within heldBound.
+   * `ask.standing` in each of the `ask.standingMinutes` minutes to come (standingMinutesFrom)
+   * `grantee` does not hold yet, as many as the bounds below allow.
    */
   lend(
     counted: UsageState,
     windows: WindowStatus[],
     limits: Limits,
-    ask: LeaseAsk & { standing?: number },
+    ask: LeaseAsk & { standing?: number; standingMinutes?: number },
     now: number,
     grantee: string | null,
   ): { state: UsageState; lease: Lease | null; standing?: StandingPermit[] } {
@@ -53,11 +53,21 @@ export class StandingLedger {
         .map((r) => r.minuteStart),
     );
     const bound = heldBound(limits);
-    const minutes = standingMinutesFrom(now).filter(
-      (m) => !held.has(m) && this.leases.sumIn("held", m, state.dayStart) + permits <= bound,
-    );
+    // The earliest minutes asked for that stay within their heldBound, the key's standing permits
+    // out within STANDING_MINUTES × heldBound, and the key far from both limits after them all.
+    const out = this.sql
+      .exec<{ n: number }>(
+        "SELECT COALESCE(SUM(held), 0) AS n FROM leases WHERE minute_start > ?",
+        state.minuteStart,
+      )
+      .one().n;
+    const room = Math.min(...windowsOf(state, limits).map((w) => w.remaining));
+    const fit = Math.min(STANDING_MINUTES * bound - out, room - MINUTE_STOCK_ROOM_SHARE * bound);
+    const minutes = standingMinutesFrom(now, ask.standingMinutes)
+      .filter((m) => !held.has(m) && this.leases.sumIn("held", m, state.dayStart) + permits <= bound)
+      .slice(0, Math.max(0, Math.floor(fit / permits)));
     const total = permits * minutes.length;
-    if (total === 0 || !stockLivesTheMinute(windowsOf(state, limits), limits, total)) return lent;
+    if (total === 0) return lent;
     const waitedUntil = Math.max(...minutes, ...held) + MINUTE_MS;
     const standing = minutes.map((minuteStart) => ({
       id: crypto.randomUUID(),

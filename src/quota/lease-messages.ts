@@ -73,6 +73,8 @@ export interface LeaseRequest {
   minuteWant?: number;
   /** As RenewalRequest's. */
   standing?: number;
+  /** As RenewalRequest's. */
+  standingMinutes?: number;
 }
 
 /** A location holder's standing permits for the minute starting at `minuteStart` (quota/standing.ts). */
@@ -108,6 +110,8 @@ export interface RenewalRequest {
   minuteWant?: number;
   /** A location holder's: the standing permits it wants in each of the next minutes. */
   standing?: number;
+  /** How many minutes to come it wants them in (standingMinutesWanted; absent: STANDING_MINUTES). */
+  standingMinutes?: number;
 }
 
 /**

@@ -12,6 +12,8 @@ export interface HeldStanding {
   until: number;
   /** The minute it was counted in, by the key's object's clock (for the windows shown). */
   minuteStart: number;
+  /** How much `from` and `until` were narrowed when it was held again (absent: never). */
+  marginMs?: number;
   policyVersion: number;
   admissionIds: string[];
 }
@@ -46,10 +48,14 @@ export class StandingStock {
 
   /**
    * Holds `held` again (kept by a holder evicted since), each usable `marginMs` less at both ends
-   * of its minute: the clock that placed it may have been another host's.
+   * of its minute than where it was placed: the clock that placed it may have been another
+   * host's. Narrowed once, however many evictions it outlives (a grant spans up to 30 minutes).
    */
   restore(held: readonly HeldStanding[], marginMs: number): void {
-    this.#held = held.map((h) => ({ ...h, from: h.from + marginMs, until: h.until - marginMs }));
+    this.#held = held.map((h) => {
+      const more = Math.max(0, marginMs - (h.marginMs ?? 0));
+      return { ...h, from: h.from + more, until: h.until - more, marginMs: more + (h.marginMs ?? 0) };
+    });
   }
 
   /** Keeps `granted` (an answer under `policyVersion`, given at the object's `answeredAt`). */

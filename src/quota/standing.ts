@@ -7,10 +7,24 @@ import { DAY_MS, MINUTE_MS } from "../lib/clock";
  */
 
 /**
- * How many minutes after the current one a grant covers: a key calling once a minute costs at
- * most 1 + 1/STANDING_MINUTES Durable Object requests per request.
+ * How many minutes after the current one a grant covers at least (a key calling once a minute or
+ * more often, or an ask from the release before, which does not say); and, times heldBound, the
+ * most standing permits of a key out at once, all locations together (so how far below the truth
+ * a day's count shown elsewhere can be stays what it was with 6-minute grants).
  */
 export const STANDING_MINUTES = 6;
+
+/** A grant covers the key's next this many requests at its last gap: one call per that many. */
+export const STANDING_REQUESTS_AHEAD = 6;
+
+/** The most minutes after the current one a grant covers, whatever the key's gap. */
+export const STANDING_MOST_MINUTES = 30;
+
+/** The minutes to come a holder asks standing permits for, at the key's last gap `gapMs` there. */
+export function standingMinutesWanted(gapMs: number): number {
+  const ahead = Math.ceil((STANDING_REQUESTS_AHEAD * gapMs) / MINUTE_MS);
+  return Math.min(STANDING_MOST_MINUTES, Math.max(STANDING_MINUTES, ahead));
+}
 
 /**
  * A location holder asks for standing permits once the key's last gap there is at least this
@@ -24,14 +38,15 @@ export function standingWanted(gapMs: number): number {
 }
 
 /**
- * The minutes a grant at `now` may cover, within the current UTC day (a day's permits are all
- * counted in that day).
+ * The `minutes` after the one at `now` a grant may cover (clamped to STANDING_MINUTES..
+ * STANDING_MOST_MINUTES), within the current UTC day (a day's permits are all counted in it).
  */
-export function standingMinutesFrom(now: number): number[] {
+export function standingMinutesFrom(now: number, minutes = STANDING_MINUTES): number[] {
   const minute = now - (now % MINUTE_MS);
   const dayEnd = now - (now % DAY_MS) + DAY_MS;
+  const most = Math.min(STANDING_MOST_MINUTES, Math.max(STANDING_MINUTES, minutes));
   const out: number[] = [];
-  for (let i = 1; i <= STANDING_MINUTES; i++) {
+  for (let i = 1; i <= most; i++) {
     const start = minute + i * MINUTE_MS;
     if (start < dayEnd) out.push(start);
   }
@@ -42,7 +57,7 @@ export function standingMinutesFrom(now: number): number[] {
  * The background calls a location holder makes for a key that stopped calling there, while it
  * holds standing permits, end within this long of its last request.
  */
-export const STANDING_BACKGROUND_ENDS_WITHIN_MS = (STANDING_MINUTES + 2) * MINUTE_MS + 250;
+export const STANDING_BACKGROUND_ENDS_WITHIN_MS = (STANDING_MOST_MINUTES + 2) * MINUTE_MS + 250;
 
 /**
  * The most calls a location holder makes to the key's object for a key that stopped calling
