@@ -64,7 +64,9 @@ export class StandingLedger {
     const room = Math.min(...windowsOf(state, limits).map((w) => w.remaining));
     const fit = Math.min(STANDING_MINUTES * bound - out, room - MINUTE_STOCK_ROOM_SHARE * bound);
     const minutes = standingMinutesFrom(now, ask.standingMinutes)
-      .filter((m) => !held.has(m) && this.leases.sumIn("held", m, state.dayStart) + permits <= bound)
+      .filter(
+        (m) => !held.has(m) && this.leases.sumIn("held", m, state.dayStart) + permits <= bound,
+      )
       .slice(0, Math.max(0, Math.floor(fit / permits)));
     const total = permits * minutes.length;
     if (total === 0) return lent;

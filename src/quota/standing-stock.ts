@@ -54,7 +54,12 @@ export class StandingStock {
   restore(held: readonly HeldStanding[], marginMs: number): void {
     this.#held = held.map((h) => {
       const more = Math.max(0, marginMs - (h.marginMs ?? 0));
-      return { ...h, from: h.from + more, until: h.until - more, marginMs: more + (h.marginMs ?? 0) };
+      return {
+        ...h,
+        from: h.from + more,
+        until: h.until - more,
+        marginMs: more + (h.marginMs ?? 0),
+      };
     });
   }
 
