@@ -75,8 +75,8 @@ describe("standing permits in the quota model", () => {
   // A rollback while a key holds standing permits, then the roll forward: the previous release
   // counts a minute's standing permits as the minute starts, so a minute a holder admitted from
   // one before the previous release opened the object is counted whole (with a release before
-  // that did not, shrunk: the previous release reads minute count 1 < served 2). See
-  // ROLLBACK_COUNTS_STANDING in test/model/flags.ts.
+  // that did not, shrunk: the previous release reads minute count 1 < served 2; the model's
+  // check fails with the previous release's count of them taken out, test/model/previous-release.ts).
   it("keeps a minute the previous release decides in exact, and bills once", {
     timeout: 60_000,
   }, async () => {

@@ -10,11 +10,3 @@ export const WINDOWS_ONLY_MOVE_FORWARD = true;
 
 /** Item 6: X-RateLimit-Remaining is exact in one location, and within heldBound below across them. */
 export const REMAINING_EXACT = true;
-
-/**
- * A rollback counts, in the minute the previous release decides in, the standing permits already
- * used in that minute before it opened the key's object: the previous release counts a minute's
- * standing permits as the minute starts (its QuotaLimiter#rolled, as this release's), so no minute
- * it decides in is short of them.
- */
-export const ROLLBACK_COUNTS_STANDING = true;

@@ -28,12 +28,7 @@ import {
   STANDING_MOST_MINUTES,
 } from "../../src/quota/standing";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
-import {
-  ADMISSIONS_COUNTED_ONCE,
-  REMAINING_EXACT,
-  ROLLBACK_COUNTS_STANDING,
-  WINDOWS_ONLY_MOVE_FORWARD,
-} from "./flags";
+import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 import { type Deployed, openAndDecideAsPrevious } from "./previous-release";
 
@@ -149,8 +144,6 @@ export interface QuotaModel {
   inFlight: number;
   /** Which release decides requests at the key's object (a rollback, then a roll forward). */
   release: Deployed;
-  /** The minutes the previous release decided requests in. */
-  minutesRolledBack: Set<number>;
   /** Counts events (requests sent, changes answered), to order those at the same instant. */
   seq: number;
   violations: string[];
@@ -286,7 +279,6 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       disturbed: false,
       inFlight: 0,
       release: "current",
-      minutesRolledBack: new Set(),
       seq: 0,
       violations: [],
       log: [],
@@ -375,12 +367,7 @@ function served(m: QuotaModel, d: KeyDecision, at: string): void {
   const inDay = m.servedInDay.add(dayStart);
   const minuteLimits = limitsDuring(m, minuteStart, minuteStart + MINUTE_MS);
   const dayLimits = limitsDuring(m, dayStart, dayStart + DAY_MS);
-  // (A minute the previous release decided in may be short of its standing permits used before.)
-  const uncounted =
-    !ROLLBACK_COUNTS_STANDING && m.minutesRolledBack.has(minuteStart)
-      ? heldBoundOfMinute(m, minuteStart)
-      : 0;
-  if (inMinute > minuteLimits.perMinute + uncounted)
+  if (inMinute > minuteLimits.perMinute)
     violation(
       m,
       `${at}: minute ${new Date(minuteStart).toISOString()} admitted ${inMinute} > ${minuteLimits.perMinute}`,
@@ -520,11 +507,9 @@ export async function checkObject(m: QuotaModel, r: QuotaReal): Promise<void> {
       m,
       `${at}: the day counted ${usage.day.count} < served ${m.servedInDay.of(dayStart)}`,
     );
-  // A minute the previous release decided in (rolled into from 0 when it opened the object) may
-  // be short of the standing permits used in it before, as `served` and `decideAsPrevious`
-  // allow: this release reads back what the previous one wrote (ROLLBACK_COUNTS_STANDING).
-  const uncounted = !ROLLBACK_COUNTS_STANDING && m.minutesRolledBack.has(minuteStart) ? bound : 0;
-  if (usage.minute.count + uncounted < m.servedInMinute.of(minuteStart))
+  // Every admission counted in its minute, a minute the previous release decided in too (it
+  // counts a minute's standing permits as the minute starts, as this release does).
+  if (usage.minute.count < m.servedInMinute.of(minuteStart))
     violation(
       m,
       `${at}: the minute counted ${usage.minute.count} < served ${m.servedInMinute.of(minuteStart)}`,
@@ -746,11 +731,9 @@ async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, w
   }
   // The counts survive the switch: the previous release reads at least what was served.
   const { usage } = decided.opened;
-  // (Until the previous release's windows count the standing permits of a minute used before it
-  // opened the object, the minute it decides in may be short of them: at most heldBound.)
-  const uncounted = (minuteStart: number) =>
-    ROLLBACK_COUNTS_STANDING ? 0 : heldBoundOfMinute(m, minuteStart);
-  if (usage.minuteCount + uncounted(usage.minuteStart) < m.servedInMinute.of(usage.minuteStart))
+  // The minute it opens in counts the standing permits used in it before (it counts a minute's
+  // standing permits as the minute starts): a release that did not fails here.
+  if (usage.minuteCount < m.servedInMinute.of(usage.minuteStart))
     violation(
       m,
       `${at}: reads minute count ${usage.minuteCount} < served ${m.servedInMinute.of(usage.minuteStart)}`,
@@ -760,11 +743,8 @@ async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, w
       m,
       `${at}: reads day count ${usage.dayCount} < served ${m.servedInDay.of(usage.dayStart)}`,
     );
-  for (const d of decided.decisions) {
-    const { minuteStart } = windowStarts(d);
-    m.minutesRolledBack.add(minuteStart);
+  for (const d of decided.decisions)
     if (d.outcome === "allowed") served(m, d, `request of ${who} decided by the previous release`);
-  }
   await r.net.evict("object", r.keyId);
 }
 
