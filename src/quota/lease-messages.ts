@@ -71,9 +71,8 @@ export interface LeaseRequest {
   admissionId?: string;
   /** As RenewalRequest's. */
   minuteWant?: number;
-  /** As RenewalRequest's. */
+  /** As RenewalRequest's, as is `standingMinutes`. */
   standing?: number;
-  /** As RenewalRequest's. */
   standingMinutes?: number;
 }
 

@@ -29,9 +29,8 @@ export interface StandingMemory {
 
 /**
  * A location holder's standing permits (quota/standing.ts), each usable only within its minute by
- * the object's clock: the object answered at its `now`, which this holder's clock read between
- * asking (`sentAt`) and the answer (`receivedAt`), so a permit is used only from `receivedAt` plus
- * the time to its minute's start, until `sentAt` plus the time to its minute's end.
+ * the object's clock, which answered between this holder's `sentAt` and `receivedAt`: from
+ * `receivedAt` plus the time to its minute's start, until `sentAt` plus the time to its end.
  */
 export class StandingStock {
   #held: HeldStanding[] = [];
@@ -48,18 +47,13 @@ export class StandingStock {
 
   /**
    * Holds `held` again (kept by a holder evicted since), each usable `marginMs` less at both ends
-   * of its minute than where it was placed: the clock that placed it may have been another
-   * host's. Narrowed once, however many evictions it outlives (a grant spans up to 30 minutes).
+   * of its minute than where it was placed (once, however many evictions it outlives): the clock
+   * that placed it may have been another host's.
    */
   restore(held: readonly HeldStanding[], marginMs: number): void {
-    this.#held = held.map((h) => {
-      const more = Math.max(0, marginMs - (h.marginMs ?? 0));
-      return {
-        ...h,
-        from: h.from + more,
-        until: h.until - more,
-        marginMs: more + (h.marginMs ?? 0),
-      };
+    this.#held = held.map(({ marginMs: had = 0, ...h }) => {
+      const more = Math.max(0, marginMs - had);
+      return { ...h, from: h.from + more, until: h.until - more, marginMs: had + more };
     });
   }
 

@@ -1,16 +1,11 @@
 import { DAY_MS, MINUTE_MS } from "../lib/clock";
 
-/**
- * Standing permits: a location holder's permits for each of the next few minutes, so that a
- * sparse key's next requests there need no call to its object (docs/quotas.md, "Standing
- * permits").
- */
+// Standing permits: a location holder's permits for the minutes to come, so that a sparse key's
+// next requests there need no call to its object (docs/quotas.md, "Standing permits").
 
 /**
- * How many minutes after the current one a grant covers at least (a key calling once a minute or
- * more often, or an ask from the release before, which does not say); and, times heldBound, the
- * most standing permits of a key out at once, all locations together (so how far below the truth
- * a day's count shown elsewhere can be stays what it was with 6-minute grants).
+ * The minutes after the current one a grant covers at least (an ask of the release before: 6);
+ * times heldBound, the most standing permits of a key out at once, all locations together.
  */
 export const STANDING_MINUTES = 6;
 
@@ -38,19 +33,14 @@ export function standingWanted(gapMs: number): number {
 }
 
 /**
- * The `minutes` after the one at `now` a grant may cover (clamped to STANDING_MINUTES..
- * STANDING_MOST_MINUTES), within the current UTC day (a day's permits are all counted in it).
+ * The `minutes` after the one at `now` a grant covers (STANDING_MINUTES to STANDING_MOST_MINUTES),
+ * within the current UTC day (a day's permits are all counted in that day).
  */
 export function standingMinutesFrom(now: number, minutes = STANDING_MINUTES): number[] {
   const minute = now - (now % MINUTE_MS);
-  const dayEnd = now - (now % DAY_MS) + DAY_MS;
   const most = Math.min(STANDING_MOST_MINUTES, Math.max(STANDING_MINUTES, minutes));
-  const out: number[] = [];
-  for (let i = 1; i <= most; i++) {
-    const start = minute + i * MINUTE_MS;
-    if (start < dayEnd) out.push(start);
-  }
-  return out;
+  const count = Math.min(most, (now - (now % DAY_MS) + DAY_MS - minute) / MINUTE_MS - 1);
+  return Array.from({ length: Math.max(0, count) }, (_, i) => minute + (i + 1) * MINUTE_MS);
 }
 
 /**
