@@ -544,6 +544,11 @@ async function main() {
     Object.entries(hops)
       .map(([hop, n]) => `${hop} ${n.toFixed(1)}`)
       .join(", ");
+  const byKind = (perMinute) =>
+    Object.entries(perMinute)
+      .sort((a, b) => b[1] - a[1])
+      .map(([kind, n]) => `${kind} ${n.toFixed(2)}`)
+      .join(", ");
   /** A row's request and DO request rates a second, when it says how long it took. */
   const perSecond = (r) =>
     Number.isFinite(r.seconds) && r.seconds > 0
@@ -579,6 +584,17 @@ async function main() {
       "last unmeasured request (or the start of its first measured one) to the end of its last " +
       "request: each measured request pays for the time since the one before. Objects per " +
       "key: the key's QuotaLimiter and one QuotaHolder per location it was used in.",
+    "",
+    "## While calling, by kind",
+    "",
+    "| scenario | DO requests a minute per key, by hop and method |",
+    "|---|---|",
+    ...costed.map((r) => `| ${r.name} | ${byKind(r.perMinuteByKind)} |`),
+    "",
+    "The DO requests charged to each scenario's requests (the window of the table above), per " +
+      "minute of that window per key, by hop (as below) and the method called: e.g. `limiter " +
+      "renewLease` an isolate's renewal, `local admitForIsolate` an isolate's call for a lease " +
+      "through its location holder, `relayed renewLease` the holder's own renewal or refill.",
     "",
     "## After a key's last request",
     "",

@@ -34,7 +34,7 @@ export class QuotaHolder extends ProductQuotaHolder {
 
   override async alarm(): Promise<void> {
     callTotals.alarm++;
-    recordKeyCall(this.ctx.id.name, "alarm");
+    recordKeyCall(this.ctx.id.name, "alarm", "alarm");
     await super.alarm();
   }
 }
@@ -51,7 +51,7 @@ export class QuotaLimiter extends ProductQuotaLimiter {
 
   override async alarm(): Promise<void> {
     callTotals.alarm++;
-    recordKeyCall(this.ctx.id.name, "alarm");
+    recordKeyCall(this.ctx.id.name, "alarm", "alarm");
     await super.alarm();
   }
 }

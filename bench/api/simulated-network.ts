@@ -78,12 +78,12 @@ export const callTotals: Record<Hop, number> = {
 
 /**
  * Every Durable Object request since the isolate started, by key: for each key id, its calls as
- * `[Date.now() when the call started, hop]`, whoever made them (the Worker, a holder, the key's
+ * `[Date.now() when the call started, hop, method]`, whoever made them (the Worker, a holder, the key's
  * object). The bench (GET /__bench/key-calls) attributes them to its scenarios' keys and to the
- * time after a key's last request. An object is a key's when its name is the key id (the key's
+ * time after a key's last request, and by kind (hop and method). An object is a key's when its name is the key id (the key's
  * QuotaLimiter) or starts with it and "@" (a holder, `<key id>@<colo>`).
  */
-export const callsByKey = new Map<string, [number, Hop][]>();
+export const callsByKey = new Map<string, [number, Hop, string][]>();
 
 /** The key id an object's name belongs to (see `callsByKey`), or null for another object. */
 export function keyIdOfObject(name: string | undefined): string | null {
@@ -93,12 +93,12 @@ export function keyIdOfObject(name: string | undefined): string | null {
 }
 
 /** Records a Durable Object request to a key's object or holder (see `callsByKey`). */
-export function recordKeyCall(objectName: string | undefined, hop: Hop): void {
+export function recordKeyCall(objectName: string | undefined, hop: Hop, method: string): void {
   const keyId = keyIdOfObject(objectName);
   if (keyId === null) return;
   let log = callsByKey.get(keyId);
   if (!log) callsByKey.set(keyId, (log = []));
-  log.push([Date.now(), hop]);
+  log.push([Date.now(), hop, method]);
 }
 
 /** Whether SQL names the pets table (pets themselves, not key records or operator data). */
@@ -129,10 +129,14 @@ async function roundTrip<T>(
   rttMs: number,
   kind: Hop,
   call: () => Promise<T>,
-  { touchesPets, objectName }: { touchesPets?: boolean; objectName?: string } = {},
+  {
+    touchesPets,
+    objectName,
+    method = "",
+  }: { touchesPets?: boolean; objectName?: string; method?: string } = {},
 ): Promise<T> {
   callTotals[kind]++;
-  if (kind !== "d1") recordKeyCall(objectName, kind);
+  if (kind !== "d1") recordKeyCall(objectName, kind, method);
   const calls = callsOfRequest.getStore();
   // A holder's or the key's object's own calls belong to no one request.
   if (calls && (kind === "limiter" || kind === "d1" || kind === "local")) {
@@ -186,7 +190,7 @@ function delayedStub<T extends object>(
           rttMs,
           hop,
           () => Reflect.apply(value, target, args) as Promise<unknown>,
-          { objectName },
+          { objectName, method: prop },
         );
         if (calls && hop === "local" && forwardedByHolder(answer)) calls.forwarded++;
         return answer;

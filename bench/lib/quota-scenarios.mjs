@@ -11,7 +11,8 @@
  *   measured is the key's first (it makes the key known where it is sent).
  * @typedef {{ startAt: number, endAt: number, measured: boolean }} SentRequest
  *   A request as sent (Date.now() when it started and when its answer had been read).
- * @typedef {[number, string]} KeyCall  A Durable Object request of a key: [Date.now(), hop].
+ * @typedef {[number, string, string?]} KeyCall  A Durable Object request of a key:
+ *   [Date.now(), hop, method].
  */
 
 /**
@@ -123,7 +124,8 @@ export function byTime(requests) {
  * - `window`: its calls while it was calling, from the end of its last request before the first
  *   measured one (or the first measured one's start, when it had none) to the end of its last
  *   request, so a key measured for n requests is charged for n gaps (the background work between
- *   them included);
+ *   them included); `windowByKind` counts them by hop and method (`relayed renewLease`), over
+ *   `windowMs`;
  * - `tail`: its calls after its last request (the background work that goes on once it stops),
  *   by hop (`tailByHop`), and how long after that request's end the last of them started (null:
  *   none);
@@ -141,13 +143,18 @@ export function keyCost(sent, calls, observedUntil) {
   const from = before ? before.endAt : first.startAt - 1;
   const until = last.endAt;
   let window = 0;
+  /** @type {Record<string, number>} */
+  const windowByKind = {};
   let tail = 0;
   let lastTailAt = -Infinity;
   /** @type {Record<string, number>} */
   const tailByHop = {};
-  for (const [at, hop] of calls) {
-    if (at > from && at <= until) window++;
-    else if (at > until) {
+  for (const [at, hop, method] of calls) {
+    if (at > from && at <= until) {
+      window++;
+      const kind = method ? `${hop} ${method}` : hop;
+      windowByKind[kind] = (windowByKind[kind] ?? 0) + 1;
+    } else if (at > until) {
       tail++;
       tailByHop[hop] = (tailByHop[hop] ?? 0) + 1;
       lastTailAt = Math.max(lastTailAt, at);
@@ -156,6 +163,8 @@ export function keyCost(sent, calls, observedUntil) {
   return {
     measured: sent.filter((r) => r.measured).length,
     window,
+    windowByKind,
+    windowMs: until - from,
     tail,
     tailByHop,
     lastTailAfterMs: tail ? lastTailAt - until : null,
@@ -181,7 +190,15 @@ export function scenarioCost(costs) {
   for (const c of costs)
     for (const [hop, n] of Object.entries(c.tailByHop))
       tailByHop[hop] = (tailByHop[hop] ?? 0) + n / costs.length;
+  // While calling, by kind: per minute of each key's window, summed over the keys.
+  const windowMinutes = costs.reduce((m, c) => m + c.windowMs, 0) / 60_000;
+  /** @type {Record<string, number>} */
+  const perMinuteByKind = {};
+  for (const c of costs)
+    for (const [kind, n] of Object.entries(c.windowByKind))
+      perMinuteByKind[kind] = (perMinuteByKind[kind] ?? 0) + n / windowMinutes;
   return {
+    perMinuteByKind,
     doPerThousand: measured ? (1000 * window) / measured : NaN,
     tailPerKey: costs.length ? tails.reduce((a, b) => a + b, 0) / costs.length : NaN,
     tailMostPerKey: costs.length ? Math.max(...tails) : NaN,

@@ -112,13 +112,13 @@ describe("bench:quota's cost of a key", () => {
   ];
 
   it("charges the measured requests for the calls since the first request's answer; the rest is the tail", () => {
-    const calls: [number, string][] = [
+    const calls: [number, string, string?][] = [
       [1_050, "local"], // during the first request: warm-up
       [1_200, "relayed"], // at its answer: still warm-up
-      [1_201, "relayed"], // after it: the gap before the first measured request
-      [11_010, "local"],
-      [15_000, "relayed"],
-      [21_010, "local"],
+      [1_201, "relayed", "renewLease"], // after it: the gap before the first measured request
+      [11_010, "local", "admit"],
+      [15_000, "relayed", "renewLease"],
+      [21_010, "local", "admit"],
       [21_020, "relayed"], // at the last answer: charged
       [21_021, "relayed"], // after it: the tail
       [26_020, "pushed"],
@@ -127,6 +127,8 @@ describe("bench:quota's cost of a key", () => {
     expect(keyCost(sent, calls, 321_020)).toEqual({
       measured: 2,
       window: 5,
+      windowByKind: { "relayed renewLease": 2, "local admit": 2, relayed: 1 },
+      windowMs: 19_820,
       tail: 3,
       tailByHop: { relayed: 1, pushed: 1, alarm: 1 },
       lastTailAfterMs: 60_000,
@@ -135,6 +137,8 @@ describe("bench:quota's cost of a key", () => {
     expect(keyCost(sent, [[5_000, "relayed"]], 22_020)).toEqual({
       measured: 2,
       window: 1,
+      windowByKind: { relayed: 1 },
+      windowMs: 19_820,
       tail: 0,
       tailByHop: {},
       lastTailAfterMs: null,
@@ -158,6 +162,8 @@ describe("bench:quota's cost of a key", () => {
     ).toEqual({
       measured: 1,
       window: 2,
+      windowByKind: { local: 1, relayed: 1 },
+      windowMs: 201,
       tail: 1,
       tailByHop: { relayed: 1 },
       lastTailAfterMs: 200,
@@ -174,6 +180,8 @@ describe("bench:quota's cost of a key", () => {
         {
           measured: 2,
           window: 3,
+          windowByKind: { "limiter renewLease": 3 },
+          windowMs: 60_000,
           tail: 2,
           tailByHop: { relayed: 1, alarm: 1 },
           lastTailAfterMs: 5_000,
@@ -182,6 +190,8 @@ describe("bench:quota's cost of a key", () => {
         {
           measured: 2,
           window: 1,
+          windowByKind: { "local admit": 1 },
+          windowMs: 60_000,
           tail: 0,
           tailByHop: {},
           lastTailAfterMs: null,
@@ -189,6 +199,8 @@ describe("bench:quota's cost of a key", () => {
         },
       ]),
     ).toEqual({
+      // Per minute of the keys' windows together (two minutes).
+      perMinuteByKind: { "limiter renewLease": 1.5, "local admit": 0.5 },
       doPerThousand: 1_000,
       tailPerKey: 1,
       tailMostPerKey: 2,
@@ -199,7 +211,16 @@ describe("bench:quota's cost of a key", () => {
     });
     expect(
       scenarioCost([
-        { measured: 4, window: 1, tail: 0, tailByHop: {}, lastTailAfterMs: null, observedMs: 9 },
+        {
+          measured: 4,
+          window: 1,
+          windowByKind: {},
+          windowMs: 1,
+          tail: 0,
+          tailByHop: {},
+          lastTailAfterMs: null,
+          observedMs: 9,
+        },
       ]),
     ).toMatchObject({ doPerThousand: 250, lastTailAfterMs: null });
   });
