@@ -67,6 +67,8 @@ interface Ask {
   minuteWant?: number;
   /** A location holder's: the standing permits it wants in each of the next minutes. */
   standing?: number;
+  /** How many minutes to come it wants them in (standingMinutesWanted; absent: STANDING_MINUTES). */
+  standingMinutes?: number;
 }
 
 /** What an isolate asks for along with one request. */
