@@ -75,7 +75,10 @@ export class UsageHistoryTable {
    * unused permits of a lease counted whole at grant, a request counted twice).
    */
   countServed(dayStart: number, requests: number): void {
-    if (requests >= 0) return this.count("allowed", dayStart, requests);
+    if (requests >= 0) {
+      this.count("allowed", dayStart, requests);
+      return;
+    }
     const { rowsWritten } = this.sql.exec(
       "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?",
       -requests,
