@@ -163,12 +163,8 @@ export class LeaseLedger {
 
   #grant(state: UsageState, permits: number, expiresAt: number, grantee: string | null): Lease {
     const lease = { id: crypto.randomUUID(), permits, expiresAt };
-    insertLease(this.sql, {
-      ...lease,
-      minuteStart: state.minuteStart,
-      dayStart: state.dayStart,
-      grantee,
-    });
+    const { minuteStart, dayStart } = state;
+    insertLease(this.sql, { ...lease, minuteStart, dayStart, grantee });
     return lease;
   }
 
