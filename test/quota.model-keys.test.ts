@@ -5,10 +5,18 @@
 // budget; `npm run test:model -- --runs N --seed S [--path P --replay R]` runs longer or replays
 // (it runs this file too).
 import fc from "fast-check";
-import { beforeEach, describe, it, vi } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 import { backgroundWork } from "./background-work";
 import { mockClock, T0 } from "./helpers";
-import { keyCommands, keyModelSetup } from "./model/key-model";
+import {
+  KeyAdvance,
+  KeyChange,
+  KeyEvict,
+  type KeyModel,
+  KeyRequest,
+  keyCommands,
+  keyModelSetup,
+} from "./model/key-model";
 import { checkModelOrFail, modelRunOf } from "./model/model-run";
 
 /** CI's budget: this many runs from this seed, and never more than this long. */
@@ -49,5 +57,35 @@ describe("changes to a key's record as a model (fast-check commands against the 
         `npm run test:model -- --seed ${seed} --path ${path} --replay <the replayPath below> --file test/quota.model-keys.test.ts`,
       show: (c) => String(c?.[0]),
     });
+  });
+
+  // A key calling every 40 s in AMS (its holder holds standing permits and keeps its copy of the
+  // key with them), its objects evicted, then disabled with the push to the holders lost: 31 s
+  // later the holder's kept copy decides one request, and is read again at once; every request
+  // after it (a minute later, with a standing permit of that minute still held, and two at once)
+  // is refused.
+  it("decides at most one request per location on a copy older than 30 s where a push was lost", {
+    timeout: 60_000,
+  }, async () => {
+    const setup = keyModelSetup(time, T0 + 5_000, work);
+    let model: KeyModel | null = null;
+    await fc.asyncModelRun(async () => {
+      const world = await setup();
+      model = world.model;
+      return world;
+    }, [
+      new KeyAdvance(40_000).withSparseRequestIn(0),
+      new KeyAdvance(40_000).withSparseRequestIn(0),
+      new KeyAdvance(40_000).withSparseRequestIn(0),
+      new KeyEvict(),
+      new KeyChange("disable", true, 1_000, true),
+      new KeyAdvance(31_000).withRequestsIn(0),
+      new KeyAdvance(60_000).withRequestsIn(0),
+      new KeyRequest(0, 2),
+    ]);
+    const { violations, servedOnOldCopy } = model! as KeyModel;
+    expect(violations).toEqual([]);
+    // The kept copy did decide one (the path the bound is about was taken).
+    expect([...servedOnOldCopy.values()]).toEqual([1]);
   });
 });

@@ -12,7 +12,9 @@ import {
   HELD_KEY_EXPECTED_AGE_MS,
   HELD_KEY_READ_AHEAD_GAP_MAX_MS,
 } from "../src/objects/holder-key-record";
+import { RESTORED_STANDING_MARGIN_MS } from "../src/objects/holder-standing-memory";
 import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota-holder";
+import { QuotaLimiter } from "../src/objects/quota-limiter";
 import {
   BACKGROUND_ENDS_WITHIN_MS,
   GIVE_BACK_GRACE_MS,
@@ -30,6 +32,7 @@ import {
   expectError,
   issueKey,
   mockClock,
+  patchKey,
   policyWith,
   T0,
 } from "./helpers";
@@ -55,6 +58,16 @@ const fromColdIsolate = (id: string, key: string) => {
     } as RequestInit),
   );
 };
+/** Counts the D1 reads of a key by its secret's hash from now on (the Worker's and holders'). */
+function countKeyReads(): () => number {
+  let reads = 0;
+  const prepare = env.DB.prepare.bind(env.DB);
+  vi.spyOn(env.DB, "prepare").mockImplementation((sql: string) => {
+    if (sql.includes("FROM retired_key_secrets WHERE key_hash")) reads++;
+    return prepare(sql);
+  });
+  return () => reads;
+}
 /** D1 no longer finds the key by its secret (a read now answers 401), or finds it again. */
 const hideSecret = (id: string, hash: string) =>
   env.DB.prepare("UPDATE api_keys SET key_hash = ?2 WHERE id = ?1").bind(id, hash).run();
@@ -307,6 +320,25 @@ describe("a key calling every 5 minutes, its holder evicted between its requests
     await passTime();
     await passTo(start + 5 * MINUTE_MS + 1_000);
     await expectError(await fromColdIsolate(id, key), 401, "unauthorized");
+  });
+  it("changed while the push to its holder is lost, its request forwarded at a minute's edge comes back stale: the holder answers with the D1 read its kept copy started, one read in all", async () => {
+    const { id, key } = await issueKey("free");
+    const minute = T0 - (T0 % MINUTE_MS) + MINUTE_MS;
+    await passTo(minute + 45_000);
+    expect((await fromColdIsolate(id, key)).status).toBe(200);
+    await passTo(minute + 75_000); // the next minute's refill: standing permits
+    await evictHolder(id);
+    vi.spyOn(QuotaHolder.prototype, "keyChanged").mockRejectedValue(new Error("lost"));
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    expect((await patchKey(id, { plan: "pro" })).status).toBe(200);
+    // Within RESTORED_STANDING_MARGIN_MS of its minute's start the kept permit is not usable: the
+    // request, on the kept copy (the version before the change), is forwarded and answered stale.
+    await passTo(minute + 5 * MINUTE_MS + RESTORED_STANDING_MARGIN_MS / 2);
+    const reads = countKeyReads();
+    const admits = vi.spyOn(QuotaLimiter.prototype, "admit");
+    expect((await fromColdIsolate(id, key)).status).toBe(200);
+    expect(admits, "stale, then decided under the key as D1 has it").toHaveBeenCalledTimes(2);
+    expect(reads(), "the read the kept copy started, reused after the stale answer").toBe(1);
   });
 });
 

@@ -185,7 +185,7 @@ export interface paths {
         };
         /**
          * Every key's totals for a day
-         * @description Every key's totals for one UTC day, for invoicing: every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by a few seconds. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 400 for a day after today (UTC): it has no usage yet. 503 if a key's quota object could not be reached.
+         * @description Every key's totals for one UTC day, for invoicing: every key that existed on the day, in id order, zeros where it made no request. A day that is not over is read live from each listed key's quota object (one call per key on the page) and answered with `asOf`, the time of reading: its totals are the day so far, and admitted may lag the requests served by seconds to minutes. A finished day's totals are final (`asOf` null). As CSV, the next page's cursor is in the Next-Cursor header and the time of reading in Usage-As-Of. 400 for a day after today (UTC): it has no usage yet. 503 if a key's quota object could not be reached.
          */
         get: operations["listUsageOfDay"];
         put?: never;

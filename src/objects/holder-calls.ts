@@ -27,22 +27,20 @@ export class HolderCalls {
     return this.#env().QUOTA.getByName(keyId, placedIn(this.region));
   }
 
+  #retried<T>(keyId: string, call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>) {
+    return callWithOneRetry(() => this.stub(keyId), call);
+  }
+
   /** Hands leases back (retried once): one, or several in one call. */
   giveBack(keyId: string): GiveBackCall {
     const one = (returned: ReturnedLease) =>
-      callWithOneRetry(
-        () => this.stub(keyId),
-        async (stub) => stub.returnLease(returned),
-      );
+      this.#retried(keyId, async (stub) => stub.returnLease(returned));
     // Several in one call with one id, retried with the same id: taken back once.
     const all = async (returning: ReturnedLease[]) => {
       const [only] = returning;
       if (returning.length === 1 && only) return one(only);
       const batch = { returnId: crypto.randomUUID(), returning };
-      await callWithOneRetry(
-        () => this.stub(keyId),
-        async (stub) => stub.returnLeases(batch),
-      );
+      await this.#retried(keyId, async (stub) => stub.returnLeases(batch));
     };
     return { giveBack: one, giveBackAll: all };
   }
@@ -51,10 +49,8 @@ export class HolderCalls {
   to(keyId: string, policy: Policy, admissionId: string | null = null): LeaseCalls {
     return {
       admit: (request) =>
-        callWithOneRetry(
-          () => this.stub(keyId),
-          async (stub) =>
-            stub.admit(policy, admissionId ? { ...request, admissionId } : request, this.#name),
+        this.#retried(keyId, async (stub) =>
+          stub.admit(policy, admissionId ? { ...request, admissionId } : request, this.#name),
         ),
       ...this.giveBack(keyId),
       // Not retried, as in the isolate's client: a renewal counted twice would strand permits.

@@ -1,6 +1,5 @@
 import { MINUTE_MS } from "../lib/clock";
 import {
-  type GrantedLease,
   givePermitsBack,
   leaseExpiry,
   leaseLifetimeMs,
@@ -52,15 +51,6 @@ export class LeaseLedger {
     private readonly history: UsageHistoryTable,
   ) {}
 
-  /**
-   * The most permits the current minute's leases may hold unused (but lease `except`). A lease
-   * counts until it is handed back, used up or not, even one whose holder went away: what leases
-   * hold never exceeds heldBound, whatever happens to the holders.
-   */
-  heldBy(state: UsageState, except = ""): number {
-    return this.sumIn("held", state.minuteStart, state.dayStart, except);
-  }
-
   sumIn(column: "held" | "permits", minuteStart: number, dayStart: number, except = ""): number {
     return this.sql
       .exec<{ total: number }>(
@@ -87,7 +77,9 @@ export class LeaseLedger {
     now: number,
     grantee: string | null,
   ): { state: UsageState; lease: Lease | null } {
-    const heldElsewhere = this.heldBy(state, extending);
+    // The most the minute's other leases may hold unused. A lease counts until it is handed back,
+    // used up or not, even one whose holder went away: what leases hold never exceeds heldBound.
+    const heldElsewhere = this.sumIn("held", state.minuteStart, state.dayStart, extending);
     const askingAlone = this.sharing.noteAsking(grantee, now);
     const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
     const asked = sized ? minuteWant : want;
@@ -149,7 +141,7 @@ export class LeaseLedger {
    * that was granted (else its holding, reported since or to come, tells; settled: counted).
    */
   takeShared(state: UsageState, { id, seen, cut }: SharedStock): UsageState {
-    const row = this.#row(id);
+    const row = this.grantedIn(id);
     if (!row || row.permits !== seen || !(cut > 0 && cut <= seen)) return state;
     this.sql.exec(
       "UPDATE leases SET permits = permits - ?, held = MAX(0, held - ?) WHERE id = ?",
@@ -207,7 +199,7 @@ export class LeaseLedger {
 
   /** Settles a returned lease once (null: settled already): the windows get the rest back. */
   takeBack(usage: UsageState, returned: ReturnedLease): UsageState | null {
-    const row = this.#row(returned.id);
+    const row = this.grantedIn(returned.id);
     if (!row) return null;
     const used = clampTo(row.permits, returned.used);
     this.#settle(row, used, 0);
@@ -225,18 +217,14 @@ export class LeaseLedger {
    * answer never reached its holder too); 0 when it is not out, or no `used` is reported.
    */
   unusedOf(id: string, state: UsageState, used: number | undefined): number {
-    const row = used === undefined ? undefined : this.#row(id);
+    const row = used === undefined ? undefined : this.grantedIn(id);
     const current = row?.minuteStart === state.minuteStart && row.dayStart === state.dayStart;
     return row && current ? row.permits - clampTo(row.permits, used ?? 0) : 0;
   }
 
-  /** The windows lease `id` was granted in, while it is out. */
-  grantedIn(id: string): GrantedLease | null {
-    return this.#row(id) ?? null;
-  }
-
-  #row(id: string): LeaseRow | undefined {
-    return this.sql.exec<LeaseRow>(`${LEASE_ROW} WHERE id = ?`, id).toArray()[0];
+  /** Lease `id` (the windows it was granted in), while it is out. */
+  grantedIn(id: string): LeaseRow | null {
+    return this.sql.exec<LeaseRow>(`${LEASE_ROW} WHERE id = ?`, id).toArray()[0] ?? null;
   }
 
   /** Ends a lease's account: the history counts `used` as served and `stranded` apart. */
@@ -250,7 +238,7 @@ export class LeaseLedger {
 
   /** Counts a renewing holder's report that `used` of lease `id` were admitted. */
   countUsed(id: string, used: number): void {
-    const row = this.#row(id);
+    const row = this.grantedIn(id);
     if (!row) return;
     const counted = Math.max(row.counted, clampTo(row.permits, used));
     if (counted === row.counted) return;

@@ -44,12 +44,6 @@ export type LocationAuthentication =
   | { outcome: "unknown" }
   | { outcome: "unread" };
 
-function admitResultOf(answer: HolderAnswer): AdmitResult {
-  return answer.reached
-    ? { reached: true, decision: answer.decision, afterResponse: null }
-    : answer;
-}
-
 function holderIn(location: RequestLocation, keyId: string): DurableObjectStub<QuotaHolder> {
   return location.holders.getByName(holderName(keyId, location.name));
 }
@@ -67,12 +61,11 @@ async function askHolder(
     return { outcome: "unread" };
   }
   if (said.outcome !== "found") return said;
-  return {
-    outcome: "found",
-    match: said.match,
-    admission: said.answer ? admitResultOf(said.answer) : null,
-    copyAgeMs: said.copyAgeMs ?? 0,
-  };
+  const { match, answer, copyAgeMs = 0 } = said;
+  const admission: AdmitResult | null = answer?.reached
+    ? { reached: true, decision: answer.decision, afterResponse: null }
+    : answer;
+  return { outcome: "found", match, admission, copyAgeMs };
 }
 
 /** Authenticates a secret of key `keyId` at the key's holder in `location`, deciding nothing. */
@@ -96,21 +89,13 @@ export function authenticateAndAdmitInLocation(
   );
 }
 
-/** An error that says why a location holder had no decision (read by `isOverloaded`). */
+/** An error that says why a location holder had no decision (`overloaded`: read by `isOverloaded`). */
 export class HolderWithoutDecision extends Error {
   readonly overloaded: boolean;
-  readonly refusal: NoDecision["refusal"];
-  readonly persistentFailure: string | null;
 
-  constructor(why: NoDecision) {
-    super(
-      why.overloaded
-        ? "the key's quota object is overloaded"
-        : "the key's quota object is unreachable",
-    );
+  constructor(readonly why: NoDecision) {
+    super(`the key's quota object is ${why.overloaded ? "overloaded" : "unreachable"}`);
     this.overloaded = why.overloaded;
-    this.refusal = why.refusal;
-    this.persistentFailure = why.persistentFailure ?? null;
   }
 }
 

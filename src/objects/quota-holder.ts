@@ -92,7 +92,7 @@ export class QuotaHolder extends DurableObject<Env> {
     // or less often), decides one request, as it lets the secret in, and is read again at once
     // (HeldKeyRecord.onceStale).
     const old = kept || !this.#stock.holdsStanding(now) ? null : this.#keyRecord.onceStale(hash);
-    if (old) void this.#read(keyId, hash);
+    const rereading = old && this.#read(keyId, hash);
     const copy = kept ?? old;
     const found: HolderAuthentication =
       copy !== null && (old ? secretStatus(old, now) === "active" : this.#keptDecides(copy, now))
@@ -114,9 +114,13 @@ export class QuotaHolder extends DurableObject<Env> {
       return { ...found, match, answer };
     }
     // The Worker judges the secret by the key as D1 has it now: a stale request (nothing counted)
-    // is decided under it, with the same admission id; any other decision stands.
-    this.#keyRecord.forget();
-    const fresh = await this.#read(keyId, hash);
+    // is decided under it, with the same admission id; any other decision stands. The read the
+    // old copy started serves when it found the version the key's object decides under.
+    const begun = undecided && rereading ? await rereading : null;
+    const current =
+      begun?.outcome === "found" && begun.match.record.version >= decision.policyVersion;
+    if (!current) this.#keyRecord.forget();
+    const fresh = begun && current ? begun : await this.#read(keyId, hash);
     if (undecided) return fresh.outcome === "found" ? { ...fresh, answer: null } : fresh;
     return { outcome: "found", match: fresh.outcome === "found" ? fresh.match : match, answer };
   }

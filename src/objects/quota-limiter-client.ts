@@ -7,7 +7,6 @@ import { type LogLevel, logFailure } from "../lib/log";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
 import { type Admission, type LeaseRequest, newAdmissionId } from "../quota/lease-messages";
 import { EMPTY_USAGE, type KeyUsage, keyUsageOf, type Policy } from "../quota/windows";
-import type { Region } from "../schemas/region";
 import {
   type AdmitResult,
   admitInLocation,
@@ -32,42 +31,33 @@ const holders = new ExpiringMap<string, LeaseHolder>(10_000);
  * when one still fails is stated on each method.
  */
 export class QuotaLimiterClient {
-  private readonly keyId: string;
-  private readonly region: Region | null;
-
-  #where: RequestLocation | null | (() => RequestLocation | null);
-
   constructor(
     private readonly namespace: DurableObjectNamespace<QuotaLimiter>,
-    key: Pick<KeyRecord, "id" | "region">,
+    private readonly key: Pick<KeyRecord, "id" | "region">,
     /**
      * The request's location, or a function that finds it, called only when a call must go out:
      * reading `request.cf` is a native call, and a request decided from a lease needs none.
      */
-    location: RequestLocation | null | (() => RequestLocation | null) = null,
+    private where: RequestLocation | null | (() => RequestLocation | null) = null,
     /** This isolate's leases of the key (another only for a test that plays several isolates). */
     private readonly leases: LeaseHolder | null = null,
-  ) {
-    this.keyId = key.id;
-    this.region = key.region;
-    this.#where = location;
-  }
+  ) {}
 
   get #location(): RequestLocation | null {
-    if (typeof this.#where === "function") this.#where = this.#where();
-    return this.#where;
+    if (typeof this.where === "function") this.where = this.where();
+    return this.where;
   }
 
   /** This isolate's leases of the key, if any (a usage read or a change makes none). */
   #leasesIfAny(): LeaseHolder | undefined {
-    return this.leases ?? holders.get(this.keyId, 0);
+    return this.leases ?? holders.get(this.key.id, 0);
   }
 
   #isolateLeases(): LeaseHolder {
     const kept = this.#leasesIfAny();
     if (kept) return kept;
     const made = new LeaseHolder();
-    holders.set(this.keyId, made, Infinity);
+    holders.set(this.key.id, made, Infinity);
     return made;
   }
 
@@ -84,18 +74,18 @@ export class QuotaLimiterClient {
         holder
           .upkeep(decided, this.#giveBackCall)
           ?.catch((err: unknown) =>
-            logFailure("warn", "could not renew a lease", err, { keyId: this.keyId }),
+            logFailure("warn", "could not renew a lease", err, { keyId: this.key.id }),
           ) ?? null;
       return { reached: true, decision: decided.decision, afterResponse };
     } catch (err) {
       const overloaded = isOverloaded(err);
       const fromHolder = err instanceof HolderWithoutDecision ? err : null;
-      const persistentFailure = fromHolder?.persistentFailure ?? persistentFailureOf(err);
+      const persistentFailure = fromHolder?.why.persistentFailure ?? persistentFailureOf(err);
       // A failure for good is logged once a minute by the answer to it (quota/fail-open.ts).
       const failure = overloaded ? "quota limiter overloaded" : "quota limiter unreachable";
-      if (!persistentFailure) logFailure("warn", failure, err, { keyId: this.keyId });
+      if (!persistentFailure) logFailure("warn", failure, err, { keyId: this.key.id });
       // Else the refusal the location holder saw (one decided there never reached these leases).
-      const refusal = holder.refusal(clock.now()) ?? fromHolder?.refusal ?? null;
+      const refusal = holder.refusal(clock.now()) ?? fromHolder?.why.refusal ?? null;
       return { reached: false, overloaded, refusal, persistentFailure };
     }
   }
@@ -104,7 +94,7 @@ export class QuotaLimiterClient {
     giveBack: (returned) =>
       this.#call(async (stub) => stub.returnLease(returned)).catch((err: unknown) => {
         const failure = "could not give a lease back; it goes with the next call";
-        logFailure("warn", failure, err, { keyId: this.keyId });
+        logFailure("warn", failure, err, { keyId: this.key.id });
         throw err; // the lease holder keeps it for the next call
       }),
   };
@@ -130,7 +120,7 @@ export class QuotaLimiterClient {
   async usage(offered: Policy): Promise<KeyUsage | null> {
     await this.#handBackLease();
     return this.#call<KeyUsage>(async (stub) => stub.usage(offered)).catch((err: unknown) => {
-      logFailure("warn", "quota limiter unreachable for a usage view", err, { keyId: this.keyId });
+      logFailure("warn", "quota limiter unreachable for a usage view", err, { keyId: this.key.id });
       return null;
     });
   }
@@ -173,7 +163,7 @@ export class QuotaLimiterClient {
   async #handBackLease(): Promise<void> {
     const leases = this.#leasesIfAny();
     const where = this.#location;
-    const location = where && handBackLocationStock(where, this.keyId);
+    const location = where && handBackLocationStock(where, this.key.id);
     await Promise.all([leases?.giveBackUnused(this.#giveBackCall), location]);
   }
 
@@ -181,7 +171,7 @@ export class QuotaLimiterClient {
   async #admitCall(policy: Policy, request: LeaseRequest): Promise<Admission> {
     const location = this.#location;
     const decided =
-      location && (await admitInLocation(location, this.keyId, this.region, policy, request));
+      location && (await admitInLocation(location, this.key.id, this.key.region, policy, request));
     return decided ?? this.#call<Admission>(async (stub) => stub.admit(policy, request));
   }
 
@@ -197,12 +187,12 @@ export class QuotaLimiterClient {
     message = "The key's quota object could not be reached; repeat the request.",
   ): Promise<T> {
     return this.#call(call).catch((err: unknown) => {
-      logFailure(level, failure, err, { keyId: this.keyId });
+      logFailure(level, failure, err, { keyId: this.key.id });
       throw unavailable(message);
     });
   }
 
   #stub(): DurableObjectStub<QuotaLimiter> {
-    return this.namespace.getByName(this.keyId, placedIn(this.region));
+    return this.namespace.getByName(this.key.id, placedIn(this.key.region));
   }
 }

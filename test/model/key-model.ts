@@ -10,6 +10,12 @@
 //   a roll with no grace, a grace period's end, and an expiry that has passed (1.75 s,
 //   ISOLATE_LEASE_MS, while the isolate may hold its own lease of the key), and within
 //   CHANGE_APPLIES_WITHIN_MS (2 s) for a disabling or a revocation;
+// - where the change's push to the location holders was lost before they acted (`keyChanged`),
+//   a secret D1 refuses is served only on a copy of the key older than the change: within
+//   HELD_KEY_MAX_AGE_MS (30 s, the age every copy is read again at) of it, and after that at
+//   most one request per location (a holder holding standing permits decides one on its kept
+//   copy, however old, and reads it again at once), and none once every standing permit granted
+//   before the change has ended (docs/quotas.md, "How fresh a holder's copy is");
 // - a secret D1 lets in is not refused (401) once it has been let in for CHANGE_APPLIES_WITHIN_MS
 //   (an enabling, a cleared or later expiry, a new secret);
 // - nothing answers a 5xx other than 503.
@@ -17,10 +23,13 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { cachedKey, cacheKey, forgetKey } from "../../src/auth/key-cache";
 import { findKeyByHash, type KeyMatch, secretStatus } from "../../src/db/keys";
+import { MINUTE_MS } from "../../src/lib/clock";
 import { sha256Hex } from "../../src/lib/crypto";
+import { HELD_KEY_MAX_AGE_MS } from "../../src/objects/holder-key-record";
 import { holderName } from "../../src/objects/quota-holder";
 import { leaseWanted } from "../../src/quota/arrival-rate";
 import { CHANGE_APPLIES_WITHIN_MS, ISOLATE_LEASE_MS } from "../../src/quota/lease";
+import { STANDING_MINUTES } from "../../src/quota/standing";
 import {
   ADMIN,
   auth,
@@ -51,6 +60,8 @@ interface Snapshot {
   /** When the admin API answered (fake time). */
   at: number;
   matches: Map<string, KeyMatch | null>;
+  /** Its pushes to the location holders (`keyChanged`) were lost before the holders acted. */
+  pushLost: boolean;
 }
 
 export interface KeyModel {
@@ -61,6 +72,11 @@ export interface KeyModel {
   /** When this isolate received each request (the lease it may hold follows from them). */
   arrivals: number[];
   revoked: boolean;
+  /**
+   * Requests served, with a secret D1 refuses, on a copy older than HELD_KEY_MAX_AGE_MS after a
+   * lost push: by the change's snapshot and the location (at most one each).
+   */
+  servedOnOldCopy: Map<string, number>;
   violations: string[];
   log: string[];
 }
@@ -99,10 +115,16 @@ export function keyModelSetup(time: { now: number }, start: number, work: KeyMod
       snapshots: [],
       arrivals: [],
       revoked: false,
+      servedOnOldCopy: new Map(),
       violations: [],
       log: [],
     };
-    model.snapshots.push({ kind: "issued", at: time.now, matches: await readSecrets(model) });
+    model.snapshots.push({
+      kind: "issued",
+      at: time.now,
+      matches: await readSecrets(model),
+      pushLost: false,
+    });
     return { model, real: { time, passTime, work } };
   };
 }
@@ -145,6 +167,35 @@ function mayHoldLease(m: KeyModel, from: number): boolean {
 function refusalBound(m: KeyModel, change: Snapshot): number {
   if (change.kind === "disable" || change.kind === "revoke") return CHANGE_APPLIES_WITHIN_MS;
   return mayHoldLease(m, change.at) ? ISOLATE_LEASE_MS : 0;
+}
+
+/**
+ * The last standing permit granted before a change ends by this long after it: a holder's copy
+ * older than the change then decides nothing (`onceStale` needs standing permits held).
+ */
+const STANDING_HORIZON_MS = (STANDING_MINUTES + 1) * MINUTE_MS;
+
+/**
+ * Where `change`'s push was lost: a request with a secret D1 refuses since it, sent `at` in
+ * `location`, served. Allowed on a copy of the key older than the change (within
+ * HELD_KEY_MAX_AGE_MS of it), then once per location while standing permits granted before it
+ * can be held: the violation, if any.
+ */
+function servedAfterLostPush(
+  m: KeyModel,
+  change: Snapshot,
+  location: number,
+  at: number,
+): string | null {
+  if (at < change.at + HELD_KEY_MAX_AGE_MS) return null;
+  const where = KEY_LOCATIONS[location];
+  if (!where) return "with no location (no holder), on a copy older than 30 s";
+  if (at >= change.at + STANDING_HORIZON_MS)
+    return `in ${where}, past the standing horizon (${STANDING_HORIZON_MS} ms) of the lost push`;
+  const key = `${m.snapshots.indexOf(change)}@${where}`;
+  const count = (m.servedOnOldCopy.get(key) ?? 0) + 1;
+  m.servedOnOldCopy.set(key, count);
+  return count > 1 ? `in ${where}: the ${count}th request on a copy older than 30 s` : null;
 }
 
 function violation(m: KeyModel, what: string): void {
@@ -236,11 +287,18 @@ class KeyRequest extends KeyStep {
       const { lets, since } = sameSince(m, hash, at);
       const which = `secret ${m.secrets.findIndex((s) => s.hash === hash)} sent at ${iso(at)}`;
       if (status >= 500 && status !== 503) violation(m, `${which}: answered ${status}`);
-      if (!lets && status === 200 && at >= since.at + refusalBound(m, since))
-        violation(
-          m,
-          `${which}: served (200), but D1 refuses it since ${since.kind} answered at ${iso(since.at)}`,
-        );
+      if (!lets && status === 200) {
+        const broken = since.pushLost
+          ? servedAfterLostPush(m, since, this.location, at)
+          : at >= since.at + refusalBound(m, since)
+            ? "past the change's bound"
+            : null;
+        if (broken)
+          violation(
+            m,
+            `${which}: served (200) ${broken}, but D1 refuses it since ${since.kind}${since.pushLost ? " (push lost)" : ""} answered at ${iso(since.at)}`,
+          );
+      }
       if (lets && status === 401 && at >= since.at + CHANGE_APPLIES_WITHIN_MS)
         violation(
           m,
@@ -333,11 +391,13 @@ class KeyChange extends KeyStep {
     readonly elsewhere: boolean,
     /** A roll's grace, or how far ahead the expiry is moved (ms). */
     readonly ms: number,
+    /** The key's object's pushes of it to the location holders are lost before they act. */
+    readonly pushLost = false,
   ) {
     super();
   }
   label() {
-    return `Change(${this.kind}${this.kind.startsWith("rollW") || this.kind.startsWith("expire") ? ` ${this.ms} ms` : ""}, ${this.elsewhere ? "elsewhere" : "here"})`;
+    return `Change(${this.kind}${this.kind.startsWith("rollW") || this.kind.startsWith("expire") ? ` ${this.ms} ms` : ""}, ${this.elsewhere ? "elsewhere" : "here"}${this.pushLost ? ", push lost" : ""})`;
   }
   override check(m: Readonly<KeyModel>) {
     return !m.revoked;
@@ -345,7 +405,9 @@ class KeyChange extends KeyStep {
   async act(m: KeyModel, r: KeyReal) {
     const kept = m.secrets.map(({ hash }) => ({ hash, entry: cachedKey(hash, r.time.now) }));
     const cachedAt = r.time.now;
-    const res = await this.#make(m, r.time.now);
+    const res = await (this.pushLost
+      ? pushesLost(() => this.#make(m, r.time.now))
+      : this.#make(m, r.time.now));
     if (res.status !== 200 && res.status !== 201) {
       violation(m, `${this.label()}: answered ${res.status} ${await res.text()}`);
       return;
@@ -357,7 +419,12 @@ class KeyChange extends KeyStep {
     if (this.kind === "revoke") m.revoked = true;
     if (this.elsewhere)
       for (const { hash, entry } of kept) if (entry) cacheKey(hash, entry.match, cachedAt);
-    m.snapshots.push({ kind: this.kind, at: r.time.now, matches: await readSecrets(m) });
+    m.snapshots.push({
+      kind: this.kind,
+      at: r.time.now,
+      matches: await readSecrets(m),
+      pushLost: this.pushLost,
+    });
     await r.passTime();
   }
   #make(m: KeyModel, now: number): Promise<Response> {
@@ -385,6 +452,40 @@ class KeyChange extends KeyStep {
   }
 }
 
+/**
+ * Runs `work` (a change made through the admin API) with every `keyChanged` push to a location
+ * holder lost before it reaches the holder: the key's object sees a dropped connection (which it
+ * logs; it does not retry a push), and the holder, running or evicted, never hears of it.
+ */
+async function pushesLost<T>(work: () => Promise<T>): Promise<T> {
+  const holders = env.QUOTA_HOLDER;
+  const getByName = holders.getByName;
+  const lossy = (name: string) => {
+    const stub = getByName.call(holders, name);
+    return new Proxy(stub, {
+      get(target, prop) {
+        if (prop !== "keyChanged") return Reflect.get(target, prop);
+        return () =>
+          Promise.reject(
+            Object.assign(new Error(`network: connection lost (keyChanged to ${name})`), {
+              retryable: true,
+            }),
+          );
+      },
+    });
+  };
+  Object.defineProperty(holders, "getByName", { value: lossy, configurable: true, writable: true });
+  try {
+    return await work();
+  } finally {
+    Object.defineProperty(holders, "getByName", {
+      value: getByName,
+      configurable: true,
+      writable: true,
+    });
+  }
+}
+
 /** The commands of the key-record model. */
 export { KeyAdvance, KeyChange, KeyEvict, KeyForget, KeyRequest };
 
@@ -408,9 +509,11 @@ export function keyCommands() {
     { weight: 20, arbitrary: fc.constantFrom(...kinds) },
     { weight: 1, arbitrary: fc.constant<KeyChangeKind>("revoke") },
   );
+  // One change in four has its pushes to the location holders lost.
+  const pushLost = fc.boolean().chain((lost) => (lost ? fc.boolean() : fc.constant(false)));
   const change = fc
-    .tuple(kind, fc.boolean(), fc.integer({ min: 1_000, max: 4_000 }), probe)
-    .map(([k, e, ms, p]) => new KeyChange(k, e, ms).withRequestsIn(p));
+    .tuple(kind, fc.boolean(), fc.integer({ min: 1_000, max: 4_000 }), pushLost, probe)
+    .map(([k, e, ms, lost, p]) => new KeyChange(k, e, ms, lost).withRequestsIn(p));
   return [
     request,
     request,
