@@ -63,6 +63,9 @@ const USAGE = `Usage: npm run bench:quota -- [options]
                       measured request each)
   --sparse-samples 150  measured requests per sparse scenario: as many keys as that takes
                       (150 at 5 minutes: 150 keys, one measured request each)
+  --sparse-warmup 1   each sparse key's first requests not measured (its start-up in the
+                      location; 2: also the one that gets its first grant sized to its gap),
+                      the --sparse-minutes of measured requests coming after them
   --new-location 15   keys, each in use in one location, sending a first request in another
                       (and as many more sending a first and a next request there)
   --tail-seconds ${TAIL_SECONDS}  how long after the last request of the quiet and sparse keys their
@@ -105,6 +108,7 @@ const opts = optionsOrExit(
     "slowing-gap-ms": { default: 455, min: 1, max: 60_000 },
     "sparse-gaps": { default: "10,60,300", pattern: /^[1-9][0-9]{0,4}(,[1-9][0-9]{0,4})*$/ },
     "sparse-minutes": { default: 5, min: 1, max: 120 },
+    "sparse-warmup": { default: 1, min: 1, max: 10 },
     "sparse-samples": { default: 150, min: 1, max: 2_000 },
     "new-location": { default: 15, min: 1, max: 500 },
     "tail-seconds": { default: TAIL_SECONDS, max: 3_600 },
@@ -304,6 +308,7 @@ async function main() {
         requestsPerKey,
         spreadMs: Math.min(gapMs, 60_000),
         firstKey,
+        warmup: opts.sparseWarmup,
       });
       firstKey += keys;
       log(`sparse every ${gapMs / 1000} s: issuing ${keys} keys × ${requestsPerKey} requests`);
@@ -334,7 +339,7 @@ async function main() {
           byGap.get(g.gapMs) ?? [],
           g.keys,
           2,
-          `${g.keys.length} ${g.keys.length === 1 ? "key" : "keys"}, after each key's first request`,
+          `${g.keys.length} ${g.keys.length === 1 ? "key" : "keys"}, after each key's first ${opts.sparseWarmup === 1 ? "request" : `${opts.sparseWarmup} requests`}`,
         ),
       );
       watched.push(...g.keys);

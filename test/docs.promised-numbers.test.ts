@@ -50,6 +50,8 @@ import {
   STANDING_BACKGROUND_ENDS_WITHIN_MS,
   STANDING_GAP_MS,
   STANDING_MINUTES,
+  STANDING_MOST_MINUTES,
+  STANDING_REQUESTS_AHEAD,
   STOPPED_KEY_OBJECT_CALLS,
 } from "../src/quota/standing";
 import { AUTH_FAILURES_PER_MINUTE, banThreshold } from "../src/quota/windows";
@@ -404,14 +406,32 @@ const PROMISES: PromisedNumber[] = [
     name: "STANDING_MINUTES",
     value: STANDING_MINUTES,
     unit: 1,
+    phrases: ["in each of the next {n} minutes \\(`STANDING_MINUTES`\\)"],
+  },
+  {
+    name: "STANDING_REQUESTS_AHEAD",
+    value: STANDING_REQUESTS_AHEAD,
+    unit: 1,
     phrases: [
-      "in each of the next {n} minutes \\(`STANDING_MINUTES`\\)",
+      "next {n} requests there at its last gap \\(`STANDING_REQUESTS_AHEAD`",
       "one call to the key's object per {n} requests",
     ],
   },
   {
-    name: "STANDING_MINUTES + 1 (how far ahead a standing permit is held)",
-    value: STANDING_MINUTES + 1,
+    name: "STANDING_MOST_MINUTES",
+    value: STANDING_MOST_MINUTES,
+    unit: 1,
+    phrases: ["up to the next {n} \\(`STANDING_MOST_MINUTES`\\)"],
+  },
+  {
+    name: "STANDING_MINUTES × heldBound (a free key's: the standing permits a key has out)",
+    value: STANDING_MINUTES * heldBound(PLAN_LIMITS.free),
+    unit: 1,
+    phrases: ["`STANDING_MINUTES` × `heldBound`, {n} for a free key"],
+  },
+  {
+    name: "STANDING_MOST_MINUTES + 1 (how far ahead a standing permit is held)",
+    value: STANDING_MOST_MINUTES + 1,
     unit: 1,
     phrases: ["the last minute of those permits, which ends at most {n} minutes after the grant"],
   },

@@ -87,6 +87,18 @@ describe("standing permits in the quota model", () => {
     expect(violations).toEqual([]);
   });
 
+  // The same with a key calling every 150 s, whose grants span 15 minutes: the previous release
+  // counts each of those minutes as it starts too, however far ahead it was granted.
+  it("keeps every minute exact across a rollback while grants span 15 minutes, and bills once", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(DAY_BINDS, [
+      new OneAtATime(0, 2, 150_000),
+      new RollbackWhileStanding(0, 2, 3, 150_000),
+    ]);
+    expect(violations).toEqual([]);
+  });
+
   // A key that stops calling while its holder holds standing permits: their batched hand-back
   // lost before or after the key's object took it back, or delivered twice, retried, and the bill counts every request once.
   it.each(["loseAfter", "loseBefore", "duplicate"] as const)(

@@ -12,7 +12,11 @@ import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { heldBound, QUIET_STOCK } from "../src/quota/lease";
 import type { StandingPermit } from "../src/quota/lease-messages";
-import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../src/quota/standing";
+import {
+  STANDING_BACKGROUND_ENDS_WITHIN_MS,
+  STANDING_MINUTES,
+  STANDING_REQUESTS_AHEAD,
+} from "../src/quota/standing";
 import { StandingStock } from "../src/quota/standing-stock";
 import { backgroundWork, countObjectCalls, freezeBackgroundWork } from "./background-work";
 import { fixClock, mockClock, policyWith, T0 } from "./helpers";
@@ -68,15 +72,22 @@ describe("standing permits at the key's object", () => {
     expect(again.standing).toBeUndefined();
   });
 
-  it("are granted only far from the limits: none with less than the room a stock for the minute needs", async () => {
+  it("are granted only far from the limits: the first minutes that leave the room a stock for the minute needs, none without it", async () => {
     fixClock(NINE + 5_000);
     const stub = newLimiter();
-    // 29 left in the day after the request: less than 4 × heldBound (24) after 6 standing permits.
+    // 29 left in the day after the request: 4 × heldBound (24) left after 5 standing permits.
     const tight = policyWith(60, 30);
     const a = await stub.admit(tight, { want: 0, returning: [], standing: 1 }, "k@AMS");
     expect(a.outcome).toBe("allowed");
-    expect(a.standing).toBeUndefined();
-    expect((await stub.usage(tight)).day.count).toBe(1);
+    expect(a.standing?.map((s) => s.minuteStart)).toEqual(
+      Array.from({ length: 5 }, (_, i) => NINE + (i + 1) * MINUTE_MS),
+    );
+    expect((await stub.usage(tight)).day.count).toBe(1 + 5);
+    // 24 left: none.
+    const b = await stub.admit(tight, { want: 0, returning: [], standing: 1 }, "k@FRA");
+    expect(b.outcome).toBe("allowed");
+    expect(b.standing).toBeUndefined();
+    expect((await stub.usage(tight)).day.count).toBe(2 + 5);
   });
 
   it("one handed back unused gives the day back and bills nothing; one used is billed admitted; one never reported is stranded once its holder's last minute is over", async () => {
@@ -188,6 +199,31 @@ describe("a location holder's standing permits", () => {
       expect(day).toMatchObject({ admitted: requests + 1, stranded: 0 });
     },
   );
+
+  it("a key calling every 5 minutes, once started (its first two requests), costs one call to its object per STANDING_REQUESTS_AHEAD requests: its grants span that many of its gaps", async () => {
+    const keyId = `standing_horizon_${++seq}`;
+    const holder = holderOf(keyId);
+    const start = T0 + 20_000;
+    const gapMs = 5 * MINUTE_MS;
+    const answers: HolderAnswer[] = [];
+    let objectCalls = () => 0;
+    for (let i = 0; i <= 2 + 2 * STANDING_REQUESTS_AHEAD; i++) {
+      await passTo(start + i * gapMs);
+      // Its first request is forwarded; from the third on, counted.
+      if (i === 2) objectCalls = countObjectCalls();
+      answers.push(await holder.admit(keyId, POLICY));
+      await passTime();
+    }
+    expect(answers.every(allowed)).toBe(true);
+    expect(answers.slice(1).every(fromStock), "no request waits for the key's object").toBe(true);
+    expect(objectCalls(), `calls for ${2 * STANDING_REQUESTS_AHEAD + 1} requests`).toBe(2);
+    // Once it stops: everything goes back within the bound, nothing billed but what was admitted.
+    const last = time.now;
+    await passTo(last + STANDING_BACKGROUND_ENDS_WITHIN_MS);
+    expect(await holder.unusedPermits()).toBe(0);
+    const [day] = (await env.QUOTA.getByName(keyId).report(POLICY)).days;
+    expect(day).toMatchObject({ admitted: answers.length, stranded: 0 });
+  });
 
   it("a holder evicted between a key's requests every 5 minutes keeps its standing permits: each request is answered there, and an alarm hands them back after the last", async () => {
     const keyId = `standing_kept_${++seq}`;

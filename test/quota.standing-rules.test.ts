@@ -12,7 +12,12 @@ import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { Admission, Renewal, RenewalRequest } from "../src/quota/lease-messages";
 import { newAdmissionId } from "../src/quota/lease-messages";
-import { STANDING_MINUTES, standingMinutesFrom } from "../src/quota/standing";
+import {
+  STANDING_MINUTES,
+  STANDING_MOST_MINUTES,
+  standingMinutesFrom,
+  standingMinutesWanted,
+} from "../src/quota/standing";
 import { StandingStock } from "../src/quota/standing-stock";
 import type { WindowStatus } from "../src/quota/windows";
 import { closedGate, fixClock, policyWith, T0 } from "./helpers";
@@ -66,6 +71,17 @@ describe("a location holder's standing permit", () => {
     expect(stock.usableAt(until(M1))).toBe(0);
   });
 
+  it("held again after evictions, is usable the margin less at both ends of its minute, once however many times it was restored", () => {
+    const stock = new StandingStock();
+    stock.restore(stockOf({ minuteStart: M1, permits: 2 }).held(), 1_000);
+    stock.restore(stock.held(), 1_000);
+    stock.restore(stock.held(), 1_000);
+    expect(stock.usableAt(from(M1) + 999)).toBe(0);
+    expect(stock.usableAt(from(M1) + 1_000)).toBe(2);
+    expect(stock.usableAt(until(M1) - 1_001)).toBe(2);
+    expect(stock.usableAt(until(M1) - 1_000)).toBe(0);
+  });
+
   it("shows the minute's room less the permits used in that minute only", () => {
     const stock = stockOf({ minuteStart: M1, permits: 2 }, { minuteStart: M2, permits: 2 });
     expect(minuteOf(stock.take(VERSION, from(M1), null, atContact(M1, 40)))).toMatchObject({
@@ -111,6 +127,45 @@ describe("standing permits at the key's object", () => {
       midnight - 2 * MINUTE_MS,
       midnight - MINUTE_MS,
     ]);
+  });
+
+  it("cover the key's next requests at its gap there: 6 minutes at a gap of a minute or less, 30 at 5 minutes, never more", () => {
+    expect([30_000, 60_000, 150_000, 300_000, 900_000].map(standingMinutesWanted)).toEqual([
+      STANDING_MINUTES,
+      STANDING_MINUTES,
+      15,
+      STANDING_MOST_MINUTES,
+      STANDING_MOST_MINUTES,
+    ]);
+    expect(standingMinutesFrom(NINE + 5_000, 1_000)).toHaveLength(STANDING_MOST_MINUTES);
+  });
+
+  it("are granted for the minutes to come a holder asks for (6 when it does not say), within STANDING_MOST_MINUTES", async () => {
+    fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const minutesOf = (a: Admission) => a.standing?.map((s) => s.minuteStart);
+    const thirty = await stub.admit(POLICY, ask({ standingMinutes: 30 }), "k@AMS");
+    expect(minutesOf(thirty)).toEqual(
+      Array.from({ length: 30 }, (_, i) => NINE + (i + 1) * MINUTE_MS),
+    );
+    expect((await stub.admit(POLICY, ask(), "k@FRA")).standing).toHaveLength(STANDING_MINUTES);
+    expect((await stub.usage(POLICY)).day.count, "2 requests, 36 permits").toBe(2 + 36);
+  });
+
+  it("a key's standing permits out, all locations together, stay within STANDING_MINUTES × heldBound: a later location gets what is left", async () => {
+    fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const most = STANDING_MINUTES * 6; // a free key's heldBound: 6
+    const granted: Admission[] = [];
+    for (const l of ["AMS", "FRA", "LHR"])
+      granted.push(await stub.admit(POLICY, ask({ standingMinutes: 30 }), `k@${l}`));
+    const counts = granted.map((a) => a.standing?.length ?? 0);
+    expect(counts).toEqual([STANDING_MOST_MINUTES, most - STANDING_MOST_MINUTES, 0]);
+    // Handed back, they make room again.
+    const returning = (granted[0]?.standing ?? []).map((s) => ({ id: s.id, unused: 1, used: 0 }));
+    await stub.returnLeases({ returnId: crypto.randomUUID(), returning });
+    const again = await stub.admit(POLICY, ask({ standingMinutes: 30 }), "k@LHR");
+    expect(again.standing).toHaveLength(STANDING_MOST_MINUTES);
   });
 
   it("are granted to a holder once per minute: asked again, only the minutes it does not hold yet", async () => {

@@ -22,7 +22,7 @@
  */
 export const STOPPED_KEY_OBJECT_CALLS = 3;
 /** …all within this long of its last request (`STANDING_BACKGROUND_ENDS_WITHIN_MS`). */
-export const STOPPED_KEY_CALLS_END_WITHIN_MS = 480_250;
+export const STOPPED_KEY_CALLS_END_WITHIN_MS = 1_920_250;
 /**
  * How long the report watches a stopped key's background requests by default (`--tail-seconds`):
  * long enough for the last of them to show.
@@ -85,22 +85,29 @@ export function keysForSamples({ gapMs, spanMs, samples }) {
 }
 
 /**
- * The requests of `keys` keys each calling every `gapMs`: each key's first request (not measured),
- * then `requestsPerKey` measured ones, `gapMs` apart. The keys start `spreadMs / keys` apart after
+ * The requests of `keys` keys each calling every `gapMs`: each key's first `warmup` requests (not
+ * measured: its start-up), then `requestsPerKey` measured ones, `gapMs` apart. The keys start `spreadMs / keys` apart after
  * `offsetMs`, so their requests interleave instead of arriving together. Sorted by time; `key`
  * counts from `firstKey`.
  * @param {{ gapMs: number, keys: number, requestsPerKey: number, spreadMs: number,
- *   offsetMs?: number, firstKey?: number }} spec
+ *   offsetMs?: number, firstKey?: number, warmup?: number }} spec
  * @returns {PlannedRequest[]}
  */
-export function sparsePlan({ gapMs, keys, requestsPerKey, spreadMs, offsetMs = 0, firstKey = 0 }) {
+export function sparsePlan({
+  gapMs,
+  keys,
+  requestsPerKey,
+  spreadMs,
+  offsetMs = 0,
+  firstKey = 0,
+  warmup = 1,
+}) {
   /** @type {PlannedRequest[]} */
   const out = [];
   for (let k = 0; k < keys; k++) {
     const first = offsetMs + Math.round((k * spreadMs) / keys);
-    out.push({ at: first, key: firstKey + k, measured: false });
-    for (let n = 1; n <= requestsPerKey; n++)
-      out.push({ at: first + n * gapMs, key: firstKey + k, measured: true });
+    for (let n = 0; n < warmup + requestsPerKey; n++)
+      out.push({ at: first + n * gapMs, key: firstKey + k, measured: n >= warmup });
   }
   return byTime(out);
 }

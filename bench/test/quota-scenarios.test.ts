@@ -90,6 +90,14 @@ describe("bench:quota's sparse schedule", () => {
       { at: 60_100, key: 4, measured: true },
       { at: 90_100, key: 5, measured: true },
     ]);
+    // A warm-up of 2: each key's first two requests are its start-up, the measured ones after.
+    const warm = sparsePlan({ gapMs: 300_000, keys: 1, requestsPerKey: 2, spreadMs: 0, warmup: 2 });
+    expect(warm.map((r) => [r.at, r.measured])).toEqual([
+      [0, false],
+      [300_000, false],
+      [600_000, true],
+      [900_000, true],
+    ]);
   });
 
   it("merges schedules by time, keeping the order of ties", () => {

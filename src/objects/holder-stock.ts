@@ -30,9 +30,8 @@ export class LocationStock {
   #policy: Policy | null = null;
 
   /**
-   * Holds again the standing permits kept in `storage` (the holder was evicted while holding
-   * them), so a key calling every few minutes is answered here with no far call, and keeps them
-   * there from now on. `name`: the holder's (see `holderName`).
+   * Holds again the standing permits kept in `storage` (evicted while holding them: a key calling
+   * every few minutes is answered here), and keeps them there. `name`: see `holderName`.
    */
   constructor(
     storage: DurableObjectStorage,
@@ -64,10 +63,7 @@ export class LocationStock {
     this.#memory.keepOwed(this.#owner);
   }
 
-  /**
-   * The holder's alarm: the standing permits' end came while it was evicted (or before its own
-   * hand-back); hands back what they served and what is left.
-   */
+  /** The alarm: the standing permits' end came while evicted (or before the hand-back): back. */
   async alarm(): Promise<void> {
     const owner = this.#owner;
     if (owner === null) return;
@@ -138,9 +134,8 @@ export class LocationStock {
 
   /**
    * Forwards an isolate's call for a lease of its own, handing this holder's stock back in the
-   * same call: in one location the key's permits are held by one tier at a time, so the
-   * isolate's X-RateLimit-Remaining is exact for the location. The stock not handed back (the
-   * call threw) goes with this holder's next call.
+   * same call (one tier at a time holds the key's permits in a location, so the isolate's
+   * X-RateLimit-Remaining is exact there); if the call throws, it goes with the next call.
    */
   async forIsolate(
     keyId: string,
@@ -175,8 +170,7 @@ export class LocationStock {
 
   /** Stops admitting from the stock at once, and hands it back in the background. */
   dropAndHandBack(keyId: string): void {
-    this.#leases.dropLeaseAndRefusals();
-    this.#inBackground(keyId, this.#leases.giveBackUnused(this.#calls.giveBack(keyId)));
+    this.#inBackground(keyId, this.giveBack(keyId));
   }
 
   /**
@@ -213,11 +207,9 @@ export class LocationStock {
   }
 
   /**
-   * Leases end with their minute, so a key used here this minute gets a fresh stock as the next
-   * one begins, in the background: its first requests there wait for no far call. A key not used
-   * here for a whole minute gets none (what it holds goes back at its lease's expiry), nor does
-   * one whose next request is expected after that minute (a key calling every 2 minutes or less
-   * often: its standing permits serve it).
+   * Leases end with their minute: a key used here this minute gets a fresh stock in the background
+   * as the next begins, so its first requests wait for no far call; none for a key not used here
+   * for a whole minute, or whose next request is expected after that minute (standing permits).
    */
   #refillWhenTheMinuteTurns(keyId: string, policy: Policy): void {
     if (!this.#policy || policy.version > this.#policy.version) this.#policy = policy;

@@ -1,19 +1,16 @@
 import { MINUTE_MS } from "../lib/clock";
-import { heldBound, stockLivesTheMinute } from "../quota/lease";
+import { heldBound, MINUTE_STOCK_ROOM_SHARE } from "../quota/lease";
 import type { Lease, StandingPermit } from "../quota/lease-messages";
 import type { Limits } from "../quota/plans";
-import { standingMinutesFrom } from "../quota/standing";
+import { STANDING_MINUTES, standingMinutesFrom } from "../quota/standing";
 import { type UsageState, type WindowStatus, windowsOf } from "../quota/windows";
 import { insertLease, type LeaseAsk, type LeaseLedger } from "./lease-ledger";
 
 /**
- * The standing permits the key's object grants location holders (quota/standing.ts), kept as
- * rows of its `leases` table, so they are held, handed back, settled and stranded as any lease:
- * - `minute_start` is the minute they may be used in: the day counts them at the grant, the
- *   minute window as that minute starts (`countedAsItStarts`);
- * - `expires_at` is the end of the last minute granted to the holder, so that it may report them
- *   with its next call, up to that many minutes later. The lease granted with them waits as long.
- * No schema change: an object of the release before reads them as leases of a later minute.
+ * The standing permits the key's object grants location holders (quota/standing.ts): rows of its
+ * `leases` table (no schema change), held, handed back, settled and stranded as any lease, of the
+ * minute they may be used in (counted in the day at the grant, in that minute as it starts),
+ * waited for until the last minute granted to their holder ends (`expires_at`).
  */
 export class StandingLedger {
   constructor(
@@ -23,14 +20,14 @@ export class StandingLedger {
 
   /**
    * What an admitted request or a renewal lends: the lease asked for (LeaseLedger.lend), then
-   * `ask.standing` in each minute to come `grantee` does not hold yet, while the key stays far
-   * from both limits after them all and each minute's leases stay within heldBound.
+   * `ask.standing` in each of the `ask.standingMinutes` minutes to come (standingMinutesFrom)
+   * `grantee` does not hold yet, as many as the bounds below allow.
    */
   lend(
     counted: UsageState,
     windows: WindowStatus[],
     limits: Limits,
-    ask: LeaseAsk & { standing?: number },
+    ask: LeaseAsk & { standing?: number; standingMinutes?: number },
     now: number,
     grantee: string | null,
   ): { state: UsageState; lease: Lease | null; standing?: StandingPermit[] } {
@@ -42,33 +39,35 @@ export class StandingLedger {
     const { state, lease } = lent;
     const permits = ask.standing ?? 0;
     if (grantee === null || permits <= 0) return lent;
-    const held = new Set(
-      this.sql
-        .exec<{ minuteStart: number }>(
-          "SELECT minute_start AS minuteStart FROM leases WHERE grantee = ? AND minute_start > ?",
-          grantee,
-          state.minuteStart,
-        )
-        .toArray()
-        .map((r) => r.minuteStart),
-    );
+    // The leases of the minutes to come: standing permits only.
+    const ahead = this.sql
+      .exec<{ minute: number; grantee: string | null; held: number }>(
+        "SELECT minute_start AS minute, grantee, held FROM leases WHERE minute_start > ?",
+        state.minuteStart,
+      )
+      .toArray();
+    const heldIn = (m: number) => ahead.reduce((n, r) => (r.minute === m ? n + r.held : n), 0);
+    const own = ahead.filter((r) => r.grantee === grantee).map((r) => r.minute);
+    // The earliest minutes asked for that stay within their heldBound, the key's standing permits
+    // out within STANDING_MINUTES × heldBound, and the key far from both limits after them all.
     const bound = heldBound(limits);
-    const minutes = standingMinutesFrom(now).filter(
-      (m) => !held.has(m) && this.leases.sumIn("held", m, state.dayStart) + permits <= bound,
-    );
+    const room = Math.min(...windowsOf(state, limits).map((w) => w.remaining));
+    const out = ahead.reduce((n, r) => n + r.held, 0);
+    const fit = Math.min(STANDING_MINUTES * bound - out, room - MINUTE_STOCK_ROOM_SHARE * bound);
+    const minutes = standingMinutesFrom(now, ask.standingMinutes)
+      .filter((m) => !own.includes(m) && heldIn(m) + permits <= bound)
+      .slice(0, Math.max(0, Math.floor(fit / permits)));
     const total = permits * minutes.length;
-    if (total === 0 || !stockLivesTheMinute(windowsOf(state, limits), limits, total)) return lent;
-    const waitedUntil = Math.max(...minutes, ...held) + MINUTE_MS;
+    if (total === 0) return lent;
+    const waitedUntil = Math.max(...minutes, ...own) + MINUTE_MS;
     const standing = minutes.map((minuteStart) => ({
       id: crypto.randomUUID(),
       permits,
       minuteStart,
     }));
-    // The holder hands back what it holds together, after the last minute it holds (or with its
-    // next call): the permits of its earlier grants still out, and the lease reported with them,
-    // are waited for as long, so they are not settled as stranded before that hand-back arrives.
-    // (Its leases waited for at least to their minute's end and to the current one's: a stock of
-    // this minute that lives the minute is waited for as long too, which only delays its stranding.)
+    // The holder hands back what it holds together, after its last minute (or with its next
+    // call): its leases still out are waited for as long, not stranded before that hand-back (a
+    // stock of this minute that lives the minute too, which only delays its stranding).
     this.sql.exec(
       `UPDATE leases SET expires_at = ?
          WHERE grantee = ? AND expires_at >= ? AND expires_at >= minute_start + ? AND expires_at < ?`,
@@ -78,13 +77,8 @@ export class StandingLedger {
       MINUTE_MS,
       waitedUntil,
     );
-    for (const s of standing)
-      insertLease(this.sql, {
-        ...s,
-        dayStart: state.dayStart,
-        expiresAt: waitedUntil,
-        grantee,
-      });
+    const row = { dayStart: state.dayStart, expiresAt: waitedUntil, grantee };
+    for (const s of standing) insertLease(this.sql, { ...s, ...row });
     if (lease)
       this.sql.exec(
         "UPDATE leases SET expires_at = MAX(expires_at, ?) WHERE id = ?",

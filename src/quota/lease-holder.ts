@@ -14,7 +14,7 @@ import {
   type RenewalRequest,
   type SharedStock,
 } from "./lease-messages";
-import { standingWanted } from "./standing";
+import { standingMinutesWanted, standingWanted } from "./standing";
 import type { StandingMemory } from "./standing-stock";
 import type { Policy } from "./windows";
 
@@ -56,7 +56,7 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /** A location holder's asks for the rest of the minute (minuteStockWanted) and the next ones. */
-  #minuteWant(now: number): { minuteWant?: number; standing?: number } {
+  #minuteWant(now: number): { minuteWant?: number; standing?: number; standingMinutes?: number } {
     if (this.#stock <= 0) return {};
     const minuteEnd = now - (now % MINUTE_MS) + MINUTE_MS;
     const minuteWant = minuteStockWanted(now, minuteEnd, this.#rate.gapMs);
@@ -67,11 +67,12 @@ export class LeaseHolder extends LeaseHandBacks {
    * A location holder's standing permits to ask for in each minute to come, once those it holds
    * would not cover the key's next request here (at its last gap, at least a minute on).
    */
-  #standingWant(now: number): { standing?: number } {
+  #standingWant(now: number): { standing?: number; standingMinutes?: number } {
     const gapMs = this.#rate.sparseGap(now);
     const standing = this.#stock > 0 ? standingWanted(gapMs) : 0;
     const nextExpected = now + Math.max(gapMs, MINUTE_MS);
-    return standing > 0 && this.standing.coveredUntil <= nextExpected ? { standing } : {};
+    if (standing <= 0 || this.standing.coveredUntil > nextExpected) return {};
+    return { standing, standingMinutes: standingMinutesWanted(gapMs) };
   }
 
   /** What a location holder keeps across an eviction (see StandingMemory). */

@@ -71,8 +71,9 @@ export interface LeaseRequest {
   admissionId?: string;
   /** As RenewalRequest's. */
   minuteWant?: number;
-  /** As RenewalRequest's. */
+  /** As RenewalRequest's, as is `standingMinutes`. */
   standing?: number;
+  standingMinutes?: number;
 }
 
 /** A location holder's standing permits for the minute starting at `minuteStart` (quota/standing.ts). */
@@ -108,6 +109,8 @@ export interface RenewalRequest {
   minuteWant?: number;
   /** A location holder's: the standing permits it wants in each of the next minutes. */
   standing?: number;
+  /** How many minutes to come it wants them in (standingMinutesWanted; absent: STANDING_MINUTES). */
+  standingMinutes?: number;
 }
 
 /**

@@ -12,6 +12,8 @@ export interface HeldStanding {
   until: number;
   /** The minute it was counted in, by the key's object's clock (for the windows shown). */
   minuteStart: number;
+  /** How much `from` and `until` were narrowed when it was held again (absent: never). */
+  marginMs?: number;
   policyVersion: number;
   admissionIds: string[];
 }
@@ -27,9 +29,8 @@ export interface StandingMemory {
 
 /**
  * A location holder's standing permits (quota/standing.ts), each usable only within its minute by
- * the object's clock: the object answered at its `now`, which this holder's clock read between
- * asking (`sentAt`) and the answer (`receivedAt`), so a permit is used only from `receivedAt` plus
- * the time to its minute's start, until `sentAt` plus the time to its minute's end.
+ * the object's clock, which answered between this holder's `sentAt` and `receivedAt`: from
+ * `receivedAt` plus the time to its minute's start, until `sentAt` plus the time to its end.
  */
 export class StandingStock {
   #held: HeldStanding[] = [];
@@ -46,10 +47,14 @@ export class StandingStock {
 
   /**
    * Holds `held` again (kept by a holder evicted since), each usable `marginMs` less at both ends
-   * of its minute: the clock that placed it may have been another host's.
+   * of its minute than where it was placed (once, however many evictions it outlives): the clock
+   * that placed it may have been another host's.
    */
   restore(held: readonly HeldStanding[], marginMs: number): void {
-    this.#held = held.map((h) => ({ ...h, from: h.from + marginMs, until: h.until - marginMs }));
+    this.#held = held.map(({ marginMs: had = 0, ...h }) => {
+      const more = Math.max(0, marginMs - had);
+      return { ...h, from: h.from + more, until: h.until - more, marginMs: had + more };
+    });
   }
 
   /** Keeps `granted` (an answer under `policyVersion`, given at the object's `answeredAt`). */

@@ -1,16 +1,25 @@
 import { DAY_MS, MINUTE_MS } from "../lib/clock";
 
-/**
- * Standing permits: a location holder's permits for each of the next few minutes, so that a
- * sparse key's next requests there need no call to its object (docs/quotas.md, "Standing
- * permits").
- */
+// Standing permits: a location holder's permits for the minutes to come, so that a sparse key's
+// next requests there need no call to its object (docs/quotas.md, "Standing permits").
 
 /**
- * How many minutes after the current one a grant covers: a key calling once a minute costs at
- * most 1 + 1/STANDING_MINUTES Durable Object requests per request.
+ * The minutes after the current one a grant covers at least (an ask of the release before: 6);
+ * times heldBound, the most standing permits of a key out at once, all locations together.
  */
 export const STANDING_MINUTES = 6;
+
+/** A grant covers the key's next this many requests at its last gap: one call per that many. */
+export const STANDING_REQUESTS_AHEAD = 6;
+
+/** The most minutes after the current one a grant covers, whatever the key's gap. */
+export const STANDING_MOST_MINUTES = 30;
+
+/** The minutes to come a holder asks standing permits for, at the key's last gap `gapMs` there. */
+export function standingMinutesWanted(gapMs: number): number {
+  const ahead = Math.ceil((STANDING_REQUESTS_AHEAD * gapMs) / MINUTE_MS);
+  return Math.min(STANDING_MOST_MINUTES, Math.max(STANDING_MINUTES, ahead));
+}
 
 /**
  * A location holder asks for standing permits once the key's last gap there is at least this
@@ -24,25 +33,21 @@ export function standingWanted(gapMs: number): number {
 }
 
 /**
- * The minutes a grant at `now` may cover, within the current UTC day (a day's permits are all
- * counted in that day).
+ * The `minutes` after the one at `now` a grant covers (STANDING_MINUTES to STANDING_MOST_MINUTES),
+ * within the current UTC day (a day's permits are all counted in that day).
  */
-export function standingMinutesFrom(now: number): number[] {
+export function standingMinutesFrom(now: number, minutes = STANDING_MINUTES): number[] {
   const minute = now - (now % MINUTE_MS);
-  const dayEnd = now - (now % DAY_MS) + DAY_MS;
-  const out: number[] = [];
-  for (let i = 1; i <= STANDING_MINUTES; i++) {
-    const start = minute + i * MINUTE_MS;
-    if (start < dayEnd) out.push(start);
-  }
-  return out;
+  const most = Math.min(STANDING_MOST_MINUTES, Math.max(STANDING_MINUTES, minutes));
+  const count = Math.min(most, (now - (now % DAY_MS) + DAY_MS - minute) / MINUTE_MS - 1);
+  return Array.from({ length: Math.max(0, count) }, (_, i) => minute + (i + 1) * MINUTE_MS);
 }
 
 /**
  * The background calls a location holder makes for a key that stopped calling there, while it
  * holds standing permits, end within this long of its last request.
  */
-export const STANDING_BACKGROUND_ENDS_WITHIN_MS = (STANDING_MINUTES + 2) * MINUTE_MS + 250;
+export const STANDING_BACKGROUND_ENDS_WITHIN_MS = (STANDING_MOST_MINUTES + 2) * MINUTE_MS + 250;
 
 /**
  * The most calls a location holder makes to the key's object for a key that stopped calling

@@ -29,7 +29,7 @@ import { HELD_KEY_MAX_AGE_MS } from "../../src/objects/holder-key-record";
 import { holderName } from "../../src/objects/quota-holder";
 import { leaseWanted } from "../../src/quota/arrival-rate";
 import { CHANGE_APPLIES_WITHIN_MS, ISOLATE_LEASE_MS } from "../../src/quota/lease";
-import { STANDING_MINUTES } from "../../src/quota/standing";
+import { STANDING_MOST_MINUTES } from "../../src/quota/standing";
 import {
   ADMIN,
   auth,
@@ -173,7 +173,7 @@ function refusalBound(m: KeyModel, change: Snapshot): number {
  * The last standing permit granted before a change ends by this long after it: a holder's copy
  * older than the change then decides nothing (`onceStale` needs standing permits held).
  */
-const STANDING_HORIZON_MS = (STANDING_MINUTES + 1) * MINUTE_MS;
+const STANDING_HORIZON_MS = (STANDING_MOST_MINUTES + 1) * MINUTE_MS;
 
 /**
  * Where `change`'s push was lost: a request with a secret D1 refuses since it, sent `at` in

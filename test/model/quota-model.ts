@@ -22,7 +22,11 @@ import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../sr
 import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { HolderDecision } from "../../src/quota/lease-in-hand";
 import { admissionIdLive, newAdmissionId } from "../../src/quota/lease-messages";
-import { STANDING_BACKGROUND_ENDS_WITHIN_MS, STANDING_MINUTES } from "../../src/quota/standing";
+import {
+  STANDING_BACKGROUND_ENDS_WITHIN_MS,
+  STANDING_MINUTES,
+  STANDING_MOST_MINUTES,
+} from "../../src/quota/standing";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
@@ -319,12 +323,13 @@ function limitsDuring(m: QuotaModel, start: number, end: number) {
 
 /**
  * The most permits counted and not served a minute may hold: the largest heldBound of the
- * policies in force while its permits could be granted, from STANDING_MINUTES minutes before it
- * (standing permits are granted for the minutes to come, each within heldBound of the policy in
+ * policies in force while its permits could be granted, from STANDING_MOST_MINUTES minutes before
+ * it (standing permits are granted for the minutes to come, each within heldBound of the policy in
  * force at its grant, and a change lowers no grant already made) to its end.
  */
 function heldBoundOfMinute(m: QuotaModel, minuteStart: number): number {
-  return limitsDuring(m, minuteStart - STANDING_MINUTES * MINUTE_MS, minuteStart + MINUTE_MS).bound;
+  const from = minuteStart - STANDING_MOST_MINUTES * MINUTE_MS;
+  return limitsDuring(m, from, minuteStart + MINUTE_MS).bound;
 }
 
 function violation(m: QuotaModel, what: string): void {
@@ -1102,33 +1107,34 @@ class LostPushWhileStanding extends Step {
 
 /**
  * A rollback while a sparse key holds standing permits, then the roll forward: the key called in
- * isolate `isolate` 3 times 40 s apart (its holder asks for standing permits of the minutes to
- * come), then for `minutes` minutes the previous release decides `requests` requests a minute at
- * the key's object (which does not count standing permits in their minute) while this release's
- * holders go on with their background work (hand-backs, refills, reports), then this release
- * again, and the key called 3 more times 40 s apart (the standing permits still held used).
+ * isolate `isolate` 3 times `gapMs` apart (its holder asks for standing permits of the minutes to
+ * come: 6 at 40 s, 15 at 150 s), then for `minutes` minutes the previous release decides
+ * `requests` requests a minute at the key's object while this release's holders go on with their
+ * background work (hand-backs, refills, reports), then this release again, and the key called 3
+ * more times `gapMs` apart (the standing permits still held used).
  */
 class RollbackWhileStanding extends Step {
   constructor(
     readonly isolate: number,
     readonly requests: number,
     readonly minutes: number,
+    readonly gapMs = 40_000,
   ) {
     super();
   }
   label() {
-    return `RollbackWhileStanding(isolate ${this.isolate}, previous release decides ×${this.requests} a minute for ${this.minutes} min)`;
+    return `RollbackWhileStanding(isolate ${this.isolate}, every ${this.gapMs / 1_000} s, previous release decides ×${this.requests} a minute for ${this.minutes} min)`;
   }
   override check(m: Readonly<QuotaModel>) {
     return m.release === "current";
   }
   async act(m: QuotaModel, r: QuotaReal) {
-    await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
+    await new OneAtATime(this.isolate, 3, this.gapMs).act(m, r);
     if (m.violations.length) return;
     await previousReleaseDecides(m, r, this.requests, this.minutes, "the rollback");
     if (m.violations.length) return;
     await new RollForward().act(m, r);
-    await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
+    await new OneAtATime(this.isolate, 3, this.gapMs).act(m, r);
   }
 }
 
@@ -1465,8 +1471,13 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
       )
       .map(([i, k, n, gap, f]) => new LostPushWhileStanding(i, k, n, gap, f)),
     fc
-      .tuple(isolate, fc.integer({ min: 0, max: 14 }), fc.integer({ min: 1, max: 3 }))
-      .map(([i, n, minutes]) => new RollbackWhileStanding(i, n, minutes)),
+      .tuple(
+        isolate,
+        fc.integer({ min: 0, max: 14 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.constantFrom(40_000, 150_000),
+      )
+      .map(([i, n, minutes, gap]) => new RollbackWhileStanding(i, n, minutes, gap)),
     fc
       .tuple(
         isolate,
