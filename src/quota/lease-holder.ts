@@ -1,7 +1,15 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
 import { withDeadline } from "./call-coordination";
-import { LEASE_TIMINGS, MINUTE_TAIL_MS, minuteStockWanted, RenewAhead, renewsNow } from "./lease";
+import {
+  ISOLATE_LEASE_MS,
+  MINUTE_TAIL_MS,
+  minuteStockWanted,
+  RenewAhead,
+  renewsNow,
+  STOCK_LEASE_MS,
+  STOCK_RENEW_AHEAD_MS,
+} from "./lease";
 import { type LeaseCalls, LeaseHandBacks } from "./lease-hand-backs";
 
 export type { GiveBackCall, LeaseCalls } from "./lease-hand-backs";
@@ -41,9 +49,9 @@ export class LeaseHolder extends LeaseHandBacks {
   constructor({ stock = 0 }: { stock?: number } = {}) {
     super();
     this.#stock = stock;
-    const timings = LEASE_TIMINGS[stock > 0 ? "stock" : "isolate"];
-    this.#leaseLifetimeMs = timings.lifetimeMs;
-    this.#renewAhead = new RenewAhead(timings.renewAheadMs);
+    // A location holder's stock renews a fixed time ahead; an isolate's lease by its renewals.
+    this.#leaseLifetimeMs = stock > 0 ? STOCK_LEASE_MS : ISOLATE_LEASE_MS;
+    this.#renewAhead = new RenewAhead(stock > 0 ? STOCK_RENEW_AHEAD_MS : null);
   }
 
   /**
@@ -171,7 +179,6 @@ export class LeaseHolder extends LeaseHandBacks {
     const minuteEnd = this.windows.minuteEnd;
     const ended = lease && now >= lease.expiresAt && lease.expiresAt >= minuteEnd - MINUTE_TAIL_MS;
     if (this.#stock > 0 || !ended || this.#turnOf === minuteEnd) return null;
-    if (lease.policyVersion !== policy.version) return null;
     const turn = this.#refill(policy, calls, now, this.#wanted(now));
     if (turn) this.#turnOf = minuteEnd;
     return turn;

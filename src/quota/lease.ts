@@ -189,19 +189,13 @@ export function renewsNow(
   return halfUsed || ending;
 }
 
-/** A lease's timings by who holds it (an isolate, or a location holder's stock), for both sides. */
-export const LEASE_TIMINGS = {
-  isolate: { lifetimeMs: ISOLATE_LEASE_MS, renewAheadMs: null }, // see RenewAhead
-  stock: { lifetimeMs: STOCK_LEASE_MS, renewAheadMs: STOCK_RENEW_AHEAD_MS },
-} as const;
-
 /** How long a lease granted to `grantee` (null: an isolate) lives; each ends with its minute anyway. */
 export function leaseLifetimeMs(
   grantee: string | null,
   { forTheMinute = false }: { forTheMinute?: boolean } = {},
 ): number {
-  if (grantee !== null && forTheMinute) return MINUTE_MS;
-  return LEASE_TIMINGS[grantee === null ? "isolate" : "stock"].lifetimeMs;
+  if (grantee === null) return ISOLATE_LEASE_MS;
+  return forTheMinute ? MINUTE_MS : STOCK_LEASE_MS;
 }
 
 /** Whether a lease granted with `expiresAt`, answered at `answeredAt`, is a stock for the minute. */
