@@ -87,13 +87,12 @@ export class AdmissionMemory {
 
   /**
    * Counts once each request a location holder reports it admitted from its stock (lease
-   * `leaseIn`, null once settled), by admission id, after the report's `used` was counted: the
-   * windows `usage` and the history, as they are then. Its answer may have been lost on the way
-   * from the holder, and its isolate then asked the key's object with the same id: decided there
-   * too, the object's own count comes off (the stock's stays); refused there (the answer its
-   * client got), the stock's permit comes back and is not billed. Any other id is remembered, so
-   * that asked later it is answered as admitted (under the key's policy) and counted nowhere
-   * else. Each id is then remembered as reported: a report delivered again changes nothing.
+   * `leaseIn`, null once settled), by admission id, after the report's `used` was counted (in
+   * `usage` and the history). An answer lost on its way from the holder makes its isolate ask the
+   * key's object with the same id: decided there too, the object's own count comes off (the
+   * stock's stays); refused there (the answer its client got), the stock's permit comes back
+   * unbilled. Any other id is remembered, so that asked later it is answered as admitted (under
+   * the key's policy) and counted nowhere else. A report delivered again changes nothing.
    */
   countOnceFromStock(
     usage: UsageState,

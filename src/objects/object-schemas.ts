@@ -4,14 +4,11 @@ import type { ObjectSchema } from "./schema-migrations";
 
 /**
  * What this release reads and writes of each Durable Object's stored schema, for
- * compat/release.json: a rollback from C to T is safe only when `C.writes <= T.readsThrough`.
+ * compat/release.json: `writes`, the contract version (`schema_version.version`) it stores
+ * (additions leave it); `readsThrough`, the newest stored one it opens (older ones it migrates
+ * up). A rollback from C to T is safe only when `C.writes <= T.readsThrough`.
  */
-export interface ObjectSchemaRecord {
-  /** The contract version (`schema_version.version`) this release stores; additions leave it. */
-  writes: number;
-  /** The newest stored contract version this release opens (older ones it migrates up). */
-  readsThrough: number;
-}
+export type ObjectSchemaRecord = { writes: number; readsThrough: number };
 
 const recordOf = (schema: ObjectSchema): ObjectSchemaRecord => ({
   writes: schema.contract.length,

@@ -65,8 +65,7 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   async #open(ctx: DurableObjectState, env: Env): Promise<void> {
-    const config = configOrThrow(env);
-    this.#banMs = config.BAN_MINUTES * MINUTE_MS;
+    this.#banMs = configOrThrow(env).BAN_MINUTES * MINUTE_MS;
     migrateSchemaOrThrow(ctx.storage, QUOTA_LIMITER_SCHEMA);
     this.#usage = this.#usageTable.load();
     this.#policy.load();

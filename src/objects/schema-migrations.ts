@@ -15,12 +15,11 @@ export interface ObjectSchema {
   additions: readonly SchemaAddition[];
 }
 
-export interface SchemaAddition {
-  /** Recorded in `schema_additions` once applied; unique within the object, never reused. */
-  name: string;
-  /** CREATE TABLE / INDEX IF NOT EXISTS, or ADD COLUMN (NULL-able or with a DEFAULT). */
-  sql: string;
-}
+/**
+ * `name`: recorded in `schema_additions` once applied; unique within the object, never reused.
+ * `sql`: CREATE TABLE / INDEX IF NOT EXISTS, or ADD COLUMN (NULL-able or with a DEFAULT).
+ */
+export type SchemaAddition = { name: string; sql: string };
 
 /**
  * Brings `storage` to `schema` in one transaction. Throws ObjectCannotOpenError, changing nothing,

@@ -74,16 +74,10 @@ export class UsageHistoryTable {
    * unused permits of a lease counted whole at grant, a request counted twice).
    */
   countServed(dayStart: number, requests: number): void {
-    if (requests >= 0) {
-      this.count("allowed", dayStart, requests);
-      return;
-    }
-    const { rowsWritten } = this.sql.exec(
-      "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?",
-      -requests,
-      dayStart,
-    );
-    if (rowsWritten > 0) this.#revise(dayStart, { started: false });
+    const takeOff = "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?";
+    if (requests >= 0) this.count("allowed", dayStart, requests);
+    else if (this.sql.exec(takeOff, -requests, dayStart).rowsWritten > 0)
+      this.#revise(dayStart, { started: false });
   }
 
   /** Raises the revision of a day's totals; a day just `started` gets its D1 write's alarm. */
