@@ -10,7 +10,9 @@ import {
   fixedListRunner,
   OneAtATime,
   PLANS,
+  PreviousReleaseLease,
   RollbackWhileStanding,
+  RollForward,
   SecondLocation,
   StopsCalling,
 } from "./model/quota-model";
@@ -136,4 +138,32 @@ describe("standing permits in the quota model", () => {
     const violations = await violationsOf(DAY_BINDS, [new SecondLocation(0, 0, 4, 15_000)]);
     expect(violations).toEqual([]);
   });
+});
+
+describe("the previous release's leases in the quota model", () => {
+  // An isolate of the previous release, rolled back to, is granted a lease by its object; it
+  // hands the lease back as that release does: to its own object, or to this release's after the
+  // roll forward, or never (stranded). A grant it never used goes back naming only what was left
+  // unused (no `used`), which this release's object must take back too.
+  it.each([
+    [4, 0, "rolledForward"],
+    [4, 2, "rolledForward"],
+    [4, 0, "previous"],
+    [4, 3, "previous"],
+    [4, 2, "never"],
+  ] as const)(
+    "bills a lease it was granted of %i, used %i, handed back %s, once",
+    {
+      timeout: 60_000,
+    },
+    async (want, use, handBack) => {
+      const violations = await violationsOf(DAY_BINDS, [
+        new OneAtATime(0, 2, 1_000),
+        new PreviousReleaseLease(want, use, handBack),
+        new RollForward(),
+        new OneAtATime(1, 3, 500),
+      ]);
+      expect(violations).toEqual([]);
+    },
+  );
 });

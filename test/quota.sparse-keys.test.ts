@@ -2,7 +2,7 @@
 // rest of each minute while the key is far from its limits (src/quota/lease.ts,
 // stockLivesTheMinute), and refills it as the next minute begins, so the key's requests wait for
 // no far call; what that stock may cost when the key changes, or nears its limit, stays bounded.
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { forgetKey } from "../src/auth/key-cache";
@@ -26,6 +26,7 @@ import {
 import { backgroundWork, countObjectCalls } from "./background-work";
 import {
   ADMIN,
+  alarmOf,
   auth,
   BASE,
   callWith,
@@ -321,6 +322,30 @@ describe("a key calling every 5 minutes, its holder evicted between its requests
     await passTo(start + 5 * MINUTE_MS + 1_000);
     await expectError(await fromColdIsolate(id, key), 401, "unauthorized");
   });
+  it("answered from its kept standing permits, the holder constructed again leaves their alarm where it was: none moved earlier, to be scheduled before its answer", async () => {
+    const { id, key } = await issueKey("free");
+    const minute = T0 - (T0 % MINUTE_MS) + MINUTE_MS;
+    await passTo(minute + 45_000);
+    expect((await fromColdIsolate(id, key)).status).toBe(200);
+    await passTo(minute + 75_000); // the next minute's refill: standing permits
+    await holderOf(id, "AMS").unusedPermits(); // makes the write the refill owes (`keepOwed`)
+    const holder = uncounted(env.QUOTA_HOLDER, holderName(id, "AMS"));
+    const before = await alarmOf(holder);
+    expect(before, "the alarm that hands them back if the holder is evicted").not.toBeNull();
+    await evictHolder(id);
+    await passTo(minute + 45_000 + 5 * MINUTE_MS);
+    const alarmsSet: number[] = [];
+    await runInDurableObject(holder, (_instance, state) => {
+      const setAlarm = state.storage.setAlarm.bind(state.storage);
+      state.storage.setAlarm = (at, options) => {
+        alarmsSet.push(Number(at));
+        return setAlarm(at, options);
+      };
+    });
+    expect((await fromColdIsolate(id, key)).status).toBe(200);
+    expect(alarmsSet.filter((at) => at < Number(before))).toEqual([]);
+  });
+
   it("changed while the push to its holder is lost, its request forwarded at a minute's edge comes back stale: the holder answers with the D1 read its kept copy started, one read in all", async () => {
     const { id, key } = await issueKey("free");
     const minute = T0 - (T0 % MINUTE_MS) + MINUTE_MS;

@@ -9,7 +9,7 @@ import {
   whyKeyUnusable,
 } from "../auth/api-key";
 import { forgetKey } from "../auth/key-cache";
-import { getKey, type KeyRecord, policyOf } from "../db/keys";
+import { getKey, policyOf } from "../db/keys";
 import { runAfterResponse } from "../lib/after-response";
 import { clock } from "../lib/clock";
 import { unavailable } from "../lib/errors";
@@ -38,33 +38,8 @@ const READ_ANSWER_HEADERS = ["ETag", "Link", BOOKMARK_HEADER];
 // Keys whose last decision in this isolate left room: their reads run alongside the limiter call.
 const keysWithRoom = new ExpiringMap<string, true>(10_000);
 
-function noteRoomLeft(keyId: string, result: AdmitResult): void {
-  const room =
-    result.reached &&
-    result.decision.outcome === "allowed" &&
-    result.decision.windows.every((w) => w.remaining > 0);
-  if (room) keysWithRoom.set(keyId, true, Infinity);
-  else keysWithRoom.delete(keyId);
-}
-
 const rereadKeyProblemInD1 = (env: Env, keyId: string): Promise<string | null> =>
   rereadKeyProblem(keyId, async (now) => whyKeyUnusable(await getKey(env.DB, keyId), now));
-
-async function headersOrThrowWithoutObject(
-  c: Context<QuotaEnv>,
-  key: KeyRecord,
-  result: Extract<AdmitResult, { reached: false }>,
-): Promise<Record<string, string>> {
-  const answer = answerWithoutObject(key.id, key.limits, result, clock.now());
-  c.set("quota", answer.quota);
-  if (!answer.admitted) throw answer.error;
-  const problem = await rereadKeyProblemInD1(c.env, key.id);
-  if (problem) {
-    forgetKey(key.id);
-    throw unusableKeyError(problem);
-  }
-  return answer.headers;
-}
 
 /** Throws the answer for a refused request; returns the rate-limit headers of an admitted one. */
 async function headersOrThrowRefusal(
@@ -72,8 +47,23 @@ async function headersOrThrowRefusal(
   result: AdmitResult,
 ): Promise<Record<string, string>> {
   const key = c.get("apiKey");
-  noteRoomLeft(key.id, result);
-  if (!result.reached) return headersOrThrowWithoutObject(c, key, result);
+  const room =
+    result.reached &&
+    result.decision.outcome === "allowed" &&
+    result.decision.windows.every((w) => w.remaining > 0);
+  if (room) keysWithRoom.set(key.id, true, Infinity);
+  else keysWithRoom.delete(key.id);
+  if (!result.reached) {
+    const answer = answerWithoutObject(key.id, key.limits, result, clock.now());
+    c.set("quota", answer.quota);
+    if (!answer.admitted) throw answer.error;
+    const problem = await rereadKeyProblemInD1(c.env, key.id);
+    if (problem) {
+      forgetKey(key.id);
+      throw unusableKeyError(problem);
+    }
+    return answer.headers;
+  }
   c.set("quota", result.decision.outcome);
   const { decision } = result;
   // The object applied a newer policy than this isolate's cached record (a plan change or a

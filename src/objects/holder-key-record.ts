@@ -13,10 +13,7 @@ export const HELD_KEY_MAX_AGE_MS = KEY_RECORD_MAX_AGE_MS;
  */
 export const HELD_KEY_READ_AHEAD_AGE_MS = HELD_KEY_MAX_AGE_MS - 5_000;
 
-/**
- * The read ahead is timed so that the copy is this old when the next request is expected: that
- * request may come this much later than its rhythm says and still find the copy.
- */
+/** The copy's age, read ahead, when the next request is due: it may come this much late. */
 export const HELD_KEY_EXPECTED_AGE_MS = HELD_KEY_MAX_AGE_MS / 2;
 
 /**

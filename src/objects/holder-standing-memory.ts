@@ -43,7 +43,6 @@ export class HolderStandingMemory {
   #alarmAt = 0;
   /** Whether a change could not be written yet (see `keep`). */
   #unwritten = false;
-
   readonly #keyRecord: HeldKeyRecord;
 
   constructor(storage: DurableObjectStorage, leases: LeaseHolder, keyRecord: HeldKeyRecord) {
@@ -52,9 +51,11 @@ export class HolderStandingMemory {
     this.#keyRecord = keyRecord;
   }
 
-  /** What was kept (this holder was evicted while holding standing permits), or null. */
+  /** What was kept (this holder was evicted holding standing permits, their alarm set), or null. */
   kept(): KeptStanding | null {
-    return this.#storage.kv.get<KeptStanding>(STANDING_MEMORY_KEY) ?? null;
+    const kept = this.#storage.kv.get<KeptStanding>(STANDING_MEMORY_KEY) ?? null;
+    if (kept) this.#alarmAt = alarmFor(Math.max(0, ...kept.standing.map((s) => s.until)));
+    return kept;
   }
 
   /**
@@ -90,9 +91,12 @@ export class HolderStandingMemory {
     const key = this.#keyRecord.kept();
     const kept: KeptStanding = { ...this.#leases.standingMemory(), ...owner, ...(key && { key }) };
     this.#storage.kv.put(STANDING_MEMORY_KEY, kept);
-    const alarmAt = until + GIVE_BACK_GRACE_MS + STANDING_ALARM_SLACK_MS;
-    if (alarmAt !== this.#alarmAt) void this.#storage.setAlarm(alarmAt);
-    this.#alarmAt = alarmAt;
+    const alarmAt = alarmFor(until);
+    // Held again, they end RESTORED_STANDING_MARGIN_MS sooner: their alarm is not moved earlier.
+    if (alarmAt > this.#alarmAt || alarmAt < this.#alarmAt - RESTORED_STANDING_MARGIN_MS) {
+      void this.#storage.setAlarm(alarmAt);
+      this.#alarmAt = alarmAt;
+    }
   }
 
   /** When the hand-back of the permits held is due (GIVE_BACK_GRACE_MS after the last one's end). */
@@ -107,10 +111,8 @@ export class HolderStandingMemory {
   }
 }
 
+const alarmFor = (until: number) => until + GIVE_BACK_GRACE_MS + STANDING_ALARM_SLACK_MS;
+
 /** workerd's refusal of storage I/O from work another object (or a test) woke. */
-function isOtherObjectsIo(error: unknown): boolean {
-  return (
-    error instanceof Error &&
-    error.message.startsWith("Cannot perform I/O on behalf of a different")
-  );
-}
+const isOtherObjectsIo = (error: unknown): boolean =>
+  error instanceof Error && error.message.startsWith("Cannot perform I/O on behalf of a different");

@@ -163,12 +163,8 @@ export class LeaseLedger {
 
   #grant(state: UsageState, permits: number, expiresAt: number, grantee: string | null): Lease {
     const lease = { id: crypto.randomUUID(), permits, expiresAt };
-    insertLease(this.sql, {
-      ...lease,
-      minuteStart: state.minuteStart,
-      dayStart: state.dayStart,
-      grantee,
-    });
+    const { minuteStart, dayStart } = state;
+    insertLease(this.sql, { ...lease, minuteStart, dayStart, grantee });
     return lease;
   }
 
@@ -201,7 +197,9 @@ export class LeaseLedger {
   takeBack(usage: UsageState, returned: ReturnedLease): UsageState | null {
     const row = this.grantedIn(returned.id);
     if (!row) return null;
-    const used = clampTo(row.permits, returned.used);
+    // The release before hands a grant it never used back without `used` (its last isolates
+    // still run as this release's objects start): then the permits less those left unused.
+    const used = clampTo(row.permits, returned.used ?? row.permits - returned.unused);
     this.#settle(row, used, 0);
     return givePermitsBack(usage, row, row.permits - used);
   }

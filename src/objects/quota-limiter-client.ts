@@ -5,7 +5,7 @@ import { unavailable } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { type LogLevel, logFailure } from "../lib/log";
 import { type GiveBackCall, type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
-import { type Admission, type LeaseRequest, newAdmissionId } from "../quota/lease-messages";
+import { newAdmissionId } from "../quota/lease-messages";
 import { EMPTY_USAGE, type KeyUsage, keyUsageOf, type Policy } from "../quota/windows";
 import {
   type AdmitResult,
@@ -101,13 +101,16 @@ export class QuotaLimiterClient {
 
   #leaseCalls(policy: Policy, admissionId: string | null): LeaseCalls {
     return {
-      // One admit call per request at most: an id made here (none given) is still the same in
-      // its retry and its fallback from the holder to the object.
-      admit: (request) =>
-        this.#admitCall(policy, {
-          ...request,
-          admissionId: admissionId ?? newAdmissionId(clock.now()),
-        }),
+      // Decided in this location (see admitInLocation), else by the key's object. One admit call
+      // per request at most: an id made here (none given) is still the same in its retry and its
+      // fallback from the holder to the object.
+      admit: async (asked) => {
+        const request = { ...asked, admissionId: admissionId ?? newAdmissionId(clock.now()) };
+        const { id, region } = this.key;
+        const where = this.#location;
+        const decided = where && (await admitInLocation(where, id, region, policy, request));
+        return decided ?? this.#call(async (stub) => stub.admit(policy, request));
+      },
       giveBack: this.#giveBackCall.giveBack,
       // Not retried: a renewal that reached the object before its connection failed has been
       // counted, and a second one would count its permits again. A lost renewal costs nothing
@@ -165,14 +168,6 @@ export class QuotaLimiterClient {
     const where = this.#location;
     const location = where && handBackLocationStock(where, this.key.id);
     await Promise.all([leases?.giveBackUnused(this.#giveBackCall), location]);
-  }
-
-  /** Decided in this location (see admitInLocation), else by the key's object. */
-  async #admitCall(policy: Policy, request: LeaseRequest): Promise<Admission> {
-    const location = this.#location;
-    const decided =
-      location && (await admitInLocation(location, this.key.id, this.key.region, policy, request));
-    return decided ?? this.#call<Admission>(async (stub) => stub.admit(policy, request));
   }
 
   #call<T>(call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>): Promise<T> {

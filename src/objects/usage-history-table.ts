@@ -53,11 +53,10 @@ export class UsageHistoryTable {
     private readonly keyId: string | undefined,
   ) {}
 
-  /** Counts `requests` decisions with `outcome` in the day of `at` (revocations: none). */
-  count(outcome: Outcome, at: number, requests = 1): void {
+  /** Counts `requests` decisions with `outcome` in the day at `dayStart` (revocations: none). */
+  count(outcome: Outcome, dayStart: number, requests: number): void {
     const column = COLUMN_OF[outcome];
     if (!column || requests <= 0) return;
-    const dayStart = at - (at % DAY_MS);
     // One statement per request: the row's new total equals `requests` exactly when this started it.
     const [row] = this.sql
       .exec<{ total: number }>(
@@ -71,10 +70,21 @@ export class UsageHistoryTable {
     this.#revise(dayStart, { started: row?.total === requests });
   }
 
-  /** Adds `requests` served from leases (negative: takes them off) to the day at `dayStart`. */
+  /**
+   * Adds `requests` served from leases to the day at `dayStart`; negative, takes them off (the
+   * unused permits of a lease counted whole at grant, a request counted twice).
+   */
   countServed(dayStart: number, requests: number): void {
-    if (requests > 0) this.count("allowed", dayStart, requests);
-    else this.#uncountAdmitted(dayStart, -requests);
+    if (requests >= 0) {
+      this.count("allowed", dayStart, requests);
+      return;
+    }
+    const { rowsWritten } = this.sql.exec(
+      "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?",
+      -requests,
+      dayStart,
+    );
+    if (rowsWritten > 0) this.#revise(dayStart, { started: false });
   }
 
   /** Raises the revision of a day's totals; a day just `started` gets its D1 write's alarm. */
@@ -101,17 +111,6 @@ export class UsageHistoryTable {
       permits,
     );
     this.#revise(dayStart, { started });
-  }
-
-  /** Takes back admissions (the unused permits of a lease counted whole at grant). */
-  #uncountAdmitted(dayStart: number, requests: number): void {
-    if (requests <= 0) return;
-    const { rowsWritten } = this.sql.exec(
-      "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?",
-      requests,
-      dayStart,
-    );
-    if (rowsWritten > 0) this.#revise(dayStart, { started: false });
   }
 
   /** Every day held, oldest first. */

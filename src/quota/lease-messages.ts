@@ -57,23 +57,28 @@ export function admissionIdLive(id: string, now: number): boolean {
   return now - made < ADMISSION_ID_LIFETIME_MS && made - now < ADMISSION_CLOCK_TOLERANCE_MS;
 }
 
-/** What an isolate asks for along with one request. */
-export interface LeaseRequest {
-  /** Permits wanted on top of this request (0: decide this request only). */
+/** What a holder asks the key's object for, with a request or in a renewal. */
+interface Ask {
+  /** Permits wanted on top of the request (0: decide it only) or of a renewal's `holding`. */
   want: number;
   /** Previous leases with unused permits to give back (taken back first). */
   returning: ReturnedLease[];
+  /** A location holder's: the requests it expects for the rest of the minute (minuteStockWanted). */
+  minuteWant?: number;
+  /** A location holder's: the standing permits it wants in each of the next minutes. */
+  standing?: number;
+  /** How many minutes to come it wants them in (standingMinutesWanted; absent: STANDING_MINUTES). */
+  standingMinutes?: number;
+}
+
+/** What an isolate asks for along with one request. */
+export interface LeaseRequest extends Ask {
   /**
    * Made by the Worker once per API request and sent with every attempt: the key's object decides
    * an id once. A caller that sends one reads its copy of the key again when answered `stale`
    * (counting nothing, rather than deciding under a policy the copy does not know).
    */
   admissionId?: string;
-  /** As RenewalRequest's. */
-  minuteWant?: number;
-  /** As RenewalRequest's, as is `standingMinutes`. */
-  standing?: number;
-  standingMinutes?: number;
 }
 
 /** A location holder's standing permits for the minute starting at `minuteStart` (quota/standing.ts). */
@@ -91,26 +96,17 @@ export interface Lease {
 }
 
 /** A busy isolate's request for more permits on the lease it is still using (no request). */
-export interface RenewalRequest {
+export interface RenewalRequest extends Ask {
   /** The lease in use: extended when it was granted in the current minute window. */
   leaseId: string;
-  /** Permits wanted on top of what the isolate holds. */
-  want: number;
   /** The lease's permits not used yet (never more than one lease's worth). */
   holding: number;
-  returning: ReturnedLease[];
   /** Requests admitted from the lease in use so far (the usage history counts them now). */
   used?: number;
   /** As ReturnedLease's, since the lease's last report. */
   admissionIds?: string[];
   /** One per renewal sent: delivered twice, granted once. */
   renewalId?: string;
-  /** A location holder's: the requests it expects for the rest of the minute (minuteStockWanted). */
-  minuteWant?: number;
-  /** A location holder's: the standing permits it wants in each of the next minutes. */
-  standing?: number;
-  /** How many minutes to come it wants them in (standingMinutesWanted; absent: STANDING_MINUTES). */
-  standingMinutes?: number;
 }
 
 /**

@@ -21,7 +21,11 @@ import { bindingWindow } from "../../src/quota/headers";
 import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { HolderDecision } from "../../src/quota/lease-in-hand";
-import { admissionIdLive, newAdmissionId } from "../../src/quota/lease-messages";
+import {
+  admissionIdLive,
+  newAdmissionId,
+  type ReturnedLease,
+} from "../../src/quota/lease-messages";
 import {
   STANDING_BACKGROUND_ENDS_WITHIN_MS,
   STANDING_MINUTES,
@@ -30,7 +34,12 @@ import {
 import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
-import { type Deployed, openAndDecideAsPrevious } from "./previous-release";
+import {
+  type Deployed,
+  openAndDecideAsPrevious,
+  type PreviousReturnedLease,
+  takeBackAsPrevious,
+} from "./previous-release";
 
 export const LOCATIONS = ["AMS", "FRA", "SIN"] as const;
 export const ISOLATES_PER_LOCATION = 2;
@@ -703,7 +712,10 @@ class Request extends Step {
   }
   async act(m: QuotaModel, r: QuotaReal) {
     const iso = r.isolates[this.isolate % r.isolates.length]!;
-    if (m.release === "previous") return decideAsPrevious(m, r, this.count, `isolate ${iso.index}`);
+    if (m.release === "previous") {
+      await decideAsPrevious(m, r, this.count, `isolate ${iso.index}`);
+      return;
+    }
     for (let i = 0; i < this.count; i++) send(m, r, iso);
   }
 }
@@ -714,20 +726,26 @@ class Request extends Step {
  * running its background work, reads what the previous release wrote), and must find the counts
  * served so far. Nothing happens while a call is held in the object (it cannot be evicted).
  */
-async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, who: string) {
+async function decideAsPrevious(
+  m: QuotaModel,
+  r: QuotaReal,
+  requests: number,
+  who: string,
+  leaseWant = 0,
+): Promise<Awaited<ReturnType<typeof openAndDecideAsPrevious>> | null> {
   m.disturbed = true;
   await r.net.settle();
-  if (r.net.held.length > 0) return;
+  if (r.net.held.length > 0) return null;
   const stub = r.net.uncounted(env.QUOTA, r.keyId);
   await r.net.evict("object", r.keyId);
   const now = runTime.now;
   const at = `object at ${new Date(now).toISOString()} (the previous release)`;
   let decided: Awaited<ReturnType<typeof openAndDecideAsPrevious>>;
   try {
-    decided = await openAndDecideAsPrevious(stub, now, requests);
+    decided = await openAndDecideAsPrevious(stub, now, requests, leaseWant);
   } catch (err) {
     violation(m, `${at}: ${String(err)}`);
-    return;
+    return null;
   }
   // The counts survive the switch: the previous release reads at least what was served.
   const { usage } = decided.opened;
@@ -746,6 +764,66 @@ async function decideAsPrevious(m: QuotaModel, r: QuotaReal, requests: number, w
   for (const d of decided.decisions)
     if (d.outcome === "allowed") served(m, d, `request of ${who} decided by the previous release`);
   await r.net.evict("object", r.keyId);
+  return decided;
+}
+
+/** Where an isolate of the previous release hands its lease back (`PreviousReleaseLease`). */
+type PreviousHandBack = "previous" | "rolledForward" | "never";
+
+/**
+ * An isolate of the previous release (its Workers serve after a rollback, and the last of them
+ * for a while after the roll forward) asks the key's object, rolled back to the previous release,
+ * for a lease of `want` on its request; it serves `use` requests from the lease (at most its
+ * permits, before it ends), then hands it back as the previous release does, with the `used` it
+ * counted, or, having used none (its answer came with a change, or a stale one), with only what
+ * was left unused: to the previous release's object (`previous`), to this release's after a roll
+ * forward (`rolledForward`: this release must take back what the release before sends), or never
+ * (the isolate went away: its lease is stranded, what it served billed as stranded).
+ */
+class PreviousReleaseLease extends Step {
+  constructor(
+    readonly want: number,
+    readonly use: number,
+    readonly handBack: PreviousHandBack,
+  ) {
+    super();
+  }
+  label() {
+    return `PreviousReleaseLease(wants ${this.want}, uses ${this.use}, handed back ${this.handBack === "never" ? "never" : this.handBack === "previous" ? "to the previous release" : "after the roll forward"})`;
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    m.release = "previous";
+    const who = "an isolate of the previous release";
+    const decided = await decideAsPrevious(m, r, 1, who, this.want);
+    const lease = decided?.lease;
+    const decision = decided?.decisions[0];
+    if (!lease || !decision || m.violations.length) return;
+    const used = Math.min(this.use, lease.permits);
+    for (let i = 0; i < used; i++) served(m, decision, `request of ${who} served from its lease`);
+    const returned: PreviousReturnedLease =
+      used > 0
+        ? { id: lease.id, unused: lease.permits - used, used }
+        : { id: lease.id, unused: lease.permits };
+    const at = `the hand-back ${fc.stringify(returned)} of ${who}`;
+    if (this.handBack === "never") {
+      if (used > 0) m.reportsLost = true;
+      return;
+    }
+    if (this.handBack === "previous") {
+      const stub = r.net.uncounted(env.QUOTA, r.keyId);
+      await r.net.evict("object", r.keyId);
+      await takeBackAsPrevious(stub, runTime.now, [returned]).catch((err: unknown) =>
+        violation(m, `${at} to the previous release: ${String(err)}`),
+      );
+      await r.net.evict("object", r.keyId);
+      return;
+    }
+    await new RollForward().act(m, r);
+    // This release's object, sent what the previous release's isolate sends (its message type).
+    await env.QUOTA.getByName(r.keyId)
+      .returnLease(returned as ReturnedLease)
+      .catch((err: unknown) => violation(m, `${at} to this release's object: ${String(err)}`));
+  }
 }
 
 /**
@@ -1463,6 +1541,13 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
     fc.constant(new RollForward()),
     fc
       .tuple(
+        fc.integer({ min: 1, max: 8 }),
+        fc.nat({ max: 8 }),
+        fc.constantFrom<PreviousHandBack>("previous", "rolledForward", "never"),
+      )
+      .map(([want, use, back]) => new PreviousReleaseLease(want, use, back)),
+    fc
+      .tuple(
         isolate,
         fc.constantFrom(...CHANGE_KINDS),
         fc.integer({ min: 1, max: 6 }),
@@ -1518,6 +1603,7 @@ export {
   LostPushWhileStanding,
   NewLocation,
   OneAtATime,
+  PreviousReleaseLease,
   ReadUsage,
   Release,
   Request,
