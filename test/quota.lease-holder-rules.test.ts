@@ -9,6 +9,8 @@ import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { leaseWanted } from "../src/quota/arrival-rate";
 import {
   GIVE_BACK_GRACE_MS,
+  ISOLATE_LEASE_MS,
+  MINUTE_TAIL_MS,
   RENEW_AHEAD_MAX_MS,
   STOCK_LEASE_MS,
   STOCK_RENEW_AHEAD_MS,
@@ -407,7 +409,7 @@ describe("renewals", () => {
   async function isolateRenewingIn(policy: Policy, roundTripMs: number) {
     const stub = newObject();
     const watched = watchedCalls(stub, () => policy);
-    const renewed: { at: number; expiresAt: number | null }[] = [];
+    const renewed: { at: number; expiresAt: number | null; request: RenewalRequest }[] = [];
     const calls: LeaseCalls = {
       ...watched.calls,
       renew: async (request) => {
@@ -415,12 +417,12 @@ describe("renewals", () => {
         time.now += roundTripMs / 2;
         const answer = await stub.renewLease(policy, request);
         time.now += roundTripMs / 2;
-        renewed.push({ at, expiresAt: answer.granted?.expiresAt ?? null });
+        renewed.push({ at, expiresAt: answer.granted?.expiresAt ?? null, request });
         return answer;
       },
     };
     const holder = new LeaseHolder();
-    return { ...watched, calls, holder, renewed };
+    return { ...watched, calls, holder, renewed, stub };
   }
 
   /** Sends a request every `gapMs` from `from` to `until`, each renewal awaited as it is sent. */
@@ -468,6 +470,31 @@ describe("renewals", () => {
     expect(decided.slice(2).every((d) => d.local)).toBe(true);
     // About one renewal per lease's life (a new expiry 1,750 ms on), not one per request.
     expect(renewed.length).toBeLessThanOrEqual(Math.ceil(decided.length / 3) + 1);
+  });
+
+  it("a busy isolate's lease that ends with its minute: the next minute's lease comes in one renewal carrying it back, no call for a lease", async () => {
+    const policy = policyWith(1_000_000, 100_000_000);
+    const { holder, calls, requests, renewed, stub } = await isolateRenewingIn(policy, 100);
+    const minuteEnd = T0 + MINUTE_MS;
+    const decided = await requestsEvery(holder, policy, calls, {
+      from: minuteEnd - 6_000,
+      until: minuteEnd + 4_000,
+      gapMs: 37, // 27 requests a second
+    });
+    // The first two decided by the object (the second takes the lease), every other one here:
+    // none at the minute's turn asks the object (through the location holder) for a lease.
+    expect(requests).toHaveLength(2);
+    expect(decided.slice(2).every((d) => d.local)).toBe(true);
+    const turn = renewed.filter((r) => r.at >= minuteEnd - MINUTE_TAIL_MS && r.at < minuteEnd);
+    expect(turn, "one call at the turn").toHaveLength(1);
+    // Sent once the lease ended (a one-way trip before the object's minute did): a new lease, the
+    // old one handed back with it, with what it served.
+    expect(turn[0]?.request).toMatchObject({ leaseId: "", holding: 0 });
+    expect(turn[0]?.request.returning).toHaveLength(1);
+    expect(turn[0]?.expiresAt).toBe(turn[0]!.at + 50 + ISOLATE_LEASE_MS);
+    // Counted exactly: once all is handed back, the day holds every request admitted.
+    await holder.giveBackUnused(calls);
+    expect((await stub.usage()).day.count).toBe(decided.length);
   });
 
   it("an isolate's lease is not renewed once the key went quiet: it runs out and goes back", async () => {

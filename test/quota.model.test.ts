@@ -18,7 +18,7 @@ import { modelWorld, PLANS, quotaCommands, settleAndBill } from "./model/quota-m
 /** CI's budget: this many runs from this seed, and never more than this long. */
 const CI_RUNS = 40;
 const CI_SEED = 26;
-const MODEL_BUDGET_MS = 18_000;
+const MODEL_BUDGET_MS = 16_000;
 
 const time = mockClock(T0);
 

@@ -168,6 +168,26 @@ describe("standing permits at the key's object", () => {
     expect(again.standing).toHaveLength(STANDING_MOST_MINUTES);
   });
 
+  // The day counts standing permits at their grant and gets them back only at their hand-back, so
+  // permits of minutes gone by that their holder has not handed back (a key calling there every
+  // few minutes uses its permits with no call) still hold the day below the truth: they count
+  // toward STANDING_MINUTES × heldBound as those of minutes to come do (docs/quotas.md, "The day
+  // is not eaten", and X-RateLimit-Remaining "where the day binds").
+  it("past their minute, count toward STANDING_MINUTES × heldBound until handed back: the day's permits counted unused stay within it", async () => {
+    const time = fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const most = STANDING_MINUTES * 6; // a free key's heldBound: 6
+    const first = await stub.admit(POLICY, ask({ standingMinutes: 30 }), "k@AMS");
+    expect(first.standing).toHaveLength(STANDING_MOST_MINUTES);
+    // 20 minutes on, AMS has made no call: its permits of those 20 minutes are still out.
+    time.now = NINE + 20 * MINUTE_MS + 5_000;
+    await stub.admit(POLICY, ask({ standingMinutes: 30 }), "k@FRA");
+    // Less the 2 requests: what the day counts unused, at most heldBound in the current minute
+    // (AMS's permit of it) and 6 × heldBound in the others (was 56: FRA got 26 more).
+    const counted = (await stub.usage(POLICY)).day.count - 2;
+    expect(counted, "permits counted in the day and not handed back").toBeLessThanOrEqual(most + 6);
+  });
+
   it("are granted to a holder once per minute: asked again, only the minutes it does not hold yet", async () => {
     const time = fixClock(NINE + 5_000);
     const stub = newLimiter();

@@ -20,12 +20,11 @@ export const AUTH_SHIELD_SCHEMA: ObjectSchema = {
  * (The Workers rate-limiting binding cannot do this: it reports neither remaining nor reset.)
  */
 export class AuthShield extends DurableObject<Env> {
-  readonly #usageTable: UsageTable;
+  readonly #usageTable = new UsageTable(this.ctx.storage.sql);
   #usage: UsageState = { ...EMPTY_USAGE };
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#usageTable = new UsageTable(ctx.storage.sql);
     ctx.blockConcurrencyWhile(() =>
       openOrThrow(() => {
         migrateSchemaOrThrow(ctx.storage, AUTH_SHIELD_SCHEMA);

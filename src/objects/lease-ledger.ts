@@ -98,15 +98,16 @@ export class LeaseLedger {
     const expiresAt = leaseExpiry(state, now, leaseLifetimeMs(grantee, { forTheMinute }));
     const extended =
       extending === undefined ? null : this.#extend(extending, state, permits, holding, expiresAt);
-    const lease = extended ?? this.#grant(state, permits, expiresAt, grantee);
+    const lease = extended ?? { id: crypto.randomUUID(), permits, expiresAt };
+    const { minuteStart, dayStart } = state;
+    if (!extended) insertLease(this.sql, { ...lease, minuteStart, dayStart, grantee });
     return { state: takePermits(state, permits), lease };
   }
 
   /**
    * When location holder `grantee` got less than a quiet stock only because others hold the rest
    * of heldBound: those whose leases of this minute hold more than QUIET_STOCK and outlive a short
-   * stock are asked to keep a shared one (askToShare in stock-sharing.ts). Once a minute per
-   * `grantee`.
+   * stock are asked to keep a shared one (askToShare), once a minute per `grantee`.
    */
   #noteSharing(
     state: UsageState,
@@ -159,13 +160,6 @@ export class LeaseLedger {
         .exec("SELECT 1 FROM leases WHERE grantee IS NULL OR grantee != ? LIMIT 1", grantee)
         .toArray().length > 0
     );
-  }
-
-  #grant(state: UsageState, permits: number, expiresAt: number, grantee: string | null): Lease {
-    const lease = { id: crypto.randomUUID(), permits, expiresAt };
-    const { minuteStart, dayStart } = state;
-    insertLease(this.sql, { ...lease, minuteStart, dayStart, grantee });
-    return lease;
   }
 
   /**

@@ -42,32 +42,24 @@ import { WebhookOutbox } from "./webhook-outbox";
  * record). Its parts (each in a file of its own) share one alarm.
  */
 export class QuotaLimiter extends DurableObject<Env> {
-  readonly #usageTable: UsageTable;
-  readonly #alarms: AlarmSchedule;
-  readonly #history: UsageHistoryTable;
-  readonly #leases: LeaseLedger;
-  readonly #standing: StandingLedger;
-  readonly #bans: BanRecords;
-  readonly #admissions: AdmissionMemory;
-  readonly #webhooks: WebhookOutbox;
-  readonly #policy: KeyPolicy;
+  readonly #sql = this.ctx.storage.sql;
+  readonly #keyId = this.ctx.id.name;
+  readonly #db = () => this.env.DB;
+  readonly #queue = () => this.env.WEBHOOK_QUEUE;
+  readonly #usageTable = new UsageTable(this.#sql);
+  readonly #policy = new KeyPolicy(this.#sql);
+  readonly #alarms = new AlarmSchedule(this.ctx.storage);
+  readonly #history = new UsageHistoryTable(this.#sql, this.#alarms, this.#db, this.#keyId);
+  readonly #leases = new LeaseLedger(this.#sql, this.#history);
+  readonly #standing = new StandingLedger(this.#sql, this.#leases);
+  readonly #bans = new BanRecords(this.#sql, this.#alarms, this.#db, this.#keyId);
+  readonly #admissions = new AdmissionMemory(this.#sql, this.#history, this.#policy, this.#leases);
+  readonly #webhooks = new WebhookOutbox(this.#sql, this.#alarms, this.#queue, this.#keyId);
   #usage: UsageState = { ...EMPTY_USAGE };
   #banMs = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    const { sql } = ctx.storage;
-    const keyId = ctx.id.name;
-    const db = () => this.env.DB;
-    this.#usageTable = new UsageTable(sql);
-    this.#policy = new KeyPolicy(sql);
-    this.#alarms = new AlarmSchedule(ctx.storage);
-    this.#history = new UsageHistoryTable(sql, this.#alarms, db, keyId);
-    this.#leases = new LeaseLedger(sql, this.#history);
-    this.#standing = new StandingLedger(sql, this.#leases);
-    this.#bans = new BanRecords(sql, this.#alarms, db, keyId);
-    this.#admissions = new AdmissionMemory(sql, this.#history, this.#policy, this.#leases);
-    this.#webhooks = new WebhookOutbox(sql, this.#alarms, () => this.env.WEBHOOK_QUEUE, keyId);
     // Whatever fails here fails every call alike: callers must tell it from an outage.
     ctx.blockConcurrencyWhile(() => openOrThrow(async () => this.#open(ctx, env)));
   }
@@ -176,14 +168,13 @@ export class QuotaLimiter extends DurableObject<Env> {
     return this.#answered<Renewal>(renewal, lentState, now, id);
   }
 
-  /** `answer`, once `state` is kept and the leases past their deadline settled; remembered as call `id`'s. */
   #answered<T extends object>(answer: T, state: UsageState, now: number, id?: string): T {
     this.#keep(state);
     this.#leases.strandUnreported(now);
     if (id !== undefined) this.#admissions.remember(id, now, answer);
     // A location holder short of a stock only because others hold the bound: they share it.
     const sharing = this.#leases.sharing.take();
-    const keyId = this.ctx.id.name;
+    const keyId = this.#keyId;
     if (!sharing || !keyId) return answer;
     const shared = askToShare(this.env.QUOTA_HOLDER, keyId, sharing, (stocks) => {
       const current = this.#rolled(clock.now());
@@ -203,7 +194,6 @@ export class QuotaLimiter extends DurableObject<Env> {
     return newMinute ? this.#standing.countedAsItStarts(rolled) : rolled;
   }
 
-  /** `usage` with each of `returning` settled (if still out) and the admissions it reports counted. */
   #takeBack(usage: UsageState, returning: readonly ReturnedLease[], now: number): UsageState {
     let settled = usage;
     for (const returned of returning) {
@@ -214,7 +204,6 @@ export class QuotaLimiter extends DurableObject<Env> {
     return settled;
   }
 
-  /** Saves the windows if they changed; schedules the day's cleanup when a new day began. */
   #keep(state: UsageState): void {
     const newDay = state.dayStart !== this.#usage.dayStart;
     if (state !== this.#usage) {
@@ -227,10 +216,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#alarms.askOwed();
   }
 
-  /**
-   * Takes back a lease's unused permits (a holder whose lease expired before its next request).
-   * Like a request, it may move the windows into a new day, whose cleanup alarm their row gets.
-   */
+  /** Takes back a lease's unused permits (its holder's lease expired before its next request). */
   returnLease(returned: ReturnedLease): void {
     this.#takeBackNow([returned]);
   }
@@ -265,8 +251,7 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   async #tellHolders(): Promise<void> {
     const grantees = this.#leases.granteesHolding(clock.now());
-    const keyId = this.ctx.id.name;
-    if (keyId) await tellHoldersOfChange(this.env.QUOTA_HOLDER, keyId, grantees);
+    if (this.#keyId) await tellHoldersOfChange(this.env.QUOTA_HOLDER, this.#keyId, grantees);
   }
 
   /** Current counts and ban. `offered` (the key as D1 has it) supplies limits not seen here yet. */

@@ -39,20 +39,22 @@ export class StandingLedger {
     const { state, lease } = lent;
     const permits = ask.standing ?? 0;
     if (grantee === null || permits <= 0) return lent;
-    // The leases of the minutes to come: standing permits only.
-    const ahead = this.sql
+    // The day's leases of other minutes: standing permits to come, and of minutes gone by not
+    // handed back yet (the day counts both).
+    const others = this.sql
       .exec<{ minute: number; grantee: string | null; held: number }>(
-        "SELECT minute_start AS minute, grantee, held FROM leases WHERE minute_start > ?",
+        "SELECT minute_start AS minute, grantee, held FROM leases WHERE day_start = ? AND minute_start != ?",
+        state.dayStart,
         state.minuteStart,
       )
       .toArray();
-    const heldIn = (m: number) => ahead.reduce((n, r) => (r.minute === m ? n + r.held : n), 0);
-    const own = ahead.filter((r) => r.grantee === grantee).map((r) => r.minute);
+    const heldIn = (m: number) => others.reduce((n, r) => (r.minute === m ? n + r.held : n), 0);
+    const own = others.filter((r) => r.grantee === grantee).map((r) => r.minute);
     // The earliest minutes asked for that stay within their heldBound, the key's standing permits
     // out within STANDING_MINUTES × heldBound, and the key far from both limits after them all.
     const bound = heldBound(limits);
     const room = Math.min(...windowsOf(state, limits).map((w) => w.remaining));
-    const out = ahead.reduce((n, r) => n + r.held, 0);
+    const out = others.reduce((n, r) => n + r.held, 0);
     const fit = Math.min(STANDING_MINUTES * bound - out, room - MINUTE_STOCK_ROOM_SHARE * bound);
     const minutes = standingMinutesFrom(now, ask.standingMinutes)
       .filter((m) => !own.includes(m) && heldIn(m) + permits <= bound)

@@ -62,10 +62,8 @@ export class StockSharing {
   readonly #underWay = new Map<string, Promise<void>>();
 
   /**
-   * Notes that `grantee` (a location holder; null: an isolate) asks for permits at `now`; true if
-   * it is a location holder and no other holder (nor any isolate) has asked within
-   * STOCK_SHARED_WITHIN_MS: with no lease of another out either, its stock for the minute is
-   * sized to the minute (see minuteStockWanted).
+   * Notes that `grantee` (null: an isolate) asks for permits at `now`; true for a location holder
+   * when no other holder nor isolate asked within STOCK_SHARED_WITHIN_MS (see LeaseLedger.lend).
    */
   noteAsking(grantee: string | null, now: number): boolean {
     const self = grantee ?? "";

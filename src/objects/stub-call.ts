@@ -5,11 +5,7 @@ import type { Region } from "../schemas/region";
  * Durable Objects docs): `.retryable` (transient), `.overloaded` (retrying only adds load) and
  * `.remote` (thrown by the object's own code).
  */
-interface ObjectErrorMarks {
-  retryable?: boolean;
-  overloaded?: boolean;
-  remote?: boolean;
-}
+type ObjectErrorMarks = { retryable?: boolean; overloaded?: boolean; remote?: boolean };
 
 const marksOf = (err: unknown): ObjectErrorMarks =>
   typeof err === "object" && err !== null ? (err as ObjectErrorMarks) : {};

@@ -45,9 +45,8 @@ export class HeldLeases {
   }
 
   /**
-   * Stops admitting from the lease and gives every unused permit (with the requests admitted from
-   * them) to the caller, to hand back in a call of its own (QuotaHolder.admitForIsolate). A call
-   * in flight that brings a lease finds it changed and hands it back.
+   * Stops admitting from the lease; every unused permit (with what it served) goes to the caller,
+   * to hand back in its own call (admitForIsolate). A lease brought meanwhile goes back.
    */
   surrender(): ReturnedLease[] {
     this.putLeaseAside();
@@ -127,9 +126,8 @@ export class HeldLeases {
   }
 
   /**
-   * Moves the standing permits of an older policy than `version` (a change whose push this holder
-   * missed) to the leases to hand back: a request on the key as it is now never uses them, and a
-   * request on an older copy must not.
+   * Moves the standing permits of an older policy than `version` (a push this holder missed) to
+   * the leases to hand back: no request may use them now.
    */
   protected retireStandingOlderThan(version: number): void {
     const superseded = this.standing.reportsOlderThan(version);
@@ -137,10 +135,7 @@ export class HeldLeases {
     if (superseded.length > 0) this.supersededWaiting = true;
   }
 
-  /**
-   * Keeps the standing permits an answer granted, or hands them back when the key changed here
-   * meanwhile (`changed`).
-   */
+  /** Keeps the standing permits an answer granted, or hands them back if `changed` here meanwhile. */
   protected keepStanding(
     answer: { standing?: StandingPermit[]; now?: number },
     policyVersion: number,
@@ -182,9 +177,8 @@ export class HeldLeases {
   }
 
   /**
-   * Notes a lease's unused permits (and the requests admitted from it) to hand back, one entry
-   * per lease. A used-up lease goes back too: until it does, the object counts it as holding
-   * permits (heldBound), and the usage history does not count its last requests as served.
+   * Notes a lease's unused permits (and what it served) to hand back, one entry per lease; a
+   * used-up one too: until then the object counts it in heldBound, and bills its last requests.
    */
   protected keepToReturn({ id, unused, used, admissionIds = [] }: ReturnedLease): void {
     if (unused < 0) return;
@@ -199,8 +193,7 @@ export class HeldLeases {
 
   /**
    * Keeps the admission ids a failed renewal of `lease` carried, to report again: with the lease
-   * while it is in use, else with its hand-back (by what it served, so whichever of its entries
-   * arrives first settles it right).
+   * while in use, else with its hand-back (by what it served: whichever arrives first settles it).
    */
   protected reportAgain(lease: HeldLease, admissionIds: string[]): void {
     if (admissionIds.length === 0) return;

@@ -1,7 +1,15 @@
 import { clock, MINUTE_MS } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
 import { withDeadline } from "./call-coordination";
-import { LEASE_TIMINGS, minuteStockWanted, RenewAhead, renewsNow } from "./lease";
+import {
+  ISOLATE_LEASE_MS,
+  MINUTE_TAIL_MS,
+  minuteStockWanted,
+  RenewAhead,
+  renewsNow,
+  STOCK_LEASE_MS,
+  STOCK_RENEW_AHEAD_MS,
+} from "./lease";
 import { type LeaseCalls, LeaseHandBacks } from "./lease-hand-backs";
 
 export type { GiveBackCall, LeaseCalls } from "./lease-hand-backs";
@@ -19,32 +27,31 @@ import type { StandingMemory } from "./standing-stock";
 import type { Policy } from "./windows";
 
 /**
- * One holder's admissions for one key (an isolate's, or a location holder's). Decides from its
- * lease when it holds one, else calls the object, asking for a lease when the key has been busy
- * here; while the key stays busy it renews the lease ahead, in a call its requests do not wait
- * for (see `renewsNow`). What it holds is HeldLeases (held-lease.ts); handing permits back,
- * LeaseHandBacks (lease-hand-backs.ts). Its transitions and invariants: docs/quotas.md, "The
- * machine".
+ * One holder's admissions for one key (an isolate's, or a location holder's): from its lease when
+ * it holds one, else by a call, asking for a lease when the key has been busy here, renewed ahead
+ * while it stays busy (`renewsNow`). What it holds: HeldLeases; hand-backs: LeaseHandBacks. Its
+ * transitions and invariants: docs/quotas.md, "The machine".
  */
 export class LeaseHolder extends LeaseHandBacks {
   readonly #rate = new ArrivalRate();
   /** Permits asked for even while the key is quiet (0: a quiet key asks for none). */
   readonly #stock: number;
   /**
-   * How long the key's object makes this holder's leases live. Leases are sized for it, and a
-   * renewal not answered within it is given up (its request's `waitUntil` may have been cut
-   * short): requests stop waiting for it and ask the object themselves.
+   * How long this holder's leases live: they are sized for it, and a renewal not answered within
+   * it is given up (its `waitUntil` may have been cut short): requests then ask themselves.
    */
   readonly #leaseLifetimeMs: number;
   readonly #renewAhead: RenewAhead;
+  /** The minute end whose turn a renewal asked a new lease for (see `#renewAtTheTurn`). */
+  #turnOf = 0;
 
   /** `stock`: the permits a location holder asks for even for a quiet key; an isolate: 0. */
   constructor({ stock = 0 }: { stock?: number } = {}) {
     super();
     this.#stock = stock;
-    const timings = LEASE_TIMINGS[stock > 0 ? "stock" : "isolate"];
-    this.#leaseLifetimeMs = timings.lifetimeMs;
-    this.#renewAhead = new RenewAhead(timings.renewAheadMs);
+    // A location holder's stock renews a fixed time ahead; an isolate's lease by its renewals.
+    this.#leaseLifetimeMs = stock > 0 ? STOCK_LEASE_MS : ISOLATE_LEASE_MS;
+    this.#renewAhead = new RenewAhead(stock > 0 ? STOCK_RENEW_AHEAD_MS : null);
   }
 
   /**
@@ -121,6 +128,7 @@ export class LeaseHolder extends LeaseHandBacks {
   ): Promise<HolderDecision> {
     const arrived = clock.now();
     this.#rate.note(arrived);
+    let turn: Promise<boolean> | null = null;
     for (;;) {
       const exclusive = this.calls.exclusive;
       if (exclusive) {
@@ -130,7 +138,8 @@ export class LeaseHolder extends LeaseHandBacks {
       const now = clock.now();
       const local = this.admitFromLease(policy, now, admissionId);
       if (local) {
-        const renewal = this.#renewIfDue(calls, now) ?? this.#askStandingIfDue(policy, calls, now);
+        const renewal =
+          this.#renewIfDue(calls, now) ?? this.#askStandingIfDue(policy, calls, now) ?? turn;
         return { decision: local, local: true, leaseGranted: false, renewal };
       }
       const renewal = this.calls.renewal;
@@ -138,6 +147,10 @@ export class LeaseHolder extends LeaseHandBacks {
         // The lease ran out before its renewal came back: wait for it rather than call.
         await renewal.catch(() => undefined);
         continue;
+      }
+      if (!turn) {
+        turn = this.#renewAtTheTurn(policy, calls, now);
+        if (turn) continue; // waited for as a renewal in flight
       }
       this.retireLease(policy, now);
       const want = now < this.noLeaseUntil ? 0 : this.#wanted(now);
@@ -154,6 +167,21 @@ export class LeaseHolder extends LeaseHandBacks {
       }
       return this.#plainCall(calls);
     }
+  }
+
+  /**
+   * An isolate's lease that ended with its minute, the key still busy: a refill straight to the
+   * object brings the next minute's lease and hands the old one back (docs/quotas.md, "An
+   * isolate"). Once per minute; requests wait for it as for a renewal.
+   */
+  #renewAtTheTurn(policy: Policy, calls: LeaseCalls, now: number): Promise<boolean> | null {
+    const { lease } = this;
+    const minuteEnd = this.windows.minuteEnd;
+    const ended = lease && now >= lease.expiresAt && lease.expiresAt >= minuteEnd - MINUTE_TAIL_MS;
+    if (this.#stock > 0 || !ended || this.#turnOf === minuteEnd) return null;
+    const turn = this.#refill(policy, calls, now, this.#wanted(now));
+    if (turn) this.#turnOf = minuteEnd;
+    return turn;
   }
 
   /** Asks for standing permits in the background when `#standingWant` says so. */
@@ -251,18 +279,23 @@ export class LeaseHolder extends LeaseHandBacks {
    * with whether it brought a lease; null when none was sent.
    */
   refill(policy: Policy, calls: LeaseCalls): Promise<boolean> | null {
-    const renew = calls.renew;
     const now = clock.now();
-    if (!renew || this.#stock <= 0 || !this.calls.idle) return null;
-    if (now < this.noLeaseUntil) return null;
-    if (this.lease && !this.leaseOver(this.lease, policy, now)) return null;
+    if (this.#stock <= 0) return null;
     // Standing permits of this minute sized for the requests expected in it: no call. (A second
     // in: they are usable from the minute's start by the object's clock, a one-way trip ahead.)
     const sizedFor = standingWanted(this.#rate.sparseGap(now));
     if (sizedFor > 0 && this.standing.usableAt(now + 1_000) >= sizedFor) return null;
+    return this.#refill(policy, calls, now, this.#stock);
+  }
+
+  /** A refill of `want` permits, the lease in use over and handed back with it; null if none. */
+  #refill(policy: Policy, calls: LeaseCalls, now: number, want: number) {
+    const renew = calls.renew;
+    if (!renew || !this.calls.idle || want <= 0 || now < this.noLeaseUntil) return null;
+    if (this.lease && !this.leaseOver(this.lease, policy, now)) return null;
     this.retireLease(policy, now);
     const changes = this.changes;
-    const request = { leaseId: "", want: this.#stock, holding: 0, ...this.#minuteWant(now) };
+    const request = { leaseId: "", want, holding: 0, ...this.#minuteWant(now) };
     return this.#sendRenewal(renew, request, (answer) =>
       this.refilled(answer, policy, changes, now),
     );

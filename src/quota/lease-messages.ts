@@ -82,18 +82,10 @@ export interface LeaseRequest extends Ask {
 }
 
 /** A location holder's standing permits for the minute starting at `minuteStart` (quota/standing.ts). */
-export interface StandingPermit {
-  id: string;
-  permits: number;
-  minuteStart: number;
-}
+export type StandingPermit = { id: string; permits: number; minuteStart: number };
 
 /** Permits counted as used for the isolate, valid until `expiresAt` (epoch ms). */
-export interface Lease {
-  id: string;
-  permits: number;
-  expiresAt: number;
-}
+export type Lease = { id: string; permits: number; expiresAt: number };
 
 /** A busy isolate's request for more permits on the lease it is still using (no request). */
 export interface RenewalRequest extends Ask {

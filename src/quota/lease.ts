@@ -2,16 +2,10 @@ import { MINUTE_MS } from "../lib/clock";
 import type { Limits } from "./plans";
 import type { UsageState, WindowStatus } from "./windows";
 
-/**
- * Admission leases: the key's object counts a lease's permits as used when it grants them, so
- * nothing is admitted that was not counted first; a lease can cost only under-admission, bounded
- * below (docs/quotas.md).
- */
+// Admission leases: the key's object counts a lease's permits as used when it grants them, so
+// nothing is admitted uncounted; a lease costs only under-admission, bounded (docs/quotas.md).
 
-/**
- * A lease's unused permits go back with its holder's next call after its expiry, or this long
- * after its expiry if no request came.
- */
+/** A lease's unused permits go back with its holder's next call, or this long after its expiry. */
 export const GIVE_BACK_GRACE_MS = 250;
 
 /**
@@ -110,11 +104,9 @@ export function permitsToLease(
 
 /**
  * An isolate renews its own lease ahead of its expiry (see `renewsNow`) by RENEW_AHEAD_MARGIN ×
- * the slowest of its last RENEWALS_TIMED renewals (sent to answered): back in time even if twice
- * as slow, and each lease serves as long as that allows (with the key's object 100 ms away, a
- * renewal about every 1.6 s). At least RENEW_AHEAD_MIN_MS (a pause of the isolate, an object's
- * cold start); at most half the lease's life, also until a renewal is answered: never sooner than
- * a lease used at its sized rate (once half used), and in time for an object ~440 ms away.
+ * the slowest of its last RENEWALS_TIMED renewals: back in time even if twice as slow (a renewal
+ * about every 1.6 s with the object 100 ms away). At least RENEW_AHEAD_MIN_MS (a pause, a cold
+ * start); at most half the lease's life, also until a renewal is answered.
  */
 export const RENEW_AHEAD_MARGIN = 2;
 export const RENEWALS_TIMED = 4;
@@ -144,9 +136,8 @@ export const MINUTE_TAIL_MS = 1_000;
 
 /**
  * A location holder's stock is renewed this long ahead of its expiry: a quiet key's next request
- * may be seconds away, and the stock must still be there for it. So a key sending a request at
- * least every STOCK_LEASE_MS in a location is answered from stock there, while permits of a key
- * that stopped still come back within 5 s of its last renewal.
+ * may be seconds away. So a key calling at least every STOCK_LEASE_MS in a location is answered
+ * from stock there, while a stopped key's permits come back within 5 s of its last renewal.
  */
 export const STOCK_RENEW_AHEAD_MS = STOCK_LEASE_MS / 2;
 
@@ -157,25 +148,18 @@ export interface LeaseInUse {
   /** Permits the last grant (or renewal) added. */
   lastGrant: number;
   expiresAt: number;
-  /**
-   * A location holder's stock granted for the rest of its minute (see stockLivesTheMinute): it
-   * ends with its minute, when the minute's refill replaces it (see `renewsNow`).
-   */
+  /** A location holder's stock for the rest of its minute (stockLivesTheMinute, `renewsNow`). */
   forTheMinute?: boolean;
 }
 
 /**
  * Whether a holder renews its lease now, in the background, while it still admits from it: once
  * half of the last grant (or of `stock`, if more) is used, or `aheadMs` before the lease expires
- * (see RenewAhead), unless it ends with its minute window; never in the minute's last
- * MINUTE_TAIL_MS, so a lease that would expire in that tail is renewed before it instead, to the
- * minute's end. Only a request sends an isolate's renewal, so the one whose successor (at the
- * key's last gap `gapMs`) would come after the renewal is due sends it. Renewing ahead is what
- * keeps a busy key's requests from waiting for the object at all.
- *
- * A stock for the minute is renewed only once used up, and only if the key's last gap there fits
- * in what is left of the minute (else the minute's refill serves its next request): one call per
- * stock rather than one per request.
+ * (see RenewAhead), unless it ends with its minute (the next minute's refill follows); never in
+ * the minute's last MINUTE_TAIL_MS, so one due in that tail goes before it, to the minute's end.
+ * Only a request sends an isolate's renewal: the one whose successor (at the key's last gap
+ * `gapMs`) would come after the renewal is due. A stock for the minute is renewed only once used
+ * up, and only if the key's last gap there fits in what is left of the minute.
  */
 export function renewsNow(
   lease: LeaseInUse,
@@ -188,15 +172,13 @@ export function renewsNow(
   }: { aheadMs?: number; stock?: number; gapMs?: number } = {},
 ): boolean {
   if (now >= lease.expiresAt) return false; // over: the next call asks anew
-  // In the minute's last MINUTE_TAIL_MS a renewal would add permits for a few ms only, and its
-  // answer would often come back in the next minute.
+  // In the tail a renewal adds permits for a few ms, and is often answered in the next minute.
   if (now >= minuteEnd - MINUTE_TAIL_MS) return false;
   if (lease.forTheMinute) return lease.left <= 0 && now + gapMs < lease.expiresAt;
   if (lease.left <= 0) return false;
   const halfUsed = lease.left * 2 <= Math.max(lease.lastGrant, stock);
-  // Renewals stop MINUTE_TAIL_MS before the minute's end, so one due in that tail is sent before
-  // it; not for a lease ending less than aheadMs before its minute does (by this holder's clock,
-  // a one-way trip before the object's minute end): it ends with its minute, nothing extends it.
+  // One due in the tail goes before it; not for a lease ending less than aheadMs before its minute
+  // (by this holder's clock, a one-way trip early): it ends with its minute, nothing extends it.
   const extendable = lease.expiresAt < minuteEnd - aheadMs;
   const tailStart = minuteEnd - MINUTE_TAIL_MS;
   const renewBy = extendable ? Math.min(lease.expiresAt, tailStart) : lease.expiresAt;
@@ -207,22 +189,13 @@ export function renewsNow(
   return halfUsed || ending;
 }
 
-/**
- * A lease's timings by who holds it: an isolate's own lease, or a location holder's stock. The
- * key's object grants for the lifetime, and the holder sizes its asks and renews by both.
- */
-export const LEASE_TIMINGS = {
-  isolate: { lifetimeMs: ISOLATE_LEASE_MS, renewAheadMs: null }, // see RenewAhead
-  stock: { lifetimeMs: STOCK_LEASE_MS, renewAheadMs: STOCK_RENEW_AHEAD_MS },
-} as const;
-
 /** How long a lease granted to `grantee` (null: an isolate) lives; each ends with its minute anyway. */
 export function leaseLifetimeMs(
   grantee: string | null,
   { forTheMinute = false }: { forTheMinute?: boolean } = {},
 ): number {
-  if (grantee !== null && forTheMinute) return MINUTE_MS;
-  return LEASE_TIMINGS[grantee === null ? "isolate" : "stock"].lifetimeMs;
+  if (grantee === null) return ISOLATE_LEASE_MS;
+  return forTheMinute ? MINUTE_MS : STOCK_LEASE_MS;
 }
 
 /** Whether a lease granted with `expiresAt`, answered at `answeredAt`, is a stock for the minute. */

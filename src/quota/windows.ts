@@ -21,10 +21,7 @@ export interface Policy extends Limits {
 export type Refusal = "rate_limited" | "quota_exceeded" | "key_banned";
 
 /** A refusal seen for a key, and until when it lasts. */
-export interface SeenRefusal {
-  outcome: Refusal;
-  retryAt: number;
-}
+export type SeenRefusal = { outcome: Refusal; retryAt: number };
 export type Outcome = "allowed" | Refusal | "revoked" | "stale";
 
 export interface WindowStatus {
@@ -48,9 +45,7 @@ interface DecisionOf<O extends Outcome> {
  */
 export type Decision =
   | DecisionOf<"allowed">
-  | (DecisionOf<Refusal> & {
-      retryAt: number;
-    })
+  | (DecisionOf<Refusal> & { retryAt: number })
   | DecisionOf<"revoked">
   | DecisionOf<"stale">;
 

@@ -1143,10 +1143,11 @@ class ChangeKey extends Step {
 
 /**
  * A change whose pushes to every location holder are lost, made while a sparse key holds standing
- * permits: the key called in isolate `isolate` 3 times 40 s apart (its holder asks for standing
- * permits), then every holder's `keyChanged` lost, the change made (no isolate learns it at once:
- * each keeps its cached copy until it reads the key again), then `count` requests in that isolate
- * `gapMs` apart, across minute ends.
+ * permits: the key called in isolate `isolate` 3 times `callGapMs` apart (its holder asks for
+ * standing permits: of 6 minutes to come at 40 s, 30 at 5 minutes), then every holder's
+ * `keyChanged` lost, the change made (no isolate learns it at once: each keeps its cached copy
+ * until it reads the key again), then `count` requests in that isolate `gapMs` apart, across
+ * minute ends.
  */
 class LostPushWhileStanding extends Step {
   constructor(
@@ -1159,19 +1160,22 @@ class LostPushWhileStanding extends Step {
      * permits of the older version once it sees the newer one (or whichever batch goes first).
      */
     readonly handBackFault: Fault | "none" = "none",
+    /** How far apart the key calls before the change. */
+    readonly callGapMs = 40_000,
   ) {
     super();
   }
   label() {
     const fault =
       this.handBackFault === "none" ? "" : `, ${this.handBackFault} object.returnLeases`;
-    return `LostPushWhileStanding(isolate ${this.isolate}, ${this.kind}${fault}, then ×${this.count} ${this.gapMs} ms apart)`;
+    const calls = this.callGapMs === 40_000 ? "" : `, called ${this.callGapMs} ms apart`;
+    return `LostPushWhileStanding(isolate ${this.isolate}${calls}, ${this.kind}${fault}, then ×${this.count} ${this.gapMs} ms apart)`;
   }
   override check(m: Readonly<QuotaModel>) {
     return m.release === "current" && m.changes.every((c) => c.answeredAt !== null);
   }
   async act(m: QuotaModel, r: QuotaReal) {
-    await new OneAtATime(this.isolate, 3, 40_000).act(m, r);
+    await new OneAtATime(this.isolate, 3, this.callGapMs).act(m, r);
     if (m.violations.length) return;
     for (const _ of LOCATIONS)
       r.net.armed.push({ tier: "holder", method: "keyChanged", fault: "loseBefore" });
@@ -1553,8 +1557,10 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
         fc.integer({ min: 1, max: 6 }),
         fc.integer({ min: 2_000, max: 45_000 }),
         fc.constantFrom<Fault | "none">("none", ...FAULTS),
+        // Called 40 s apart (standing permits of 6 minutes to come) or up to 5 minutes (of 30).
+        fc.oneof(fc.constant(40_000), fc.integer({ min: 60_000, max: 300_000 })),
       )
-      .map(([i, k, n, gap, f]) => new LostPushWhileStanding(i, k, n, gap, f)),
+      .map(([i, k, n, gap, f, calls]) => new LostPushWhileStanding(i, k, n, gap, f, calls)),
     fc
       .tuple(
         isolate,
