@@ -26,9 +26,7 @@ import { BOOKMARK_HEADER } from "./d1-session";
 import { markFirstUseOrThrow } from "./first-use";
 
 /** Set by `enforceQuota`, for the access log (see quota/fail-open.ts for the last two). */
-export interface QuotaVariables {
-  quota: Outcome | "overloaded" | "unavailable";
-}
+export type QuotaVariables = { quota: Outcome | "overloaded" | "unavailable" };
 
 type QuotaEnv = EnvWith<ApiKeyVariables & QuotaVariables>;
 

@@ -253,10 +253,7 @@ export class LeaseLedger {
     for (const row of rows) this.#settle(row, row.counted, row.permits - row.counted);
   }
 
-  /**
-   * The location holders holding a lease of the current minute that has not expired, or standing
-   * permits of a minute to come (objects/standing-ledger.ts).
-   */
+  /** The location holders holding an unexpired lease of this minute, or standing permits. */
   granteesHolding(now: number): string[] {
     return this.sql
       .exec<{ grantee: string }>(

@@ -22,12 +22,8 @@ export type AdmitResult =
     }
   | ({ reached: false } & NoDecision);
 
-/** Where a request arrived: its location's holders and its name. */
-export interface RequestLocation {
-  holders: DurableObjectNamespace<QuotaHolder>;
-  /** The Cloudflare location (`request.cf.colo`). */
-  name: string;
-}
+/** Where a request arrived: its location's holders and its name (`request.cf.colo`). */
+export type RequestLocation = { holders: DurableObjectNamespace<QuotaHolder>; name: string };
 
 /** Where `request` arrived, or null when it does not say. */
 export function locationOf(

@@ -121,9 +121,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Grants a holder more permits on the lease it is still using, admitting no request, so that a
-   * busy key's requests never wait for this object. The lease is extended when it was granted in
-   * the current minute, else a new one is granted.
+   * Grants a holder more permits on the lease it is still using (extended within its minute, else
+   * a new lease), admitting no request, so that a busy key's requests never wait for this object.
    */
   renewLease(
     policy: Policy,

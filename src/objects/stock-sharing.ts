@@ -51,10 +51,7 @@ export type Sharing = { waiting: string; sharers: string[]; tellWaiting: boolean
 export class StockSharing {
   /** When each holder last asked for permits ("" for an isolate), for STOCK_SHARED_WITHIN_MS. */
   readonly #askedAt = new Map<string, number>();
-  /**
-   * The minute in which each location holder short of a stock last had the others asked to
-   * share the bound with it: once a minute per holder.
-   */
+  /** The minute each location holder short of a stock last had others asked to share with it. */
   readonly #sharedFor = new Map<string, number>();
   /** The sharing the last lend asked for, until the object takes it (`take`). */
   #sharing: Sharing | null = null;

@@ -42,8 +42,7 @@ const usageDayOf = ({ dayStart, revision, ...day }: HeldDay): UsageDay => day;
 
 /**
  * The key's day history: per UTC day, the requests admitted and refused by reason. Finished days
- * go to D1 from the alarm after the day ends; rows stay until D1 holds them, so at most a few
- * exist.
+ * go to D1 from the alarm after the day ends; rows stay until D1 holds them (a few at most).
  */
 export class UsageHistoryTable {
   constructor(

@@ -45,9 +45,8 @@ export function fallbackVerdict(
 const fallbacks = new ExpiringMap<string, UsageState>(10_000);
 
 /**
- * Why the key's object gave no decision, and the last refusal seen for the key.
- * `persistentFailure`: the object fails every call the same way (objects/stub-call.ts); null or
- * absent for an outage.
+ * Why the key's object gave no decision, and the last refusal seen for the key. A persistent
+ * failure: the object fails every call alike (objects/stub-call.ts); null or absent: an outage.
  */
 export interface NoDecision {
   overloaded: boolean;

@@ -15,12 +15,11 @@ export interface ReturnedLease {
   admissionIds?: string[];
 }
 
-/** Leases handed back together in one call (`QuotaLimiter.returnLeases`). */
-export interface LeaseReturn {
-  /** One per hand-back: delivered again (a retry after a lost answer), it takes nothing back. */
-  returnId: string;
-  returning: ReturnedLease[];
-}
+/**
+ * Leases handed back together in one call (`QuotaLimiter.returnLeases`), with one `returnId` per
+ * hand-back: delivered again (a retry after a lost answer), it takes nothing back.
+ */
+export type LeaseReturn = { returnId: string; returning: ReturnedLease[] };
 
 /**
  * How far an admission id's time (see `newAdmissionId`) may be ahead of the clock of the tier that

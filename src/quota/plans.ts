@@ -1,10 +1,7 @@
 export const PLANS = ["free", "pro", "business", "enterprise"] as const;
 export type Plan = (typeof PLANS)[number];
 
-export interface Limits {
-  perMinute: number;
-  perDay: number;
-}
+export type Limits = { perMinute: number; perDay: number };
 
 /** The published plan table; enterprise keys carry limits of their own. */
 export const PLAN_LIMITS: Record<Exclude<Plan, "enterprise">, Limits> = {

@@ -13,10 +13,7 @@ export interface UsageState {
 }
 
 /** What the key's object enforces; `version` orders updates so a stale caller never wins. */
-export interface Policy extends Limits {
-  version: number;
-  revoked: boolean;
-}
+export type Policy = Limits & { version: number; revoked: boolean };
 
 export type Refusal = "rate_limited" | "quota_exceeded" | "key_banned";
 
@@ -33,11 +30,7 @@ export interface WindowStatus {
   seconds: number;
 }
 
-interface DecisionOf<O extends Outcome> {
-  outcome: O;
-  windows: WindowStatus[];
-  now: number;
-}
+type DecisionOf<O extends Outcome> = { outcome: O; windows: WindowStatus[]; now: number };
 
 /**
  * A decision on one request: admitted, refused until `retryAt`, revoked, or not decided (stale:
