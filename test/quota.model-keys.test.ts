@@ -22,7 +22,7 @@ import { checkModelOrFail, modelRunOf } from "./model/model-run";
 /** CI's budget: this many runs from this seed, and never more than this long. */
 const CI_RUNS = 25;
 const CI_SEED = 26;
-const MODEL_BUDGET_MS = 8_000;
+const MODEL_BUDGET_MS = 7_000;
 
 const time = mockClock(T0);
 const work = backgroundWork(time);
