@@ -162,8 +162,8 @@ describe("standing permits spanning a key's gaps in the quota model", () => {
 describe("the previous release's leases in the quota model", () => {
   // An isolate of the previous release, rolled back to, is granted a lease by its object; it
   // hands the lease back as that release does: to its own object, or to this release's after the
-  // roll forward, or never (stranded). A grant it never used goes back naming only what was left
-  // unused (no `used`), which this release's object must take back too.
+  // roll forward, or never (stranded). A grant it never used goes back with `used: 0`, as its
+  // keepToReturn sends it.
   it.each([
     [4, 0, "rolledForward"],
     [4, 3, "previous"],

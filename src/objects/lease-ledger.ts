@@ -191,9 +191,7 @@ export class LeaseLedger {
   takeBack(usage: UsageState, returned: ReturnedLease): UsageState | null {
     const row = this.grantedIn(returned.id);
     if (!row) return null;
-    // The release before hands a grant it never used back without `used` (its last isolates
-    // still run as this release's objects start): then the permits less those left unused.
-    const used = clampTo(row.permits, returned.used ?? row.permits - returned.unused);
+    const used = clampTo(row.permits, returned.used);
     this.#settle(row, used, 0);
     return givePermitsBack(usage, row, row.permits - used);
   }

@@ -72,7 +72,10 @@ export interface PreviousLease {
 export interface PreviousReturnedLease {
   id: string;
   unused: number;
-  /** Absent where it hands back a grant it never used (its `keepToReturn({ id, unused })`). */
+  /**
+   * Optional in its type (for the release before it), but always sent: its `keepToReturn`
+   * defaults a grant never used to `used = 0`, and every other hand-back names its `used`.
+   */
   used?: number;
 }
 

@@ -800,10 +800,7 @@ class PreviousReleaseLease extends Step {
     if (!lease || !decision || m.violations.length) return;
     const used = Math.min(this.use, lease.permits);
     for (let i = 0; i < used; i++) served(m, decision, `request of ${who} served from its lease`);
-    const returned: PreviousReturnedLease =
-      used > 0
-        ? { id: lease.id, unused: lease.permits - used, used }
-        : { id: lease.id, unused: lease.permits };
+    const returned: PreviousReturnedLease = { id: lease.id, unused: lease.permits - used, used };
     const at = `the hand-back ${fc.stringify(returned)} of ${who}`;
     if (this.handBack === "never") {
       if (used > 0) m.reportsLost = true;
