@@ -491,6 +491,9 @@ describe("renewals", () => {
     // old one handed back with it, with what it served.
     expect(turn[0]?.request).toMatchObject({ leaseId: "", holding: 0 });
     expect(turn[0]?.request.returning).toHaveLength(1);
+    // An isolate's asks are sized by its rate alone: none names a stock for the minute.
+    expect(turn[0]?.request).not.toHaveProperty("minuteWant");
+    expect(requests[1]).not.toHaveProperty("minuteWant");
     expect(turn[0]?.expiresAt).toBe(turn[0]!.at + 50 + ISOLATE_LEASE_MS);
     // Counted exactly: once all is handed back, the day holds every request admitted.
     await holder.giveBackUnused(calls);
@@ -718,6 +721,21 @@ describe("refills (a location holder's stock when a minute begins)", () => {
       },
     ]);
     expect((await holder.admit(policy, calls)).local).toBe(true);
+  });
+
+  it("a refill at a minute's start asks for the requests expected in the rest of that minute at the key's last gap", async () => {
+    const policy = policyWith(6_000, 1_000_000);
+    const { calls, renewals } = watchedCalls(newObject(), () => policy);
+    const holder = new LeaseHolder({ stock });
+    time.now = T0 + 1_000;
+    await holder.admit(policy, calls);
+    time.now = T0 + 11_000; // a gap of 10 s
+    await (await holder.admit(policy, calls)).renewal;
+    renewals.length = 0;
+    time.now = T0 + MINUTE_MS + 500;
+    expect(await holder.refill(policy, calls)).toBe(true);
+    // 59.5 s of the minute left at a 10 s gap: 6 requests (minuteStockWanted).
+    expect(renewals.map((r) => r.request.minuteWant)).toEqual([6]);
   });
 
   it("a refill that brings nothing: none again before the minute ends, one from its first instant", async () => {
