@@ -500,6 +500,44 @@ describe("renewals", () => {
     expect((await stub.usage()).day.count).toBe(decided.length);
   });
 
+  it("an isolate's lease that ended with its minute, the key quiet since: no call at the turn, the next request decided by the object", async () => {
+    const policy = policyWith(1_000_000, 100_000_000);
+    const { holder, calls, requests, renewed } = await isolateRenewingIn(policy, 100);
+    const minuteEnd = T0 + MINUTE_MS;
+    await requestsEvery(holder, policy, calls, {
+      from: minuteEnd - 6_000,
+      until: minuteEnd - MINUTE_TAIL_MS - 500,
+      gapMs: 37,
+    });
+    const before = { requests: requests.length, renewed: renewed.length };
+    time.now = minuteEnd + 30_000;
+    const quiet = await holder.admit(policy, calls);
+    expect(quiet.local).toBe(false);
+    expect(renewed, "no refill for a key that went quiet").toHaveLength(before.renewed);
+    expect(requests).toHaveLength(before.requests + 1);
+    expect(requests.at(-1)?.want).toBe(0);
+  });
+
+  it("an isolate's lease that ended before its minute's tail, the key busy again: its next lease is asked for in the request's own call, no refill", async () => {
+    const policy = policyWith(1_000_000, 100_000_000);
+    const { holder, calls, requests, renewed } = await isolateRenewingIn(policy, 100);
+    const minuteEnd = T0 + MINUTE_MS;
+    await requestsEvery(holder, policy, calls, {
+      from: minuteEnd - 50_000,
+      until: minuteEnd - 46_000,
+      gapMs: 37,
+    });
+    time.now = minuteEnd - 43_000; // the lease ran out meanwhile
+    const before = { requests: requests.length, renewed: renewed.length };
+    await requestsEvery(holder, policy, calls, {
+      from: minuteEnd - 43_000,
+      until: minuteEnd - 42_800,
+      gapMs: 37,
+    });
+    expect(renewed.slice(before.renewed).filter((r) => r.request.leaseId === "")).toEqual([]);
+    expect(requests.length).toBeGreaterThan(before.requests);
+  });
+
   it("an isolate's lease is not renewed once the key went quiet: it runs out and goes back", async () => {
     const policy = policyWith(6_000, 1_000_000);
     const { holder, calls, lease, renewals } = await isolateWithLease(policy);
