@@ -538,6 +538,50 @@ describe("renewals", () => {
     expect(requests.length).toBeGreaterThan(before.requests);
   });
 
+  it("an isolate's lease that ends with its minute: the refill goes from the very instant it expires, once in that minute", async () => {
+    const policy = policyWith(1_000_000, 100_000_000);
+    const { holder, calls, requests, renewed } = await isolateRenewingIn(policy, 100);
+    const minuteEnd = T0 + MINUTE_MS;
+    await requestsEvery(holder, policy, calls, {
+      from: minuteEnd - 6_000,
+      until: minuteEnd - MINUTE_TAIL_MS - 500,
+      gapMs: 37,
+    });
+    const expiresAt = renewed.at(-1)!.expiresAt!;
+    expect(expiresAt).toBeGreaterThanOrEqual(minuteEnd - MINUTE_TAIL_MS);
+    const before = { requests: requests.length, renewed: renewed.length };
+    time.now = expiresAt;
+    await (await holder.admit(policy, calls)).renewal;
+    expect(requests, "no call for a lease").toHaveLength(before.requests);
+    expect(renewed.slice(before.renewed).map((r) => r.request.leaseId)).toEqual([""]);
+    // The key pauses past the new lease's life, then calls again: once the turn is taken, its
+    // next lease is asked for in a request's own call.
+    const second = renewed.at(-1)!.expiresAt!;
+    await requestsEvery(holder, policy, calls, {
+      from: second + 1_000,
+      until: second + 1_300,
+      gapMs: 37,
+    });
+    expect(renewed.slice(before.renewed + 1).filter((r) => r.request.leaseId === "")).toEqual([]);
+  });
+
+  it("an isolate calling sparsely asks for no standing permits: only a location holder keeps them", async () => {
+    const policy = policyWith(1_000_000, 100_000_000);
+    const { holder, calls, renewed } = await isolateRenewingIn(policy, 100);
+    for (const at of [
+      T0 + 1_000,
+      T0 + 41_000,
+      T0 + 81_000,
+      T0 + 81_050,
+      T0 + 81_100,
+      T0 + 81_150,
+    ]) {
+      time.now = at;
+      await (await holder.admit(policy, calls)).renewal;
+    }
+    expect(renewed.filter((r) => r.request.standing !== undefined)).toEqual([]);
+  });
+
   it("an isolate's lease is not renewed once the key went quiet: it runs out and goes back", async () => {
     const policy = policyWith(6_000, 1_000_000);
     const { holder, calls, lease, renewals } = await isolateWithLease(policy);
