@@ -565,23 +565,6 @@ describe("renewals", () => {
     expect(renewed.slice(before.renewed + 1).filter((r) => r.request.leaseId === "")).toEqual([]);
   });
 
-  it("an isolate calling sparsely asks for no standing permits: only a location holder keeps them", async () => {
-    const policy = policyWith(1_000_000, 100_000_000);
-    const { holder, calls, renewed } = await isolateRenewingIn(policy, 100);
-    for (const at of [
-      T0 + 1_000,
-      T0 + 41_000,
-      T0 + 81_000,
-      T0 + 81_050,
-      T0 + 81_100,
-      T0 + 81_150,
-    ]) {
-      time.now = at;
-      await (await holder.admit(policy, calls)).renewal;
-    }
-    expect(renewed.filter((r) => r.request.standing !== undefined)).toEqual([]);
-  });
-
   it("an isolate's lease is not renewed once the key went quiet: it runs out and goes back", async () => {
     const policy = policyWith(6_000, 1_000_000);
     const { holder, calls, lease, renewals } = await isolateWithLease(policy);
@@ -818,6 +801,19 @@ describe("refills (a location holder's stock when a minute begins)", () => {
     expect(await holder.refill(policy, calls)).toBe(true);
     // 59.5 s of the minute left at a 10 s gap: 6 requests (minuteStockWanted).
     expect(renewals.map((r) => r.request.minuteWant)).toEqual([6]);
+  });
+
+  it("a location holder's stock that ended with its minute is not refilled by a request: the request asks for the stock in its own call", async () => {
+    const policy = policyWith(6_000, 1_000_000);
+    const { calls, requests, renewals } = watchedCalls(newObject(), () => policy);
+    const holder = new LeaseHolder({ stock });
+    time.now = T0 + MINUTE_MS - 1_000;
+    expect((await holder.admit(policy, calls)).leaseGranted).toBe(true);
+    time.now = T0 + MINUTE_MS + 100;
+    const next = await holder.admit(policy, calls);
+    expect(next.leaseGranted).toBe(true);
+    expect(requests).toHaveLength(2);
+    expect(renewals.filter((r) => r.request.leaseId === "")).toEqual([]);
   });
 
   it("a refill that brings nothing: none again before the minute ends, one from its first instant", async () => {
