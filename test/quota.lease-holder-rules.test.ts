@@ -565,6 +565,24 @@ describe("renewals", () => {
     expect(renewed.slice(before.renewed + 1).filter((r) => r.request.leaseId === "")).toEqual([]);
   });
 
+  it("an isolate's lease used up in its minute's tail, before it expires: the next lease is asked for in the request's own call, no refill", async () => {
+    const policy = policyWith(1_000_000, 100_000_000);
+    const { holder, calls, requests, renewed } = await isolateRenewingIn(policy, 100);
+    const minuteEnd = T0 + MINUTE_MS;
+    time.now = minuteEnd - MINUTE_TAIL_MS + 100;
+    await holder.admit(policy, calls);
+    time.now += 100;
+    expect((await holder.admit(policy, calls)).leaseGranted).toBe(true);
+    let decided = await holder.admit(policy, calls);
+    while (decided.local) {
+      time.now += 10;
+      decided = await holder.admit(policy, calls);
+    }
+    expect(time.now).toBeLessThan(minuteEnd - 500); // used up, not expired
+    expect(requests).toHaveLength(3);
+    expect(renewed).toEqual([]);
+  });
+
   it("an isolate's lease is not renewed once the key went quiet: it runs out and goes back", async () => {
     const policy = policyWith(6_000, 1_000_000);
     const { holder, calls, lease, renewals } = await isolateWithLease(policy);
