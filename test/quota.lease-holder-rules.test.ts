@@ -442,6 +442,24 @@ describe("renewals", () => {
     return decided;
   }
 
+  /** A busy key's isolate (no limit near), its renewals taking 100 ms, and its minute's end. */
+  async function busyIsolateNearItsTurn() {
+    const policy = policyWith(1_000_000, 100_000_000);
+    return { policy, minuteEnd: T0 + MINUTE_MS, ...(await isolateRenewingIn(policy, 100)) };
+  }
+
+  /** That isolate, sent 27 requests a second from 6 s before its minute's end to just before the tail. */
+  async function busyUpToItsMinuteTail() {
+    const isolate = await busyIsolateNearItsTurn();
+    const { holder, policy, calls, minuteEnd } = isolate;
+    await requestsEvery(holder, policy, calls, {
+      from: minuteEnd - 6_000,
+      until: minuteEnd - MINUTE_TAIL_MS - 500,
+      gapMs: 37,
+    });
+    return isolate;
+  }
+
   it("a busy isolate renews ahead by twice what its renewals take: 200 ms before the expiry when they take 100 ms", async () => {
     const policy = policyWith(6_000, 1_000_000);
     const { holder, calls, renewed } = await isolateRenewingIn(policy, 100);
@@ -501,14 +519,7 @@ describe("renewals", () => {
   });
 
   it("an isolate's lease that ended with its minute, the key quiet since: no call at the turn, the next request decided by the object", async () => {
-    const policy = policyWith(1_000_000, 100_000_000);
-    const { holder, calls, requests, renewed } = await isolateRenewingIn(policy, 100);
-    const minuteEnd = T0 + MINUTE_MS;
-    await requestsEvery(holder, policy, calls, {
-      from: minuteEnd - 6_000,
-      until: minuteEnd - MINUTE_TAIL_MS - 500,
-      gapMs: 37,
-    });
+    const { policy, holder, calls, requests, renewed, minuteEnd } = await busyUpToItsMinuteTail();
     const before = { requests: requests.length, renewed: renewed.length };
     time.now = minuteEnd + 30_000;
     const quiet = await holder.admit(policy, calls);
@@ -519,9 +530,7 @@ describe("renewals", () => {
   });
 
   it("an isolate's lease that ended before its minute's tail, the key busy again: its next lease is asked for in the request's own call, no refill", async () => {
-    const policy = policyWith(1_000_000, 100_000_000);
-    const { holder, calls, requests, renewed } = await isolateRenewingIn(policy, 100);
-    const minuteEnd = T0 + MINUTE_MS;
+    const { policy, holder, calls, requests, renewed, minuteEnd } = await busyIsolateNearItsTurn();
     await requestsEvery(holder, policy, calls, {
       from: minuteEnd - 50_000,
       until: minuteEnd - 46_000,
@@ -539,14 +548,7 @@ describe("renewals", () => {
   });
 
   it("an isolate's lease that ends with its minute: the refill goes from the very instant it expires, once in that minute", async () => {
-    const policy = policyWith(1_000_000, 100_000_000);
-    const { holder, calls, requests, renewed } = await isolateRenewingIn(policy, 100);
-    const minuteEnd = T0 + MINUTE_MS;
-    await requestsEvery(holder, policy, calls, {
-      from: minuteEnd - 6_000,
-      until: minuteEnd - MINUTE_TAIL_MS - 500,
-      gapMs: 37,
-    });
+    const { policy, holder, calls, requests, renewed, minuteEnd } = await busyUpToItsMinuteTail();
     const expiresAt = renewed.at(-1)!.expiresAt!;
     expect(expiresAt).toBeGreaterThanOrEqual(minuteEnd - MINUTE_TAIL_MS);
     const before = { requests: requests.length, renewed: renewed.length };
@@ -566,9 +568,7 @@ describe("renewals", () => {
   });
 
   it("an isolate's lease used up in its minute's tail, before it expires: the next lease is asked for in the request's own call, no refill", async () => {
-    const policy = policyWith(1_000_000, 100_000_000);
-    const { holder, calls, requests, renewed } = await isolateRenewingIn(policy, 100);
-    const minuteEnd = T0 + MINUTE_MS;
+    const { policy, holder, calls, requests, renewed, minuteEnd } = await busyIsolateNearItsTurn();
     time.now = minuteEnd - MINUTE_TAIL_MS + 100;
     await holder.admit(policy, calls);
     time.now += 100;
