@@ -815,25 +815,12 @@ class PreviousReleaseLease extends Step {
     const used = Math.min(this.use, lease.permits);
     for (let i = 0; i < used; i++) served(m, decision, `request of ${who} served from its lease`);
     const returned: PreviousReturnedLease = { id: lease.id, unused: lease.permits - used, used };
-    const at = `the hand-back ${fc.stringify(returned)} of ${who}`;
-    if (this.handBack === "never") {
-      if (used > 0) m.reportsLost = true;
-      return;
-    }
-    if (this.handBack === "previous") {
-      const stub = r.net.uncounted(env.QUOTA, r.keyId);
-      await r.net.evict("object", r.keyId);
-      await takeBackAsPrevious(stub, runTime.now, [returned]).catch((err: unknown) =>
-        violation(m, `${at} to the previous release: ${String(err)}`),
-      );
-      await r.net.evict("object", r.keyId);
-      return;
-    }
-    await new RollForward().act(m, r);
-    // This release's object, sent what the previous release's isolate sends (its message type).
-    await env.QUOTA.getByName(r.keyId)
-      .returnLease(returned as ReturnedLease)
-      .catch((err: unknown) => violation(m, `${at} to this release's object: ${String(err)}`));
+    // To this release's object (after the roll forward) it sends what it sends the release it
+    // was granted by: its message, past the model's network (a fault armed for this release's
+    // tiers is not this isolate's).
+    if (this.handBack === "rolledForward") await new RollForward().act(m, r);
+    const fault = this.handBack === "never" ? "never" : "none";
+    await previousHandBack(m, r, who, [returned], { batched: false, fault });
   }
 }
 
