@@ -2,6 +2,7 @@ import os from "node:os";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
+import { writeConsolePage } from "./scripts/lib/console-page.mjs";
 import { writeOpenApiTemplates } from "./scripts/lib/openapi-templates.mjs";
 
 /** A JSON line of the service's logger other than an unhandled exception. */
@@ -12,10 +13,11 @@ function isHandledServiceLog(line: string): boolean {
 
 export default defineConfig(async () => {
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
-  // The Worker serves its OpenAPI documents from templates among its static assets, which the
-  // build writes (wrangler's [build] command); nothing builds under vitest, so they are written
-  // here, from this checkout's schemas, before any test runs.
+  // The Worker serves its OpenAPI documents from templates, and the console's page, from among
+  // its static assets, which the build writes (wrangler's [build] command); nothing builds under
+  // vitest, so they are written here, from this checkout's source, before any test runs.
   await writeOpenApiTemplates();
+  await writeConsolePage();
   return {
     plugins: [
       cloudflareTest({

@@ -50,3 +50,32 @@ test("ordinary text is printed as it is", () => {
   const table = tableOf("get", { name: "Zoë 👨‍👩‍👧 café", ownerId: "acct_42" });
   assert.match(table, /^name\s+Zoë 👨‍👩‍👧 café$/m);
 });
+
+test("columns stay aligned after wide, combining, zero-width and emoji characters", () => {
+  const names = [
+    "宠物店 wide",
+    "e\u0301\u0301 combining",
+    "a\u200b\u200bzw",
+    "family 👨‍👩‍👧",
+    "flag 🇳🇱 ok",
+    "plain",
+  ];
+  const table = tableOf("list", {
+    data: names.map((name, i) => ({ id: `key_${i}`, name, plan: "free", status: "active" })),
+  });
+  const [header, , ...rows] = table.split("\n");
+  // Where the plan column starts on screen: terminals show East Asian wide characters and emoji
+  // presentation in two columns, combining marks and zero-width characters in none.
+  const planColumn = (/** @type {string} */ line) => {
+    const before = line.slice(0, line.indexOf("free"));
+    return [...new Intl.Segmenter().segment(before)].reduce((width, { segment }) => {
+      if (/^[\p{Mn}\p{Me}\p{Cf}]+$/u.test(segment)) return width;
+      return (
+        width +
+        (/[\u3000-\u9fff]|\p{Extended_Pictographic}|\p{Regional_Indicator}/u.test(segment) ? 2 : 1)
+      );
+    }, 0);
+  };
+  assert.equal(rows.length, names.length);
+  for (const row of rows) assert.equal(planColumn(row), header.indexOf("plan"), table);
+});

@@ -17,6 +17,7 @@ import { unstable_readConfig } from "wrangler";
 import { assetsRoutingProblems } from "./lib/assets-routing.mjs";
 import { benchCodeIn } from "./lib/bench-code.mjs";
 import { BUDGET_KIB, measureBundle } from "./lib/bundle-budget.mjs";
+import { CONSOLE_PAGE_FILE } from "./lib/console-page.mjs";
 import { OPENAPI_TEMPLATES_DIR } from "./lib/openapi-templates.mjs";
 import { misplacedShimImports } from "./lib/zod-shims.mjs";
 
@@ -27,7 +28,7 @@ const configOf = (env) =>
 /** @param {string | undefined} env */
 const assetsOf = (env) => configOf(env).assets;
 /** The files among the assets that only the Worker reads (through its ASSETS binding). */
-const WORKER_ONLY = [`/${OPENAPI_TEMPLATES_DIR}/`];
+const WORKER_ONLY = [`/${OPENAPI_TEMPLATES_DIR}/`, `/${CONSOLE_PAGE_FILE}`];
 
 let failed = false;
 const localProblems = assetsRoutingProblems(

@@ -6,10 +6,14 @@
 //   version), copied into public/docs/, where Workers Static Assets serves it at /docs/scalar.js;
 // - the OpenAPI documents' templates, generated from the zod schemas into
 //   public/v1/openapi-templates/, which the Worker reads through its ASSETS binding
-//   (lib/openapi-templates.mjs).
+//   (lib/openapi-templates.mjs);
+// - the operator console's page, rendered from src/routes/console/page.tsx into
+//   public/admin/console-page.html, which the Worker reads through its ASSETS binding
+//   (lib/console-page.mjs).
 import { copyFileSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { writeConsolePage } from "./lib/console-page.mjs";
 import { writeOpenApiTemplates } from "./lib/openapi-templates.mjs";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -24,3 +28,4 @@ copyFileSync(
 );
 console.log(`public/docs/scalar.js: @scalar/api-reference ${version}`);
 console.log(`OpenAPI templates: ${(await writeOpenApiTemplates(root)).join(", ")}`);
+console.log(`Console page: ${await writeConsolePage(root)}`);

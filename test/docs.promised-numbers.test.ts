@@ -430,6 +430,12 @@ const PROMISES: PromisedNumber[] = [
     phrases: ["`STANDING_MINUTES` × `heldBound`, {n} for a free key"],
   },
   {
+    name: "(STANDING_MINUTES + 1) × heldBound (a free key's: how far a day alert can run ahead of what was served)",
+    value: (STANDING_MINUTES + 1) * heldBound(PLAN_LIMITS.free),
+    unit: 1,
+    phrases: ["minutes \\(at most 6 × `heldBound`\\), {n} for a free key"],
+  },
+  {
     name: "STANDING_MOST_MINUTES + 1 (how far ahead a standing permit is held)",
     value: STANDING_MOST_MINUTES + 1,
     unit: 1,

@@ -269,6 +269,46 @@ describe("a location holder's lease holder and its standing permits", () => {
     expect(asked).toBe(2);
   });
 
+  it("asks for more once those it holds end by the key's next request at its gap, even at that very instant", async () => {
+    const time = fixClock(T0 + 1_000);
+    const renewals: RenewalRequest[] = [];
+    const lastMinute = T0 + 4 * MINUTE_MS;
+    const calls: LeaseCalls = {
+      // The minute's stock, and one standing permit in each of the next four minutes.
+      admit: async () =>
+        allowed(time.now, {
+          lease: { id: "stock", permits: 5, expiresAt: T0 + MINUTE_MS },
+          standing: [1, 2, 3, 4].map((m) => ({
+            id: `st${m}`,
+            permits: 1,
+            minuteStart: T0 + m * MINUTE_MS,
+          })),
+        }),
+      giveBack: async () => undefined,
+      renew: async (request): Promise<Renewal> => {
+        renewals.push(request);
+        return {
+          policyVersion: POLICY.version,
+          revoked: false,
+          windows: atContact(time.now - (time.now % MINUTE_MS), 50),
+          granted: null,
+          now: time.now,
+        };
+      },
+    };
+    const holder = new LeaseHolder({ stock: 2 });
+    expect((await holder.admit(POLICY, calls)).leaseGranted).toBe(true);
+    // The next request at a gap that, repeated, reaches the end of the last permit's minute.
+    const coveredUntil = lastMinute + MINUTE_MS;
+    const first = time.now;
+    time.now = (coveredUntil + first) / 2;
+    expect(time.now + (time.now - first)).toBe(coveredUntil);
+    const second = await holder.admit(POLICY, calls);
+    expect(second.local, "admitted from its minute's standing permit").toBe(true);
+    await second.renewal;
+    expect(renewals.filter((r) => (r.standing ?? 0) > 0)).toHaveLength(1);
+  });
+
   it("asking for standing permits when the key's next request is due after the minute, it hands the minute's stock back in the same call", async () => {
     const time = fixClock(T0 + 1_000);
     const renewals: RenewalRequest[] = [];

@@ -1,8 +1,12 @@
 // The operator console as the Worker serves it: one page under a strict CSP. Its script, styles and
 // icon are static assets (public/admin/); e2e/console.browser.test.mjs checks how they are served.
-import { describe, expect, it } from "vitest";
+// The page is rendered at build time and read by the Worker from among the static assets.
+import { createExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
 import script from "../public/admin/console.js?raw";
-import { call } from "./helpers";
+import { renderConsolePage } from "../src/routes/console/page";
+import { BASE, call } from "./helpers";
 
 describe("operator console pages", () => {
   it("/admin is public and carries the strict CSP", async () => {
@@ -49,6 +53,40 @@ describe("operator console pages", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("Content-Security-Policy")).toMatch(/^default-src 'self'/);
     expect(await res.text()).toBe(await (await call("/admin")).text());
+  });
+
+  it("the page served is, byte for byte, the one page.tsx renders", async () => {
+    const res = await call("/admin");
+    expect(res.headers.get("Content-Type")).toBe("text/html; charset=UTF-8");
+    expect(await res.text()).toBe(renderConsolePage());
+  });
+
+  it("the page's file among the static assets is the Worker's only", async () => {
+    expect((await env.ASSETS.fetch(new URL("/admin/console-page", BASE))).status).toBe(200);
+    for (const path of ["/admin/console-page", "/admin/console-page.html"])
+      expect((await call(path)).status).toBe(404);
+  });
+
+  it("a page the build did not write is a 500 Error body, and the next request reads again", async () => {
+    // A fresh module, whose isolate has not read the page yet.
+    vi.resetModules();
+    const { createApp } = await import("../src/app");
+    const app = createApp();
+    const missing = {
+      fetch: async () => new Response("not found", { status: 404 }),
+    } as unknown as Fetcher;
+    const served = (assets: Fetcher) =>
+      app.fetch(new Request(`${BASE}/admin`), { ...env, ASSETS: assets }, createExecutionContext());
+    const errors: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((line: string) => errors.push(line));
+    const failed = await served(missing);
+    // Logged as what it is: the build did not write the page.
+    expect(errors.join("\n")).toContain("/admin/console-page answered 404");
+    expect(failed.status).toBe(500);
+    expect(await failed.json()).toMatchObject({ code: "internal_error", status: 500 });
+    const res = await served(env.ASSETS);
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe(renderConsolePage());
   });
 
   it("the page links each view from its navigation", async () => {

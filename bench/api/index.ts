@@ -24,12 +24,13 @@ export { AuthShield } from "../../src/objects/auth-shield";
 /**
  * The product's location holder, its calls to the key's QuotaLimiter behind the far round trip,
  * and its alarms (the hand-back of standing permits kept across an eviction) counted as the key's
- * Durable Object requests (`callsByKey`).
+ * Durable Object requests (`callsByKey`), and each construction as a start of the key's holder.
  */
 export class QuotaHolder extends ProductQuotaHolder {
   constructor(ctx: DurableObjectState, env: BenchEnv) {
     const network = networkOf(env);
     super(ctx, typeof network === "string" ? env : holderEnvBehindSimulatedNetwork(env, network));
+    recordKeyCall(ctx.id.name, "start", "");
   }
 
   override async alarm(): Promise<void> {

@@ -83,7 +83,7 @@ export const callTotals: Record<Hop, number> = {
  * time after a key's last request, and by kind (hop and method). An object is a key's when its name is the key id (the key's
  * QuotaLimiter) or starts with it and "@" (a holder, `<key id>@<colo>`).
  */
-export const callsByKey = new Map<string, [number, Hop, string][]>();
+export const callsByKey = new Map<string, [number, Hop | "start", string][]>();
 
 /** The key id an object's name belongs to (see `callsByKey`), or null for another object. */
 export function keyIdOfObject(name: string | undefined): string | null {
@@ -92,8 +92,15 @@ export function keyIdOfObject(name: string | undefined): string | null {
   return at === -1 ? name : name.slice(0, at);
 }
 
-/** Records a Durable Object request to a key's object or holder (see `callsByKey`). */
-export function recordKeyCall(objectName: string | undefined, hop: Hop, method: string): void {
+/**
+ * Records a Durable Object request to a key's object or holder (see `callsByKey`), or, as "start",
+ * a holder constructed (new, or evicted from memory since): no request of its own.
+ */
+export function recordKeyCall(
+  objectName: string | undefined,
+  hop: Hop | "start",
+  method: string,
+): void {
   const keyId = keyIdOfObject(objectName);
   if (keyId === null) return;
   let log = callsByKey.get(keyId);

@@ -12,7 +12,7 @@
  * @typedef {{ startAt: number, endAt: number, measured: boolean }} SentRequest
  *   A request as sent (Date.now() when it started and when its answer had been read).
  * @typedef {[number, string, string?]} KeyCall  A Durable Object request of a key:
- *   [Date.now(), hop, method].
+ *   [Date.now(), hop, method]; hop "start": one of its holders constructed, no request.
  */
 
 /**
@@ -136,7 +136,9 @@ export function byTime(requests) {
  * - `tail`: its calls after its last request (the background work that goes on once it stops),
  *   by hop (`tailByHop`), and how long after that request's end the last of them started (null:
  *   none);
- * - `observedMs`: how long after its last request its calls were observed.
+ * - `observedMs`: how long after its last request its calls were observed;
+ * - `starts`: its location holders constructed in `window` (hop "start": a holder new, or evicted
+ *   from memory since its last call, started again), counted apart from its DO requests.
  * @param {SentRequest[]} sent
  * @param {KeyCall[]} calls
  * @param {number} observedUntil
@@ -150,6 +152,7 @@ export function keyCost(sent, calls, observedUntil) {
   const from = before ? before.endAt : first.startAt - 1;
   const until = last.endAt;
   let window = 0;
+  let starts = 0;
   /** @type {Record<string, number>} */
   const windowByKind = {};
   let tail = 0;
@@ -157,7 +160,8 @@ export function keyCost(sent, calls, observedUntil) {
   /** @type {Record<string, number>} */
   const tailByHop = {};
   for (const [at, hop, method] of calls) {
-    if (at > from && at <= until) {
+    if (hop === "start") starts += at > from && at <= until ? 1 : 0;
+    else if (at > from && at <= until) {
       window++;
       const kind = method ? `${hop} ${method}` : hop;
       windowByKind[kind] = (windowByKind[kind] ?? 0) + 1;
@@ -172,6 +176,7 @@ export function keyCost(sent, calls, observedUntil) {
     window,
     windowByKind,
     windowMs: until - from,
+    starts,
     tail,
     tailByHop,
     lastTailAfterMs: tail ? lastTailAt - until : null,
@@ -180,8 +185,8 @@ export function keyCost(sent, calls, observedUntil) {
 }
 
 /**
- * A scenario's cost over its keys (`keyCost` of each): Durable Object requests per 1,000 measured
- * requests; after each key's last request, its calls (mean and most per key, and the mean by hop;
+ * A scenario's cost over its keys (`keyCost` of each): Durable Object requests and holder starts
+ * per 1,000 measured requests; after each key's last request, its calls (mean and most per key, and the mean by hop;
  * and the most to the key's object for one key),
  * and the time until the last of them (the longest over the keys, null if none made any),
  * observed for at least `observedMs`.
@@ -207,6 +212,7 @@ export function scenarioCost(costs) {
   return {
     perMinuteByKind,
     doPerThousand: measured ? (1000 * window) / measured : NaN,
+    startsPerThousand: measured ? (1000 * costs.reduce((n, c) => n + c.starts, 0)) / measured : NaN,
     tailPerKey: costs.length ? tails.reduce((a, b) => a + b, 0) / costs.length : NaN,
     tailMostPerKey: costs.length ? Math.max(...tails) : NaN,
     // The calls that reach the key's object (a holder's relayed hand-backs and refills, the

@@ -137,6 +137,7 @@ describe("bench:quota's cost of a key", () => {
       window: 5,
       windowByKind: { "relayed renewLease": 2, "local admit": 2, relayed: 1 },
       windowMs: 19_820,
+      starts: 0,
       tail: 3,
       tailByHop: { relayed: 1, pushed: 1, alarm: 1 },
       lastTailAfterMs: 60_000,
@@ -147,6 +148,7 @@ describe("bench:quota's cost of a key", () => {
       window: 1,
       windowByKind: { relayed: 1 },
       windowMs: 19_820,
+      starts: 0,
       tail: 0,
       tailByHop: {},
       lastTailAfterMs: null,
@@ -172,6 +174,7 @@ describe("bench:quota's cost of a key", () => {
       window: 2,
       windowByKind: { local: 1, relayed: 1 },
       windowMs: 201,
+      starts: 0,
       tail: 1,
       tailByHop: { relayed: 1 },
       lastTailAfterMs: 200,
@@ -182,6 +185,30 @@ describe("bench:quota's cost of a key", () => {
     );
   });
 
+  it("a holder constructed while the key calls counts as a start, not as a Durable Object request", () => {
+    const calls: [number, string, string?][] = [
+      [1_050, "start"], // during the unmeasured first request
+      [11_005, "start"], // constructed again (evicted since) for the first measured one
+      [11_006, "local", "authenticateAndAdmit"],
+      [21_005, "start"],
+      [21_006, "local", "authenticateAndAdmit"],
+      [80_000, "start"], // by its alarm, after the last request
+      [80_000, "alarm"],
+    ];
+    expect(keyCost(sent, calls, 90_000)).toMatchObject({
+      window: 2,
+      windowByKind: { "local authenticateAndAdmit": 2 },
+      starts: 2,
+      tail: 1,
+      tailByHop: { alarm: 1 },
+    });
+    const cost = keyCost(sent, calls, 90_000);
+    expect(scenarioCost([cost, { ...cost, starts: 0 }])).toMatchObject({
+      doPerThousand: 1_000,
+      startsPerThousand: 500,
+    });
+  });
+
   it("a scenario's cost: DO requests per 1,000 measured requests, and its keys' tails", () => {
     expect(
       scenarioCost([
@@ -190,6 +217,7 @@ describe("bench:quota's cost of a key", () => {
           window: 3,
           windowByKind: { "limiter renewLease": 3 },
           windowMs: 60_000,
+          starts: 1,
           tail: 2,
           tailByHop: { relayed: 1, alarm: 1 },
           lastTailAfterMs: 5_000,
@@ -200,6 +228,7 @@ describe("bench:quota's cost of a key", () => {
           window: 1,
           windowByKind: { "local admit": 1 },
           windowMs: 60_000,
+          starts: 0,
           tail: 0,
           tailByHop: {},
           lastTailAfterMs: null,
@@ -210,6 +239,7 @@ describe("bench:quota's cost of a key", () => {
       // Per minute of the keys' windows together (two minutes).
       perMinuteByKind: { "limiter renewLease": 1.5, "local admit": 0.5 },
       doPerThousand: 1_000,
+      startsPerThousand: 250,
       tailPerKey: 1,
       tailMostPerKey: 2,
       tailToObjectMostPerKey: 1,
@@ -224,6 +254,7 @@ describe("bench:quota's cost of a key", () => {
           window: 1,
           windowByKind: {},
           windowMs: 1,
+          starts: 0,
           tail: 0,
           tailByHop: {},
           lastTailAfterMs: null,

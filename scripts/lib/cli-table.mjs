@@ -134,16 +134,36 @@ function cell(value) {
   return printable(String(value));
 }
 
+/** East Asian wide and fullwidth characters (Hangul, CJK, kana, fullwidth forms). */
+const WIDE =
+  /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{20000}-\u{3fffd}]|\p{Emoji_Presentation}|\p{Extended_Pictographic}\ufe0f|\p{Regional_Indicator}/u;
+const SEGMENTER = new Intl.Segmenter();
+
+/**
+ * How many columns a terminal gives `text`: per grapheme, none for combining marks and
+ * zero-width characters alone, two for wide characters and emoji, one otherwise. `length`
+ * counts UTF-16 units, which would pad a name with CJK, accents or emoji out of its column.
+ * @param {string} text
+ */
+const widthOf = (text) =>
+  [...SEGMENTER.segment(text)].reduce(
+    (width, { segment }) =>
+      width + (/^[\p{Mn}\p{Me}\p{Cf}]+$/u.test(segment) ? 0 : WIDE.test(segment) ? 2 : 1),
+    0,
+  );
+
 /**
  * Rows of text as aligned columns, a header row and a rule under it.
  * @param {string[]} header
  * @param {string[][]} rows
  */
 function aligned(header, rows) {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
+  const widths = header.map((h, i) =>
+    Math.max(widthOf(h), ...rows.map((r) => widthOf(r[i] ?? ""))),
+  );
   const line = (/** @type {string[]} */ r) =>
     r
-      .map((text, i) => text.padEnd(widths[i] ?? 0))
+      .map((text, i) => text + " ".repeat(Math.max(0, (widths[i] ?? 0) - widthOf(text))))
       .join("  ")
       .trimEnd();
   return [line(header), line(widths.map((w) => "─".repeat(w))), ...rows.map(line)].join("\n");

@@ -104,6 +104,7 @@ export function snapshotProject({ extra = [] } = {}) {
     "public",
     "scripts/docs-assets.mjs",
     "scripts/lib/openapi-templates.mjs",
+    "scripts/lib/console-page.mjs",
     "package.json",
     "tsconfig.json",
     "worker-configuration.d.ts",

@@ -29,15 +29,15 @@ const workersRuntime = {
 };
 
 /**
- * Generates the templates of the project at `root` and writes them to
- * `<root>/public/v1/openapi-templates/`, replacing what was there. Returns the files written.
- * @param {string} [root]
+ * Bundles `entry` (a module of the project at `root`, TypeScript or TSX) for Node with esbuild and
+ * imports it: how the build runs the Worker's own code (its schemas, its pages) to write assets.
+ * @param {string} root
+ * @param {string} entry the module's path from `root`
+ * @returns {Promise<any>} the module's exports
  */
-export async function writeOpenApiTemplates(
-  root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../.."),
-) {
+export async function importBundledForNode(root, entry) {
   const bundle = await build({
-    entryPoints: [path.join(root, "src/openapi-templates.ts")],
+    entryPoints: [path.join(root, entry)],
     bundle: true,
     platform: "node",
     format: "esm",
@@ -48,10 +48,19 @@ export async function writeOpenApiTemplates(
     plugins: [workersRuntime],
   });
   const code = bundle.outputFiles[0]?.text ?? "";
+  return import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`);
+}
+
+/**
+ * Generates the templates of the project at `root` and writes them to
+ * `<root>/public/v1/openapi-templates/`, replacing what was there. Returns the files written.
+ * @param {string} [root]
+ */
+export async function writeOpenApiTemplates(
+  root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../.."),
+) {
   /** @type {{ openApiTemplates: () => { path: string, text: string }[] }} */
-  const generator = await import(
-    `data:text/javascript;base64,${Buffer.from(code).toString("base64")}`
-  );
+  const generator = await importBundledForNode(root, "src/openapi-templates.ts");
   const dir = path.join(root, "public", OPENAPI_TEMPLATES_DIR);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });

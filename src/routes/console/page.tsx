@@ -4,6 +4,7 @@ import { AUDIT_ACTION_NAMES } from "../../schemas/audit";
 import { KEY_LIST_STATES, SHOWN_PREFIX_LENGTH } from "../../schemas/keys";
 import { REGION_NAMES, REGIONS } from "../../schemas/region";
 import { WEBHOOK_EVENT_TYPES } from "../../schemas/webhooks";
+import { CONSOLE_PAGE_ASSET } from "./routes";
 
 /** A select's options: `values`, after an empty "any" choice when `anyLabel` names one. */
 const Options: FC<{ values: readonly string[]; anyLabel?: string }> = ({ values, anyLabel }) => (
@@ -766,3 +767,11 @@ const ConsolePage: FC = () => (
 export function renderConsolePage(): string {
   return `<!DOCTYPE html>${(<ConsolePage />).toString()}`;
 }
+
+/**
+ * Build time only: the page, and the URL path the static assets serve it at for the Worker to
+ * read (routes.ts). scripts/lib/console-page.mjs bundles this module for Node and writes the page
+ * among the static assets; the Worker never imports it, so the page and Hono's JSX renderer stay
+ * out of its bundle.
+ */
+export const consolePageAsset = () => ({ path: CONSOLE_PAGE_ASSET, text: renderConsolePage() });

@@ -2,7 +2,6 @@ import { type Context, Hono } from "hono";
 import type { BaseEnv } from "../../lib/hono-env";
 import { KEY_ID_PATTERN } from "../../schemas/keys";
 import { WEBHOOK_ENDPOINT_ID_PATTERN } from "../../schemas/webhooks";
-import { renderConsolePage } from "./page";
 
 /**
  * Only this origin may serve anything to the page: no inline script or style, no other host
@@ -22,12 +21,36 @@ const SECURITY_HEADERS = {
   "Cache-Control": "no-cache",
 };
 
-let page: string | undefined;
+/**
+ * Where the console's page is among the static assets, by the URL they serve it at: the build
+ * renders it (page.tsx, with Hono's JSX) into public/admin/console-page.html
+ * (scripts/lib/console-page.mjs), so neither the page nor the JSX renderer is in the Worker's
+ * bundle. It is under /admin/*, which only the Worker answers: nobody else can fetch it there.
+ */
+export const CONSOLE_PAGE_ASSET = "/admin/console-page";
+
+/** The page's text, read once per isolate (a failed read is retried by the next request). */
+let page: Promise<string> | undefined;
+
+/** The page the build wrote; throws when it wrote none. */
+async function readPageOrThrow(assets: Fetcher): Promise<string> {
+  const res = await assets.fetch(new URL(CONSOLE_PAGE_ASSET, "https://assets.invalid"));
+  if (!res.ok)
+    throw new Error(
+      `the console's page ${CONSOLE_PAGE_ASSET} answered ${res.status}: the build command (scripts/docs-assets.mjs) writes it`,
+    );
+  return res.text();
+}
 
 /** Serves the console's page: the same document for each of its URLs. */
-function consolePage(c: Context<BaseEnv>) {
-  page ??= renderConsolePage();
-  return c.html(page, 200, SECURITY_HEADERS);
+async function consolePage(c: Context<BaseEnv>) {
+  if (!page) {
+    page = readPageOrThrow(c.env.ASSETS);
+    page.catch(() => {
+      page = undefined;
+    });
+  }
+  return c.html(await page, 200, SECURITY_HEADERS);
 }
 
 /**
