@@ -41,6 +41,7 @@ import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 import {
+  admitAsPrevious,
   type Deployed,
   openAndDecideAsPrevious,
   PREVIOUS_QUIET_STOCK,
@@ -1092,7 +1093,10 @@ class PreviousReleaseRenewal extends Step {
  * switched to the other release after the first `switchAfter` minutes (0: never); then hands
  * everything back as it does (`returnLeases`, one `returnId`, or `returnLease` for one lease):
  * at once (`now`: a change or a usage read reports all), after the last minute's end (`atEnd`:
- * its handBackStandingAtEnd), or never; the hand-back `fault`ed on its way.
+ * its handBackStandingAtEnd), or never; the hand-back `fault`ed on its way. With `lostAnswer`,
+ * the answer to its first request from a standing permit is lost on the way to the isolate,
+ * which asks the key's object itself with the same admission id (the holder reports that id
+ * with the permit: the object counts the request once).
  */
 class PreviousReleaseStanding extends Step {
   constructor(
@@ -1105,14 +1109,17 @@ class PreviousReleaseStanding extends Step {
     readonly switchAfter: number,
     readonly handBack: "now" | "atEnd" | "never",
     readonly fault: PreviousCallFault,
+    /** The answer to its first request from a standing permit lost on its way to the isolate. */
+    readonly lostAnswer = false,
   ) {
     super();
   }
   label() {
+    const lost = this.lostAnswer ? ", the first answer lost" : "";
     const stock = this.withStock ? `, with a stock used ${this.stockUse}` : "";
     const sw = this.switchAfter > 0 ? `, switched after ${this.switchAfter} min` : "";
     const f = this.fault === "none" ? "" : ` ${this.fault}`;
-    return `PreviousReleaseStanding(granted by ${this.grantedBy} release, gap ${this.gapMs} ms${stock}, ×${this.perMinute} a minute for ${this.minutes} min${sw}, handed back ${this.handBack}${f})`;
+    return `PreviousReleaseStanding(granted by ${this.grantedBy} release, gap ${this.gapMs} ms${stock}, ×${this.perMinute} a minute for ${this.minutes} min${lost}${sw}, handed back ${this.handBack}${f})`;
   }
   override check(m: Readonly<QuotaModel>) {
     return m.changes.every((c) => c.answeredAt !== null);
@@ -1207,8 +1214,29 @@ class PreviousReleaseStanding extends Step {
         if (!permit) break;
         permit.left--;
         permit.used++;
-        permit.admissionIds.push(newAdmissionId(t));
-        servedByPrevious(m, permit.minuteStart, `request of ${who} served from a standing permit`);
+        const admissionId = newAdmissionId(t);
+        permit.admissionIds.push(admissionId);
+        if (!(this.lostAnswer && minute === 1 && i === 0)) {
+          servedByPrevious(
+            m,
+            permit.minuteStart,
+            `request of ${who} served from a standing permit`,
+          );
+          continue;
+        }
+        // Its answer lost on the way from the holder: its isolate asks the key's object itself
+        // with the same admission id (its client's #admitCall: the same request, `want: 0`).
+        const request = { want: 0, returning: [], admissionId };
+        const decided = await toDeployed(
+          m,
+          r,
+          `the request ${fc.stringify(request)} of an isolate of the previous release`,
+          "none",
+          (stub, now) => admitAsPrevious(stub, now, m.policy, request, null),
+          (stub) => stub.admit(m.policy, request) as Promise<KeyDecision>,
+        );
+        if (decided?.outcome === "allowed")
+          served(m, decided, `request of ${who} decided again by the key's object`);
       }
       if (minute === this.switchAfter) {
         if (m.release === "previous") await new RollForward().act(m, r);
@@ -1979,6 +2007,7 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
         fc.nat({ max: 3 }),
         fc.constantFrom("now", "atEnd", "never" as const),
         fc.constantFrom(...PREVIOUS_CALL_FAULTS),
+        fc.boolean(),
       )
       .map((a) => new PreviousReleaseStanding(...a)),
     fc
