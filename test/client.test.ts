@@ -1,3 +1,4 @@
+/// <reference types="vite/client" />
 // The @animal-store/client package (packages/client/src) against the app in workerd, and its
 // retry policy against stub servers. e2e/client-package.test.mjs checks the packed package itself.
 import { exports } from "cloudflare:workers";
@@ -16,6 +17,17 @@ import {
 } from "../packages/client/src/index";
 import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
 import { BASE, createPets, fixClock, issueKey } from "./helpers";
+
+// Read at transform time by Vite; line breaks do not split a phrase.
+const clientReadme = Object.values(
+  import.meta.glob<string>("../packages/client/README.md", {
+    query: "?raw",
+    import: "default",
+    eager: true,
+  }),
+)
+  .join("")
+  .replace(/\s+/g, " ");
 
 const viaWorker: typeof fetch = (input, init) => exports.default.fetch(new Request(input, init));
 
@@ -727,5 +739,26 @@ describe("errors", () => {
     const e = new ApiError(res, "<html>bad gateway</html>");
     expect(e).toMatchObject({ status: 502, code: undefined, message: "Bad Gateway" });
     expect(e.toString()).toBe("ApiError: 502 error: Bad Gateway");
+  });
+});
+
+describe("the client's README", () => {
+  /** The number `pattern` finds in the README, which must state it. */
+  const stated = (pattern: RegExp): number => {
+    const found = clientReadme.match(pattern);
+    expect(found, `${pattern} in packages/client/README.md`).not.toBeNull();
+    return Number(found![1]);
+  };
+
+  it("states each retry default as RETRY_DEFAULTS has it", () => {
+    expect(stated(/attempt may wait `timeoutMs` \((\d+) s\)/) * 1000).toBe(
+      RETRY_DEFAULTS.timeoutMs,
+    );
+    expect(stated(/at most `maxRetries` \((\d+)\) times/)).toBe(RETRY_DEFAULTS.maxRetries);
+    expect(stated(/`baseDelayMs` × 2\^retry \((\d+) ms,/)).toBe(RETRY_DEFAULTS.baseDelayMs);
+    expect(stated(/at most `maxBackoffMs`, (\d+) s\)/) * 1000).toBe(RETRY_DEFAULTS.maxBackoffMs);
+    expect(stated(/longer than `maxRetryAfterMs` \((\d+) s\)/) * 1000).toBe(
+      RETRY_DEFAULTS.maxRetryAfterMs,
+    );
   });
 });
