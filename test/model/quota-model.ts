@@ -45,6 +45,7 @@ import {
   type Deployed,
   openAndDecideAsPrevious,
   PREVIOUS_QUIET_STOCK,
+  type PreviousAdmission,
   type PreviousRenewal,
   type PreviousRenewalRequest,
   type PreviousReturnedLease,
@@ -1086,8 +1087,10 @@ class PreviousReleaseRenewal extends Step {
  * `grantedBy` previous, rolling back if need be; else this release's, rolling forward) for them
  * as its LeaseHolder does at a gap of `gapMs` (its standingWanted): with no stock
  * (`#askStandingIfDue`: `renewLease(policy, { leaseId: "", want: 0, holding: 0, standing,
- * returning, renewalId }, holderName)`) or with its refill of a stock (`want: QUIET_STOCK`,
- * `minuteWant`, `standing`), using up to `stockUse` of the stock in its minute; then for
+ * returning, renewalId }, holderName)`), with its refill of a stock (`want: QUIET_STOCK`,
+ * `minuteWant`, `standing`), or with a request an isolate there forwarded (`admit(policy,
+ * { want: QUIET_STOCK, returning, minuteWant, standing, admissionId }, holderName)`), using up
+ * to `stockUse` of the stock in its minute; then for
  * `minutes` minutes serves up to `perMinute` requests in each (from the permit of that minute
  * granted under the key's newest version, each request's admission id noted), the object
  * switched to the other release after the first `switchAfter` minutes (0: never); then hands
@@ -1102,7 +1105,12 @@ class PreviousReleaseStanding extends Step {
   constructor(
     readonly grantedBy: Deployed,
     readonly gapMs: number,
-    readonly withStock: boolean,
+    /**
+     * How it asks: `standing` (its #askStandingIfDue, no stock), `refill` (its refill of a
+     * stock, with standing permits), or `admit` (a request forwarded to the key's object, asking
+     * for a stock and standing permits on top).
+     */
+    readonly ask: "standing" | "refill" | "admit",
     readonly stockUse: number,
     readonly minutes: number,
     readonly perMinute: number,
@@ -1116,7 +1124,7 @@ class PreviousReleaseStanding extends Step {
   }
   label() {
     const lost = this.lostAnswer ? ", the first answer lost" : "";
-    const stock = this.withStock ? `, with a stock used ${this.stockUse}` : "";
+    const stock = this.ask === "standing" ? "" : `, ${this.ask} with a stock used ${this.stockUse}`;
     const sw = this.switchAfter > 0 ? `, switched after ${this.switchAfter} min` : "";
     const f = this.fault === "none" ? "" : ` ${this.fault}`;
     return `PreviousReleaseStanding(granted by ${this.grantedBy} release, gap ${this.gapMs} ms${stock}, ×${this.perMinute} a minute for ${this.minutes} min${lost}${sw}, handed back ${this.handBack}${f})`;
@@ -1136,33 +1144,57 @@ class PreviousReleaseStanding extends Step {
     const policy = m.policy;
     const now = runTime.now;
     const standing = previousStandingWanted(this.gapMs);
-    const request: PreviousRenewalRequest = this.withStock
-      ? {
-          leaseId: "",
-          want: PREVIOUS_QUIET_STOCK,
-          holding: 0,
-          minuteWant: previousMinuteStockWanted(now, this.gapMs),
-          standing,
-          returning: [],
-          renewalId: crypto.randomUUID(),
-        }
-      : {
-          leaseId: "",
-          want: 0,
-          holding: 0,
-          standing,
-          returning: [],
-          renewalId: crypto.randomUUID(),
-        };
-    const answer = await toDeployed(
-      m,
-      r,
-      `the ask ${fc.stringify(request)} of ${who}`,
-      "none",
-      (stub, at) => renewAsPrevious(stub, at, policy, request, grantee),
-      (stub) =>
-        stub.renewLease(policy, request as RenewalRequest, grantee) as Promise<PreviousRenewal>,
-    );
+    const minuteWant = previousMinuteStockWanted(now, this.gapMs);
+    const asked = `${this.ask === "admit" ? "request" : "ask"} of ${who}`;
+    let answer: PreviousRenewal | null;
+    if (this.ask === "admit") {
+      // A request an isolate there forwarded, decided at the key's object with a stock and
+      // standing permits asked for on top (its #exclusiveCall with #minuteWant).
+      const request = {
+        want: PREVIOUS_QUIET_STOCK,
+        returning: [],
+        minuteWant,
+        standing,
+        admissionId: newAdmissionId(now),
+      };
+      const admitted = await toDeployed(
+        m,
+        r,
+        `the ${asked} ${fc.stringify(request)}`,
+        "none",
+        (stub, at) => admitAsPrevious(stub, at, policy, request, grantee),
+        (stub) => stub.admit(policy, request, grantee) as Promise<PreviousAdmission>,
+      );
+      if (admitted?.outcome === "allowed") served(m, admitted, `the ${asked}`);
+      // Its contact: a stale answer grants nothing; the rest keeps what was granted.
+      answer = admitted && {
+        policyVersion: admitted.policyVersion,
+        revoked: admitted.outcome === "revoked",
+        windows: admitted.windows,
+        granted: admitted.lease,
+        now: admitted.now,
+        ...(admitted.standing ? { standing: admitted.standing } : {}),
+      };
+    } else {
+      const ask = this.ask === "refill" ? { want: PREVIOUS_QUIET_STOCK, minuteWant } : { want: 0 };
+      const request: PreviousRenewalRequest = {
+        leaseId: "",
+        ...ask,
+        holding: 0,
+        standing,
+        returning: [],
+        renewalId: crypto.randomUUID(),
+      };
+      answer = await toDeployed(
+        m,
+        r,
+        `the ${asked} ${fc.stringify(request)}`,
+        "none",
+        (stub, at) => renewAsPrevious(stub, at, policy, request, grantee),
+        (stub) =>
+          stub.renewLease(policy, request as RenewalRequest, grantee) as Promise<PreviousRenewal>,
+      );
+    }
     if (!answer || m.violations.length) return;
     const unreturned: PreviousReturnedLease[] = [];
     const held: PreviousHeld[] = [];
@@ -2000,7 +2032,7 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
       .tuple(
         fc.constantFrom<Deployed>("previous", "current"),
         fc.integer({ min: 30_000, max: 90_000 }),
-        fc.boolean(),
+        fc.constantFrom("standing", "refill", "admit" as const),
         fc.nat({ max: 3 }),
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 1, max: 2 }),
