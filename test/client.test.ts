@@ -1,3 +1,4 @@
+/// <reference types="vite/client" />
 // The @animal-store/client package (packages/client/src) against the app in workerd, and its
 // retry policy against stub servers. e2e/client-package.test.mjs checks the packed package itself.
 import { exports } from "cloudflare:workers";
@@ -14,7 +15,19 @@ import {
   retryingFetch,
   TimeoutError,
 } from "../packages/client/src/index";
+import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
 import { BASE, createPets, fixClock, issueKey } from "./helpers";
+
+// Read at transform time by Vite; line breaks do not split a phrase.
+const clientReadme = Object.values(
+  import.meta.glob<string>("../packages/client/README.md", {
+    query: "?raw",
+    import: "default",
+    eager: true,
+  }),
+)
+  .join("")
+  .replace(/\s+/g, " ");
 
 const viaWorker: typeof fetch = (input, init) => exports.default.fetch(new Request(input, init));
 
@@ -77,6 +90,24 @@ describe("client against the app", () => {
     expect(store.rateLimit?.windows.day?.remaining).toBe(499);
     await store.listPets({ limit: 1 });
     expect(store.rateLimit?.windows.minute?.remaining).toBe(48);
+  });
+
+  it("keeps the key's windows in rateLimit: a usage-read refusal (its own limit) does not replace them", async () => {
+    fixClock(Date.UTC(2030, 2, 4, 9, 22, 30));
+    const k = await issueKey("enterprise", { perMinute: 50, perDay: 500 });
+    const store = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: k.key,
+      fetch: viaWorker,
+      maxRetries: 0,
+    });
+    await store.listPets({ limit: 1 });
+    for (let i = 0; i < USAGE_READS_PER_MINUTE; i++) await store.usage();
+    const refused = await store.usage().catch((e: unknown) => e);
+    expect(refused).toMatchObject({ status: 429, code: "rate_limited" });
+    // That 429's headers describe the usage reads' own window (30 a minute), not the key's.
+    expect(store.rateLimit).toMatchObject({ limit: 50, remaining: 49 });
+    expect(store.rateLimit?.windows.minute).toMatchObject({ limit: 50, remaining: 49 });
   });
 
   it("replays a create with the same Idempotency-Key instead of creating a second pet", async () => {
@@ -708,5 +739,26 @@ describe("errors", () => {
     const e = new ApiError(res, "<html>bad gateway</html>");
     expect(e).toMatchObject({ status: 502, code: undefined, message: "Bad Gateway" });
     expect(e.toString()).toBe("ApiError: 502 error: Bad Gateway");
+  });
+});
+
+describe("the client's README", () => {
+  /** The number `pattern` finds in the README, which must state it. */
+  const stated = (pattern: RegExp): number => {
+    const found = clientReadme.match(pattern);
+    expect(found, `${pattern} in packages/client/README.md`).not.toBeNull();
+    return Number(found![1]);
+  };
+
+  it("states each retry default as RETRY_DEFAULTS has it", () => {
+    expect(stated(/attempt may wait `timeoutMs` \((\d+) s\)/) * 1000).toBe(
+      RETRY_DEFAULTS.timeoutMs,
+    );
+    expect(stated(/at most `maxRetries` \((\d+)\) times/)).toBe(RETRY_DEFAULTS.maxRetries);
+    expect(stated(/`baseDelayMs` × 2\^retry \((\d+) ms,/)).toBe(RETRY_DEFAULTS.baseDelayMs);
+    expect(stated(/at most `maxBackoffMs`, (\d+) s\)/) * 1000).toBe(RETRY_DEFAULTS.maxBackoffMs);
+    expect(stated(/longer than `maxRetryAfterMs` \((\d+) s\)/) * 1000).toBe(
+      RETRY_DEFAULTS.maxRetryAfterMs,
+    );
   });
 });

@@ -1,7 +1,7 @@
 /// <reference types="vite/client" />
-// The numbers the README and docs/ promise are each written once in the code. Every phrase below
-// that states one is found in the docs, and every number it states equals the constant it
-// promises: changing the constant or the docs' number alone fails here.
+// The numbers the README, docs/ and the client's README promise are each written once in the
+// code. Every phrase below that states one is found in the docs, and every number it states equals
+// the constant it promises: changing the constant or the docs' number alone fails here.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
@@ -56,19 +56,26 @@ import {
 } from "../src/quota/standing";
 import { AUTH_FAILURES_PER_MINUTE, banThreshold } from "../src/quota/windows";
 import { WRITE_ATTEMPTS } from "../src/routes/admin/write-while-unchanged";
+import { IDEMPOTENCY_TTL_MS } from "../src/routes/pets/idempotent-create";
 import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
+import { SUNSET_AT } from "../src/schemas/deprecation";
+import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, OWN_USAGE_DAYS } from "../src/schemas/usage";
 
 // Read at transform time by Vite.
-const docs = import.meta.glob<string>(["../README.md", "../docs/*.md"], {
-  query: "?raw",
-  import: "default",
-  eager: true,
-});
+const docs = import.meta.glob<string>(
+  ["../README.md", "../docs/*.md", "../packages/client/README.md"],
+  {
+    query: "?raw",
+    import: "default",
+    eager: true,
+  },
+);
 /** The product text: line breaks and Markdown emphasis do not split a phrase. */
 const text = Object.values(docs).join("\n").replaceAll("**", "").replace(/\s+/g, " ");
 
 const S = 1_000;
 const MIN = 60_000;
+const HOUR = 3_600_000;
 const NUMBER = "(\\d+(?:\\.\\d+)?)";
 
 /**
@@ -481,6 +488,34 @@ const PROMISES: PromisedNumber[] = [
     ],
   },
   {
+    name: "OWN_USAGE_DAYS",
+    value: OWN_USAGE_DAYS,
+    unit: 1,
+    phrases: ["`days` holds the last {n} UTC days", "ban and last {n} days"],
+  },
+  {
+    name: "DEFAULT_USAGE_DAYS",
+    value: DEFAULT_USAGE_DAYS,
+    unit: 1,
+    phrases: ["to `to` \\(default: the {n} days"],
+  },
+  {
+    name: "MAX_USAGE_DAYS",
+    value: MAX_USAGE_DAYS,
+    unit: 1,
+    phrases: ["a range over {n} days"],
+  },
+  {
+    name: "IDEMPOTENCY_TTL_MS",
+    value: IDEMPOTENCY_TTL_MS,
+    unit: HOUR,
+    phrases: [
+      "Keys are scoped to your API key and kept {n} hours",
+      "A record past its {n} h is replaced",
+      "the API keeps keys {n} hours",
+    ],
+  },
+  {
     name: "WEBHOOK_TIMEOUT_MS",
     value: WEBHOOK_TIMEOUT_MS,
     unit: S,
@@ -509,7 +544,10 @@ describe("numbers the docs promise, each from its one constant", () => {
   for (const promise of PROMISES) {
     it(`${promise.name}: every phrase that states it is in the docs, with its value`, () => {
       for (const [phrase, numbers] of statedIn(text, promise)) {
-        expect(numbers.length, `"${phrase}" in README.md or docs/`).toBeGreaterThan(0);
+        expect(
+          numbers.length,
+          `"${phrase}" in README.md, docs/ or packages/client/README.md`,
+        ).toBeGreaterThan(0);
         for (const n of numbers)
           expect(n, `"${phrase}" states ${promise.name}`).toBe(promise.value);
       }
@@ -536,6 +574,23 @@ describe("numbers the docs promise, each from its one constant", () => {
     );
     for (const free of text.matchAll(/\((\d+) for a free key\)/g))
       expect(Number(free[1]), free[0]).toBe(heldBound(PLAN_LIMITS.free));
+  });
+
+  it("the sunset of GET /v1/pets/{petId}, each way the docs write it, is SUNSET_AT", () => {
+    const sunset = new Date(SUNSET_AT);
+    const ways: [RegExp, string][] = [
+      [
+        /removed (\d{1,2} [A-Z][a-z]+ \d{4})/g,
+        sunset.toLocaleDateString("en-GB", { dateStyle: "long", timeZone: "UTC" }),
+      ],
+      [/its sunset \((\S+Z)\)/g, sunset.toISOString().replace(".000Z", "Z")],
+      [/`Sunset: ([^`]+)`/g, sunset.toUTCString()],
+    ];
+    for (const [pattern, expected] of ways) {
+      const written = [...text.matchAll(pattern)].map((m) => m[1]);
+      expect(written.length, `${pattern} in README.md or docs/`).toBeGreaterThan(0);
+      for (const date of written) expect(date, String(pattern)).toBe(expected);
+    }
   });
 
   it("the docs' numbers are read as stated: a changed number or a changed constant fails", () => {

@@ -437,6 +437,21 @@ describe("renewing a lease ahead", () => {
     expect(next.granted?.permits ?? 0).toBe(Math.max(0, heldBound(policy) - unused));
   });
 
+  it("a renewal that reports no `used` (a holder of the release before) is sized by the `holding` it reports, not by the lease's permits", async () => {
+    const stub = newObject();
+    const policy = policyWith(60, 10_000); // heldBound 6
+    const first = await stub.admit(policy, { want: 6, returning: [] });
+    expect(first.lease?.permits).toBe(heldBound(policy));
+    // Used all but one of it: the object reads only what the holder says it holds.
+    const renewal = await stub.renewLease(policy, {
+      leaseId: first.lease!.id,
+      want: 6,
+      holding: 1,
+      returning: [],
+    });
+    expect(renewal.granted?.permits).toBe(heldBound(policy) - 1);
+  });
+
   it("grants a new lease in a new minute, and nothing to a revoked key", async () => {
     const stub = newObject();
     const policy = policyWith(600, 10_000);

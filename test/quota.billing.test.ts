@@ -6,6 +6,7 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { markKeyUsed } from "../src/db/keys";
+import { saveUsageDays } from "../src/db/usage-history";
 import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import { holderName } from "../src/objects/quota-holder";
@@ -317,9 +318,22 @@ describe("migrations", () => {
     await evictDurableObject(stub);
     expect((await historyOf(stub))[0]).toMatchObject({ admitted: 21, stranded: 0 });
     expect(await runInDurableObject(stub, (_, state) => schemaVersion(state.storage.sql))).toBe(10);
-    // Handed back: 5 served, 15 unused.
+    // D1 holds the day as it is (an admin read writes it), then the lease is handed back: 5
+    // served, 15 unused. Their take-off is a newer snapshot of the day: a write of the one before
+    // that arrives late (two writes racing) cannot undo it.
+    const keyId = `billing-legacy-${seq}`;
+    const [before] = await stub.saveUsageHistory();
+    const { revision } = (await env.DB.prepare(
+      "SELECT revision FROM key_usage_days WHERE key_id = ? AND day = ?",
+    )
+      .bind(keyId, DAY_NAME)
+      .first<{ revision: number }>())!;
+    expect(before).toMatchObject({ admitted: 21 });
     await stub.returnLease({ id: granted.id, unused: 15, used: 5 });
     expect((await historyOf(stub))[0]).toMatchObject({ admitted: 1 + 5, stranded: 0 });
+    await stub.saveUsageHistory();
+    await saveUsageDays(env.DB, keyId, [{ ...before!, revision }]);
+    expect(await storedDay(keyId, DAY_NAME)).toMatchObject({ admitted: 1 + 5 });
   });
 
   it("a day D1 stored before stranded permits were counted reads 0 stranded", async () => {

@@ -583,6 +583,63 @@ describe("renewals", () => {
     expect(renewed).toEqual([]);
   });
 
+  it("an isolate's lease ending at the very first instant of its minute's tail: the refill goes at its expiry, no call for a lease", async () => {
+    const { policy, holder, calls, requests, renewed, minuteEnd } = await busyIsolateNearItsTurn();
+    const tailStart = minuteEnd - MINUTE_TAIL_MS;
+    // Busy, its renewals held back, so that its lease is the one its own call takes at exactly
+    // ISOLATE_LEASE_MS before the tail.
+    const { renew: _, ...withoutRenewals } = calls;
+    await requestsEvery(holder, policy, withoutRenewals, {
+      from: minuteEnd - 6_000,
+      until: minuteEnd - 4_000,
+      gapMs: 37,
+    });
+    const grantedAt = tailStart - ISOLATE_LEASE_MS;
+    const decided = await requestsEvery(holder, policy, withoutRenewals, {
+      from: grantedAt,
+      until: tailStart,
+      gapMs: 60,
+    });
+    // The lease taken by the first (expiring at the tail's start, by the object's clock) served
+    // every other.
+    expect(decided[0]?.leaseGranted).toBe(true);
+    expect(decided.slice(1).every((d) => d.local)).toBe(true);
+    const before = { requests: requests.length, renewed: renewed.length };
+    time.now = tailStart;
+    await (await holder.admit(policy, calls)).renewal;
+    expect(requests, "no call for a lease").toHaveLength(before.requests);
+    expect(renewed.slice(before.renewed).map((r) => r.request.leaseId)).toEqual([""]);
+  });
+
+  it("an isolate's lease that ended in its minute's tail, the key quiet then busy again: the lease taken after it is refilled at the turn", async () => {
+    const { policy, holder, calls, requests, renewed, minuteEnd } = await busyIsolateNearItsTurn();
+    const at = async (...times: number[]) => {
+      const decided: HolderDecision[] = [];
+      for (const t of times) {
+        time.now = t;
+        const decision = await holder.admit(policy, calls);
+        decided.push(decision);
+        await decision.renewal;
+      }
+      return decided;
+    };
+    // A short burst takes a lease ending in the tail; at its end the key is quiet: nothing to
+    // refill, the lease goes back in a call of its own.
+    const burst = await at(minuteEnd - 2_600, minuteEnd - 2_550, minuteEnd - 2_500);
+    expect(burst.map((d) => d.leaseGranted)).toEqual([false, true, false]);
+    const quiet = minuteEnd - 2_550 + ISOLATE_LEASE_MS;
+    expect(quiet).toBeGreaterThanOrEqual(minuteEnd - MINUTE_TAIL_MS);
+    await at(quiet);
+    expect(renewed, "no refill for a quiet key").toEqual([]);
+    // Busy again in the tail: a lease in the request's own call, ending with the minute.
+    const again = await at(minuteEnd - 300, minuteEnd - 250, minuteEnd - 200);
+    expect(again.some((d) => d.leaseGranted)).toBe(true);
+    const before = requests.length;
+    await at(minuteEnd);
+    expect(requests, "no call for a lease").toHaveLength(before);
+    expect(renewed.map((r) => r.request.leaseId)).toEqual([""]);
+  });
+
   it("an isolate's lease is not renewed once the key went quiet: it runs out and goes back", async () => {
     const policy = policyWith(6_000, 1_000_000);
     const { holder, calls, lease, renewals } = await isolateWithLease(policy);

@@ -7,11 +7,14 @@ import {
   Advance,
   ChangeKey,
   Evict,
+  FREE_PLAN,
   fixedListRunner,
   LostPushWhileStanding,
   OneAtATime,
   PLANS,
   PreviousReleaseLease,
+  PreviousReleaseRenewal,
+  PreviousReleaseStanding,
   RollbackWhileStanding,
   RollForward,
   SecondLocation,
@@ -178,6 +181,53 @@ describe("the previous release's leases in the quota model", () => {
         new OneAtATime(0, 2, 1_000),
         new PreviousReleaseLease(want, use, handBack),
         new RollForward(),
+        new OneAtATime(1, 3, 500),
+      ]);
+      expect(violations).toEqual([]);
+    },
+  );
+});
+
+describe("the previous release's renewals and standing permits in the quota model", () => {
+  // An isolate of the previous release renews its lease (its message, with `used` and a
+  // `renewalId`): the renewal lost after the object acted (the isolate never learns of the
+  // extension and hands back only what it knew of, with `used`), or delivered twice (granted
+  // once, by the renewal's id), under either release, then handed back after the roll forward.
+  it.each([
+    ["current", "loseAfter", "rolledForward"],
+    ["previous", "duplicate", "rolledForward"],
+    ["previous", "loseAfter", "previous"],
+  ] as const)(
+    "bills once a lease renewed under the %s release, the renewal %s, handed back %s",
+    { timeout: 60_000 },
+    async (under, fault, handBack) => {
+      const violations = await violationsOf(FREE_PLAN, [
+        new OneAtATime(0, 2, 1_000),
+        new PreviousReleaseRenewal(6, 3, under, fault, 4, handBack),
+        new OneAtATime(1, 3, 500),
+      ]);
+      expect(violations).toEqual([]);
+    },
+  );
+
+  // A location holder of the previous release granted standing permits (and a stock) by one
+  // release, using them across the switch to the other, and handing them back to it (batched,
+  // its returnLeases with one returnId, the call lost after the object acted and retried, or
+  // delivered twice), with the admission ids of what it served; a request it admitted whose answer
+  // was lost is asked of the object by its isolate with the same id, decided by one release and
+  // reported to the other.
+  it.each([
+    ["previous", "refill", "atEnd", "loseAfter", false],
+    ["current", "admit", "now", "duplicate", false],
+    ["previous", "admit", "atEnd", "none", true],
+    ["current", "refill", "atEnd", "none", true],
+  ] as const)(
+    "bills once the standing permits granted by the %s release (asked by %s), used across the switch, handed back %s (%s; first answer lost: %s)",
+    { timeout: 60_000 },
+    async (grantedBy, ask, handBack, fault, lost) => {
+      const violations = await violationsOf(FREE_PLAN, [
+        new OneAtATime(0, 2, 1_000),
+        new PreviousReleaseStanding(grantedBy, 40_000, ask, 1, 3, 2, 1, handBack, fault, lost),
         new OneAtATime(1, 3, 500),
       ]);
       expect(violations).toEqual([]);

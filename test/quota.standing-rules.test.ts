@@ -168,6 +168,21 @@ describe("standing permits at the key's object", () => {
     expect(again.standing).toHaveLength(STANDING_MOST_MINUTES);
   });
 
+  it("in each minute, all locations' standing permits stay within heldBound; the cap of STANDING_MINUTES × heldBound counts permits, not minutes", async () => {
+    fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const fra = await stub.admit(POLICY, ask({ standing: 4 }), "k@FRA");
+    expect(fra.standing).toHaveLength(STANDING_MINUTES);
+    // 4 more in a minute holding 4 would pass heldBound (6): none.
+    expect((await stub.admit(POLICY, ask({ standing: 4 }), "k@AMS")).standing).toBeUndefined();
+    // 2 a minute for 30 minutes: 12 permits are left of 6 × 6, so 6 minutes.
+    const lhr = await stub.admit(POLICY, ask({ standing: 2, standingMinutes: 30 }), "k@LHR");
+    expect(lhr.standing?.map((s) => s.minuteStart)).toEqual(
+      fra.standing?.map((s) => s.minuteStart),
+    );
+    expect((await stub.usage(POLICY)).day.count, "3 requests, 36 permits").toBe(3 + 36);
+  });
+
   // The day counts standing permits at their grant and gets them back only at their hand-back, so
   // permits of minutes gone by that their holder has not handed back (a key calling there every
   // few minutes uses its permits with no call) still hold the day below the truth: they count
@@ -267,6 +282,46 @@ describe("a location holder's lease holder and its standing permits", () => {
     const next = await holder.admit(POLICY, calls);
     expect(next.local, "not admitted from the permit granted before the change").toBe(false);
     expect(asked).toBe(2);
+  });
+
+  it("asks for more once those it holds end by the key's next request at its gap, even at that very instant", async () => {
+    const time = fixClock(T0 + 1_000);
+    const renewals: RenewalRequest[] = [];
+    const lastMinute = T0 + 4 * MINUTE_MS;
+    const calls: LeaseCalls = {
+      // The minute's stock, and one standing permit in each of the next four minutes.
+      admit: async () =>
+        allowed(time.now, {
+          lease: { id: "stock", permits: 5, expiresAt: T0 + MINUTE_MS },
+          standing: [1, 2, 3, 4].map((m) => ({
+            id: `st${m}`,
+            permits: 1,
+            minuteStart: T0 + m * MINUTE_MS,
+          })),
+        }),
+      giveBack: async () => undefined,
+      renew: async (request): Promise<Renewal> => {
+        renewals.push(request);
+        return {
+          policyVersion: POLICY.version,
+          revoked: false,
+          windows: atContact(time.now - (time.now % MINUTE_MS), 50),
+          granted: null,
+          now: time.now,
+        };
+      },
+    };
+    const holder = new LeaseHolder({ stock: 2 });
+    expect((await holder.admit(POLICY, calls)).leaseGranted).toBe(true);
+    // The next request at a gap that, repeated, reaches the end of the last permit's minute.
+    const coveredUntil = lastMinute + MINUTE_MS;
+    const first = time.now;
+    time.now = (coveredUntil + first) / 2;
+    expect(time.now + (time.now - first)).toBe(coveredUntil);
+    const second = await holder.admit(POLICY, calls);
+    expect(second.local, "admitted from its minute's standing permit").toBe(true);
+    await second.renewal;
+    expect(renewals.filter((r) => (r.standing ?? 0) > 0)).toHaveLength(1);
   });
 
   it("asking for standing permits when the key's next request is due after the minute, it hands the minute's stock back in the same call", async () => {

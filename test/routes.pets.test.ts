@@ -302,7 +302,12 @@ describe("GET /v1/pets/{petId} (deprecated)", () => {
       fixClock(SUNSET_AT + after);
       const res = await call(`/v1/pets/${made!.id}`, { headers: auth(key) });
       expectDeprecation(res);
-      await expectError(res, 410, "endpoint_removed");
+      const { message } = await expectError(res, 410, "endpoint_removed");
+      const day = new Date(SUNSET_AT).toLocaleDateString("en-GB", {
+        dateStyle: "long",
+        timeZone: "UTC",
+      });
+      expect(message, "the message names the sunset's day").toContain(`removed on ${day};`);
       expect((await call("/v1/pets?limit=1", { headers: auth(key) })).status).toBe(200);
     },
   );

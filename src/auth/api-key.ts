@@ -163,7 +163,7 @@ async function lookUp<E extends BaseEnv>(
  * ```
  */
 export const authenticate = createMiddleware<EnvWith<ApiKeyVariables>>(async (c, next) => {
-  await authenticated(c, authenticateInLocation);
+  await authenticateOrThrow(c, authenticateInLocation);
   await next();
 });
 
@@ -176,7 +176,7 @@ export const authenticateAndAdmit = createMiddleware<EnvWith<ApiKeyVariables>>(a
   // Made here, never taken from the client: a repeated id is answered without being counted.
   const admissionId = newAdmissionId(clock.now());
   c.set("admissionId", admissionId);
-  const admission = await authenticated(c, (location, keyId, hash) =>
+  const admission = await authenticateOrThrow(c, (location, keyId, hash) =>
     authenticateAndAdmitInLocation(location, keyId, hash, admissionId),
   );
   if (admission) c.set("admission", admission);
@@ -184,7 +184,7 @@ export const authenticateAndAdmit = createMiddleware<EnvWith<ApiKeyVariables>>(a
 });
 
 /** Sets `apiKey` (or throws the 401/429); returns the decision the holder made with it, if any. */
-async function authenticated(
+async function authenticateOrThrow(
   c: Context<EnvWith<ApiKeyVariables>>,
   askHolder: AskHolder,
 ): Promise<AdmitResult | null> {

@@ -60,7 +60,7 @@ export const WEBHOOK_HOLD_MS = 1_000;
 export function retryDelaySeconds(
   delays: readonly number[],
   attempt: number,
-  held: boolean,
+  { held }: { held: boolean },
 ): number | undefined {
   const delay = delays[attempt - 1];
   if (delay === undefined || !held) return delay;

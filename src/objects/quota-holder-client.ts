@@ -96,11 +96,11 @@ export class HolderWithoutDecision extends Error {
 }
 
 /**
- * A request decided by the key's holder in `location`. A call for a lease goes through the
- * holder, which hands its stock back in the same call, so the location's permits are held by one
- * tier at a time. Null: the holder was not reached (the key's object decides).
+ * A request decided by the key's holder in `location` (a call for a lease goes through it, and it
+ * hands its stock back in that call: one tier holds the location's permits). Null: the holder was
+ * not reached (the key's object decides); throws HolderWithoutDecision if it could not decide.
  */
-export async function admitInLocation(
+export async function admitInLocationOrThrow(
   location: RequestLocation,
   keyId: string,
   region: Region | null,

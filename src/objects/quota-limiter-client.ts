@@ -9,7 +9,7 @@ import { newAdmissionId } from "../quota/lease-messages";
 import { EMPTY_USAGE, type KeyUsage, keyUsageOf, type Policy } from "../quota/windows";
 import {
   type AdmitResult,
-  admitInLocation,
+  admitInLocationOrThrow,
   HolderWithoutDecision,
   handBackLocationStock,
   type RequestLocation,
@@ -101,14 +101,14 @@ export class QuotaLimiterClient {
 
   #leaseCalls(policy: Policy, admissionId: string | null): LeaseCalls {
     return {
-      // Decided in this location (see admitInLocation), else by the key's object. One admit call
+      // Decided in this location (admitInLocationOrThrow), else by the key's object. One admit call
       // per request at most: an id made here (none given) is still the same in its retry and its
       // fallback from the holder to the object.
       admit: async (asked) => {
         const request = { ...asked, admissionId: admissionId ?? newAdmissionId(clock.now()) };
         const { id, region } = this.key;
         const where = this.#location;
-        const decided = where && (await admitInLocation(where, id, region, policy, request));
+        const decided = where && (await admitInLocationOrThrow(where, id, region, policy, request));
         return decided ?? this.#call(async (stub) => stub.admit(policy, request));
       },
       giveBack: this.#giveBackCall.giveBack,

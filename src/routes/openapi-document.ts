@@ -237,14 +237,9 @@ function registerOptionsOperations(
                   "CORS preflight granted (only where CORS_ORIGINS lists the origin; no rate-limit headers)",
                 headers: PREFLIGHT_HEADERS,
               },
-              // A route outside every quota adds no rate-limit headers of its own: only a
-              // counted guess (401, 429) or an admitted key (405) brings them.
-              ...(route.outsideQuota
-                ? {
-                    ...unmeteredErrorResponses(400, 500, 503),
-                    ...errorResponses(401, 405, 429),
-                  }
-                : errorResponses(400, 401, 405, 429, 500, 503)),
+              // OPTIONS is authenticated on every path, the document's too (not one of its own
+              // methods outside every quota): its errors carry rate-limit headers like any other.
+              ...errorResponses(400, 401, 405, 429, 500, 503),
             }
           : adminErrorResponses(400, 401, 403, 405, 429),
       }),

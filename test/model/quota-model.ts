@@ -18,12 +18,18 @@ import type { AdmitResult } from "../../src/objects/quota-holder-client";
 import { QuotaLimiter } from "../../src/objects/quota-limiter";
 import { QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
 import { bindingWindow } from "../../src/quota/headers";
-import { BACKGROUND_ENDS_WITHIN_MS, heldBound, ISOLATE_LEASE_MS } from "../../src/quota/lease";
+import {
+  BACKGROUND_ENDS_WITHIN_MS,
+  GIVE_BACK_GRACE_MS,
+  heldBound,
+  ISOLATE_LEASE_MS,
+} from "../../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { HolderDecision } from "../../src/quota/lease-in-hand";
 import {
   admissionIdLive,
   newAdmissionId,
+  type RenewalRequest,
   type ReturnedLease,
 } from "../../src/quota/lease-messages";
 import {
@@ -35,13 +41,23 @@ import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 import {
+  admitAsPrevious,
   type Deployed,
   openAndDecideAsPrevious,
+  PREVIOUS_QUIET_STOCK,
+  type PreviousAdmission,
+  type PreviousRenewal,
+  type PreviousRenewalRequest,
   type PreviousReturnedLease,
+  previousMinuteStockWanted,
+  previousStandingWanted,
+  renewAsPrevious,
   takeBackAsPrevious,
 } from "./previous-release";
 
 export const LOCATIONS = ["AMS", "FRA", "SIN"] as const;
+/** Where the previous release's location holder runs (`PreviousReleaseStanding`). */
+const PREVIOUS_LOCATION = "LHR";
 export const ISOLATES_PER_LOCATION = 2;
 const ISOLATES = LOCATIONS.length * ISOLATES_PER_LOCATION;
 
@@ -801,25 +817,477 @@ class PreviousReleaseLease extends Step {
     const used = Math.min(this.use, lease.permits);
     for (let i = 0; i < used; i++) served(m, decision, `request of ${who} served from its lease`);
     const returned: PreviousReturnedLease = { id: lease.id, unused: lease.permits - used, used };
-    const at = `the hand-back ${fc.stringify(returned)} of ${who}`;
-    if (this.handBack === "never") {
-      if (used > 0) m.reportsLost = true;
-      return;
+    // To this release's object (after the roll forward) it sends what it sends the release it
+    // was granted by: its message, past the model's network (a fault armed for this release's
+    // tiers is not this isolate's).
+    if (this.handBack === "rolledForward") await new RollForward().act(m, r);
+    const fault = this.handBack === "never" ? "never" : "none";
+    await previousHandBack(m, r, who, [returned], { batched: false, fault });
+  }
+}
+
+/** How a call of the previous release's isolate or holder fares on its way to the key's object. */
+type PreviousCallFault = "none" | "duplicate" | "loseBefore" | "loseAfter";
+const PREVIOUS_CALL_FAULTS: PreviousCallFault[] = ["none", "duplicate", "loseBefore", "loseAfter"];
+
+/**
+ * Delivers a call of the previous release's isolate or holder to the key's object as deployed
+ * now: the previous release's (`asPrevious`, opened afresh, evicted before and after as
+ * `decideAsPrevious` does) or this release's (`asCurrent`, the real object). `fault`: delivered
+ * twice (`duplicate`: the first answer comes back), lost before the object acted or after it
+ * (no answer). The answer, or null when none came back (a call held in the object, which cannot
+ * then be evicted, is lost before it acts). A call that throws is a violation.
+ */
+async function toDeployed<T>(
+  m: QuotaModel,
+  r: QuotaReal,
+  what: string,
+  fault: PreviousCallFault,
+  asPrevious: (stub: DurableObjectStub, now: number) => Promise<T>,
+  asCurrent: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>,
+): Promise<T | null> {
+  m.disturbed = true;
+  await r.net.settle();
+  const deliveries = fault === "loseBefore" ? 0 : fault === "duplicate" ? 2 : 1;
+  const release = m.release;
+  const at = `${what} to ${release === "previous" ? "the previous release" : "this release"}'s object`;
+  let answer: T | null = null;
+  for (let i = 0; i < deliveries; i++) {
+    let answered: T;
+    try {
+      if (release === "previous") {
+        if (r.net.held.length > 0) return null;
+        const stub = r.net.uncounted(env.QUOTA, r.keyId);
+        await r.net.evict("object", r.keyId);
+        answered = await asPrevious(stub, runTime.now);
+        await r.net.evict("object", r.keyId);
+      } else answered = await asCurrent(r.net.uncounted(env.QUOTA, r.keyId));
+    } catch (err) {
+      violation(m, `${at}: ${String(err)}`);
+      return null;
     }
-    if (this.handBack === "previous") {
-      const stub = r.net.uncounted(env.QUOTA, r.keyId);
-      await r.net.evict("object", r.keyId);
-      await takeBackAsPrevious(stub, runTime.now, [returned]).catch((err: unknown) =>
-        violation(m, `${at} to the previous release: ${String(err)}`),
+    if (i === 0) answer = answered;
+    await r.net.settle();
+  }
+  return fault === "loseAfter" ? null : answer;
+}
+
+/** A request served by the previous release's holder or isolate in `minuteStart` (its day's). */
+function servedByPrevious(m: QuotaModel, minuteStart: number, at: string): void {
+  const windows = [
+    { name: "minute", resetAt: minuteStart + MINUTE_MS },
+    { name: "day", resetAt: dayOf(minuteStart) + DAY_MS },
+  ];
+  served(m, { windows } as KeyDecision, at);
+}
+
+/** A lease the previous release's isolate or holder holds, as its HeldLease counts it. */
+interface PreviousHeld {
+  id: string;
+  left: number;
+  used: number;
+  /** Where it may be used: its minute, until it ends (by the object's clock: no skew here). */
+  minuteStart: number;
+  until: number;
+  policyVersion: number;
+  admissionIds: string[];
+}
+
+/** Its returnOf / StandingStock's report: `{ id, unused, used, ...idsOf(admissionIds) }`. */
+const reportOf = (h: PreviousHeld): PreviousReturnedLease => ({
+  id: h.id,
+  unused: h.left,
+  used: h.used,
+  ...(h.admissionIds.length > 0 ? { admissionIds: h.admissionIds } : {}),
+});
+
+/**
+ * Its keepToReturn: one entry per lease, `used` defaulting to 0; a second entry of the same lease
+ * adds its unused and keeps the larger used.
+ */
+function keepToReturn(unreturned: PreviousReturnedLease[], returned: PreviousReturnedLease): void {
+  const { id, unused, used = 0, admissionIds = [] } = returned;
+  if (unused < 0) return;
+  const known = unreturned.find((u) => u.id === id);
+  if (!known) {
+    unreturned.push({ id, unused, used, ...(admissionIds.length ? { admissionIds } : {}) });
+    return;
+  }
+  known.unused += unused;
+  known.used = Math.max(known.used ?? 0, used);
+  const ids = [...(known.admissionIds ?? []), ...admissionIds];
+  if (ids.length) known.admissionIds = ids;
+}
+
+/**
+ * The previous release's hand-back of `returning` to the key's object deployed now: its holder's
+ * `giveBackAll` (one lease: `returnLease`; more: `returnLeases` with one `returnId`, the same on
+ * its retry), or its isolate's `giveBack` (one `returnLease` call each). A call lost before or
+ * after the object acted is retried once (callWithOneRetry, on the `.retryable` error); one
+ * `duplicate` is delivered twice. Nothing handed back, or `never`: what was used of it is billed
+ * as stranded.
+ */
+async function previousHandBack(
+  m: QuotaModel,
+  r: QuotaReal,
+  who: string,
+  returning: PreviousReturnedLease[],
+  { batched, fault }: { batched: boolean; fault: PreviousCallFault | "never" },
+): Promise<void> {
+  if (returning.length === 0) return;
+  const used = returning.some((x) => (x.used ?? 0) > 0);
+  if (fault === "never") {
+    if (used) m.reportsLost = true;
+    return;
+  }
+  const calls: PreviousReturnedLease[][] =
+    batched && returning.length > 1 ? [returning] : returning.map((x) => [x]);
+  for (const call of calls) {
+    const returnId = call.length > 1 ? crypto.randomUUID() : undefined;
+    const what = `the hand-back ${fc.stringify(returnId ? { returnId, returning: call } : call[0])} of ${who}`;
+    const deliver = (f: PreviousCallFault) =>
+      toDeployed(
+        m,
+        r,
+        what,
+        f,
+        async (stub, now) => {
+          await takeBackAsPrevious(stub, now, call, returnId);
+          return true;
+        },
+        async (stub) => {
+          if (returnId) await stub.returnLeases({ returnId, returning: call as ReturnedLease[] });
+          else await stub.returnLease(call[0] as ReturnedLease);
+          return true;
+        },
       );
-      await r.net.evict("object", r.keyId);
-      return;
+    const answered = await deliver(fault);
+    // Lost (before or after it acted): retried once with the same message.
+    if (answered === null && (fault === "loseBefore" || fault === "loseAfter")) {
+      if ((await deliver("none")) === null && used) m.reportsLost = true;
+    } else if (answered === null && used) m.reportsLost = true;
+  }
+}
+
+/**
+ * An isolate of the previous release renews its lease: rolled back to, its object grants the
+ * isolate's request a lease of up to `want`; the isolate uses half of it or more (at least
+ * `use`, never all: its renewsNow renews once half the last grant is used, while some is left),
+ * then renews it as its LeaseHolder does (`renewLease(policy, { leaseId, want, holding, used,
+ * returning: [], renewalId })`, not retried), to the previous release or, rolled forward
+ * meanwhile (`renewedUnder`), to this release's object; the renewal delivered once, twice, or
+ * lost before or after the object acted (the isolate goes on with what it holds). It applies the
+ * answer as its `renewed` does, uses up to `useAfter` more, and hands back what it holds as its
+ * `giveBackUnused` does (one `returnLease` each, `used` named), to the release deployed then
+ * (`rolledForward`: after a roll forward) or never.
+ */
+class PreviousReleaseRenewal extends Step {
+  constructor(
+    readonly want: number,
+    readonly use: number,
+    readonly renewedUnder: Deployed,
+    readonly fault: PreviousCallFault,
+    readonly useAfter: number,
+    readonly handBack: PreviousHandBack,
+  ) {
+    super();
+  }
+  label() {
+    return `PreviousReleaseRenewal(wants ${this.want}, uses ${this.use}, renewed under ${this.renewedUnder} release${this.fault === "none" ? "" : ` ${this.fault}`}, uses ${this.useAfter} more, handed back ${this.handBack})`;
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    m.release = "previous";
+    const who = "an isolate of the previous release";
+    const decided = await decideAsPrevious(m, r, 1, who, this.want);
+    const granted = decided?.lease;
+    const decision = decided?.decisions[0];
+    const policy = decided?.opened.policy;
+    if (!granted || !decision || !policy || m.violations.length) return;
+    const { minuteStart } = windowStarts(decision);
+    const lease: PreviousHeld = {
+      id: granted.id,
+      left: granted.permits,
+      used: 0,
+      minuteStart,
+      until: granted.expiresAt,
+      policyVersion: decision.policyVersion,
+      admissionIds: [],
+    };
+    const serve = (n: number) => {
+      for (let i = 0; i < n && lease.left > 0 && runTime.now < lease.until; i++) {
+        lease.left--;
+        lease.used++;
+        servedByPrevious(m, lease.minuteStart, `request of ${who} served from its lease`);
+      }
+    };
+    const unreturned: PreviousReturnedLease[] = [];
+    let inUse: PreviousHeld | null = lease;
+    if (granted.permits >= 2) {
+      serve(Math.min(granted.permits - 1, Math.max(Math.ceil(granted.permits / 2), this.use)));
+      if (this.renewedUnder === "current") await new RollForward().act(m, r);
+      const request: PreviousRenewalRequest = {
+        leaseId: lease.id,
+        want: this.want,
+        holding: lease.left,
+        used: lease.used,
+        returning: [],
+        renewalId: crypto.randomUUID(),
+      };
+      const what = `the renewal ${fc.stringify(request)} of ${who}`;
+      const answer = await toDeployed(
+        m,
+        r,
+        what,
+        this.fault,
+        (stub, now) => renewAsPrevious(stub, now, policy, request, null),
+        (stub) => stub.renewLease(policy, request as RenewalRequest) as Promise<PreviousRenewal>,
+      );
+      if (m.violations.length) return;
+      // Its `renewed`: a newer policy or a revocation ends the lease; a grant extends the lease
+      // in use, or replaces it (a lease of an earlier minute), or goes back.
+      if (answer && (answer.revoked || answer.policyVersion > lease.policyVersion)) {
+        keepToReturn(unreturned, reportOf(lease));
+        inUse = null;
+        if (answer.granted)
+          keepToReturn(unreturned, { id: answer.granted.id, unused: answer.granted.permits });
+      } else if (answer?.granted) {
+        const g = answer.granted;
+        if (g.id === lease.id) {
+          lease.left += g.permits;
+          lease.until = g.expiresAt;
+        } else {
+          keepToReturn(unreturned, reportOf(lease));
+          inUse = { ...lease, id: g.id, left: g.permits, used: 0, until: g.expiresAt };
+          inUse.minuteStart = minuteOf(runTime.now);
+        }
+      }
     }
-    await new RollForward().act(m, r);
-    // This release's object, sent what the previous release's isolate sends (its message type).
-    await env.QUOTA.getByName(r.keyId)
-      .returnLease(returned as ReturnedLease)
-      .catch((err: unknown) => violation(m, `${at} to this release's object: ${String(err)}`));
+    if (inUse) {
+      const held = inUse;
+      for (let i = 0; i < this.useAfter && held.left > 0 && runTime.now < held.until; i++) {
+        held.left--;
+        held.used++;
+        servedByPrevious(m, held.minuteStart, `request of ${who} served from its renewed lease`);
+      }
+      keepToReturn(unreturned, reportOf(held));
+    }
+    if (this.handBack === "rolledForward" && m.release === "previous")
+      await new RollForward().act(m, r);
+    await previousHandBack(m, r, who, unreturned, {
+      batched: false,
+      fault: this.handBack === "never" ? "never" : "none",
+    });
+  }
+}
+
+/**
+ * A location holder of the previous release (in a location of its own, LHR: this release's
+ * holders go on elsewhere) and its standing permits, with the object switched between the
+ * releases on the way. It asks the key's object deployed then (the previous release with
+ * `grantedBy` previous, rolling back if need be; else this release's, rolling forward) for them
+ * as its LeaseHolder does at a gap of `gapMs` (its standingWanted): with no stock
+ * (`#askStandingIfDue`: `renewLease(policy, { leaseId: "", want: 0, holding: 0, standing,
+ * returning, renewalId }, holderName)`), with its refill of a stock (`want: QUIET_STOCK`,
+ * `minuteWant`, `standing`), or with a request an isolate there forwarded (`admit(policy,
+ * { want: QUIET_STOCK, returning, minuteWant, standing, admissionId }, holderName)`), using up
+ * to `stockUse` of the stock in its minute; then for
+ * `minutes` minutes serves up to `perMinute` requests in each (from the permit of that minute
+ * granted under the key's newest version, each request's admission id noted), the object
+ * switched to the other release after the first `switchAfter` minutes (0: never); then hands
+ * everything back as it does (`returnLeases`, one `returnId`, or `returnLease` for one lease):
+ * at once (`now`: a change or a usage read reports all), after the last minute's end (`atEnd`:
+ * its handBackStandingAtEnd), or never; the hand-back `fault`ed on its way. With `lostAnswer`,
+ * the answer to its first request from a standing permit is lost on the way to the isolate,
+ * which asks the key's object itself with the same admission id (the holder reports that id
+ * with the permit: the object counts the request once).
+ */
+class PreviousReleaseStanding extends Step {
+  constructor(
+    readonly grantedBy: Deployed,
+    readonly gapMs: number,
+    /**
+     * How it asks: `standing` (its #askStandingIfDue, no stock), `refill` (its refill of a
+     * stock, with standing permits), or `admit` (a request forwarded to the key's object, asking
+     * for a stock and standing permits on top).
+     */
+    readonly ask: "standing" | "refill" | "admit",
+    readonly stockUse: number,
+    readonly minutes: number,
+    readonly perMinute: number,
+    readonly switchAfter: number,
+    readonly handBack: "now" | "atEnd" | "never",
+    readonly fault: PreviousCallFault,
+    /** The answer to its first request from a standing permit lost on its way to the isolate. */
+    readonly lostAnswer = false,
+  ) {
+    super();
+  }
+  label() {
+    const lost = this.lostAnswer ? ", the first answer lost" : "";
+    const stock = this.ask === "standing" ? "" : `, ${this.ask} with a stock used ${this.stockUse}`;
+    const sw = this.switchAfter > 0 ? `, switched after ${this.switchAfter} min` : "";
+    const f = this.fault === "none" ? "" : ` ${this.fault}`;
+    return `PreviousReleaseStanding(granted by ${this.grantedBy} release, gap ${this.gapMs} ms${stock}, ×${this.perMinute} a minute for ${this.minutes} min${lost}${sw}, handed back ${this.handBack}${f})`;
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.changes.every((c) => c.answeredAt !== null);
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    const who = "a location holder of the previous release";
+    const grantee = holderName(r.keyId, PREVIOUS_LOCATION);
+    if (this.grantedBy === "current" && m.release === "previous") await new RollForward().act(m, r);
+    if (this.grantedBy === "previous" && m.release === "current") {
+      m.release = "previous";
+      await decideAsPrevious(m, r, 0, "the rollback");
+    }
+    if (m.violations.length) return;
+    const policy = m.policy;
+    const now = runTime.now;
+    const standing = previousStandingWanted(this.gapMs);
+    const minuteWant = previousMinuteStockWanted(now, this.gapMs);
+    const asked = `${this.ask === "admit" ? "request" : "ask"} of ${who}`;
+    let answer: PreviousRenewal | null;
+    if (this.ask === "admit") {
+      // A request an isolate there forwarded, decided at the key's object with a stock and
+      // standing permits asked for on top (its #exclusiveCall with #minuteWant).
+      const request = {
+        want: PREVIOUS_QUIET_STOCK,
+        returning: [],
+        minuteWant,
+        standing,
+        admissionId: newAdmissionId(now),
+      };
+      const admitted = await toDeployed(
+        m,
+        r,
+        `the ${asked} ${fc.stringify(request)}`,
+        "none",
+        (stub, at) => admitAsPrevious(stub, at, policy, request, grantee),
+        (stub) => stub.admit(policy, request, grantee) as Promise<PreviousAdmission>,
+      );
+      if (admitted?.outcome === "allowed") served(m, admitted, `the ${asked}`);
+      // Its contact: a stale answer grants nothing; the rest keeps what was granted.
+      answer = admitted && {
+        policyVersion: admitted.policyVersion,
+        revoked: admitted.outcome === "revoked",
+        windows: admitted.windows,
+        granted: admitted.lease,
+        now: admitted.now,
+        ...(admitted.standing ? { standing: admitted.standing } : {}),
+      };
+    } else {
+      const ask = this.ask === "refill" ? { want: PREVIOUS_QUIET_STOCK, minuteWant } : { want: 0 };
+      const request: PreviousRenewalRequest = {
+        leaseId: "",
+        ...ask,
+        holding: 0,
+        standing,
+        returning: [],
+        renewalId: crypto.randomUUID(),
+      };
+      answer = await toDeployed(
+        m,
+        r,
+        `the ${asked} ${fc.stringify(request)}`,
+        "none",
+        (stub, at) => renewAsPrevious(stub, at, policy, request, grantee),
+        (stub) =>
+          stub.renewLease(policy, request as RenewalRequest, grantee) as Promise<PreviousRenewal>,
+      );
+    }
+    if (!answer || m.violations.length) return;
+    const unreturned: PreviousReturnedLease[] = [];
+    const held: PreviousHeld[] = [];
+    // Its refilled / keepStanding: a newer policy or a revocation keeps nothing.
+    const ends = answer.revoked || answer.policyVersion > policy.version;
+    for (const s of answer.standing ?? []) {
+      if (ends) keepToReturn(unreturned, { id: s.id, unused: s.permits });
+      else
+        held.push({
+          id: s.id,
+          left: s.permits,
+          used: 0,
+          minuteStart: s.minuteStart,
+          until: s.minuteStart + MINUTE_MS,
+          policyVersion: answer.policyVersion,
+          admissionIds: [],
+        });
+    }
+    const g = answer.granted;
+    if (g && ends) keepToReturn(unreturned, { id: g.id, unused: g.permits });
+    else if (g) {
+      const lease: PreviousHeld = {
+        id: g.id,
+        left: g.permits,
+        used: 0,
+        minuteStart: minuteOf(now),
+        until: g.expiresAt,
+        policyVersion: answer.policyVersion,
+        admissionIds: [],
+      };
+      for (let i = 0; i < this.stockUse && lease.left > 0; i++) {
+        lease.left--;
+        lease.used++;
+        lease.admissionIds.push(newAdmissionId(runTime.now));
+        servedByPrevious(m, lease.minuteStart, `request of ${who} served from its stock`);
+      }
+      held.push(lease);
+    }
+    for (let minute = 1; minute <= this.minutes && !m.violations.length; minute++) {
+      const at = runTime.now;
+      await passTime(m, r, minuteOf(at) + MINUTE_MS + 5_000 - at);
+      await r.net.settle();
+      const t = runTime.now;
+      for (let i = 0; i < this.perMinute; i++) {
+        const permit = held.find(
+          (h) =>
+            h.left > 0 && h.minuteStart <= t && t < h.until && h.policyVersion === m.policy.version,
+        );
+        if (!permit) break;
+        permit.left--;
+        permit.used++;
+        const admissionId = newAdmissionId(t);
+        permit.admissionIds.push(admissionId);
+        if (!(this.lostAnswer && minute === 1 && i === 0)) {
+          servedByPrevious(
+            m,
+            permit.minuteStart,
+            `request of ${who} served from a standing permit`,
+          );
+          continue;
+        }
+        // Its answer lost on the way from the holder: its isolate asks the key's object itself
+        // with the same admission id (its client's #admitCall: the same request, `want: 0`).
+        const request = { want: 0, returning: [], admissionId };
+        const decided = await toDeployed(
+          m,
+          r,
+          `the request ${fc.stringify(request)} of an isolate of the previous release`,
+          "none",
+          (stub, now) => admitAsPrevious(stub, now, m.policy, request, null),
+          (stub) => stub.admit(m.policy, request) as Promise<KeyDecision>,
+        );
+        if (decided?.outcome === "allowed")
+          served(m, decided, `request of ${who} decided again by the key's object`);
+      }
+      if (minute === this.switchAfter) {
+        if (m.release === "previous") await new RollForward().act(m, r);
+        else {
+          m.release = "previous";
+          await decideAsPrevious(m, r, 0, "the rollback");
+        }
+      }
+    }
+    if (m.violations.length) return;
+    if (this.handBack === "atEnd") {
+      const end = Math.max(...held.map((h) => h.until), runTime.now);
+      await passTime(m, r, end + GIVE_BACK_GRACE_MS - runTime.now);
+    }
+    for (const h of held) keepToReturn(unreturned, reportOf(h));
+    await previousHandBack(m, r, who, unreturned, {
+      batched: true,
+      fault: this.handBack === "never" ? "never" : this.fault,
+    });
   }
 }
 
@@ -1549,6 +2017,33 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
       .map(([want, use, back]) => new PreviousReleaseLease(want, use, back)),
     fc
       .tuple(
+        fc.integer({ min: 1, max: 8 }),
+        fc.nat({ max: 6 }),
+        fc.constantFrom<Deployed>("previous", "current"),
+        fc.constantFrom(...PREVIOUS_CALL_FAULTS),
+        fc.nat({ max: 8 }),
+        fc.constantFrom<PreviousHandBack>("previous", "rolledForward", "never"),
+      )
+      .map(
+        ([want, use, under, fault, more, back]) =>
+          new PreviousReleaseRenewal(want, use, under, fault, more, back),
+      ),
+    fc
+      .tuple(
+        fc.constantFrom<Deployed>("previous", "current"),
+        fc.integer({ min: 30_000, max: 90_000 }),
+        fc.constantFrom("standing", "refill", "admit" as const),
+        fc.nat({ max: 3 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 2 }),
+        fc.nat({ max: 3 }),
+        fc.constantFrom("now", "atEnd", "never" as const),
+        fc.constantFrom(...PREVIOUS_CALL_FAULTS),
+        fc.boolean(),
+      )
+      .map((a) => new PreviousReleaseStanding(...a)),
+    fc
+      .tuple(
         isolate,
         fc.constantFrom(...CHANGE_KINDS),
         fc.integer({ min: 1, max: 6 }),
@@ -1607,6 +2102,8 @@ export {
   NewLocation,
   OneAtATime,
   PreviousReleaseLease,
+  PreviousReleaseRenewal,
+  PreviousReleaseStanding,
   ReadUsage,
   Release,
   Request,

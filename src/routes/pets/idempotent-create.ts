@@ -10,7 +10,7 @@ import type { D1SessionVariables } from "../../middleware/d1-session";
 import type { NewPet, Pet } from "../../schemas/pets";
 
 /** An Idempotency-Key answers retries for 24 hours; then the same key makes a new pet. */
-const IDEMPOTENCY_TTL_MS = DAY_MS;
+export const IDEMPOTENCY_TTL_MS = DAY_MS;
 
 export interface IdempotentOutcome {
   pet: Pet;

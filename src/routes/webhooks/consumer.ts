@@ -217,7 +217,7 @@ async function failedAttempt(
   now: number,
   outcome: Pick<AttemptOutcome, "responseStatus" | "latencyMs" | "error">,
 ): Promise<Attempted> {
-  const delay = retryDelaySeconds(delays, attempt, held.at !== null);
+  const delay = retryDelaySeconds(delays, attempt, { held: held.at !== null });
   await recordAttempt(env.DB, id, now, {
     ...outcome,
     status: delay === undefined ? "failed" : "retrying",
@@ -288,7 +288,7 @@ export async function consumeWebhookBatch(
       const outcome = body.kind === "event" ? await work : await holdFor(work, held);
       if (outcome === "held") {
         ctx.waitUntil(work);
-        const delay = retryDelaySeconds(delays, message.attempts, true);
+        const delay = retryDelaySeconds(delays, message.attempts, { held: true });
         message.retry({ delaySeconds: delay ?? 0 });
       } else if (outcome.done) message.ack();
       else message.retry({ delaySeconds: outcome.retryInSeconds });
