@@ -59,6 +59,7 @@ import { WRITE_ATTEMPTS } from "../src/routes/admin/write-while-unchanged";
 import { IDEMPOTENCY_TTL_MS } from "../src/routes/pets/idempotent-create";
 import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
 import { SUNSET_AT } from "../src/schemas/deprecation";
+import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, OWN_USAGE_DAYS } from "../src/schemas/usage";
 
 // Read at transform time by Vite.
 const docs = import.meta.glob<string>(
@@ -485,6 +486,24 @@ const PROMISES: PromisedNumber[] = [
       "by at most {n} s for each batch ahead",
       "an attempt that had no answer after {n} s is retried",
     ],
+  },
+  {
+    name: "OWN_USAGE_DAYS",
+    value: OWN_USAGE_DAYS,
+    unit: 1,
+    phrases: ["`days` holds the last {n} UTC days", "ban and last {n} days"],
+  },
+  {
+    name: "DEFAULT_USAGE_DAYS",
+    value: DEFAULT_USAGE_DAYS,
+    unit: 1,
+    phrases: ["to `to` \\(default: the {n} days"],
+  },
+  {
+    name: "MAX_USAGE_DAYS",
+    value: MAX_USAGE_DAYS,
+    unit: 1,
+    phrases: ["a range over {n} days"],
   },
   {
     name: "IDEMPOTENCY_TTL_MS",

@@ -67,11 +67,11 @@ describe("the refused hosts, listed once", () => {
     for (const row of [...REFUSED_IPV4, ...REFUSED_IPV6])
       for (const host of ends(row))
         if (!accepted.has(host))
-          expect(webhookUrlProblem(`https://${host}/`, false), host).toMatch(
+          expect(webhookUrlProblem(`https://${host}/`, { localReceivers: false }), host).toMatch(
             /^must name a public host \(.* is in [0-9a-f.:]+\/\d+: /,
           );
     for (const host of accepted)
-      expect(webhookUrlProblem(`https://${host}/`, false), host).toBeNull();
+      expect(webhookUrlProblem(`https://${host}/`, { localReceivers: false }), host).toBeNull();
   });
 
   it("a Unicode host name the URL parser encodes (xn--…) is accepted", () => {
@@ -81,7 +81,10 @@ describe("the refused hosts, listed once", () => {
       fc.property(label, label, (a, b) => {
         const url = `https://${a}.${b}.com/`;
         fc.pre(URL.canParse(url));
-        expect(webhookUrlProblem(new URL(url).href, false), new URL(url).hostname).toBeNull();
+        expect(
+          webhookUrlProblem(new URL(url).href, { localReceivers: false }),
+          new URL(url).hostname,
+        ).toBeNull();
       }),
     );
   });
@@ -129,7 +132,7 @@ describe("webhook endpoint URLs", () => {
     "https://[2a00:1450:4001::200e]/",
     "https://[3fff:1000::1]/",
   ])("accepts %s", (url) => {
-    expect(webhookUrlProblem(url, false)).toBeNull();
+    expect(webhookUrlProblem(url, { localReceivers: false })).toBeNull();
   });
 
   it.each([
@@ -220,19 +223,23 @@ describe("webhook endpoint URLs", () => {
     ["a lone surrogate in the query", "https://hooks.example.com/?q=\udfff", /lone surrogates/],
     ["a lone surrogate in the host", "https://hooks\ud800.com/x", /lone surrogates/],
   ])("refuses %s, saying why", (_label, url, rule) => {
-    expect(webhookUrlProblem(url, false)).toMatch(rule);
+    expect(webhookUrlProblem(url, { localReceivers: false })).toMatch(rule);
   });
 
   it("http to localhost, 127.0.0.1 or [::1] only where local receivers are allowed", () => {
     for (const url of ["http://localhost:8788/", "http://127.0.0.1:9/x", "http://[::1]:80/"]) {
-      expect(webhookUrlProblem(url, true)).toBeNull();
-      expect(webhookUrlProblem(url, false)).toMatch(/https/);
+      expect(webhookUrlProblem(url, { localReceivers: true })).toBeNull();
+      expect(webhookUrlProblem(url, { localReceivers: false })).toMatch(/https/);
     }
-    expect(webhookUrlProblem("http://hooks.example.com/", true)).toMatch(
+    expect(webhookUrlProblem("http://hooks.example.com/", { localReceivers: true })).toMatch(
       /http: only for localhost/,
     );
-    expect(webhookUrlProblem("http://10.0.0.1/", true)).toMatch(/http: only for localhost/);
-    expect(webhookUrlProblem("http://u:p@localhost/", true)).toMatch(/credentials/);
-    expect(webhookUrlProblem("http://localhost:0/", true)).toMatch(/port 0/);
+    expect(webhookUrlProblem("http://10.0.0.1/", { localReceivers: true })).toMatch(
+      /http: only for localhost/,
+    );
+    expect(webhookUrlProblem("http://u:p@localhost/", { localReceivers: true })).toMatch(
+      /credentials/,
+    );
+    expect(webhookUrlProblem("http://localhost:0/", { localReceivers: true })).toMatch(/port 0/);
   });
 });

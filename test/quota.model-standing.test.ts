@@ -213,17 +213,21 @@ describe("the previous release's renewals and standing permits in the quota mode
   // A location holder of the previous release granted standing permits (and a stock) by one
   // release, using them across the switch to the other, and handing them back to it (batched,
   // its returnLeases with one returnId, the call lost after the object acted and retried, or
-  // delivered twice), with the admission ids of what it served.
+  // delivered twice), with the admission ids of what it served; a request it admitted whose answer
+  // was lost is asked of the object by its isolate with the same id, decided by one release and
+  // reported to the other.
   it.each([
-    ["previous", "atEnd", "loseAfter"],
-    ["current", "now", "duplicate"],
+    ["previous", "refill", "atEnd", "loseAfter", false],
+    ["current", "admit", "now", "duplicate", false],
+    ["previous", "admit", "atEnd", "none", true],
+    ["current", "refill", "atEnd", "none", true],
   ] as const)(
-    "bills once the standing permits granted by the %s release, used across the switch, handed back %s (%s)",
+    "bills once the standing permits granted by the %s release (asked by %s), used across the switch, handed back %s (%s; first answer lost: %s)",
     { timeout: 60_000 },
-    async (grantedBy, handBack, fault) => {
+    async (grantedBy, ask, handBack, fault, lost) => {
       const violations = await violationsOf(FREE_PLAN, [
         new OneAtATime(0, 2, 1_000),
-        new PreviousReleaseStanding(grantedBy, 40_000, true, 1, 3, 2, 1, handBack, fault),
+        new PreviousReleaseStanding(grantedBy, 40_000, ask, 1, 3, 2, 1, handBack, fault, lost),
         new OneAtATime(1, 3, 500),
       ]);
       expect(violations).toEqual([]);

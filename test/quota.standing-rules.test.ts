@@ -168,6 +168,21 @@ describe("standing permits at the key's object", () => {
     expect(again.standing).toHaveLength(STANDING_MOST_MINUTES);
   });
 
+  it("in each minute, all locations' standing permits stay within heldBound; the cap of STANDING_MINUTES × heldBound counts permits, not minutes", async () => {
+    fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const fra = await stub.admit(POLICY, ask({ standing: 4 }), "k@FRA");
+    expect(fra.standing).toHaveLength(STANDING_MINUTES);
+    // 4 more in a minute holding 4 would pass heldBound (6): none.
+    expect((await stub.admit(POLICY, ask({ standing: 4 }), "k@AMS")).standing).toBeUndefined();
+    // 2 a minute for 30 minutes: 12 permits are left of 6 × 6, so 6 minutes.
+    const lhr = await stub.admit(POLICY, ask({ standing: 2, standingMinutes: 30 }), "k@LHR");
+    expect(lhr.standing?.map((s) => s.minuteStart)).toEqual(
+      fra.standing?.map((s) => s.minuteStart),
+    );
+    expect((await stub.usage(POLICY)).day.count, "3 requests, 36 permits").toBe(3 + 36);
+  });
+
   // The day counts standing permits at their grant and gets them back only at their hand-back, so
   // permits of minutes gone by that their holder has not handed back (a key calling there every
   // few minutes uses its permits with no call) still hold the day below the truth: they count

@@ -235,7 +235,10 @@ const LOCAL_RECEIVER_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
  * when it can. `localReceivers` also admits `http://localhost`, `http://127.0.0.1` and
  * `http://[::1]`, any port.
  */
-export function webhookUrlProblem(text: string, localReceivers: boolean): string | null {
+export function webhookUrlProblem(
+  text: string,
+  { localReceivers }: { localReceivers: boolean },
+): string | null {
   if (text.length > MAX_WEBHOOK_URL_LENGTH)
     return `must be at most ${MAX_WEBHOOK_URL_LENGTH} characters`;
   // The parser drops spaces around a URL and tabs and line breaks anywhere in it, and escapes

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { adminPageCursor, isoDay, oneOfError, pageLimit } from "./common";
+import { adminPageCursor, isoDay, nameFilter, oneOfError, pageLimit } from "./common";
 import { KEY_ID_PATTERN } from "./keys";
 import { WEBHOOK_ENDPOINT_ID_PATTERN } from "./webhooks";
 
@@ -33,10 +33,8 @@ export const AuditQuerySchema = z.strictObject({
     .openapi({
       description: "Only entries about this webhook endpoint (also once deleted); not with keyId",
     }),
-  actor: z
-    .string()
+  actor: nameFilter()
     .min(1, "must not be empty")
-    .max(200, "must be at most 200 characters")
     .optional()
     .openapi({ description: "Only entries by this actor (an admin token's name, or system)" }),
   action: z

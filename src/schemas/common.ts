@@ -174,6 +174,10 @@ export function pageLimit(description: string) {
  */
 export const NoQuerySchema = z.strictObject({});
 
+/** A list filter by an owner, an actor or a name's start: up to a name's length, so any fits. */
+export const nameFilter = () =>
+  z.string().max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`);
+
 /** The operator API's opaque page cursor: the `nextCursor` of the previous page. */
 export const adminPageCursor = z
   .string()

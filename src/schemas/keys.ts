@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { PLAN_LIMITS, PLANS } from "../quota/plans";
-import { adminPageCursor, DisplayNameSchema, oneOfError, pageLimit } from "./common";
+import { adminPageCursor, DisplayNameSchema, nameFilter, oneOfError, pageLimit } from "./common";
 import { RegionSchema } from "./region";
 
 const PlanSchema = z.enum(PLANS, oneOfError(PLANS)).openapi("Plan");
@@ -287,15 +287,9 @@ export const ListKeysQuerySchema = z.strictObject({
     description:
       "Only keys in this state; banned: an automatic ban is on (for keys neither revoked nor disabled)",
   }),
-  ownerId: z
-    .string()
-    .max(200, "must be at most 200 characters")
-    .optional()
-    .openapi({ description: "Only keys of this owner" }),
-  q: z
-    .string()
+  ownerId: nameFilter().optional().openapi({ description: "Only keys of this owner" }),
+  q: nameFilter()
     .min(1, "must not be empty")
-    .max(200, "must be at most 200 characters")
     .refine(
       (q) => !SECRET_START.test(q) || q.length <= SHOWN_PREFIX_LENGTH,
       `must not hold more of a secret than its shown prefix (its first ${SHOWN_PREFIX_LENGTH} characters, pet_test_ and ${SHOWN_SECRET_CHARACTERS}): only those are matched, and the rest would be kept in request logs with the URL`,

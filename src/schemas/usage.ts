@@ -4,10 +4,12 @@ import { adminPageCursor, isoDay, pageLimit } from "./common";
 
 /** The longest range GET /keys/{id}/usage answers, in days. */
 export const MAX_USAGE_DAYS = 400;
+/** The range GET /keys/{id}/usage answers without `from`: this many days, up to `to`. */
+export const DEFAULT_USAGE_DAYS = 30;
 
 export const KeyUsageQuerySchema = z.strictObject({
   from: isoDay(
-    "First day (UTC), inclusive, not after today; default 29 days before `to`",
+    `First day (UTC), inclusive, not after today; default ${DEFAULT_USAGE_DAYS - 1} days before \`to\``,
   ).optional(),
   to: isoDay("Last day (UTC), inclusive, not after today; default today").optional(),
 });

@@ -3,6 +3,7 @@ import { MAX_WEBHOOK_URL_LENGTH } from "../lib/webhook-url";
 import {
   adminPageCursor,
   DisplayNameSchema,
+  nameFilter,
   oneOfError,
   pageLimit,
   SINGLE_LINE_TEXT_PATTERN,
@@ -163,11 +164,7 @@ export const WebhookEndpointPageSchema = z
 
 export const ListWebhookEndpointsQuerySchema = z.strictObject({
   limit: pageLimit("Maximum number of endpoints returned"),
-  ownerId: z
-    .string()
-    .max(200, "must be at most 200 characters")
-    .optional()
-    .openapi({ description: "Only the endpoints of this owner" }),
+  ownerId: nameFilter().optional().openapi({ description: "Only the endpoints of this owner" }),
   cursor: adminPageCursor,
 });
 

@@ -41,9 +41,11 @@ import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 import {
+  admitAsPrevious,
   type Deployed,
   openAndDecideAsPrevious,
   PREVIOUS_QUIET_STOCK,
+  type PreviousAdmission,
   type PreviousRenewal,
   type PreviousRenewalRequest,
   type PreviousReturnedLease,
@@ -1085,34 +1087,47 @@ class PreviousReleaseRenewal extends Step {
  * `grantedBy` previous, rolling back if need be; else this release's, rolling forward) for them
  * as its LeaseHolder does at a gap of `gapMs` (its standingWanted): with no stock
  * (`#askStandingIfDue`: `renewLease(policy, { leaseId: "", want: 0, holding: 0, standing,
- * returning, renewalId }, holderName)`) or with its refill of a stock (`want: QUIET_STOCK`,
- * `minuteWant`, `standing`), using up to `stockUse` of the stock in its minute; then for
+ * returning, renewalId }, holderName)`), with its refill of a stock (`want: QUIET_STOCK`,
+ * `minuteWant`, `standing`), or with a request an isolate there forwarded (`admit(policy,
+ * { want: QUIET_STOCK, returning, minuteWant, standing, admissionId }, holderName)`), using up
+ * to `stockUse` of the stock in its minute; then for
  * `minutes` minutes serves up to `perMinute` requests in each (from the permit of that minute
  * granted under the key's newest version, each request's admission id noted), the object
  * switched to the other release after the first `switchAfter` minutes (0: never); then hands
  * everything back as it does (`returnLeases`, one `returnId`, or `returnLease` for one lease):
  * at once (`now`: a change or a usage read reports all), after the last minute's end (`atEnd`:
- * its handBackStandingAtEnd), or never; the hand-back `fault`ed on its way.
+ * its handBackStandingAtEnd), or never; the hand-back `fault`ed on its way. With `lostAnswer`,
+ * the answer to its first request from a standing permit is lost on the way to the isolate,
+ * which asks the key's object itself with the same admission id (the holder reports that id
+ * with the permit: the object counts the request once).
  */
 class PreviousReleaseStanding extends Step {
   constructor(
     readonly grantedBy: Deployed,
     readonly gapMs: number,
-    readonly withStock: boolean,
+    /**
+     * How it asks: `standing` (its #askStandingIfDue, no stock), `refill` (its refill of a
+     * stock, with standing permits), or `admit` (a request forwarded to the key's object, asking
+     * for a stock and standing permits on top).
+     */
+    readonly ask: "standing" | "refill" | "admit",
     readonly stockUse: number,
     readonly minutes: number,
     readonly perMinute: number,
     readonly switchAfter: number,
     readonly handBack: "now" | "atEnd" | "never",
     readonly fault: PreviousCallFault,
+    /** The answer to its first request from a standing permit lost on its way to the isolate. */
+    readonly lostAnswer = false,
   ) {
     super();
   }
   label() {
-    const stock = this.withStock ? `, with a stock used ${this.stockUse}` : "";
+    const lost = this.lostAnswer ? ", the first answer lost" : "";
+    const stock = this.ask === "standing" ? "" : `, ${this.ask} with a stock used ${this.stockUse}`;
     const sw = this.switchAfter > 0 ? `, switched after ${this.switchAfter} min` : "";
     const f = this.fault === "none" ? "" : ` ${this.fault}`;
-    return `PreviousReleaseStanding(granted by ${this.grantedBy} release, gap ${this.gapMs} ms${stock}, ×${this.perMinute} a minute for ${this.minutes} min${sw}, handed back ${this.handBack}${f})`;
+    return `PreviousReleaseStanding(granted by ${this.grantedBy} release, gap ${this.gapMs} ms${stock}, ×${this.perMinute} a minute for ${this.minutes} min${lost}${sw}, handed back ${this.handBack}${f})`;
   }
   override check(m: Readonly<QuotaModel>) {
     return m.changes.every((c) => c.answeredAt !== null);
@@ -1129,33 +1144,57 @@ class PreviousReleaseStanding extends Step {
     const policy = m.policy;
     const now = runTime.now;
     const standing = previousStandingWanted(this.gapMs);
-    const request: PreviousRenewalRequest = this.withStock
-      ? {
-          leaseId: "",
-          want: PREVIOUS_QUIET_STOCK,
-          holding: 0,
-          minuteWant: previousMinuteStockWanted(now, this.gapMs),
-          standing,
-          returning: [],
-          renewalId: crypto.randomUUID(),
-        }
-      : {
-          leaseId: "",
-          want: 0,
-          holding: 0,
-          standing,
-          returning: [],
-          renewalId: crypto.randomUUID(),
-        };
-    const answer = await toDeployed(
-      m,
-      r,
-      `the ask ${fc.stringify(request)} of ${who}`,
-      "none",
-      (stub, at) => renewAsPrevious(stub, at, policy, request, grantee),
-      (stub) =>
-        stub.renewLease(policy, request as RenewalRequest, grantee) as Promise<PreviousRenewal>,
-    );
+    const minuteWant = previousMinuteStockWanted(now, this.gapMs);
+    const asked = `${this.ask === "admit" ? "request" : "ask"} of ${who}`;
+    let answer: PreviousRenewal | null;
+    if (this.ask === "admit") {
+      // A request an isolate there forwarded, decided at the key's object with a stock and
+      // standing permits asked for on top (its #exclusiveCall with #minuteWant).
+      const request = {
+        want: PREVIOUS_QUIET_STOCK,
+        returning: [],
+        minuteWant,
+        standing,
+        admissionId: newAdmissionId(now),
+      };
+      const admitted = await toDeployed(
+        m,
+        r,
+        `the ${asked} ${fc.stringify(request)}`,
+        "none",
+        (stub, at) => admitAsPrevious(stub, at, policy, request, grantee),
+        (stub) => stub.admit(policy, request, grantee) as Promise<PreviousAdmission>,
+      );
+      if (admitted?.outcome === "allowed") served(m, admitted, `the ${asked}`);
+      // Its contact: a stale answer grants nothing; the rest keeps what was granted.
+      answer = admitted && {
+        policyVersion: admitted.policyVersion,
+        revoked: admitted.outcome === "revoked",
+        windows: admitted.windows,
+        granted: admitted.lease,
+        now: admitted.now,
+        ...(admitted.standing ? { standing: admitted.standing } : {}),
+      };
+    } else {
+      const ask = this.ask === "refill" ? { want: PREVIOUS_QUIET_STOCK, minuteWant } : { want: 0 };
+      const request: PreviousRenewalRequest = {
+        leaseId: "",
+        ...ask,
+        holding: 0,
+        standing,
+        returning: [],
+        renewalId: crypto.randomUUID(),
+      };
+      answer = await toDeployed(
+        m,
+        r,
+        `the ${asked} ${fc.stringify(request)}`,
+        "none",
+        (stub, at) => renewAsPrevious(stub, at, policy, request, grantee),
+        (stub) =>
+          stub.renewLease(policy, request as RenewalRequest, grantee) as Promise<PreviousRenewal>,
+      );
+    }
     if (!answer || m.violations.length) return;
     const unreturned: PreviousReturnedLease[] = [];
     const held: PreviousHeld[] = [];
@@ -1207,8 +1246,29 @@ class PreviousReleaseStanding extends Step {
         if (!permit) break;
         permit.left--;
         permit.used++;
-        permit.admissionIds.push(newAdmissionId(t));
-        servedByPrevious(m, permit.minuteStart, `request of ${who} served from a standing permit`);
+        const admissionId = newAdmissionId(t);
+        permit.admissionIds.push(admissionId);
+        if (!(this.lostAnswer && minute === 1 && i === 0)) {
+          servedByPrevious(
+            m,
+            permit.minuteStart,
+            `request of ${who} served from a standing permit`,
+          );
+          continue;
+        }
+        // Its answer lost on the way from the holder: its isolate asks the key's object itself
+        // with the same admission id (its client's #admitCall: the same request, `want: 0`).
+        const request = { want: 0, returning: [], admissionId };
+        const decided = await toDeployed(
+          m,
+          r,
+          `the request ${fc.stringify(request)} of an isolate of the previous release`,
+          "none",
+          (stub, now) => admitAsPrevious(stub, now, m.policy, request, null),
+          (stub) => stub.admit(m.policy, request) as Promise<KeyDecision>,
+        );
+        if (decided?.outcome === "allowed")
+          served(m, decided, `request of ${who} decided again by the key's object`);
       }
       if (minute === this.switchAfter) {
         if (m.release === "previous") await new RollForward().act(m, r);
@@ -1972,13 +2032,14 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
       .tuple(
         fc.constantFrom<Deployed>("previous", "current"),
         fc.integer({ min: 30_000, max: 90_000 }),
-        fc.boolean(),
+        fc.constantFrom("standing", "refill", "admit" as const),
         fc.nat({ max: 3 }),
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 1, max: 2 }),
         fc.nat({ max: 3 }),
         fc.constantFrom("now", "atEnd", "never" as const),
         fc.constantFrom(...PREVIOUS_CALL_FAULTS),
+        fc.boolean(),
       )
       .map((a) => new PreviousReleaseStanding(...a)),
     fc

@@ -189,7 +189,10 @@ export function createAnimalStoreClient(options: ClientOptions) {
   const { baseUrl, apiKey, headers, ...retry } = options;
   let latest: RateLimit | undefined;
   const onResponse = (res: Response) => {
-    latest = readRateLimit(res.headers) ?? latest;
+    // The key's windows name the day (or the "fallback" allowance); a usage-read refusal and an
+    // authentication failure carry a limit of their own ("minute" alone), kept out of it.
+    const read = readRateLimit(res.headers);
+    if (read && (read.windows.day || read.windows.fallback)) latest = read;
     retry.onResponse?.(res);
   };
   /** The raw openapi-fetch client over the document's paths (relative to `/v1`). */
@@ -231,7 +234,10 @@ export function createAnimalStoreClient(options: ClientOptions) {
 
   return {
     api,
-    /** The parsed quota headers of the latest response that had them (every counted answer has). */
+    /**
+     * The parsed quota headers of the latest response that described the key's windows (every
+     * counted answer does; a usage-read 429 or an authentication failure describes its own limit).
+     */
     get rateLimit(): RateLimit | undefined {
       return latest;
     },

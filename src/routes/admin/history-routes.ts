@@ -18,6 +18,7 @@ import { KeyIdParamSchema } from "../../schemas/keys";
 import {
   DayUsagePageSchema,
   DayUsageQuerySchema,
+  DEFAULT_USAGE_DAYS,
   KeyUsageHistorySchema,
   KeyUsageQuerySchema,
   MAX_USAGE_DAYS,
@@ -48,14 +49,14 @@ function begunOrThrow(name: string, day: string | undefined, now: number): void 
 }
 
 /**
- * from/to as given, defaulting to the 30 days up to today; 400 for a day after today, or a
+ * from/to as given, defaulting to DEFAULT_USAGE_DAYS up to today; 400 for a day after today, or a
  * reversed or too long range.
  */
 function rangeOrThrow(query: { from?: string; to?: string }, now: number) {
   begunOrThrow("from", query.from, now);
   begunOrThrow("to", query.to, now);
   const to = query.to ?? dayName(now);
-  const from = query.from ?? dayName(dayStartOf(to) - 29 * DAY_MS);
+  const from = query.from ?? dayName(dayStartOf(to) - (DEFAULT_USAGE_DAYS - 1) * DAY_MS);
   const days = (dayStartOf(to) - dayStartOf(from)) / DAY_MS + 1;
   if (days < 1)
     throw new ApiError("invalid_request", `from: must not be after to (${from} > ${to}).`);

@@ -117,7 +117,9 @@ async function queueAttemptOrThrow(
 
 /** The URL if this deployment may deliver to it; else 400 naming the rule it breaks. */
 function urlOrThrow(url: string, config: Config): string {
-  const problem = webhookUrlProblem(url, config.WEBHOOK_LOCAL_RECEIVERS === "on");
+  const problem = webhookUrlProblem(url, {
+    localReceivers: config.WEBHOOK_LOCAL_RECEIVERS === "on",
+  });
   if (problem) throw new ApiError("invalid_request", `url: ${problem}.`);
   return url;
 }
