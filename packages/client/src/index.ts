@@ -202,7 +202,7 @@ export function createAnimalStoreClient(options: ClientOptions) {
     fetch: withIdempotencyKey(retryingFetch({ ...retry, onResponse })),
   });
 
-  const fail = (response: Response, error: unknown): never => {
+  const throwApiError = (response: Response, error: unknown): never => {
     throw apiErrorFor(response, error);
   };
 
@@ -211,7 +211,7 @@ export function createAnimalStoreClient(options: ClientOptions) {
     { signal }: RequestOptions = {},
   ): Promise<Page> {
     const { data, error, response } = await api.GET("/pets", { params: { query }, signal });
-    if (!data) return fail(response, error);
+    if (!data) return throwApiError(response, error);
     return {
       pets: data,
       nextCursor: nextCursor(response.headers),
@@ -260,7 +260,7 @@ export function createAnimalStoreClient(options: ClientOptions) {
         },
         signal,
       });
-      return data ?? fail(response, error);
+      return data ?? throwApiError(response, error);
     },
     /**
      * Your key's plan and limits, both quota windows, any ban, and its last 30 days
@@ -268,7 +268,7 @@ export function createAnimalStoreClient(options: ClientOptions) {
      */
     async usage({ signal }: RequestOptions = {}): Promise<Usage> {
       const { data, error, response } = await api.GET("/usage", { signal });
-      return data ?? fail(response, error);
+      return data ?? throwApiError(response, error);
     },
     /** One pet by id (`GET /v1/pets/{petId}`; deprecated, removed 5 December 2030). */
     async getPet(petId: number, { signal }: RequestOptions = {}): Promise<Pet> {
@@ -276,7 +276,7 @@ export function createAnimalStoreClient(options: ClientOptions) {
         params: { path: { petId } },
         signal,
       });
-      return data ?? fail(response, error);
+      return data ?? throwApiError(response, error);
     },
   };
 }
