@@ -29,7 +29,6 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline/promises";
-import { parseArgs } from "node:util";
 import { rollbackTargetProblem } from "./lib/compat.mjs";
 import {
   addressProblem,
@@ -46,6 +45,7 @@ import {
   pendingMigrationsOf,
   stableVersionOf,
 } from "./lib/deploy-checks.mjs";
+import { environmentArgsOrThrow } from "./lib/environment-args.mjs";
 import { runSmokeOrThrow, SmokeFailure } from "./lib/smoke.mjs";
 import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
@@ -77,26 +77,15 @@ Exit codes: 0 deployed, 1 refused or failed (rolled back where it could), 2 bad 
  */
 function argumentsOrExit() {
   try {
-    const { values, positionals } = parseArgs({
-      allowPositionals: true,
-      options: {
-        yes: { type: "boolean", default: false },
-        force: { type: "boolean", default: false },
-        "skip-tests": { type: "boolean", default: false },
-        percentage: { type: "string" },
-        bake: { type: "string" },
-        "smoke-every": { type: "string" },
-        "all-at-once": { type: "boolean", default: false },
-        help: { type: "boolean", short: "h" },
-      },
+    const { env, values } = environmentArgsOrThrow(USAGE, {
+      yes: { type: "boolean", default: false },
+      force: { type: "boolean", default: false },
+      "skip-tests": { type: "boolean", default: false },
+      percentage: { type: "string" },
+      bake: { type: "string" },
+      "smoke-every": { type: "string" },
+      "all-at-once": { type: "boolean", default: false },
     });
-    if (values.help) {
-      console.log(USAGE);
-      process.exit(0);
-    }
-    const [env, ...rest] = positionals;
-    if ((env !== "staging" && env !== "production") || rest.length)
-      throw new Error("name one environment: staging or production");
     for (const canaryOnly of ["percentage", "bake", "smoke-every"])
       if (
         values[/** @type {"percentage" | "bake" | "smoke-every"} */ (canaryOnly)] !== undefined &&

@@ -7,9 +7,9 @@
 // target can read what the versions serving now have written (compat/release.json of each
 // version's git revision), and refuses when it cannot.
 import { createInterface } from "node:readline/promises";
-import { parseArgs } from "node:util";
 import { rollbackTargetProblem } from "./lib/compat.mjs";
 import { deployedBeforeOf } from "./lib/deploy-checks.mjs";
+import { environmentArgsOrThrow } from "./lib/environment-args.mjs";
 import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
 const USAGE = `Usage: npm run rollback -- staging|production [--to VERSION_ID] [--yes]
@@ -23,21 +23,10 @@ Exit codes: 0 rolled back, 1 refused or failed (with the reason), 2 bad argument
 /** @returns {{ env: string, to: string | undefined, yes: boolean }} */
 function argumentsOrExit() {
   try {
-    const { values, positionals } = parseArgs({
-      allowPositionals: true,
-      options: {
-        to: { type: "string" },
-        yes: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h" },
-      },
+    const { env, values } = environmentArgsOrThrow(USAGE, {
+      to: { type: "string" },
+      yes: { type: "boolean", default: false },
     });
-    if (values.help) {
-      console.log(USAGE);
-      process.exit(0);
-    }
-    const [env, ...rest] = positionals;
-    if ((env !== "staging" && env !== "production") || rest.length)
-      throw new Error("name one environment: staging or production");
     if (values.to !== undefined && !/^[0-9a-f-]{36}$/i.test(values.to))
       throw new Error(`--to ${values.to} is not a version id (a UUID; see wrangler versions list)`);
     return { env, to: values.to, yes: values.yes };

@@ -14,7 +14,7 @@
 // the one serving (the new version would carry code that does not serve, say a failed deploy's
 // canary). Secret values never reach the command line or the output.
 import { readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
+import { environmentArgsOrThrow } from "./lib/environment-args.mjs";
 import { loginProblem, wrangler } from "./lib/wrangler-remote.mjs";
 
 const USAGE = `Usage: <JSON object> | npm run set-secrets -- staging|production [--yes]
@@ -38,20 +38,9 @@ function usageError(message) {
 /** @returns {{ env: string, yes: boolean }} */
 function argumentsOrExit() {
   try {
-    const { values, positionals } = parseArgs({
-      allowPositionals: true,
-      options: {
-        yes: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h" },
-      },
+    const { env, values } = environmentArgsOrThrow(USAGE, {
+      yes: { type: "boolean", default: false },
     });
-    if (values.help) {
-      console.log(USAGE);
-      process.exit(0);
-    }
-    const [env, ...rest] = positionals;
-    if ((env !== "staging" && env !== "production") || rest.length)
-      throw new Error("name one environment: staging or production");
     return { env, yes: values.yes };
   } catch (err) {
     return usageError(err instanceof Error ? err.message : String(err));

@@ -28,8 +28,8 @@ import { ownUsageApi } from "./routes/usage/routes";
 /**
  * Request order: context storage (for the logger), request id, timing, configuration check,
  * log, CORS (preflights end here), ETag, then for /v1: rate-limit headers on every answer,
- * authentication (401), quota (429), D1 session, 410 after a sunset, validation (400), handler. Unknown paths get 404 and known
- * paths with another method 405 with Allow.
+ * authentication (401), quota (429), D1 session, 410 after a sunset, validation (400), handler.
+ * Unknown paths get 404 and known paths with another method 405 with Allow.
  */
 export function createApp() {
   const app = new Hono<BaseEnv>();

@@ -15,6 +15,7 @@ import {
   retryingFetch,
   TimeoutError,
 } from "../packages/client/src/index";
+import { USAGE_READS_PER_MINUTE } from "../src/routes/usage/routes";
 import { BASE, createPets, fixClock, issueKey } from "./helpers";
 
 // Read at transform time by Vite; line breaks do not split a phrase.
@@ -89,6 +90,24 @@ describe("client against the app", () => {
     expect(store.rateLimit?.windows.day?.remaining).toBe(499);
     await store.listPets({ limit: 1 });
     expect(store.rateLimit?.windows.minute?.remaining).toBe(48);
+  });
+
+  it("keeps the key's windows in rateLimit: a usage-read refusal (its own limit) does not replace them", async () => {
+    fixClock(Date.UTC(2030, 2, 4, 9, 22, 30));
+    const k = await issueKey("enterprise", { perMinute: 50, perDay: 500 });
+    const store = createAnimalStoreClient({
+      baseUrl: BASE,
+      apiKey: k.key,
+      fetch: viaWorker,
+      maxRetries: 0,
+    });
+    await store.listPets({ limit: 1 });
+    for (let i = 0; i < USAGE_READS_PER_MINUTE; i++) await store.usage();
+    const refused = await store.usage().catch((e: unknown) => e);
+    expect(refused).toMatchObject({ status: 429, code: "rate_limited" });
+    // That 429's headers describe the usage reads' own window (30 a minute), not the key's.
+    expect(store.rateLimit).toMatchObject({ limit: 50, remaining: 49 });
+    expect(store.rateLimit?.windows.minute).toMatchObject({ limit: 50, remaining: 49 });
   });
 
   it("replays a create with the same Idempotency-Key instead of creating a second pet", async () => {

@@ -33,6 +33,15 @@ describe("a location holder's stock for the minute", () => {
     }
   });
 
+  it("is sized to the minute after requests that asked for no lease: a request decided alone is no ask for permits", async () => {
+    fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    await stub.admit(POLICY, { want: 0, returning: [] }); // an isolate's
+    await stub.admit(POLICY, { want: 0, returning: [] }, "k@FRA"); // another holder's
+    const mine = await stub.admit(POLICY, stockAsk, "k@AMS");
+    expect(mine.lease?.permits).toBe(heldBound(POLICY));
+  });
+
   it("is not sized to the minute while another holder's permits are out (standing permits for minutes to come)", async () => {
     fixClock(NINE + 5_000);
     const stub = newLimiter();

@@ -8,6 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
+import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { Admission, Renewal, RenewalRequest } from "../src/quota/lease-messages";
@@ -168,6 +169,21 @@ describe("standing permits at the key's object", () => {
     expect(again.standing).toHaveLength(STANDING_MOST_MINUTES);
   });
 
+  it("in each minute, all locations' standing permits stay within heldBound; the cap of STANDING_MINUTES × heldBound counts permits, not minutes", async () => {
+    fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const fra = await stub.admit(POLICY, ask({ standing: 4 }), "k@FRA");
+    expect(fra.standing).toHaveLength(STANDING_MINUTES);
+    // 4 more in a minute holding 4 would pass heldBound (6): none.
+    expect((await stub.admit(POLICY, ask({ standing: 4 }), "k@AMS")).standing).toBeUndefined();
+    // 2 a minute for 30 minutes: 12 permits are left of 6 × 6, so 6 minutes.
+    const lhr = await stub.admit(POLICY, ask({ standing: 2, standingMinutes: 30 }), "k@LHR");
+    expect(lhr.standing?.map((s) => s.minuteStart)).toEqual(
+      fra.standing?.map((s) => s.minuteStart),
+    );
+    expect((await stub.usage(POLICY)).day.count, "3 requests, 36 permits").toBe(3 + 36);
+  });
+
   // The day counts standing permits at their grant and gets them back only at their hand-back, so
   // permits of minutes gone by that their holder has not handed back (a key calling there every
   // few minutes uses its permits with no call) still hold the day below the truth: they count
@@ -201,6 +217,21 @@ describe("standing permits at the key's object", () => {
       NINE + (STANDING_MINUTES + 1) * MINUTE_MS,
     ]);
     expect((await stub.usage(POLICY)).day.count, "3 requests, 7 permits").toBe(3 + 7);
+  });
+
+  it("a stock of the minute before, not handed back, is not waited for with them: stranded after its expiry as ever", async () => {
+    const time = fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const stock = await stub.admit(POLICY, ask({ want: 2, standing: 0, minuteWant: 4 }), "k@AMS");
+    expect(stock.lease?.expiresAt).toBe(NINE + MINUTE_MS); // lives its minute
+    time.now = NINE + MINUTE_MS + 1_000;
+    expect((await stub.admit(POLICY, ask(), "k@AMS")).standing).toHaveLength(STANDING_MINUTES);
+    time.now = NINE + MINUTE_MS + STRANDED_AFTER_MS + 1;
+    await stub.admit(POLICY);
+    expect((await historyOf(stub))[0]).toMatchObject({
+      admitted: 3,
+      stranded: stock.lease!.permits,
+    });
   });
 
   it("an answer repeated for its admission id gives again only the permits still out", async () => {

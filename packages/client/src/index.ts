@@ -189,7 +189,10 @@ export function createAnimalStoreClient(options: ClientOptions) {
   const { baseUrl, apiKey, headers, ...retry } = options;
   let latest: RateLimit | undefined;
   const onResponse = (res: Response) => {
-    latest = readRateLimit(res.headers) ?? latest;
+    // The key's windows name the day (or the "fallback" allowance); a usage-read refusal and an
+    // authentication failure carry a limit of their own ("minute" alone), kept out of it.
+    const read = readRateLimit(res.headers);
+    if (read && (read.windows.day || read.windows.fallback)) latest = read;
     retry.onResponse?.(res);
   };
   /** The raw openapi-fetch client over the document's paths (relative to `/v1`). */
@@ -199,7 +202,7 @@ export function createAnimalStoreClient(options: ClientOptions) {
     fetch: withIdempotencyKey(retryingFetch({ ...retry, onResponse })),
   });
 
-  const fail = (response: Response, error: unknown): never => {
+  const throwApiError = (response: Response, error: unknown): never => {
     throw apiErrorFor(response, error);
   };
 
@@ -208,7 +211,7 @@ export function createAnimalStoreClient(options: ClientOptions) {
     { signal }: RequestOptions = {},
   ): Promise<Page> {
     const { data, error, response } = await api.GET("/pets", { params: { query }, signal });
-    if (!data) return fail(response, error);
+    if (!data) return throwApiError(response, error);
     return {
       pets: data,
       nextCursor: nextCursor(response.headers),
@@ -231,7 +234,10 @@ export function createAnimalStoreClient(options: ClientOptions) {
 
   return {
     api,
-    /** The parsed quota headers of the latest response that had them (every counted answer has). */
+    /**
+     * The parsed quota headers of the latest response that described the key's windows (every
+     * counted answer does; a usage-read 429 or an authentication failure describes its own limit).
+     */
     get rateLimit(): RateLimit | undefined {
       return latest;
     },
@@ -254,7 +260,7 @@ export function createAnimalStoreClient(options: ClientOptions) {
         },
         signal,
       });
-      return data ?? fail(response, error);
+      return data ?? throwApiError(response, error);
     },
     /**
      * Your key's plan and limits, both quota windows, any ban, and its last 30 days
@@ -262,7 +268,7 @@ export function createAnimalStoreClient(options: ClientOptions) {
      */
     async usage({ signal }: RequestOptions = {}): Promise<Usage> {
       const { data, error, response } = await api.GET("/usage", { signal });
-      return data ?? fail(response, error);
+      return data ?? throwApiError(response, error);
     },
     /** One pet by id (`GET /v1/pets/{petId}`; deprecated, removed 5 December 2030). */
     async getPet(petId: number, { signal }: RequestOptions = {}): Promise<Pet> {
@@ -270,7 +276,7 @@ export function createAnimalStoreClient(options: ClientOptions) {
         params: { path: { petId } },
         signal,
       });
-      return data ?? fail(response, error);
+      return data ?? throwApiError(response, error);
     },
   };
 }

@@ -49,7 +49,7 @@ export interface RetryOptions {
   onResponse?: (response: Response) => void;
 }
 
-/** The defaults of the retry options, in one place (the README quotes them). */
+/** The retry options' defaults, in one place (the README quotes them: test/client.test.ts). */
 export const RETRY_DEFAULTS = {
   maxRetries: 3,
   baseDelayMs: 500,
