@@ -204,6 +204,32 @@ describe("a quiet key in one location", () => {
   });
 });
 
+// One tier at a time holds a key's permits in a location: an isolate whose lease was asked for
+// through the holder takes its next minute's lease itself (the holder's stock would be counted as
+// used in what it shows), while a request the holder decides after that makes it refill again.
+describe("a location holder at the minute's turn", () => {
+  it.each([
+    ["an isolate's lease asked for through it last: no stock of its own", false],
+    ["a request decided there after that: a fresh stock", true],
+  ])("%s", async (_what, decidedAfter) => {
+    const keyId = `holders_turn_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const holder = holderOf(keyId, "AMS");
+    const minuteEnd = T0 + 10 * MINUTE_MS;
+    time.now = minuteEnd - 2_000;
+    await passTime();
+    expect((await holder.admit(keyId, policy)).reached).toBe(true);
+    const isolateLease = await holder.admitForIsolate(keyId, policy, { want: 4, returning: [] });
+    expect(isolateLease.lease?.permits).toBeGreaterThan(0);
+    expect(await holder.unusedPermits(), "its stock went back with the isolate's call").toBe(0);
+    if (decidedAfter) expect((await holder.admit(keyId, policy)).reached).toBe(true);
+    await holder.giveBack(keyId); // the stock that request took: none held before the turn
+    time.now = minuteEnd;
+    await passTime();
+    expect((await holder.unusedPermits()) > 0).toBe(decidedAfter);
+  });
+});
+
 describe("a location holder that goes away mid-stock", () => {
   it("strands at most heldBound until its minute ends, admits nothing uncounted, and its next instance starts afresh", async () => {
     const keyId = `holders_evicted_${++seq}`;

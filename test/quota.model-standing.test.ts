@@ -233,4 +233,17 @@ describe("the previous release's renewals and standing permits in the quota mode
       expect(violations).toEqual([]);
     },
   );
+
+  // A stock granted with no standing permits (this release's holder held the room) goes back at
+  // its expiry, as that holder hands it back, not with the standing permits minutes later (the
+  // model's holder kept it: settled as stranded, billed 4 admitted < served 5).
+  it("bills the stock the previous release's holder got with no standing permits, handed back at its expiry", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(0, [
+      new OneAtATime(0, 3, 78_334),
+      new PreviousReleaseStanding("current", 30_000, "admit", 1, 3, 1, 0, "now", "none"),
+    ]);
+    expect(violations).toEqual([]);
+  });
 });

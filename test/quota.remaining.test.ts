@@ -45,6 +45,32 @@ describe("X-RateLimit-Remaining", () => {
     },
   );
 
+  // The isolate's first request is decided by its location holder, the second (now busy) takes a
+  // lease through it, which takes the holder's stock with it; after the minute's end the isolate
+  // takes the next minute's lease straight from the key's object. The holder, whose permits the
+  // isolate took, holds none for the new minute: its windows and the day stay exact.
+  it("one isolate across a minute's end (two requests 1 ms before it, one 9 ms after): one less each time, in the minute and the day", async () => {
+    const policy = policyWith(60, 100);
+    const { client } = isolateClientIn(`remaining_turn_${++seq}`, "SIN");
+    const minuteEnd = time.now - (time.now % 60_000) + 60_000;
+    await background.passTo(minuteEnd - 1);
+    const shown: string[] = [];
+    const send = async () => {
+      const result = await client.admit(policy);
+      if (!result.reached || result.decision.outcome !== "allowed") return shown.push("refused");
+      result.afterResponse?.catch(() => undefined);
+      shown.push(result.decision.windows.map((w) => `${w.name} ${w.remaining}`).join(", "));
+    };
+    await send();
+    await send();
+    time.now = minuteEnd; // the holder's turn: what it does for the new minute
+    await background.passTime();
+    time.now = minuteEnd + 9;
+    await background.passTime();
+    await send();
+    expect(shown).toEqual(["minute 59, day 99", "minute 58, day 98", "minute 59, day 97"]);
+  });
+
   it("across locations: at most heldBound below what the minute has left", async () => {
     const policy = policyWith(60, 10_000);
     const keyId = `remaining_many_${++seq}`;

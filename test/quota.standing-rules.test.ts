@@ -8,6 +8,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
+import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { Admission, Renewal, RenewalRequest } from "../src/quota/lease-messages";
@@ -216,6 +217,21 @@ describe("standing permits at the key's object", () => {
       NINE + (STANDING_MINUTES + 1) * MINUTE_MS,
     ]);
     expect((await stub.usage(POLICY)).day.count, "3 requests, 7 permits").toBe(3 + 7);
+  });
+
+  it("a stock of the minute before, not handed back, is not waited for with them: stranded after its expiry as ever", async () => {
+    const time = fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const stock = await stub.admit(POLICY, ask({ want: 2, standing: 0, minuteWant: 4 }), "k@AMS");
+    expect(stock.lease?.expiresAt).toBe(NINE + MINUTE_MS); // lives its minute
+    time.now = NINE + MINUTE_MS + 1_000;
+    expect((await stub.admit(POLICY, ask(), "k@AMS")).standing).toHaveLength(STANDING_MINUTES);
+    time.now = NINE + MINUTE_MS + STRANDED_AFTER_MS + 1;
+    await stub.admit(POLICY);
+    expect((await historyOf(stub))[0]).toMatchObject({
+      admitted: 3,
+      stranded: stock.lease!.permits,
+    });
   });
 
   it("an answer repeated for its admission id gives again only the permits still out", async () => {

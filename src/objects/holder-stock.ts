@@ -24,7 +24,7 @@ export class LocationStock {
   readonly #memory: HolderStandingMemory;
   /** The key this stock is of (null: no request yet, and nothing kept). */
   #keyId: string | null = null;
-  /** The start of the minute for which a refill is scheduled (0: none). */
+  /** The minute start a refill is scheduled for (0: none, or an isolate took the stock since). */
   #refillAt = 0;
   /** The newest policy a request brought (a refill asks under it). */
   #policy: Policy | null = null;
@@ -144,6 +144,7 @@ export class LocationStock {
     region: Region | null = null,
   ): Promise<Admission> {
     this.#calls.region = region;
+    this.#refillAt = 0; // one tier at a time: no refill at the turn unless it decides again
     const stock = this.#leases.surrender();
     try {
       const admission = await callWithOneRetry(
@@ -207,9 +208,9 @@ export class LocationStock {
   }
 
   /**
-   * Leases end with their minute: a key used here this minute gets a fresh stock in the background
-   * as the next begins, so its first requests wait for no far call; none for a key not used here
-   * for a whole minute, or whose next request is expected after that minute (standing permits).
+   * Leases end with their minute: a key decided here this minute gets a fresh stock as the next
+   * begins, so its first requests wait for no far call; none once an isolate took the stock (it
+   * renews its own), or for a key whose next request is expected after that minute (standing).
    */
   #refillWhenTheMinuteTurns(keyId: string, policy: Policy): void {
     if (!this.#policy || policy.version > this.#policy.version) this.#policy = policy;
@@ -222,9 +223,8 @@ export class LocationStock {
       clock.sleep(next - now).then(async () => {
         const latest = this.#policy ?? policy;
         const calls = this.#calls.to(keyId, latest);
-        const refill = this.#leases.nextExpectedFrom(next + MINUTE_MS)
-          ? null
-          : this.#leases.refill(latest, calls);
+        const due = this.#refillAt === next && !this.#leases.nextExpectedFrom(next + MINUTE_MS);
+        const refill = due ? this.#leases.refill(latest, calls) : null;
         if (refill) await this.#leases.giveBackAfterRenewal(refill, calls);
         await this.#leases.handBackStandingAtEnd(calls);
       }),
