@@ -369,7 +369,14 @@ const PROMISES: PromisedNumber[] = [
       "ban the key for {n} minutes",
       "bans the key for {n} minutes",
       "banned for {n} minutes",
+      "a temporary ban \\({n} minutes\\)",
     ],
+  },
+  {
+    name: "heldBound's floor",
+    value: heldBound({ perMinute: 0, perDay: 1 }),
+    unit: 1,
+    phrases: ["`heldBound` \\(a tenth of the per-minute limit, at least {n}\\)"],
   },
   {
     name: "banThreshold's floor",

@@ -6,6 +6,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { DAY_MS } from "../src/lib/clock";
 import { heldBound, STOCK_SHARED_WITHIN_MS } from "../src/quota/lease";
+import { STANDING_MINUTES } from "../src/quota/standing";
 import { fixClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(60, 1_000);
@@ -48,6 +49,25 @@ describe("a location holder's stock for the minute", () => {
     const other = await stub.admit(POLICY, { want: 0, returning: [], standing: 1 }, "k@FRA");
     expect(other.standing?.length).toBeGreaterThan(0);
     const mine = await stub.admit(POLICY, stockAsk, "k@AMS");
+    expect(mine.lease?.permits).toBe(stockAsk.want);
+  });
+
+  it("is not sized to the minute after another holder's renewal asked for standing permits only, though it got none", async () => {
+    fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    // FRA holds nearly every standing permit the key may have out (STANDING_MINUTES × heldBound):
+    // fewer are left than AMS asks for in a minute.
+    const ask = { want: 0, returning: [], standing: 2, standingMinutes: 30 };
+    expect((await stub.admit(POLICY, ask, "k@FRA")).standing?.length).toBeGreaterThan(
+      STANDING_MINUTES,
+    );
+    const other = await stub.renewLease(
+      POLICY,
+      { leaseId: "", want: 0, holding: 0, returning: [], standing: 4 },
+      "k@AMS",
+    );
+    expect(other.standing).toBeUndefined();
+    const mine = await stub.admit(POLICY, stockAsk, "k@FRA");
     expect(mine.lease?.permits).toBe(stockAsk.want);
   });
 

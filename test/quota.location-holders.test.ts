@@ -230,6 +230,32 @@ describe("a location holder at the minute's turn", () => {
   });
 });
 
+// A stock refilled at the turn waits a minute to go back when no request uses it, and is
+// stranded (counted in the key's day, never billed) if the holder is evicted before: a key that
+// missed its next request here by more than its gap gets none.
+describe("a location holder at the turn of a key that went quiet", () => {
+  it.each([
+    ["two requests 10 s apart, the last 40 s before the turn: no stock", 40_000, false],
+    ["the last 15 s before the turn (one gap late): a fresh stock", 15_000, true],
+  ])("%s", async (_what, lastBeforeTurn, refilled) => {
+    const keyId = `holders_quiet_${++seq}`;
+    const policy = policyWith(20, 40);
+    const holder = holderOf(keyId, "AMS");
+    const minuteEnd = T0 + 20 * MINUTE_MS;
+    time.now = minuteEnd - lastBeforeTurn - 10_000;
+    await passTime();
+    expect((await holder.admit(keyId, policy)).reached).toBe(true);
+    time.now += 10_000;
+    expect((await holder.admit(keyId, policy)).reached).toBe(true);
+    await holder.giveBack(keyId); // what those requests left: none held before the turn
+    expect(await holder.unusedPermits()).toBe(0);
+    time.now = minuteEnd;
+    await passTime();
+    expect((await holder.unusedPermits()) > 0).toBe(refilled);
+    expect((await usageOf(keyId)).day.count > 2).toBe(refilled);
+  });
+});
+
 describe("a location holder that goes away mid-stock", () => {
   it("strands at most heldBound until its minute ends, admits nothing uncounted, and its next instance starts afresh", async () => {
     const keyId = `holders_evicted_${++seq}`;

@@ -210,7 +210,7 @@ export class LocationStock {
   /**
    * Leases end with their minute: a key decided here this minute gets a fresh stock as the next
    * begins, so its first requests wait for no far call; none once an isolate took the stock (it
-   * renews its own), or for a key whose next request is expected after that minute (standing).
+   * renews its own), or for a key not expected in that minute (standing, or gone quiet).
    */
   #refillWhenTheMinuteTurns(keyId: string, policy: Policy): void {
     if (!this.#policy || policy.version > this.#policy.version) this.#policy = policy;
@@ -223,7 +223,7 @@ export class LocationStock {
       clock.sleep(next - now).then(async () => {
         const latest = this.#policy ?? policy;
         const calls = this.#calls.to(keyId, latest);
-        const due = this.#refillAt === next && !this.#leases.nextExpectedFrom(next + MINUTE_MS);
+        const due = this.#refillAt === next && this.#leases.refillDueAt(next);
         const refill = due ? this.#leases.refill(latest, calls) : null;
         if (refill) await this.#leases.giveBackAfterRenewal(refill, calls);
         await this.#leases.handBackStandingAtEnd(calls);

@@ -106,13 +106,15 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * Whether the key's next request here is expected at `t` or later (its last gap here after its
-   * last arrival; a key seen once here: not known, false): a refill for the minute before `t`
-   * would hold a stock no request uses.
+   * Whether a stock refilled at `turn` is likely used in the minute it begins (a key seen once
+   * here: yes). Not when the key's next request here (its last gap after its last arrival) is
+   * expected after that minute, nor when it missed that request by more than its gap: gone quiet,
+   * the stock would wait a minute to go back, stranded if the holder is evicted before.
    */
-  nextExpectedFrom(t: number): boolean {
+  refillDueAt(turn: number): boolean {
     const { lastArrival, gapMs } = this.#rate;
-    return lastArrival !== null && gapMs > 0 && lastArrival + gapMs >= t;
+    if (lastArrival === null || gapMs === 0) return true;
+    return lastArrival + gapMs < turn + MINUTE_MS && lastArrival + 2 * gapMs >= turn;
   }
 
   /** When the last standing permit held ends (0: none). */
