@@ -204,6 +204,20 @@ export class Network {
     return running;
   }
 
+  /**
+   * Whether object `name` of `tier` cannot be evicted now: a call is held (the object still has
+   * active references), or a call to it is at the object, waiting (once the network has settled)
+   * for something only fake time or a release brings, such as a call it made that is on its way:
+   * evictDurableObject waits for that call, and nothing moves fake time meanwhile.
+   */
+  cannotEvict(tier: Tier, name: string): boolean {
+    const its = `${tier} ${name}.`;
+    const busy = [...this.#calls.values()].some(
+      (c) => c.label.startsWith(its) && c.where === "at the callee",
+    );
+    return busy || this.held.length > 0;
+  }
+
   /** Starts a new run: nothing armed, held or sleeping, no call in flight. */
   reset(): void {
     this.#generation++;

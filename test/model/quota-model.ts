@@ -740,7 +740,8 @@ class Request extends Step {
  * `requests` requests decided by the previous release at the key's object (rolled back to): it
  * opens the object afresh for them (evicted before and after, so this release's code, still
  * running its background work, reads what the previous release wrote), and must find the counts
- * served so far. Nothing happens while a call is held in the object (it cannot be evicted).
+ * served so far. Nothing happens while the object cannot be evicted (`cannotEvict`: a call held,
+ * or one in it waiting for a call on its way).
  */
 async function decideAsPrevious(
   m: QuotaModel,
@@ -751,7 +752,7 @@ async function decideAsPrevious(
 ): Promise<Awaited<ReturnType<typeof openAndDecideAsPrevious>> | null> {
   m.disturbed = true;
   await r.net.settle();
-  if (r.net.held.length > 0) return null;
+  if (r.net.cannotEvict("object", r.keyId)) return null;
   const stub = r.net.uncounted(env.QUOTA, r.keyId);
   await r.net.evict("object", r.keyId);
   const now = runTime.now;
@@ -835,8 +836,8 @@ const PREVIOUS_CALL_FAULTS: PreviousCallFault[] = ["none", "duplicate", "loseBef
  * now: the previous release's (`asPrevious`, opened afresh, evicted before and after as
  * `decideAsPrevious` does) or this release's (`asCurrent`, the real object). `fault`: delivered
  * twice (`duplicate`: the first answer comes back), lost before the object acted or after it
- * (no answer). The answer, or null when none came back (a call held in the object, which cannot
- * then be evicted, is lost before it acts). A call that throws is a violation.
+ * (no answer). The answer, or null when none came back (while the object cannot be evicted,
+ * `cannotEvict`, the call is lost before it acts). A call that throws is a violation.
  */
 async function toDeployed<T>(
   m: QuotaModel,
@@ -856,7 +857,7 @@ async function toDeployed<T>(
     let answered: T;
     try {
       if (release === "previous") {
-        if (r.net.held.length > 0) return null;
+        if (r.net.cannotEvict("object", r.keyId)) return null;
         const stub = r.net.uncounted(env.QUOTA, r.keyId);
         await r.net.evict("object", r.keyId);
         answered = await asPrevious(stub, runTime.now);
@@ -1354,7 +1355,7 @@ class RollForward extends Step {
     m.disturbed = true;
     m.release = "current";
     await r.net.settle();
-    if (r.net.held.length === 0) await r.net.evict("object", r.keyId);
+    if (!r.net.cannotEvict("object", r.keyId)) await r.net.evict("object", r.keyId);
   }
 }
 
@@ -1533,13 +1534,12 @@ class Evict extends Step {
   async act(m: QuotaModel, r: QuotaReal) {
     m.disturbed = true;
     await r.net.settle();
-    // An object with a call held in it cannot be evicted (it still has active references).
-    if (r.net.held.length > 0) return;
     if (this.target === "object") {
-      await r.net.evict("object", r.keyId);
+      if (!r.net.cannotEvict("object", r.keyId)) await r.net.evict("object", r.keyId);
       return;
     }
     const name = holderName(r.keyId, LOCATIONS[this.index % LOCATIONS.length]!);
+    if (r.net.cannotEvict("holder", name)) return;
     // What it served since its last report is lost with it: billed as stranded, not admitted.
     if (await r.net.evict("holder", name)) m.reportsLost = true;
   }
