@@ -11,6 +11,7 @@ import {
   fixedListRunner,
   Latency,
   LostPushWhileStanding,
+  NewLocation,
   OneAtATime,
   PLANS,
   PreviousReleaseLease,
@@ -259,6 +260,21 @@ describe("the previous release's renewals and standing permits in the quota mode
     const violations = await violationsOf(0, [
       new OneAtATime(0, 3, 78_334),
       new PreviousReleaseStanding("current", 30_000, "admit", 1, 3, 1, 0, "now", "none"),
+    ]);
+    expect(violations).toEqual([]);
+  });
+
+  // A short stock (4.75 s: too little room for one for the minute) goes back GIVE_BACK_GRACE_MS
+  // after its expiry, not at the next minute: a call of this release's tiers at the minute's turn
+  // (a holder's refill) would strand it first (shrunk: billed 7 admitted < served 8, when the
+  // model handed it back 5 s into the next minute and the product refilled a gone-quiet key).
+  it("bills the short stock of a refill the previous release's holder got, handed back at its expiry", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(0, [
+      new NewLocation(0, 4, 875),
+      new PreviousReleaseStanding("previous", 30_000, "refill", 1, 1, 1, 0, "now", "none"),
+      new Evict("object", 0),
     ]);
     expect(violations).toEqual([]);
   });

@@ -1215,7 +1215,6 @@ class PreviousReleaseStanding extends Step {
         });
     }
     const g = answer.granted;
-    let stockAlone: PreviousHeld | null = null;
     if (g && ends) keepToReturn(unreturned, { id: g.id, unused: g.permits });
     else if (g) {
       const lease: PreviousHeld = {
@@ -1233,20 +1232,20 @@ class PreviousReleaseStanding extends Step {
         lease.admissionIds.push(newAdmissionId(runTime.now));
         servedByPrevious(m, lease.minuteStart, `request of ${who} served from its stock`);
       }
-      // Granted with standing permits, it goes back with them; else at its expiry (its
-      // giveBackAtExpiry: a stock for the minute once the next minute has begun).
+      // Granted with standing permits, it goes back with them; else GIVE_BACK_GRACE_MS after its
+      // expiry (its giveBackAtExpiry: the lease's expiresAt, or for a stock for the minute the
+      // minute's end, which is its expiresAt too), before any other call can strand it.
       if (held.length > 0) held.push(lease);
-      else stockAlone = lease;
+      else {
+        await passTime(m, r, Math.max(0, lease.until + GIVE_BACK_GRACE_MS - runTime.now));
+        await r.net.settle();
+        await previousHandBack(m, r, who, [reportOf(lease)], { batched: true, fault: "none" });
+      }
     }
     for (let minute = 1; minute <= this.minutes && !m.violations.length; minute++) {
       const at = runTime.now;
       await passTime(m, r, minuteOf(at) + MINUTE_MS + 5_000 - at);
       await r.net.settle();
-      if (stockAlone) {
-        const fault = "none";
-        await previousHandBack(m, r, who, [reportOf(stockAlone)], { batched: true, fault });
-        stockAlone = null;
-      }
       const t = runTime.now;
       for (let i = 0; i < this.perMinute; i++) {
         const permit = held.find(
