@@ -155,6 +155,22 @@ describe("a location holder's standing permits", () => {
     return holder;
   }
 
+  it("a request admitted from a standing permit whose answer was lost, then asked of the key's object with its admission id, is counted and billed once", async () => {
+    const keyId = `standing_retry_${++seq}`;
+    const holder = await sparseKeyWithStanding(keyId);
+    await passTo(T0 + 2_000 + 2 * MINUTE_MS);
+    const lost = await holder.admit(keyId, POLICY, null, "lost-answer");
+    expect(allowed(lost) && fromStock(lost), "admitted from its standing permit").toBe(true);
+    // The isolate never heard it: it asks the key's object with the same id.
+    const stub = env.QUOTA.getByName(keyId);
+    const asked = await stub.admit(POLICY, { want: 0, returning: [], admissionId: "lost-answer" });
+    expect(asked.outcome).toBe("allowed");
+    await passTo(time.now + STANDING_BACKGROUND_ENDS_WITHIN_MS);
+    expect(await holder.unusedPermits()).toBe(0);
+    expect((await stub.usage(POLICY)).day.count, "three requests served").toBe(3);
+    expect((await stub.report(POLICY)).days[0]).toMatchObject({ admitted: 3, stranded: 0 });
+  });
+
   it.each([
     // The next minute's refill (the key sent one request in the minute before), then one call per
     // STANDING_MINUTES requests; at one every 5 minutes, one per request.
