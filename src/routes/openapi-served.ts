@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { readBuiltAssetOrThrow } from "../lib/built-assets";
 import { etagOfText } from "../lib/etag";
 import type { BaseEnv } from "../lib/hono-env";
 
@@ -61,12 +62,7 @@ async function loadDocumentOrThrow(
   config: DocumentConfig,
 ): Promise<Served> {
   const path = templatePath(audience, config.PUBLIC_ORIGIN ? "absolute" : "relative");
-  const res = await assets.fetch(new URL(path, "https://assets.invalid"));
-  if (!res.ok)
-    throw new Error(
-      `the OpenAPI template ${path} answered ${res.status}: the build command (scripts/docs-assets.mjs) writes it`,
-    );
-  const text = fillTemplate(await res.text(), config);
+  const text = fillTemplate(await readBuiltAssetOrThrow(assets, path), config);
   return { text, etag: etagOfText(text) };
 }
 

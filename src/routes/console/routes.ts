@@ -1,4 +1,5 @@
 import { type Context, Hono } from "hono";
+import { readBuiltAssetOrThrow } from "../../lib/built-assets";
 import type { BaseEnv } from "../../lib/hono-env";
 import { KEY_ID_PATTERN } from "../../schemas/keys";
 import { WEBHOOK_ENDPOINT_ID_PATTERN } from "../../schemas/webhooks";
@@ -32,20 +33,10 @@ export const CONSOLE_PAGE_ASSET = "/admin/console-page";
 /** The page's text, read once per isolate (a failed read is retried by the next request). */
 let page: Promise<string> | undefined;
 
-/** The page the build wrote; throws when it wrote none. */
-async function readPageOrThrow(assets: Fetcher): Promise<string> {
-  const res = await assets.fetch(new URL(CONSOLE_PAGE_ASSET, "https://assets.invalid"));
-  if (!res.ok)
-    throw new Error(
-      `the console's page ${CONSOLE_PAGE_ASSET} answered ${res.status}: the build command (scripts/docs-assets.mjs) writes it`,
-    );
-  return res.text();
-}
-
 /** Serves the console's page: the same document for each of its URLs. */
 async function consolePage(c: Context<BaseEnv>) {
   if (!page) {
-    page = readPageOrThrow(c.env.ASSETS);
+    page = readBuiltAssetOrThrow(c.env.ASSETS, CONSOLE_PAGE_ASSET);
     page.catch(() => {
       page = undefined;
     });
