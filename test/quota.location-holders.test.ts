@@ -5,11 +5,12 @@
 // (background-work.ts: passTime waits for exactly the work it wakes, not for real time).
 import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { getKey, policyOf as keyPolicyOf } from "../src/db/keys";
 import { MINUTE_MS } from "../src/lib/clock";
 import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
 import type { AdmitResult } from "../src/objects/quota-holder-client";
+import { QuotaLimiter } from "../src/objects/quota-limiter";
 import { GIVE_BACK_GRACE_MS, heldBound, STOCK_LEASE_MS } from "../src/quota/lease";
 import type { Policy } from "../src/quota/windows";
 import { backgroundWork } from "./background-work";
@@ -228,6 +229,46 @@ describe("a location holder at the minute's turn", () => {
     await passTime();
     expect((await holder.unusedPermits()) > 0).toBe(decidedAfter);
   });
+});
+
+// A key decided here again after an isolate took the stock is refilled at the turn, by one timer:
+// a second one for the same turn (the first request's) finds the refill in flight or its stock
+// held, but sends it again once it has failed.
+describe("a location holder decided again after an isolate took its stock", () => {
+  it.each([
+    ["the turn's refill answered", false],
+    ["the turn's refill failing", true],
+  ])(
+    "%s: one timer wakes at the turn, and the key's object gets one refill",
+    async (_what, fails) => {
+      const keyId = `holders_one_turn_${++seq}`;
+      const policy = policyWith(60, 1_000);
+      const holder = holderOf(keyId, "AMS");
+      const minuteEnd = T0 + 10 * MINUTE_MS;
+      time.now = minuteEnd - 2_000;
+      await passTime();
+      expect((await holder.admit(keyId, policy)).reached).toBe(true);
+      await holder.admitForIsolate(keyId, policy, { want: 4, returning: [] });
+      expect((await holder.admit(keyId, policy)).reached).toBe(true);
+      await holder.giveBack(keyId); // none held before the turn: the refill has a stock to bring
+      const refills = vi.spyOn(QuotaLimiter.prototype, "renewLease");
+      if (fails) refills.mockRejectedValueOnce(new Error("the key's object is unreachable"));
+      time.now = minuteEnd;
+      // Timers for the same turn wake one after another: each after the work of those before.
+      let atTheTurn: { wake: () => void }[] = [];
+      await passTime((due) => {
+        atTheTurn = due.filter((s) => s.at === minuteEnd);
+        return due.filter((s) => s.at !== minuteEnd);
+      });
+      for (const sleep of atTheTurn) {
+        sleep.wake();
+        await passTime();
+      }
+      expect(refills, "refills sent to the key's object").toHaveBeenCalledTimes(1);
+      expect(atTheTurn, "timers waking at the turn").toHaveLength(1);
+      expect((await holder.unusedPermits()) > 0).toBe(!fails);
+    },
+  );
 });
 
 // A stock refilled at the turn waits a minute to go back when no request uses it, and is

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { DAY_MS, MINUTE_MS } from "../src/lib/clock";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import type { QuotaLimiter } from "../src/objects/quota-limiter";
+import { STOCK_LEASE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { Admission, Renewal, RenewalRequest } from "../src/quota/lease-messages";
 import { newAdmissionId } from "../src/quota/lease-messages";
@@ -102,6 +103,61 @@ describe("a location holder's standing permit", () => {
     expect(minuteOf(stock.withOwnRoom(atContact(M1, LIMIT - 1)))?.remaining).toBe(LIMIT);
     // A minute no permit is held for shows no more room than the object said.
     expect(minuteOf(stock.withOwnRoom(atContact(T0, 50)))?.remaining).toBe(50);
+  });
+
+  it("is used only for a request decided under the policy version it was granted under", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 2 });
+    // An older copy of the key goes to the key's object (told its copy is stale); a newer one too.
+    expect(stock.take(VERSION - 1, from(M1), null, atContact(M1, 50))).toBeNull();
+    expect(stock.take(VERSION + 1, from(M1), null, atContact(M1, 50))).toBeNull();
+    expect(stock.usableAt(from(M1)), "neither took one").toBe(2);
+    expect(stock.take(VERSION, from(M1), null, atContact(M1, 50))).not.toBeNull();
+  });
+
+  it("shows the windows of the last contact with only the minute's changed", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 2 });
+    const [minute, day] = atContact(M1, 50);
+    expect(stock.take(VERSION, from(M1), null, atContact(M1, 50))).toEqual([
+      { ...minute, remaining: LIMIT - 1, resetAt: M1 + MINUTE_MS },
+      day,
+    ]);
+  });
+
+  it("reports the admission ids of the requests it served, and no others", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 3 }, { minuteStart: M2, permits: 1 });
+    stock.take(VERSION, from(M1), "a1", atContact(M1, 50));
+    stock.take(VERSION, from(M1), null, atContact(M1, 50));
+    expect(stock.reports(from(M1), { all: true })).toEqual([
+      { id: "s0", unused: 1, used: 2, admissionIds: ["a1"] },
+      { id: "s1", unused: 1, used: 0 },
+    ]);
+  });
+
+  it("held again after an eviction, reports the admission ids of the requests it served before", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 3 });
+    stock.take(VERSION, from(M1), "a1", atContact(M1, 50));
+    const kept = stock.held();
+    stock.take(VERSION, from(M1), "a2", atContact(M1, 50)); // after the write: not in it
+    const again = new StandingStock();
+    again.restore(kept, 0);
+    expect(again.reports(from(M1), { all: true })).toEqual([
+      { id: "s0", unused: 2, used: 1, admissionIds: ["a1"] },
+    ]);
+  });
+
+  it("used up, is reported at once (what it served is billed with the next call), not at its minute's end", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 1 }, { minuteStart: M2, permits: 1 });
+    stock.take(VERSION, from(M1), "a1", atContact(M1, 50));
+    expect(stock.reports(from(M1))).toEqual([
+      { id: "s0", unused: 0, used: 1, admissionIds: ["a1"] },
+    ]);
+    expect(stock.unused, "M2's, not used, is kept").toBe(1);
+  });
+
+  it("is reported from the instant it may no longer be used: its minute's end by the holder's clock", () => {
+    const stock = stockOf({ minuteStart: M1, permits: 2 });
+    expect(stock.reports(until(M1) - 1)).toEqual([]);
+    expect(stock.reports(until(M1))).toEqual([{ id: "s0", unused: 2, used: 0 }]);
   });
 
   it("covers the key's next requests only with permits not used yet", () => {
@@ -298,6 +354,43 @@ describe("a location holder's lease holder and its standing permits", () => {
     const next = await holder.admit(POLICY, calls);
     expect(next.local, "not admitted from the permit granted before the change").toBe(false);
     expect(asked).toBe(2);
+  });
+
+  it("a lease a renewal brings in place of one granted with standing permits goes back at its expiry: only a lease granted with them waits for them", async () => {
+    const time = fixClock(T0 + 1_000);
+    const givenBack: string[] = [];
+    const calls: LeaseCalls = {
+      admit: async () =>
+        allowed(time.now, {
+          lease: { id: "stock", permits: 2, expiresAt: time.now + STOCK_LEASE_MS },
+          standing: [1, 2, 3, 4].map((m) => ({
+            id: `st${m}`,
+            permits: 1,
+            minuteStart: T0 + m * MINUTE_MS,
+          })),
+        }),
+      giveBack: async (returned) => {
+        givenBack.push(returned.id);
+      },
+      renew: async (): Promise<Renewal> => ({
+        policyVersion: POLICY.version,
+        revoked: false,
+        windows: atContact(T0, 50),
+        granted: { id: "next", permits: 2, expiresAt: time.now + STOCK_LEASE_MS },
+        now: time.now,
+      }),
+    };
+    const holder = new LeaseHolder({ stock: 2 });
+    expect((await holder.admit(POLICY, calls)).leaseGranted).toBe(true);
+    time.now += 500;
+    const second = await holder.admit(POLICY, calls);
+    expect(second.local).toBe(true);
+    expect(await second.renewal, "the renewal brought a new lease").toBe(true);
+    await holder.giveBackAtExpiry(calls, async (ms) => {
+      time.now += ms;
+    });
+    expect(time.now).toBeLessThan(T0 + 2 * MINUTE_MS); // the standing permits still last
+    expect(givenBack).toContain("next");
   });
 
   it("asks for more once those it holds end by the key's next request at its gap, even at that very instant", async () => {

@@ -24,8 +24,10 @@ export class LocationStock {
   readonly #memory: HolderStandingMemory;
   /** The key this stock is of (null: no request yet, and nothing kept). */
   #keyId: string | null = null;
-  /** The minute start a refill is scheduled for (0: none, or an isolate took the stock since). */
+  /** The minute start a refill is due at (0: none, or an isolate took the stock since). */
   #refillAt = 0;
+  /** The minute start a timer is set for: one per turn, whether a refill is still due then or not. */
+  #turnWatched = 0;
   /** The newest policy a request brought (a refill asks under it). */
   #policy: Policy | null = null;
 
@@ -216,8 +218,9 @@ export class LocationStock {
     if (!this.#policy || policy.version > this.#policy.version) this.#policy = policy;
     const now = clock.now();
     const next = now - (now % MINUTE_MS) + MINUTE_MS;
-    if (this.#refillAt === next) return;
     this.#refillAt = next;
+    if (this.#turnWatched === next) return;
+    this.#turnWatched = next;
     this.#inBackground(
       keyId,
       clock.sleep(next - now).then(async () => {

@@ -135,22 +135,36 @@ export class HeldLeases {
     if (superseded.length > 0) this.supersededWaiting = true;
   }
 
-  /** Keeps the standing permits an answer granted, or hands them back if `changed` here meanwhile. */
+  /**
+   * Keeps the standing permits an answer granted to a call sent when `this.changes` was
+   * `changesWhenSent`; if the key changed here since, they go back unused (returnStandingGranted).
+   * Returns whether it kept any.
+   */
   protected keepStanding(
     answer: { standing?: StandingPermit[]; now?: number },
     policyVersion: number,
     sentAt: number,
-    changed: boolean,
+    changesWhenSent: number,
   ): boolean {
+    if (this.changes !== changesWhenSent) {
+      this.returnStandingGranted(answer, policyVersion);
+      return false;
+    }
     this.retireStandingOlderThan(policyVersion);
     const granted = answer.standing ?? [];
     if (granted.length === 0) return false;
-    if (changed) {
-      for (const g of granted) this.keepToReturn({ id: g.id, unused: g.permits, used: 0 });
-      return false;
-    }
     this.standing.add(granted, policyVersion, answer.now, sentAt, clock.now());
     return true;
+  }
+
+  /** Keeps none of the standing permits an answer granted: they go back unused with the next call. */
+  protected returnStandingGranted(
+    answer: { standing?: StandingPermit[] },
+    policyVersion: number,
+  ): void {
+    this.retireStandingOlderThan(policyVersion);
+    for (const g of answer.standing ?? [])
+      this.keepToReturn({ id: g.id, unused: g.permits, used: 0 });
   }
 
   /**
@@ -202,10 +216,10 @@ export class HeldLeases {
   }
 
   /** Keeps nothing of `answer`: its lease and standing permits go back. */
-  protected keepNothing(answer: Renewal, sentAt: number): false {
+  protected keepNothing(answer: Renewal): false {
     if (answer.granted)
       this.keepToReturn({ id: answer.granted.id, unused: answer.granted.permits, used: 0 });
-    this.keepStanding(answer, answer.policyVersion, sentAt, true);
+    this.returnStandingGranted(answer, answer.policyVersion);
     return false;
   }
 
@@ -213,10 +227,9 @@ export class HeldLeases {
   protected refilled(answer: Renewal, policy: Policy, changes: number, sentAt: number): boolean {
     const { granted } = answer;
     this.windows.contact(this.standing.withOwnRoom(answer.windows));
-    const changed = this.changes !== changes;
-    if (endsLeases(answer, policy.version) || changed || this.lease)
-      return this.keepNothing(answer, sentAt);
-    const standing = this.keepStanding(answer, answer.policyVersion, sentAt, false);
+    if (endsLeases(answer, policy.version) || this.changes !== changes || this.lease)
+      return this.keepNothing(answer);
+    const standing = this.keepStanding(answer, answer.policyVersion, sentAt, changes);
     if (!granted) {
       this.noLeaseUntilMinuteEnds(answer.windows);
       return standing;
@@ -235,9 +248,9 @@ export class HeldLeases {
     const inUse = this.lease === lease;
     if (endsLeases(answer, lease.policyVersion)) {
       if (inUse) this.dropLease();
-      return this.keepNothing(answer, sent.at);
+      return this.keepNothing(answer);
     }
-    this.keepStanding(answer, answer.policyVersion, sent.at, this.changes !== sent.changes);
+    this.keepStanding(answer, answer.policyVersion, sent.at, sent.changes);
     if (!granted) {
       // Once this lease is used, one call per request (unless the key changed here since).
       if (this.changes === sent.changes) this.noLeaseUntilMinuteEnds(answer.windows);
@@ -304,7 +317,7 @@ export class HeldLeases {
     // those granted before, not those it grants).
     const windows = this.standing.withOwnRoom(decision.windows);
     const changed = this.changes !== changes;
-    const standing = this.keepStanding(admission, decision.policyVersion, sentAt, changed);
+    const standing = this.keepStanding(admission, decision.policyVersion, sentAt, changes);
     if (lease && changed) this.keepToReturn({ id: lease.id, unused: lease.permits, used: 0 });
     else if (lease)
       this.lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt), {

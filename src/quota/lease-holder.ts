@@ -199,9 +199,9 @@ export class LeaseHolder extends LeaseHandBacks {
     const request = { leaseId: "", want: 0, holding: 0, ...wanted };
     return this.#sendRenewal(renew, request, (answer) => {
       if (!endsLeases(answer, policy.version))
-        return this.keepStanding(answer, answer.policyVersion, now, this.changes !== changes);
+        return this.keepStanding(answer, answer.policyVersion, now, changes);
       this.dropLeaseAndRefusals();
-      return this.keepNothing(answer, now);
+      return this.keepNothing(answer);
     });
   }
 
