@@ -1,4 +1,5 @@
 import { DAY_MS, MINUTE_MS } from "../lib/clock";
+import { GIVE_BACK_GRACE_MS } from "./lease";
 
 // Standing permits: a location holder's permits for the minutes to come, so that a sparse key's
 // next requests there need no call to its object (docs/quotas.md, "Standing permits").
@@ -45,10 +46,19 @@ export function standingMinutesFrom(now: number, minutes = STANDING_MINUTES): nu
 }
 
 /**
- * The background calls a location holder makes for a key that stopped calling there, while it
- * holds standing permits, end within this long of its last request.
+ * The alarm that hands standing permits back for a holder evicted before their end fires this
+ * long after the in-memory hand-back would have (which, when it runs, deletes the alarm).
  */
-export const STANDING_BACKGROUND_ENDS_WITHIN_MS = (STANDING_MOST_MINUTES + 2) * MINUTE_MS + 250;
+export const STANDING_ALARM_SLACK_MS = 1_000;
+
+/**
+ * The background calls a location holder makes for a key that stopped calling there, while it
+ * holds standing permits, end within this long of its last request: the last minute granted ends
+ * at most STANDING_MOST_MINUTES + 2 minutes on, and its hand-back follows GIVE_BACK_GRACE_MS
+ * later, or STANDING_ALARM_SLACK_MS after that from the alarm of a holder evicted meanwhile.
+ */
+export const STANDING_BACKGROUND_ENDS_WITHIN_MS =
+  (STANDING_MOST_MINUTES + 2) * MINUTE_MS + GIVE_BACK_GRACE_MS + STANDING_ALARM_SLACK_MS;
 
 /**
  * The most calls a location holder makes to the key's object for a key that stopped calling
