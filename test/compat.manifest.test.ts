@@ -72,7 +72,7 @@ describe("compat/release.json: what this release reads and writes", () => {
     expect(manifest.objects).toEqual(OBJECT_SCHEMAS);
     expect(manifest.objects.QuotaLimiter?.writes).toBe(QUOTA_LIMITER_MIGRATIONS.length);
     expect(manifest.objects.AuthShield?.writes).toBe(AUTH_SHIELD_MIGRATIONS.length);
-    // The location holder keeps nothing durable (docs/quotas.md).
+    // The location holder has no SQLite schema: what it keeps is one key-value entry (compat/README.md).
     expect(manifest.objects.QuotaHolder).toEqual({ writes: 0, readsThrough: 0 });
     for (const object of Object.values(manifest.objects))
       expect(object.readsThrough).toBeGreaterThanOrEqual(object.writes);

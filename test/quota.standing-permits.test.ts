@@ -15,6 +15,7 @@ import type { StandingPermit } from "../src/quota/lease-messages";
 import {
   STANDING_BACKGROUND_ENDS_WITHIN_MS,
   STANDING_MINUTES,
+  STANDING_MOST_MINUTES,
   STANDING_REQUESTS_AHEAD,
 } from "../src/quota/standing";
 import { StandingStock } from "../src/quota/standing-stock";
@@ -114,6 +115,28 @@ describe("standing permits at the key's object", () => {
     expect((await historyOf(stub))[0]).toMatchObject({ admitted: 4, stranded: rest.length });
   });
 
+  it("a report whose used count takes in the same admission id twice counts that request once: the extra permit goes back unused", async () => {
+    const time = fixClock(NINE + 5_000);
+    const stub = newLimiter();
+    const a = await stub.admit(POLICY, { want: 0, returning: [], standing: 2 }, "k@AMS");
+    const [m1, m2, ...rest] = a.standing ?? [];
+    expect(m1?.permits).toBe(2);
+    time.now = NINE + 3 * MINUTE_MS + 1_000;
+    // m1: one request asked again of a holder that took a second permit for it; m2: one request
+    // asked again, the second permit taken from a later report of another permit.
+    await stub.returnLease({ id: m1!.id, unused: 0, used: 2, admissionIds: ["twice", "twice"] });
+    await stub.returnLease({ id: m2!.id, unused: 1, used: 1, admissionIds: ["once"] });
+    const [m3] = rest;
+    await stub.returnLease({ id: m3!.id, unused: 1, used: 1, admissionIds: ["once"] });
+    // Delivered again: nothing changes.
+    await stub.returnLease({ id: m1!.id, unused: 0, used: 2, admissionIds: ["twice", "twice"] });
+    const usage = await stub.usage(POLICY);
+    expect(usage.day.count, "the first request, two served, and the minutes still standing").toBe(
+      3 + 2 * (rest.length - 1),
+    );
+    expect((await historyOf(stub))[0]).toMatchObject({ admitted: 3, stranded: 0 });
+  });
+
   it("a change to the key is pushed to a holder holding standing permits only for minutes to come", async () => {
     fixClock(NINE + 59_000);
     const stub = newLimiter();
@@ -169,6 +192,44 @@ describe("a location holder's standing permits", () => {
     expect(await holder.unusedPermits()).toBe(0);
     expect((await stub.usage(POLICY)).day.count, "three requests served").toBe(3);
     expect((await stub.report(POLICY)).days[0]).toMatchObject({ admitted: 3, stranded: 0 });
+  });
+
+  it("a request admitted from a standing permit whose answer was lost, asked again with its admission id after its holder was evicted, is answered from the same permit and counted once", async () => {
+    const keyId = `standing_restarted_${++seq}`;
+    const holder = holderOf(keyId);
+    // A key calling every 40 s here: two standing permits a minute.
+    const start = T0 + 2_000;
+    for (const at of [start, start + 40_000]) {
+      await passTo(at);
+      expect(allowed(await holder.admit(keyId, POLICY))).toBe(true);
+      await passTime();
+    }
+    await passTo(start + 80_000);
+    const first = await holder.admit(keyId, POLICY, null, "answer-lost");
+    expect(allowed(first) && fromStock(first), "admitted from its standing permit").toBe(true);
+    await passTime();
+    // The permit it was taken from is kept with its admission id, one permit still unused.
+    const holderStub = uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS"));
+    const kept = await runInDurableObject(holderStub, (_: QuotaHolder, state) =>
+      state.storage.kv.get<{ standing: { left: number; admissionIds: string[] }[] }>("standing"),
+    );
+    const takenFrom = kept?.standing.find((s) => s.admissionIds.includes("answer-lost"));
+    expect(takenFrom?.left, "one permit left beside the one taken").toBe(1);
+    // The holder is evicted before the Worker asks again with the same admission id.
+    await evictHolder(keyId);
+    const unused = await holder.unusedPermits();
+    time.now += 2_000;
+    const again = await holder.admit(keyId, POLICY, null, "answer-lost");
+    expect(again, "the same answer").toEqual({
+      ...first,
+      decision: first.reached && { ...first.decision, now: time.now },
+    });
+    expect(await holder.unusedPermits(), "no second permit taken").toBe(unused);
+    // Once the key stops: three requests served, billed admitted three.
+    await passTo(time.now + STANDING_BACKGROUND_ENDS_WITHIN_MS);
+    time.now += STRANDED_AFTER_MS;
+    const [day] = (await env.QUOTA.getByName(keyId).report(POLICY)).days;
+    expect(day?.admitted, "requests served").toBe(3);
   });
 
   it.each([
@@ -268,7 +329,18 @@ describe("a location holder's standing permits", () => {
       state.storage.getAlarm(),
     );
     expect(alarmAt).toBeLessThanOrEqual(
-      start + 3 * 5 * MINUTE_MS + STANDING_BACKGROUND_ENDS_WITHIN_MS + 1_000,
+      start + 3 * 5 * MINUTE_MS + STANDING_BACKGROUND_ENDS_WITHIN_MS,
+    );
+    // The bound counts that alarm: it fires no later after the last minute granted ends than
+    // STANDING_BACKGROUND_ENDS_WITHIN_MS allows after the furthest minute a grant can reach.
+    const lastMinuteEnds = await runInDurableObject(
+      uncounted(env.QUOTA, keyId),
+      (_: QuotaLimiter, state) =>
+        Number(state.storage.sql.exec("SELECT MAX(minute_start) AS m FROM leases").one().m) +
+        MINUTE_MS,
+    );
+    expect((alarmAt ?? 0) - lastMinuteEnds).toBeLessThanOrEqual(
+      STANDING_BACKGROUND_ENDS_WITHIN_MS - (STANDING_MOST_MINUTES + 2) * MINUTE_MS,
     );
     await passTo(alarmAt ?? 0);
     expect(await runDurableObjectAlarm(holderStub)).toBe(true);

@@ -84,17 +84,17 @@ function petCacheUrl(scope: CacheScope, id: number): string {
 }
 
 /**
- * A stored answer: from this isolate, else (unless `colo` is false) from the location's cache, else
- * undefined.
+ * A stored answer: from this isolate, else (when `searchColo`, as by default) from the location's
+ * cache, else undefined.
  */
 async function lookup<T>(
   memory: ExpiringMap<string, T>,
   url: string,
-  colo = true,
+  { searchColo = true }: { searchColo?: boolean } = {},
 ): Promise<{ value: T; tier: CacheTier } | undefined> {
   const inMemory = memory.get(url, 0);
   if (inMemory !== undefined) return { value: inMemory, tier: "isolate" };
-  if (!colo) return undefined;
+  if (!searchColo) return undefined;
   let hit: Response | undefined;
   try {
     hit = await (await openColoCache()).match(url);
@@ -140,7 +140,8 @@ export function pageSlot(scope: CacheScope, key: PageKey) {
   const url = pageCacheUrl(scope, key);
   return {
     /** The stored full page (the location's cache is skipped while the page is marked a tail). */
-    stored: () => lookup(pagesInIsolate, url, !tailsInIsolate.get(url, clock.now())),
+    stored: () =>
+      lookup(pagesInIsolate, url, { searchColo: !tailsInIsolate.get(url, clock.now()) }),
     /** Notes that D1 answered with a tail page: see tailsInIsolate. */
     noteTail: (): void => {
       tailsInIsolate.set(url, true, clock.now() + TAIL_MARK_MS);

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import type { RouteTable } from "../lib/route-table";
+import type { RouteAudience, RouteTable } from "../lib/route-table";
 
 /** A JSON API answer is never a page: nothing may frame it, load from it or sniff its type. */
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
@@ -11,10 +11,14 @@ const API_CSP = "default-src 'none'; frame-ancestors 'none'";
  * the operator API's answers (which may carry a new key's secret) and every error, must not be
  * stored at all.
  */
-function cacheControlFor(method: string, isPublic: boolean, status: number): string {
+function cacheControlFor(
+  method: string,
+  audience: RouteAudience | undefined,
+  status: number,
+): string {
   const revalidatable =
     (method === "GET" || method === "HEAD") && (status === 200 || status === 304);
-  return revalidatable && isPublic ? "private, no-cache" : "no-store";
+  return revalidatable && audience === "public" ? "private, no-cache" : "no-store";
 }
 
 /** Adds `token` to the comma-separated Vary of `headers` unless it is already there. */
@@ -47,10 +51,7 @@ export const apiResponseHeaders =
     const audience = routes.find(c.req.path)?.audience;
     if (audience === "page") return;
     const headers = c.res.headers;
-    headers.set(
-      "Cache-Control",
-      cacheControlFor(c.req.method, audience === "public", c.res.status),
-    );
+    headers.set("Cache-Control", cacheControlFor(c.req.method, audience, c.res.status));
     headers.set("X-Content-Type-Options", "nosniff");
     headers.set("Content-Security-Policy", API_CSP);
     addVary(headers, "Authorization");

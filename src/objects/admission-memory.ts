@@ -15,8 +15,11 @@ export const CREATE_ADMISSIONS_TABLE = `CREATE TABLE IF NOT EXISTS admissions (
     id TEXT PRIMARY KEY, decided_at INTEGER NOT NULL, answer TEXT NOT NULL) STRICT;
   CREATE INDEX IF NOT EXISTS admissions_by_time ON admissions (decided_at)`;
 
-/** An admission as remembered: `fromStock` once a location holder reported it admitted from stock. */
-export type RememberedAdmission = Admission & { fromStock?: true };
+/**
+ * An admission as remembered: `fromStock` once a location holder reported it admitted from stock,
+ * `countedIn` the lease whose report counted it then (absent: an earlier release's record).
+ */
+export type RememberedAdmission = Admission & { fromStock?: true; countedIn?: string };
 
 /** Where the windows of `windows` (a decision's) start. */
 function windowsStartOf(windows: WindowStatus[]): { minuteStart: number; dayStart: number } | null {
@@ -92,24 +95,34 @@ export class AdmissionMemory {
    * key's object with the same id: decided there too, the object's own count comes off (the
    * stock's stays); refused there (the answer its client got), the stock's permit comes back
    * unbilled. Any other id is remembered, so that asked later it is answered as admitted (under
-   * the key's policy) and counted nowhere else. A report delivered again changes nothing.
+   * the key's policy) and counted nowhere else. A report delivered again changes nothing. An id
+   * reported twice (in one report, or by reports of two leases: a holder that took a second permit
+   * for a request asked again) is counted once: the extra permit goes back unused.
    */
   countOnceFromStock(
     usage: UsageState,
-    leaseIn: GrantedLease | null,
+    leaseIn: (GrantedLease & { id: string }) | null,
     admissionIds: readonly string[] = [],
     now: number,
   ): UsageState {
     let counted = usage;
+    const seen = new Set<string>();
+    const countOff = (lease: Pick<GrantedLease, "minuteStart" | "dayStart">) => {
+      counted = givePermitsBack(counted, { ...lease, permits: 1 }, 1);
+      this.history.countServed(lease.dayStart, -1);
+    };
     for (const id of admissionIds) {
+      const repeated = seen.has(id);
+      seen.add(id);
       const known = this.recall<RememberedAdmission>(id);
-      if (known?.fromStock) continue;
+      if (known?.fromStock) {
+        const countedElsewhere = known.countedIn !== undefined && known.countedIn !== leaseIn?.id;
+        if (leaseIn && (repeated || countedElsewhere)) countOff(leaseIn);
+        continue;
+      }
       const decidedHere = known?.outcome === "allowed" ? windowsStartOf(known.windows) : null;
       const uncounted = decidedHere ?? (known ? leaseIn : null);
-      if (uncounted) {
-        counted = givePermitsBack(counted, { ...uncounted, permits: 1 }, 1);
-        this.history.countServed(uncounted.dayStart, -1);
-      }
+      if (uncounted) countOff(uncounted);
       const limits = this.policy.current ?? { perMinute: 0, perDay: 0, version: 0, revoked: false };
       const answer: RememberedAdmission = known ?? {
         outcome: "allowed",
@@ -118,7 +131,11 @@ export class AdmissionMemory {
         policyVersion: limits.version,
         lease: null,
       };
-      this.remember(id, now, { ...answer, fromStock: true });
+      this.remember(id, now, {
+        ...answer,
+        fromStock: true,
+        ...(leaseIn && { countedIn: leaseIn.id }),
+      });
     }
     return counted;
   }

@@ -1,5 +1,6 @@
 import { GIVE_BACK_GRACE_MS } from "../quota/lease";
 import type { LeaseHolder } from "../quota/lease-holder";
+import { STANDING_ALARM_SLACK_MS } from "../quota/standing";
 import type { StandingMemory } from "../quota/standing-stock";
 import type { Region } from "../schemas/region";
 import type { HeldKeyRecord, KeptKeyCopy } from "./holder-key-record";
@@ -22,12 +23,6 @@ export interface KeptStanding extends StandingMemory {
  * its minute was placed by the clock of the host that held it, which may not be this one.
  */
 export const RESTORED_STANDING_MARGIN_MS = 1_000;
-
-/**
- * The alarm that hands standing permits back for a holder evicted before their end fires this
- * long after the in-memory hand-back would have (which, when it runs, deletes the alarm).
- */
-const STANDING_ALARM_SLACK_MS = 1_000;
 
 /**
  * A location holder's standing permits kept in its own storage, so that a holder evicted between

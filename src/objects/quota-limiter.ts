@@ -91,7 +91,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     const known = id === undefined ? null : this.#admissions.recall<RememberedAdmission>(id);
     // The lease granted with it goes again while it is out (its caller never had it).
     if (known) {
-      const { fromStock: _, ...admission } = known;
+      const { fromStock: _, countedIn: __, ...admission } = known;
       const lease = known.lease && this.#leases.grantedIn(known.lease.id) ? known.lease : null;
       return { ...admission, lease, ...this.#standing.stillOut(known.standing) };
     }

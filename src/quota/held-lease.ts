@@ -90,6 +90,9 @@ export class HeldLeases {
     admissionId: string | null,
   ): KeyDecision | null {
     this.retireStandingOlderThan(policy.version);
+    const repeated =
+      admissionId === null ? null : this.#answeredFromStanding(policy, now, admissionId);
+    if (repeated) return repeated;
     const lease = this.lease;
     if (!lease || !this.#usable(lease, policy, now))
       return this.#admitStanding(policy, now, admissionId);
@@ -107,17 +110,39 @@ export class HeldLeases {
   #admitStanding(policy: Policy, now: number, admissionId: string | null): KeyDecision | null {
     // No windows to show (kept across an eviction without them): the key's object decides.
     if (this.windows.atContact.length === 0) return null;
-    const windows = this.standing.take(policy.version, now, admissionId, this.windows.atContact);
-    if (!windows) return null;
-    // The day goes down by one, as for any request admitted here (its permit is room at contact).
-    const day = this.windows.admitLocally().find((w) => w.name === "day");
-    const shown = windows.map((w) => (w.name === "day" && day ? day : w));
-    return this.windows.show({
-      outcome: "allowed",
-      windows: shown,
+    const windows = this.standing.take(
+      policy.version,
       now,
-      policyVersion: policy.version,
-    });
+      admissionId,
+      this.windows.atContact,
+      (taken) => {
+        // The day goes down by one, as for any request admitted here (its permit is room at contact).
+        const day = this.windows.admitLocally().find((w) => w.name === "day");
+        const shown = taken.map((w) => (w.name === "day" && day ? day : w));
+        const decision: KeyDecision = {
+          outcome: "allowed",
+          windows: shown,
+          now,
+          policyVersion: policy.version,
+        };
+        return this.windows.show(decision).windows;
+      },
+    );
+    return windows && { outcome: "allowed", windows, now, policyVersion: policy.version };
+  }
+
+  /**
+   * Request `admissionId` admitted from a standing permit held here, asked again (its answer was
+   * lost, and this holder evicted since, which forgot the answer it gave): the same decision,
+   * from the permit it took then; null when none took it.
+   */
+  #answeredFromStanding(policy: Policy, now: number, admissionId: string): KeyDecision | null {
+    const windows = this.standing.answeredBefore(
+      admissionId,
+      policy.version,
+      this.windows.atContact,
+    );
+    return windows && { outcome: "allowed", windows, now, policyVersion: policy.version };
   }
 
   /** Moves the standing permits done with at `now` (or `all`) to the leases to hand back. */

@@ -16,6 +16,12 @@ export interface HeldStanding {
   marginMs?: number;
   policyVersion: number;
   admissionIds: string[];
+  /**
+   * The windows each request admitted from it was answered with, by admission id: the same
+   * request asked again (its answer lost, this holder evicted since) gets the same answer.
+   * Absent: none kept (an earlier release's permit).
+   */
+  answers?: Record<string, WindowStatus[]>;
 }
 
 /** What a location holder keeps across an eviction: its standing permits, and the key's arrivals. */
@@ -42,7 +48,11 @@ export class StandingStock {
 
   /** What it holds (a copy), to keep across an eviction. */
   held(): HeldStanding[] {
-    return this.#held.map((h) => ({ ...h, admissionIds: [...h.admissionIds] }));
+    return this.#held.map(({ answers, ...h }) => ({
+      ...h,
+      admissionIds: [...h.admissionIds],
+      ...(answers && { answers: { ...answers } }),
+    }));
   }
 
   /**
@@ -83,13 +93,15 @@ export class StandingStock {
 
   /**
    * Takes a permit of the minute at `now` granted under `policyVersion`: the windows to show for
-   * it, from those of the last contact `atContact`, or null when none is usable.
+   * it, from those of the last contact `atContact` (as `show` makes them, kept with
+   * `admissionId`), or null when none is usable.
    */
   take(
     policyVersion: number,
     now: number,
     admissionId: string | null,
     atContact: readonly WindowStatus[],
+    show: (windows: WindowStatus[]) => WindowStatus[] = (windows) => windows,
   ): WindowStatus[] | null {
     const s = this.#held.find(
       (h) => h.left > 0 && h.from <= now && now < h.until && h.policyVersion === policyVersion,
@@ -97,8 +109,36 @@ export class StandingStock {
     if (!s) return null;
     s.left--;
     s.used++;
-    if (admissionId !== null) s.admissionIds.push(admissionId);
+    const shown = show(this.#windowsOf(s, atContact));
+    if (admissionId !== null) {
+      s.admissionIds.push(admissionId);
+      s.answers = { ...s.answers, [admissionId]: shown };
+    }
     this.onChange?.();
+    return shown;
+  }
+
+  /**
+   * The windows request `admissionId` was answered with, if it was admitted from a permit held
+   * here granted under `policyVersion` (asked again: no other permit is taken for it); else null.
+   * A permit that kept no answer (an earlier release's) shows its minute as taking it did, given
+   * windows of a contact to show (else null: the key's object decides, and counts it once).
+   */
+  answeredBefore(
+    admissionId: string,
+    policyVersion: number,
+    atContact: readonly WindowStatus[],
+  ): WindowStatus[] | null {
+    const s = this.#held.find(
+      (h) => h.policyVersion === policyVersion && h.admissionIds.includes(admissionId),
+    );
+    const kept = s?.answers?.[admissionId];
+    if (!s || kept) return kept ?? null;
+    return atContact.length > 0 ? this.#windowsOf(s, atContact) : null;
+  }
+
+  /** The windows `atContact` with the minute of permit `s` as its permits of that minute left it. */
+  #windowsOf(s: HeldStanding, atContact: readonly WindowStatus[]): WindowStatus[] {
     const usedThisMinute = this.#held
       .filter((h) => h.minuteStart === s.minuteStart)
       .reduce((n, h) => n + h.used, 0);

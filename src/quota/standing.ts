@@ -1,4 +1,5 @@
 import { DAY_MS, MINUTE_MS } from "../lib/clock";
+import { GIVE_BACK_GRACE_MS } from "./lease";
 
 // Standing permits: a location holder's permits for the minutes to come, so that a sparse key's
 // next requests there need no call to its object (docs/quotas.md, "Standing permits").
@@ -9,25 +10,26 @@ import { DAY_MS, MINUTE_MS } from "../lib/clock";
  */
 export const STANDING_MINUTES = 6;
 
-/** A grant covers the key's next this many requests at its last gap: one call per that many. */
+/** A grant covers the key's next this many requests at its spacing: one call per that many. */
 export const STANDING_REQUESTS_AHEAD = 6;
 
 /** The most minutes after the current one a grant covers, whatever the key's gap. */
 export const STANDING_MOST_MINUTES = 30;
 
-/** The minutes to come a holder asks standing permits for, at the key's last gap `gapMs` there. */
+/** The minutes to come a holder asks standing permits for, at the key's spacing `gapMs` there. */
 export function standingMinutesWanted(gapMs: number): number {
   const ahead = Math.ceil((STANDING_REQUESTS_AHEAD * gapMs) / MINUTE_MS);
   return Math.min(STANDING_MOST_MINUTES, Math.max(STANDING_MINUTES, ahead));
 }
 
 /**
- * A location holder asks for standing permits once the key's last gap there is at least this
- * long (at most two requests a minute); busier keys keep the minute's stock and its refill.
+ * A location holder asks for standing permits once the key's spacing there (ArrivalRate.sparseGap)
+ * is at least this long (at most two requests a minute); busier keys keep the minute's stock and
+ * its refill.
  */
 export const STANDING_GAP_MS = 30_000;
 
-/** The standing permits a holder asks for each minute at the key's last gap there (0: none yet). */
+/** The standing permits a holder asks for each minute at the key's spacing there (0: none yet). */
 export function standingWanted(gapMs: number): number {
   return gapMs >= STANDING_GAP_MS ? Math.ceil((0.9 * MINUTE_MS) / gapMs) : 0;
 }
@@ -44,10 +46,19 @@ export function standingMinutesFrom(now: number, minutes = STANDING_MINUTES): nu
 }
 
 /**
- * The background calls a location holder makes for a key that stopped calling there, while it
- * holds standing permits, end within this long of its last request.
+ * The alarm that hands standing permits back for a holder evicted before their end fires this
+ * long after the in-memory hand-back would have (which, when it runs, deletes the alarm).
  */
-export const STANDING_BACKGROUND_ENDS_WITHIN_MS = (STANDING_MOST_MINUTES + 2) * MINUTE_MS + 250;
+export const STANDING_ALARM_SLACK_MS = 1_000;
+
+/**
+ * The background calls a location holder makes for a key that stopped calling there, while it
+ * holds standing permits, end within this long of its last request: the last minute granted ends
+ * at most STANDING_MOST_MINUTES + 2 minutes on, and its hand-back follows GIVE_BACK_GRACE_MS
+ * later, or STANDING_ALARM_SLACK_MS after that from the alarm of a holder evicted meanwhile.
+ */
+export const STANDING_BACKGROUND_ENDS_WITHIN_MS =
+  (STANDING_MOST_MINUTES + 2) * MINUTE_MS + GIVE_BACK_GRACE_MS + STANDING_ALARM_SLACK_MS;
 
 /**
  * The most calls a location holder makes to the key's object for a key that stopped calling
