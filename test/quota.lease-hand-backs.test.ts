@@ -1,7 +1,6 @@
 // When a holder hands permits back (src/quota/lease-hand-backs.ts), with fake calls to the key's
 // object and fake time: a lease at its expiry (a stock for the minute with its minute), and the
 // standing permits at their end.
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import { GIVE_BACK_GRACE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
@@ -16,7 +15,6 @@ import type { WindowStatus } from "../src/quota/windows";
 import { admitUntilRenewal, closedGate, fixClock, policyWith, T0 } from "./helpers";
 
 const LIMIT = 60;
-let seq = 0;
 const POLICY = policyWith(LIMIT, 1_000);
 
 /** The windows of a contact in the minute of `minuteStart`, `remaining` left in it. */
@@ -70,37 +68,45 @@ describe("a holder's stock for the minute", () => {
 });
 
 describe("a lease at its expiry", () => {
-  it("with a renewal in flight that brings it more permits: kept once the renewal is answered, not handed back", async () => {
+  it("with a renewal in flight that extends it: kept once the renewal is answered, not handed back", async () => {
     const time = fixClock(T0 + 1_000);
-    const stub = env.QUOTA.getByName(`hand_backs_${++seq}`);
-    const policy = policyWith(6_000, 1_000_000);
     const { gate, open } = closedGate();
     const givenBack: ReturnedLease[] = [];
     const calls: LeaseCalls = {
-      admit: (request) => stub.admit(policy, request),
-      giveBack: (returned) => {
-        givenBack.push(returned);
-        return stub.returnLease(returned);
-      },
-      renew: async (request: RenewalRequest) => {
+      ...callsAnswering(
+        () =>
+          allowed(time.now, {
+            lease: { id: "stock", permits: 10, expiresAt: time.now + STOCK_LEASE_MS },
+          }),
+        givenBack,
+      ),
+      // Answered as the object decided it when it arrived, the answer held on its way back.
+      renew: async (request: RenewalRequest): Promise<Renewal> => {
+        const at = time.now;
         await gate;
-        return stub.renewLease(policy, request);
+        return {
+          policyVersion: POLICY.version,
+          revoked: false,
+          windows: atContact(T0, 40),
+          granted: { id: request.leaseId, permits: 4, expiresAt: at + STOCK_LEASE_MS },
+          now: at,
+        };
       },
     };
-    const holder = new LeaseHolder();
-    const { renewal } = await admitUntilRenewal(holder, policy, calls, time, {
-      stepMs: 50,
-      most: 200,
+    const holder = new LeaseHolder({ stock: 10 });
+    const { renewal } = await admitUntilRenewal(holder, POLICY, calls, time, {
+      stepMs: 200,
+      most: 40,
     });
-    // The timer wakes past the expiry; the renewal's answer comes back after it.
+    // The timer wakes past the lease's expiry; the renewal's answer comes back after it.
     await holder.giveBackAtExpiry(calls, async (ms) => {
       time.now += ms;
       setTimeout(open, 10);
     });
-    expect(await renewal, "renewed").toBe(true);
+    expect(await renewal, "extended").toBe(true);
     expect(givenBack).toEqual([]);
     expect(holder.unusedPermits).toBeGreaterThan(0);
-    expect((await holder.admit(policy, calls)).local, "admitted from it").toBe(true);
+    expect((await holder.admit(POLICY, calls)).local, "admitted from it").toBe(true);
   });
 });
 
