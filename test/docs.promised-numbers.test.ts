@@ -21,7 +21,7 @@ import {
 } from "../src/objects/holder-key-record";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import { PUSH_DEADLINE_MS } from "../src/objects/stock-sharing";
-import { RATE_HORIZON_MS } from "../src/quota/arrival-rate";
+import { RATE_HORIZON_MS, RECENT_GAPS_MS } from "../src/quota/arrival-rate";
 import { OVERLOADED_RETRY_MS } from "../src/quota/fail-open";
 import {
   BACKGROUND_ENDS_WITHIN_MS,
@@ -427,7 +427,7 @@ const PROMISES: PromisedNumber[] = [
     value: STANDING_REQUESTS_AHEAD,
     unit: 1,
     phrases: [
-      "next {n} requests there at its last gap \\(`STANDING_REQUESTS_AHEAD`",
+      "next {n} requests there at its spacing \\(`STANDING_REQUESTS_AHEAD`",
       "one call to the key's object per {n} requests",
     ],
   },
@@ -454,6 +454,12 @@ const PROMISES: PromisedNumber[] = [
     value: STANDING_MOST_MINUTES + 1,
     unit: 1,
     phrases: ["the last minute of those permits, which ends at most {n} minutes after the grant"],
+  },
+  {
+    name: "RECENT_GAPS_MS",
+    value: RECENT_GAPS_MS,
+    unit: MIN,
+    phrases: ["that end within {n} minute of its last request \\(`RECENT_GAPS_MS`\\)"],
   },
   {
     name: "STANDING_GAP_MS",

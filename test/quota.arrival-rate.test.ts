@@ -1,6 +1,12 @@
 // Rate estimation (src/quota/arrival-rate.ts): how busy a key is in one holder.
 import { describe, expect, it } from "vitest";
-import { ArrivalRate, leaseWanted, RATE_HORIZON_MS } from "../src/quota/arrival-rate";
+import { MINUTE_MS } from "../src/lib/clock";
+import {
+  ArrivalRate,
+  leaseWanted,
+  RATE_HORIZON_MS,
+  RECENT_GAPS_MS,
+} from "../src/quota/arrival-rate";
 import { ISOLATE_LEASE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
 import { T0 } from "./helpers";
 
@@ -93,5 +99,54 @@ describe("ArrivalRate", () => {
     for (const t of arrivals) rate.note(t);
     expect(rate.leaseWanted(T0, L)).toBe(leaseWanted(arrivals, T0, L));
     expect(rate.leaseWanted(T0, L)).toBe(Math.ceil((37 * L) / 1_000));
+  });
+});
+
+describe("ArrivalRate's recent gaps (when the key's next request is expected)", () => {
+  const noted = (arrivals: number[]) => {
+    const rate = new ArrivalRate();
+    for (const t of arrivals) rate.note(T0 + t);
+    return rate;
+  };
+  const pairs = (everyMs: number, count: number) =>
+    Array.from({ length: count }, (_, i) => [i * everyMs, i * everyMs + 100]).flat();
+
+  it("a key calling evenly: its longest recent gap and its spacing are its gap", () => {
+    const rate = noted([0, 10_000, 20_000, 30_000]);
+    expect(rate.gapMs).toBe(10_000);
+    expect(rate.longestGapMs).toBe(10_000);
+    expect(rate.spacingMs).toBe(10_000);
+  });
+
+  it("pairs 100 ms apart: the gap between pairs, and one request per half of it", () => {
+    const every10s = noted(pairs(10_000, 6));
+    expect(every10s.gapMs).toBe(100);
+    expect(every10s.longestGapMs).toBe(9_900);
+    expect(every10s.spacingMs).toBe(5_000);
+    const everyMinute = noted(pairs(MINUTE_MS, 3));
+    expect(everyMinute.longestGapMs).toBe(MINUTE_MS - 100);
+    expect(everyMinute.spacingMs).toBe(MINUTE_MS / 2);
+  });
+
+  it("only gaps ending within RECENT_GAPS_MS of the last request count", () => {
+    // A 5-minute gap, then requests every 10 s: it counts while it ended a minute ago or less.
+    const longGapThen = (n: number) => [
+      0,
+      ...Array.from({ length: n }, (_, i) => 300_000 + i * 10_000),
+    ];
+    expect(RECENT_GAPS_MS).toBe(MINUTE_MS);
+    expect(noted(longGapThen(7)).longestGapMs).toBe(300_000); // ended 60 s before the last
+    expect(noted(longGapThen(8)).longestGapMs).toBe(10_000); // 70 s before
+    expect(noted(longGapThen(8)).spacingMs).toBe(10_000);
+  });
+
+  it("none yet: 0; restored from a last arrival and its gap: that gap", () => {
+    expect(noted([0]).longestGapMs).toBe(0);
+    expect(noted([0]).spacingMs).toBe(0);
+    const rate = noted(pairs(10_000, 3));
+    rate.restore(T0 + 50_000, 40_000);
+    expect(rate.longestGapMs).toBe(40_000);
+    rate.note(T0 + 50_100);
+    expect([rate.gapMs, rate.longestGapMs, rate.spacingMs]).toEqual([100, 40_000, 20_050]);
   });
 });

@@ -13,7 +13,7 @@ import type { AdmitResult } from "../src/objects/quota-holder-client";
 import { QuotaLimiter } from "../src/objects/quota-limiter";
 import { GIVE_BACK_GRACE_MS, heldBound, STOCK_LEASE_MS } from "../src/quota/lease";
 import type { Policy } from "../src/quota/windows";
-import { backgroundWork } from "./background-work";
+import { backgroundWork, countObjectCalls } from "./background-work";
 import {
   ADMIN,
   auth,
@@ -33,7 +33,7 @@ import {
 const time = mockClock(T0);
 let seq = 0;
 
-const { passTime, uncounted } = backgroundWork(time);
+const { passTime, passTo, uncounted } = backgroundWork(time);
 
 const holderOf = (keyId: string, location: string) =>
   env.QUOTA_HOLDER.getByName(holderName(keyId, location));
@@ -294,6 +294,68 @@ describe("a location holder at the turn of a key that went quiet", () => {
     await passTime();
     expect((await holder.unusedPermits()) > 0).toBe(refilled);
     expect((await usageOf(keyId)).day.count > 2).toBe(refilled);
+  });
+});
+
+// A key whose requests come in pairs (a list and a get, a page and the next): its last gap is
+// the pair's, its next request comes after the longest of its recent gaps. Judged by the last gap
+// alone it went quiet at every turn, and its first request of each minute waited for a far call.
+describe("a key whose requests come in pairs 100 ms apart", () => {
+  /** `count` pairs `everyMs` apart from `first`: the requests forwarded, and the object's calls. */
+  const pairs = async (keyId: string, first: number, everyMs: number, count: number) => {
+    const holder = holderOf(keyId, "AMS");
+    const policy = policyWith(60, 1_000);
+    const objectCalls = countObjectCalls();
+    const answers: HolderAnswer[] = [];
+    for (let i = 0; i < count; i++) {
+      for (const offset of [0, 100]) {
+        await passTo(first + i * everyMs + offset);
+        answers.push(await holder.admit(keyId, policy));
+        await passTime(); // the renewal or ask it may have started comes back
+      }
+    }
+    const calls = objectCalls();
+    expect(answers.every((a) => a.reached && a.decision.outcome === "allowed")).toBe(true);
+    await holder.giveBack(keyId);
+    expect((await usageOf(keyId)).day.count, "the day counts what was admitted").toBe(2 * count);
+    const forwarded = answers.flatMap((a, i) => (a.reached && a.fromStock ? [] : [i]));
+    return { forwarded, calls };
+  };
+
+  it("every 10 s for 3 minutes: only its very first request waits for the key's object", {
+    timeout: 60_000,
+  }, async () => {
+    const { forwarded, calls } = await pairs(`holders_pairs_${++seq}`, T0 + 5_000, 10_000, 18);
+    expect(forwarded).toEqual([0]);
+    // Its first request, then in each of its 3 minutes a stock of heldBound (6) for its 12
+    // requests: the refill at the turn (the first minute: the first request's) and one renewal.
+    expect(calls).toBeLessThanOrEqual(1 + 2 * 3);
+  });
+
+  it("every minute for 6 minutes: only the first request of its first two pairs (before its gap between pairs is known) waits for the key's object", {
+    timeout: 60_000,
+  }, async () => {
+    const { forwarded, calls } = await pairs(`holders_pairs_${++seq}`, T0 + 50_000, MINUTE_MS, 6);
+    expect(forwarded).toEqual([0, 2]);
+    // Those two, the first stock's hand-back, then one refill at each later turn, whose stock
+    // lives the minute: no renewal once the pair used it up (its next request is a minute on).
+    expect(calls).toBeLessThanOrEqual(2 + 1 + 4);
+  });
+
+  it("every 10 s, the last pair 40 s before the turn: gone quiet, no stock at the turn", async () => {
+    const keyId = `holders_pairs_${++seq}`;
+    const policy = policyWith(20, 40);
+    const holder = holderOf(keyId, "AMS");
+    const minuteEnd = T0 + 30 * MINUTE_MS;
+    for (const at of [-50_000, -49_900, -40_000, -39_900]) {
+      await passTo(minuteEnd + at);
+      expect((await holder.admit(keyId, policy)).reached).toBe(true);
+    }
+    await holder.giveBack(keyId); // what those requests left: none held before the turn
+    expect(await holder.unusedPermits()).toBe(0);
+    await passTo(minuteEnd);
+    expect(await holder.unusedPermits()).toBe(0);
+    expect((await usageOf(keyId)).day.count).toBe(4);
   });
 });
 

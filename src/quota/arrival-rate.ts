@@ -33,9 +33,23 @@ export function leaseWanted(arrivals: readonly number[], now: number, lifetimeMs
 // Enough arrivals to size any lease (past it, the oldest are dropped).
 const MAX_ARRIVALS = 2_000;
 
-/** One key's arrivals in one holder: its recent rate, and its last gap. */
+/**
+ * A key's gaps ending this long before its last request in a holder are its recent ones: the
+ * longest of them is the gap its next request is expected at (its requests may come in pairs or
+ * bursts, each after a longer gap), a minute so that a key calling once a minute keeps it.
+ */
+export const RECENT_GAPS_MS = MINUTE_MS;
+
+// The most recent arrivals kept to find those gaps (a longer burst than this is measured within).
+const MAX_RECENT_ARRIVALS = 256;
+
+/** One key's arrivals in one holder: its recent rate, its last gap, and its recent gaps. */
 export class ArrivalRate {
   #arrivals: number[] = [];
+  /** The arrivals whose gaps end within RECENT_GAPS_MS of the last one, and the one before. */
+  #recent: number[] = [];
+  /** What #recent gives (null: not worked out since it changed). */
+  #gaps: { longestMs: number; spacingMs: number } | null = null;
   /** When the key's last request arrived here (null: none yet), and the gap before it. */
   lastArrival: number | null = null;
   gapMs = 0;
@@ -45,16 +59,71 @@ export class ArrivalRate {
     if (this.#arrivals.length > MAX_ARRIVALS) this.#arrivals.shift();
     this.gapMs = this.lastArrival === null ? 0 : Math.max(0, now - this.lastArrival);
     this.lastArrival = now;
+    const recent = this.#recent;
+    recent.push(now);
+    while (
+      recent.length > MAX_RECENT_ARRIVALS ||
+      (recent.length > 2 && recent[1]! < now - RECENT_GAPS_MS)
+    )
+      recent.shift();
+    this.#gaps = null;
+  }
+
+  /** Holds again a key's last arrival and the gap before it (kept across an eviction). */
+  restore(lastArrival: number | null, gapMs: number): void {
+    this.lastArrival = lastArrival;
+    this.gapMs = gapMs;
+    this.#recent = [];
+    if (lastArrival !== null)
+      this.#recent = gapMs > 0 ? [lastArrival - gapMs, lastArrival] : [lastArrival];
+    this.#gaps = null;
   }
 
   /**
-   * The key's gap as standing permits are sized by: its last gap, or for a key seen once here the
-   * time since; once a minute has begun since, at least STANDING_GAP_MS (so the next minute's
-   * refill gets standing permits however late in its minute the one request came).
+   * The longest of the key's recent gaps here (RECENT_GAPS_MS; 0: none yet): its next request is
+   * expected this long after its last. A key whose requests come in pairs 100 ms apart every 10 s
+   * has a last gap of 100 ms and a longest recent gap of 9.9 s.
+   */
+  get longestGapMs(): number {
+    return this.#recentGaps().longestMs;
+  }
+
+  /**
+   * The key's mean gap here since its longest recent gap began (0: none yet): one request per
+   * this long, its bursts spread out (a pair every minute: 30 s; a key calling evenly: its gap).
+   */
+  get spacingMs(): number {
+    return this.#recentGaps().spacingMs;
+  }
+
+  #recentGaps(): { longestMs: number; spacingMs: number } {
+    if (this.#gaps) return this.#gaps;
+    const recent = this.#recent;
+    const last = recent.length - 1;
+    let longestMs = 0;
+    let longestAt = last; // where the longest gap ends (the latest of equal ones)
+    for (let i = 1; i <= last; i++) {
+      const gap = Math.max(0, recent[i]! - recent[i - 1]!);
+      if (gap >= longestMs) {
+        longestMs = gap;
+        longestAt = i;
+      }
+    }
+    const since = last > 0 ? Math.max(0, recent[last]! - recent[longestAt - 1]!) : 0;
+    this.#gaps = { longestMs, spacingMs: last > 0 ? since / (last - longestAt + 1) : 0 };
+    return this.#gaps;
+  }
+
+  /**
+   * The key's gap as standing permits are sized by: its spacing here (spacingMs), or for a key
+   * seen once here the time since; once a minute has begun since, at least STANDING_GAP_MS (so
+   * the next minute's refill gets standing permits however late in its minute the one request
+   * came).
    */
   sparseGap(now: number): number {
     const last = this.lastArrival;
-    if (this.gapMs > 0 || last === null) return this.gapMs;
+    const spacing = this.spacingMs;
+    if (spacing > 0 || last === null) return spacing;
     const minuteBegunSince = last < now - (now % MINUTE_MS);
     return minuteBegunSince ? Math.max(STANDING_GAP_MS, now - last) : now - last;
   }

@@ -67,18 +67,19 @@ export class LeaseHolder extends LeaseHandBacks {
   #minuteWant(now: number): { minuteWant?: number; standing?: number; standingMinutes?: number } {
     if (this.#stock <= 0) return {};
     const minuteEnd = now - (now % MINUTE_MS) + MINUTE_MS;
-    const minuteWant = minuteStockWanted(now, minuteEnd, this.#rate.gapMs);
+    const minuteWant = minuteStockWanted(now, minuteEnd, this.#rate.spacingMs);
     return { minuteWant, ...this.#standingWant(now) };
   }
 
   /**
-   * A location holder's standing permits to ask for in each minute to come, once those it holds
-   * would not cover the key's next request here (at its last gap, at least a minute on).
+   * A location holder's standing permits to ask for in each minute to come, sized at the key's
+   * spacing here (sparseGap), once those it holds would not cover its next request here (at its
+   * longest recent gap, at least a minute on).
    */
   #standingWant(now: number): { standing?: number; standingMinutes?: number } {
     const gapMs = this.#rate.sparseGap(now);
     const standing = this.#stock > 0 ? standingWanted(gapMs) : 0;
-    const nextExpected = now + Math.max(gapMs, MINUTE_MS);
+    const nextExpected = now + Math.max(gapMs, this.#rate.longestGapMs, MINUTE_MS);
     if (standing <= 0 || this.standing.coveredUntil > nextExpected) return {};
     return { standing, standingMinutes: standingMinutesWanted(gapMs) };
   }
@@ -96,8 +97,7 @@ export class LeaseHolder extends LeaseHandBacks {
   /** Holds what `memory` kept, each permit usable `marginMs` less at both ends of its minute. */
   restoreStanding(memory: StandingMemory, marginMs: number): void {
     this.standing.restore(memory.standing, marginMs);
-    this.#rate.lastArrival = memory.lastArrival;
-    this.#rate.gapMs = memory.gapMs;
+    this.#rate.restore(memory.lastArrival, memory.gapMs);
     if (memory.windows) this.windows.contact(memory.windows);
   }
 
@@ -107,12 +107,13 @@ export class LeaseHolder extends LeaseHandBacks {
 
   /**
    * Whether a stock refilled at `turn` is likely used in the minute it begins (a key seen once
-   * here: yes). Not when the key's next request here (its last gap after its last arrival) is
-   * expected after that minute, nor when it missed that request by more than its gap: gone quiet,
-   * the stock would wait a minute to go back, stranded if the holder is evicted before.
+   * here: yes). Not when the key's next request here (its longest recent gap after its last
+   * arrival: a pair's second request does not make the next one due 100 ms on) is expected after
+   * that minute, nor when it missed that request by more than that gap: gone quiet, the stock
+   * would wait a minute to go back, stranded if the holder is evicted before.
    */
   refillDueAt(turn: number): boolean {
-    const { lastArrival, gapMs } = this.#rate;
+    const { lastArrival, longestGapMs: gapMs } = this.#rate;
     if (lastArrival === null || gapMs === 0) return true;
     return lastArrival + gapMs < turn + MINUTE_MS && lastArrival + 2 * gapMs >= turn;
   }
@@ -215,7 +216,9 @@ export class LeaseHolder extends LeaseHandBacks {
     if (!renew || !lease || !this.calls.idle) return null;
     if (now < this.noLeaseUntil) return null;
     const minuteEnd = this.windows.minuteEnd;
-    const { gapMs } = this.#rate;
+    // A location holder's stock for the minute: renewed if the key's next request (at its longest
+    // recent gap) comes in the minute; an isolate's lease: by the request before its next.
+    const gapMs = this.#stock > 0 ? this.#rate.longestGapMs : this.#rate.gapMs;
     const renewOptions = { aheadMs: this.#renewAhead.ms, stock: this.#stock, gapMs };
     if (!renewsNow(lease, minuteEnd, now, renewOptions)) return null;
     const want = this.#wanted(now, lease.left);

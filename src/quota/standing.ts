@@ -10,25 +10,26 @@ import { GIVE_BACK_GRACE_MS } from "./lease";
  */
 export const STANDING_MINUTES = 6;
 
-/** A grant covers the key's next this many requests at its last gap: one call per that many. */
+/** A grant covers the key's next this many requests at its spacing: one call per that many. */
 export const STANDING_REQUESTS_AHEAD = 6;
 
 /** The most minutes after the current one a grant covers, whatever the key's gap. */
 export const STANDING_MOST_MINUTES = 30;
 
-/** The minutes to come a holder asks standing permits for, at the key's last gap `gapMs` there. */
+/** The minutes to come a holder asks standing permits for, at the key's spacing `gapMs` there. */
 export function standingMinutesWanted(gapMs: number): number {
   const ahead = Math.ceil((STANDING_REQUESTS_AHEAD * gapMs) / MINUTE_MS);
   return Math.min(STANDING_MOST_MINUTES, Math.max(STANDING_MINUTES, ahead));
 }
 
 /**
- * A location holder asks for standing permits once the key's last gap there is at least this
- * long (at most two requests a minute); busier keys keep the minute's stock and its refill.
+ * A location holder asks for standing permits once the key's spacing there (ArrivalRate.sparseGap)
+ * is at least this long (at most two requests a minute); busier keys keep the minute's stock and
+ * its refill.
  */
 export const STANDING_GAP_MS = 30_000;
 
-/** The standing permits a holder asks for each minute at the key's last gap there (0: none yet). */
+/** The standing permits a holder asks for each minute at the key's spacing there (0: none yet). */
 export function standingWanted(gapMs: number): number {
   return gapMs >= STANDING_GAP_MS ? Math.ceil((0.9 * MINUTE_MS) / gapMs) : 0;
 }
