@@ -641,7 +641,7 @@ describe("renewing a lease ahead", () => {
       async function acrossTheMinute(stub: Stub, othersInNewMinute: number) {
         const gated = gatedRenewals(stub, policy);
         const holder = new LeaseHolder();
-        time.now = M + 55_000;
+        time.now = M + 58_300;
         const { renewal } = await admitUntilRenewal(holder, policy, gated.calls, time, {
           stepMs: 50,
           most: 100,
@@ -804,7 +804,7 @@ describe("the holder's own rules", () => {
     };
     // A renewal sent late in minute M and answered in M+1 brings a new lease: the old lease's
     // rest waits to go back, with the next call.
-    time.now = M + 55_000;
+    time.now = M + 58_300;
     let renewal: Promise<boolean> | null = null;
     for (let i = 0; i < 100 && !renewal; i++) renewal = (await admit()).renewal;
     expect(renewal).not.toBeNull();

@@ -409,7 +409,13 @@ describe("renewals", () => {
   async function isolateRenewingIn(policy: Policy, roundTripMs: number) {
     const stub = newObject();
     const watched = watchedCalls(stub, () => policy);
-    const renewed: { at: number; expiresAt: number | null; request: RenewalRequest }[] = [];
+    /** `expiresAt` by the object's clock; `heldUntil` by the holder's (counted from `at`). */
+    const renewed: {
+      at: number;
+      expiresAt: number | null;
+      heldUntil: number | null;
+      request: RenewalRequest;
+    }[] = [];
     const calls: LeaseCalls = {
       ...watched.calls,
       renew: async (request) => {
@@ -417,7 +423,9 @@ describe("renewals", () => {
         time.now += roundTripMs / 2;
         const answer = await stub.renewLease(policy, request);
         time.now += roundTripMs / 2;
-        renewed.push({ at, expiresAt: answer.granted?.expiresAt ?? null, request });
+        const expiresAt = answer.granted?.expiresAt ?? null;
+        const heldUntil = expiresAt === null ? null : at + (expiresAt - answer.now);
+        renewed.push({ at, expiresAt, heldUntil, request });
         return answer;
       },
     };
@@ -468,7 +476,7 @@ describe("renewals", () => {
     // The first few come once half used, while the lease grows to the key's rate; then by expiry.
     const steady = renewed.filter((r) => r.at >= T0 + 4_000);
     expect(steady.length).toBeGreaterThanOrEqual(3);
-    const aheadOfExpiry = steady.slice(1).map((r, i) => steady[i]!.expiresAt! - r.at);
+    const aheadOfExpiry = steady.slice(1).map((r, i) => steady[i]!.heldUntil! - r.at);
     // Sent by the last request before it is due (at the key's gap, 20 ms).
     for (const ms of aheadOfExpiry) expect(ms).toBeGreaterThanOrEqual(200);
     for (const ms of aheadOfExpiry) expect(ms).toBeLessThan(200 + 2 * gapMs);

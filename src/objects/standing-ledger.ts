@@ -56,7 +56,9 @@ export class StandingLedger {
     const room = Math.min(...windowsOf(state, limits).map((w) => w.remaining));
     const out = others.reduce((n, r) => n + r.held, 0);
     const fit = Math.min(STANDING_MINUTES * bound - out, room - MINUTE_STOCK_ROOM_SHARE * bound);
-    const minutes = standingMinutesFrom(now, ask.standingMinutes)
+    // The minutes after the one the windows are in, which a clock stepping back does not leave:
+    // a permit of that minute would be counted in the day only, never in its window.
+    const minutes = standingMinutesFrom(Math.max(now, state.minuteStart), ask.standingMinutes)
       .filter((m) => !own.includes(m) && heldIn(m) + permits <= bound)
       .slice(0, Math.max(0, Math.floor(fit / permits)));
     const total = permits * minutes.length;

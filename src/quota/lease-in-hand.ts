@@ -26,19 +26,19 @@ export interface HeldLease extends LeaseInUse {
 }
 
 /**
- * When a lease ends by this holder's own clock. The holder must not admit from it once its minute
- * is over by the object's clock, whatever its own reads (the object then admits a whole new
- * minute): so the time the minute had left when the object answered is counted from `sentAt`,
- * when this holder asked, before the answer whatever the two clocks read.
+ * When a lease ends by this holder's own clock. The holder must not admit from it once it has
+ * ended by the object's clock, whatever its own reads: past its minute the object admits a whole
+ * new minute, and past its expiry the object no longer tells this holder of a change to the key.
+ * So the time the lease (and its minute) had left when the object answered is counted from
+ * `sentAt`, when this holder asked, before the answer whatever the two clocks read.
  */
 export function localExpiry(
   granted: Lease,
   answer: { now: number; windows: WindowStatus[] },
   sentAt: number,
 ): number {
-  const minuteEnd = answer.windows.find((w) => w.name === "minute")?.resetAt;
-  if (minuteEnd === undefined) return granted.expiresAt;
-  return Math.min(granted.expiresAt, sentAt + Math.max(0, minuteEnd - answer.now));
+  const minuteEnd = answer.windows.find((w) => w.name === "minute")?.resetAt ?? granted.expiresAt;
+  return sentAt + Math.max(0, Math.min(granted.expiresAt, minuteEnd) - answer.now);
 }
 
 /** A lease the object has just granted, ending at `expiresAt` by this holder's clock. */

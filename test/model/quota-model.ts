@@ -1447,6 +1447,43 @@ class StepBack extends Step {
   }
 }
 
+/**
+ * The key's object's clock steps back `ms` just after it moved into a minute M, when a location
+ * asks for standing permits: isolate `isolate`'s location called twice 40 s apart 7 minutes
+ * before (its standing permits all ended), the next location's isolate rolls the object into M
+ * 10 ms after M starts, the clock steps back, and the first location's next request asks for
+ * standing permits (at a gap of 7 minutes); then the next location fills M and the first sends
+ * 4 more: a standing permit granted for M itself would admit past M's limit.
+ */
+class StepBackIntoMinute extends Step {
+  constructor(
+    readonly isolate: number,
+    readonly ms: number,
+  ) {
+    super();
+  }
+  label() {
+    return `StepBackIntoMinute(isolate ${this.isolate}, ${this.ms})`;
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    const elsewhere = this.isolate + ISOLATES_PER_LOCATION;
+    const steps: Step[] = [
+      new OneAtATime(this.isolate, 2, 40_000),
+      new Advance("ms", 7 * MINUTE_MS),
+      new Advance("minuteEnd", 10),
+      new OneAtATime(elsewhere, 1, 0),
+      new StepBack(this.ms),
+      new OneAtATime(this.isolate, 1, 0),
+      new OneAtATime(elsewhere, 70, 10),
+      new OneAtATime(this.isolate, 4, 300),
+    ];
+    for (const step of steps) {
+      await step.act(m, r);
+      if (m.violations.length) return;
+    }
+  }
+}
+
 /** A location holder's (or isolate's) clock runs behind or ahead of the object's. */
 class Skew extends Step {
   constructor(
@@ -2090,6 +2127,9 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
     arbs.push(
       fc.integer({ min: 1, max: 1_500 }).map((ms) => new StepBack(ms)),
       fc
+        .tuple(fc.nat({ max: ISOLATES - 1 }), fc.integer({ min: 20, max: 1_500 }))
+        .map(([i, ms]) => new StepBackIntoMinute(i, ms)),
+      fc
         .tuple(
           fc.constantFrom<"holder" | "isolate">("holder", "isolate"),
           fc.nat({ max: 5 }),
@@ -2121,5 +2161,6 @@ export {
   SecondLocation,
   Skew,
   StepBack,
+  StepBackIntoMinute,
   StopsCalling,
 };
