@@ -9,7 +9,7 @@ import { describe, expect, it, vi } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import { type HolderAnswer, holderName, QuotaHolder } from "../src/objects/quota-holder";
-import type { QuotaLimiter } from "../src/objects/quota-limiter";
+import { QuotaLimiter } from "../src/objects/quota-limiter";
 import { heldBound, QUIET_STOCK } from "../src/quota/lease";
 import type { StandingPermit } from "../src/quota/lease-messages";
 import {
@@ -356,6 +356,74 @@ describe("a location holder's standing permits", () => {
     expect(day?.stranded).toBeLessThanOrEqual(QUIET_STOCK);
     expect((await stub.usage(POLICY)).day.count).toBe(4 + (day?.stranded ?? 0));
   });
+
+  /** The next hand-back call to the key's object (`returnLease` or `returnLeases`) fails. */
+  function failNextHandBack(): () => number {
+    let failures = 1;
+    for (const method of ["returnLease", "returnLeases"] as const) {
+      const original = QuotaLimiter.prototype[method];
+      vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(function (
+        this: QuotaLimiter,
+        ...args: unknown[]
+      ) {
+        if (failures-- > 0) throw new Error("the key's object is unreachable");
+        return (original as (...a: unknown[]) => unknown).apply(this, args);
+      } as never);
+    }
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    return () => 1 - Math.max(0, failures);
+  }
+
+  it.each([
+    ["evicted before their end: the alarm's", "alarm"],
+    ["in memory at their end: its own", "in memory"],
+  ])(
+    "a hand-back of standing permits, the holder %s, that fails once is made again by the alarm, the holder evicted in between: the requests they served are billed admitted",
+    async (_what, failing) => {
+      const keyId = `standing_hand_back_failed_${++seq}`;
+      const holder = holderOf(keyId);
+      const start = T0 + 45_000;
+      await passTo(start);
+      expect(allowed(await holder.admit(keyId, POLICY))).toBe(true);
+      await passTo(start + 30_000); // the next minute's refill: standing permits
+      const answers: HolderAnswer[] = [];
+      for (let i = 1; i <= 2; i++) {
+        await evictHolder(keyId);
+        await passTo(start + i * 5 * MINUTE_MS);
+        answers.push(await holder.admit(keyId, POLICY));
+        await passTime();
+      }
+      expect(answers.every(fromStock), "served from the standing permits").toBe(true);
+      const holderStub = uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS"));
+      const alarmOf = () =>
+        runInDurableObject(holderStub, (_: QuotaHolder, state) => state.storage.getAlarm());
+      const alarmAt = (await alarmOf()) ?? 0;
+      let failed = () => 0;
+      if (failing === "alarm") {
+        await evictHolder(keyId);
+        await passTo(alarmAt);
+        failed = failNextHandBack();
+        expect(await runDurableObjectAlarm(holderStub)).toBe(true);
+        await passTime();
+      } else {
+        failed = failNextHandBack();
+        await passTo(alarmAt - 1); // its own hand-back, 250 ms after their end
+      }
+      expect(failed(), "the hand-back was made and failed").toBe(1);
+      const retryAt = await alarmOf();
+      await evictHolder(keyId);
+      await passTo(Math.max(time.now, retryAt ?? 0));
+      const ranAgain = await runDurableObjectAlarm(holderStub);
+      await passTime();
+      time.now += STRANDED_AFTER_MS;
+      const [day] = (await env.QUOTA.getByName(keyId).report(POLICY)).days;
+      // The first request was decided by the key's object; the two since, from standing permits.
+      expect(day?.admitted, "requests served").toBe(3);
+      expect(ranAgain, "the alarm ran again").toBe(true);
+      expect(await holder.unusedPermits()).toBe(0);
+      expect(await alarmOf()).toBeNull();
+    },
+  );
 
   it("a key calling every 5 minutes, its holder evicted between requests and the object's answers 50 ms on their way back: no refill at the minute after a request, one background call per request", async () => {
     // The answers carry the object's time; 50 ms later they arrive (a far round trip's way back),

@@ -24,6 +24,9 @@ export interface KeptStanding extends StandingMemory {
  */
 export const RESTORED_STANDING_MARGIN_MS = 1_000;
 
+/** A hand-back of standing permits that failed is made again by the alarm this long after. */
+export const HAND_BACK_RETRY_MS = 5_000;
+
 /**
  * A location holder's standing permits kept in its own storage, so that a holder evicted between
  * a sparse key's requests still answers the next one from them. Written synchronously as each
@@ -97,6 +100,12 @@ export class HolderStandingMemory {
   /** When the hand-back of the permits held is due (GIVE_BACK_GRACE_MS after the last one's end). */
   get handBackDueAt(): number {
     return this.#leases.standingUntil + GIVE_BACK_GRACE_MS;
+  }
+
+  /** Sets the alarm for `at` (to make a hand-back that failed again; the permits stay kept). */
+  retryAt(at: number): void {
+    void this.#storage.setAlarm(at);
+    this.#alarmAt = at;
   }
 
   /** Sets the alarm again (it fired before the hand-back was due: later permits were granted). */

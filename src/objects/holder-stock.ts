@@ -8,7 +8,12 @@ import type { Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HolderCalls } from "./holder-calls";
 import type { HeldKeyRecord } from "./holder-key-record";
-import { HolderStandingMemory, RESTORED_STANDING_MARGIN_MS } from "./holder-standing-memory";
+import {
+  HAND_BACK_RETRY_MS,
+  HolderStandingMemory,
+  RESTORED_STANDING_MARGIN_MS,
+} from "./holder-standing-memory";
+import { STRANDED_AFTER_MS } from "./lease-ledger";
 import type { HolderAnswer } from "./quota-holder";
 import { callWithOneRetry, isOverloaded, persistentFailureOf } from "./stub-call";
 
@@ -65,13 +70,27 @@ export class LocationStock {
     this.#memory.keepOwed(this.#owner);
   }
 
-  /** The alarm: the standing permits' end came while evicted (or before the hand-back): back. */
+  /**
+   * The alarm: the standing permits' end came while evicted (or before their hand-back was
+   * confirmed): back. The permits stay kept until a hand-back is confirmed; one that fails is made
+   * again by the alarm HAND_BACK_RETRY_MS on, while the key's object still waits for them (a
+   * hand-back delivered twice is taken back once). After that it has settled them as stranded.
+   */
   async alarm(): Promise<void> {
     const owner = this.#owner;
     if (owner === null) return;
-    if (clock.now() < this.#memory.handBackDueAt) return this.#memory.rearm(owner);
-    const giveBack = this.#calls.giveBack(owner.keyId);
-    await this.#leases.handBackStandingAtEnd(giveBack, () => Promise.resolve());
+    const now = clock.now();
+    if (now < this.#memory.handBackDueAt) return this.#memory.rearm(owner);
+    try {
+      await this.#leases.handBackStandingOrThrow(this.#calls.giveBack(owner.keyId));
+    } catch (err) {
+      logFailure("warn", "a location holder could not hand back its standing permits", err, {
+        keyId: owner.keyId,
+      });
+      const retryAt = now + HAND_BACK_RETRY_MS;
+      if (retryAt < this.#leases.standingUntil + STRANDED_AFTER_MS) this.#memory.retryAt(retryAt);
+      else this.#leases.forgetStanding();
+    }
   }
 
   async decide(

@@ -114,11 +114,38 @@ export class LeaseHandBacks extends HeldLeases {
     this.#standingEndWatched = end;
     await sleep(Math.max(0, end + GIVE_BACK_GRACE_MS - clock.now()));
     if (this.standing.lastUntil !== end) return;
+    await this.handBackStandingOrThrow(calls);
+  }
+
+  /**
+   * Hands back now, in one call, the standing permits held, the leases retired meanwhile and the
+   * lease in use once expired. The permits stay held (and kept across an eviction, their alarm
+   * set) until the key's object has them: a call that fails throws, and the alarm makes it again
+   * (LocationStock.alarm).
+   */
+  async handBackStandingOrThrow(calls: GiveBackCall): Promise<void> {
     await this.calls.leaseCallsSettled();
-    const now = clock.now();
-    this.reportStanding(now, { all: true });
-    if (this.lease && now >= this.lease.expiresAt) this.putLeaseAside();
-    await this.giveBackRetired(calls);
+    if (this.lease && clock.now() >= this.lease.expiresAt) this.putLeaseAside();
+    const standing = this.standing.reportsKept();
+    const retired = this.unreturned.splice(0);
+    const returning = [...retired, ...standing];
+    if (returning.length === 0) return;
+    const handedBack: Promise<unknown> = calls.giveBackAll
+      ? calls.giveBackAll(returning)
+      : Promise.all(returning.map((returned) => calls.giveBack(returned)));
+    try {
+      await this.calls.exclusively(handedBack);
+    } catch (err) {
+      // A lease handed back twice is credited once: the retired ones go with the next call too.
+      this.returnLater(retired);
+      throw err;
+    }
+    this.standing.forget(standing.map((r) => r.id));
+  }
+
+  /** Stops holding the standing permits, unreported: the key's object settled them as stranded. */
+  forgetStanding(): void {
+    this.standing.forget(this.standing.reportsKept().map((r) => r.id));
   }
 
   /** Hands back every unused permit now; none are held while plain calls are in flight. */

@@ -216,9 +216,7 @@ export class LeaseHolder extends LeaseHandBacks {
     if (!renew || !lease || !this.calls.idle) return null;
     if (now < this.noLeaseUntil) return null;
     const minuteEnd = this.windows.minuteEnd;
-    // A location holder's stock for the minute: renewed if the key's next request (at its longest
-    // recent gap) comes in the minute; an isolate's lease: by the request before its next.
-    const gapMs = this.#stock > 0 ? this.#rate.longestGapMs : this.#rate.gapMs;
+    const { gapMs } = this.#rate;
     const renewOptions = { aheadMs: this.#renewAhead.ms, stock: this.#stock, gapMs };
     if (!renewsNow(lease, minuteEnd, now, renewOptions)) return null;
     const want = this.#wanted(now, lease.left);

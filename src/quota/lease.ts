@@ -159,8 +159,7 @@ export interface LeaseInUse {
  * the minute's last MINUTE_TAIL_MS, so one due in that tail goes before it, to the minute's end.
  * Only a request sends an isolate's renewal: the one whose successor (at the key's last gap
  * `gapMs`) would come after the renewal is due. A stock for the minute is renewed only once used
- * up, and only if the key's next request there (`gapMs`: its longest recent gap) comes in what is
- * left of the minute.
+ * up, and only if the key's last gap there fits in what is left of the minute.
  */
 export function renewsNow(
   lease: LeaseInUse,

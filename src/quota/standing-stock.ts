@@ -165,17 +165,28 @@ export class StandingStock {
     return this.#reportsOf((h) => h.policyVersion < version);
   }
 
+  /**
+   * The reports of every permit held, which stay held (and kept across an eviction) until
+   * `forget` drops them: for a hand-back whose call may fail.
+   */
+  reportsKept(): ReturnedLease[] {
+    return this.#held.map(reportOf);
+  }
+
+  /** Stops holding the permits `ids` (their hand-back was confirmed). */
+  forget(ids: readonly string[]): void {
+    const held = this.#held.filter((h) => !ids.includes(h.id));
+    if (held.length === this.#held.length) return;
+    this.#held = held;
+    this.onChange?.();
+  }
+
   #reportsOf(isDone: (held: HeldStanding) => boolean): ReturnedLease[] {
     const done = this.#held.filter(isDone);
     if (done.length === 0) return [];
     this.#held = this.#held.filter((h) => !done.includes(h));
     this.onChange?.();
-    return done.map((h) => ({
-      id: h.id,
-      unused: h.left,
-      used: h.used,
-      ...idsOf(h.admissionIds),
-    }));
+    return done.map(reportOf);
   }
 
   /**
@@ -211,3 +222,11 @@ export class StandingStock {
     return this.#held.reduce((n, h) => n + h.left, 0);
   }
 }
+
+/** What goes back to the key's object of standing permit `h`: what it served, by admission id. */
+const reportOf = (h: HeldStanding): ReturnedLease => ({
+  id: h.id,
+  unused: h.left,
+  used: h.used,
+  ...idsOf([...h.admissionIds]),
+});
