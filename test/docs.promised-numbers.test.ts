@@ -19,6 +19,7 @@ import {
   HELD_KEY_READ_AHEAD_AGE_MS,
   HELD_KEY_READ_AHEAD_GAP_MAX_MS,
 } from "../src/objects/holder-key-record";
+import { HAND_BACK_RETRY_MS } from "../src/objects/holder-standing-memory";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import { PUSH_DEADLINE_MS } from "../src/objects/stock-sharing";
 import { RATE_HORIZON_MS, RECENT_GAPS_MS } from "../src/quota/arrival-rate";
@@ -234,7 +235,14 @@ const PROMISES: PromisedNumber[] = [
       "{n} s past its expiry \\(`STRANDED_AFTER_MS`\\)",
       "stranded permits {n} s after their lease's expiry",
       "\\({n} s after its expiry, not before its minute ends\\)",
+      "still waits for it, {n} s \\(`STRANDED_AFTER_MS`\\)",
     ],
+  },
+  {
+    name: "HAND_BACK_RETRY_MS",
+    value: HAND_BACK_RETRY_MS,
+    unit: S,
+    phrases: ["again by the alarm every {n} s \\(`HAND_BACK_RETRY_MS`\\)"],
   },
   {
     name: "ADMISSION_ID_LIFETIME_MS",
