@@ -22,7 +22,7 @@
  */
 export const STOPPED_KEY_OBJECT_CALLS = 3;
 /** …all within this long of its last request (`STANDING_BACKGROUND_ENDS_WITHIN_MS`). */
-export const STOPPED_KEY_CALLS_END_WITHIN_MS = 1_920_250;
+export const STOPPED_KEY_CALLS_END_WITHIN_MS = 1_921_250;
 /**
  * How long the report watches a stopped key's background requests by default (`--tail-seconds`):
  * long enough for the last of them to show.

@@ -15,6 +15,7 @@ import {
   sparsePlan,
   TAIL_SECONDS,
 } from "../lib/quota-scenarios.mjs";
+import benchReadme from "../README.md?raw";
 
 const header = (limiter: number, local: number, forwarded: number, background: number) =>
   `limiter=${limiter}, d1=0, d1-pets=0, local=${local}, forwarded=${forwarded}, background=${background}`;
@@ -271,5 +272,13 @@ describe("bench:quota's watch after a key's last request", () => {
     expect(STOPPED_KEY_CALLS_END_WITHIN_MS).toBe(STANDING_BACKGROUND_ENDS_WITHIN_MS);
     expect(TAIL_SECONDS * 1_000).toBeGreaterThanOrEqual(STANDING_BACKGROUND_ENDS_WITHIN_MS);
     expect(TAIL_SECONDS * 1_000).toBeLessThan(STANDING_BACKGROUND_ENDS_WITHIN_MS + 1_000);
+  });
+
+  it("is described in bench/README.md with those numbers", () => {
+    const readme = benchReadme.replace(/\s+/g, " ");
+    expect(readme).toContain(`\`--tail-seconds\` (${TAIL_SECONDS}) old`);
+    expect(readme).toContain(
+      `within ${STANDING_BACKGROUND_ENDS_WITHIN_MS / 1_000} s of its last request (\`STANDING_BACKGROUND_ENDS_WITHIN_MS\`)`,
+    );
   });
 });
