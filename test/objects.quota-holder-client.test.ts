@@ -82,11 +82,13 @@ describe("a request decided by the key's location holder", () => {
       admit: async () => ({ reached: true, decision, fromStock: true }),
     });
     const request = { want: 0, returning: [], admissionId: "id-2" };
-    expect(await admitInLocationOrThrow(location, "k", "eu", policy, request)).toEqual({
+    expect(await admitInLocationOrThrow(location, "k", "weur", policy, request)).toEqual({
       ...decision,
       lease: null,
     });
-    expect(calls).toEqual([{ name: "k@LHR", method: "admit", args: ["k", policy, "eu", "id-2"] }]);
+    expect(calls).toEqual([
+      { name: "k@LHR", method: "admit", args: ["k", policy, "weur", "id-2"] },
+    ]);
   });
 
   it("handing leases back (no lease wanted): goes through admitForIsolate with them and its region", async () => {
@@ -94,9 +96,9 @@ describe("a request decided by the key's location holder", () => {
       admitForIsolate: async () => ({ ...decision, lease: null }),
     });
     const request = { want: 0, returning: [{ id: "l1", unused: 2, used: 1 }] };
-    await admitInLocationOrThrow(location, "k", "eu", policy, request);
+    await admitInLocationOrThrow(location, "k", "weur", policy, request);
     expect(calls).toEqual([
-      { name: "k@LHR", method: "admitForIsolate", args: ["k", policy, request, "eu"] },
+      { name: "k@LHR", method: "admitForIsolate", args: ["k", policy, request, "weur"] },
     ]);
   });
 
