@@ -11,32 +11,13 @@ import type {
   RenewalRequest,
   ReturnedLease,
 } from "../src/quota/lease-messages";
-import type { WindowStatus } from "../src/quota/windows";
+import { allowedAt, atContact, CONTACT_LIMIT as LIMIT } from "./contact-answers";
 import { admitUntilRenewal, closedGate, fixClock, policyWith, T0 } from "./helpers";
 
-const LIMIT = 60;
 const POLICY = policyWith(LIMIT, 1_000);
 
-/** The windows of a contact in the minute of `minuteStart`, `remaining` left in it. */
-function atContact(minuteStart: number, remaining: number): WindowStatus[] {
-  return [
-    { name: "minute", limit: LIMIT, remaining, resetAt: minuteStart + MINUTE_MS, seconds: 60 },
-    { name: "day", limit: 1_000, remaining: 900, resetAt: T0 + 86_400_000, seconds: 86_400 },
-  ];
-}
-
-/** The object's answer at `now` (its clock), allowed, with `extra`. */
-const allowed = (
-  now: number,
-  extra: { lease?: Admission["lease"]; standing?: Admission["standing"] } = {},
-): Admission => ({
-  outcome: "allowed",
-  windows: atContact(now - (now % MINUTE_MS), 50),
-  now,
-  policyVersion: POLICY.version,
-  lease: null,
-  ...extra,
-});
+const allowed = (now: number, extra: Parameters<typeof allowedAt>[2] = {}) =>
+  allowedAt(now, POLICY.version, extra);
 
 /** Calls whose hand-backs are recorded in `givenBack`; `admit` answers `answer()`. */
 function callsAnswering(answer: () => Admission, givenBack: ReturnedLease[]): LeaseCalls {

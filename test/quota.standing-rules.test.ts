@@ -22,9 +22,9 @@ import {
 } from "../src/quota/standing";
 import { StandingStock } from "../src/quota/standing-stock";
 import type { WindowStatus } from "../src/quota/windows";
+import { allowedAt, atContact, CONTACT_LIMIT as LIMIT } from "./contact-answers";
 import { closedGate, fixClock, policyWith, T0 } from "./helpers";
 
-const LIMIT = 60;
 /** The object answered at ANSWERED by its clock; the holder sent at SENT and received at RECEIVED by its own (ahead by 7 s, a 100 ms trip each way). */
 const ANSWERED = T0 + 30_000;
 const SENT = ANSWERED + 7_000 - 100;
@@ -33,13 +33,6 @@ const M1 = T0 + MINUTE_MS;
 const M2 = T0 + 2 * MINUTE_MS;
 const VERSION = 3;
 
-/** The windows of the holder's last contact: the minute of `minuteStart`, `remaining` left in it. */
-function atContact(minuteStart: number, remaining: number): WindowStatus[] {
-  return [
-    { name: "minute", limit: LIMIT, remaining, resetAt: minuteStart + MINUTE_MS, seconds: 60 },
-    { name: "day", limit: 1_000, remaining: 900, resetAt: T0 + 86_400_000, seconds: 86_400 },
-  ];
-}
 const minuteOf = (windows: WindowStatus[] | null) => windows?.find((w) => w.name === "minute");
 
 function stockOf(...grants: { minuteStart: number; permits: number }[]): StandingStock {
@@ -318,17 +311,8 @@ describe("standing permits at the key's object", () => {
 
 describe("a location holder's lease holder and its standing permits", () => {
   const POLICY = policyWith(LIMIT, 1_000);
-  const allowed = (
-    now: number,
-    extra: { lease?: Admission["lease"]; standing?: Admission["standing"] } = {},
-  ): Admission => ({
-    outcome: "allowed",
-    windows: atContact(now - (now % MINUTE_MS), 50),
-    now,
-    policyVersion: POLICY.version,
-    lease: null,
-    ...extra,
-  });
+  const allowed = (now: number, extra: Parameters<typeof allowedAt>[2] = {}) =>
+    allowedAt(now, POLICY.version, extra);
 
   it("permits granted in an answer that arrives after the key changed here go back unused", async () => {
     const time = fixClock(T0 + 1_000);
