@@ -1,8 +1,8 @@
 // When a holder hands permits back (src/quota/lease-hand-backs.ts), with fake calls to the key's
 // object and fake time: a lease at its expiry (a stock for the minute with its minute), and the
 // standing permits at their end.
-import { describe, expect, it } from "vitest";
-import { MINUTE_MS } from "../src/lib/clock";
+import { describe, expect, it, onTestFinished, vi } from "vitest";
+import { clock, MINUTE_MS } from "../src/lib/clock";
 import { GIVE_BACK_GRACE_MS, STOCK_LEASE_MS } from "../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type {
@@ -205,5 +205,138 @@ describe("a renewal whose answer ends the holder's leases", () => {
     await holder.giveBackAfterRenewal(renewal, calls);
     expect(await renewal).toBe(false);
     expect(givenBack.map((r) => r.id)).toContain("more");
+  });
+});
+
+/** The key's policy read again since POLICY (a push this holder missed). */
+const NEWER = policyWith(LIMIT, 1_000, { version: POLICY.version + 1 });
+
+describe("standing permits of an older policy", () => {
+  it("are handed back once: a lease put aside later, while standing permits serve, waits for a call to the key's object", async () => {
+    const time = fixClock(T0 + 1_000);
+    const givenBack: ReturnedLease[] = [];
+    let asked = 0;
+    const calls = callsAnswering(() => {
+      const lease = { permits: 2, expiresAt: time.now + STOCK_LEASE_MS };
+      return ++asked === 1
+        ? allowed(time.now, { lease: { id: "old", ...lease }, standing: standingFor(1) })
+        : allowedAt(time.now, NEWER.version, {
+            lease: { id: "new", ...lease },
+            standing: standingFor(0),
+          });
+    }, givenBack);
+    const holder = new LeaseHolder({ stock: 2 });
+    await holder.admit(POLICY, calls);
+    // Under the newer policy: st1 superseded, it and "old" carried by the call that brings "new".
+    expect((await holder.admit(NEWER, calls)).leaseGranted).toBe(true);
+    time.now += 100;
+    const fromLease = await holder.admit(NEWER, calls);
+    expect(fromLease.local).toBe(true);
+    expect(holder.upkeep(fromLease, calls), "nothing left to hand back").toBeNull();
+    // "new" expires, granted with standing permits that last: put aside, no call of its own.
+    await holder.giveBackAtExpiry(calls, async (ms) => {
+      time.now += ms;
+    });
+    const fromStanding = await holder.admit(NEWER, calls);
+    expect(fromStanding.local, "admitted from st0").toBe(true);
+    expect(holder.upkeep(fromStanding, calls), "no hand-back call").toBeNull();
+    expect(asked).toBe(2);
+    expect(givenBack).toEqual([]);
+  });
+
+  it("superseded by a refill's answer that brings a lease, go back with no wait for that lease's expiry", async () => {
+    const time = fixClock(T0 + 1_000);
+    const givenBack: ReturnedLease[] = [];
+    const calls: LeaseCalls = {
+      ...callsAnswering(
+        () =>
+          allowed(time.now, {
+            lease: { id: "old", permits: 2, expiresAt: time.now + STOCK_LEASE_MS },
+            standing: standingFor(1),
+          }),
+        givenBack,
+      ),
+      renew: async (): Promise<Renewal> => ({
+        policyVersion: NEWER.version,
+        revoked: false,
+        windows: atContact(T0, 40),
+        granted: { id: "new", permits: 2, expiresAt: time.now + STOCK_LEASE_MS },
+        now: time.now,
+      }),
+    };
+    const { gate, open } = closedGate();
+    const slept: number[] = [];
+    const sleep = vi.spyOn(clock, "sleep").mockImplementation(async (ms) => {
+      slept.push(ms);
+      await gate;
+      time.now += ms;
+    });
+    onTestFinished(() => sleep.mockRestore());
+    const holder = new LeaseHolder({ stock: 2 });
+    await holder.admit(POLICY, calls);
+    time.now += 100;
+    const refill = holder.refill(NEWER, calls);
+    expect(refill, "a refill sent").not.toBeNull();
+    const handedBack = holder.giveBackAfterRenewal(refill as Promise<boolean>, calls);
+    expect(await refill, "brought a lease").toBe(true);
+    // The hand-back at "new"'s expiry is asleep; st1 (superseded) is back meanwhile.
+    await vi.waitFor(() => expect(slept).toHaveLength(1));
+    await vi.waitFor(() => expect(givenBack.map((r) => r.id)).toEqual(["st1"]));
+    open();
+    await handedBack;
+    expect(givenBack.map((r) => r.id)).toEqual(["st1", "new"]);
+  });
+});
+
+describe("every unused permit handed back", () => {
+  it("not while a request decided one by one is in flight: the lease stays held", async () => {
+    const time = fixClock(T0 + 1_000);
+    const givenBack: ReturnedLease[] = [];
+    const { gate, open } = closedGate();
+    let asked = 0;
+    const calls: LeaseCalls = {
+      admit: async () => {
+        if (++asked === 1)
+          return allowedAt(time.now, NEWER.version, {
+            lease: { id: "stock", permits: 10, expiresAt: time.now + STOCK_LEASE_MS },
+          });
+        await gate;
+        const stale: Admission = {
+          outcome: "stale",
+          windows: atContact(T0, 40),
+          now: time.now,
+          policyVersion: NEWER.version,
+          lease: null,
+        };
+        return stale;
+      },
+      giveBack: async (returned) => {
+        givenBack.push(returned);
+      },
+      // Renewed with nothing: no lease is asked for until the minute's end.
+      renew: async (): Promise<Renewal> => ({
+        policyVersion: NEWER.version,
+        revoked: false,
+        windows: atContact(T0, 40),
+        granted: null,
+        now: time.now,
+      }),
+    };
+    const holder = new LeaseHolder({ stock: 10 });
+    const { renewal } = await admitUntilRenewal(holder, NEWER, calls, time, {
+      stepMs: 200,
+      most: 40,
+    });
+    expect(await renewal).toBe(false);
+    const unused = holder.unusedPermits;
+    expect(unused).toBeGreaterThan(0);
+    // A request on an older copy of the key: no lease wanted, decided by a call of its own.
+    const decided = holder.admit(POLICY, calls);
+    await vi.waitFor(() => expect(asked).toBe(2));
+    await holder.giveBackUnused(calls);
+    expect(givenBack).toEqual([]);
+    expect(holder.unusedPermits).toBe(unused);
+    open();
+    expect((await decided).decision.outcome).toBe("stale");
   });
 });
