@@ -1,7 +1,7 @@
 // The key's object's answers as a location holder's lease holder sees them, for tests that drive a
 // LeaseHolder with fake calls: the windows of a contact, and an allowed admission.
 import { MINUTE_MS } from "../src/lib/clock";
-import type { Admission } from "../src/quota/lease-messages";
+import type { Admission, Renewal } from "../src/quota/lease-messages";
 import type { WindowStatus } from "../src/quota/windows";
 import { T0 } from "./helpers";
 
@@ -36,4 +36,14 @@ export function allowedAt(
     lease: null,
     ...extra,
   };
+}
+
+/** The object's answer at `now` to a renewal, under `policyVersion`, granting `granted` (null: none). */
+export function renewedAt(
+  now: number,
+  policyVersion: number,
+  granted: Renewal["granted"],
+  windows: WindowStatus[],
+): Renewal {
+  return { policyVersion, revoked: false, windows, granted, now };
 }

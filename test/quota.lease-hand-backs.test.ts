@@ -11,7 +11,7 @@ import type {
   RenewalRequest,
   ReturnedLease,
 } from "../src/quota/lease-messages";
-import { allowedAt, atContact, CONTACT_LIMIT as LIMIT } from "./contact-answers";
+import { allowedAt, atContact, CONTACT_LIMIT as LIMIT, renewedAt } from "./contact-answers";
 import { admitUntilRenewal, closedGate, fixClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(LIMIT, 1_000);
@@ -28,6 +28,16 @@ function callsAnswering(answer: () => Admission, givenBack: ReturnedLease[]): Le
     },
   };
 }
+
+/** Calls granting a stock of 10 for STOCK_LEASE_MS at every admit, hand-backs in `givenBack`. */
+const stockCalls = (time: { now: number }, givenBack: ReturnedLease[]) =>
+  callsAnswering(
+    () =>
+      allowed(time.now, {
+        lease: { id: "stock", permits: 10, expiresAt: time.now + STOCK_LEASE_MS },
+      }),
+    givenBack,
+  );
 
 describe("a holder's stock for the minute", () => {
   it("its answer 100 ms on its way (so it ends 100 ms before the minute by the holder's clock), goes back GIVE_BACK_GRACE_MS after the minute's end: the refill at the turn would carry it", async () => {
@@ -54,13 +64,7 @@ describe("a lease at its expiry", () => {
     const { gate, open } = closedGate();
     const givenBack: ReturnedLease[] = [];
     const calls: LeaseCalls = {
-      ...callsAnswering(
-        () =>
-          allowed(time.now, {
-            lease: { id: "stock", permits: 10, expiresAt: time.now + STOCK_LEASE_MS },
-          }),
-        givenBack,
-      ),
+      ...stockCalls(time, givenBack),
       // Answered as the object decided it when it arrived, the answer held on its way back.
       renew: async (request: RenewalRequest): Promise<Renewal> => {
         const at = time.now;
@@ -182,20 +186,14 @@ describe("a renewal whose answer ends the holder's leases", () => {
     const time = fixClock(T0 + 1_000);
     const givenBack: ReturnedLease[] = [];
     const calls: LeaseCalls = {
-      ...callsAnswering(
-        () =>
-          allowed(time.now, {
-            lease: { id: "stock", permits: 10, expiresAt: time.now + STOCK_LEASE_MS },
-          }),
-        givenBack,
-      ),
-      renew: async (): Promise<Renewal> => ({
-        policyVersion: POLICY.version + 1,
-        revoked: false,
-        windows: atContact(T0, 40),
-        granted: { id: "more", permits: 4, expiresAt: time.now + STOCK_LEASE_MS },
-        now: time.now,
-      }),
+      ...stockCalls(time, givenBack),
+      renew: async () =>
+        renewedAt(
+          time.now,
+          POLICY.version + 1,
+          { id: "more", permits: 4, expiresAt: time.now + STOCK_LEASE_MS },
+          atContact(T0, 40),
+        ),
     };
     const holder = new LeaseHolder({ stock: 10 });
     const { renewal } = await admitUntilRenewal(holder, POLICY, calls, time, {
@@ -256,13 +254,13 @@ describe("standing permits of an older policy", () => {
           }),
         givenBack,
       ),
-      renew: async (): Promise<Renewal> => ({
-        policyVersion: NEWER.version,
-        revoked: false,
-        windows: atContact(T0, 40),
-        granted: { id: "new", permits: 2, expiresAt: time.now + STOCK_LEASE_MS },
-        now: time.now,
-      }),
+      renew: async () =>
+        renewedAt(
+          time.now,
+          NEWER.version,
+          { id: "new", permits: 2, expiresAt: time.now + STOCK_LEASE_MS },
+          atContact(T0, 40),
+        ),
     };
     const { gate, open } = closedGate();
     const slept: number[] = [];
@@ -314,13 +312,7 @@ describe("every unused permit handed back", () => {
         givenBack.push(returned);
       },
       // Renewed with nothing: no lease is asked for until the minute's end.
-      renew: async (): Promise<Renewal> => ({
-        policyVersion: NEWER.version,
-        revoked: false,
-        windows: atContact(T0, 40),
-        granted: null,
-        now: time.now,
-      }),
+      renew: async () => renewedAt(time.now, NEWER.version, null, atContact(T0, 40)),
     };
     const holder = new LeaseHolder({ stock: 10 });
     const { renewal } = await admitUntilRenewal(holder, NEWER, calls, time, {

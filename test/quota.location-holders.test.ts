@@ -205,6 +205,21 @@ describe("a quiet key in one location", () => {
   });
 });
 
+/**
+ * A key decided at its AMS holder 2 s before a minute ends, then an isolate's lease asked for
+ * through that holder (which takes the holder's stock with it).
+ */
+async function isolateTookTheStock(keyId: string) {
+  const policy = policyWith(60, 1_000);
+  const holder = holderOf(keyId, "AMS");
+  const minuteEnd = T0 + 10 * MINUTE_MS;
+  time.now = minuteEnd - 2_000;
+  await passTime();
+  expect((await holder.admit(keyId, policy)).reached).toBe(true);
+  const isolateLease = await holder.admitForIsolate(keyId, policy, { want: 4, returning: [] });
+  return { policy, holder, minuteEnd, isolateLease };
+}
+
 // One tier at a time holds a key's permits in a location: an isolate whose lease was asked for
 // through the holder takes its next minute's lease itself (the holder's stock would be counted as
 // used in what it shows), while a request the holder decides after that makes it refill again.
@@ -214,13 +229,7 @@ describe("a location holder at the minute's turn", () => {
     ["a request decided there after that: a fresh stock", true],
   ])("%s", async (_what, decidedAfter) => {
     const keyId = `holders_turn_${++seq}`;
-    const policy = policyWith(60, 1_000);
-    const holder = holderOf(keyId, "AMS");
-    const minuteEnd = T0 + 10 * MINUTE_MS;
-    time.now = minuteEnd - 2_000;
-    await passTime();
-    expect((await holder.admit(keyId, policy)).reached).toBe(true);
-    const isolateLease = await holder.admitForIsolate(keyId, policy, { want: 4, returning: [] });
+    const { policy, holder, minuteEnd, isolateLease } = await isolateTookTheStock(keyId);
     expect(isolateLease.lease?.permits).toBeGreaterThan(0);
     expect(await holder.unusedPermits(), "its stock went back with the isolate's call").toBe(0);
     if (decidedAfter) expect((await holder.admit(keyId, policy)).reached).toBe(true);
@@ -242,13 +251,7 @@ describe("a location holder decided again after an isolate took its stock", () =
     "%s: one timer wakes at the turn, and the key's object gets one refill",
     async (_what, fails) => {
       const keyId = `holders_one_turn_${++seq}`;
-      const policy = policyWith(60, 1_000);
-      const holder = holderOf(keyId, "AMS");
-      const minuteEnd = T0 + 10 * MINUTE_MS;
-      time.now = minuteEnd - 2_000;
-      await passTime();
-      expect((await holder.admit(keyId, policy)).reached).toBe(true);
-      await holder.admitForIsolate(keyId, policy, { want: 4, returning: [] });
+      const { policy, holder, minuteEnd } = await isolateTookTheStock(keyId);
       expect((await holder.admit(keyId, policy)).reached).toBe(true);
       await holder.giveBack(keyId); // none held before the turn: the refill has a stock to bring
       const refills = vi.spyOn(QuotaLimiter.prototype, "renewLease");

@@ -22,7 +22,7 @@ import {
 } from "../src/quota/standing";
 import { StandingStock } from "../src/quota/standing-stock";
 import type { WindowStatus } from "../src/quota/windows";
-import { allowedAt, atContact, CONTACT_LIMIT as LIMIT } from "./contact-answers";
+import { allowedAt, atContact, CONTACT_LIMIT as LIMIT, renewedAt } from "./contact-answers";
 import { closedGate, fixClock, policyWith, T0 } from "./helpers";
 
 /** The object answered at ANSWERED by its clock; the holder sent at SENT and received at RECEIVED by its own (ahead by 7 s, a 100 ms trip each way). */
@@ -356,13 +356,13 @@ describe("a location holder's lease holder and its standing permits", () => {
       giveBack: async (returned) => {
         givenBack.push(returned.id);
       },
-      renew: async (): Promise<Renewal> => ({
-        policyVersion: POLICY.version,
-        revoked: false,
-        windows: atContact(T0, 50),
-        granted: { id: "next", permits: 2, expiresAt: time.now + STOCK_LEASE_MS },
-        now: time.now,
-      }),
+      renew: async () =>
+        renewedAt(
+          time.now,
+          POLICY.version,
+          { id: "next", permits: 2, expiresAt: time.now + STOCK_LEASE_MS },
+          atContact(T0, 50),
+        ),
     };
     const holder = new LeaseHolder({ stock: 2 });
     expect((await holder.admit(POLICY, calls)).leaseGranted).toBe(true);
