@@ -292,8 +292,8 @@ export class HeldLeases {
   }
 
   /**
-   * Applies the object's answer to a call sent at `sentAt` (this holder's clock) when `this.changes`
-   * was `changes`. A lease granted after the key changed here goes back unused.
+   * Applies the object's answer to a call sent at `sentAt` (this holder's clock) when
+   * `this.changes` was `changes`. A lease granted after the key changed here goes back unused.
    */
   protected contact(
     admission: Admission,

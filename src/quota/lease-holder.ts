@@ -96,7 +96,7 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * Whether a stock refilled at `turn` is likely used in the minute it begins (a key seen once: yes).
+   * Whether a stock refilled at `turn` is likely used in the minute it begins (seen once: yes).
    * Not when the key's next request (its longest recent gap after its last arrival) is due after
    * that minute, nor when it missed that request by more than that gap: a quiet key's stock would
    * wait a minute to go back, stranded if the holder is evicted before.
@@ -239,7 +239,7 @@ export class LeaseHolder extends LeaseHandBacks {
 
   /**
    * Sends `request` (a renewal, or a refill) with the leases waiting to go back, as the one renewal
-   * in flight. Failed or past the lease's life, they wait again, and `failed` keeps what else it sent.
+   * in flight. Failed or past the lease's life, they wait again; `failed` keeps what else it sent.
    */
   #sendRenewal(
     renew: NonNullable<LeaseCalls["renew"]>,
@@ -266,7 +266,7 @@ export class LeaseHolder extends LeaseHandBacks {
 
   /**
    * A location holder's refill: a fresh stock with no request to decide, so that the minute's first
-   * requests find stock (they wait for it as for a renewal). Whether it brought a lease; null: none sent.
+   * requests find stock (waiting for it as for a renewal). Whether it brought a lease (null: none).
    */
   refill(policy: Policy, calls: LeaseCalls): Promise<boolean> | null {
     const now = clock.now();
