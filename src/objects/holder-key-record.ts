@@ -7,9 +7,8 @@ import { CHANGE_APPLIES_WITHIN_MS, STOCK_LEASE_MS } from "../quota/lease";
 export const HELD_KEY_MAX_AGE_MS = KEY_RECORD_MAX_AGE_MS;
 
 /**
- * A holder reads its copy of the key again in the background when, by the key's next request
- * (its last gap here from now), the copy would be at least this old: a key calling every 10 s to
- * every minute then never waits for D1 at the holder.
+ * A holder reads its copy again in the background when it would be this old by the key's next
+ * request (at its last gap): a key calling every 10 s to every minute never waits for D1 there.
  */
 export const HELD_KEY_READ_AHEAD_AGE_MS = HELD_KEY_MAX_AGE_MS - 5_000;
 
@@ -23,9 +22,8 @@ export const HELD_KEY_EXPECTED_AGE_MS = HELD_KEY_MAX_AGE_MS / 2;
 export const HELD_KEY_READ_AHEAD_GAP_MAX_MS = 2 * MINUTE_MS;
 
 /**
- * How long a copy that refuses the key (disabled, expired, a rolled-out secret) is trusted after
- * its read: it asks the key's object nothing, so no newer version reaches it, and an isolate may
- * keep the refusal as long again (REFUSED_KEY_CACHE_TTL_MS): together CHANGE_APPLIES_WITHIN_MS.
+ * How long a copy that refuses the key is trusted after its read (it asks nobody, so no newer
+ * version reaches it); an isolate keeps the refusal as long again: CHANGE_APPLIES_WITHIN_MS.
  */
 export const REFUSING_COPY_TRUSTED_MS = CHANGE_APPLIES_WITHIN_MS / 2;
 

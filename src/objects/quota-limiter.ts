@@ -37,9 +37,8 @@ import { UsageTable } from "./usage-table";
 import { WebhookOutbox } from "./webhook-outbox";
 
 /**
- * One per API key (named by the key's id): the only counter of the key's windows, and the keeper
- * of its newest policy (pushed by the admin API, so changes apply while Workers hold a cached key
- * record). Its parts (each in a file of its own) share one alarm.
+ * One per API key (named by its id): the only counter of the key's windows, and the keeper of its
+ * newest policy (pushed by the admin API, so changes apply while Workers cache the key).
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #sql = this.ctx.storage.sql;
@@ -118,8 +117,8 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Grants a holder more permits on the lease it is still using (extended within its minute, else
-   * a new lease), admitting no request, so that a busy key's requests never wait for this object.
+   * More permits for the lease in use (extended within its minute, else a new lease), admitting
+   * no request, so that a busy key's requests never wait for this object.
    */
   renewLease(
     policy: Policy,
@@ -146,18 +145,14 @@ export class QuotaLimiter extends DurableObject<Env> {
     // A caller on an older policy is told so and granted nothing: its lease must end, not grow.
     const refused =
       effective.revoked || state.bannedUntil > now || effective.version > policy.version;
-    // A renewal granted whose answer was lost left permits the holder does not count in its
-    // `holding`: they are held all the same, until the lease is handed back.
+    // A renewal whose answer was lost left permits out that the holder's `holding` leaves out.
     const unusedHere = this.#leases.unusedOf(request.leaseId, state, request.used);
     const holding = Math.max(0, request.holding, unusedHere);
     const ask = { ...request, holding, extending: request.leaseId };
-    const {
-      state: lentState,
-      lease: granted,
-      ...standing
-    } = refused
+    const lent = refused
       ? { state, lease: null }
       : this.#standing.lend(state, windows, effective, ask, now, grantee);
+    const { state: lentState, lease: granted, ...standing } = lent;
     const { version: policyVersion, revoked } = effective;
     const renewal = { policyVersion, revoked, windows, granted, now, ...standing };
     return this.#answered<Renewal>(renewal, lentState, now, id);
@@ -226,8 +221,7 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   #takeBackNow(returning: readonly ReturnedLease[]): void {
     const now = clock.now();
-    // A lease settled already (handed back before, or stranded) changes nothing and writes
-    // nothing: a retried hand-back reaching an idle object leaves it idle.
+    // A lease settled already writes nothing: a retried hand-back leaves an idle object idle.
     const current = this.#rolled(now);
     const settled = this.#takeBack(current, returning, now);
     if (settled !== current) this.#keep(settled);

@@ -2,9 +2,8 @@ import { ObjectCannotOpenError } from "./stub-call";
 
 /**
  * Versioned SQLite schemas for Durable Objects, changed expand-then-contract so that the release
- * before can still open an object this release has opened (a rollback, a failed canary): the
- * contract list raises `schema_version`, the additions leave it alone. The rule is in
- * docs/architecture.md ("Where a change goes").
+ * before still opens an object this one opened: the contract list raises `schema_version`, the
+ * additions leave it alone (docs/architecture.md, "Where a change goes").
  */
 export interface ObjectSchema {
   /** The contract migrations, oldest first; their count is the version this release writes. */

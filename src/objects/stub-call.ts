@@ -13,9 +13,8 @@ const marksOf = (err: unknown): ObjectErrorMarks =>
 export const isOverloaded = (err: unknown): boolean => marksOf(err).overloaded === true;
 
 /**
- * The start of the message of every error an object throws when it cannot open (its stored
- * schema is newer than its code reads, its constructor failed): the runtime carries an object's
- * error to the caller by its message, without its class or `.remote` mark.
+ * How the message of an object's error that it cannot open starts: the runtime carries the error
+ * to the caller by its message only, without its class or `.remote` mark.
  */
 export const CANNOT_OPEN = "object cannot open:";
 

@@ -1,8 +1,7 @@
 /**
- * The calls one lease holder has in flight to the key's object, and who waits for whom. A call
- * that asks for a lease or hands one back runs alone; a renewal runs while requests go on
- * admitting from the lease; requests decided one by one each make their own call (docs/quotas.md,
- * "The machine", an isolate's invariants).
+ * The calls one lease holder has in flight to the key's object: one that asks for a lease or hands
+ * one back runs alone; a renewal runs while requests admit from the lease; requests decided one by
+ * one each make their own (docs/quotas.md, "The machine").
  */
 export class CallsInFlight {
   #exclusive: Promise<unknown> | null = null;

@@ -51,10 +51,7 @@ export class HeldLeases {
     this.changes++;
   }
 
-  /**
-   * Stops admitting from the lease; every unused permit (with what it served) goes to the caller,
-   * to hand back in its own call (admitForIsolate). A lease brought meanwhile goes back.
-   */
+  /** Stops admitting from the lease: its permits go back in the caller's call (admitForIsolate). */
   surrender(): ReturnedLease[] {
     this.putLeaseAside();
     this.reportStanding(0, { all: true });
@@ -215,10 +212,7 @@ export class HeldLeases {
     }
   }
 
-  /**
-   * Keeps the admission ids a failed renewal of `lease` carried, to report again: with the lease
-   * while in use, else with its hand-back (by what it served: whichever arrives first settles it).
-   */
+  /** Keeps the admission ids a failed renewal of `lease` carried to report again (or hand back). */
   protected reportAgain(lease: HeldLease, admissionIds: string[]): void {
     if (admissionIds.length === 0) return;
     if (this.lease === lease) lease.admissionIds.unshift(...admissionIds);

@@ -96,10 +96,9 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * Whether a stock refilled at `turn` is likely used in the minute it begins (seen once: yes).
-   * Not when the key's next request (its longest recent gap after its last arrival) is due after
-   * that minute, nor when it missed that request by more than that gap: a quiet key's stock would
-   * wait a minute to go back, stranded if the holder is evicted before.
+   * Whether a stock refilled at `turn` is likely used in its minute (seen once: yes): not when the
+   * key's next request (at its longest recent gap) is due after it, or overdue by more than that
+   * gap; the stock would wait a minute to go back, stranded if the holder is evicted before.
    */
   refillDueAt(turn: number): boolean {
     const { lastArrival, longestGapMs: gapMs } = this.#rate;
@@ -162,9 +161,8 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * An isolate's lease that ended with its minute, the key still busy: a refill straight to the
-   * object brings the next minute's lease and hands the old one back (docs/quotas.md, "An
-   * isolate"). Once per minute; requests wait for it as for a renewal.
+   * An isolate's lease that ended with its minute, the key still busy: once per minute, a refill
+   * brings the next minute's lease and hands the old one back (requests wait as for a renewal).
    */
   #renewAtTheTurn(policy: Policy, calls: LeaseCalls, now: number): Promise<boolean> | null {
     const { lease } = this;
@@ -194,10 +192,7 @@ export class LeaseHolder extends LeaseHandBacks {
     });
   }
 
-  /**
-   * Starts renewing the lease in use when it is due (`renewsNow`) and no other call is in flight;
-   * requests go on admitting from the lease meanwhile.
-   */
+  /** Starts renewing the lease in use when due (`renewsNow`) and no other call is in flight. */
   #renewIfDue(calls: LeaseCalls, now: number): Promise<boolean> | null {
     const lease = this.lease;
     const renew = calls.renew;
@@ -309,10 +304,7 @@ export class LeaseHolder extends LeaseHandBacks {
     return refill;
   }
 
-  /**
-   * A location holder's stock in use above its own size keeps that size to share heldBound (see
-   * QuotaHolder.restock): what it gave up, for the key's object to count back; null if no call.
-   */
+  /** Cuts a location holder's stock to its size to share heldBound: what it gave up, or null. */
   share(policy: Policy): SharedStock | null {
     const lease = this.lease;
     if (!lease || !this.calls.idle || this.leaseOver(lease, policy, clock.now())) return null;

@@ -83,9 +83,8 @@ export function heldBound(limits: Limits): number {
 export const QUIET_STOCK = 2;
 
 /**
- * The permits the object grants on top of an admitted request or a renewal (the caller still
- * `holding` some), while other leases may hold `heldElsewhere`. Near the limit this shrinks to 0
- * and the caller goes back to one call per request, so 429s, Retry-After and the ban stay exact.
+ * The permits granted on top of a request or a renewal (its holder `holding` some, others
+ * `heldElsewhere`): near the limit 0, one call per request, so 429s and the ban stay exact.
  */
 export function permitsToLease(
   windows: WindowStatus[],
@@ -100,10 +99,9 @@ export function permitsToLease(
 }
 
 /**
- * An isolate renews its own lease ahead of its expiry (see `renewsNow`) by RENEW_AHEAD_MARGIN ×
- * the slowest of its last RENEWALS_TIMED renewals: back in time even if twice as slow (a renewal
- * about every 1.6 s with the object 100 ms away). At least RENEW_AHEAD_MIN_MS (a pause, a cold
- * start); at most half the lease's life, also until a renewal is answered.
+ * An isolate renews its lease ahead of its expiry by RENEW_AHEAD_MARGIN × the slowest of its last
+ * RENEWALS_TIMED renewals (back in time even if twice as slow), at least RENEW_AHEAD_MIN_MS (a
+ * pause, a cold start), at most half the lease's life (also until a renewal is answered).
  */
 export const RENEW_AHEAD_MARGIN = 2;
 export const RENEWALS_TIMED = 4;
@@ -132,9 +130,8 @@ export class RenewAhead {
 export const MINUTE_TAIL_MS = 1_000;
 
 /**
- * A location holder's stock is renewed this long ahead of its expiry: a quiet key's next request
- * may be seconds away. So a key calling at least every STOCK_LEASE_MS in a location is answered
- * from stock there, while a stopped key's permits come back within 5 s of its last renewal.
+ * A location holder's stock is renewed this long ahead of its expiry (a quiet key's next request
+ * may be seconds away), so a key calling at least every STOCK_LEASE_MS finds stock there.
  */
 export const STOCK_RENEW_AHEAD_MS = STOCK_LEASE_MS / 2;
 
