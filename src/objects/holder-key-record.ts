@@ -87,9 +87,8 @@ export class HeldKeyRecord {
   }
 
   /**
-   * Notes a request arriving at `now`, and keeps the copy young for the key's next one (due after
-   * its last gap here): read again by the secret read last, timed by HELD_KEY_READ_AHEAD_AGE_MS and
-   * the two constants after it, one at a time. The read (rejecting with what D1 throws), or null.
+   * Notes a request at `now`, and keeps the copy young for the key's next one (read again by the
+   * secret read last, timed by the constants above): the read (rejecting as D1 does), or null.
    */
   readAhead(db: Queryable, keyId: string, now: number): Promise<void> | null {
     const gap = this.#lastArrival === null ? 0 : now - this.#lastArrival;

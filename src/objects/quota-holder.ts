@@ -108,9 +108,8 @@ export class QuotaHolder extends DurableObject<Env> {
       this.#keyRecord.vouch(decision.policyVersion, clock.now());
       return { ...found, match, answer };
     }
-    // The Worker judges the secret by the key as D1 has it now: a stale request (nothing counted)
-    // is decided under it, with the same admission id; any other decision stands. The read the
-    // old copy started serves when it found the version the key's object decides under.
+    // A stale request (nothing counted) is decided again under the key as D1 has it now, same id;
+    // any other decision stands. The old copy's read serves if it found the object's version.
     const begun = undecided && rereading ? await rereading : null;
     const current =
       begun?.outcome === "found" && begun.match.record.version >= decision.policyVersion;
@@ -121,8 +120,8 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * Marks the key used (middleware/first-use.ts) alongside its first decision here: the key as D1
-   * now has it, or null when that is a newer version or the mark failed (the Worker does it then).
+   * Marks the key used with its first decision here: the key as D1 now has it, or null (a newer
+   * version, or the mark failed: the Worker does it then).
    */
   async #markUsed(record: KeyRecord): Promise<KeyRecord | null> {
     try {

@@ -37,8 +37,7 @@ export class StandingLedger {
     const { state, lease } = lent;
     const permits = ask.standing ?? 0;
     if (grantee === null || permits <= 0) return lent;
-    // The day's leases of other minutes: standing permits to come, and of minutes gone by not
-    // handed back yet (the day counts both).
+    // The day's leases of other minutes (standing permits to come, or not handed back yet).
     const others = this.sql
       .exec<{ minute: number; grantee: string | null; held: number }>(
         "SELECT minute_start AS minute, grantee, held FROM leases WHERE day_start = ? AND minute_start != ?",

@@ -20,10 +20,7 @@ export type LeaseReturn = { returnId: string; returning: ReturnedLease[] };
  */
 export const ADMISSION_CLOCK_TOLERANCE_MS = 15_000;
 
-/**
- * A request is decided only within this long of when its admission id was made (by the deciding
- * tier's clock): a later attempt (a call held on its way) may find it decided and forgotten.
- */
+/** A request is decided only within this of its admission id's making (later: maybe forgotten). */
 export const ADMISSION_ID_LIFETIME_MS = 45_000;
 
 /** How long the deciding tier remembers an admission id (or a renewal's) with its answer. */
