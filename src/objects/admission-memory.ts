@@ -15,10 +15,7 @@ export const CREATE_ADMISSIONS_TABLE = `CREATE TABLE IF NOT EXISTS admissions (
     id TEXT PRIMARY KEY, decided_at INTEGER NOT NULL, answer TEXT NOT NULL) STRICT;
   CREATE INDEX IF NOT EXISTS admissions_by_time ON admissions (decided_at)`;
 
-/**
- * An admission as remembered: `fromStock` once a location holder reported it admitted from stock,
- * `countedIn` the lease whose report counted it then (absent: an earlier release's record).
- */
+/** An admission as remembered; `fromStock`: reported from a stock, counted in lease `countedIn`. */
 export type RememberedAdmission = Admission & { fromStock?: true; countedIn?: string };
 
 /** Where the windows of `windows` (a decision's) start. */

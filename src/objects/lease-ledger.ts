@@ -16,8 +16,8 @@ import { StockSharing } from "./stock-sharing";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
- * A lease not handed back this long after its expiry (and not before its minute ends) is settled
- * as stranded. Under a minute, so every lease of a day is settled by the day-end flush.
+ * A lease not handed back this long after its expiry, its minute over, is settled as stranded:
+ * under a minute, so every lease of a day is settled by the day-end flush.
  */
 export const STRANDED_AFTER_MS = 30_000;
 
@@ -38,9 +38,8 @@ export type LeaseAsk = { want: number; holding: number; extending?: string; minu
 const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, n));
 
 /**
- * The leases the key's object granted and has not settled yet, each the account of its permits:
- * the windows count them from the grant, the usage history only as their holder reports them
- * used (docs/quotas.md, "Billing").
+ * The leases granted and not settled yet: the windows count their permits from the grant, the
+ * usage history as their holder reports them used (docs/quotas.md, "Billing").
  */
 export class LeaseLedger {
   /** Which holders asked lately, and the sharing under way (in memory only). */
@@ -133,10 +132,7 @@ export class LeaseLedger {
     this.sharing.ask({ waiting: grantee, sharers, tellWaiting: renewing }, state.minuteStart);
   }
 
-  /**
-   * Counts back what a holder gave up of lease `id` to share the bound, only if it had seen all
-   * that was granted (else its holding, reported since or to come, tells; settled: counted).
-   */
+  /** Counts back what a holder gave up of lease `id` to share the bound, if it saw all granted. */
   takeShared(state: UsageState, { id, seen, cut }: SharedStock): UsageState {
     const row = this.grantedIn(id);
     if (!row || row.permits !== seen || !(cut > 0 && cut <= seen)) return state;
@@ -210,8 +206,7 @@ export class LeaseLedger {
   /** Ends a lease's account: the history counts `used` as served and `stranded` apart. */
   #settle(row: LeaseRow, used: number, stranded: number): void {
     this.sql.exec("DELETE FROM leases WHERE id = ?", row.id);
-    // Negative only for a lease granted before the history counted leases as served (counted
-    // whole at grant): its unused permits come off.
+    // Negative only for a lease counted whole at grant (an earlier release's): its unused come off.
     this.history.countServed(row.dayStart, used - row.counted);
     this.history.strand(row.dayStart, stranded);
   }

@@ -57,10 +57,7 @@ export class QuotaLimiterClient {
     return made;
   }
 
-  /**
-   * Decides one request: from this isolate's lease, else in the location or by the object.
-   * Unreachable: `{ reached: false }` (the caller decides). `admissionId`: see LeaseRequest.
-   */
+  /** Decides one request (lease, location, object); unreachable: `{ reached: false }`. */
   async admit(policy: Policy, admissionId: string | null = null): Promise<AdmitResult> {
     const holder = this.#isolateLeases();
     try {

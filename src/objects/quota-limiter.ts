@@ -74,10 +74,10 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Decides and counts one request after taking back the returned leases, and lends what was asked
-   * for when there is room. `policy` is the caller's copy of the key (a newer stored one wins). An
-   * admission id is decided once; it is answered `stale`, counted nowhere, when sent on an older
-   * version than this object's (a roll or the expiry may have changed too), or past its lifetime.
+   * Decides and counts one request after taking back the returned leases, and lends what was asked.
+   * `policy` is the caller's copy of the key (a newer stored one wins). An admission id is decided
+   * once; `stale` (counted nowhere) when sent on an older version than this object's (a roll or
+   * the expiry may have changed too), or too late.
    */
   admit(
     policy: Policy,

@@ -20,10 +20,7 @@ export interface ObjectSchema {
  */
 export type SchemaAddition = { name: string; sql: string };
 
-/**
- * Brings `storage` to `schema` in one transaction. Throws ObjectCannotOpenError, changing nothing,
- * when the stored contract version is past `schema.readsThrough`.
- */
+/** Brings `storage` to `schema` in one transaction; past `readsThrough`, ObjectCannotOpenError. */
 export function migrateSchemaOrThrow(storage: DurableObjectStorage, schema: ObjectSchema): void {
   const { sql } = storage;
   const { contract, readsThrough, additions } = schema;

@@ -36,10 +36,7 @@ type HeldDay = RevisedUsageDay & { dayStart: number };
 
 const usageDayOf = ({ dayStart, revision, ...day }: HeldDay): UsageDay => day;
 
-/**
- * The key's day history: per UTC day, the requests admitted and refused by reason. Finished days
- * go to D1 from the alarm after the day ends; rows stay until D1 holds them (a few at most).
- */
+/** The key's day history (admitted, refused by reason), held until the alarm writes it to D1. */
 export class UsageHistoryTable {
   constructor(
     private readonly sql: SqlStorage,
@@ -65,10 +62,7 @@ export class UsageHistoryTable {
     this.#revise(dayStart, { started: row?.total === requests });
   }
 
-  /**
-   * Adds `requests` served from leases to the day at `dayStart`; negative, takes them off (the
-   * unused permits of a lease counted whole at grant, a request counted twice).
-   */
+  /** Adds `requests` served from leases to the day; negative, takes them off (counted twice). */
   countServed(dayStart: number, requests: number): void {
     const takeOff = "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?";
     if (requests >= 0) this.count("allowed", dayStart, requests);

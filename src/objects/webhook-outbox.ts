@@ -63,7 +63,7 @@ export class WebhookOutbox {
   }
 
   /**
-   * Queues the events not yet queued, with `key.unbanned` for each ban run out. A queued row stays
+   * Queues the events not yet queued, and `key.unbanned` for each ban run out. A queued row stays
    * while its window lasts, so the window cannot produce it again.
    */
   async send(now: number): Promise<void> {

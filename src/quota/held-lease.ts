@@ -238,9 +238,7 @@ export class HeldLeases {
       this.noLeaseUntilMinuteEnds(answer.windows);
       return standing;
     }
-    this.lease = heldLease(granted, answer, localExpiry(granted, answer, sentAt), {
-      withStanding: standing,
-    });
+    this.lease = heldLease(granted, answer, sentAt, { withStanding: standing });
     return true;
   }
 
@@ -276,7 +274,7 @@ export class HeldLeases {
     }
     // A new lease (the one in use was of an earlier minute): the old one's rest goes back.
     this.keepToReturn(returnOf(lease));
-    this.lease = heldLease(granted, answer, localExpiry(granted, answer, sent.at));
+    this.lease = heldLease(granted, answer, sent.at);
     return true;
   }
 
@@ -321,10 +319,7 @@ export class HeldLeases {
     const changed = this.changes !== changes;
     const standing = this.keepStanding(admission, decision.policyVersion, sentAt, changes);
     if (lease && changed) this.keepToReturn({ id: lease.id, unused: lease.permits, used: 0 });
-    else if (lease)
-      this.lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt), {
-        withStanding: standing,
-      });
+    else if (lease) this.lease = heldLease(lease, decision, sentAt, { withStanding: standing });
     this.windows.contact(windows);
     const leaseGranted = lease !== null && !changed;
     const shown = this.windows.show({ ...decision, windows });

@@ -9,25 +9,18 @@ import type { UsageState, WindowStatus } from "./windows";
 export const GIVE_BACK_GRACE_MS = 250;
 
 /**
- * Every change to a key applies everywhere within this long: an isolate's own lease lives less,
- * and a copy of the key that refuses it (asking nobody) is trusted half of this in an isolate and
- * half in the location holder that isolate asks next.
+ * Every change to a key applies everywhere within this long: an isolate's lease lives less, and a
+ * refusing copy of the key is trusted half of it in an isolate, half in its location holder.
  */
 export const CHANGE_APPLIES_WITHIN_MS = 2_000;
 
-/**
- * How long an isolate's own lease lives (it also ends with its minute window). Nothing can push a
- * change to an isolate, so this is how long a change takes to reach a busy isolate.
- */
+/** An isolate's lease lives this long at most: nothing pushes a change to an isolate. */
 export const ISOLATE_LEASE_MS = 1_750;
 
 /** A location holder's stock not renewed is back in the key's object within this long of its grant. */
 export const STOCK_BACK_WITHIN_MS = 5_000;
 
-/**
- * How long a location holder's stock lives (it also ends with its minute window). Changes reach a
- * holder by a push; this is how long a holder the push missed goes on admitting from stock.
- */
+/** A location holder's stock lives this long at most: how long one a push missed admits from it. */
 export const STOCK_LEASE_MS = STOCK_BACK_WITHIN_MS - GIVE_BACK_GRACE_MS;
 
 /**
@@ -47,10 +40,7 @@ export function stockLivesTheMinute(
   return room >= MINUTE_STOCK_ROOM_SHARE * heldBound(limits);
 }
 
-/**
- * The requests a location holder expects in the rest of the minute, at one every `gapMs` (0: none
- * yet). A stock for the minute sized to them lasts the minute with no renewal.
- */
+/** The requests a location holder expects in the rest of the minute, one per `gapMs` (0: none). */
 export function minuteStockWanted(now: number, minuteEnd: number, gapMs: number): number {
   return gapMs > 0 ? Math.ceil(Math.max(0, minuteEnd - now) / gapMs) : 0;
 }
@@ -71,10 +61,7 @@ export const BACKGROUND_ENDS_WITHIN_MS = 2 * MINUTE_MS + GIVE_BACK_GRACE_MS;
 const ROOM_SHARE = 4;
 const LIMIT_SHARE = 10;
 
-/**
- * The most permits a key's leases may hold unused at once, across every holder: a tenth of the
- * per-minute limit, at least 2. Also the most capacity leases can strand.
- */
+/** The most permits a key's leases hold unused at once, everywhere (all they can strand). */
 export function heldBound(limits: Limits): number {
   return Math.max(2, Math.floor(limits.perMinute / LIMIT_SHARE));
 }

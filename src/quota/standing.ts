@@ -52,8 +52,5 @@ export const STANDING_ALARM_SLACK_MS = 1_000;
 export const STANDING_BACKGROUND_ENDS_WITHIN_MS =
   (STANDING_MOST_MINUTES + 2) * MINUTE_MS + GIVE_BACK_GRACE_MS + STANDING_ALARM_SLACK_MS;
 
-/**
- * The most calls a location holder makes to the key's object for a key that stopped calling
- * there: the next minute's refill, a stock's hand-back at its expiry, and one of everything left.
- */
+/** The most calls a location holder makes for a key that stopped calling there (docs/quotas.md). */
 export const STOPPED_KEY_OBJECT_CALLS = 3;
