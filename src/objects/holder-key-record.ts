@@ -15,10 +15,7 @@ export const HELD_KEY_READ_AHEAD_AGE_MS = HELD_KEY_MAX_AGE_MS - 5_000;
 /** The copy's age, read ahead, when the next request is due: it may come this much late. */
 export const HELD_KEY_EXPECTED_AGE_MS = HELD_KEY_MAX_AGE_MS / 2;
 
-/**
- * A key whose last gap here was longer than this gets no read ahead, so one comes within this
- * less HELD_KEY_EXPECTED_AGE_MS of the key's last request (within BACKGROUND_ENDS_WITHIN_MS).
- */
+/** No read ahead after a gap longer than this: one ends within BACKGROUND_ENDS_WITHIN_MS. */
 export const HELD_KEY_READ_AHEAD_GAP_MAX_MS = 2 * MINUTE_MS;
 
 /**

@@ -33,7 +33,6 @@ import type { Policy } from "./windows";
  */
 export class LeaseHolder extends LeaseHandBacks {
   readonly #rate = new ArrivalRate();
-  /** Permits asked for even while the key is quiet (0: a quiet key asks for none). */
   readonly #stock: number;
   /** Leases are sized for this long, and a renewal not answered within it is given up. */
   readonly #leaseLifetimeMs: number;

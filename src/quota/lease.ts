@@ -51,10 +51,7 @@ export function minuteStockWanted(now: number, minuteEnd: number, gapMs: number)
  */
 export const STOCK_SHARED_WITHIN_MS = 2 * MINUTE_MS;
 
-/**
- * The background calls a location holder makes for a key that stopped calling there end within
- * this long of its last request: a renewal, the next minute's refill, and its stock's hand-back.
- */
+/** A holder's calls for a key that stopped calling there end within this (docs/quotas.md). */
 export const BACKGROUND_ENDS_WITHIN_MS = 2 * MINUTE_MS + GIVE_BACK_GRACE_MS;
 
 /** A lease takes at most a quarter of the room left in the tighter window (and see heldBound). */
