@@ -64,10 +64,9 @@ export class LeaseLedger {
   }
 
   /**
-   * Lends up to `want` permits on top of the `holding` its holder has unused (see permitsToLease)
-   * from the room left in `windows`, to the location holder `grantee` (null: an isolate): lease
-   * `extending` gets them if it was granted in the current minute, else a new lease. The windows
-   * count them at once (the `state` returned); no lease when there is no room for one.
+   * Lends up to `want` permits on top of `holding` (permitsToLease) to location holder `grantee`
+   * (null: an isolate): to lease `extending` if granted in the current minute, else a new lease;
+   * the windows count them at once (the `state` returned).
    */
   lend(
     state: UsageState,
@@ -84,9 +83,7 @@ export class LeaseLedger {
     const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
     const asked = sized ? minuteWant : want;
     let permits = permitsToLease(windows, limits, asked, holding, heldElsewhere);
-    // A location holder's stock lives to the minute's end while the key is far from its
-    // limits, else STOCK_LEASE_MS (an extended lease takes the lifetime of its renewal). Only a
-    // stock for the minute is sized to the minute: nearer the limit, `want` as ever.
+    // Only a stock for the minute (stockLivesTheMinute) is sized to the minute; else `want`.
     let forTheMinute = stockLivesTheMinute(windows, limits, permits);
     if (sized && !forTheMinute) {
       permits = permitsToLease(windows, limits, want, holding, heldElsewhere);
@@ -105,9 +102,8 @@ export class LeaseLedger {
   }
 
   /**
-   * When location holder `grantee` got less than a quiet stock only because others hold the rest
-   * of heldBound: those whose leases of this minute hold more than QUIET_STOCK and outlive a short
-   * stock are asked to keep a shared one (askToShare), once a minute per `grantee`.
+   * When location holder `grantee` got less than a quiet stock only because others hold heldBound,
+   * those holding over QUIET_STOCK past a short stock's life are asked to share, once a minute.
    */
   #noteSharing(
     state: UsageState,
@@ -162,10 +158,7 @@ export class LeaseLedger {
     );
   }
 
-  /**
-   * Adds `permits` to lease `id` and moves its expiry, if it was granted in the current minute
-   * window and not handed back; null otherwise. It then holds at most `holding` + `permits`.
-   */
+  /** Adds `permits` to lease `id` (held: at most `holding` + them) if out and of this minute. */
   #extend(
     id: string,
     state: UsageState,
@@ -202,10 +195,7 @@ export class LeaseLedger {
       .one().minuteStart;
   }
 
-  /**
-   * What lease `id` of the current minute holds unused by this object's count (grants whose
-   * answer never reached its holder too); 0 when it is not out, or no `used` is reported.
-   */
+  /** What lease `id` of this minute holds unused by this object's count (0: not out, no `used`). */
   unusedOf(id: string, state: UsageState, used: number | undefined): number {
     const row = used === undefined ? undefined : this.grantedIn(id);
     const current = row?.minuteStart === state.minuteStart && row.dayStart === state.dayStart;
@@ -236,10 +226,7 @@ export class LeaseLedger {
     this.history.countServed(row.dayStart, counted - row.counted);
   }
 
-  /**
-   * Settles as stranded every lease not handed back within STRANDED_AFTER_MS of its expiry, once
-   * its minute is over. Its permits stay counted in the windows, as the holder may have used them.
-   */
+  /** Strands the leases past STRANDED_AFTER_MS (still counted: they may have served). */
   strandUnreported(now: number): void {
     const rows = this.sql
       .exec<LeaseRow>(

@@ -75,11 +75,10 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Decides and counts one request, after taking back the caller's returned leases; admitted with
-   * room to spare, it also lends what was asked for. `policy` is the caller's copy of the key; a
-   * newer stored one wins. An admission id is decided once. It is answered `stale`, counted
-   * nowhere, when sent on an older version of the key than this object's (what the copy alone
-   * decided, a roll or the expiry, may have changed too), or past ADMISSION_ID_LIFETIME_MS.
+   * Decides and counts one request after taking back the returned leases, and lends what was asked
+   * for when there is room. `policy` is the caller's copy of the key (a newer stored one wins). An
+   * admission id is decided once; it is answered `stale`, counted nowhere, when sent on an older
+   * version than this object's (a roll or the expiry may have changed too), or past its lifetime.
    */
   admit(
     policy: Policy,
@@ -115,8 +114,7 @@ export class QuotaLimiter extends DurableObject<Env> {
       // Holders admit from their stock and standing permits without asking: they stop now.
       this.ctx.waitUntil(this.#tellHolders());
     }
-    // Counted in the windows' day, which a clock stepping back does not leave. A lease's permits
-    // are counted in the history only as reported used (lease-ledger.ts).
+    // In the windows' day, which a clock stepping back does not leave (leases: lease-ledger.ts).
     this.#history.count(decision.outcome, state.dayStart, 1);
     return this.#answered<Admission>({ ...decision, ...lent }, state, now, id);
   }
@@ -147,8 +145,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     const leaseIn = this.#leases.grantedIn(request.leaseId);
     state = this.#admissions.countOnceFromStock(state, leaseIn, request.admissionIds, now);
     const windows = windowsOf(state, effective);
-    // A caller on an older policy than the object's is told so and granted nothing: its lease
-    // was granted under the old limits and must end, not grow.
+    // A caller on an older policy is told so and granted nothing: its lease must end, not grow.
     const refused =
       effective.revoked || state.bannedUntil > now || effective.version > policy.version;
     // A renewal granted whose answer was lost left permits the holder does not count in its
@@ -239,10 +236,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     this.#leases.strandUnreported(now);
   }
 
-  /**
-   * Stores a newer policy pushed by the admin API, and tells the location holders. One not
-   * reached stops when its lease ends: leases are renewed only here.
-   */
+  /** Stores a newer policy pushed by the admin API; holders not told stop as their leases end. */
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy.current?.version;
     if (this.#policy.adopt(policy).version === before) return;
@@ -279,10 +273,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     return { bannedUntilBefore, usage: this.usage(offered) };
   }
 
-  /**
-   * Keeps storage bounded: the usage row goes once its day (and any ban) is over. Writes to D1 the
-   * finished days once no lease can still count on them, and the bans.
-   */
+  /** The usage row goes once its day and ban are over; finished days and bans go to D1. */
   override async alarm(): Promise<void> {
     const now = clock.now();
     this.#leases.strandUnreported(now);

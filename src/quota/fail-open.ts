@@ -1,4 +1,4 @@
-import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
+import { clock, DAY_MS, MINUTE_MS, minuteEndOf } from "../lib/clock";
 import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
@@ -96,7 +96,7 @@ export function answerWithoutObject(
   if (why.persistentFailure) {
     logPersistentFailure(keyId, why.persistentFailure, now);
     const refusal = why.refusal && why.refusal.retryAt > now ? why.refusal : null;
-    const retryAt = refusal?.retryAt ?? now - (now % MINUTE_MS) + MINUTE_MS;
+    const retryAt = refusal?.retryAt ?? minuteEndOf(now);
     return refusedUntil(retryAt, refusal, limits, now, CANNOT_COUNT);
   }
   const verdict = fallbackVerdict(

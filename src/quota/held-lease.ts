@@ -15,6 +15,13 @@ import { ShownWindows } from "./shown-windows";
 import { StandingStock } from "./standing-stock";
 import type { KeyDecision, Policy, SeenRefusal, WindowStatus } from "./windows";
 
+const allowed = (windows: WindowStatus[], now: number, policyVersion: number): KeyDecision => ({
+  outcome: "allowed",
+  windows,
+  now,
+  policyVersion,
+});
+
 /**
  * What one holder (an isolate's, or a location holder's) holds of one key, and what each answer
  * of the key's object does to it. LeaseHolder (lease-holder.ts) adds the calls.
@@ -99,12 +106,7 @@ export class HeldLeases {
     lease.left--;
     lease.used++;
     if (admissionId !== null) lease.admissionIds.push(admissionId);
-    return this.windows.show({
-      outcome: "allowed",
-      windows: this.windows.admitLocally(),
-      now,
-      policyVersion: lease.policyVersion,
-    });
+    return this.windows.show(allowed(this.windows.admitLocally(), now, lease.policyVersion));
   }
 
   #admitStanding(policy: Policy, now: number, admissionId: string | null): KeyDecision | null {
@@ -119,30 +121,20 @@ export class HeldLeases {
         // The day goes down by one, as for any request admitted here (its permit is room at contact).
         const day = this.windows.admitLocally().find((w) => w.name === "day");
         const shown = taken.map((w) => (w.name === "day" && day ? day : w));
-        const decision: KeyDecision = {
-          outcome: "allowed",
-          windows: shown,
-          now,
-          policyVersion: policy.version,
-        };
-        return this.windows.show(decision).windows;
+        return this.windows.show(allowed(shown, now, policy.version)).windows;
       },
     );
-    return windows && { outcome: "allowed", windows, now, policyVersion: policy.version };
+    return windows && allowed(windows, now, policy.version);
   }
 
   /**
-   * Request `admissionId` admitted from a standing permit held here, asked again (its answer was
-   * lost, and this holder evicted since, which forgot the answer it gave): the same decision,
-   * from the permit it took then; null when none took it.
+   * Request `admissionId` asked again after its answer was lost and this holder evicted: the same
+   * decision, from the standing permit it took then; null when none took it.
    */
   #answeredFromStanding(policy: Policy, now: number, admissionId: string): KeyDecision | null {
-    const windows = this.standing.answeredBefore(
-      admissionId,
-      policy.version,
-      this.windows.atContact,
-    );
-    return windows && { outcome: "allowed", windows, now, policyVersion: policy.version };
+    const { version } = policy;
+    const windows = this.standing.answeredBefore(admissionId, version, this.windows.atContact);
+    return windows && allowed(windows, now, version);
   }
 
   /** Moves the standing permits done with at `now` (or `all`) to the leases to hand back. */
@@ -150,10 +142,7 @@ export class HeldLeases {
     for (const r of this.standing.reports(now, options)) this.keepToReturn(r);
   }
 
-  /**
-   * Moves the standing permits of an older policy than `version` (a push this holder missed) to
-   * the leases to hand back: no request may use them now.
-   */
+  /** Moves the standing permits of a policy older than `version` (a push missed) to hand back. */
   protected retireStandingOlderThan(version: number): void {
     const superseded = this.standing.reportsOlderThan(version);
     for (const r of superseded) this.keepToReturn(r);
@@ -161,9 +150,8 @@ export class HeldLeases {
   }
 
   /**
-   * Keeps the standing permits an answer granted to a call sent when `this.changes` was
-   * `changesWhenSent`; if the key changed here since, they go back unused (returnStandingGranted).
-   * Returns whether it kept any.
+   * Keeps the standing permits granted to a call sent when `this.changes` was `changesWhenSent`
+   * (changed since: they go back unused). Returns whether it kept any.
    */
   protected keepStanding(
     answer: { standing?: StandingPermit[]; now?: number },
@@ -192,10 +180,7 @@ export class HeldLeases {
       this.keepToReturn({ id: g.id, unused: g.permits, used: 0 });
   }
 
-  /**
-   * Only under the version it was granted under: a request on an older copy of the key goes to
-   * the key's object, which tells it its copy is stale; a newer one ends the lease (`leaseOver`).
-   */
+  /** Only under its own version: an older copy of the key goes to the object, which says stale. */
   #usable(lease: HeldLease, policy: Policy, now: number): boolean {
     return !this.leaseOver(lease, policy, now) && policy.version === lease.policyVersion;
   }
@@ -216,8 +201,8 @@ export class HeldLeases {
   }
 
   /**
-   * Notes a lease's unused permits (and what it served) to hand back, one entry per lease; a
-   * used-up one too: until then the object counts it in heldBound, and bills its last requests.
+   * Notes a lease's unused permits and what it served to hand back, one entry per lease; a used-up
+   * one too: until then the object counts it in heldBound, and bills its last requests.
    */
   protected keepToReturn({ id, unused, used, admissionIds = [] }: ReturnedLease): void {
     if (unused < 0) return;
@@ -289,9 +274,8 @@ export class HeldLeases {
       return true;
     }
     if (!inUse) {
-      // Put aside while the renewal was on its way: its permits go back too, an extension with
-      // what the lease served (its own hand-back may have left already, surrendered to an
-      // isolate's call; whichever reaches the key's object first settles the lease).
+      // Put aside meanwhile: its permits go back too, an extension with what the lease served
+      // (its own hand-back may have left already; whichever arrives first settles the lease).
       const used = granted.id === lease.id ? lease.used : 0;
       this.keepToReturn({ id: granted.id, unused: granted.permits, used });
       return false;
@@ -308,9 +292,8 @@ export class HeldLeases {
   }
 
   /**
-   * Applies the object's answer to a call sent when `this.changes` was `changes`, at `sentAt` (by
-   * this holder's clock, see `localExpiry`). A lease granted after the key changed here meanwhile
-   * goes back: requests after a change must not be admitted under the old policy.
+   * Applies the object's answer to a call sent at `sentAt` (this holder's clock) when
+   * `this.changes` was `changes`. A lease granted after the key changed here goes back unused.
    */
   protected contact(
     admission: Admission,

@@ -26,11 +26,9 @@ export interface HeldLease extends LeaseInUse {
 }
 
 /**
- * When a lease ends by this holder's own clock. The holder must not admit from it once it has
- * ended by the object's clock, whatever its own reads: past its minute the object admits a whole
- * new minute, and past its expiry the object no longer tells this holder of a change to the key.
- * So the time the lease (and its minute) had left when the object answered is counted from
- * `sentAt`, when this holder asked, before the answer whatever the two clocks read.
+ * When a lease ends by this holder's clock: never after it ends by the object's (past its minute
+ * the object admits a new one; past its expiry it no longer pushes changes here). So the time it
+ * had left when the object answered is counted from `sentAt`, before the answer by any clock.
  */
 export function localExpiry(
   granted: Lease,

@@ -31,10 +31,9 @@ export const STOCK_BACK_WITHIN_MS = 5_000;
 export const STOCK_LEASE_MS = STOCK_BACK_WITHIN_MS - GIVE_BACK_GRACE_MS;
 
 /**
- * A location holder's stock lives to the end of its minute while the key is far from both limits
- * (the tighter window keeps this many times heldBound after the grant), so a key calling every
- * 10 s finds stock at every request. Nearer the limit a stock is short again, so permits a
- * location stopped using come back when they may be needed elsewhere.
+ * A location holder's stock lives to its minute's end while the tighter window keeps this many
+ * times heldBound after the grant (a key calling every 10 s finds stock at every request); nearer
+ * the limit it is short again, so permits a location stopped using come back sooner.
  */
 export const MINUTE_STOCK_ROOM_SHARE = 4;
 
@@ -57,9 +56,8 @@ export function minuteStockWanted(now: number, minuteEnd: number, gapMs: number)
 }
 
 /**
- * A stock for the minute is sized to minuteStockWanted only while its holder is the key's only
- * one: no other holder asked within this long (a location still calling asks at least once a
- * minute, its refill). Else it is QUIET_STOCK, so that each location keeps stock.
+ * A stock for the minute is sized to minuteStockWanted only while no other holder asked within
+ * this long (a location still calling asks once a minute, its refill); else each keeps QUIET_STOCK.
  */
 export const STOCK_SHARED_WITHIN_MS = 2 * MINUTE_MS;
 
@@ -69,9 +67,8 @@ export const STOCK_SHARED_WITHIN_MS = 2 * MINUTE_MS;
  */
 export const BACKGROUND_ENDS_WITHIN_MS = 2 * MINUTE_MS + GIVE_BACK_GRACE_MS;
 
-/** A lease takes at most a quarter of the room left in the tighter window… */
+/** A lease takes at most a quarter of the room left in the tighter window (and see heldBound). */
 const ROOM_SHARE = 4;
-/** …and all leases of a key together hold at most a tenth of the per-minute limit (see heldBound). */
 const LIMIT_SHARE = 10;
 
 /**
@@ -154,12 +151,11 @@ export interface LeaseInUse {
 
 /**
  * Whether a holder renews its lease now, in the background, while it still admits from it: once
- * half of the last grant (or of `stock`, if more) is used, or `aheadMs` before the lease expires
- * (see RenewAhead), unless it ends with its minute (the next minute's refill follows); never in
- * the minute's last MINUTE_TAIL_MS, so one due in that tail goes before it, to the minute's end.
- * Only a request sends an isolate's renewal: the one whose successor (at the key's last gap
- * `gapMs`) would come after the renewal is due. A stock for the minute is renewed only once used
- * up, and only if the key's last gap there fits in what is left of the minute.
+ * half of the last grant (or of `stock`, if more) is used, or `aheadMs` before the lease expires,
+ * unless it ends with its minute; never in the minute's last MINUTE_TAIL_MS (one due then goes
+ * before it). An isolate's renewal is sent by the request whose successor (at the key's last gap
+ * `gapMs`) would come after it is due. A stock for the minute is renewed only once used up, and
+ * only if the key's last gap fits in what is left of the minute.
  */
 export function renewsNow(
   lease: LeaseInUse,
@@ -177,8 +173,8 @@ export function renewsNow(
   if (lease.forTheMinute) return lease.left <= 0 && now + gapMs < lease.expiresAt;
   if (lease.left <= 0) return false;
   const halfUsed = lease.left * 2 <= Math.max(lease.lastGrant, stock);
-  // One due in the tail goes before it; not for a lease ending less than aheadMs before its minute
-  // (by this holder's clock, a one-way trip early): it ends with its minute, nothing extends it.
+  // A lease ending less than aheadMs before its minute (by this holder's clock, a one-way trip
+  // early) ends with it: nothing extends it.
   const extendable = lease.expiresAt < minuteEnd - aheadMs;
   const tailStart = minuteEnd - MINUTE_TAIL_MS;
   const renewBy = extendable ? Math.min(lease.expiresAt, tailStart) : lease.expiresAt;
