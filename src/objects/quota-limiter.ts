@@ -87,8 +87,10 @@ export class QuotaLimiter extends DurableObject<Env> {
     const now = clock.now();
     const id = request.admissionId;
     const known = id === undefined ? null : this.#admissions.recall<RememberedAdmission>(id);
-    // The lease granted with it goes again while it is out (its caller never had it).
+    // The lease granted with it goes again while it is out (its caller never had it); what the
+    // call hands back is taken back all the same (once: a lease settles once).
     if (known) {
+      this.#takeBackNow(request.returning);
       const { fromStock: _, countedIn: __, ...admission } = known;
       const lease = known.lease && this.#leases.grantedIn(known.lease.id) ? known.lease : null;
       return { ...admission, lease, ...this.#standing.stillOut(known.standing) };
