@@ -31,9 +31,8 @@ function windowsStartOf(windows: WindowStatus[]): { minuteStart: number; dayStar
 const FORGET_EVERY_MS = 1_000;
 
 /**
- * What makes admissions and renewals idempotent at the key's object: the same id asked again (a
- * retry, a call delivered twice, a fallback from the location holder) gets the same answer and
- * is counted once.
+ * What makes admissions and renewals idempotent at the key's object: an id asked again (a retry,
+ * a call delivered twice, a fallback from the holder) gets the same answer, counted once.
  */
 export class AdmissionMemory {
   #forgotAt = 0;

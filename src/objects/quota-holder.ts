@@ -35,8 +35,7 @@ export const holderName = (keyId: string, location: string): string => `${keyId}
 
 /**
  * One per key per location (`holderName`), between the isolates and the key's QuotaLimiter: it
- * admits from a stock the object leased to it, else forwards; it never refuses on its own
- * (docs/quotas.md, "The machine").
+ * admits from its stock, else forwards; it never refuses on its own (docs/quotas.md).
  */
 export class QuotaHolder extends DurableObject<Env> {
   readonly #keyRecord = new HeldKeyRecord();

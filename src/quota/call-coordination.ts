@@ -1,7 +1,6 @@
 /**
- * The calls one lease holder has in flight to the key's object: one that asks for a lease or hands
- * one back runs alone; a renewal runs while requests admit from the lease; requests decided one by
- * one each make their own (docs/quotas.md, "The machine").
+ * A lease holder's calls in flight: one that asks for a lease or hands one back runs alone; a
+ * renewal runs while requests admit from the lease; other requests each make their own.
  */
 export class CallsInFlight {
   #exclusive: Promise<unknown> | null = null;
