@@ -1,4 +1,4 @@
-import { clock, MINUTE_MS } from "../lib/clock";
+import { clock, MINUTE_MS, minuteEndOf } from "../lib/clock";
 import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { countInShield } from "../objects/auth-shield-client";
@@ -23,7 +23,7 @@ const lastSeen = new ExpiringMap<string, WindowStatus>(10_000);
 function knownFailureWindow(shieldName: string, now = clock.now()): WindowStatus {
   const seen = lastSeen.get(shieldName, now);
   if (seen) return seen;
-  const resetAt = now - (now % MINUTE_MS) + MINUTE_MS;
+  const resetAt = minuteEndOf(now);
   const limit = AUTH_FAILURES_PER_MINUTE;
   return { name: "minute", limit, remaining: limit, resetAt, seconds: MINUTE_MS / 1000 };
 }

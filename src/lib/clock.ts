@@ -12,6 +12,9 @@ export const clock = {
 export const MINUTE_MS = 60_000;
 export const DAY_MS = 86_400_000;
 
+/** When the UTC minute that contains `ms` ends. */
+export const minuteEndOf = (ms: number): number => ms - (ms % MINUTE_MS) + MINUTE_MS;
+
 /** "YYYY-MM-DD" of the UTC day that contains `ms`. */
 export const dayName = (ms: number): string =>
   new Date(ms - (ms % DAY_MS)).toISOString().slice(0, 10);

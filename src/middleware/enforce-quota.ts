@@ -64,8 +64,7 @@ async function headersOrThrowRefusal(
   }
   c.set("quota", result.decision.outcome);
   const { decision } = result;
-  // The object applied a newer policy than this isolate's cached record (a plan change or a
-  // revocation made elsewhere): drop the record so the next request reads the key afresh.
+  // A newer policy than this isolate's cached record: the next request reads the key again.
   if (decision.outcome === "revoked" || decision.policyVersion > key.version) forgetKey(key.id);
   if (decision.outcome === "revoked") {
     // The object refuses revoked and disabled keys alike; D1 says which (a rare read).
@@ -84,10 +83,7 @@ export const MOST_REREADS = 2;
 const staleAgain = () =>
   unavailable("The API key changed while this request was decided; repeat the request.");
 
-/**
- * The request decided: by the key's location holder along with authenticating it, or now. A
- * stale copy of the key is read again and the request decided with the same admission id.
- */
+/** The request decided (in its location already, or now); a stale copy is read again, same id. */
 async function decidedOrThrow(
   c: Context<QuotaEnv>,
   admissionId: string,
@@ -108,8 +104,7 @@ async function decidedOrThrow(
 
 /**
  * Every /v1 request is decided before it is answered (docs/quotas.md). Reads by a key with room
- * left run alongside the decision (a read changes nothing stored, and the answer still waits for
- * it); a refused read's work is discarded.
+ * left run alongside the decision (a read changes nothing); a refused read's work is discarded.
  */
 export const enforceQuota = ({ routes }: { routes: RouteTable }) =>
   createMiddleware<QuotaEnv>(async (c, next) => {

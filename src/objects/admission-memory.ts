@@ -15,10 +15,7 @@ export const CREATE_ADMISSIONS_TABLE = `CREATE TABLE IF NOT EXISTS admissions (
     id TEXT PRIMARY KEY, decided_at INTEGER NOT NULL, answer TEXT NOT NULL) STRICT;
   CREATE INDEX IF NOT EXISTS admissions_by_time ON admissions (decided_at)`;
 
-/**
- * An admission as remembered: `fromStock` once a location holder reported it admitted from stock,
- * `countedIn` the lease whose report counted it then (absent: an earlier release's record).
- */
+/** An admission as remembered; `fromStock`: reported from a stock, counted in lease `countedIn`. */
 export type RememberedAdmission = Admission & { fromStock?: true; countedIn?: string };
 
 /** Where the windows of `windows` (a decision's) start. */
@@ -34,10 +31,8 @@ function windowsStartOf(windows: WindowStatus[]): { minuteStart: number; dayStar
 const FORGET_EVERY_MS = 1_000;
 
 /**
- * What makes admissions and renewals idempotent at the key's object: the same id asked again (a
- * retry after a lost answer, a call delivered twice, a fallback from the location holder) gets
- * the same answer and is counted once. Ids are forgotten after ADMISSION_MEMORY_MS (see
- * `forgetOlderThanMemory`).
+ * What makes admissions and renewals idempotent at the key's object: an id asked again (a retry,
+ * a call delivered twice, a fallback from the holder) gets the same answer, counted once.
  */
 export class AdmissionMemory {
   #forgotAt = 0;
@@ -69,13 +64,10 @@ export class AdmissionMemory {
   }
 
   /**
-   * Forgets the ids answered ADMISSION_MEMORY_MS or more before `now`: no attempt of them is
-   * decided any more (ADMISSION_ID_LIFETIME_MS). Except while a lease granted before them is still
-   * out: a location holder may have admitted one of them from it, and its report (a renewal, the
-   * hand-back), however late, must find this object's own decision of the same id, or the request
-   * is counted twice. A lease is out until it is handed back or settled as stranded, so the ids
-   * answered since the start of its minute (less ADMISSION_CLOCK_TOLERANCE_MS, for a clock that
-   * stepped back) are kept until then.
+   * Forgets the ids answered ADMISSION_MEMORY_MS or more before `now`, but those answered since
+   * the minute of a lease still out (less ADMISSION_CLOCK_TOLERANCE_MS): a holder may have admitted
+   * one from it, and its report, however late, must find this object's own decision of the same
+   * id, or the request is counted twice.
    */
   forgetOlderThanMemory(now: number): void {
     const oldestLease = this.leases.oldestMinuteOut();
@@ -90,14 +82,11 @@ export class AdmissionMemory {
 
   /**
    * Counts once each request a location holder reports it admitted from its stock (lease
-   * `leaseIn`, null once settled), by admission id, after the report's `used` was counted (in
-   * `usage` and the history). An answer lost on its way from the holder makes its isolate ask the
-   * key's object with the same id: decided there too, the object's own count comes off (the
-   * stock's stays); refused there (the answer its client got), the stock's permit comes back
-   * unbilled. Any other id is remembered, so that asked later it is answered as admitted (under
-   * the key's policy) and counted nowhere else. A report delivered again changes nothing. An id
-   * reported twice (in one report, or by reports of two leases: a holder that took a second permit
-   * for a request asked again) is counted once: the extra permit goes back unused.
+   * `leaseIn`, null once settled), by admission id, after the report's `used` was counted. One the
+   * object decided too (an answer lost from the holder, asked again): the object's count comes off,
+   * or if it refused, the stock's permit comes back unbilled. Any other id is remembered as
+   * admitted, so that asked later it is counted nowhere else. A report delivered again changes
+   * nothing; an id in two reports, or twice in one, is counted once (the extra permit goes back).
    */
   countOnceFromStock(
     usage: UsageState,

@@ -4,10 +4,7 @@ import { logFailure } from "../lib/log";
 /** How soon the object tries again when D1 did not take a write (a ban, a finished day). */
 export const D1_RETRY_MS = 5 * MINUTE_MS;
 
-/**
- * An object's one alarm, shared by everything it holds for later: each asks for an alarm no
- * later than it needs, and the earliest wins.
- */
+/** An object's one alarm, shared by all it holds for later: the earliest asked for wins. */
 export class AlarmSchedule {
   /** The earliest alarm asked for that storage failed to set (see wakeNoLaterThan). */
   #owed: number | null = null;
@@ -16,11 +13,7 @@ export class AlarmSchedule {
 
   constructor(private readonly storage: DurableObjectStorage) {}
 
-  /**
-   * Moves the alarm to `at` if it is not set for earlier. One change at a time, each reading the
-   * alarm the previous one left: a call that asks for two alarms (today's cleanup and an earlier
-   * one owed) keeps the earlier.
-   */
+  /** Moves the alarm to `at` if not set earlier: one change at a time, each reading the last's. */
   noLaterThan(at: number): Promise<void> {
     const change = this.#change.then(async () => {
       const current = await this.storage.getAlarm();
@@ -30,10 +23,7 @@ export class AlarmSchedule {
     return change;
   }
 
-  /**
-   * Asks for an alarm no later than `at`, without waiting for storage. A failure is logged and
-   * kept: the object's next call asks again (askOwed).
-   */
+  /** As noLaterThan, not waiting; a failure is logged and asked for again (askOwed). */
   wakeNoLaterThan(at: number, failure: string): void {
     this.noLaterThan(at).catch((err: unknown) => {
       this.#owed = Math.min(at, this.#owed ?? at);

@@ -9,10 +9,9 @@ import { callWithOneRetry, isOverloaded } from "./stub-call";
 const countedHere = new ExpiringMap<string, UsageState>(10_000);
 
 /**
- * Counts one request in the AuthShield object `shieldName` against `limit` per minute. When the
- * shield does not answer, the limit still holds: overloaded (the client's own flood), refused
- * until its minute ends, or flooding would switch the shield off; unreachable, counted in this
- * isolate, as an outage of the shield must not lock every client out.
+ * Counts one request in AuthShield `shieldName` against `limit` per minute. Overloaded (the
+ * client's own flood): refused until its minute ends; unreachable: counted in this isolate, as an
+ * outage of the shield must not lock every client out.
  */
 export async function countInShield(
   namespace: DurableObjectNamespace<AuthShield>,
@@ -28,7 +27,6 @@ export async function countInShield(
     const now = clock.now();
     if (isOverloaded(err)) {
       logFailure("warn", "shield overloaded; refusing the client until its window ends", err);
-      // The decision on a minute already used up: refused until it ends.
       const usedUp = { ...EMPTY_USAGE, minuteStart: now - (now % MINUTE_MS), minuteCount: limit };
       return countFailure(usedUp, limit, now).decision;
     }

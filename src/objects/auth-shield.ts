@@ -15,9 +15,8 @@ export const AUTH_SHIELD_SCHEMA: ObjectSchema = {
 };
 
 /**
- * One per client IP. Counts failed authentications so API keys cannot be guessed at speed.
- * (One per key, named `usage-reads:<key id>`, counts that key's usage reads; see countRequest.)
- * (The Workers rate-limiting binding cannot do this: it reports neither remaining nor reset.)
+ * One per client IP: counts failed authentications so API keys cannot be guessed at speed (the
+ * Workers rate-limiting binding reports neither remaining nor reset).
  */
 export class AuthShield extends DurableObject<Env> {
   readonly #usageTable = new UsageTable(this.ctx.storage.sql);
@@ -34,9 +33,8 @@ export class AuthShield extends DurableObject<Env> {
   }
 
   /**
-   * Counts one request in the minute window, up to `limit` (then refuses it). Also what keeps a
-   * key's usage reads (GET /v1/usage) to their own limit, under the name `usage-reads:<key id>`,
-   * away from the key's quota object.
+   * Counts one request in the minute window, up to `limit`. Also, named `usage-reads:<key id>`,
+   * what keeps a key's GET /v1/usage to its own limit, away from the key's quota object.
    */
   countRequest(limit: number): Decision {
     const now = clock.now();

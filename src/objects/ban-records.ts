@@ -3,9 +3,8 @@ import { logFailure } from "../lib/log";
 import { type AlarmSchedule, D1_RETRY_MS } from "./alarm-schedule";
 
 /**
- * The key's bans that D1 has not fully heard of yet. D1 hears of a ban from the alarm (a request
- * must not wait for D1): its start, then its end. Each write is idempotent, so a failed one is
- * tried again later.
+ * The key's bans D1 has not fully heard of: the alarm writes each start, then its end (a request
+ * never waits for D1); each write is idempotent, so a failed one is tried again later.
  */
 export class BanRecords {
   constructor(

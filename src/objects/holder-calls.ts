@@ -5,26 +5,20 @@ import type { Region } from "../schemas/region";
 import type { QuotaLimiter } from "./quota-limiter";
 import { callWithOneRetry, placedIn } from "./stub-call";
 
-/**
- * A location holder's calls to its key's object (QuotaHolder): where the object is (its region,
- * as the key's last request here brought it) and under which name the holder asks, so the
- * object can tell it of changes.
- */
+/** A location holder's calls to its key's object, under the holder's name (told of changes). */
 export class HolderCalls {
-  /** The holder's bindings, read at each call (tests swap them on a live object). */
-  readonly #env: () => Env;
-  /** This holder's name (see `holderName`), or null when it has none (tests' unnamed objects). */
-  readonly #name: string | null;
   /** The key's region, as the last request brought it. */
   region: Region | null = null;
 
-  constructor(env: () => Env, name: string | null) {
-    this.#env = env;
-    this.#name = name;
-  }
+  constructor(
+    /** The holder's bindings, read at each call (tests swap them on a live object). */
+    private readonly env: () => Env,
+    /** This holder's name (see `holderName`), or null when it has none (tests' unnamed objects). */
+    private readonly name: string | null,
+  ) {}
 
   stub(keyId: string): DurableObjectStub<QuotaLimiter> {
-    return this.#env().QUOTA.getByName(keyId, placedIn(this.region));
+    return this.env().QUOTA.getByName(keyId, placedIn(this.region));
   }
 
   #retried<T>(keyId: string, call: (stub: DurableObjectStub<QuotaLimiter>) => Promise<T>) {
@@ -50,11 +44,11 @@ export class HolderCalls {
     return {
       admit: (request) =>
         this.#retried(keyId, async (stub) =>
-          stub.admit(policy, admissionId ? { ...request, admissionId } : request, this.#name),
+          stub.admit(policy, admissionId ? { ...request, admissionId } : request, this.name),
         ),
       ...this.giveBack(keyId),
       // Not retried, as in the isolate's client: a renewal counted twice would strand permits.
-      renew: (request) => this.stub(keyId).renewLease(policy, request, this.#name),
+      renew: (request) => this.stub(keyId).renewLease(policy, request, this.name),
     };
   }
 }

@@ -7,33 +7,27 @@ import { CHANGE_APPLIES_WITHIN_MS, STOCK_LEASE_MS } from "../quota/lease";
 export const HELD_KEY_MAX_AGE_MS = KEY_RECORD_MAX_AGE_MS;
 
 /**
- * A holder reads its copy of the key again in the background when, by the key's next request
- * (its last gap here from now), the copy would be at least this old: a key calling every 10 s to
- * every minute then never waits for D1 at the holder.
+ * A holder reads its copy again in the background when it would be this old by the key's next
+ * request (at its last gap): a key calling every 10 s to every minute never waits for D1 there.
  */
 export const HELD_KEY_READ_AHEAD_AGE_MS = HELD_KEY_MAX_AGE_MS - 5_000;
 
 /** The copy's age, read ahead, when the next request is due: it may come this much late. */
 export const HELD_KEY_EXPECTED_AGE_MS = HELD_KEY_MAX_AGE_MS / 2;
 
-/**
- * A key whose last gap here was longer than this gets no read ahead (its next request reads the
- * key if the copy is too old by then). So the read ahead comes at most this long less
- * HELD_KEY_EXPECTED_AGE_MS after the key's last request: within BACKGROUND_ENDS_WITHIN_MS.
- */
+/** No read ahead after a gap longer than this: one ends within BACKGROUND_ENDS_WITHIN_MS. */
 export const HELD_KEY_READ_AHEAD_GAP_MAX_MS = 2 * MINUTE_MS;
 
 /**
- * How long a copy that refuses the key (disabled, expired, a rolled-out secret) is trusted after
- * its read: it asks the key's object nothing, so no newer version reaches it, and an isolate may
- * keep the refusal as long again (REFUSED_KEY_CACHE_TTL_MS): together CHANGE_APPLIES_WITHIN_MS.
+ * How long a copy that refuses the key is trusted after its read (it asks nobody, so no newer
+ * version reaches it); an isolate keeps the refusal as long again: CHANGE_APPLIES_WITHIN_MS.
  */
 export const REFUSING_COPY_TRUSTED_MS = CHANGE_APPLIES_WITHIN_MS / 2;
 
 /**
- * A location holder's copy of its key's record, and which of its secrets (by SHA-256 hash) it has
- * met: kept current by the key's object (QuotaHolder.authenticateAndAdmit) for at most
- * HELD_KEY_MAX_AGE_MS. A request the holder does not decide uses it only while vouched for.
+ * A location holder's copy of its key's record, and the secrets (by SHA-256 hash) it has met:
+ * kept current by the key's object (QuotaHolder.authenticateAndAdmit) for at most
+ * HELD_KEY_MAX_AGE_MS; a request the holder does not decide uses it only while vouched for.
  */
 export class HeldKeyRecord {
   #record: KeyRecord | null = null;
@@ -56,11 +50,9 @@ export class HeldKeyRecord {
   onChange: (() => void) | null = null;
 
   /**
-   * The key as kept here, if `hash` is one of its secrets, however old the copy: once per read.
-   * A holder holding standing permits answers a key calling every few minutes with it, with no D1
-   * read first, and reads the copy again at once; a request that comes before that read is back
-   * waits for it. So a change whose push did not reach the holder (nor the key's object) is
-   * applied from the second request here at most (docs/quotas.md).
+   * The key as kept here, if `hash` is one of its secrets, however old the copy: once per read (a
+   * holder with standing permits answers a sparse key so, and reads the copy again at once). A
+   * change no push brought applies from the second request here at most (docs/quotas.md).
    */
   onceStale(hash: string): KeyMatch | null {
     const secret = this.#secrets.get(hash);
@@ -84,10 +76,7 @@ export class HeldKeyRecord {
     this.#lastHash = copy.secrets[0]?.[0] ?? null;
   }
 
-  /**
-   * The key as kept here at `now`, if `hash` is one of its secrets met since it was read and the
-   * copy is younger than HELD_KEY_MAX_AGE_MS.
-   */
+  /** The key, if `hash` is a secret met since the copy's read, younger than HELD_KEY_MAX_AGE_MS. */
   cached(hash: string, now: number): KeyMatch | null {
     if (now >= this.#readAt + HELD_KEY_MAX_AGE_MS) return null;
     const secret = this.#secrets.get(hash);
@@ -95,11 +84,8 @@ export class HeldKeyRecord {
   }
 
   /**
-   * Notes a request of key `keyId` arriving at the holder at `now`, and keeps the copy young for
-   * the key's next request (expected after its last gap here): read again from `db` by the secret
-   * read last, timed by HELD_KEY_READ_AHEAD_AGE_MS and the two constants after it, one read ahead
-   * at a time. Returns that read (it rejects with what D1 throws), or null when none is due. What
-   * the copy decides does not change: it is the key as D1 has it, read later than otherwise.
+   * Notes a request at `now`, and keeps the copy young for the key's next one (read again by the
+   * secret read last, timed by the constants above): the read (rejecting as D1 does), or null.
    */
   readAhead(db: Queryable, keyId: string, now: number): Promise<void> | null {
     const gap = this.#lastArrival === null ? 0 : now - this.#lastArrival;
@@ -120,9 +106,8 @@ export class HeldKeyRecord {
   }
 
   /**
-   * How old the copy is at `now` (since its read from D1 began): an isolate it is handed to keeps
-   * it only as long as it would keep a record it read at that time, so a change the key's object
-   * never learnt reaches it when it reaches this holder, at most HELD_KEY_MAX_AGE_MS after.
+   * The copy's age (since its read began): an isolate it is handed to keeps it only as long as a
+   * record it read then, so a change the key's object never learnt reaches both alike.
    */
   ageAt(now: number): number {
     return now - this.#readAt;
@@ -139,19 +124,15 @@ export class HeldKeyRecord {
   }
 
   /**
-   * The key's object has just decided a request under `version` of the key, or admitted one from
-   * a lease it granted (which it tells of changes): a copy of that version is current for another
-   * STOCK_LEASE_MS.
+   * The key's object has just decided a request under `version`, or granted the lease it came from
+   * (it pushes changes): a copy of that version is current for another STOCK_LEASE_MS.
    */
   vouch(version: number, now: number): void {
     if (this.#record?.version === version)
       this.#vouchedUntil = Math.max(this.#vouchedUntil, now + STOCK_LEASE_MS);
   }
 
-  /**
-   * Reads the key whose secret has hash `hash` from D1 (at `now`), and keeps it when it is key
-   * `keyId`. Null: no secret of key `keyId` has this hash (a guess). Throws what D1 throws.
-   */
+  /** Reads key `keyId` by secret hash `hash` from D1 and keeps it (null: a guess). Throws D1's. */
   read(db: Queryable, keyId: string, hash: string, now: number): Promise<KeyMatch | null> {
     let reading = this.#reading.get(hash);
     if (!reading) {

@@ -31,8 +31,9 @@ export const HAND_BACK_RETRY_MS = 5_000;
  * A location holder's standing permits kept in its own storage, so that a holder evicted between
  * a sparse key's requests still answers the next one from them. Written synchronously as each
  * permit is granted, taken or reported, before the answer or call that follows leaves, so a
- * permit is never used twice, nor held again once reported. An alarm after the last permit's
- * minute hands them back if the holder is not in memory then.
+ * permit is never used twice; one reported stays kept until a call carrying its report is
+ * answered. An alarm after the last permit's minute hands them back if the holder is not in
+ * memory then.
  */
 export class HolderStandingMemory {
   readonly #storage: DurableObjectStorage;

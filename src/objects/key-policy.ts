@@ -1,9 +1,6 @@
 import type { Policy } from "../quota/windows";
 
-/**
- * The newest policy of the key (limits and revocation) its object has been pushed or shown
- * (table `policy`, one row): an older one never replaces it.
- */
+/** The newest policy (limits, revocation) the key's object was pushed or shown, never older. */
 export class KeyPolicy {
   #current: Policy | null = null;
 

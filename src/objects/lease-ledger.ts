@@ -16,8 +16,8 @@ import { StockSharing } from "./stock-sharing";
 import type { UsageHistoryTable } from "./usage-history-table";
 
 /**
- * A lease not handed back this long after its expiry (and not before its minute ends) is settled
- * as stranded. Under a minute, so every lease of a day is settled by the day-end flush.
+ * A lease not handed back this long after its expiry, its minute over, is settled as stranded:
+ * under a minute, so every lease of a day is settled by the day-end flush.
  */
 export const STRANDED_AFTER_MS = 30_000;
 
@@ -38,9 +38,8 @@ export type LeaseAsk = { want: number; holding: number; extending?: string; minu
 const clampTo = (most: number, n: number): number => Math.max(0, Math.min(most, n));
 
 /**
- * The leases the key's object granted and has not settled yet, each the account of its permits:
- * the windows count them from the grant, the usage history only as their holder reports them
- * used (docs/quotas.md, "Billing").
+ * The leases granted and not settled yet: the windows count their permits from the grant, the
+ * usage history as their holder reports them used (docs/quotas.md, "Billing").
  */
 export class LeaseLedger {
   /** Which holders asked lately, and the sharing under way (in memory only). */
@@ -64,10 +63,9 @@ export class LeaseLedger {
   }
 
   /**
-   * Lends up to `want` permits on top of the `holding` its holder has unused (see permitsToLease)
-   * from the room left in `windows`, to the location holder `grantee` (null: an isolate): lease
-   * `extending` gets them if it was granted in the current minute, else a new lease. The windows
-   * count them at once (the `state` returned); no lease when there is no room for one.
+   * Lends up to `want` permits on top of `holding` (permitsToLease) to location holder `grantee`
+   * (null: an isolate): to lease `extending` if granted in the current minute, else a new lease;
+   * the windows count them at once (the `state` returned).
    */
   lend(
     state: UsageState,
@@ -84,9 +82,7 @@ export class LeaseLedger {
     const sized = minuteWant > want && askingAlone && !this.#leaseOfAnotherOut(grantee);
     const asked = sized ? minuteWant : want;
     let permits = permitsToLease(windows, limits, asked, holding, heldElsewhere);
-    // A location holder's stock lives to the minute's end while the key is far from its
-    // limits, else STOCK_LEASE_MS (an extended lease takes the lifetime of its renewal). Only a
-    // stock for the minute is sized to the minute: nearer the limit, `want` as ever.
+    // Only a stock for the minute (stockLivesTheMinute) is sized to the minute; else `want`.
     let forTheMinute = stockLivesTheMinute(windows, limits, permits);
     if (sized && !forTheMinute) {
       permits = permitsToLease(windows, limits, want, holding, heldElsewhere);
@@ -105,9 +101,8 @@ export class LeaseLedger {
   }
 
   /**
-   * When location holder `grantee` got less than a quiet stock only because others hold the rest
-   * of heldBound: those whose leases of this minute hold more than QUIET_STOCK and outlive a short
-   * stock are asked to keep a shared one (askToShare), once a minute per `grantee`.
+   * When location holder `grantee` got less than a quiet stock only because others hold heldBound,
+   * those holding over QUIET_STOCK past a short stock's life are asked to share, once a minute.
    */
   #noteSharing(
     state: UsageState,
@@ -137,10 +132,7 @@ export class LeaseLedger {
     this.sharing.ask({ waiting: grantee, sharers, tellWaiting: renewing }, state.minuteStart);
   }
 
-  /**
-   * Counts back what a holder gave up of lease `id` to share the bound, only if it had seen all
-   * that was granted (else its holding, reported since or to come, tells; settled: counted).
-   */
+  /** Counts back what a holder gave up of lease `id` to share the bound, if it saw all granted. */
   takeShared(state: UsageState, { id, seen, cut }: SharedStock): UsageState {
     const row = this.grantedIn(id);
     if (!row || row.permits !== seen || !(cut > 0 && cut <= seen)) return state;
@@ -162,10 +154,7 @@ export class LeaseLedger {
     );
   }
 
-  /**
-   * Adds `permits` to lease `id` and moves its expiry, if it was granted in the current minute
-   * window and not handed back; null otherwise. It then holds at most `holding` + `permits`.
-   */
+  /** Adds `permits` to lease `id` (held: at most `holding` + them) if out and of this minute. */
   #extend(
     id: string,
     state: UsageState,
@@ -202,10 +191,7 @@ export class LeaseLedger {
       .one().minuteStart;
   }
 
-  /**
-   * What lease `id` of the current minute holds unused by this object's count (grants whose
-   * answer never reached its holder too); 0 when it is not out, or no `used` is reported.
-   */
+  /** What lease `id` of this minute holds unused by this object's count (0: not out, no `used`). */
   unusedOf(id: string, state: UsageState, used: number | undefined): number {
     const row = used === undefined ? undefined : this.grantedIn(id);
     const current = row?.minuteStart === state.minuteStart && row.dayStart === state.dayStart;
@@ -220,8 +206,7 @@ export class LeaseLedger {
   /** Ends a lease's account: the history counts `used` as served and `stranded` apart. */
   #settle(row: LeaseRow, used: number, stranded: number): void {
     this.sql.exec("DELETE FROM leases WHERE id = ?", row.id);
-    // Negative only for a lease granted before the history counted leases as served (counted
-    // whole at grant): its unused permits come off.
+    // Negative only for a lease counted whole at grant (an earlier release's): its unused come off.
     this.history.countServed(row.dayStart, used - row.counted);
     this.history.strand(row.dayStart, stranded);
   }
@@ -236,10 +221,7 @@ export class LeaseLedger {
     this.history.countServed(row.dayStart, counted - row.counted);
   }
 
-  /**
-   * Settles as stranded every lease not handed back within STRANDED_AFTER_MS of its expiry, once
-   * its minute is over. Its permits stay counted in the windows, as the holder may have used them.
-   */
+  /** Strands the leases past STRANDED_AFTER_MS (still counted: they may have served). */
   strandUnreported(now: number): void {
     const rows = this.sql
       .exec<LeaseRow>(

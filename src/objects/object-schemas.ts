@@ -3,10 +3,8 @@ import { QUOTA_LIMITER_SCHEMA } from "./quota-limiter-schema";
 import type { ObjectSchema } from "./schema-migrations";
 
 /**
- * What this release reads and writes of each Durable Object's stored schema, for
- * compat/release.json: `writes`, the contract version (`schema_version.version`) it stores
- * (additions leave it); `readsThrough`, the newest stored one it opens (older ones it migrates
- * up). A rollback from C to T is safe only when `C.writes <= T.readsThrough`.
+ * What this release writes (the contract version) and reads through of each object's stored
+ * schema, for compat/release.json: a rollback from C to T needs `C.writes <= T.readsThrough`.
  */
 export type ObjectSchemaRecord = { writes: number; readsThrough: number };
 

@@ -96,9 +96,8 @@ export class HolderWithoutDecision extends Error {
 }
 
 /**
- * A request decided by the key's holder in `location` (a call for a lease goes through it, and it
- * hands its stock back in that call: one tier holds the location's permits). Null: the holder was
- * not reached (the key's object decides); throws HolderWithoutDecision if it could not decide.
+ * A request decided by the key's holder in `location` (a call for a lease too: one tier holds the
+ * location's permits). Null: not reached; throws HolderWithoutDecision if it could not decide.
  */
 export async function admitInLocationOrThrow(
   location: RequestLocation,

@@ -22,9 +22,8 @@ export type HolderAnswer =
   | ({ reached: false } & NoDecision);
 
 /**
- * A location holder's answer to a secret of its key: the key and which secret, with the decision
- * when one was asked for and the secret may be used now; "unknown": a guess; "unread": the Worker
- * reads D1 itself. `copyAgeMs`: so that the Worker keeps the copy no longer than its own read.
+ * A location holder's answer to a secret of its key: the key and secret, with the decision when
+ * asked for and the secret is usable; "unknown": a guess; "unread": the Worker reads D1 itself.
  */
 export type HolderAuthentication =
   | { outcome: "found"; match: KeyMatch; answer: HolderAnswer | null; copyAgeMs?: number }
@@ -35,10 +34,8 @@ export type HolderAuthentication =
 export const holderName = (keyId: string, location: string): string => `${keyId}@${location}`;
 
 /**
- * One per key per location (named by `holderName`): the tier between the isolates and the key's
- * QuotaLimiter. It admits from a stock the key's object leased to it, and forwards a request to
- * the object whenever the stock is out or the key is near its limit: it never refuses on its own
- * (docs/quotas.md, "The machine").
+ * One per key per location (`holderName`), between the isolates and the key's QuotaLimiter: it
+ * admits from its stock, else forwards; it never refuses on its own (docs/quotas.md).
  */
 export class QuotaHolder extends DurableObject<Env> {
   readonly #keyRecord = new HeldKeyRecord();
@@ -67,19 +64,17 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * Whether the copy `kept` may answer without a read: one that lets the secret in (the key's
-   * object then names a newer version), or one that refuses it read within
-   * REFUSING_COPY_TRUSTED_MS (it asks nobody, so a key enabled again must be read again).
+   * Whether the copy may answer without a read: one that lets the secret in (the key's object then
+   * names any newer version), or one that refuses it read within REFUSING_COPY_TRUSTED_MS.
    */
   #keptDecides(kept: KeyMatch, now: number): boolean {
     return secretStatus(kept, now) === "active" || this.#keyRecord.readJustNow(now);
   }
 
   /**
-   * Authenticates and, when the secret may be used now, decides the request: both in one local
-   * hop. The copy stays current because every decision asks the key's object or comes from its
-   * lease (whose changes it pushes, `keyChanged`); an answer under a newer version than the copy's
-   * makes it read the key again. Its age limit covers a change the object never learnt.
+   * Authenticates and, when the secret may be used now, decides the request, in one local hop. The
+   * copy stays current: every decision asks the key's object or uses its lease (changes are pushed,
+   * `keyChanged`), and an answer under a newer version makes it read the key again.
    */
   async authenticateAndAdmit(
     keyId: string,
@@ -88,9 +83,8 @@ export class QuotaHolder extends DurableObject<Env> {
   ): Promise<HolderAuthentication> {
     const now = clock.now();
     const kept = this.#keyRecord.cached(hash, now);
-    // A copy too old to be `cached`, at a holder holding standing permits (a key calling every 30 s
-    // or less often), decides one request, as it lets the secret in, and is read again at once
-    // (HeldKeyRecord.onceStale).
+    // A copy too old to be `cached`, at a holder holding standing permits, decides one request as
+    // it lets the secret in, and is read again at once (HeldKeyRecord.onceStale).
     const old = kept || !this.#stock.holdsStanding(now) ? null : this.#keyRecord.onceStale(hash);
     const rereading = old && this.#read(keyId, hash);
     const copy = kept ?? old;
@@ -113,9 +107,8 @@ export class QuotaHolder extends DurableObject<Env> {
       this.#keyRecord.vouch(decision.policyVersion, clock.now());
       return { ...found, match, answer };
     }
-    // The Worker judges the secret by the key as D1 has it now: a stale request (nothing counted)
-    // is decided under it, with the same admission id; any other decision stands. The read the
-    // old copy started serves when it found the version the key's object decides under.
+    // A stale request (nothing counted) is decided again under the key as D1 has it now, same id;
+    // any other decision stands. The old copy's read serves if it found the object's version.
     const begun = undecided && rereading ? await rereading : null;
     const current =
       begun?.outcome === "found" && begun.match.record.version >= decision.policyVersion;
@@ -126,8 +119,8 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * Marks the key used (middleware/first-use.ts) alongside its first decision here: the key as D1
-   * now has it, or null when that is a newer version or the mark failed (the Worker does it then).
+   * Marks the key used with its first decision here: the key as D1 now has it, or null (a newer
+   * version, or the mark failed: the Worker does it then).
    */
   async #markUsed(record: KeyRecord): Promise<KeyRecord | null> {
     try {
@@ -154,9 +147,8 @@ export class QuotaHolder extends DurableObject<Env> {
   }
 
   /**
-   * Decides one request of key `keyId` under `policy` (the caller's view of the key). An
-   * `admissionId` decided here lately gets the same answer; one past its lifetime, which this
-   * holder may have decided and forgotten, goes to the key's object.
+   * Decides one request under `policy` (the caller's copy of the key). An `admissionId` decided
+   * here lately gets the same answer; one past its lifetime goes to the key's object.
    */
   admit(
     keyId: string,
@@ -205,11 +197,7 @@ export class QuotaHolder extends DurableObject<Env> {
     this.#stock.dropAndHandBack(keyId);
   }
 
-  /**
-   * The key's object shares heldBound with another location: a stock above a shared one keeps a
-   * shared one and answers what it gave up; or room freed up for a stock this holder was refused:
-   * one asked for (LocationStock.restock).
-   */
+  /** The key's object shares heldBound with another location (LocationStock.restock). */
   async restock(keyId: string): Promise<SharedStock | null> {
     this.#stock.entered();
     return this.#stock.restock(keyId);

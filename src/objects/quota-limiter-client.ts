@@ -27,17 +27,13 @@ const holders = new ExpiringMap<string, LeaseHolder>(10_000);
 
 /**
  * The Worker's side of one key's QuotaLimiter (and, through quota-holder-client.ts, of its
- * location holder). Calls are retried once on a `.retryable` error (stub-call.ts); what happens
- * when one still fails is stated on each method.
+ * location holder). Calls are retried once (stub-call.ts); each method says what a failure does.
  */
 export class QuotaLimiterClient {
   constructor(
     private readonly namespace: DurableObjectNamespace<QuotaLimiter>,
     private readonly key: Pick<KeyRecord, "id" | "region">,
-    /**
-     * The request's location, or a function that finds it, called only when a call must go out:
-     * reading `request.cf` is a native call, and a request decided from a lease needs none.
-     */
+    /** The request's location, or a function that finds it when a call goes out (`request.cf`). */
     private where: RequestLocation | null | (() => RequestLocation | null) = null,
     /** This isolate's leases of the key (another only for a test that plays several isolates). */
     private readonly leases: LeaseHolder | null = null,
@@ -61,10 +57,7 @@ export class QuotaLimiterClient {
     return made;
   }
 
-  /**
-   * Decides one request: from this isolate's lease, else in the location or by the object.
-   * Unreachable: `{ reached: false }` (the caller decides). `admissionId`: see LeaseRequest.
-   */
+  /** Decides one request (lease, location, object); unreachable: `{ reached: false }`. */
   async admit(policy: Policy, admissionId: string | null = null): Promise<AdmitResult> {
     const holder = this.#isolateLeases();
     try {
@@ -81,7 +74,7 @@ export class QuotaLimiterClient {
       const overloaded = isOverloaded(err);
       const fromHolder = err instanceof HolderWithoutDecision ? err : null;
       const persistentFailure = fromHolder?.why.persistentFailure ?? persistentFailureOf(err);
-      // A failure for good is logged once a minute by the answer to it (quota/fail-open.ts).
+      // A failure for good is logged by the answer to it (quota/fail-open.ts).
       const failure = overloaded ? "quota limiter overloaded" : "quota limiter unreachable";
       if (!persistentFailure) logFailure("warn", failure, err, { keyId: this.key.id });
       // Else the refusal the location holder saw (one decided there never reached these leases).
@@ -101,9 +94,8 @@ export class QuotaLimiterClient {
 
   #leaseCalls(policy: Policy, admissionId: string | null): LeaseCalls {
     return {
-      // Decided in this location (admitInLocationOrThrow), else by the key's object. One admit call
-      // per request at most: an id made here (none given) is still the same in its retry and its
-      // fallback from the holder to the object.
+      // In this location, else by the key's object; an id made here is the same in its retry and
+      // its fallback from the holder to the object.
       admit: async (asked) => {
         const request = { ...asked, admissionId: admissionId ?? newAdmissionId(clock.now()) };
         const { id, region } = this.key;
@@ -112,9 +104,8 @@ export class QuotaLimiterClient {
         return decided ?? this.#call(async (stub) => stub.admit(policy, request));
       },
       giveBack: this.#giveBackCall.giveBack,
-      // Not retried: a renewal that reached the object before its connection failed has been
-      // counted, and a second one would count its permits again. A lost renewal costs nothing
-      // but a call: the lease in use runs out and the next request asks.
+      // Not retried: a renewal that reached the object before its connection failed was counted.
+      // A lost one costs a call: the lease in use runs out and the next request asks.
       renew: (request) => this.#stub().renewLease(policy, request),
     };
   }
@@ -159,10 +150,7 @@ export class QuotaLimiterClient {
     return this.#callOrThrow(async (stub) => stub.saveUsageHistory(), "error", failure);
   }
 
-  /**
-   * Hands this isolate's and its location holder's permits back before a usage read, so the read
-   * is exact as far as this location goes. Never throws.
-   */
+  /** Hands this location's permits back before a usage read (exact here). Never throws. */
   async #handBackLease(): Promise<void> {
     const leases = this.#leasesIfAny();
     const where = this.#location;

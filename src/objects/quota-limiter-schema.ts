@@ -12,50 +12,42 @@ const CREATE_POLICY_TABLE = `CREATE TABLE IF NOT EXISTS policy (
   id INTEGER PRIMARY KEY CHECK (id = 1), per_minute INTEGER NOT NULL, per_day INTEGER NOT NULL,
   version INTEGER NOT NULL, revoked INTEGER NOT NULL) STRICT`;
 
-// Idempotency records lived here until they moved to D1 (migrations/0004); version 1 created the
-// table, version 3 drops it. Kept verbatim because version 1 must stay as shipped.
+// Idempotency records, dropped by version 3 (moved to D1); version 1 stays as shipped.
 const CREATE_IDEMPOTENCY_TABLE = `CREATE TABLE IF NOT EXISTS idempotency (
   idem_key TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, created_at INTEGER NOT NULL,
   claimed_at INTEGER NOT NULL, status INTEGER, body TEXT, location TEXT) STRICT`;
 
 /**
  * The object's storage schema, oldest first; append to change it (never edit a shipped entry).
- * Version 1 is the schema objects had before versioning, hence IF NOT EXISTS.
+ * IF NOT EXISTS throughout: version 1 predates versioning, and an object whose version row is
+ * missing runs every migration again.
  */
 export const QUOTA_LIMITER_MIGRATIONS = [
   [CREATE_USAGE_TABLE, CREATE_IDEMPOTENCY_TABLE, CREATE_POLICY_TABLE].join(";\n"),
-  // 2: admission leases granted and not yet given back (see quota/lease.ts). IF NOT EXISTS
-  // because an object whose version row is missing re-runs every migration from the first.
+  // 2: admission leases granted and not yet given back (see quota/lease.ts).
   `CREATE TABLE IF NOT EXISTS leases (
     id TEXT PRIMARY KEY, minute_start INTEGER NOT NULL, day_start INTEGER NOT NULL,
     permits INTEGER NOT NULL, expires_at INTEGER NOT NULL) STRICT`,
-  // 3: idempotency records moved to D1 (migrations/0004_idempotency_records.sql).
   "DROP TABLE IF EXISTS idempotency",
-  // 4: per-day totals for the usage history (see usage-history-table.ts).
   CREATE_USAGE_HISTORY_TABLE,
-  // 5: bans D1 has not fully heard of yet: their start (start_written 0) or their end (the row
-  // goes once D1 has both). See ban-records.ts.
+  // 5: bans D1 has not fully heard of yet (ban-records.ts).
   `CREATE TABLE IF NOT EXISTS ban_records (
     banned_until INTEGER PRIMARY KEY, started_at INTEGER NOT NULL,
     start_written INTEGER NOT NULL DEFAULT 0) STRICT`,
-  // 6: leases with the most permits each may still hold unused (see heldBound in
-  // quota/lease.ts). Re-created rather than altered, so that re-running every migration (a
-  // missing version row) still works. Leases live seconds; one dropped here is never credited
-  // back, its permits stay counted until its minute ends.
+  // 6: leases with the most permits each may still hold unused (heldBound). Re-created rather
+  // than altered, so that running every migration again works; a lease dropped here is never
+  // credited back (its permits stay counted until its minute ends).
   `DROP TABLE IF EXISTS leases;
   CREATE TABLE leases (
     id TEXT PRIMARY KEY, minute_start INTEGER NOT NULL, day_start INTEGER NOT NULL,
     permits INTEGER NOT NULL, expires_at INTEGER NOT NULL, held INTEGER NOT NULL) STRICT`,
-  // 7: the revision of each held day's totals, so D1 keeps the latest (usage-history-table.ts).
   CREATE_USAGE_REVISIONS_TABLE,
   // 8: the location holder a lease was granted to (null: an isolate), told of changes to the key.
   "ALTER TABLE leases ADD COLUMN grantee TEXT",
-  // 9: how many of a lease's permits the usage history counts as served so far (see
-  // lease-ledger.ts). Leases granted before were counted whole at grant. Re-running every
-  // migration stays safe: version 6 re-creates the table without the column.
+  // 9: a lease's permits the usage history counts as served so far (lease-ledger.ts); those
+  // granted before were counted whole. Safe to run again: version 6 re-creates the table.
   `ALTER TABLE leases ADD COLUMN counted INTEGER NOT NULL DEFAULT 0;
   UPDATE leases SET counted = permits`,
-  // 10: per day, leased permits never reported used (see usage-history-table.ts).
   CREATE_USAGE_STRANDED_TABLE,
 ] as const;
 

@@ -37,9 +37,8 @@ import { UsageTable } from "./usage-table";
 import { WebhookOutbox } from "./webhook-outbox";
 
 /**
- * One per API key (named by the key's id): the only counter of the key's windows, and the keeper
- * of its newest policy (pushed by the admin API, so changes apply while Workers hold a cached key
- * record). Its parts (each in a file of its own) share one alarm.
+ * One per API key (named by its id): the only counter of the key's windows, and the keeper of its
+ * newest policy (pushed by the admin API, so changes apply while Workers cache the key).
  */
 export class QuotaLimiter extends DurableObject<Env> {
   readonly #sql = this.ctx.storage.sql;
@@ -75,11 +74,10 @@ export class QuotaLimiter extends DurableObject<Env> {
   }
 
   /**
-   * Decides and counts one request, after taking back the caller's returned leases; admitted with
-   * room to spare, it also lends what was asked for. `policy` is the caller's copy of the key; a
-   * newer stored one wins. An admission id is decided once. It is answered `stale`, counted
-   * nowhere, when sent on an older version of the key than this object's (what the copy alone
-   * decided, a roll or the expiry, may have changed too), or past ADMISSION_ID_LIFETIME_MS.
+   * Decides and counts one request after taking back the returned leases, and lends what was asked.
+   * `policy` is the caller's copy of the key (a newer stored one wins). An admission id is decided
+   * once; `stale` (counted nowhere) when sent on an older version than this object's (a roll or
+   * the expiry may have changed too), or too late.
    */
   admit(
     policy: Policy,
@@ -89,8 +87,10 @@ export class QuotaLimiter extends DurableObject<Env> {
     const now = clock.now();
     const id = request.admissionId;
     const known = id === undefined ? null : this.#admissions.recall<RememberedAdmission>(id);
-    // The lease granted with it goes again while it is out (its caller never had it).
+    // The lease granted with it goes again while it is out (its caller never had it); what the
+    // call hands back is taken back all the same (once: a lease settles once).
     if (known) {
+      this.#takeBackNow(request.returning);
       const { fromStock: _, countedIn: __, ...admission } = known;
       const lease = known.lease && this.#leases.grantedIn(known.lease.id) ? known.lease : null;
       return { ...admission, lease, ...this.#standing.stillOut(known.standing) };
@@ -113,15 +113,14 @@ export class QuotaLimiter extends DurableObject<Env> {
       // Holders admit from their stock and standing permits without asking: they stop now.
       this.ctx.waitUntil(this.#tellHolders());
     }
-    // Counted in the windows' day, which a clock stepping back does not leave. A lease's permits
-    // are counted in the history only as reported used (lease-ledger.ts).
+    // In the windows' day, which a clock stepping back does not leave (leases: lease-ledger.ts).
     this.#history.count(decision.outcome, state.dayStart, 1);
     return this.#answered<Admission>({ ...decision, ...lent }, state, now, id);
   }
 
   /**
-   * Grants a holder more permits on the lease it is still using (extended within its minute, else
-   * a new lease), admitting no request, so that a busy key's requests never wait for this object.
+   * More permits for the lease in use (extended within its minute, else a new lease), admitting
+   * no request, so that a busy key's requests never wait for this object.
    */
   renewLease(
     policy: Policy,
@@ -145,22 +144,17 @@ export class QuotaLimiter extends DurableObject<Env> {
     const leaseIn = this.#leases.grantedIn(request.leaseId);
     state = this.#admissions.countOnceFromStock(state, leaseIn, request.admissionIds, now);
     const windows = windowsOf(state, effective);
-    // A caller on an older policy than the object's is told so and granted nothing: its lease
-    // was granted under the old limits and must end, not grow.
+    // A caller on an older policy is told so and granted nothing: its lease must end, not grow.
     const refused =
       effective.revoked || state.bannedUntil > now || effective.version > policy.version;
-    // A renewal granted whose answer was lost left permits the holder does not count in its
-    // `holding`: they are held all the same, until the lease is handed back.
+    // A renewal whose answer was lost left permits out that the holder's `holding` leaves out.
     const unusedHere = this.#leases.unusedOf(request.leaseId, state, request.used);
     const holding = Math.max(0, request.holding, unusedHere);
     const ask = { ...request, holding, extending: request.leaseId };
-    const {
-      state: lentState,
-      lease: granted,
-      ...standing
-    } = refused
+    const lent = refused
       ? { state, lease: null }
       : this.#standing.lend(state, windows, effective, ask, now, grantee);
+    const { state: lentState, lease: granted, ...standing } = lent;
     const { version: policyVersion, revoked } = effective;
     const renewal = { policyVersion, revoked, windows, granted, now, ...standing };
     return this.#answered<Renewal>(renewal, lentState, now, id);
@@ -229,18 +223,14 @@ export class QuotaLimiter extends DurableObject<Env> {
 
   #takeBackNow(returning: readonly ReturnedLease[]): void {
     const now = clock.now();
-    // A lease settled already (handed back before, or stranded) changes nothing and writes
-    // nothing: a retried hand-back reaching an idle object leaves it idle.
+    // A lease settled already writes nothing: a retried hand-back leaves an idle object idle.
     const current = this.#rolled(now);
     const settled = this.#takeBack(current, returning, now);
     if (settled !== current) this.#keep(settled);
     this.#leases.strandUnreported(now);
   }
 
-  /**
-   * Stores a newer policy pushed by the admin API, and tells the location holders. One not
-   * reached stops when its lease ends: leases are renewed only here.
-   */
+  /** Stores a newer policy pushed by the admin API; holders not told stop as their leases end. */
   async configure(policy: Policy): Promise<void> {
     const before = this.#policy.current?.version;
     if (this.#policy.adopt(policy).version === before) return;
@@ -277,10 +267,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     return { bannedUntilBefore, usage: this.usage(offered) };
   }
 
-  /**
-   * Keeps storage bounded: the usage row goes once its day (and any ban) is over. Writes to D1 the
-   * finished days once no lease can still count on them, and the bans.
-   */
+  /** The usage row goes once its day and ban are over; finished days and bans go to D1. */
   override async alarm(): Promise<void> {
     const now = clock.now();
     this.#leases.strandUnreported(now);

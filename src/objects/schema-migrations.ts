@@ -2,9 +2,8 @@ import { ObjectCannotOpenError } from "./stub-call";
 
 /**
  * Versioned SQLite schemas for Durable Objects, changed expand-then-contract so that the release
- * before can still open an object this release has opened (a rollback, a failed canary): the
- * contract list raises `schema_version`, the additions leave it alone. The rule is in
- * docs/architecture.md ("Where a change goes").
+ * before still opens an object this one opened: the contract list raises `schema_version`, the
+ * additions leave it alone (docs/architecture.md, "Where a change goes").
  */
 export interface ObjectSchema {
   /** The contract migrations, oldest first; their count is the version this release writes. */
@@ -21,10 +20,7 @@ export interface ObjectSchema {
  */
 export type SchemaAddition = { name: string; sql: string };
 
-/**
- * Brings `storage` to `schema` in one transaction. Throws ObjectCannotOpenError, changing nothing,
- * when the stored contract version is past `schema.readsThrough`.
- */
+/** Brings `storage` to `schema` in one transaction; past `readsThrough`, ObjectCannotOpenError. */
 export function migrateSchemaOrThrow(storage: DurableObjectStorage, schema: ObjectSchema): void {
   const { sql } = storage;
   const { contract, readsThrough, additions } = schema;

@@ -8,9 +8,8 @@ import { insertLease, type LeaseAsk, type LeaseLedger } from "./lease-ledger";
 
 /**
  * The standing permits the key's object grants location holders (quota/standing.ts): rows of its
- * `leases` table (no schema change), held, handed back, settled and stranded as any lease, of the
- * minute they may be used in (counted in the day at the grant, in that minute as it starts),
- * waited for until the last minute granted to their holder ends (`expires_at`).
+ * `leases` table of the minute they may be used in, settled as any lease (counted in the day at
+ * the grant, in that minute as it starts), waited for until their holder's last minute ends.
  */
 export class StandingLedger {
   constructor(
@@ -19,9 +18,8 @@ export class StandingLedger {
   ) {}
 
   /**
-   * What an admitted request or a renewal lends: the lease asked for (LeaseLedger.lend), then
-   * `ask.standing` in each of the `ask.standingMinutes` minutes to come (standingMinutesFrom)
-   * `grantee` does not hold yet, as many as the bounds below allow.
+   * What an admitted request or a renewal lends: the lease asked for, then `ask.standing` in each
+   * minute to come (standingMinutesFrom) `grantee` does not hold yet, within the bounds below.
    */
   lend(
     counted: UsageState,
@@ -39,8 +37,7 @@ export class StandingLedger {
     const { state, lease } = lent;
     const permits = ask.standing ?? 0;
     if (grantee === null || permits <= 0) return lent;
-    // The day's leases of other minutes: standing permits to come, and of minutes gone by not
-    // handed back yet (the day counts both).
+    // The day's leases of other minutes (standing permits to come, or not handed back yet).
     const others = this.sql
       .exec<{ minute: number; grantee: string | null; held: number }>(
         "SELECT minute_start AS minute, grantee, held FROM leases WHERE day_start = ? AND minute_start != ?",
@@ -69,9 +66,8 @@ export class StandingLedger {
       permits,
       minuteStart,
     }));
-    // The holder hands back what it holds together, after its last minute (or with its next
-    // call): its leases still out are waited for as long, not stranded before that hand-back (a
-    // stock of this minute that lives the minute too, which only delays its stranding).
+    // The holder hands back all it holds after its last minute: its leases still out (a stock
+    // that lives this minute too) are waited for as long, not stranded before.
     this.sql.exec(
       `UPDATE leases SET expires_at = ?
          WHERE grantee = ? AND expires_at >= ? AND expires_at >= minute_start + ? AND expires_at < ?`,
@@ -98,10 +94,7 @@ export class StandingLedger {
     return out.length > 0 ? { standing: out } : {};
   }
 
-  /**
-   * `rolled`, a state that has just moved into a new minute, with the standing permits granted for
-   * that minute counted in its window (the day counted them at their grant).
-   */
+  /** `rolled`, just moved into a new minute, with the standing permits granted for it counted. */
   countedAsItStarts(rolled: UsageState): UsageState {
     const reserved = this.leases.sumIn("permits", rolled.minuteStart, rolled.dayStart);
     return reserved === 0 ? rolled : { ...rolled, minuteCount: rolled.minuteCount + reserved };

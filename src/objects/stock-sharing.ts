@@ -11,9 +11,8 @@ import type { QuotaHolder } from "./quota-holder";
 export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 
 /**
- * Tells each location holder of `grantees` (holding a lease of key `keyId`, standing permits
- * included) to stop admitting from it, so that it forwards the key's next requests to the key's
- * object (a change, or a ban that began), waiting at most PUSH_DEADLINE_MS.
+ * Tells each location holder of `grantees` (holding a lease of key `keyId`) to stop admitting from
+ * it (a change, or a ban that began), waiting at most PUSH_DEADLINE_MS.
  */
 export async function tellHoldersOfChange(
   holders: DurableObjectNamespace<QuotaHolder>,
@@ -37,16 +36,15 @@ export async function tellHoldersOfChange(
 }
 
 /**
- * Location holder `waiting` was granted less than a quiet stock only because the stocks for the
- * minute of location holders `sharers` hold the rest of heldBound (LeaseLedger.sharing); in a
- * renewal it is pushed a restock after them (`tellWaiting`), else its refill waits (`heldFor`).
+ * Location holder `waiting` was granted less than a quiet stock only because `sharers` hold the
+ * rest of heldBound; in a renewal it is pushed a restock after them (`tellWaiting`), else its
+ * refill waits (`heldFor`).
  */
 export type Sharing = { waiting: string; sharers: string[]; tellWaiting: boolean };
 
 /**
- * What the key's object remembers, in memory only, of the location holders sharing the key's
- * heldBound (LeaseLedger.lend): an object evicted forgets it, and a location may then be sized
- * alone for a minute, or its holders asked to share once more in a minute.
+ * What the key's object remembers, in memory only, of the location holders sharing heldBound
+ * (an evicted object forgets: a location may be sized alone for a minute, or asked twice).
  */
 export class StockSharing {
   /** When each holder last asked for permits ("" for an isolate), for STOCK_SHARED_WITHIN_MS. */
@@ -58,10 +56,7 @@ export class StockSharing {
   /** The sharing under way for each waiting location holder, until the sharers answered. */
   readonly #underWay = new Map<string, Promise<void>>();
 
-  /**
-   * Notes that `grantee` (null: an isolate) asks for permits at `now`; true for a location holder
-   * when no other holder nor isolate asked within STOCK_SHARED_WITHIN_MS (see LeaseLedger.lend).
-   */
+  /** `grantee` (null: an isolate) asks: true if a holder alone in STOCK_SHARED_WITHIN_MS. */
   noteAsking(grantee: string | null, now: number): boolean {
     const self = grantee ?? "";
     this.#askedAt.set(self, now);
@@ -108,9 +103,8 @@ export class StockSharing {
 }
 
 /**
- * Asks each of `sharing.sharers` to share the bound (QuotaHolder.restock), at most
- * PUSH_DEADLINE_MS, and gives `take` what they gave up; then, if `tellWaiting`, pushes the waiting
- * holder a restock. An answer lost leaves its permits counted as held (docs/quotas.md).
+ * Asks each of `sharers` to share the bound (QuotaHolder.restock), at most PUSH_DEADLINE_MS, gives
+ * `take` what they gave up, then pushes `waiting` a restock if `tellWaiting` (docs/quotas.md).
  */
 export async function askToShare(
   holders: DurableObjectNamespace<QuotaHolder>,

@@ -1,9 +1,8 @@
 import type { Region } from "../schemas/region";
 
 /**
- * How the Worker calls a Durable Object. Cloudflare marks its errors ("Error handling" in the
- * Durable Objects docs): `.retryable` (transient), `.overloaded` (retrying only adds load) and
- * `.remote` (thrown by the object's own code).
+ * Cloudflare's marks on a Durable Object call's error ("Error handling" in its docs): `.retryable`
+ * (transient), `.overloaded` (retrying only adds load), `.remote` (thrown by the object's code).
  */
 type ObjectErrorMarks = { retryable?: boolean; overloaded?: boolean; remote?: boolean };
 
@@ -13,9 +12,8 @@ const marksOf = (err: unknown): ObjectErrorMarks =>
 export const isOverloaded = (err: unknown): boolean => marksOf(err).overloaded === true;
 
 /**
- * The start of the message of every error an object throws when it cannot open (its stored
- * schema is newer than its code reads, its constructor failed): the runtime carries an object's
- * error to the caller by its message, without its class or `.remote` mark.
+ * How the message of an object's error that it cannot open starts: the runtime carries the error
+ * to the caller by its message only, without its class or `.remote` mark.
  */
 export const CANNOT_OPEN = "object cannot open:";
 
@@ -36,10 +34,7 @@ export async function openOrThrow(open: () => void | Promise<void>): Promise<voi
   }
 }
 
-/**
- * Why a failed call will fail again however often it is repeated (an object that cannot open, or
- * its own code's exception), or null for the infrastructure's transient failure.
- */
+/** Why a failed call will fail again however often repeated, or null for a transient failure. */
 export function persistentFailureOf(err: unknown): string | null {
   const message = err instanceof Error ? err.message : String(err);
   if (message.includes(CANNOT_OPEN)) return message;
@@ -48,8 +43,8 @@ export function persistentFailureOf(err: unknown): string | null {
 }
 
 /**
- * Runs `call` on a stub from `stubFor()`, once more on a fresh stub (a stub that has failed may
- * stay broken) after an error marked `.retryable` and not `.overloaded`.
+ * Runs `call` on a stub from `stubFor()`, again on a fresh one (a failed stub may stay broken)
+ * after an error marked `.retryable`, not `.overloaded`.
  */
 export async function callWithOneRetry<S, T>(
   stubFor: () => S,

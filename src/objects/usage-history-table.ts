@@ -4,10 +4,7 @@ import { logFailure } from "../lib/log";
 import type { Outcome } from "../quota/windows";
 import { type AlarmSchedule, D1_RETRY_MS } from "./alarm-schedule";
 
-/**
- * QuotaLimiter migration 4: the key's daily totals not yet known to be in D1. IF NOT EXISTS
- * because an object whose version row is missing runs every migration again (see version 1).
- */
+/** QuotaLimiter migration 4: the key's daily totals not yet known to be in D1. */
 export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE IF NOT EXISTS usage_history (
   day_start INTEGER PRIMARY KEY,
   admitted INTEGER NOT NULL DEFAULT 0, rate_limited INTEGER NOT NULL DEFAULT 0,
@@ -16,8 +13,7 @@ export const CREATE_USAGE_HISTORY_TABLE = `CREATE TABLE IF NOT EXISTS usage_hist
 
 /**
  * QuotaLimiter migration 7: each held day's revision, raised by every change to its totals, so D1
- * can tell a newer snapshot from an older one. A table rather than a column: migrations must run
- * again safely, and SQLite has no ADD COLUMN IF NOT EXISTS.
+ * keeps the newest. A table, as SQLite has no ADD COLUMN IF NOT EXISTS for a migration run again.
  */
 export const CREATE_USAGE_REVISIONS_TABLE = `CREATE TABLE IF NOT EXISTS usage_history_revisions (
   day_start INTEGER PRIMARY KEY, revision INTEGER NOT NULL
@@ -40,10 +36,7 @@ type HeldDay = RevisedUsageDay & { dayStart: number };
 
 const usageDayOf = ({ dayStart, revision, ...day }: HeldDay): UsageDay => day;
 
-/**
- * The key's day history: per UTC day, the requests admitted and refused by reason. Finished days
- * go to D1 from the alarm after the day ends; rows stay until D1 holds them (a few at most).
- */
+/** The key's day history (admitted, refused by reason), held until the alarm writes it to D1. */
 export class UsageHistoryTable {
   constructor(
     private readonly sql: SqlStorage,
@@ -69,10 +62,7 @@ export class UsageHistoryTable {
     this.#revise(dayStart, { started: row?.total === requests });
   }
 
-  /**
-   * Adds `requests` served from leases to the day at `dayStart`; negative, takes them off (the
-   * unused permits of a lease counted whole at grant, a request counted twice).
-   */
+  /** Adds `requests` served from leases to the day; negative, takes them off (counted twice). */
   countServed(dayStart: number, requests: number): void {
     const takeOff = "UPDATE usage_history SET admitted = MAX(0, admitted - ?) WHERE day_start = ?";
     if (requests >= 0) this.count("allowed", dayStart, requests);

@@ -7,10 +7,7 @@ export const CREATE_USAGE_TABLE = `CREATE TABLE IF NOT EXISTS usage (
   day_start INTEGER NOT NULL, day_count INTEGER NOT NULL, banned_until INTEGER NOT NULL
 ) STRICT`;
 
-/**
- * The one-row usage table of a quota object: its writes are durable before the object's reply
- * leaves (output gate), so a count a client has seen survives eviction.
- */
+/** A quota object's one-row usage table: written before its reply leaves (output gate). */
 export class UsageTable {
   constructor(private readonly sql: SqlStorage) {}
 

@@ -15,9 +15,8 @@ export const CREATE_WEBHOOK_OUTBOX_TABLE = `CREATE TABLE IF NOT EXISTS webhook_o
   data TEXT NOT NULL, queued INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (type, window_key)) STRICT`;
 
 /**
- * The usage alerts and bans of the key (quota/alerts.ts). A request never waits for the queue:
- * the admission that crosses a threshold writes a row here in the same step as its count (so a
- * crossing is never lost, and kept once per type and window), and the alarm queues the rows.
+ * The key's usage alerts and bans (quota/alerts.ts): written with the count that crosses a
+ * threshold (never lost, once per type and window), and queued by the alarm, not the request.
  */
 export class WebhookOutbox {
   constructor(
@@ -36,10 +35,7 @@ export class WebhookOutbox {
     this.alarms.wakeNoLaterThan(now, "could not schedule the webhook events' queueing");
   }
 
-  /**
-   * Keeps `key.unbanned` for the ban that ends at `bannedUntil`, lifted at `endedAt`. Its window
-   * is the ban's end, as `key.banned`'s, so a ban produces it once whichever way it ends first.
-   */
+  /** Keeps `key.unbanned` for the ban to `bannedUntil`, once however it ends (window: its end). */
   banEnded(bannedUntil: number, endedAt: number): void {
     if (!this.keyId || !this.queue()) return;
     this.#keepUnbanned(bannedUntil, endedAt);
@@ -67,8 +63,8 @@ export class WebhookOutbox {
   }
 
   /**
-   * Queues the events not yet queued, first adding `key.unbanned` for each ban that has run out.
-   * A queued event's row stays while its window lasts, so the window cannot produce it again.
+   * Queues the events not yet queued, and `key.unbanned` for each ban run out. A queued row stays
+   * while its window lasts, so the window cannot produce it again.
    */
   async send(now: number): Promise<void> {
     const { keyId } = this;

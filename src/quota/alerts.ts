@@ -19,9 +19,8 @@ export const dayWarningAt = (perDay: number): number =>
   Math.max(1, Math.ceil(perDay * DAY_WARNING_SHARE));
 
 /**
- * The alerts a change of the key's windows from `before` to `after` produces under `policy`: the
- * day count passing 80 % and 100 % of the day quota, and a ban starting. Pure: the caller keeps
- * each alert once.
+ * The alerts a change of the key's windows from `before` to `after` produces: the day count
+ * passing 80 % and 100 % of the day quota, and a ban starting (the caller keeps each once).
  */
 export function alertsBetween(
   before: UsageState,
@@ -34,7 +33,6 @@ export function alertsBetween(
   const usedBefore = before.dayStart === after.dayStart ? before.dayCount : 0;
   const used = after.dayCount;
   const dayEnd = after.dayStart + DAY_MS;
-  /** The day count reached `threshold`, from below it. */
   const crossed = (type: QuotaAlert["type"], threshold: number) => {
     if (usedBefore >= threshold || used < threshold) return;
     const remaining = Math.max(0, policy.perDay - used);
@@ -44,17 +42,11 @@ export function alertsBetween(
   };
   crossed("quota.day.warning", dayWarningAt(policy.perDay));
   crossed("quota.day.exhausted", policy.perDay);
-  if (after.bannedUntil > now && after.bannedUntil > before.bannedUntil)
-    alerts.push({
-      type: "key.banned",
-      window: after.bannedUntil,
-      endsAt: after.bannedUntil,
-      data: {
-        window: "minute",
-        limit: policy.perMinute,
-        bannedUntil: new Date(after.bannedUntil).toISOString(),
-        resetAt: new Date(after.bannedUntil).toISOString(),
-      },
-    });
+  const until = after.bannedUntil;
+  if (until > now && until > before.bannedUntil) {
+    const at = new Date(until).toISOString();
+    const data = { window: "minute", limit: policy.perMinute, bannedUntil: at, resetAt: at };
+    alerts.push({ type: "key.banned", window: until, endsAt: until, data });
+  }
   return alerts;
 }

@@ -9,8 +9,7 @@ const BUSY_PER_SECOND = 2;
 
 /**
  * The permits to ask for: a lease's lifetime at the higher of the key's rate in the last second
- * and its average over RATE_HORIZON_MS (a key that paused is still sized from what it did before,
- * one that speeds up from its new rate). A quiet key asks for none, so it locks up nothing.
+ * and its average over RATE_HORIZON_MS; none for a quiet key, so it locks up nothing.
  */
 export function leaseWanted(arrivals: readonly number[], now: number, lifetimeMs: number): number {
   let lastSecond = 0;
@@ -33,11 +32,7 @@ export function leaseWanted(arrivals: readonly number[], now: number, lifetimeMs
 // Enough arrivals to size any lease (past it, the oldest are dropped).
 const MAX_ARRIVALS = 2_000;
 
-/**
- * A key's gaps ending this long before its last request in a holder are its recent ones: the
- * longest of them is the gap its next request is expected at (its requests may come in pairs or
- * bursts, each after a longer gap), a minute so that a key calling once a minute keeps it.
- */
+/** A key's gaps ending within this of its last request are its recent ones (see longestGapMs). */
 export const RECENT_GAPS_MS = MINUTE_MS;
 
 // The most recent arrivals kept to find those gaps (a longer burst than this is measured within).
@@ -79,19 +74,12 @@ export class ArrivalRate {
     this.#gaps = null;
   }
 
-  /**
-   * The longest of the key's recent gaps here (RECENT_GAPS_MS; 0: none yet): its next request is
-   * expected this long after its last. A key whose requests come in pairs 100 ms apart every 10 s
-   * has a last gap of 100 ms and a longest recent gap of 9.9 s.
-   */
+  /** The longest recent gap here (0: none yet): a pair every 10 s has 9.9 s, its last gap 0.1 s. */
   get longestGapMs(): number {
     return this.#recentGaps().longestMs;
   }
 
-  /**
-   * The key's mean gap here since its longest recent gap began (0: none yet): one request per
-   * this long, its bursts spread out (a pair every minute: 30 s; a key calling evenly: its gap).
-   */
+  /** The mean gap since the longest recent gap began (0: none yet): a pair every minute, 30 s. */
   get spacingMs(): number {
     return this.#recentGaps().spacingMs;
   }
@@ -115,10 +103,8 @@ export class ArrivalRate {
   }
 
   /**
-   * The key's gap as standing permits are sized by: its spacing here (spacingMs), or for a key
-   * seen once here the time since; once a minute has begun since, at least STANDING_GAP_MS (so
-   * the next minute's refill gets standing permits however late in its minute the one request
-   * came).
+   * The gap standing permits are sized by: spacingMs, or for a key seen once the time since; once
+   * a minute has begun since, at least STANDING_GAP_MS (the next refill gets standing permits).
    */
   sparseGap(now: number): number {
     const last = this.lastArrival;

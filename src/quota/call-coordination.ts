@@ -1,8 +1,6 @@
 /**
- * The calls one lease holder has in flight to the key's object, and who waits for whom. A call
- * that asks for a lease or hands one back runs alone; a renewal runs while requests go on
- * admitting from the lease; requests decided one by one each make their own call (docs/quotas.md,
- * "The machine", an isolate's invariants).
+ * A lease holder's calls in flight: one that asks for a lease or hands one back runs alone; a
+ * renewal runs while requests admit from the lease; other requests each make their own.
  */
 export class CallsInFlight {
   #exclusive: Promise<unknown> | null = null;

@@ -1,4 +1,4 @@
-import { clock, DAY_MS, MINUTE_MS } from "../lib/clock";
+import { clock, DAY_MS, MINUTE_MS, minuteEndOf } from "../lib/clock";
 import { ApiError } from "../lib/errors";
 import { ExpiringMap } from "../lib/expiring-map";
 import { log } from "../lib/log";
@@ -21,9 +21,8 @@ type FallbackVerdict =
   | { admit: false; reason: "refused_before" | "allowance_used"; retryAt: number };
 
 /**
- * Failing open, bounded: at most the key's own limits per window, and nothing for a key seen
- * refused until that refusal's retryAt, so flooding the object buys a client no more than its
- * plan. `previous` counts what this isolate let through.
+ * Failing open, bounded: at most the key's own limits per window (`previous`: what this isolate let
+ * through), nothing for a key seen refused until its retryAt: flooding buys no more than the plan.
  */
 export function fallbackVerdict(
   previous: UsageState,
@@ -45,8 +44,8 @@ export function fallbackVerdict(
 const fallbacks = new ExpiringMap<string, UsageState>(10_000);
 
 /**
- * Why the key's object gave no decision, and the last refusal seen for the key. A persistent
- * failure: the object fails every call alike (objects/stub-call.ts); null or absent: an outage.
+ * Why the key's object gave no decision (a persistent failure, see stub-call.ts; else an outage),
+ * and the last refusal seen for the key.
  */
 export interface NoDecision {
   overloaded: boolean;
@@ -75,9 +74,8 @@ const CANNOT_COUNT = "The rate limiter cannot count this key's requests; wait fo
 const UNAVAILABLE = "The rate limiter is unavailable; wait for Retry-After.";
 
 /**
- * Overloaded (the key's own traffic): 429. Failing for good: no outage, 503 until the minute ends
- * (or the refusal seen last, while it lasts). Unreachable: let through within the fallback
- * allowance (`fallbackVerdict`).
+ * Overloaded (the key's own traffic): 429. Failing for good: 503 until the minute ends (or the
+ * last refusal seen). Unreachable: let through within the fallback allowance (`fallbackVerdict`).
  */
 export function answerWithoutObject(
   keyId: string,
@@ -96,7 +94,7 @@ export function answerWithoutObject(
   if (why.persistentFailure) {
     logPersistentFailure(keyId, why.persistentFailure, now);
     const refusal = why.refusal && why.refusal.retryAt > now ? why.refusal : null;
-    const retryAt = refusal?.retryAt ?? now - (now % MINUTE_MS) + MINUTE_MS;
+    const retryAt = refusal?.retryAt ?? minuteEndOf(now);
     return refusedUntil(retryAt, refusal, limits, now, CANNOT_COUNT);
   }
   const verdict = fallbackVerdict(
@@ -142,8 +140,8 @@ const rereadProblems = new ExpiringMap<string, string | null>(10_000);
 const REREAD_MS = 5_000;
 
 /**
- * Why key `keyId` may not be used, as `read` finds it in D1 now (cached REREAD_MS per key to spare
- * D1): failing open skips the object, which is what makes a cached key's revocation immediate.
+ * Why key `keyId` may not be used as D1 has it now (cached REREAD_MS): failing open skips the
+ * object, which is what makes a cached key's revocation immediate.
  */
 export async function rereadKeyProblem(
   keyId: string,

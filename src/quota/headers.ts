@@ -14,9 +14,8 @@ export function bindingWindow<W extends Pick<WindowStatus, "remaining">>(windows
 }
 
 /**
- * X-RateLimit-* for the binding window, the IETF RateLimit/RateLimit-Policy forms for every
- * window, and Retry-After on refusals. During a ban X-RateLimit-* say 0 left until a request can
- * succeed, while the IETF header shows each window as it is (docs/quotas.md).
+ * X-RateLimit-* for the binding window (0 left during a ban), RateLimit/RateLimit-Policy for
+ * every window, and Retry-After on refusals (docs/quotas.md).
  */
 export function rateLimitHeaders(d: Decision): Record<string, string> {
   const headers = windowHeaders(d.windows, d.now, d.outcome === "key_banned" ? d.retryAt : null);
@@ -41,10 +40,7 @@ function windowHeaders(
   };
 }
 
-/**
- * The rate-limit headers of an answer given without the key's quota object: the fallback
- * allowance, named "fallback", never the key's own windows, which cannot be known.
- */
+/** The headers of an answer given without the key's object: the "fallback" allowance's. */
 export function fallbackHeaders(
   limit: number,
   remaining: number,

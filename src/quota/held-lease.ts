@@ -15,6 +15,13 @@ import { ShownWindows } from "./shown-windows";
 import { StandingStock } from "./standing-stock";
 import type { KeyDecision, Policy, SeenRefusal, WindowStatus } from "./windows";
 
+const allowed = (windows: WindowStatus[], now: number, policyVersion: number): KeyDecision => ({
+  outcome: "allowed",
+  windows,
+  now,
+  policyVersion,
+});
+
 /**
  * What one holder (an isolate's, or a location holder's) holds of one key, and what each answer
  * of the key's object does to it. LeaseHolder (lease-holder.ts) adds the calls.
@@ -44,10 +51,7 @@ export class HeldLeases {
     this.changes++;
   }
 
-  /**
-   * Stops admitting from the lease; every unused permit (with what it served) goes to the caller,
-   * to hand back in its own call (admitForIsolate). A lease brought meanwhile goes back.
-   */
+  /** Stops admitting from the lease: its permits go back in the caller's call (admitForIsolate). */
   surrender(): ReturnedLease[] {
     this.putLeaseAside();
     this.reportStanding(0, { all: true });
@@ -99,12 +103,7 @@ export class HeldLeases {
     lease.left--;
     lease.used++;
     if (admissionId !== null) lease.admissionIds.push(admissionId);
-    return this.windows.show({
-      outcome: "allowed",
-      windows: this.windows.admitLocally(),
-      now,
-      policyVersion: lease.policyVersion,
-    });
+    return this.windows.show(allowed(this.windows.admitLocally(), now, lease.policyVersion));
   }
 
   #admitStanding(policy: Policy, now: number, admissionId: string | null): KeyDecision | null {
@@ -119,30 +118,20 @@ export class HeldLeases {
         // The day goes down by one, as for any request admitted here (its permit is room at contact).
         const day = this.windows.admitLocally().find((w) => w.name === "day");
         const shown = taken.map((w) => (w.name === "day" && day ? day : w));
-        const decision: KeyDecision = {
-          outcome: "allowed",
-          windows: shown,
-          now,
-          policyVersion: policy.version,
-        };
-        return this.windows.show(decision).windows;
+        return this.windows.show(allowed(shown, now, policy.version)).windows;
       },
     );
-    return windows && { outcome: "allowed", windows, now, policyVersion: policy.version };
+    return windows && allowed(windows, now, policy.version);
   }
 
   /**
-   * Request `admissionId` admitted from a standing permit held here, asked again (its answer was
-   * lost, and this holder evicted since, which forgot the answer it gave): the same decision,
-   * from the permit it took then; null when none took it.
+   * Request `admissionId` asked again after its answer was lost and this holder evicted: the same
+   * decision, from the standing permit it took then; null when none took it.
    */
   #answeredFromStanding(policy: Policy, now: number, admissionId: string): KeyDecision | null {
-    const windows = this.standing.answeredBefore(
-      admissionId,
-      policy.version,
-      this.windows.atContact,
-    );
-    return windows && { outcome: "allowed", windows, now, policyVersion: policy.version };
+    const { version } = policy;
+    const windows = this.standing.answeredBefore(admissionId, version, this.windows.atContact);
+    return windows && allowed(windows, now, version);
   }
 
   /** Moves the standing permits done with at `now` (or `all`) to the leases to hand back. */
@@ -150,10 +139,7 @@ export class HeldLeases {
     for (const r of this.standing.reports(now, options)) this.keepToReturn(r);
   }
 
-  /**
-   * Moves the standing permits of an older policy than `version` (a push this holder missed) to
-   * the leases to hand back: no request may use them now.
-   */
+  /** Moves the standing permits of a policy older than `version` (a push missed) to hand back. */
   protected retireStandingOlderThan(version: number): void {
     const superseded = this.standing.reportsOlderThan(version);
     for (const r of superseded) this.keepToReturn(r);
@@ -161,9 +147,8 @@ export class HeldLeases {
   }
 
   /**
-   * Keeps the standing permits an answer granted to a call sent when `this.changes` was
-   * `changesWhenSent`; if the key changed here since, they go back unused (returnStandingGranted).
-   * Returns whether it kept any.
+   * Keeps the standing permits granted to a call sent when `this.changes` was `changesWhenSent`
+   * (changed since: they go back unused). Returns whether it kept any.
    */
   protected keepStanding(
     answer: { standing?: StandingPermit[]; now?: number },
@@ -192,10 +177,7 @@ export class HeldLeases {
       this.keepToReturn({ id: g.id, unused: g.permits, used: 0 });
   }
 
-  /**
-   * Only under the version it was granted under: a request on an older copy of the key goes to
-   * the key's object, which tells it its copy is stale; a newer one ends the lease (`leaseOver`).
-   */
+  /** Only under its own version: an older copy of the key goes to the object, which says stale. */
   #usable(lease: HeldLease, policy: Policy, now: number): boolean {
     return !this.leaseOver(lease, policy, now) && policy.version === lease.policyVersion;
   }
@@ -216,8 +198,8 @@ export class HeldLeases {
   }
 
   /**
-   * Notes a lease's unused permits (and what it served) to hand back, one entry per lease; a
-   * used-up one too: until then the object counts it in heldBound, and bills its last requests.
+   * Notes a lease's unused permits and what it served to hand back, one entry per lease; a used-up
+   * one too: until then the object counts it in heldBound, and bills its last requests.
    */
   protected keepToReturn({ id, unused, used, admissionIds = [] }: ReturnedLease): void {
     if (unused < 0) return;
@@ -230,10 +212,7 @@ export class HeldLeases {
     }
   }
 
-  /**
-   * Keeps the admission ids a failed renewal of `lease` carried, to report again: with the lease
-   * while in use, else with its hand-back (by what it served: whichever arrives first settles it).
-   */
+  /** Keeps the admission ids a failed renewal of `lease` carried to report again (or hand back). */
   protected reportAgain(lease: HeldLease, admissionIds: string[]): void {
     if (admissionIds.length === 0) return;
     if (this.lease === lease) lease.admissionIds.unshift(...admissionIds);
@@ -259,9 +238,7 @@ export class HeldLeases {
       this.noLeaseUntilMinuteEnds(answer.windows);
       return standing;
     }
-    this.lease = heldLease(granted, answer, localExpiry(granted, answer, sentAt), {
-      withStanding: standing,
-    });
+    this.lease = heldLease(granted, answer, sentAt, { withStanding: standing });
     return true;
   }
 
@@ -289,16 +266,15 @@ export class HeldLeases {
       return true;
     }
     if (!inUse) {
-      // Put aside while the renewal was on its way: its permits go back too, an extension with
-      // what the lease served (its own hand-back may have left already, surrendered to an
-      // isolate's call; whichever reaches the key's object first settles the lease).
+      // Put aside meanwhile: its permits go back too, an extension with what the lease served
+      // (its own hand-back may have left already; whichever arrives first settles the lease).
       const used = granted.id === lease.id ? lease.used : 0;
       this.keepToReturn({ id: granted.id, unused: granted.permits, used });
       return false;
     }
     // A new lease (the one in use was of an earlier minute): the old one's rest goes back.
     this.keepToReturn(returnOf(lease));
-    this.lease = heldLease(granted, answer, localExpiry(granted, answer, sent.at));
+    this.lease = heldLease(granted, answer, sent.at);
     return true;
   }
 
@@ -308,9 +284,8 @@ export class HeldLeases {
   }
 
   /**
-   * Applies the object's answer to a call sent when `this.changes` was `changes`, at `sentAt` (by
-   * this holder's clock, see `localExpiry`). A lease granted after the key changed here meanwhile
-   * goes back: requests after a change must not be admitted under the old policy.
+   * Applies the object's answer to a call sent at `sentAt` (this holder's clock) when
+   * `this.changes` was `changes`. A lease granted after the key changed here goes back unused.
    */
   protected contact(
     admission: Admission,
@@ -344,10 +319,7 @@ export class HeldLeases {
     const changed = this.changes !== changes;
     const standing = this.keepStanding(admission, decision.policyVersion, sentAt, changes);
     if (lease && changed) this.keepToReturn({ id: lease.id, unused: lease.permits, used: 0 });
-    else if (lease)
-      this.lease = heldLease(lease, decision, localExpiry(lease, decision, sentAt), {
-        withStanding: standing,
-      });
+    else if (lease) this.lease = heldLease(lease, decision, sentAt, { withStanding: standing });
     this.windows.contact(windows);
     const leaseGranted = lease !== null && !changed;
     const shown = this.windows.show({ ...decision, windows });

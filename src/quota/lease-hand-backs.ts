@@ -62,10 +62,7 @@ export class LeaseHandBacks extends HeldLeases {
     });
   }
 
-  /**
-   * Hands back now the standing permits put aside as of an older policy (unless a call carried
-   * them already): they serve nothing, and would otherwise wait for the end of their minutes.
-   */
+  /** Hands back now the standing permits of an older policy (serving nothing), unless a call did. */
   #handBackSuperseded(calls: GiveBackCall): Promise<void> | null {
     if (!this.supersededWaiting) return null;
     this.supersededWaiting = false;
@@ -73,10 +70,9 @@ export class LeaseHandBacks extends HeldLeases {
   }
 
   /**
-   * Hands the lease granted last back GIVE_BACK_GRACE_MS after its expiry if no request has handed
-   * it back since (meant for `waitUntil`). A lease no longer in use by then goes back with the
-   * other retired ones, with the requests it served: no request of the key need follow for them
-   * to be billed as admitted rather than stranded.
+   * Hands the lease granted last back GIVE_BACK_GRACE_MS after its expiry, unless a request did
+   * (meant for `waitUntil`); one no longer in use goes with the other retired ones, with what it
+   * served, so no request need follow for that to be billed as admitted rather than stranded.
    */
   async giveBackAtExpiry(
     calls: GiveBackCall,
@@ -127,7 +123,7 @@ export class LeaseHandBacks extends HeldLeases {
     await this.calls.leaseCallsSettled();
     if (this.lease && clock.now() >= this.lease.expiresAt) this.putLeaseAside();
     const standing = this.standing.reportsKept();
-    const retired = this.unreturned.splice(0);
+    const retired = this.unreturned.splice(0).filter((r) => !standing.some((s) => s.id === r.id));
     const returning = [...retired, ...standing];
     if (returning.length === 0) return;
     const handedBack: Promise<unknown> = calls.giveBackAll
@@ -140,7 +136,12 @@ export class LeaseHandBacks extends HeldLeases {
       this.returnLater(retired);
       throw err;
     }
-    this.standing.forget(standing.map((r) => r.id));
+    this.handedBack(standing);
+  }
+
+  /** The key's object answered a call carrying `returning`: its standing permits are held no more. */
+  handedBack(returning: readonly ReturnedLease[]): void {
+    this.standing.forget(returning.map((r) => r.id));
   }
 
   /** Stops holding the standing permits, unreported: the key's object settled them as stranded. */
@@ -163,7 +164,10 @@ export class LeaseHandBacks extends HeldLeases {
     if (returning.length === 0) return;
     // What does not go back now goes with the next call (a lease handed back twice is credited once).
     const handedBack: Promise<unknown> = calls.giveBackAll
-      ? calls.giveBackAll(returning).catch(() => this.returnLater(returning))
+      ? calls.giveBackAll(returning).then(
+          () => this.handedBack(returning),
+          () => this.returnLater(returning),
+        )
       : Promise.all(
           returning.map((returned) =>
             calls.giveBack(returned).catch(() => this.keepToReturn(returned)),

@@ -1,4 +1,4 @@
-import { clock, MINUTE_MS } from "../lib/clock";
+import { clock, MINUTE_MS, minuteEndOf } from "../lib/clock";
 import { ArrivalRate } from "./arrival-rate";
 import { withDeadline } from "./call-coordination";
 import {
@@ -27,19 +27,14 @@ import type { StandingMemory } from "./standing-stock";
 import type { Policy } from "./windows";
 
 /**
- * One holder's admissions for one key (an isolate's, or a location holder's): from its lease when
- * it holds one, else by a call, asking for a lease when the key has been busy here, renewed ahead
- * while it stays busy (`renewsNow`). What it holds: HeldLeases; hand-backs: LeaseHandBacks. Its
+ * One holder's admissions for one key (an isolate's, or a location holder's): from its lease, else
+ * by a call that asks for a lease once the key is busy here, renewed ahead (`renewsNow`). Its
  * transitions and invariants: docs/quotas.md, "The machine".
  */
 export class LeaseHolder extends LeaseHandBacks {
   readonly #rate = new ArrivalRate();
-  /** Permits asked for even while the key is quiet (0: a quiet key asks for none). */
   readonly #stock: number;
-  /**
-   * How long this holder's leases live: they are sized for it, and a renewal not answered within
-   * it is given up (its `waitUntil` may have been cut short): requests then ask themselves.
-   */
+  /** Leases are sized for this long, and a renewal not answered within it is given up. */
   readonly #leaseLifetimeMs: number;
   readonly #renewAhead: RenewAhead;
   /** The minute end whose turn a renewal asked a new lease for (see `#renewAtTheTurn`). */
@@ -49,15 +44,11 @@ export class LeaseHolder extends LeaseHandBacks {
   constructor({ stock = 0 }: { stock?: number } = {}) {
     super();
     this.#stock = stock;
-    // A location holder's stock renews a fixed time ahead; an isolate's lease by its renewals.
     this.#leaseLifetimeMs = stock > 0 ? STOCK_LEASE_MS : ISOLATE_LEASE_MS;
     this.#renewAhead = new RenewAhead(stock > 0 ? STOCK_RENEW_AHEAD_MS : null);
   }
 
-  /**
-   * The permits to ask for now, on top of `holding`: the key's recent rate here, and with a stock,
-   * what tops it up to the stock, at least one (a renewal of a full stock still extends it).
-   */
+  /** On top of `holding`: the key's rate here; with a stock, at least its top-up, and one. */
   #wanted(now: number, holding = 0): number {
     const forRate = this.#rate.leaseWanted(now, this.#leaseLifetimeMs);
     return this.#stock > 0 ? Math.max(forRate, this.#stock - holding, 1) : forRate;
@@ -66,15 +57,13 @@ export class LeaseHolder extends LeaseHandBacks {
   /** A location holder's asks for the rest of the minute (minuteStockWanted) and the next ones. */
   #minuteWant(now: number): { minuteWant?: number; standing?: number; standingMinutes?: number } {
     if (this.#stock <= 0) return {};
-    const minuteEnd = now - (now % MINUTE_MS) + MINUTE_MS;
-    const minuteWant = minuteStockWanted(now, minuteEnd, this.#rate.spacingMs);
+    const minuteWant = minuteStockWanted(now, minuteEndOf(now), this.#rate.spacingMs);
     return { minuteWant, ...this.#standingWant(now) };
   }
 
   /**
-   * A location holder's standing permits to ask for in each minute to come, sized at the key's
-   * spacing here (sparseGap), once those it holds would not cover its next request here (at its
-   * longest recent gap, at least a minute on).
+   * A location holder's standing permits per minute to come (sized at sparseGap), once those held
+   * would not cover the key's next request here (its longest recent gap, at least a minute on).
    */
   #standingWant(now: number): { standing?: number; standingMinutes?: number } {
     const gapMs = this.#rate.sparseGap(now);
@@ -106,11 +95,9 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * Whether a stock refilled at `turn` is likely used in the minute it begins (a key seen once
-   * here: yes). Not when the key's next request here (its longest recent gap after its last
-   * arrival: a pair's second request does not make the next one due 100 ms on) is expected after
-   * that minute, nor when it missed that request by more than that gap: gone quiet, the stock
-   * would wait a minute to go back, stranded if the holder is evicted before.
+   * Whether a stock refilled at `turn` is likely used in its minute (seen once: yes): not when the
+   * key's next request (at its longest recent gap) is due after it, or overdue by more than that
+   * gap; the stock would wait a minute to go back, stranded if the holder is evicted before.
    */
   refillDueAt(turn: number): boolean {
     const { lastArrival, longestGapMs: gapMs } = this.#rate;
@@ -173,9 +160,8 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * An isolate's lease that ended with its minute, the key still busy: a refill straight to the
-   * object brings the next minute's lease and hands the old one back (docs/quotas.md, "An
-   * isolate"). Once per minute; requests wait for it as for a renewal.
+   * An isolate's lease that ended with its minute, the key still busy: once per minute, a refill
+   * brings the next minute's lease and hands the old one back (requests wait as for a renewal).
    */
   #renewAtTheTurn(policy: Policy, calls: LeaseCalls, now: number): Promise<boolean> | null {
     const { lease } = this;
@@ -194,8 +180,7 @@ export class LeaseHolder extends LeaseHandBacks {
     const wanted = this.#standingWant(now);
     if (!wanted.standing) return null;
     // The minute's stock goes back with it when the key's next request is due after the minute.
-    const minuteEnd = now - (now % MINUTE_MS) + MINUTE_MS;
-    if (this.lease && now + this.#rate.gapMs >= minuteEnd) this.putLeaseAside();
+    if (this.lease && now + this.#rate.gapMs >= minuteEndOf(now)) this.putLeaseAside();
     const changes = this.changes;
     const request = { leaseId: "", want: 0, holding: 0, ...wanted };
     return this.#sendRenewal(renew, request, (answer) => {
@@ -206,19 +191,17 @@ export class LeaseHolder extends LeaseHandBacks {
     });
   }
 
-  /**
-   * Starts renewing the lease in use when it is due (`renewsNow`) and no other call is in flight;
-   * requests go on admitting from the lease meanwhile.
-   */
+  /** Starts renewing the lease in use when due (`renewsNow`) and no other call is in flight. */
   #renewIfDue(calls: LeaseCalls, now: number): Promise<boolean> | null {
     const lease = this.lease;
     const renew = calls.renew;
-    if (!renew || !lease || !this.calls.idle) return null;
-    if (now < this.noLeaseUntil) return null;
-    const minuteEnd = this.windows.minuteEnd;
-    const { gapMs } = this.#rate;
-    const renewOptions = { aheadMs: this.#renewAhead.ms, stock: this.#stock, gapMs };
-    if (!renewsNow(lease, minuteEnd, now, renewOptions)) return null;
+    if (!renew || !lease || !this.calls.idle || now < this.noLeaseUntil) return null;
+    const renewOptions = {
+      aheadMs: this.#renewAhead.ms,
+      stock: this.#stock,
+      gapMs: this.#rate.gapMs,
+    };
+    if (!renewsNow(lease, this.windows.minuteEnd, now, renewOptions)) return null;
     const want = this.#wanted(now, lease.left);
     if (want <= 0) return null;
     const sent: SentRenewal = {
@@ -249,9 +232,8 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * Sends `request` (a renewal, or a refill) with the leases waiting to go back, as this holder's
-   * one renewal in flight. When it fails or outlives a lease, they wait to go back again, and
-   * `failed` keeps what else it reported.
+   * Sends `request` (a renewal, or a refill) with the leases waiting to go back, as the one renewal
+   * in flight. Failed or past the lease's life, they wait again; `failed` keeps what else it sent.
    */
   #sendRenewal(
     renew: NonNullable<LeaseCalls["renew"]>,
@@ -277,9 +259,8 @@ export class LeaseHolder extends LeaseHandBacks {
   }
 
   /**
-   * A location holder's refill: a fresh stock with no request to decide, so that the minute's
-   * first requests find stock. Requests arriving meanwhile wait for it, as for a renewal. Settles
-   * with whether it brought a lease; null when none was sent.
+   * A location holder's refill: a fresh stock with no request to decide, so that the minute's first
+   * requests find stock (waiting for it as for a renewal). Whether it brought a lease (null: none).
    */
   refill(policy: Policy, calls: LeaseCalls): Promise<boolean> | null {
     const now = clock.now();
@@ -306,8 +287,7 @@ export class LeaseHolder extends LeaseHandBacks {
 
   /**
    * The key's object shares heldBound with another location (QuotaHolder.restock): a stock larger
-   * than this holder's own size goes back with a refill, sized as shared; a holder with none asks
-   * for one. Nothing while refused, while a call is in flight, or with a stock of its own size.
+   * than this holder's own size goes back with a refill; a holder with none asks for one.
    */
   restock(policy: Policy, calls: LeaseCalls): Promise<boolean> | null {
     const now = clock.now();
@@ -323,10 +303,7 @@ export class LeaseHolder extends LeaseHandBacks {
     return refill;
   }
 
-  /**
-   * A location holder's stock in use above its own size keeps that size to share heldBound (see
-   * QuotaHolder.restock): what it gave up, for the key's object to count back; null if no call.
-   */
+  /** Cuts a location holder's stock to its size to share heldBound: what it gave up, or null. */
   share(policy: Policy): SharedStock | null {
     const lease = this.lease;
     if (!lease || !this.calls.idle || this.leaseOver(lease, policy, clock.now())) return null;

@@ -2,7 +2,7 @@ import { grantedForTheMinute, type LeaseInUse } from "./lease";
 import type { Lease, ReturnedLease } from "./lease-messages";
 import type { KeyDecision, WindowStatus } from "./windows";
 
-// A lease as its holder keeps it, and what it sends back of it (HeldLeases and LeaseHolder share them).
+// A lease as its holder keeps it, and what it sends back of it.
 
 export interface HolderDecision {
   decision: KeyDecision;
@@ -10,14 +10,14 @@ export interface HolderDecision {
   local: boolean;
   /** This call was granted a new lease (its unused permits go back at expiry). */
   leaseGranted: boolean;
-  /** A renewal this request started and does not wait for (`waitUntil`): whether it brought a lease. */
+  /** A renewal this request started and does not wait for: whether it brought a lease. */
   renewal: Promise<boolean> | null;
 }
 
 export interface HeldLease extends LeaseInUse {
   id: string;
   policyVersion: number;
-  /** Requests admitted from it: reported with its renewals and its hand-back (the usage history counts them). */
+  /** Requests admitted from it, reported with its renewals and its hand-back (and billed). */
   used: number;
   /** The admission ids of those not reported yet (a location holder's; see ReturnedLease). */
   admissionIds: string[];
@@ -26,11 +26,9 @@ export interface HeldLease extends LeaseInUse {
 }
 
 /**
- * When a lease ends by this holder's own clock. The holder must not admit from it once it has
- * ended by the object's clock, whatever its own reads: past its minute the object admits a whole
- * new minute, and past its expiry the object no longer tells this holder of a change to the key.
- * So the time the lease (and its minute) had left when the object answered is counted from
- * `sentAt`, when this holder asked, before the answer whatever the two clocks read.
+ * When a lease ends by this holder's clock: never after it ends by the object's (past its minute
+ * the object admits a new one; past its expiry it no longer pushes changes here). So the time it
+ * had left when the object answered is counted from `sentAt`, before the answer by any clock.
  */
 export function localExpiry(
   granted: Lease,
@@ -41,18 +39,18 @@ export function localExpiry(
   return sentAt + Math.max(0, Math.min(granted.expiresAt, minuteEnd) - answer.now);
 }
 
-/** A lease the object has just granted, ending at `expiresAt` by this holder's clock. */
+/** A lease the object has just granted in `answer` to a call sent at `sentAt` (see localExpiry). */
 export function heldLease(
   granted: Lease,
-  answer: { policyVersion: number; now: number },
-  expiresAt: number,
+  answer: { policyVersion: number; now: number; windows: WindowStatus[] },
+  sentAt: number,
   { withStanding = false }: { withStanding?: boolean } = {},
 ): HeldLease {
   return {
     id: granted.id,
     left: granted.permits,
     lastGrant: granted.permits,
-    expiresAt,
+    expiresAt: localExpiry(granted, answer, sentAt),
     forTheMinute: grantedForTheMinute(granted.expiresAt, answer.now),
     policyVersion: answer.policyVersion,
     used: 0,

@@ -7,37 +7,23 @@ export interface ReturnedLease {
   unused: number;
   /** Requests admitted from the lease: what the usage history counts of it. */
   used: number;
-  /**
-   * The admission ids of the requests a location holder's stock admitted that no report has
-   * carried yet: an answer lost on its way from the holder makes the isolate ask the key's object
-   * with the same id, and the object counts each id once (objects/admission-memory.ts).
-   */
+  /** Ids of requests a location holder's stock admitted, not reported yet (admission-memory.ts). */
   admissionIds?: string[];
 }
 
-/**
- * Leases handed back together in one call (`QuotaLimiter.returnLeases`), with one `returnId` per
- * hand-back: delivered again (a retry after a lost answer), it takes nothing back.
- */
+/** Leases handed back in one call (QuotaLimiter.returnLeases); a `returnId` again takes nothing. */
 export type LeaseReturn = { returnId: string; returning: ReturnedLease[] };
 
 /**
- * How far an admission id's time (see `newAdmissionId`) may be ahead of the clock of the tier that
- * reads it, or a lease's minute ahead of the clock of the key's object (a clock that stepped
- * back): far more than the clocks of two machines ever differ.
+ * How far an admission id's time may be ahead of the reading tier's clock, or a lease's minute
+ * ahead of the object's (a clock that stepped back): far more than two machines' clocks differ.
  */
 export const ADMISSION_CLOCK_TOLERANCE_MS = 15_000;
 
-/**
- * A request is decided only within this long of when its admission id was made (by the deciding
- * tier's clock): a later attempt (a call held on its way) may find it decided and forgotten.
- */
+/** A request is decided only within this of its admission id's making (later: maybe forgotten). */
 export const ADMISSION_ID_LIFETIME_MS = 45_000;
 
-/**
- * How long the tier that decided a request remembers its admission id with the decision (and the
- * key's object a renewal's id with its answer): long enough for every attempt it may still decide.
- */
+/** How long the deciding tier remembers an admission id (or a renewal's) with its answer. */
 export const ADMISSION_MEMORY_MS = ADMISSION_ID_LIFETIME_MS + ADMISSION_CLOCK_TOLERANCE_MS;
 
 /** An admission id made at `now`: the time it was made, then a random part. */
@@ -73,9 +59,8 @@ interface Ask {
 /** What an isolate asks for along with one request. */
 export interface LeaseRequest extends Ask {
   /**
-   * Made by the Worker once per API request and sent with every attempt: the key's object decides
-   * an id once. A caller that sends one reads its copy of the key again when answered `stale`
-   * (counting nothing, rather than deciding under a policy the copy does not know).
+   * Made once per API request and sent with every attempt: decided once. A caller that sends one
+   * reads its copy of the key again when answered `stale` (nothing counted).
    */
   admissionId?: string;
 }
@@ -101,9 +86,8 @@ export interface RenewalRequest extends Ask {
 }
 
 /**
- * The answer to a renewal. `windows` are the object's before this grant. `granted` is null when
- * no permits were granted (refused, banned, revoked or near the limit); its id is the lease's own
- * when it was extended, else a new lease's.
+ * The answer to a renewal: `windows` before this grant; `granted` null when none (refused, banned,
+ * revoked or near the limit), else the lease's own id when extended, or a new lease's.
  */
 export interface Renewal {
   policyVersion: number;
@@ -120,10 +104,7 @@ export interface Renewal {
 export const endsLeases = (answer: Renewal, version: number): boolean =>
   answer.revoked || answer.policyVersion > version;
 
-/**
- * The decision on one request, plus the lease granted with it, if any. Its windows are the
- * object's after this request and before the lease.
- */
+/** The decision on one request (its windows after it, before the lease), and any lease granted. */
 export type Admission = KeyDecision & {
   lease: Lease | null;
   standing?: StandingPermit[];

@@ -9,32 +9,24 @@ import type { UsageState, WindowStatus } from "./windows";
 export const GIVE_BACK_GRACE_MS = 250;
 
 /**
- * Every change to a key applies everywhere within this long: an isolate's own lease lives less,
- * and a copy of the key that refuses it (asking nobody) is trusted half of this in an isolate and
- * half in the location holder that isolate asks next.
+ * Every change to a key applies everywhere within this long: an isolate's lease lives less, and a
+ * refusing copy of the key is trusted half of it in an isolate, half in its location holder.
  */
 export const CHANGE_APPLIES_WITHIN_MS = 2_000;
 
-/**
- * How long an isolate's own lease lives (it also ends with its minute window). Nothing can push a
- * change to an isolate, so this is how long a change takes to reach a busy isolate.
- */
+/** An isolate's lease lives this long at most: nothing pushes a change to an isolate. */
 export const ISOLATE_LEASE_MS = 1_750;
 
 /** A location holder's stock not renewed is back in the key's object within this long of its grant. */
 export const STOCK_BACK_WITHIN_MS = 5_000;
 
-/**
- * How long a location holder's stock lives (it also ends with its minute window). Changes reach a
- * holder by a push; this is how long a holder the push missed goes on admitting from stock.
- */
+/** A location holder's stock lives this long at most: how long one a push missed admits from it. */
 export const STOCK_LEASE_MS = STOCK_BACK_WITHIN_MS - GIVE_BACK_GRACE_MS;
 
 /**
- * A location holder's stock lives to the end of its minute while the key is far from both limits
- * (the tighter window keeps this many times heldBound after the grant), so a key calling every
- * 10 s finds stock at every request. Nearer the limit a stock is short again, so permits a
- * location stopped using come back when they may be needed elsewhere.
+ * A location holder's stock lives to its minute's end while the tighter window keeps this many
+ * times heldBound after the grant (a key calling every 10 s finds stock at every request); nearer
+ * the limit it is short again, so permits a location stopped using come back sooner.
  */
 export const MINUTE_STOCK_ROOM_SHARE = 4;
 
@@ -48,36 +40,25 @@ export function stockLivesTheMinute(
   return room >= MINUTE_STOCK_ROOM_SHARE * heldBound(limits);
 }
 
-/**
- * The requests a location holder expects in the rest of the minute, at one every `gapMs` (0: none
- * yet). A stock for the minute sized to them lasts the minute with no renewal.
- */
+/** The requests a location holder expects in the rest of the minute, one per `gapMs` (0: none). */
 export function minuteStockWanted(now: number, minuteEnd: number, gapMs: number): number {
   return gapMs > 0 ? Math.ceil(Math.max(0, minuteEnd - now) / gapMs) : 0;
 }
 
 /**
- * A stock for the minute is sized to minuteStockWanted only while its holder is the key's only
- * one: no other holder asked within this long (a location still calling asks at least once a
- * minute, its refill). Else it is QUIET_STOCK, so that each location keeps stock.
+ * A stock for the minute is sized to minuteStockWanted only while no other holder asked within
+ * this long (a location still calling asks once a minute, its refill); else each keeps QUIET_STOCK.
  */
 export const STOCK_SHARED_WITHIN_MS = 2 * MINUTE_MS;
 
-/**
- * The background calls a location holder makes for a key that stopped calling there end within
- * this long of its last request: a renewal, the next minute's refill, and its stock's hand-back.
- */
+/** A holder's calls for a key that stopped calling there end within this (docs/quotas.md). */
 export const BACKGROUND_ENDS_WITHIN_MS = 2 * MINUTE_MS + GIVE_BACK_GRACE_MS;
 
-/** A lease takes at most a quarter of the room left in the tighter window… */
+/** A lease takes at most a quarter of the room left in the tighter window (and see heldBound). */
 const ROOM_SHARE = 4;
-/** …and all leases of a key together hold at most a tenth of the per-minute limit (see heldBound). */
 const LIMIT_SHARE = 10;
 
-/**
- * The most permits a key's leases may hold unused at once, across every holder: a tenth of the
- * per-minute limit, at least 2. Also the most capacity leases can strand.
- */
+/** The most permits a key's leases hold unused at once, everywhere (all they can strand). */
 export function heldBound(limits: Limits): number {
   return Math.max(2, Math.floor(limits.perMinute / LIMIT_SHARE));
 }
@@ -86,9 +67,8 @@ export function heldBound(limits: Limits): number {
 export const QUIET_STOCK = 2;
 
 /**
- * The permits the object grants on top of an admitted request or a renewal (the caller still
- * `holding` some), while other leases may hold `heldElsewhere`. Near the limit this shrinks to 0
- * and the caller goes back to one call per request, so 429s, Retry-After and the ban stay exact.
+ * The permits granted on top of a request or a renewal (its holder `holding` some, others
+ * `heldElsewhere`): near the limit 0, one call per request, so 429s and the ban stay exact.
  */
 export function permitsToLease(
   windows: WindowStatus[],
@@ -103,10 +83,9 @@ export function permitsToLease(
 }
 
 /**
- * An isolate renews its own lease ahead of its expiry (see `renewsNow`) by RENEW_AHEAD_MARGIN ×
- * the slowest of its last RENEWALS_TIMED renewals: back in time even if twice as slow (a renewal
- * about every 1.6 s with the object 100 ms away). At least RENEW_AHEAD_MIN_MS (a pause, a cold
- * start); at most half the lease's life, also until a renewal is answered.
+ * An isolate renews its lease ahead of its expiry by RENEW_AHEAD_MARGIN × the slowest of its last
+ * RENEWALS_TIMED renewals (back in time even if twice as slow), at least RENEW_AHEAD_MIN_MS (a
+ * pause, a cold start), at most half the lease's life (also until a renewal is answered).
  */
 export const RENEW_AHEAD_MARGIN = 2;
 export const RENEWALS_TIMED = 4;
@@ -135,9 +114,8 @@ export class RenewAhead {
 export const MINUTE_TAIL_MS = 1_000;
 
 /**
- * A location holder's stock is renewed this long ahead of its expiry: a quiet key's next request
- * may be seconds away. So a key calling at least every STOCK_LEASE_MS in a location is answered
- * from stock there, while a stopped key's permits come back within 5 s of its last renewal.
+ * A location holder's stock is renewed this long ahead of its expiry (a quiet key's next request
+ * may be seconds away), so a key calling at least every STOCK_LEASE_MS finds stock there.
  */
 export const STOCK_RENEW_AHEAD_MS = STOCK_LEASE_MS / 2;
 
@@ -154,12 +132,11 @@ export interface LeaseInUse {
 
 /**
  * Whether a holder renews its lease now, in the background, while it still admits from it: once
- * half of the last grant (or of `stock`, if more) is used, or `aheadMs` before the lease expires
- * (see RenewAhead), unless it ends with its minute (the next minute's refill follows); never in
- * the minute's last MINUTE_TAIL_MS, so one due in that tail goes before it, to the minute's end.
- * Only a request sends an isolate's renewal: the one whose successor (at the key's last gap
- * `gapMs`) would come after the renewal is due. A stock for the minute is renewed only once used
- * up, and only if the key's last gap there fits in what is left of the minute.
+ * half of the last grant (or of `stock`, if more) is used, or `aheadMs` before the lease expires,
+ * unless it ends with its minute; never in the minute's last MINUTE_TAIL_MS (one due then goes
+ * before it). An isolate's renewal is sent by the request whose successor (at the key's last gap
+ * `gapMs`) would come after it is due. A stock for the minute is renewed only once used up, and
+ * only if the key's last gap fits in what is left of the minute.
  */
 export function renewsNow(
   lease: LeaseInUse,
@@ -177,8 +154,8 @@ export function renewsNow(
   if (lease.forTheMinute) return lease.left <= 0 && now + gapMs < lease.expiresAt;
   if (lease.left <= 0) return false;
   const halfUsed = lease.left * 2 <= Math.max(lease.lastGrant, stock);
-  // One due in the tail goes before it; not for a lease ending less than aheadMs before its minute
-  // (by this holder's clock, a one-way trip early): it ends with its minute, nothing extends it.
+  // A lease ending less than aheadMs before its minute (by this holder's clock, a one-way trip
+  // early) ends with it: nothing extends it.
   const extendable = lease.expiresAt < minuteEnd - aheadMs;
   const tailStart = minuteEnd - MINUTE_TAIL_MS;
   const renewBy = extendable ? Math.min(lease.expiresAt, tailStart) : lease.expiresAt;

@@ -9,9 +9,8 @@ export function windowsAfterLocalAdmissions(
 }
 
 /**
- * Keeps a window's remaining from going up within the window in one holder's responses: another
- * holder handing back unused permits would otherwise show as a jump. A new window or a new limit
- * (a plan change) starts afresh.
+ * Keeps a window's remaining from going up in one holder's responses (another's hand-back would
+ * show as a jump); a new window or limit starts afresh.
  */
 export function neverAbove(windows: WindowStatus[], shown: WindowStatus[]): WindowStatus[] {
   return windows.map((w) => {
@@ -22,10 +21,7 @@ export function neverAbove(windows: WindowStatus[], shown: WindowStatus[]): Wind
   });
 }
 
-/**
- * The windows a lease holder shows in its responses' rate-limit headers: a request admitted from
- * a lease as if the key's object had decided it.
- */
+/** The windows a lease holder shows in rate-limit headers, as if the key's object had decided. */
 export class ShownWindows {
   #atContact: WindowStatus[] = [];
   #admittedSince = 0;

@@ -22,6 +22,8 @@ export interface HeldStanding {
    * Absent: none kept (an earlier release's permit).
    */
   answers?: Record<string, WindowStatus[]>;
+  /** Reported, no call carrying it answered yet (`forget`): `left` set to 0, used no more. */
+  reported?: true;
 }
 
 /** What a location holder keeps across an eviction: its standing permits, and the key's arrivals. */
@@ -140,7 +142,7 @@ export class StandingStock {
   /** The windows `atContact` with the minute of permit `s` as its permits of that minute left it. */
   #windowsOf(s: HeldStanding, atContact: readonly WindowStatus[]): WindowStatus[] {
     const usedThisMinute = this.#held
-      .filter((h) => h.minuteStart === s.minuteStart)
+      .filter((h) => h.minuteStart === s.minuteStart && !h.reported)
       .reduce((n, h) => n + h.used, 0);
     return atContact.map((w) =>
       w.name === "minute"
@@ -153,7 +155,10 @@ export class StandingStock {
     );
   }
 
-  /** The reports of the permits done with at `now` (or `all`), to go back with the next call. */
+  /**
+   * The reports of the permits done with at `now` (or `all`), to go back with the next call; held
+   * until one carrying them is answered (`forget`).
+   */
   reports(now: number, { all = false }: { all?: boolean } = {}): ReturnedLease[] {
     return this.#reportsOf((h) => all || h.left === 0 || now >= h.until);
   }
@@ -165,15 +170,12 @@ export class StandingStock {
     return this.#reportsOf((h) => h.policyVersion < version);
   }
 
-  /**
-   * The reports of every permit held, which stay held (and kept across an eviction) until
-   * `forget` drops them: for a hand-back whose call may fail.
-   */
+  /** The reports of every permit held, reported before or not: for the hand-back at their end. */
   reportsKept(): ReturnedLease[] {
     return this.#held.map(reportOf);
   }
 
-  /** Stops holding the permits `ids` (their hand-back was confirmed). */
+  /** Stops holding the permits `ids` (the key's object answered a call carrying their reports). */
   forget(ids: readonly string[]): void {
     const held = this.#held.filter((h) => !ids.includes(h.id));
     if (held.length === this.#held.length) return;
@@ -182,11 +184,12 @@ export class StandingStock {
   }
 
   #reportsOf(isDone: (held: HeldStanding) => boolean): ReturnedLease[] {
-    const done = this.#held.filter(isDone);
+    const done = this.#held.filter((h) => !h.reported && isDone(h));
     if (done.length === 0) return [];
-    this.#held = this.#held.filter((h) => !done.includes(h));
+    const reports = done.map(reportOf);
+    for (const h of done) Object.assign(h, { left: 0, reported: true });
     this.onChange?.();
-    return done.map(reportOf);
+    return reports;
   }
 
   /**

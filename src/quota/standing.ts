@@ -23,9 +23,8 @@ export function standingMinutesWanted(gapMs: number): number {
 }
 
 /**
- * A location holder asks for standing permits once the key's spacing there (ArrivalRate.sparseGap)
- * is at least this long (at most two requests a minute); busier keys keep the minute's stock and
- * its refill.
+ * A location holder asks for standing permits once the key's spacing there is at least this;
+ * busier keys keep the minute's stock and its refill.
  */
 export const STANDING_GAP_MS = 30_000;
 
@@ -34,10 +33,7 @@ export function standingWanted(gapMs: number): number {
   return gapMs >= STANDING_GAP_MS ? Math.ceil((0.9 * MINUTE_MS) / gapMs) : 0;
 }
 
-/**
- * The `minutes` after the one at `now` a grant covers (STANDING_MINUTES to STANDING_MOST_MINUTES),
- * within the current UTC day (a day's permits are all counted in that day).
- */
+/** The `minutes` after the one at `now` a grant covers, within the UTC day (counted in it). */
 export function standingMinutesFrom(now: number, minutes = STANDING_MINUTES): number[] {
   const minute = now - (now % MINUTE_MS);
   const most = Math.min(STANDING_MOST_MINUTES, Math.max(STANDING_MINUTES, minutes));
@@ -45,23 +41,16 @@ export function standingMinutesFrom(now: number, minutes = STANDING_MINUTES): nu
   return Array.from({ length: Math.max(0, count) }, (_, i) => minute + (i + 1) * MINUTE_MS);
 }
 
-/**
- * The alarm that hands standing permits back for a holder evicted before their end fires this
- * long after the in-memory hand-back would have (which, when it runs, deletes the alarm).
- */
+/** An evicted holder's alarm hands standing permits back this long after its memory would have. */
 export const STANDING_ALARM_SLACK_MS = 1_000;
 
 /**
- * The background calls a location holder makes for a key that stopped calling there, while it
- * holds standing permits, end within this long of its last request: the last minute granted ends
- * at most STANDING_MOST_MINUTES + 2 minutes on, and its hand-back follows GIVE_BACK_GRACE_MS
- * later, or STANDING_ALARM_SLACK_MS after that from the alarm of a holder evicted meanwhile.
+ * A location holder holding standing permits for a key that stopped calling there ends its calls
+ * within this long of its last request: the last minute granted ends at most
+ * STANDING_MOST_MINUTES + 2 minutes on, then its hand-back (from the alarm, if evicted meanwhile).
  */
 export const STANDING_BACKGROUND_ENDS_WITHIN_MS =
   (STANDING_MOST_MINUTES + 2) * MINUTE_MS + GIVE_BACK_GRACE_MS + STANDING_ALARM_SLACK_MS;
 
-/**
- * The most calls a location holder makes to the key's object for a key that stopped calling
- * there: the next minute's refill, a stock's hand-back at its expiry, and one of everything left.
- */
+/** The most calls a location holder makes for a key that stopped calling there (docs/quotas.md). */
 export const STOPPED_KEY_OBJECT_CALLS = 3;

@@ -32,10 +32,7 @@ export interface WindowStatus {
 
 type DecisionOf<O extends Outcome> = { outcome: O; windows: WindowStatus[]; now: number };
 
-/**
- * A decision on one request: admitted, refused until `retryAt`, revoked, or not decided (stale:
- * the caller's copy of the key is older than the key's object's; nothing was counted).
- */
+/** Admitted, refused until `retryAt`, revoked, or stale (the caller's copy is old; not counted). */
 export type Decision =
   | DecisionOf<"allowed">
   | (DecisionOf<Refusal> & { retryAt: number })
@@ -53,10 +50,7 @@ export const EMPTY_USAGE: UsageState = {
   bannedUntil: 0,
 };
 
-/**
- * The windows at `now`. They only move forward: a clock that steps back stays in the windows it
- * reached rather than starting an earlier one afresh and admitting its whole limit again.
- */
+/** The windows at `now`, only ever forward: a clock stepping back must not reopen a window. */
 export function rollWindows(s: UsageState, now: number): UsageState {
   const minuteStart = Math.max(s.minuteStart, now - (now % MINUTE_MS));
   const dayStart = Math.max(s.dayStart, now - (now % DAY_MS));
@@ -105,10 +99,7 @@ export function banThreshold(perMinute: number): number {
   return Math.max(10, perMinute);
 }
 
-/**
- * When a banned key's request could really succeed: the latest of the ban's end and the reset of
- * every window that is used up (else a client would come back only to get quota_exceeded).
- */
+/** When a banned key's request could succeed: the ban's end, or a used-up window's later reset. */
 export function bannedRetryAt(state: UsageState, policy: Limits): number {
   const exhaustedResets = windowsOf(state, policy)
     .filter((w) => w.remaining === 0)

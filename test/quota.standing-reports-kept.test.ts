@@ -1,0 +1,199 @@
+// A location holder reports what its standing permits served with its next call to the key's
+// object: a forwarded request's, or a renewal's. Those reports stay in the holder's storage until
+// the key's object has answered a call carrying them: when that call fails and the holder is then
+// evicted (its memory lost), the hand-back at their end (the alarm's) carries them, so the
+// requests they served are billed as admitted, not stranded; when the failed call had reached the
+// object, the reports delivered again are counted once.
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it, vi } from "vitest";
+import { MINUTE_MS } from "../src/lib/clock";
+import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
+import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
+import { QuotaLimiter } from "../src/objects/quota-limiter";
+import type { ReturnedLease } from "../src/quota/lease-messages";
+import { backgroundWork } from "./background-work";
+import { alarmOf, mockClock, policyWith, T0 } from "./helpers";
+
+const POLICY = policyWith(60, 1_000);
+const time = mockClock(T0);
+const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
+let seq = 0;
+
+const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
+const holderStubOf = (keyId: string) => uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS"));
+const fromStock = (a: HolderAnswer) => a.reached && a.decision.outcome === "allowed" && a.fromStock;
+
+/** Evicts the key's holder from memory, with the background work it had scheduled. */
+async function evictHolder(keyId: string) {
+  await holderOf(keyId).unusedPermits();
+  await evictDurableObject(holderStubOf(keyId));
+  forgetSleeps();
+}
+
+type Lost = "before the object acted" | "after the object acted";
+
+/**
+ * The first call of `method` to the key's object carrying a report of served requests fails,
+ * lost before or after the object acted on it. Returns how many such calls failed.
+ */
+function failFirstReportingCall(method: "admit" | "renewLease", lost: Lost): () => number {
+  let failed = 0;
+  const original = QuotaLimiter.prototype[method] as (...args: unknown[]) => unknown;
+  vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(async function (
+    this: QuotaLimiter,
+    ...args: unknown[]
+  ) {
+    const { returning = [] } = (args[1] ?? {}) as { returning?: ReturnedLease[] };
+    if (failed > 0 || !returning.some((r) => r.used > 0)) return original.apply(this, args);
+    failed++;
+    if (lost === "after the object acted") await original.apply(this, args);
+    throw new Error("the key's object is unreachable");
+  } as never);
+  vi.spyOn(console, "log").mockImplementation(() => undefined);
+  return () => failed;
+}
+
+/** Runs the holder's alarm, evicted, until it sets none (it hands back what it kept). */
+async function runAlarmsEvicted(keyId: string) {
+  for (let i = 0; i < 10; i++) {
+    const at = await alarmOf(holderStubOf(keyId));
+    if (at === null) return;
+    await evictHolder(keyId);
+    await passTo(Math.max(time.now, at));
+    await runDurableObjectAlarm(holderStubOf(keyId));
+    await passTime();
+  }
+  throw new Error("the holder's alarm never stopped");
+}
+
+/** The key's day as billed, once everything not handed back is settled as stranded. */
+async function billed(keyId: string) {
+  time.now += STRANDED_AFTER_MS + MINUTE_MS;
+  const [day] = (await env.QUOTA.getByName(keyId).report(POLICY)).days;
+  return day;
+}
+
+describe.each<Lost>(["before the object acted", "after the object acted"])(
+  "a standing permits' report whose call fails, lost %s, its holder then evicted",
+  (lost) => {
+    it("carried by a forwarded request's call: the requests the permits served are billed admitted", async () => {
+      const keyId = `reports_forwarded_${++seq}`;
+      const holder = holderOf(keyId);
+      const start = T0 + 45_000;
+      await passTo(start);
+      const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
+      await passTo(start + 30_000); // the next minute's refill brings standing permits
+      // A key calling every 5 minutes, its holder evicted in between: two requests 5 minutes on, one
+      // 10 minutes on, each answered from a standing permit.
+      await evictHolder(keyId);
+      await passTo(start + 5 * MINUTE_MS);
+      for (const id of ["five", "five-again"]) {
+        served.push(await holder.admit(keyId, POLICY, null, id));
+        await passTime();
+      }
+      await evictHolder(keyId);
+      await passTo(start + 10 * MINUTE_MS);
+      served.push(await holder.admit(keyId, POLICY, null, "ten"));
+      await passTime();
+      expect(served.slice(1).every(fromStock), "answered from standing permits").toBe(true);
+      // The minute's permit used up, the next request is forwarded with the reports: that call fails.
+      const failed = failFirstReportingCall("admit", lost);
+      const forwarded = await holder.admit(keyId, POLICY, null, "forwarded");
+      expect(failed(), "the forwarded call carried the reports, and failed").toBe(1);
+      expect(forwarded.reached).toBe(false);
+      // The Worker asks the key's object itself, with the request's admission id.
+      const asked = await env.QUOTA.getByName(keyId).admit(POLICY, {
+        want: 0,
+        returning: [],
+        admissionId: "forwarded",
+      });
+      expect(asked.outcome).toBe("allowed");
+      await evictHolder(keyId);
+      await runAlarmsEvicted(keyId);
+      const day = await billed(keyId);
+      expect(day?.admitted, "every request served, billed admitted once").toBe(served.length + 1);
+    });
+
+    it("carried by an isolate's call through the holder, which takes over the stock: the requests the permits served are billed admitted", async () => {
+      const keyId = `reports_isolate_${++seq}`;
+      const holder = holderOf(keyId);
+      const start = T0 + 45_000;
+      await passTo(start);
+      const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
+      await passTo(start + 30_000); // the next minute's refill brings standing permits
+      await evictHolder(keyId);
+      await passTo(start + 5 * MINUTE_MS);
+      served.push(await holder.admit(keyId, POLICY, null, "five"));
+      await passTime();
+      expect(served.slice(1).every(fromStock), "answered from a standing permit").toBe(true);
+      // An isolate asks for a lease of its own: the holder hands everything back in that call.
+      const failed = failFirstReportingCall("admit", lost);
+      const request = { want: 4, returning: [], admissionId: "isolate" };
+      await expect(holder.admitForIsolate(keyId, POLICY, request)).rejects.toThrow();
+      expect(failed(), "the isolate's call carried the reports, and failed").toBe(1);
+      const asked = await env.QUOTA.getByName(keyId).admit(POLICY, { ...request, want: 0 });
+      expect(asked.outcome).toBe("allowed");
+      await evictHolder(keyId);
+      await runAlarmsEvicted(keyId);
+      const day = await billed(keyId);
+      expect(day?.admitted, "every request served, billed admitted once").toBe(served.length + 1);
+    });
+
+    it("carried by a renewal: the requests the permits served are billed admitted", async () => {
+      const keyId = `reports_renewal_${++seq}`;
+      const holder = holderOf(keyId);
+      const start = T0 + 45_000;
+      await passTo(start);
+      const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
+      await passTo(start + 30_000); // the next minute's refill brings standing permits
+      // A key calling once a minute from the minute after (the refill's stock, for this one, lives in
+      // memory only): answered from standing permits, reported with the renewal that asks for more
+      // once they would not cover its next request.
+      const failed = failFirstReportingCall("renewLease", lost);
+      for (let i = 2; i <= 12 && failed() === 0; i++) {
+        await passTo(start + i * MINUTE_MS);
+        served.push(await holder.admit(keyId, POLICY, null, `minute-${i}`));
+        await passTime();
+      }
+      expect(failed(), "a renewal carried the reports, and failed").toBe(1);
+      expect(served.slice(1).every(fromStock), "answered from standing permits").toBe(true);
+      await evictHolder(keyId);
+      await runAlarmsEvicted(keyId);
+      const day = await billed(keyId);
+      expect(day?.admitted, "every request served, billed admitted once").toBe(served.length);
+    });
+  },
+);
+
+describe("a standing permits' report carried by a request the key's object has decided before", () => {
+  it("is taken back all the same: the requests the permits served are billed admitted", async () => {
+    const keyId = `reports_known_${++seq}`;
+    const holder = holderOf(keyId);
+    const start = T0 + 45_000;
+    await passTo(start);
+    const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
+    await passTo(start + 30_000); // the next minute's refill brings standing permits
+    await evictHolder(keyId);
+    await passTo(start + 5 * MINUTE_MS);
+    for (const id of ["five", "five-again"]) {
+      served.push(await holder.admit(keyId, POLICY, null, id));
+      await passTime();
+    }
+    expect(served.slice(1).every(fromStock), "answered from standing permits").toBe(true);
+    // The Worker asked the key's object itself (the holder's answer late), then the holder's call
+    // for the same request, carrying the reports, arrives: the object answers it as before.
+    const asked = await env.QUOTA.getByName(keyId).admit(POLICY, {
+      want: 0,
+      returning: [],
+      admissionId: "late",
+    });
+    expect(asked.outcome).toBe("allowed");
+    const late = await holder.admit(keyId, POLICY, null, "late");
+    expect(late.reached && !late.fromStock, "forwarded, with the reports").toBe(true);
+    await evictHolder(keyId);
+    await runAlarmsEvicted(keyId);
+    const day = await billed(keyId);
+    expect(day?.admitted, "every request served, billed admitted once").toBe(served.length + 1);
+  });
+});
