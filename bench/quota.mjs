@@ -35,11 +35,14 @@ import {
   callsPerThousandOf,
   keyCost,
   keysForSamples,
+  nearMinuteEdge,
   STOPPED_KEY_CALLS_END_WITHIN_MS,
   STOPPED_KEY_OBJECT_CALLS,
   scenarioCost,
+  secondsIntoMinute,
   sparsePlan,
   TAIL_SECONDS,
+  waitedForFarCall,
 } from "./lib/quota-scenarios.mjs";
 import { writeResult } from "./lib/report.mjs";
 import { percentile } from "./lib/samples.mjs";
@@ -334,13 +337,20 @@ async function main() {
     });
     for (const g of groups) {
       const name = g.gapMs % 60_000 === 0 ? `${g.gapMs / 60_000} min` : `${g.gapMs / 1000} s`;
+      const samples = byGap.get(g.gapMs) ?? [];
+      const far = samples.filter(waitedForFarCall);
+      const edge = nearMinuteEdge(samples);
       rows.push(
         row(
           `sparse, every ${name}`,
-          byGap.get(g.gapMs) ?? [],
+          samples,
           g.keys,
           2,
-          `${g.keys.length} ${g.keys.length === 1 ? "key" : "keys"}, after each key's first ${opts.sparseWarmup === 1 ? "request" : `${opts.sparseWarmup} requests`}`,
+          `${g.keys.length} ${g.keys.length === 1 ? "key" : "keys"}, after each key's first ${opts.sparseWarmup === 1 ? "request" : `${opts.sparseWarmup} requests`}` +
+            `; within 1 s of a minute's edge: ${edge.length}, of them far: ${edge.filter(waitedForFarCall).length}` +
+            (far.length
+              ? `; far calls at s into the minute: ${secondsIntoMinute(far).join(", ")}`
+              : ""),
         ),
       );
       watched.push(...g.keys);

@@ -7,13 +7,22 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
+import { policyOf } from "../src/db/keys";
 import { MINUTE_MS } from "../src/lib/clock";
+import { sha256Hex } from "../src/lib/crypto";
+import { HELD_KEY_MAX_AGE_MS } from "../src/objects/holder-key-record";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
-import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
+import {
+  type HolderAnswer,
+  type HolderAuthentication,
+  holderName,
+} from "../src/objects/quota-holder";
 import { QuotaLimiter } from "../src/objects/quota-limiter";
 import type { ReturnedLease } from "../src/quota/lease-messages";
+import { StandingStock } from "../src/quota/standing-stock";
+import type { WindowStatus } from "../src/quota/windows";
 import { backgroundWork } from "./background-work";
-import { alarmOf, mockClock, policyWith, T0 } from "./helpers";
+import { alarmOf, issueKey, mockClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(60, 1_000);
 const time = mockClock(T0);
@@ -53,6 +62,10 @@ function failFirstReportingCall(method: "admit" | "renewLease", lost: Lost): () 
   vi.spyOn(console, "log").mockImplementation(() => undefined);
   return () => failed;
 }
+
+/** Calls of `method` to the key's object are answered again (after `failFirstReportingCall`). */
+const answerAgain = (method: "admit" | "renewLease") =>
+  (QuotaLimiter.prototype[method] as unknown as { mockRestore(): void }).mockRestore();
 
 /** Runs the holder's alarm, evicted, until it sets none (it hands back what it kept). */
 async function runAlarmsEvicted(keyId: string) {
@@ -195,5 +208,106 @@ describe("a standing permits' report carried by a request the key's object has d
     await runAlarmsEvicted(keyId);
     const day = await billed(keyId);
     expect(day?.admitted, "every request served, billed admitted once").toBe(served.length + 1);
+  });
+});
+
+describe("standing permits' reports kept after their call failed and the holder was evicted", () => {
+  it("go back with the next hand-back the key asks of the holder (a usage read's), not only at the permits' end", async () => {
+    const keyId = `reports_usage_${++seq}`;
+    const holder = holderOf(keyId);
+    const start = T0 + 45_000;
+    await passTo(start);
+    const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
+    await passTo(start + 30_000); // the next minute's refill brings standing permits
+    await evictHolder(keyId);
+    await passTo(start + 5 * MINUTE_MS);
+    for (const id of ["five", "five-again"]) {
+      served.push(await holder.admit(keyId, POLICY, null, id));
+      await passTime();
+    }
+    expect(served.slice(1).every(fromStock), "answered from standing permits").toBe(true);
+    const failed = failFirstReportingCall("admit", "before the object acted");
+    const forwarded = await holder.admit(keyId, POLICY, null, "forwarded");
+    expect({ failed: failed(), reached: forwarded.reached }).toEqual({ failed: 1, reached: false });
+    answerAgain("admit");
+    // The Worker asks the key's object itself, then the holder is evicted.
+    await env.QUOTA.getByName(keyId).admit(POLICY, {
+      want: 0,
+      returning: [],
+      admissionId: "forwarded",
+    });
+    await evictHolder(keyId);
+    // A usage read in this location while the permits still stand hands back what the holder has.
+    await passTo(start + 5 * MINUTE_MS + 5_000);
+    await holder.giveBack(keyId);
+    await passTime();
+    const [day] = (await env.QUOTA.getByName(keyId).report(POLICY)).days;
+    expect(day?.admitted, "served here, and the request the key's object decided").toBe(
+      served.length + 1,
+    );
+  });
+
+  it("an isolate's call taking over the location's permits lost: a copy of the key older than HELD_KEY_MAX_AGE_MS is no longer used once stale (no permit left to use)", async () => {
+    const { id, key } = await issueKey("free");
+    const hash = await sha256Hex(key);
+    const holder = holderOf(id);
+    const start = T0 + 45_000;
+    await passTo(start);
+    const first = (await holder.authenticateAndAdmit(
+      id,
+      hash,
+      `${id}-first`,
+    )) as HolderAuthentication;
+    if (first.outcome !== "found") throw new Error(`the key was ${first.outcome}`);
+    await passTo(start + 30_000); // the next minute's refill brings standing permits
+    await passTo(start + 2 * MINUTE_MS);
+    const second = (await holder.authenticateAndAdmit(
+      id,
+      hash,
+      `${id}-second`,
+    )) as HolderAuthentication;
+    expect(second.outcome === "found" && second.answer?.reached && second.answer.fromStock).toBe(
+      true,
+    );
+    await passTime();
+    // The isolate's call carries the permits' reports, so none is usable; the call is lost.
+    const failed = failFirstReportingCall("admit", "before the object acted");
+    const taken = holder.admitForIsolate(id, policyOf(first.match.record), {
+      want: 4,
+      returning: [],
+    });
+    await expect(taken).rejects.toThrow();
+    expect(failed()).toBe(1);
+    answerAgain("admit");
+    // The key's secret changes in D1 and no push reaches the holder; its copy grows old.
+    await env.DB.prepare("UPDATE api_keys SET key_hash = ?2 WHERE id = ?1")
+      .bind(id, `changed-${id}`)
+      .run();
+    await passTo(time.now + HELD_KEY_MAX_AGE_MS + 1_000);
+    const later = (await holder.authenticateAndAdmit(
+      id,
+      hash,
+      `${id}-later`,
+    )) as HolderAuthentication;
+    expect(later.outcome, "read from D1, where the secret is no longer known").toBe("unknown");
+  });
+});
+
+describe("a standing permit kept by the release before (no answers kept), reported, its request asked again", () => {
+  const windows: WindowStatus[] = [
+    { name: "minute", limit: 60, remaining: 50, resetAt: T0 + MINUTE_MS, seconds: 60 },
+    { name: "day", limit: 1_000, remaining: 900, resetAt: T0 + 86_400_000, seconds: 86_400 },
+  ];
+  it("is answered with the remaining it was first answered with, its own use counted", () => {
+    const now = T0 + 1_000;
+    const before = new StandingStock();
+    before.add([{ id: "p", permits: 3, minuteStart: T0 }], 1, T0, T0, T0);
+    const first = before.take(1, now, "a", windows);
+    const kept = before.held().map(({ answers: _, ...h }) => h);
+    const stock = new StandingStock();
+    stock.restore(kept, 0);
+    expect(stock.answeredBefore("a", 1, windows)).toEqual(first);
+    stock.reports(now, { all: true });
+    expect(stock.answeredBefore("a", 1, windows), "asked again once reported").toEqual(first);
   });
 });

@@ -74,6 +74,48 @@ export function callsPerThousandOf(samples) {
 }
 
 /**
+ * A location holder held again after an eviction does not use a standing permit within this long
+ * of its minute's start or end (`RESTORED_STANDING_MARGIN_MS`, src/objects/holder-standing-memory.ts;
+ * tied by bench/test/quota-scenarios.test.ts): a sparse key whose requests arrive there is
+ * forwarded each time its holder was evicted.
+ */
+export const RESTORED_MARGIN_MS = 1_000;
+
+/**
+ * Whether a request waited for a far call (a call of the Worker's to the key's object it waited
+ * for, or its holder forwarded it).
+ * @param {{ calls: string | null }} sample
+ */
+export function waitedForFarCall(sample) {
+  const c = benchCallsOrThrow(sample.calls);
+  return c.limiter - c.background + c.forwarded > 0;
+}
+
+/**
+ * Where in its minute each request started, in seconds from the minute's start to a tenth (the
+ * bench's Date.now(), which shares the server's clock), in time order.
+ * @param {{ startAt: number }[]} samples
+ */
+export function secondsIntoMinute(samples) {
+  return samples
+    .map((s) => s.startAt)
+    .sort((a, b) => a - b)
+    .map((at) => Math.round((at % 60_000) / 100) / 10);
+}
+
+/**
+ * The requests that started within `RESTORED_MARGIN_MS` of their minute's start or end.
+ * @template {{ startAt: number }} S
+ * @param {S[]} samples
+ */
+export function nearMinuteEdge(samples) {
+  return samples.filter((s) => {
+    const into = s.startAt % 60_000;
+    return into < RESTORED_MARGIN_MS || into >= 60_000 - RESTORED_MARGIN_MS;
+  });
+}
+
+/**
  * How many keys calling every `gapMs`, and how many measured requests each, give `samples`
  * measured requests within `spanMs`: each key makes as many as fit in the span (at least one),
  * and there are as many keys as it takes.

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { RESTORED_STANDING_MARGIN_MS } from "../../src/objects/holder-standing-memory";
 import {
   STANDING_BACKGROUND_ENDS_WITHIN_MS,
   STOPPED_KEY_OBJECT_CALLS,
@@ -9,11 +10,15 @@ import {
   callsPerThousandOf,
   keyCost,
   keysForSamples,
+  nearMinuteEdge,
   STOPPED_KEY_OBJECT_CALLS as REPORTED_OBJECT_CALLS,
+  RESTORED_MARGIN_MS,
   STOPPED_KEY_CALLS_END_WITHIN_MS,
   scenarioCost,
+  secondsIntoMinute,
   sparsePlan,
   TAIL_SECONDS,
+  waitedForFarCall,
 } from "../lib/quota-scenarios.mjs";
 import benchReadme from "../README.md?raw";
 
@@ -37,6 +42,30 @@ describe("bench:quota's X-Bench-Calls", () => {
       { calls: header(0, 1, 0, 0) }, // from the holder's stock
     ];
     expect(callsPerThousandOf(samples)).toEqual({ far: 500, background: 250, local: 500 });
+  });
+});
+
+describe("bench:quota's requests by place in the minute", () => {
+  const minute = 29_000_000 * 60_000;
+  const samples = [
+    { calls: header(0, 1, 1, 0), startAt: minute + 5 * 60_000 + 59_650 }, // forwarded
+    { calls: header(1, 0, 0, 1), startAt: minute + 3_000 }, // background only: not far
+    { calls: header(0, 1, 0, 0), startAt: minute + 60_000 + 999 }, // from the holder's stock
+    { calls: header(1, 0, 0, 0), startAt: minute + 2 * 60_000 + 1_000 }, // waited for
+  ];
+
+  it("far calls waited for: the Worker's calls it waited for and the holder's forwards", () => {
+    expect(samples.map(waitedForFarCall)).toEqual([true, false, false, true]);
+  });
+
+  it("gives each request's seconds into its minute, in time order", () => {
+    expect(secondsIntoMinute(samples)).toEqual([3, 1, 1, 59.7]);
+    expect(secondsIntoMinute(samples.filter(waitedForFarCall))).toEqual([1, 59.7]);
+  });
+
+  it("near a minute's edge: within the restored permits' margin of its start or end", () => {
+    expect(RESTORED_MARGIN_MS).toBe(RESTORED_STANDING_MARGIN_MS);
+    expect(nearMinuteEdge(samples)).toEqual([samples[0], samples[2]]);
   });
 });
 

@@ -10,8 +10,8 @@ const countedHere = new ExpiringMap<string, UsageState>(10_000);
 
 /**
  * Counts one request in AuthShield `shieldName` against `limit` per minute. Overloaded (the
- * client's own flood): refused until its minute ends; unreachable: counted in this isolate, as an
- * outage of the shield must not lock every client out.
+ * client's own flood): refused until its minute ends, or flooding would switch the shield off;
+ * unreachable: counted in this isolate, as an outage of the shield must not lock every client out.
  */
 export async function countInShield(
   namespace: DurableObjectNamespace<AuthShield>,

@@ -1,4 +1,4 @@
-import { clock, MINUTE_MS } from "../lib/clock";
+import { clock, minuteEndOf } from "../lib/clock";
 import { logFailure } from "../lib/log";
 import { logPersistentFailure } from "../quota/fail-open";
 import { QUIET_STOCK } from "../quota/lease";
@@ -238,7 +238,7 @@ export class LocationStock {
 
   /** Whether it holds standing permits of a minute not over at `now`. */
   holdsStanding(now: number): boolean {
-    return this.#leases.standingUntil > now;
+    return this.#leases.standingHeldUntil > now;
   }
 
   /** Permits in stock or waiting to go back. */
@@ -254,7 +254,7 @@ export class LocationStock {
   #refillWhenTheMinuteTurns(keyId: string, policy: Policy): void {
     if (!this.#policy || policy.version > this.#policy.version) this.#policy = policy;
     const now = clock.now();
-    const next = now - (now % MINUTE_MS) + MINUTE_MS;
+    const next = minuteEndOf(now);
     this.#refillAt = next;
     if (this.#turnWatched === next) return;
     this.#turnWatched = next;

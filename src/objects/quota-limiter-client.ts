@@ -33,7 +33,10 @@ export class QuotaLimiterClient {
   constructor(
     private readonly namespace: DurableObjectNamespace<QuotaLimiter>,
     private readonly key: Pick<KeyRecord, "id" | "region">,
-    /** The request's location, or a function that finds it when a call goes out (`request.cf`). */
+    /**
+     * The request's location, or a function that finds it when a call goes out: reading
+     * `request.cf` is a native call, and a request decided from a lease needs none.
+     */
     private where: RequestLocation | null | (() => RequestLocation | null) = null,
     /** This isolate's leases of the key (another only for a test that plays several isolates). */
     private readonly leases: LeaseHolder | null = null,

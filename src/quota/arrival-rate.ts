@@ -9,7 +9,8 @@ const BUSY_PER_SECOND = 2;
 
 /**
  * The permits to ask for: a lease's lifetime at the higher of the key's rate in the last second
- * and its average over RATE_HORIZON_MS; none for a quiet key, so it locks up nothing.
+ * and its average over RATE_HORIZON_MS (a key that paused is still sized from what it did before,
+ * one that speeds up from its new rate); none for a quiet key, so it locks up nothing.
  */
 export function leaseWanted(arrivals: readonly number[], now: number, lifetimeMs: number): number {
   let lastSecond = 0;
@@ -32,7 +33,10 @@ export function leaseWanted(arrivals: readonly number[], now: number, lifetimeMs
 // Enough arrivals to size any lease (past it, the oldest are dropped).
 const MAX_ARRIVALS = 2_000;
 
-/** A key's gaps ending within this of its last request are its recent ones (see longestGapMs). */
+/**
+ * A key's gaps ending within this of its last request are its recent ones (see longestGapMs): a
+ * minute, so that a key calling once a minute keeps its gap.
+ */
 export const RECENT_GAPS_MS = MINUTE_MS;
 
 // The most recent arrivals kept to find those gaps (a longer burst than this is measured within).

@@ -34,7 +34,10 @@ import type { Policy } from "./windows";
 export class LeaseHolder extends LeaseHandBacks {
   readonly #rate = new ArrivalRate();
   readonly #stock: number;
-  /** Leases are sized for this long, and a renewal not answered within it is given up. */
+  /**
+   * Leases are sized for this long, and a renewal not answered within it is given up (the
+   * request's `waitUntil` that carried it may have been cut short): requests then ask themselves.
+   */
   readonly #leaseLifetimeMs: number;
   readonly #renewAhead: RenewAhead;
   /** The minute end whose turn a renewal asked a new lease for (see `#renewAtTheTurn`). */
@@ -86,6 +89,7 @@ export class LeaseHolder extends LeaseHandBacks {
   /** Holds what `memory` kept, each permit usable `marginMs` less at both ends of its minute. */
   restoreStanding(memory: StandingMemory, marginMs: number): void {
     this.standing.restore(memory.standing, marginMs);
+    this.returnLater(this.standing.reportsPending());
     this.#rate.restore(memory.lastArrival, memory.gapMs);
     if (memory.windows) this.windows.contact(memory.windows);
   }
@@ -103,6 +107,11 @@ export class LeaseHolder extends LeaseHandBacks {
     const { lastArrival, longestGapMs: gapMs } = this.#rate;
     if (lastArrival === null || gapMs === 0) return true;
     return lastArrival + gapMs < turn + MINUTE_MS && lastArrival + 2 * gapMs >= turn;
+  }
+
+  /** When the last standing permit not reported ends (0: none). */
+  get standingHeldUntil(): number {
+    return this.standing.heldUntil;
   }
 
   /** When the last standing permit held ends (0: none). */

@@ -142,7 +142,7 @@ export class StandingStock {
   /** The windows `atContact` with the minute of permit `s` as its permits of that minute left it. */
   #windowsOf(s: HeldStanding, atContact: readonly WindowStatus[]): WindowStatus[] {
     const usedThisMinute = this.#held
-      .filter((h) => h.minuteStart === s.minuteStart && !h.reported)
+      .filter((h) => h.minuteStart === s.minuteStart && (h === s || !h.reported))
       .reduce((n, h) => n + h.used, 0);
     return atContact.map((w) =>
       w.name === "minute"
@@ -168,6 +168,11 @@ export class StandingStock {
     // Asked at every request, an isolate's too (which holds none): no work when none is held.
     if (this.#held.length === 0) return [];
     return this.#reportsOf((h) => h.policyVersion < version);
+  }
+
+  /** The reports of the permits reported before and held still (kept across an eviction). */
+  reportsPending(): ReturnedLease[] {
+    return this.#held.filter((h) => h.reported).map(reportOf);
   }
 
   /** The reports of every permit held, reported before or not: for the hand-back at their end. */
@@ -203,6 +208,11 @@ export class StandingStock {
         .reduce((n, h) => n + h.left, 0);
       return own > 0 ? { ...w, remaining: Math.min(w.limit, w.remaining + own) } : w;
     });
+  }
+
+  /** When its last permit not reported yet ends (0: none). */
+  get heldUntil(): number {
+    return this.#held.reduce((t, h) => (h.reported ? t : Math.max(t, h.until)), 0);
   }
 
   /** Until when it holds permits not used yet (0: none). */
