@@ -17,6 +17,7 @@ import {
   PreviousReleaseLease,
   PreviousReleaseRenewal,
   PreviousReleaseStanding,
+  ReportsLostThenEvicted,
   RollbackWhileStanding,
   RollForward,
   SecondLocation,
@@ -133,6 +134,39 @@ describe("standing permits in the quota model", () => {
       new Evict("holder", 2),
       new OneAtATime(4, 3, 98_084),
       new ChangeKey("planUp", 0),
+    ]);
+    expect(violations).toEqual([]);
+  });
+
+  // A holder's renewal carrying the reports of the standing permits it used lost twice (the call
+  // and its retry), the holder then evicted before another call: the reports stay in its storage
+  // and its alarm hands them back, so the requests they served are billed as admitted (lost
+  // before the key's object acted, with the reported permits deleted from storage before the
+  // call: billed 3 admitted < served 12, the eviction's allowance, what the holder served from
+  // leases it held in memory, being 0); lost after it acted, they are counted once.
+  it.each(["loseBefore", "loseAfter"] as const)(
+    "bills as admitted what standing permits served when the renewal reporting them is lost (%s) and the holder evicted",
+    { timeout: 60_000 },
+    async (fault) => {
+      const violations = await violationsOf(DAY_BINDS, [
+        new ReportsLostThenEvicted(0, 40_000, fault, 1),
+      ]);
+      expect(violations).toEqual([]);
+    },
+  );
+
+  // A holder evicted while it holds standing permits, then 3 minutes of the previous release's
+  // holder elsewhere: the evicted holder's alarm hands back what it kept (reports and all) before
+  // the key's object would settle them as stranded (with no alarm run, the model billed 7
+  // admitted < served 11).
+  it("bills as admitted what an evicted holder's kept standing permits served, handed back by its alarm", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(DAY_BINDS, [
+      new OneAtATime(0, 2, 4_000),
+      new RollbackWhileStanding(0, 0, 2, 150_000),
+      new Evict("holder", 0),
+      new PreviousReleaseStanding("previous", 30_000, "standing", 0, 3, 1, 0, "now", "none"),
     ]);
     expect(violations).toEqual([]);
   });
