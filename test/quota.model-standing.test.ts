@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import {
   Advance,
+  Arm,
   ChangeKey,
   Evict,
   FREE_PLAN,
@@ -17,10 +18,13 @@ import {
   PreviousReleaseLease,
   PreviousReleaseRenewal,
   PreviousReleaseStanding,
+  ReportsLostThenEvicted,
   RollbackWhileStanding,
   RollForward,
+  runCommands,
   SecondLocation,
   StopsCalling,
+  settleAndBill,
 } from "./model/quota-model";
 
 const time = mockClock(T0);
@@ -133,6 +137,39 @@ describe("standing permits in the quota model", () => {
       new Evict("holder", 2),
       new OneAtATime(4, 3, 98_084),
       new ChangeKey("planUp", 0),
+    ]);
+    expect(violations).toEqual([]);
+  });
+
+  // A holder's renewal carrying the reports of the standing permits it used lost twice (the call
+  // and its retry), the holder then evicted before another call: the reports stay in its storage
+  // and its alarm hands them back, so the requests they served are billed as admitted (lost
+  // before the key's object acted, with the reported permits deleted from storage before the
+  // call: billed 3 admitted < served 12, the eviction's allowance, what the holder served from
+  // leases it held in memory, being 0); lost after it acted, they are counted once.
+  it.each(["loseBefore", "loseAfter"] as const)(
+    "bills as admitted what standing permits served when the renewal reporting them is lost (%s) and the holder evicted",
+    { timeout: 60_000 },
+    async (fault) => {
+      const violations = await violationsOf(DAY_BINDS, [
+        new ReportsLostThenEvicted(0, 40_000, fault, 1),
+      ]);
+      expect(violations).toEqual([]);
+    },
+  );
+
+  // A holder evicted while it holds standing permits, then 3 minutes of the previous release's
+  // holder elsewhere: the evicted holder's alarm hands back what it kept (reports and all) before
+  // the key's object would settle them as stranded (with no alarm run, the model billed 7
+  // admitted < served 11).
+  it("bills as admitted what an evicted holder's kept standing permits served, handed back by its alarm", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(DAY_BINDS, [
+      new OneAtATime(0, 2, 4_000),
+      new RollbackWhileStanding(0, 0, 2, 150_000),
+      new Evict("holder", 0),
+      new PreviousReleaseStanding("previous", 30_000, "standing", 0, 3, 1, 0, "now", "none"),
     ]);
     expect(violations).toEqual([]);
   });
@@ -277,5 +314,28 @@ describe("the previous release's renewals and standing permits in the quota mode
       new Evict("object", 0),
     ]);
     expect(violations).toEqual([]);
+  });
+});
+
+describe("answers lost after the key's object acted in the quota model", () => {
+  // A holder evicted with its stock for the minute (all of heldBound, counted until stranded)
+  // forwards the next request; both attempts' answers are lost after the object decided it
+  // (counted once, by its id), and the Worker fails open for it. The object counts heldBound + 1
+  // and holds only heldBound unused: the request counted is no permit held (the model's check
+  // counted it as one: 3 permits counted and not served > heldBound 2).
+  it("counts a request whose every answer was lost once, apart from the permits held unused", {
+    timeout: 60_000,
+  }, async () => {
+    const { ran } = await runCommands(time, T0 + 5_000, 0, [
+      new OneAtATime(0, 3, 20_000),
+      new Arm("object", "admit", "loseAfter"),
+      new Arm("object", "admit", "loseAfter"),
+      new OneAtATime(0, 3, 20_000),
+      new Evict("holder", 0),
+      new OneAtATime(0, 1, 20_000),
+    ]);
+    await settleAndBill(ran.model, ran.real);
+    expect(ran.model.violations).toEqual([]);
+    expect(ran.model.unreached, "requests whose decision never came back").toBe(1);
   });
 });

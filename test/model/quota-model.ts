@@ -6,6 +6,7 @@
 // real objects' answers. A failure shrinks to a short command list, replayable from its seed and
 // path (npm run test:model -- --seed S --path P).
 
+import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { AsyncLocalStorage } from "node:async_hooks";
 import fc from "fast-check";
@@ -18,6 +19,7 @@ import type { AdmitResult } from "../../src/objects/quota-holder-client";
 import { QuotaLimiter } from "../../src/objects/quota-limiter";
 import { QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
 import { bindingWindow } from "../../src/quota/headers";
+import { HeldLeases } from "../../src/quota/held-lease";
 import {
   BACKGROUND_ENDS_WITHIN_MS,
   GIVE_BACK_GRACE_MS,
@@ -25,8 +27,10 @@ import {
   ISOLATE_LEASE_MS,
 } from "../../src/quota/lease";
 import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
-import type { HolderDecision } from "../../src/quota/lease-in-hand";
+import type { HeldLease, HolderDecision } from "../../src/quota/lease-in-hand";
 import {
+  ADMISSION_CLOCK_TOLERANCE_MS,
+  ADMISSION_ID_LIFETIME_MS,
   admissionIdLive,
   newAdmissionId,
   type RenewalRequest,
@@ -37,7 +41,9 @@ import {
   STANDING_MINUTES,
   STANDING_MOST_MINUTES,
 } from "../../src/quota/standing";
+import { StandingStock } from "../../src/quota/standing-stock";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
+import { alarmOf } from "../helpers";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
 import { type Caller, type Fault, Network, type Tier } from "./network";
 import {
@@ -155,10 +161,18 @@ export interface QuotaModel {
   servedInDay: Tally;
   /** Requests whose decision never came back (the Worker fails open for them). */
   unreached: number;
+  /** When each of those requests' admission ids was made (by its isolate's clock). */
+  unreachedIdsMadeAt: number[];
   /** Permits counted twice by calls that reached the object twice (a duplicate, or lost after it acted and retried). */
   deliveredTwice: number;
-  /** A holder or isolate went away holding permits: the requests it served since its last report are billed as stranded. */
-  reportsLost: boolean;
+  /**
+   * Served requests whose reports may be lost, billed as stranded rather than admitted: what an
+   * evicted location holder had served from the leases it held only in memory (its standing
+   * permits are kept in storage, reports and all), and what an isolate of the previous release
+   * served and never handed back; unbounded once a report is lost on the network (how many it
+   * carried is not measured).
+   */
+  reportsLostAtMost: number;
   /** Isolates that sent a request in each minute window (for the exactness of Remaining). */
   isolatesInMinute: Map<number, Set<number>>;
   /** Locations that sent a request in each minute window (standing permits outlive a minute). */
@@ -180,6 +194,11 @@ export interface QuotaReal {
   net: Network;
   isolates: Isolate[];
   pending: Set<Promise<void>>;
+  /**
+   * The location holders evicted in this run, whose alarms the model runs when due (the hand-back
+   * of the standing permits they kept in storage); the alarms being run.
+   */
+  alarms: { of: Set<string>; running: Set<string> };
 }
 
 // ------------------------------------------------------------------ setup
@@ -228,8 +247,55 @@ const longestRoundTrip = () => Math.max(0, ...roundTrips.values());
 /** Makes every method of the objects run on its own clock (the holder's skew, or the object's 0). */
 const nameOf = (self: object) => (self as { ctx: DurableObjectState }).ctx.id.name ?? "";
 
+/** What a location holder's LeaseHolder holds in memory (its protected state, read by the model). */
+interface HolderLeasesInMemory {
+  lease: HeldLease | null;
+  unreturned: ReturnedLease[];
+}
+
+/** Each running location holder's LeaseHolder, by holder name: noted as it admits, gone with an eviction. */
+const holderLeases = new Map<string, HolderLeasesInMemory>();
+/** The ids of the standing permits granted so far (StandingStock.add). */
+const standingIds = new Set<string>();
+
+/**
+ * The requests location holder `name` served from the leases it holds in memory only (its lease
+ * in use and those waiting to go back, reported or not: an upper bound of what its eviction may
+ * lose), not counting the reports of standing permits waiting to go back: those are kept in its
+ * storage until a call carrying them is answered.
+ */
+function servedFromMemoryOf(name: string): number {
+  const held = holderLeases.get(name);
+  if (!held) return 0;
+  const retired = held.unreturned.filter((r) => !standingIds.has(r.id));
+  return (held.lease?.used ?? 0) + retired.reduce((n, r) => n + r.used, 0);
+}
+
+/** Notes each location holder's LeaseHolder as it admits, and every standing permit granted. */
+function watchHolderLeases(): void {
+  holderLeases.clear();
+  type Admits = { admitFromLease(...args: unknown[]): unknown };
+  const proto = HeldLeases.prototype as unknown as Admits;
+  const admitFromLease = proto.admitFromLease;
+  vi.spyOn(proto, "admitFromLease").mockImplementation(function (this: Admits, ...args) {
+    const self = clockOf.getStore()?.self;
+    if (self?.tier === "holder" && !(this instanceof ObservedLeaseHolder))
+      holderLeases.set(self.name, this as unknown as HolderLeasesInMemory);
+    return admitFromLease.apply(this, args);
+  });
+  const add = StandingStock.prototype.add;
+  vi.spyOn(StandingStock.prototype, "add").mockImplementation(function (
+    this: StandingStock,
+    ...args: Parameters<StandingStock["add"]>
+  ) {
+    for (const s of args[0] ?? []) standingIds.add(s.id);
+    return add.apply(this, args);
+  });
+}
+
 export function installObjectClocks(net: Network): void {
   holderSkews.clear();
+  watchHolderLeases();
   const wrap = <T extends object>(proto: T, skewOf: (self: T) => number, tier: Tier) => {
     for (const name of Object.getOwnPropertyNames(proto)) {
       if (name === "constructor") continue;
@@ -284,7 +350,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
         /\.(returnLeases?|renewLease|giveBack)$/.test(held.label) &&
         time.now - held.heldAt >= STRANDED_AFTER_MS
       )
-        model.reportsLost = true;
+        model.reportsLostAtMost = Number.POSITIVE_INFINITY;
     };
     const model: QuotaModel = {
       trueNow: start,
@@ -297,8 +363,9 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       servedInMinute: new Tally(),
       servedInDay: new Tally(),
       unreached: 0,
+      unreachedIdsMadeAt: [],
       deliveredTwice: 0,
-      reportsLost: false,
+      reportsLostAtMost: 0,
       isolatesInMinute: new Map(),
       locationsInMinute: new Map(),
       disturbed: false,
@@ -308,7 +375,8 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       violations: [],
       log: [],
     };
-    return { model, real: { keyId, net, isolates, pending: new Set() } };
+    const alarms = { of: new Set<string>(), running: new Set<string>() };
+    return { model, real: { keyId, net, isolates, pending: new Set(), alarms } };
   };
 }
 
@@ -406,6 +474,7 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
   const { iso } = sent;
   if (!result.reached) {
     m.unreached++;
+    m.unreachedIdsMadeAt.push(sent.clockAt);
     return;
   }
   result.afterResponse?.catch(() => undefined);
@@ -413,7 +482,10 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
   // Not decided because its admission id outlived ADMISSION_ID_LIFETIME_MS on its way (a call
   // held): an earlier attempt may have been decided and counted, its answer lost. For the bill,
   // a request whose decision never came back.
-  if (d.outcome === "stale" && !admissionIdLive(newAdmissionId(sent.clockAt), d.now)) m.unreached++;
+  if (d.outcome === "stale" && !admissionIdLive(newAdmissionId(sent.clockAt), d.now)) {
+    m.unreached++;
+    m.unreachedIdsMadeAt.push(sent.clockAt);
+  }
   const minute = d.windows.find((w) => w.name === "minute")!;
   // Windows only move forward: no decision in a minute over when the request was sent.
   if (WINDOWS_ONLY_MOVE_FORWARD && minute.resetAt - MINUTE_MS <= sent.over)
@@ -517,14 +589,24 @@ export async function checkObject(m: QuotaModel, r: QuotaReal): Promise<void> {
   const dayStart = usage.day.resetAt - DAY_MS;
   const bound = heldBoundOfMinute(m, minuteStart);
   // Counted and not served: permits held unused (plus one per request in flight, and, until
-  // item 2 is fixed, one per call the object got twice).
-  const slack = m.inFlight + r.net.held.length + (ADMISSIONS_COUNTED_ONCE ? 0 : m.deliveredTwice);
+  // item 2 is fixed, one per call the object got twice). A request whose decision never came back
+  // (every attempt's answer lost after the object acted) is counted once, not a permit held: the
+  // Worker fails open for it. Counted in this minute only if the object decided it here, within its
+  // id's lifetime (ADMISSION_ID_LIFETIME_MS; a clock stepped back decides in a later minute).
+  const madeFrom = minuteStart - ADMISSION_ID_LIFETIME_MS + m.objectSkewMs;
+  const madeUntil = minuteStart + MINUTE_MS + ADMISSION_CLOCK_TOLERANCE_MS;
+  const unreachedHere = m.unreachedIdsMadeAt.filter((t) => t > madeFrom && t < madeUntil).length;
+  const slack =
+    m.inFlight +
+    r.net.held.length +
+    unreachedHere +
+    (ADMISSIONS_COUNTED_ONCE ? 0 : m.deliveredTwice);
   const held = usage.minute.count - m.servedInMinute.of(minuteStart);
   const at = `object at ${new Date(m.trueNow + m.objectSkewMs).toISOString()}`;
   if (held > bound + slack)
     violation(
       m,
-      `${at}: ${held} permits counted and not served > heldBound ${bound} of the policies its permits were granted under (+${slack} in flight)`,
+      `${at}: ${held} permits counted and not served > heldBound ${bound} of the policies its permits were granted under (+${slack} in flight or unanswered)`,
     );
   // Every admission was counted first (a request served is in the object's windows).
   if (usage.day.count < m.servedInDay.of(dayStart))
@@ -567,9 +649,14 @@ export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
     // have been counted, and the Worker failed open for it).
     if (day.admitted > served + m.unreached + twice)
       violation(m, `day ${day.day}: billed ${day.admitted} admitted, served ${served}`);
-    // Served and not billed: only what a holder that went away served since its last report.
-    if (!m.reportsLost && day.admitted < served)
-      violation(m, `day ${day.day}: billed ${day.admitted} admitted < served ${served}`);
+    // Served and not billed: only what may have gone with reports lost (reportsLostAtMost: an
+    // evicted holder's in-memory leases, measured at each eviction). Allowed in every day: the
+    // run's total, not split by the day it was served in.
+    if (day.admitted + m.reportsLostAtMost < served)
+      violation(
+        m,
+        `day ${day.day}: billed ${day.admitted} admitted < served ${served} (at most ${m.reportsLostAtMost} of them with reports lost)`,
+      );
     if (day.admitted + day.stranded < served)
       violation(
         m,
@@ -606,13 +693,43 @@ async function handBackAndSettle(m: QuotaModel, r: QuotaReal): Promise<void> {
   // A hand-back lost on its way (and on its retry) waits for the holder's next call; with none
   // within STRANDED_AFTER_MS of the lease's expiry, what it served is billed as stranded.
   if (r.net.fired.some((f) => f.startsWith("loseBefore") && /\.returnLeases?$/.test(f)))
-    m.reportsLost = true;
+    m.reportsLostAtMost = Number.POSITIVE_INFINITY;
 }
 
 function advance(m: QuotaModel, time: { now: number }, ms: number): void {
   m.trueNow += ms;
   time.now += ms;
   m.latestClock = Math.max(m.latestClock, time.now);
+}
+
+/**
+ * The next alarm of a location holder evicted in this run (by true time: the holder's clock may be
+ * skewed), not running already. Only evicted holders are read (reading one starts it).
+ */
+async function nextHolderAlarm(r: QuotaReal): Promise<{ name: string; at: number } | null> {
+  let next: { name: string; at: number } | null = null;
+  for (const name of r.alarms.of) {
+    if (r.alarms.running.has(name)) continue;
+    const alarmAt = await alarmOf(r.net.uncounted(env.QUOTA_HOLDER, name));
+    if (alarmAt === null) continue;
+    const at = alarmAt - (holderSkews.get(locationOf(name)) ?? 0);
+    if (!next || at < next.at) next = { name, at };
+  }
+  return next;
+}
+
+/** Runs location holder `name`'s alarm as the runtime does when it is due (its calls on the network). */
+function runHolderAlarm(m: QuotaModel, r: QuotaReal, name: string): void {
+  r.alarms.running.add(name);
+  const ran = runDurableObjectAlarm(r.net.uncounted(env.QUOTA_HOLDER, name)).then(
+    () => undefined,
+    (err: unknown) => violation(m, `the alarm of holder ${name} threw: ${String(err)}`),
+  );
+  const p = ran.finally(() => {
+    r.alarms.running.delete(name);
+    r.pending.delete(p);
+  });
+  r.pending.add(p);
 }
 
 /**
@@ -623,9 +740,11 @@ async function passTime(m: QuotaModel, r: QuotaReal, ms: number): Promise<void> 
   const clockNow = runTime.now;
   const target = clockNow + ms;
   for (;;) {
-    const next = r.net.nextWake();
-    if (next === null || next > target) break;
+    const alarm = await nextHolderAlarm(r);
+    const next = Math.min(r.net.nextWake() ?? Infinity, alarm?.at ?? Infinity);
+    if (next === Infinity || next > target) break;
     if (next > runTime.now) advance(m, runTime, next - runTime.now);
+    if (alarm && alarm.at <= runTime.now) runHolderAlarm(m, r, alarm.name);
     await r.net.wakeDue();
     await r.net.settle();
     // Under a scheduler, what the woken work sends goes on in the order it picks.
@@ -936,9 +1055,9 @@ async function previousHandBack(
   { batched, fault }: { batched: boolean; fault: PreviousCallFault | "never" },
 ): Promise<void> {
   if (returning.length === 0) return;
-  const used = returning.some((x) => (x.used ?? 0) > 0);
+  const usedIn = (leases: PreviousReturnedLease[]) => leases.reduce((n, x) => n + (x.used ?? 0), 0);
   if (fault === "never") {
-    if (used) m.reportsLost = true;
+    m.reportsLostAtMost += usedIn(returning);
     return;
   }
   const calls: PreviousReturnedLease[][] =
@@ -965,8 +1084,8 @@ async function previousHandBack(
     const answered = await deliver(fault);
     // Lost (before or after it acted): retried once with the same message.
     if (answered === null && (fault === "loseBefore" || fault === "loseAfter")) {
-      if ((await deliver("none")) === null && used) m.reportsLost = true;
-    } else if (answered === null && used) m.reportsLost = true;
+      if ((await deliver("none")) === null) m.reportsLostAtMost += usedIn(call);
+    } else if (answered === null) m.reportsLostAtMost += usedIn(call);
   }
 }
 
@@ -1576,8 +1695,13 @@ class Evict extends Step {
     }
     const name = holderName(r.keyId, LOCATIONS[this.index % LOCATIONS.length]!);
     if (r.net.cannotEvict("holder", name)) return;
-    // What it served since its last report is lost with it: billed as stranded, not admitted.
-    if (await r.net.evict("holder", name)) m.reportsLost = true;
+    // What it served from the leases it held in memory only may be lost with it: billed as
+    // stranded, not admitted.
+    const inMemory = servedFromMemoryOf(name);
+    await r.net.evict("holder", name);
+    holderLeases.delete(name);
+    r.alarms.of.add(name);
+    m.reportsLostAtMost += inMemory;
   }
 }
 
@@ -1727,6 +1851,57 @@ class RollbackWhileStanding extends Step {
     if (m.violations.length) return;
     await new RollForward().act(m, r);
     await new OneAtATime(this.isolate, 3, this.gapMs).act(m, r);
+  }
+}
+
+/**
+ * A sparse key's reports lost on their way, then its holder evicted: the key called in isolate
+ * `isolate` 3 times `gapMs` apart (its holder asks for standing permits of the minutes to come and
+ * serves the key from them), then the key's object's next two `renewLease` calls lost (`fault`:
+ * before or after it acted; a call and its one retry), the key called `gapMs` apart until both
+ * were (the holder's renewal, carrying the reports of the standing permits it used), the holder
+ * evicted at once, before another call, and the key called `count` more times. Run as fixed
+ * lists (test/quota.model-standing.test.ts), not drawn by `quotaCommands`.
+ */
+class ReportsLostThenEvicted extends Step {
+  constructor(
+    readonly isolate: number,
+    readonly gapMs: number,
+    readonly fault: "loseBefore" | "loseAfter",
+    readonly count: number,
+  ) {
+    super();
+  }
+  label() {
+    return `ReportsLostThenEvicted(isolate ${this.isolate}, ${this.gapMs} ms apart, ${this.fault} object.renewLease twice, ×${this.count} after)`;
+  }
+  override check(m: Readonly<QuotaModel>) {
+    return m.release === "current";
+  }
+  async act(m: QuotaModel, r: QuotaReal) {
+    await new OneAtATime(this.isolate, 3, this.gapMs).act(m, r);
+    const firedBefore = r.net.fired.length;
+    for (let i = 0; i < 2; i++) await new Arm("object", "renewLease", this.fault).act(m, r);
+    const isThisFault = (f: string) =>
+      f.startsWith(`${this.fault} object `) && f.endsWith(".renewLease");
+    const lost = () => r.net.fired.slice(firedBefore).filter(isThisFault).length >= 2;
+    // Requests `gapMs` apart, time passing a second at a time: the holder is evicted as soon as
+    // both calls were lost, before it makes another.
+    const iso = r.isolates[this.isolate % r.isolates.length]!;
+    for (let i = 0; i < 15 && !lost() && !m.violations.length; i++) {
+      const sentAt = runTime.now;
+      await untilAnswered(m, r, send(m, r, iso));
+      while (!lost() && !m.violations.length && runTime.now < sentAt + this.gapMs) {
+        await passTime(m, r, Math.min(1_000, sentAt + this.gapMs - runTime.now));
+        await r.net.settle();
+      }
+    }
+    if (m.violations.length) return;
+    await new Evict("holder", LOCATIONS.indexOf(iso.location as (typeof LOCATIONS)[number])).act(
+      m,
+      r,
+    );
+    await new OneAtATime(this.isolate, this.count, this.gapMs).act(m, r);
   }
 }
 
@@ -2154,6 +2329,7 @@ export {
   PreviousReleaseStanding,
   ReadUsage,
   Release,
+  ReportsLostThenEvicted,
   Request,
   Rollback,
   RollbackWhileStanding,
