@@ -87,29 +87,48 @@ async function billed(keyId: string) {
   return day;
 }
 
+/**
+ * A sparse key's start at its holder: its first request, then the next minute's refill brings
+ * standing permits. Returns the holder, when the key started, and the answers it served.
+ */
+async function startedSparse(keyId: string) {
+  const holder = holderOf(keyId);
+  const start = T0 + 45_000;
+  await passTo(start);
+  const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
+  await passTo(start + 30_000); // the next minute's refill brings standing permits
+  return { holder, start, served };
+}
+
+/**
+ * `startedSparse`, then its holder evicted and the key back 5 minutes on with requests `ids`,
+ * each answered from a standing permit kept across the eviction.
+ */
+async function servedFromKeptPermits(keyId: string, ids: string[]) {
+  const started = await startedSparse(keyId);
+  await evictHolder(keyId);
+  await passTo(started.start + 5 * MINUTE_MS);
+  for (const id of ids) {
+    started.served.push(await started.holder.admit(keyId, POLICY, null, id));
+    await passTime();
+  }
+  expect(started.served.slice(1).every(fromStock), "answered from standing permits").toBe(true);
+  return started;
+}
+
 describe.each<Lost>(["before the object acted", "after the object acted"])(
   "a standing permits' report whose call fails, lost %s, its holder then evicted",
   (lost) => {
     it("carried by a forwarded request's call: the requests the permits served are billed admitted", async () => {
       const keyId = `reports_forwarded_${++seq}`;
-      const holder = holderOf(keyId);
-      const start = T0 + 45_000;
-      await passTo(start);
-      const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
-      await passTo(start + 30_000); // the next minute's refill brings standing permits
       // A key calling every 5 minutes, its holder evicted in between: two requests 5 minutes on, one
       // 10 minutes on, each answered from a standing permit.
-      await evictHolder(keyId);
-      await passTo(start + 5 * MINUTE_MS);
-      for (const id of ["five", "five-again"]) {
-        served.push(await holder.admit(keyId, POLICY, null, id));
-        await passTime();
-      }
+      const { holder, start, served } = await servedFromKeptPermits(keyId, ["five", "five-again"]);
       await evictHolder(keyId);
       await passTo(start + 10 * MINUTE_MS);
       served.push(await holder.admit(keyId, POLICY, null, "ten"));
       await passTime();
-      expect(served.slice(1).every(fromStock), "answered from standing permits").toBe(true);
+      expect(fromStock(served.at(-1)!), "answered from a standing permit").toBe(true);
       // The minute's permit used up, the next request is forwarded with the reports: that call fails.
       const failed = failFirstReportingCall("admit", lost);
       const forwarded = await holder.admit(keyId, POLICY, null, "forwarded");
@@ -130,16 +149,7 @@ describe.each<Lost>(["before the object acted", "after the object acted"])(
 
     it("carried by an isolate's call through the holder, which takes over the stock: the requests the permits served are billed admitted", async () => {
       const keyId = `reports_isolate_${++seq}`;
-      const holder = holderOf(keyId);
-      const start = T0 + 45_000;
-      await passTo(start);
-      const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
-      await passTo(start + 30_000); // the next minute's refill brings standing permits
-      await evictHolder(keyId);
-      await passTo(start + 5 * MINUTE_MS);
-      served.push(await holder.admit(keyId, POLICY, null, "five"));
-      await passTime();
-      expect(served.slice(1).every(fromStock), "answered from a standing permit").toBe(true);
+      const { holder, served } = await servedFromKeptPermits(keyId, ["five"]);
       // An isolate asks for a lease of its own: the holder hands everything back in that call.
       const failed = failFirstReportingCall("admit", lost);
       const request = { want: 4, returning: [], admissionId: "isolate" };
@@ -155,11 +165,7 @@ describe.each<Lost>(["before the object acted", "after the object acted"])(
 
     it("carried by a renewal: the requests the permits served are billed admitted", async () => {
       const keyId = `reports_renewal_${++seq}`;
-      const holder = holderOf(keyId);
-      const start = T0 + 45_000;
-      await passTo(start);
-      const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
-      await passTo(start + 30_000); // the next minute's refill brings standing permits
+      const { holder, start, served } = await startedSparse(keyId);
       // A key calling once a minute from the minute after (the refill's stock, for this one, lives in
       // memory only): answered from standing permits, reported with the renewal that asks for more
       // once they would not cover its next request.
@@ -182,18 +188,7 @@ describe.each<Lost>(["before the object acted", "after the object acted"])(
 describe("a standing permits' report carried by a request the key's object has decided before", () => {
   it("is taken back all the same: the requests the permits served are billed admitted", async () => {
     const keyId = `reports_known_${++seq}`;
-    const holder = holderOf(keyId);
-    const start = T0 + 45_000;
-    await passTo(start);
-    const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
-    await passTo(start + 30_000); // the next minute's refill brings standing permits
-    await evictHolder(keyId);
-    await passTo(start + 5 * MINUTE_MS);
-    for (const id of ["five", "five-again"]) {
-      served.push(await holder.admit(keyId, POLICY, null, id));
-      await passTime();
-    }
-    expect(served.slice(1).every(fromStock), "answered from standing permits").toBe(true);
+    const { holder, served } = await servedFromKeptPermits(keyId, ["five", "five-again"]);
     // The Worker asked the key's object itself (the holder's answer late), then the holder's call
     // for the same request, carrying the reports, arrives: the object answers it as before.
     const asked = await env.QUOTA.getByName(keyId).admit(POLICY, {
@@ -214,18 +209,7 @@ describe("a standing permits' report carried by a request the key's object has d
 describe("standing permits' reports kept after their call failed and the holder was evicted", () => {
   it("go back with the next hand-back the key asks of the holder (a usage read's), not only at the permits' end", async () => {
     const keyId = `reports_usage_${++seq}`;
-    const holder = holderOf(keyId);
-    const start = T0 + 45_000;
-    await passTo(start);
-    const served: HolderAnswer[] = [await holder.admit(keyId, POLICY, null, "first")];
-    await passTo(start + 30_000); // the next minute's refill brings standing permits
-    await evictHolder(keyId);
-    await passTo(start + 5 * MINUTE_MS);
-    for (const id of ["five", "five-again"]) {
-      served.push(await holder.admit(keyId, POLICY, null, id));
-      await passTime();
-    }
-    expect(served.slice(1).every(fromStock), "answered from standing permits").toBe(true);
+    const { holder, start, served } = await servedFromKeptPermits(keyId, ["five", "five-again"]);
     const failed = failFirstReportingCall("admit", "before the object acted");
     const forwarded = await holder.admit(keyId, POLICY, null, "forwarded");
     expect({ failed: failed(), reached: forwarded.reached }).toEqual({ failed: 1, reached: false });
