@@ -1,6 +1,7 @@
 // Rules of the location holder (src/objects/quota-holder.ts, holder-key-record.ts) that no other
 // test told apart from a small change to them (docs/mutation-testing.md, "By hand"): which copy
 // of the key answers a request without a D1 read, and how often one admission id is decided.
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { forgetKey } from "../src/auth/key-cache";
@@ -13,11 +14,13 @@ import {
   REFUSING_COPY_TRUSTED_MS,
 } from "../src/objects/holder-key-record";
 import { holderName, QuotaHolder } from "../src/objects/quota-holder";
+import { QuotaLimiter } from "../src/objects/quota-limiter";
 import { STOCK_LEASE_MS } from "../src/quota/lease";
 import { newAdmissionId } from "../src/quota/lease-messages";
 import { backgroundWork } from "./background-work";
 import {
   ADMIN,
+  alarmOf,
   auth,
   BASE,
   callWith,
@@ -31,7 +34,7 @@ import {
 } from "./helpers";
 
 const time = mockClock(T0);
-const { passTime, passTo } = backgroundWork(time);
+const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
 let seq = 0;
 
 afterEach(() => vi.restoreAllMocks());
@@ -293,5 +296,87 @@ describe("HeldKeyRecord, the copy itself", () => {
     for (const open of gates.slice(2)) open();
     await shared;
     expect(reads).toBe(2);
+  });
+});
+
+describe("a location holder's stock (LocationStock)", () => {
+  it("surrendered to an isolate's call that fails, waits to go back with the next call: no permit is lost", async () => {
+    const keyId = `holder_mutants_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const holder = holderOf(keyId);
+    await holder.admit(keyId, policy, null, newAdmissionId(time.now)); // the holder gets its stock
+    const stock = await holder.unusedPermits();
+    expect(stock).toBeGreaterThan(0);
+    vi.spyOn(console, "warn").mockImplementation(() => undefined);
+    vi.spyOn(env.QUOTA, "getByName").mockImplementation(() => {
+      throw Object.assign(new Error("the key's object is unreachable"), { retryable: true });
+    });
+    await expect(
+      holder.admitForIsolate(keyId, policy, { want: 5, returning: [] }),
+    ).rejects.toThrow();
+    vi.mocked(env.QUOTA.getByName).mockRestore();
+    expect(await holder.unusedPermits(), "still counted here, to go back").toBe(stock);
+  });
+
+  it("refills at the minute's turn under the newest policy a request brought, not the last", async () => {
+    const keyId = `holder_mutants_${++seq}`;
+    const holder = holderOf(keyId);
+    const turn = minuteAfter(minuteAfter(time.now));
+    const start = turn - 2_000; // a key busy as the minute turns: a refill is due then
+    await passTo(start);
+    const newer = policyWith(60, 1_000, { version: 2 });
+    const first = await holder.admit(keyId, newer, null, newAdmissionId(time.now));
+    expect(first.reached && first.decision.outcome).toBe("allowed");
+    await passTo(start + 1_000);
+    // A request on an older copy of the key (another isolate's): answered stale.
+    const older = await holder.admit(keyId, policyWith(60, 1_000), null, newAdmissionId(time.now));
+    expect(older.reached && older.decision.outcome).toBe("stale");
+    await passTo(turn + 1_000);
+    await passTime();
+    expect(await holder.unusedPermits(), "the refill at the turn brought a stock").toBeGreaterThan(
+      0,
+    );
+  });
+});
+
+describe("standing permits whose hand-back keeps failing, the holder evicted", () => {
+  it("are retried by the alarm until the key's object has settled them as stranded, then forgotten", async () => {
+    const keyId = `holder_mutants_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const holder = holderOf(keyId);
+    const holderStub = uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS"));
+    const evict = async () => {
+      await holder.unusedPermits();
+      await evictDurableObject(holderStub);
+      forgetSleeps();
+    };
+    const start = minuteAfter(T0) + 45_000;
+    await passTo(start);
+    await holder.admit(keyId, policy, null, newAdmissionId(time.now));
+    await passTo(start + 30_000); // the next minute's refill: standing permits
+    await evict();
+    await passTo(start + 5 * MINUTE_MS);
+    const served = await holder.admit(keyId, policy, null, newAdmissionId(time.now));
+    expect(served.reached && served.fromStock, "answered from a standing permit").toBe(true);
+    await passTime();
+    let failures = 0;
+    for (const method of ["returnLease", "returnLeases"] as const)
+      vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(() => {
+        failures++;
+        throw new Error("the key's object is unreachable");
+      });
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    let alarms = 0;
+    for (let at = await alarmOf(holderStub); at !== null && alarms < 30; alarms++) {
+      await evict();
+      await passTo(Math.max(time.now, at));
+      await runDurableObjectAlarm(holderStub);
+      await passTime();
+      at = await alarmOf(holderStub);
+    }
+    expect(failures, "the hand-back was made, and failed").toBeGreaterThan(1);
+    expect(await alarmOf(holderStub), "no alarm left").toBeNull();
+    expect(alarms).toBeLessThan(30);
+    expect(await holder.unusedPermits()).toBe(0);
   });
 });

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { mockClock, T0 } from "./helpers";
 import {
   Advance,
+  Arm,
   ChangeKey,
   Evict,
   FREE_PLAN,
@@ -20,9 +21,11 @@ import {
   ReportsLostThenEvicted,
   RollbackWhileStanding,
   RollForward,
+  runCommands,
   SecondLocation,
   StepBackIntoMinute,
   StopsCalling,
+  settleAndBill,
 } from "./model/quota-model";
 
 const time = mockClock(T0);
@@ -327,5 +330,28 @@ describe("the previous release's renewals and standing permits in the quota mode
       new StepBackIntoMinute(2, 20),
     ]);
     expect(violations).toEqual([]);
+  });
+});
+
+describe("answers lost after the key's object acted in the quota model", () => {
+  // A holder evicted with its stock for the minute (all of heldBound, counted until stranded)
+  // forwards the next request; both attempts' answers are lost after the object decided it
+  // (counted once, by its id), and the Worker fails open for it. The object counts heldBound + 1
+  // and holds only heldBound unused: the request counted is no permit held (the model's check
+  // counted it as one: 3 permits counted and not served > heldBound 2).
+  it("counts a request whose every answer was lost once, apart from the permits held unused", {
+    timeout: 60_000,
+  }, async () => {
+    const { ran } = await runCommands(time, T0 + 5_000, 0, [
+      new OneAtATime(0, 3, 20_000),
+      new Arm("object", "admit", "loseAfter"),
+      new Arm("object", "admit", "loseAfter"),
+      new OneAtATime(0, 3, 20_000),
+      new Evict("holder", 0),
+      new OneAtATime(0, 1, 20_000),
+    ]);
+    await settleAndBill(ran.model, ran.real);
+    expect(ran.model.violations).toEqual([]);
+    expect(ran.model.unreached, "requests whose decision never came back").toBe(1);
   });
 });

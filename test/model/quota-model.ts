@@ -29,6 +29,8 @@ import {
 import { type LeaseCalls, LeaseHolder } from "../../src/quota/lease-holder";
 import type { HeldLease, HolderDecision } from "../../src/quota/lease-in-hand";
 import {
+  ADMISSION_CLOCK_TOLERANCE_MS,
+  ADMISSION_ID_LIFETIME_MS,
   admissionIdLive,
   newAdmissionId,
   type RenewalRequest,
@@ -159,6 +161,8 @@ export interface QuotaModel {
   servedInDay: Tally;
   /** Requests whose decision never came back (the Worker fails open for them). */
   unreached: number;
+  /** When each of those requests' admission ids was made (by its isolate's clock). */
+  unreachedIdsMadeAt: number[];
   /** Permits counted twice by calls that reached the object twice (a duplicate, or lost after it acted and retried). */
   deliveredTwice: number;
   /**
@@ -385,6 +389,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       servedInMinute: new Tally(),
       servedInDay: new Tally(),
       unreached: 0,
+      unreachedIdsMadeAt: [],
       deliveredTwice: 0,
       reportsLostAtMost: 0,
       isolatesInMinute: new Map(),
@@ -497,6 +502,7 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
   const { iso } = sent;
   if (!result.reached) {
     m.unreached++;
+    m.unreachedIdsMadeAt.push(sent.clockAt);
     return;
   }
   result.afterResponse?.catch(() => undefined);
@@ -504,7 +510,10 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
   // Not decided because its admission id outlived ADMISSION_ID_LIFETIME_MS on its way (a call
   // held): an earlier attempt may have been decided and counted, its answer lost. For the bill,
   // a request whose decision never came back.
-  if (d.outcome === "stale" && !admissionIdLive(newAdmissionId(sent.clockAt), d.now)) m.unreached++;
+  if (d.outcome === "stale" && !admissionIdLive(newAdmissionId(sent.clockAt), d.now)) {
+    m.unreached++;
+    m.unreachedIdsMadeAt.push(sent.clockAt);
+  }
   const minute = d.windows.find((w) => w.name === "minute")!;
   // Windows only move forward: no decision in a minute over when the request was sent. The key's
   // object never decides in a minute before the latest its windows reached. An isolate or a
@@ -618,14 +627,24 @@ export async function checkObject(m: QuotaModel, r: QuotaReal): Promise<void> {
   const dayStart = usage.day.resetAt - DAY_MS;
   const bound = heldBoundOfMinute(m, minuteStart);
   // Counted and not served: permits held unused (plus one per request in flight, and, until
-  // item 2 is fixed, one per call the object got twice).
-  const slack = m.inFlight + r.net.held.length + (ADMISSIONS_COUNTED_ONCE ? 0 : m.deliveredTwice);
+  // item 2 is fixed, one per call the object got twice). A request whose decision never came back
+  // (every attempt's answer lost after the object acted) is counted once, not a permit held: the
+  // Worker fails open for it. Counted in this minute only if the object decided it here, within its
+  // id's lifetime (ADMISSION_ID_LIFETIME_MS; a clock stepped back decides in a later minute).
+  const madeFrom = minuteStart - ADMISSION_ID_LIFETIME_MS + m.objectSkewMs;
+  const madeUntil = minuteStart + MINUTE_MS + ADMISSION_CLOCK_TOLERANCE_MS;
+  const unreachedHere = m.unreachedIdsMadeAt.filter((t) => t > madeFrom && t < madeUntil).length;
+  const slack =
+    m.inFlight +
+    r.net.held.length +
+    unreachedHere +
+    (ADMISSIONS_COUNTED_ONCE ? 0 : m.deliveredTwice);
   const held = usage.minute.count - m.servedInMinute.of(minuteStart);
   const at = `object at ${new Date(m.trueNow + m.objectSkewMs).toISOString()}`;
   if (held > bound + slack)
     violation(
       m,
-      `${at}: ${held} permits counted and not served > heldBound ${bound} of the policies its permits were granted under (+${slack} in flight)`,
+      `${at}: ${held} permits counted and not served > heldBound ${bound} of the policies its permits were granted under (+${slack} in flight or unanswered)`,
     );
   // Every admission was counted first (a request served is in the object's windows).
   if (usage.day.count < m.servedInDay.of(dayStart))
