@@ -23,6 +23,7 @@ import {
   RollForward,
   runCommands,
   SecondLocation,
+  StepBackIntoMinute,
   StopsCalling,
   settleAndBill,
 } from "./model/quota-model";
@@ -312,6 +313,21 @@ describe("the previous release's renewals and standing permits in the quota mode
       new NewLocation(0, 4, 875),
       new PreviousReleaseStanding("previous", 30_000, "refill", 1, 1, 1, 0, "now", "none"),
       new Evict("object", 0),
+    ]);
+    expect(violations).toEqual([]);
+  });
+
+  // A location holder's standing permit of minute M, granted minutes before (a key calling every
+  // 108.75 s, then twice 40 s apart), used after another location moved the key's object into
+  // M + 1 and every clock then stepped back 20 ms into M: counted in M, used within M by the
+  // clocks, as the product promises; the object stays in M + 1. (The model required that nothing
+  // be decided in M once anything was decided in M + 1: "decided in minute 10:33, already over".)
+  it("lets a holder use its permit of the minute the clocks stepped back into, after the key's object left it", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(DAY_BINDS, [
+      new OneAtATime(2, 3, 108_750),
+      new StepBackIntoMinute(2, 20),
     ]);
     expect(violations).toEqual([]);
   });

@@ -271,9 +271,34 @@ function servedFromMemoryOf(name: string): number {
   return (held.lease?.used ?? 0) + retired.reduce((n, r) => n + r.used, 0);
 }
 
-/** Notes each location holder's LeaseHolder as it admits, and every standing permit granted. */
+/**
+ * How many decisions location holders made from a lease or standing permit they held, with no
+ * call, by `decidedHereKey`; each taken off as its answer reaches the isolate (onAnswer).
+ */
+const decidedByHolders = new Map<string, number>();
+const decidedHereKey = (location: string, d: KeyDecision) =>
+  `${location} ${d.now} ${d.windows.find((w) => w.name === "minute")?.resetAt}`;
+
+/**
+ * Notes each location holder's LeaseHolder as it admits, what it decides from what it holds,
+ * and every standing permit granted.
+ */
 function watchHolderLeases(): void {
   holderLeases.clear();
+  decidedByHolders.clear();
+  const admit = LeaseHolder.prototype.admit;
+  vi.spyOn(LeaseHolder.prototype, "admit").mockImplementation(async function (
+    this: LeaseHolder,
+    ...args: Parameters<LeaseHolder["admit"]>
+  ) {
+    const decided = await admit.apply(this, args);
+    const self = clockOf.getStore()?.self;
+    if (decided.local && self?.tier === "holder") {
+      const key = decidedHereKey(locationOf(self.name), decided.decision);
+      decidedByHolders.set(key, (decidedByHolders.get(key) ?? 0) + 1);
+    }
+    return decided;
+  });
   type Admits = { admitFromLease(...args: unknown[]): unknown };
   const proto = HeldLeases.prototype as unknown as Admits;
   const admitFromLease = proto.admitFromLease;
@@ -321,6 +346,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
     time.now = start;
     net.reset();
     holderSkews.clear();
+    decidedByHolders.clear();
     roundTrips.clear();
     net.latencyOf = oneWayMs;
     const policy: Policy = { ...PLANS[plan % PLANS.length]!, version: 1, revoked: false };
@@ -442,6 +468,8 @@ interface Sent {
    * must not decide in it).
    */
   over: number;
+  /** The one before the key's object's clock only (see onAnswer). */
+  overByTheClock: number;
   /** Requests in flight anywhere when it was sent. */
   concurrent: number;
   /** Isolates holding permits of their own when it was sent. */
@@ -487,8 +515,18 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
     m.unreachedIdsMadeAt.push(sent.clockAt);
   }
   const minute = d.windows.find((w) => w.name === "minute")!;
-  // Windows only move forward: no decision in a minute over when the request was sent.
-  if (WINDOWS_ONLY_MOVE_FORWARD && minute.resetAt - MINUTE_MS <= sent.over)
+  // Windows only move forward: no decision in a minute over when the request was sent. The key's
+  // object never decides in a minute before the latest its windows reached. An isolate or a
+  // location holder decides from a lease or standing permit of a minute, counted in it, until
+  // that minute ends by its clock, measured from the object's answer: after the clocks step back
+  // (StepBack steps every tier's), the minute before the one the object moved into is open
+  // again to what was counted in it, for as long as the step. No limit is passed that way.
+  const key = decidedHereKey(iso.location, d);
+  const byHolder = decidedByHolders.get(key) ?? 0;
+  if (byHolder > 0) decidedByHolders.set(key, byHolder - 1);
+  const decidedHere = iso.leases.fromLease.has(d) || byHolder > 0;
+  const over = decidedHere ? sent.overByTheClock : sent.over;
+  if (WINDOWS_ONLY_MOVE_FORWARD && minute.resetAt - MINUTE_MS <= over)
     violation(
       m,
       `request of isolate ${iso.index} sent at ${new Date(sent.clockAt).toISOString()}: decided in minute ${new Date(minute.resetAt - MINUTE_MS).toISOString()}, already over`,
@@ -801,6 +839,7 @@ function send(m: QuotaModel, r: QuotaReal, iso: Isolate): Promise<void> {
     at: m.trueNow,
     clockAt: now + iso.skewMs,
     over: Math.max(m.latestMinute, minuteOf(runTime.now)) - MINUTE_MS,
+    overByTheClock: minuteOf(runTime.now) - MINUTE_MS,
     seq: ++m.seq,
     concurrent: m.inFlight,
     leasesHeld: r.isolates.filter((i) => i.leases.unusedPermits > 0).length,
@@ -1861,7 +1900,7 @@ class RollbackWhileStanding extends Step {
  * before or after it acted; a call and its one retry), the key called `gapMs` apart until both
  * were (the holder's renewal, carrying the reports of the standing permits it used), the holder
  * evicted at once, before another call, and the key called `count` more times. Run as fixed
- * lists (test/quota.model-standing.test.ts), not drawn by `quotaCommands`.
+ * lists (test/quota.model-standing.test.ts) and drawn by `quotaCommands`.
  */
 class ReportsLostThenEvicted extends Step {
   constructor(
@@ -2297,6 +2336,14 @@ export function quotaCommands({ stepsBack }: { stepsBack: boolean }) {
         fc.integer({ min: 1_000, max: 45_000 }),
       )
       .map(([i, o, n, gap]) => new SecondLocation(i, o, n, gap)),
+    fc
+      .tuple(
+        isolate,
+        fc.integer({ min: 30_000, max: 90_000 }),
+        fc.constantFrom<"loseBefore" | "loseAfter">("loseBefore", "loseAfter"),
+        fc.integer({ min: 1, max: 3 }),
+      )
+      .map(([i, gap, f, n]) => new ReportsLostThenEvicted(i, gap, f, n)),
   ];
   if (stepsBack)
     arbs.push(
