@@ -427,6 +427,30 @@ export function closedGate(): { gate: Promise<void>; open: () => void } {
 }
 
 /**
+ * env.DB, except that each single-row read (`prepare(sql).bind(...).first()`) goes through
+ * `read`, given the read itself: a test delays a read's start or its answer (a slow D1).
+ */
+export function dbWithReads(read: (first: () => Promise<unknown>) => Promise<unknown>): D1Database {
+  return new Proxy(env.DB, {
+    get: (target, prop) =>
+      prop === "prepare"
+        ? (sql: string) => {
+            const statement = target.prepare(sql);
+            return new Proxy(statement, {
+              get: (s, p) =>
+                p === "bind"
+                  ? (...args: unknown[]) => {
+                      const bound = s.bind(...args);
+                      return { first: () => read(() => bound.first()) };
+                    }
+                  : Reflect.get(s, p).bind(s),
+            });
+          }
+        : Reflect.get(target, prop).bind(target),
+  });
+}
+
+/**
  * Evicts an object from memory, as the runtime does with an idle one; false when it was not
  * running (nothing to evict: never called, or already gone).
  */

@@ -16,6 +16,7 @@ import {
   BASE,
   callWith,
   closedGate,
+  dbWithReads,
   issueKey,
   mockClock,
   patchKey,
@@ -32,28 +33,10 @@ beforeEach(freezeBackgroundWork);
  * (a read that was slow to come back).
  */
 function slowAnswers(gate: Promise<void>): D1Database {
-  return new Proxy(env.DB, {
-    get: (target, prop) =>
-      prop === "prepare"
-        ? (sql: string) => {
-            const statement = target.prepare(sql);
-            return new Proxy(statement, {
-              get: (s, p) =>
-                p === "bind"
-                  ? (...args: unknown[]) => {
-                      const bound = s.bind(...args);
-                      return {
-                        first: async () => {
-                          const answer = await bound.first();
-                          await gate;
-                          return answer;
-                        },
-                      };
-                    }
-                  : Reflect.get(s, p).bind(s),
-            });
-          }
-        : Reflect.get(target, prop).bind(target),
+  return dbWithReads(async (first) => {
+    const answer = await first();
+    await gate;
+    return answer;
   });
 }
 

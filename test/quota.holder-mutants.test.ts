@@ -24,6 +24,7 @@ import {
   auth,
   BASE,
   callWith,
+  dbWithReads,
   expectError,
   issueKey,
   mockClock,
@@ -260,28 +261,10 @@ describe("HeldKeyRecord, the copy itself", () => {
     const hash = await sha256Hex(key);
     let reads = 0;
     const gates: (() => void)[] = [];
-    const slowDb = new Proxy(env.DB, {
-      get: (target, prop) =>
-        prop === "prepare"
-          ? (sql: string) => {
-              const statement = target.prepare(sql);
-              return new Proxy(statement, {
-                get: (s, p) =>
-                  p === "bind"
-                    ? (...args: unknown[]) => {
-                        const bound = s.bind(...args);
-                        return {
-                          first: async () => {
-                            reads++;
-                            await new Promise<void>((open) => gates.push(open));
-                            return bound.first();
-                          },
-                        };
-                      }
-                    : Reflect.get(s, p).bind(s),
-              });
-            }
-          : Reflect.get(target, prop).bind(target),
+    const slowDb = dbWithReads(async (first) => {
+      reads++;
+      await new Promise<void>((open) => gates.push(open));
+      return first();
     });
     const copy = new HeldKeyRecord();
     const before = copy.read(slowDb, id, hash, T0);

@@ -20,6 +20,7 @@ import {
   call,
   callWith,
   closedGate,
+  dbWithReads,
   expectError,
   issueKey,
   mockClock,
@@ -205,27 +206,9 @@ describe("a location holder's copy of its key", () => {
     const { id, key } = await issueKey("free");
     const hash = await sha256Hex(key);
     const { gate, open } = closedGate();
-    const slowDb = new Proxy(env.DB, {
-      get: (target, prop) =>
-        prop === "prepare"
-          ? (sql: string) => {
-              const statement = target.prepare(sql);
-              return new Proxy(statement, {
-                get: (s, p) =>
-                  p === "bind"
-                    ? (...args: unknown[]) => {
-                        const bound = s.bind(...args);
-                        return {
-                          first: async () => {
-                            await gate;
-                            return bound.first();
-                          },
-                        };
-                      }
-                    : Reflect.get(s, p).bind(s),
-              });
-            }
-          : Reflect.get(target, prop).bind(target),
+    const slowDb = dbWithReads(async (first) => {
+      await gate;
+      return first();
     });
     const copy = new HeldKeyRecord();
     const reading = copy.read(slowDb, id, hash, T0);
