@@ -4,13 +4,14 @@
 // evicted (its memory lost), the hand-back at their end (the alarm's) carries them, so the
 // requests they served are billed as admitted, not stranded; when the failed call had reached the
 // object, the reports delivered again are counted once.
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { policyOf } from "../src/db/keys";
 import { MINUTE_MS } from "../src/lib/clock";
 import { sha256Hex } from "../src/lib/crypto";
 import { HELD_KEY_MAX_AGE_MS } from "../src/objects/holder-key-record";
+import type { KeptStanding } from "../src/objects/holder-standing-memory";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import {
   type HolderAnswer,
@@ -293,5 +294,70 @@ describe("a standing permit kept by the release before (no answers kept), report
     expect(stock.answeredBefore("a", 1, windows)).toEqual(first);
     stock.reports(now, { all: true });
     expect(stock.answeredBefore("a", 1, windows), "asked again once reported").toEqual(first);
+  });
+});
+
+/** The ids of the standing permits whose reports the calls of `method` to the key's object carry. */
+function reportsCarried(method: "admit" | "renewLease"): string[] {
+  const carried: string[] = [];
+  const original = QuotaLimiter.prototype[method] as (...args: unknown[]) => unknown;
+  vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(function (
+    this: QuotaLimiter,
+    ...args: unknown[]
+  ) {
+    const { returning = [] } = (args[1] ?? {}) as { returning?: ReturnedLease[] };
+    carried.push(...returning.filter((r) => r.used > 0).map((r) => r.id));
+    return original.apply(this, args);
+  } as never);
+  return carried;
+}
+
+/** The ids of the standing permits the key's holder keeps in its storage. */
+const keptIds = (keyId: string) =>
+  runInDurableObject(holderStubOf(keyId), (_instance, state) =>
+    (state.storage.kv.get<KeptStanding>("standing")?.standing ?? []).map((s) => s.id),
+  );
+
+describe("standing permits whose reports a call answered carried", () => {
+  it("a forwarded request's call: the holder keeps them no more", async () => {
+    const keyId = `reports_answered_${++seq}`;
+    await servedFromKeptPermits(keyId, ["five", "five-again"]);
+    const before = await keptIds(keyId);
+    const carried = reportsCarried("admit");
+    const forwarded = await holderOf(keyId).admit(keyId, POLICY, null, "forwarded");
+    await passTime();
+    expect(forwarded.reached && !forwarded.fromStock, "forwarded").toBe(true);
+    expect(carried.length, "the call carried reports").toBeGreaterThan(0);
+    expect(before, "the reported permits were kept before the call").toEqual(
+      expect.arrayContaining(carried),
+    );
+    const kept = await keptIds(keyId);
+    expect(
+      kept.filter((id) => carried.includes(id)),
+      "reported permits still kept",
+    ).toEqual([]);
+  });
+
+  it("an isolate's call through the holder, which takes over the stock: the holder keeps them no more", async () => {
+    const keyId = `reports_isolate_answered_${++seq}`;
+    await servedFromKeptPermits(keyId, ["five"]);
+    const before = await keptIds(keyId);
+    const carried = reportsCarried("admit");
+    const admission = await holderOf(keyId).admitForIsolate(keyId, POLICY, {
+      want: 4,
+      returning: [],
+      admissionId: "isolate",
+    });
+    await passTime();
+    expect(admission.outcome).toBe("allowed");
+    expect(carried.length, "the call carried reports").toBeGreaterThan(0);
+    expect(before, "the reported permits were kept before the call").toEqual(
+      expect.arrayContaining(carried),
+    );
+    const kept = await keptIds(keyId);
+    expect(
+      kept.filter((id) => carried.includes(id)),
+      "reported permits still kept",
+    ).toEqual([]);
   });
 });
