@@ -17,7 +17,7 @@ import { holderName, QuotaHolder } from "../src/objects/quota-holder";
 import { QuotaLimiter } from "../src/objects/quota-limiter";
 import { STOCK_LEASE_MS } from "../src/quota/lease";
 import { newAdmissionId } from "../src/quota/lease-messages";
-import { backgroundWork } from "./background-work";
+import { backgroundWork, countObjectCalls } from "./background-work";
 import {
   ADMIN,
   alarmOf,
@@ -318,6 +318,41 @@ describe("a location holder's stock (LocationStock)", () => {
     await passTime();
     expect(await holder.unusedPermits(), "the refill at the turn brought a stock").toBeGreaterThan(
       0,
+    );
+  });
+
+  it("asked by the key's object to share the bound restocks once: a request forwarded once the minute is too near its limit for a stock makes one call", {
+    timeout: 30_000,
+  }, async () => {
+    const keyId = `holder_mutants_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const ams = holderOf(keyId);
+    const sin = env.QUOTA_HOLDER.getByName(holderName(keyId, "SIN"));
+    const start = minuteAfter(time.now) + 2_000;
+    // AMS alone, three requests 1.5 s apart: its stock for the minute holds the whole bound.
+    for (let i = 0; i < 3; i++) {
+      await passTo(start + i * 1_500);
+      await ams.admit(keyId, policy, null, newAdmissionId(time.now));
+      await passTime();
+    }
+    // SIN's first request: forwarded, the key's object shares the bound, SIN restocks.
+    await passTo(start + 4_000);
+    const first = await sin.admit(keyId, policy, null, newAdmissionId(time.now));
+    expect(first.reached && !first.fromStock, "SIN's first request forwarded").toBe(true);
+    await passTime();
+    // SIN's requests every 0.5 s until the minute's limit: from its stock, then forwarded.
+    const objectCalls = countObjectCalls();
+    const callsPerForwarded: number[] = [];
+    for (let i = 1; i <= 60; i++) {
+      await passTo(start + 4_000 + i * 500);
+      const before = objectCalls();
+      const answer = await sin.admit(keyId, policy, null, newAdmissionId(time.now));
+      await passTime();
+      if (answer.reached && !answer.fromStock) callsPerForwarded.push(objectCalls() - before);
+    }
+    expect(callsPerForwarded.length, "some requests forwarded").toBeGreaterThan(0);
+    expect(callsPerForwarded, "calls to the key's object per request forwarded").toEqual(
+      callsPerForwarded.map(() => 1),
     );
   });
 });
