@@ -81,6 +81,13 @@ async function runAlarmsEvicted(keyId: string) {
   throw new Error("the holder's alarm never stopped");
 }
 
+/** The key's day as billed once its holder, evicted, has handed back what it kept (its alarm). */
+async function billedOnceHandedBack(keyId: string) {
+  await evictHolder(keyId);
+  await runAlarmsEvicted(keyId);
+  return billed(keyId);
+}
+
 /** The key's day as billed, once everything not handed back is settled as stranded. */
 async function billed(keyId: string) {
   time.now += STRANDED_AFTER_MS + MINUTE_MS;
@@ -142,9 +149,7 @@ describe.each<Lost>(["before the object acted", "after the object acted"])(
         admissionId: "forwarded",
       });
       expect(asked.outcome).toBe("allowed");
-      await evictHolder(keyId);
-      await runAlarmsEvicted(keyId);
-      const day = await billed(keyId);
+      const day = await billedOnceHandedBack(keyId);
       expect(day?.admitted, "every request served, billed admitted once").toBe(served.length + 1);
     });
 
@@ -158,9 +163,7 @@ describe.each<Lost>(["before the object acted", "after the object acted"])(
       expect(failed(), "the isolate's call carried the reports, and failed").toBe(1);
       const asked = await env.QUOTA.getByName(keyId).admit(POLICY, { ...request, want: 0 });
       expect(asked.outcome).toBe("allowed");
-      await evictHolder(keyId);
-      await runAlarmsEvicted(keyId);
-      const day = await billed(keyId);
+      const day = await billedOnceHandedBack(keyId);
       expect(day?.admitted, "every request served, billed admitted once").toBe(served.length + 1);
     });
 
@@ -178,9 +181,7 @@ describe.each<Lost>(["before the object acted", "after the object acted"])(
       }
       expect(failed(), "a renewal carried the reports, and failed").toBe(1);
       expect(served.slice(1).every(fromStock), "answered from standing permits").toBe(true);
-      await evictHolder(keyId);
-      await runAlarmsEvicted(keyId);
-      const day = await billed(keyId);
+      const day = await billedOnceHandedBack(keyId);
       expect(day?.admitted, "every request served, billed admitted once").toBe(served.length);
     });
   },
@@ -200,9 +201,7 @@ describe("a standing permits' report carried by a request the key's object has d
     expect(asked.outcome).toBe("allowed");
     const late = await holder.admit(keyId, POLICY, null, "late");
     expect(late.reached && !late.fromStock, "forwarded, with the reports").toBe(true);
-    await evictHolder(keyId);
-    await runAlarmsEvicted(keyId);
-    const day = await billed(keyId);
+    const day = await billedOnceHandedBack(keyId);
     expect(day?.admitted, "every request served, billed admitted once").toBe(served.length + 1);
   });
 });
