@@ -44,10 +44,12 @@ async function evictHolder(keyId: string) {
 type Lost = "before the object acted" | "after the object acted";
 
 /**
- * The first call of `method` to the key's object carrying a report of served requests fails,
- * lost before or after the object acted on it. Returns how many such calls failed.
+ * Watches the calls of `method` to the key's object that carry reports of served requests:
+ * `carried` gets the ids of those reports; with `failFirst`, the first such call fails, lost
+ * before or after the object acted on it (`failed` counts it).
  */
-function failFirstReportingCall(method: "admit" | "renewLease", lost: Lost): () => number {
+function watchReportingCalls(method: "admit" | "renewLease", failFirst: Lost | "none") {
+  const carried: string[] = [];
   let failed = 0;
   const original = QuotaLimiter.prototype[method] as (...args: unknown[]) => unknown;
   vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(async function (
@@ -55,14 +57,24 @@ function failFirstReportingCall(method: "admit" | "renewLease", lost: Lost): () 
     ...args: unknown[]
   ) {
     const { returning = [] } = (args[1] ?? {}) as { returning?: ReturnedLease[] };
-    if (failed > 0 || !returning.some((r) => r.used > 0)) return original.apply(this, args);
+    const reports = returning.filter((r) => r.used > 0).map((r) => r.id);
+    carried.push(...reports);
+    if (failFirst === "none" || failed > 0 || reports.length === 0)
+      return original.apply(this, args);
     failed++;
-    if (lost === "after the object acted") await original.apply(this, args);
+    if (failFirst === "after the object acted") await original.apply(this, args);
     throw new Error("the key's object is unreachable");
   } as never);
   vi.spyOn(console, "log").mockImplementation(() => undefined);
-  return () => failed;
+  return { carried, failed: () => failed };
 }
+
+/**
+ * The first call of `method` to the key's object carrying a report of served requests fails,
+ * lost before or after the object acted on it. Returns how many such calls failed.
+ */
+const failFirstReportingCall = (method: "admit" | "renewLease", lost: Lost) =>
+  watchReportingCalls(method, lost).failed;
 
 /** Calls of `method` to the key's object are answered again (after `failFirstReportingCall`). */
 const answerAgain = (method: "admit" | "renewLease") =>
@@ -296,52 +308,42 @@ describe("a standing permit kept by the release before (no answers kept), report
   });
 });
 
-/** The ids of the standing permits whose reports the calls of `method` to the key's object carry. */
-function reportsCarried(method: "admit" | "renewLease"): string[] {
-  const carried: string[] = [];
-  const original = QuotaLimiter.prototype[method] as (...args: unknown[]) => unknown;
-  vi.spyOn(QuotaLimiter.prototype, method).mockImplementation(function (
-    this: QuotaLimiter,
-    ...args: unknown[]
-  ) {
-    const { returning = [] } = (args[1] ?? {}) as { returning?: ReturnedLease[] };
-    carried.push(...returning.filter((r) => r.used > 0).map((r) => r.id));
-    return original.apply(this, args);
-  } as never);
-  return carried;
-}
-
 /** The ids of the standing permits the key's holder keeps in its storage. */
 const keptIds = (keyId: string) =>
   runInDurableObject(holderStubOf(keyId), (_instance, state) =>
     (state.storage.kv.get<KeptStanding>("standing")?.standing ?? []).map((s) => s.id),
   );
 
+/** The reports `carried` were of permits kept `before` the call, and are kept no more. */
+async function expectKeptNoMore(keyId: string, before: string[], carried: string[]) {
+  expect(carried.length, "the call carried reports").toBeGreaterThan(0);
+  expect(before, "the reported permits were kept before the call").toEqual(
+    expect.arrayContaining(carried),
+  );
+  const kept = await keptIds(keyId);
+  expect(
+    kept.filter((id) => carried.includes(id)),
+    "reported permits still kept",
+  ).toEqual([]);
+}
+
 describe("standing permits whose reports a call answered carried", () => {
   it("a forwarded request's call: the holder keeps them no more", async () => {
     const keyId = `reports_answered_${++seq}`;
     await servedFromKeptPermits(keyId, ["five", "five-again"]);
     const before = await keptIds(keyId);
-    const carried = reportsCarried("admit");
+    const { carried } = watchReportingCalls("admit", "none");
     const forwarded = await holderOf(keyId).admit(keyId, POLICY, null, "forwarded");
     await passTime();
     expect(forwarded.reached && !forwarded.fromStock, "forwarded").toBe(true);
-    expect(carried.length, "the call carried reports").toBeGreaterThan(0);
-    expect(before, "the reported permits were kept before the call").toEqual(
-      expect.arrayContaining(carried),
-    );
-    const kept = await keptIds(keyId);
-    expect(
-      kept.filter((id) => carried.includes(id)),
-      "reported permits still kept",
-    ).toEqual([]);
+    await expectKeptNoMore(keyId, before, carried);
   });
 
   it("an isolate's call through the holder, which takes over the stock: the holder keeps them no more", async () => {
     const keyId = `reports_isolate_answered_${++seq}`;
     await servedFromKeptPermits(keyId, ["five"]);
     const before = await keptIds(keyId);
-    const carried = reportsCarried("admit");
+    const { carried } = watchReportingCalls("admit", "none");
     const admission = await holderOf(keyId).admitForIsolate(keyId, POLICY, {
       want: 4,
       returning: [],
@@ -349,14 +351,6 @@ describe("standing permits whose reports a call answered carried", () => {
     });
     await passTime();
     expect(admission.outcome).toBe("allowed");
-    expect(carried.length, "the call carried reports").toBeGreaterThan(0);
-    expect(before, "the reported permits were kept before the call").toEqual(
-      expect.arrayContaining(carried),
-    );
-    const kept = await keptIds(keyId);
-    expect(
-      kept.filter((id) => carried.includes(id)),
-      "reported permits still kept",
-    ).toEqual([]);
+    await expectKeptNoMore(keyId, before, carried);
   });
 });
