@@ -2,8 +2,8 @@ import { clock, minuteEndOf } from "../lib/clock";
 import { logFailure } from "../lib/log";
 import { logPersistentFailure } from "../quota/fail-open";
 import { QUIET_STOCK } from "../quota/lease";
-import { type LeaseCalls, LeaseHolder } from "../quota/lease-holder";
-import type { Admission, LeaseRequest, ReturnedLease, SharedStock } from "../quota/lease-messages";
+import { LeaseHolder } from "../quota/lease-holder";
+import type { Admission, LeaseRequest, SharedStock } from "../quota/lease-messages";
 import type { Policy } from "../quota/windows";
 import type { Region } from "../schemas/region";
 import { HolderCalls } from "./holder-calls";
@@ -101,7 +101,7 @@ export class LocationStock {
   ): Promise<HolderAnswer> {
     this.#calls.region = region;
     this.#keyId = keyId;
-    const calls = this.#to(keyId, policy, admissionId);
+    const calls = this.#calls.to(keyId, policy, admissionId);
     try {
       const decided = await this.#leases.admit(policy, calls, admissionId);
       // The key's arrival here, kept with the standing permits it will size their next ask.
@@ -134,23 +134,6 @@ export class LocationStock {
     } catch (err) {
       return this.#noDecision(keyId, err);
     }
-  }
-
-  /** The calls for a request of `policy`: one answered, the standing permits it reported go. */
-  #to(keyId: string, policy: Policy, admissionId: string | null = null): LeaseCalls {
-    const calls = this.#calls.to(keyId, policy, admissionId);
-    const { renew } = calls;
-    const answered = <T>(returning: readonly ReturnedLease[], answer: T): T => {
-      this.#leases.handedBack(returning);
-      return answer;
-    };
-    return {
-      ...calls,
-      admit: async (request) => answered(request.returning, await calls.admit(request)),
-      ...(renew && {
-        renew: async (request) => answered(request.returning, await renew(request)),
-      }),
-    };
   }
 
   /** Why the key's object gave no decision (`err`), logged, with the refusal last seen here. */
@@ -229,7 +212,7 @@ export class LocationStock {
 
   /** Asks for a stock now if none is usable (LeaseHolder.restock), settling once answered. */
   async #refillNow(keyId: string, policy: Policy): Promise<void> {
-    const calls = this.#to(keyId, policy);
+    const calls = this.#calls.to(keyId, policy);
     const refill = this.#leases.restock(policy, calls);
     if (!refill) return;
     this.#inBackground(keyId, this.#leases.giveBackAfterRenewal(refill, calls));
@@ -262,7 +245,7 @@ export class LocationStock {
       keyId,
       clock.sleep(next - now).then(async () => {
         const latest = this.#policy ?? policy;
-        const calls = this.#to(keyId, latest);
+        const calls = this.#calls.to(keyId, latest);
         const due = this.#refillAt === next && this.#leases.refillDueAt(next);
         const refill = due ? this.#leases.refill(latest, calls) : null;
         if (refill) await this.#leases.giveBackAfterRenewal(refill, calls);

@@ -139,6 +139,29 @@ export class LeaseHandBacks extends HeldLeases {
     this.handedBack(standing);
   }
 
+  /**
+   * A call that carried `returning`, settled: answered, the standing permits reported with it are
+   * held no more (`handedBack`) and `answered` takes the answer; failed, they wait again.
+   */
+  protected settle<T, R>(
+    call: Promise<T>,
+    returning: readonly ReturnedLease[],
+    answered: (answer: T) => R,
+    failed: () => void = () => undefined,
+  ): Promise<R> {
+    return call.then(
+      (answer) => {
+        this.handedBack(returning);
+        return answered(answer);
+      },
+      (err: unknown) => {
+        for (const r of returning) this.keepToReturn(r);
+        failed();
+        throw err;
+      },
+    );
+  }
+
   /** The key's object answered a call carrying `returning`: its standing permits are held no more. */
   handedBack(returning: readonly ReturnedLease[]): void {
     this.standing.forget(returning.map((r) => r.id));

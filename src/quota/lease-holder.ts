@@ -16,6 +16,7 @@ export type { GiveBackCall, LeaseCalls } from "./lease-hand-backs";
 
 import { type HolderDecision, idsOf, type SentRenewal } from "./lease-in-hand";
 import {
+  type Admission,
   endsLeases,
   type LeaseRequest,
   type Renewal,
@@ -252,19 +253,14 @@ export class LeaseHolder extends LeaseHandBacks {
   ): Promise<boolean> {
     this.reportStanding(clock.now());
     const returning = this.unreturned.splice(0);
-    return this.calls.asRenewal(
-      withDeadline(
-        // A call that throws instead of rejecting must not fail the request that sent it.
-        Promise.resolve().then(() =>
-          renew({ ...request, returning, renewalId: crypto.randomUUID() }),
-        ),
-        this.#leaseLifetimeMs,
-      ).then(apply, (err: unknown) => {
-        for (const r of returning) this.keepToReturn(r);
-        failed();
-        throw err;
-      }),
+    const call = withDeadline(
+      // A call that throws instead of rejecting must not fail the request that sent it.
+      Promise.resolve().then(() =>
+        renew({ ...request, returning, renewalId: crypto.randomUUID() }),
+      ),
+      this.#leaseLifetimeMs,
     );
+    return this.calls.asRenewal(this.settle(call, returning, apply, failed));
   }
 
   /**
@@ -326,15 +322,9 @@ export class LeaseHolder extends LeaseHandBacks {
   #exclusiveCall(calls: LeaseCalls, request: LeaseRequest): Promise<HolderDecision> {
     const changes = this.changes;
     const sentAt = clock.now();
-    return this.calls.exclusively(
-      calls.admit(request).then(
-        (admission) => this.contact(admission, request.want, changes, sentAt),
-        (err: unknown) => {
-          for (const r of request.returning) this.keepToReturn(r);
-          throw err;
-        },
-      ),
-    );
+    const contact = (admission: Admission) =>
+      this.contact(admission, request.want, changes, sentAt);
+    return this.calls.exclusively(this.settle(calls.admit(request), request.returning, contact));
   }
 
   #plainCall(calls: LeaseCalls): Promise<HolderDecision> {
