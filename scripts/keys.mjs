@@ -48,12 +48,14 @@ Webhook endpoints (signed usage alerts and key events to a receiver's URL; docs/
   webhook-resend  WEBHOOK_ID --delivery DELIVERY_ID   send a delivery again (same event id)
   TYPE: quota.day.warning, quota.day.exhausted, key.banned, key.unbanned, key.revoked,
         key.rolled, key.expiring
-KEY_ID may also be given as --id KEY_ID, and WEBHOOK_ID (whe_…) as --id WEBHOOK_ID.
+KEY_ID may also be given as --id KEY_ID, and WEBHOOK_ID (whe_…) as --id WEBHOOK_ID (once:
+not both ways); a command takes one id at most.
 REGION: where the key's quota object is created, a Durable Object location hint (weur, enam,
 apac, …; a wrong one is refused with the list).
 Output: a table on a terminal; JSON when piped or with --json (for scripts); --table forces the
-table. Errors go to stderr, and the exit code is 1 (2 for a usage error).
-Options: --url URL (default $ANIMAL_STORE_URL or http://localhost:8787)
+table. Errors go to stderr, and the exit code is 1 (2 for a usage error: an unknown option, an
+argument the command does not take, a URL that is not http(s)://host[:port]).
+Options: --url URL (http(s)://host[:port]; default $ANIMAL_STORE_URL or http://localhost:8787)
          --token TOKEN (default $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars)
          --json, --table, --help`;
 
@@ -137,10 +139,26 @@ if (values.csv && (values.json || values.table))
   fail("--csv is an output of its own: drop --json or --table.");
 /** A person at a terminal reads a table; a script (a pipe, or --json) reads JSON. */
 const asTable = values.table || (!values.json && process.stdout.isTTY === true);
-const base = (values.url ?? process.env.ANIMAL_STORE_URL ?? "http://localhost:8787").replace(
-  /\/$/,
-  "",
-);
+/**
+ * The server's URL (`--url`, else $ANIMAL_STORE_URL, else the local server) without a trailing
+ * slash; anything but http(s)://host[:port] is a usage mistake, not a server that cannot be
+ * reached (`localhost:8787` without a scheme would otherwise be sent nowhere).
+ */
+function serverUrlOrFail() {
+  const source = values.url !== undefined ? "--url" : "$ANIMAL_STORE_URL";
+  const text = values.url ?? process.env.ANIMAL_STORE_URL ?? "http://localhost:8787";
+  /** @type {URL | undefined} */
+  let url;
+  try {
+    url = new URL(text);
+  } catch {}
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname)
+    fail(
+      `${source} must be http(s)://host[:port], e.g. http://localhost:8787 (got ${JSON.stringify(text)}).`,
+    );
+  return text.replace(/\/$/, "");
+}
+const base = serverUrlOrFail();
 const token = values.token ?? process.env.ADMIN_TOKEN ?? readDevVars().get("ADMIN_TOKEN");
 if (!token) fail("No admin token: pass --token, set ADMIN_TOKEN, or create .dev.vars.");
 
@@ -315,6 +333,29 @@ const requests = {
   ],
 };
 if (!Object.hasOwn(requests, command)) fail(`Unknown command: ${command}`);
+/** The commands that take no argument after their name (their input is options only). */
+const TAKES_NO_ARGUMENT = ["create", "list", "usage-day", "webhook-list"];
+/**
+ * Refuses what a command would otherwise ignore: an argument it does not take, or its one
+ * argument given twice (as an argument and as an option), so that `disable A B` never disables
+ * only A.
+ */
+function refuseIgnoredArguments() {
+  const [, argument, ...extra] = positionals;
+  if (TAKES_NO_ARGUMENT.includes(command)) {
+    if (argument !== undefined) fail(`Unexpected argument: ${argument}.`);
+    if (values.id !== undefined) fail(`${command} takes no id: drop --id.`);
+    return;
+  }
+  if (extra.length > 0) fail(`Unexpected argument: ${extra[0]}.`);
+  if (command === "webhook-create") {
+    if (values.id !== undefined) fail(`${command} takes no id: drop --id.`);
+    if (argument !== undefined && values["hook-url"] !== undefined)
+      fail(`${command}: give the HOOK_URL once, as an argument or as --hook-url, not both.`);
+  } else if (argument !== undefined && values.id !== undefined)
+    fail(`${command}: give the id once, as an argument or as --id, not both.`);
+}
+refuseIgnoredArguments();
 /** The commands whose answer holds a signing secret, shown only in that answer. */
 const GIVES_WEBHOOK_SECRET = ["webhook-create", "webhook-roll"];
 
