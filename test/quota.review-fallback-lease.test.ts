@@ -79,3 +79,26 @@ describe("an isolate's fallback to the key's object after its holder forwarded t
     expect(admitted, "admitted in one minute window of a key allowing 12").toBeLessThanOrEqual(12);
   });
 });
+
+describe("the key's object asked again an admission id whose grants were all handed back", () => {
+  it("answers it with none of the standing permits it granted then (none is out)", async () => {
+    const keyId = `review_known_${++seq}`;
+    const policy = policyWith(60, 1_000);
+    const object = env.QUOTA.getByName(keyId);
+    const grantee = holderName(keyId, "AMS");
+    const id = newAdmissionId(time.now);
+    const ask = { want: 0, returning: [], standing: 1, admissionId: id };
+    const first = await object.admit(policy, ask, grantee);
+    const granted = first.standing ?? [];
+    expect(granted.length, "standing permits granted").toBeGreaterThan(0);
+    // Their holder hands them all back unused (a usage read there, say): none is out.
+    await object.returnLeases({
+      returnId: crypto.randomUUID(),
+      returning: granted.map((s) => ({ id: s.id, unused: s.permits, used: 0 })),
+    });
+    time.now += 1_000;
+    const again = await object.admit(policy, ask, grantee);
+    expect(again.outcome).toBe("allowed");
+    expect(again.standing ?? [], "no permit that is no longer counted").toEqual([]);
+  });
+});
