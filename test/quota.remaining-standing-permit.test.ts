@@ -30,7 +30,7 @@ describe("X-RateLimit-Remaining where a standing permit serves after other reque
     a.reached ? a.decision.windows.find((w) => w.name === "minute")?.remaining : undefined;
 
   it("a holder evicted between a sparse key's requests, then four requests one at a time in one minute: Remaining goes down by one at each", async () => {
-    const keyId = `review_remaining_${++seq}`;
+    const keyId = `standing_remaining_${++seq}`;
     const holder = holderOf(keyId);
     // A key calling once a minute here: standing permits for the minutes to come.
     for (const at of [T0 + 2_000, T0 + 62_000]) {

@@ -30,7 +30,7 @@ describe("X-RateLimit-Remaining of a sparse key whose holder is evicted between 
     a.reached ? Number(rateLimitHeaders(a.decision)["X-RateLimit-Remaining"]) : undefined;
 
   it("goes down by one at each request answered from the kept standing permits", async () => {
-    const keyId = `review_evicted_${++seq}`;
+    const keyId = `evicted_${++seq}`;
     const holder = holderOf(keyId);
     const start = T0 + 45_000;
     await passTo(start);

@@ -20,7 +20,7 @@ const AHEAD_MS = 1_000;
 describe("a location holder whose clock runs ahead of the key's object's", () => {
   it("hands back a stock for the minute it stopped using before the key's object settles it as stranded: what it served is billed admitted", async () => {
     const time = fixClock(M + 10_000 + AHEAD_MS); // the holder's clock
-    const stub = env.QUOTA.getByName(`review_clock_ahead_${crypto.randomUUID()}`);
+    const stub = env.QUOTA.getByName(`clock_ahead_${crypto.randomUUID()}`);
     const handBacksAt: number[] = [];
     const byObjectClock = async <T>(call: () => Promise<T>): Promise<T> => {
       time.now -= AHEAD_MS;

@@ -47,7 +47,7 @@ function holdersLosingFirstAnswer(namespace: Env["QUOTA_HOLDER"]): Env["QUOTA_HO
 
 describe("an isolate's fallback to the key's object after its holder forwarded the request", () => {
   it("does not hand back the stock the key's object granted the holder with it: the minute admits no more than its limit", async () => {
-    const keyId = `review_fallback_${++seq}`;
+    const keyId = `fallback_${++seq}`;
     const policy = policyWith(12, 1_000);
     const leases = new LeaseHolder();
     const holder = env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
@@ -82,7 +82,7 @@ describe("an isolate's fallback to the key's object after its holder forwarded t
 
 describe("the key's object asked again an admission id whose grants were all handed back", () => {
   it("answers it with none of the standing permits it granted then (none is out)", async () => {
-    const keyId = `review_known_${++seq}`;
+    const keyId = `known_id_${++seq}`;
     const policy = policyWith(60, 1_000);
     const object = env.QUOTA.getByName(keyId);
     const grantee = holderName(keyId, "AMS");
