@@ -60,9 +60,9 @@ describe("a location holder whose clock runs ahead of the key's object's", () =>
     };
     await holder.giveBackAtExpiry(calls, sleep);
     expect(handBacksAt.length, "handed back").toBe(1);
-    expect.soft(handBacksAt[0], "by the object's deadline").toBeLessThanOrEqual(
-      M + MINUTE_MS + STRANDED_AFTER_MS,
-    );
+    expect
+      .soft(handBacksAt[0], "by the object's deadline")
+      .toBeLessThanOrEqual(M + MINUTE_MS + STRANDED_AFTER_MS);
     const [day] = (await byObjectClock(() => stub.report(POLICY))).days;
     expect(day, "two requests served, one stock permit unused").toMatchObject({
       admitted: 2,
