@@ -16,7 +16,12 @@ export const CREATE_ADMISSIONS_TABLE = `CREATE TABLE IF NOT EXISTS admissions (
   CREATE INDEX IF NOT EXISTS admissions_by_time ON admissions (decided_at)`;
 
 /** An admission as remembered; `fromStock`: reported from a stock, counted in lease `countedIn`. */
-export type RememberedAdmission = Admission & { fromStock?: true; countedIn?: string };
+export type RememberedAdmission = Admission & {
+  fromStock?: true;
+  countedIn?: string;
+  /** The location holder its lease and standing permits were granted to (absent: an isolate). */
+  grantee?: string | null;
+};
 
 /** Where the windows of `windows` (a decision's) start. */
 function windowsStartOf(windows: WindowStatus[]): { minuteStart: number; dayStart: number } | null {

@@ -129,7 +129,7 @@ export class LocationStock {
     this.#calls.region = region;
     try {
       const calls = this.#calls.to(keyId, policy, admissionId);
-      const { lease: _, ...decision } = await calls.admit({ want: 0, returning: [] });
+      const { lease: _, standing: __, ...decision } = await calls.admit({ want: 0, returning: [] });
       return { reached: true, decision, fromStock: false };
     } catch (err) {
       return this.#noDecision(keyId, err);

@@ -91,9 +91,17 @@ export class QuotaLimiter extends DurableObject<Env> {
     // call hands back is taken back all the same (once: a lease settles once).
     if (known) {
       this.#takeBackNow(request.returning);
-      const { fromStock: _, countedIn: __, ...admission } = known;
-      const lease = known.lease && this.#leases.grantedIn(known.lease.id) ? known.lease : null;
-      return { ...admission, lease, ...this.#standing.stillOut(known.standing) };
+      const { fromStock: _, countedIn: __, grantee: grantedTo, standing, ...admission } = known;
+      // Only to the caller it was granted to: another tier asking the same id (an isolate's
+      // fallback from its holder) gets the decision, not the holder's permits. (Remembered by the
+      // release before, which kept no grantee: to any caller, as that release did.)
+      const theirs = grantedTo === undefined || grantedTo === grantee;
+      const out = theirs && known.lease && this.#leases.grantedIn(known.lease.id);
+      return {
+        ...admission,
+        lease: out ? known.lease : null,
+        ...(theirs ? this.#standing.stillOut(standing) : {}),
+      };
     }
     const effective = this.#policy.adopt(policy);
     const current = this.#takeBack(this.#rolled(now), request.returning, now);
@@ -115,7 +123,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     }
     // In the windows' day, which a clock stepping back does not leave (leases: lease-ledger.ts).
     this.#history.count(decision.outcome, state.dayStart, 1);
-    return this.#answered<Admission>({ ...decision, ...lent }, state, now, id);
+    return this.#answered<Admission>({ ...decision, ...lent }, state, now, id, { grantee });
   }
 
   /**
@@ -137,7 +145,10 @@ export class QuotaLimiter extends DurableObject<Env> {
     const now = clock.now();
     const id = request.renewalId;
     const known = id === undefined ? null : this.#admissions.recall<Renewal>(id);
-    if (known) return { ...known, ...this.#standing.stillOut(known.standing) };
+    if (known) {
+      const { standing, ...renewal } = known;
+      return { ...renewal, ...this.#standing.stillOut(standing) };
+    }
     const effective = this.#policy.adopt(policy);
     let state = this.#takeBack(this.#rolled(now), request.returning, now);
     if (request.used !== undefined) this.#leases.countUsed(request.leaseId, request.used);
@@ -160,10 +171,16 @@ export class QuotaLimiter extends DurableObject<Env> {
     return this.#answered<Renewal>(renewal, lentState, now, id);
   }
 
-  #answered<T extends object>(answer: T, state: UsageState, now: number, id?: string): T {
+  #answered<T extends object>(
+    answer: T,
+    state: UsageState,
+    now: number,
+    id?: string,
+    rememberedWith: object = {},
+  ): T {
     this.#keep(state);
     this.#leases.strandUnreported(now);
-    if (id !== undefined) this.#admissions.remember(id, now, answer);
+    if (id !== undefined) this.#admissions.remember(id, now, { ...answer, ...rememberedWith });
     // A location holder short of a stock only because others hold the bound: they share it.
     const sharing = this.#leases.sharing.take();
     const keyId = this.#keyId;

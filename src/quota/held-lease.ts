@@ -116,8 +116,10 @@ export class HeldLeases {
       this.windows.atContact,
       (taken) => {
         // The day goes down by one, as for any request admitted here (its permit is room at contact).
-        const day = this.windows.admitLocally().find((w) => w.name === "day");
-        const shown = taken.map((w) => (w.name === "day" && day ? day : w));
+        const local = this.windows.admitLocally();
+        const shown = taken.map(
+          (w) => local.find((l) => l.name === w.name && l.resetAt === w.resetAt) ?? w,
+        );
         return this.windows.show(allowed(shown, now, policy.version)).windows;
       },
     );

@@ -23,9 +23,6 @@ export interface LeaseCalls {
 
 export type GiveBackCall = Pick<LeaseCalls, "giveBack" | "giveBackAll">;
 
-/** The first minute's start at or after `t`. */
-const minuteStartFrom = (t: number): number => t + ((MINUTE_MS - (t % MINUTE_MS)) % MINUTE_MS);
-
 /**
  * How a holder (LeaseHolder) hands permits back to the key's object: at a lease's expiry, after a
  * renewal, at the end of its standing permits, or all at once.
@@ -82,7 +79,9 @@ export class LeaseHandBacks extends HeldLeases {
     if (!lease) return this.giveBackRetired(calls);
     // A stock for the minute waits for the next minute's start too: the minute's refill hands it
     // back, if the key was used here, with no call of its own.
-    const due = lease.forTheMinute ? minuteStartFrom(lease.expiresAt) : lease.expiresAt;
+    // (The minute's start nearest its expiry: a clock ahead of the object's puts that after it.)
+    const turn = Math.round(lease.expiresAt / MINUTE_MS) * MINUTE_MS;
+    const due = lease.forTheMinute ? Math.max(lease.expiresAt, turn) : lease.expiresAt;
     await sleep(Math.max(0, due + GIVE_BACK_GRACE_MS - clock.now()));
     if (this.lease !== lease) return this.giveBackRetired(calls);
     // Only once it has really expired (again after any call in flight, which may renew it).

@@ -23,6 +23,7 @@ import {
   type RenewalRequest,
   type SharedStock,
 } from "./lease-messages";
+import { windowsAfterLocalAdmissions } from "./shown-windows";
 import { standingMinutesWanted, standingWanted } from "./standing";
 import type { StandingMemory } from "./standing-stock";
 import type { Policy } from "./windows";
@@ -83,7 +84,10 @@ export class LeaseHolder extends LeaseHandBacks {
       standing: this.standing.held(),
       lastArrival: this.#rate.lastArrival,
       gapMs: this.#rate.gapMs,
-      windows: this.windows.atContact,
+      windows: windowsAfterLocalAdmissions(
+        this.windows.atContact,
+        this.windows.admittedSinceContact,
+      ),
     };
   }
 

@@ -30,9 +30,19 @@ export interface ArmedFault {
   fault: Fault;
 }
 
+/** A call between the tiers: to which tier's object, its method and its arguments. */
+export interface CallMade {
+  tier: Tier;
+  method: string;
+  args: readonly unknown[];
+}
+
 /** A call or an answer held back, released by the model (or when the run heals). */
 export interface Held {
   label: string;
+  /** What is held: the call before it arrives, or its answer on the way back. */
+  part: "call" | "answer";
+  call: CallMade;
   /** Fake time when it was held. */
   heldAt: number;
   release: () => void;
@@ -95,6 +105,8 @@ export class Network {
   readonly sleeping: Sleep[] = [];
   /** Faults that fired, in order (for the counterexample's story). */
   readonly fired: string[] = [];
+  /** The calls lost before they reached their object, in order (a retry is a call of its own). */
+  readonly lostBefore: CallMade[] = [];
   #inFlight = 0;
   /** Calls started or ended (a call that ends may let others go on). */
   #events = 0;
@@ -226,6 +238,7 @@ export class Network {
     this.held.length = 0;
     this.sleeping.length = 0;
     this.fired.length = 0;
+    this.lostBefore.length = 0;
     this.#gates.length = 0;
     this.#atGates = 0;
     this.#offered.clear();
@@ -242,12 +255,19 @@ export class Network {
   }
 
   /** Held (not counted in flight) until the model releases it. */
-  async #heldWhile(label: string): Promise<void> {
+  async #heldWhile(label: string, part: Held["part"], call: CallMade): Promise<void> {
     const generation = this.#generation;
     this.#inFlight--;
     const caller = this.#caller();
     await new Promise<void>((release) =>
-      this.held.push({ label, heldAt: this.#now(), release, caller }),
+      this.held.push({
+        label: `${part} ${label}`,
+        part,
+        call,
+        heldAt: this.#now(),
+        release,
+        caller,
+      }),
     );
     this.#events++;
     if (generation === this.#generation) this.#inFlight++;
@@ -291,14 +311,16 @@ export class Network {
               ? 0
               : (this.latencyOf?.(tier, name, caller) ?? 0);
           if (fault) this.fired.push(`${fault} ${label}`);
+          const made: CallMade = { tier, method: prop, args };
           const deliver = () => Promise.resolve(Reflect.apply(value, target, args));
           return this.#track(label, fault, async (call) => {
             switch (fault) {
               case "loseBefore":
+                this.lostBefore.push(made);
                 throw droppedConnection(label);
               case "holdCall": {
                 call.where = "held before it arrives";
-                await this.#heldWhile(`call ${label}`);
+                await this.#heldWhile(label, "call", made);
                 call.where = "at the callee";
                 return deliver();
               }
@@ -308,7 +330,7 @@ export class Network {
                   (e: unknown) => ({ ok: false as const, e }),
                 );
                 call.where = "its answer held on the way back";
-                await this.#heldWhile(`answer ${label}`);
+                await this.#heldWhile(label, "answer", made);
                 if (!answer.ok) throw answer.e;
                 return answer.v;
               }

@@ -18,6 +18,7 @@ import { holderName, QuotaHolder } from "../../src/objects/quota-holder";
 import type { AdmitResult } from "../../src/objects/quota-holder-client";
 import { QuotaLimiter } from "../../src/objects/quota-limiter";
 import { QuotaLimiterClient } from "../../src/objects/quota-limiter-client";
+import { StandingLedger } from "../../src/objects/standing-ledger";
 import { bindingWindow } from "../../src/quota/headers";
 import { HeldLeases } from "../../src/quota/held-lease";
 import {
@@ -32,6 +33,8 @@ import {
   ADMISSION_CLOCK_TOLERANCE_MS,
   ADMISSION_ID_LIFETIME_MS,
   admissionIdLive,
+  type LeaseRequest,
+  type LeaseReturn,
   newAdmissionId,
   type RenewalRequest,
   type ReturnedLease,
@@ -45,7 +48,7 @@ import { StandingStock } from "../../src/quota/standing-stock";
 import type { KeyDecision, Policy } from "../../src/quota/windows";
 import { alarmOf } from "../helpers";
 import { ADMISSIONS_COUNTED_ONCE, REMAINING_EXACT, WINDOWS_ONLY_MOVE_FORWARD } from "./flags";
-import { type Caller, type Fault, Network, type Tier } from "./network";
+import { type Caller, type CallMade, type Fault, Network, type Tier } from "./network";
 import {
   admitAsPrevious,
   type Deployed,
@@ -166,13 +169,16 @@ export interface QuotaModel {
   /** Permits counted twice by calls that reached the object twice (a duplicate, or lost after it acted and retried). */
   deliveredTwice: number;
   /**
-   * Served requests whose reports may be lost, billed as stranded rather than admitted: what an
-   * evicted location holder had served from the leases it held only in memory (its standing
-   * permits are kept in storage, reports and all), and what an isolate of the previous release
-   * served and never handed back; unbounded once a report is lost on the network (how many it
-   * carried is not measured).
+   * Leases whose report of the requests served from them may never reach the key's object (those
+   * requests are then billed as stranded, not admitted), by lease id: the most requests a report
+   * that may be lost named (`used` counts all served from the lease so far), and the day they are
+   * billed in (`billingDayOfLease`). Noted as an evicted location holder loses the leases it held
+   * in memory only (its standing permits are kept in storage, reports and all), as a call held
+   * past the settling deadline arrives (`reportsCarriedBy`), at the run's end for each hand-back
+   * lost on its way and on its retry, and as an isolate or holder of the previous release loses
+   * its hand-back or never makes it.
    */
-  reportsLostAtMost: number;
+  reportsMayBeLost: Map<string, { dayStart: number; used: number }>;
   /** Isolates that sent a request in each minute window (for the exactness of Remaining). */
   isolatesInMinute: Map<number, Set<number>>;
   /** Locations that sent a request in each minute window (standing permits outlive a minute). */
@@ -259,16 +265,93 @@ const holderLeases = new Map<string, HolderLeasesInMemory>();
 const standingIds = new Set<string>();
 
 /**
- * The requests location holder `name` served from the leases it holds in memory only (its lease
- * in use and those waiting to go back, reported or not: an upper bound of what its eviction may
- * lose), not counting the reports of standing permits waiting to go back: those are kept in its
- * storage until a call carrying them is answered.
+ * The day in which the requests served from each lease (or standing permit) are billed, by id:
+ * the day of its grant by the key's object's windows (the lease row's day, lease-ledger.ts, in
+ * which its settling counts them admitted or stranded). Noted as this release's object grants it
+ * (StandingLedger.lend), and as the previous release's grants are answered (`noteGrantedIn`).
  */
-function servedFromMemoryOf(name: string): number {
+const billingDayOfLease = new Map<string, number>();
+
+/** Notes the day the grants `ids` were made in, unless this release's object noted it already. */
+function noteGrantedIn(ids: readonly string[], dayStart: number): void {
+  for (const id of ids) if (!billingDayOfLease.has(id)) billingDayOfLease.set(id, dayStart);
+}
+
+function billingDayOfLeaseOrThrow(id: string): number {
+  const dayStart = billingDayOfLease.get(id);
+  if (dayStart === undefined) throw new Error(`model: no grant of lease ${id} was seen`);
+  return dayStart;
+}
+
+/** Notes the day of every lease and standing permit this release's key's object grants. */
+function watchGrants(): void {
+  const lend = StandingLedger.prototype.lend;
+  vi.spyOn(StandingLedger.prototype, "lend").mockImplementation(function (
+    this: StandingLedger,
+    ...args: Parameters<StandingLedger["lend"]>
+  ) {
+    const lent = lend.apply(this, args);
+    const ids = [lent.lease, ...(lent.standing ?? [])].flatMap((g) => (g ? [g.id] : []));
+    for (const id of ids) billingDayOfLease.set(id, lent.state.dayStart);
+    return lent;
+  });
+}
+
+/** What a report names of a lease: its id, and the requests served from it so far. */
+type LeaseReport = { id: string; used?: number };
+
+/**
+ * The reports location holder `name` holds in memory only (its lease in use and those waiting to
+ * go back, reported or not: its eviction may lose them), not the reports of standing permits
+ * waiting to go back: those are kept in its storage until a call carrying them is answered.
+ */
+function reportsInMemoryOf(name: string): LeaseReport[] {
   const held = holderLeases.get(name);
-  if (!held) return 0;
+  if (!held) return [];
   const retired = held.unreturned.filter((r) => !standingIds.has(r.id));
-  return (held.lease?.used ?? 0) + retired.reduce((n, r) => n + r.used, 0);
+  return [...(held.lease ? [held.lease] : []), ...retired].map(({ id, used }) => ({ id, used }));
+}
+
+/**
+ * The reports a call to the key's object carries: a hand-back's, a renewal's (the lease in use,
+ * and those it hands back) and the leases a request hands back. None for any other call.
+ */
+function reportsCarriedBy({ tier, method, args }: CallMade): LeaseReport[] {
+  if (tier !== "object") return [];
+  switch (method) {
+    case "returnLease":
+      return [args[0] as ReturnedLease];
+    case "returnLeases":
+      return (args[0] as LeaseReturn).returning;
+    case "renewLease": {
+      const renewal = args[1] as RenewalRequest;
+      return [{ id: renewal.leaseId, used: renewal.used ?? 0 }, ...renewal.returning];
+    }
+    case "admit":
+      return (args[1] as LeaseRequest | undefined)?.returning ?? [];
+    default:
+      return [];
+  }
+}
+
+/**
+ * Notes that `reports` may never reach the key's object: what each names as served from its
+ * lease may be billed as stranded, in the day of the lease's grant.
+ */
+function noteReportsMayBeLost(m: QuotaModel, reports: readonly LeaseReport[]): void {
+  for (const { id, used = 0 } of reports) {
+    if (used <= 0) continue;
+    const most = Math.max(used, m.reportsMayBeLost.get(id)?.used ?? 0);
+    m.reportsMayBeLost.set(id, { dayStart: billingDayOfLeaseOrThrow(id), used: most });
+  }
+}
+
+/** The requests billed in day `dayStart` whose reports may be lost (`reportsMayBeLost`). */
+function servedWithReportsLostIn(m: QuotaModel, dayStart: number): number {
+  let served = 0;
+  for (const lease of m.reportsMayBeLost.values())
+    if (lease.dayStart === dayStart) served += lease.used;
+  return served;
 }
 
 /**
@@ -321,6 +404,7 @@ function watchHolderLeases(): void {
 export function installObjectClocks(net: Network): void {
   holderSkews.clear();
   watchHolderLeases();
+  watchGrants();
   const wrap = <T extends object>(proto: T, skewOf: (self: T) => number, tier: Tier) => {
     for (const name of Object.getOwnPropertyNames(proto)) {
       if (name === "constructor") continue;
@@ -371,12 +455,10 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
         });
       }
     net.onRelease = (held) => {
-      // A lease's report held past its settling deadline: what it served is billed as stranded.
-      if (
-        /\.(returnLeases?|renewLease|giveBack)$/.test(held.label) &&
-        time.now - held.heldAt >= STRANDED_AFTER_MS
-      )
-        model.reportsLostAtMost = Number.POSITIVE_INFINITY;
+      // A call held past the settling deadline may find its leases settled as stranded: what its
+      // reports name as served may be billed as stranded.
+      if (held.part === "call" && time.now - held.heldAt >= STRANDED_AFTER_MS)
+        noteReportsMayBeLost(model, reportsCarriedBy(held.call));
     };
     const model: QuotaModel = {
       trueNow: start,
@@ -391,7 +473,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       unreached: 0,
       unreachedIdsMadeAt: [],
       deliveredTwice: 0,
-      reportsLostAtMost: 0,
+      reportsMayBeLost: new Map(),
       isolatesInMinute: new Map(),
       locationsInMinute: new Map(),
       disturbed: false,
@@ -682,18 +764,19 @@ export async function settleAndBill(m: QuotaModel, r: QuotaReal) {
   const { usage, days } = await object.report();
   const twice = ADMISSIONS_COUNTED_ONCE ? 0 : m.deliveredTwice;
   for (const day of days) {
-    const served = m.servedInDay.of(Date.parse(`${day.day}T00:00:00Z`));
+    const dayStart = Date.parse(`${day.day}T00:00:00Z`);
+    const served = m.servedInDay.of(dayStart);
     // Billed as admitted: never more than served (a request whose answer never came back may
     // have been counted, and the Worker failed open for it).
     if (day.admitted > served + m.unreached + twice)
       violation(m, `day ${day.day}: billed ${day.admitted} admitted, served ${served}`);
-    // Served and not billed: only what may have gone with reports lost (reportsLostAtMost: an
-    // evicted holder's in-memory leases, measured at each eviction). Allowed in every day: the
-    // run's total, not split by the day it was served in.
-    if (day.admitted + m.reportsLostAtMost < served)
+    // Served and not billed: only what may have gone with reports lost (reportsMayBeLost), of
+    // the leases granted in this day.
+    const lost = servedWithReportsLostIn(m, dayStart);
+    if (day.admitted + lost < served)
       violation(
         m,
-        `day ${day.day}: billed ${day.admitted} admitted < served ${served} (at most ${m.reportsLostAtMost} of them with reports lost)`,
+        `day ${day.day}: billed ${day.admitted} admitted < served ${served} (at most ${lost} of them with reports that may be lost)`,
       );
     if (day.admitted + day.stranded < served)
       violation(
@@ -728,10 +811,24 @@ async function handBackAndSettle(m: QuotaModel, r: QuotaReal): Promise<void> {
   const backgroundEnds = Math.max(BACKGROUND_ENDS_WITHIN_MS, STANDING_BACKGROUND_ENDS_WITHIN_MS);
   await passTime(m, r, backgroundEnds + MINUTE_MS);
   await r.net.settle();
-  // A hand-back lost on its way (and on its retry) waits for the holder's next call; with none
+  // A hand-back lost on its way and on its retry waits for the holder's next call; with none
   // within STRANDED_AFTER_MS of the lease's expiry, what it served is billed as stranded.
-  if (r.net.fired.some((f) => f.startsWith("loseBefore") && /\.returnLeases?$/.test(f)))
-    m.reportsLostAtMost = Number.POSITIVE_INFINITY;
+  noteReportsMayBeLost(m, handBacksLostWithTheirRetry(r.net.lostBefore));
+}
+
+/**
+ * The reports of the hand-backs (`returnLease`, `returnLeases`) in `lost` that were lost with
+ * their retry: each report lost twice (a hand-back is retried once with the same message). Lost
+ * once, the retry brings it.
+ */
+function handBacksLostWithTheirRetry(lost: readonly CallMade[]): LeaseReport[] {
+  const handBacks = lost.filter((call) => /^returnLeases?$/.test(call.method));
+  const reports = handBacks.flatMap(reportsCarriedBy);
+  const keyOf = ({ id, used = 0 }: LeaseReport) => `${id} ${used}`;
+  const timesLost = new Map<string, number>();
+  for (const report of reports)
+    timesLost.set(keyOf(report), (timesLost.get(keyOf(report)) ?? 0) + 1);
+  return reports.filter((report) => (timesLost.get(keyOf(report)) ?? 0) >= 2);
 }
 
 function advance(m: QuotaModel, time: { now: number }, ms: number): void {
@@ -973,6 +1070,7 @@ class PreviousReleaseLease extends Step {
     const lease = decided?.lease;
     const decision = decided?.decisions[0];
     if (!lease || !decision || m.violations.length) return;
+    noteGrantedIn([lease.id], windowStarts(decision).dayStart);
     const used = Math.min(this.use, lease.permits);
     for (let i = 0; i < used; i++) served(m, decision, `request of ${who} served from its lease`);
     const returned: PreviousReturnedLease = { id: lease.id, unused: lease.permits - used, used };
@@ -1094,9 +1192,8 @@ async function previousHandBack(
   { batched, fault }: { batched: boolean; fault: PreviousCallFault | "never" },
 ): Promise<void> {
   if (returning.length === 0) return;
-  const usedIn = (leases: PreviousReturnedLease[]) => leases.reduce((n, x) => n + (x.used ?? 0), 0);
   if (fault === "never") {
-    m.reportsLostAtMost += usedIn(returning);
+    noteReportsMayBeLost(m, returning);
     return;
   }
   const calls: PreviousReturnedLease[][] =
@@ -1123,8 +1220,8 @@ async function previousHandBack(
     const answered = await deliver(fault);
     // Lost (before or after it acted): retried once with the same message.
     if (answered === null && (fault === "loseBefore" || fault === "loseAfter")) {
-      if ((await deliver("none")) === null) m.reportsLostAtMost += usedIn(call);
-    } else if (answered === null) m.reportsLostAtMost += usedIn(call);
+      if ((await deliver("none")) === null) noteReportsMayBeLost(m, call);
+    } else if (answered === null) noteReportsMayBeLost(m, call);
   }
 }
 
@@ -1162,7 +1259,8 @@ class PreviousReleaseRenewal extends Step {
     const decision = decided?.decisions[0];
     const policy = decided?.opened.policy;
     if (!granted || !decision || !policy || m.violations.length) return;
-    const { minuteStart } = windowStarts(decision);
+    const { minuteStart, dayStart } = windowStarts(decision);
+    noteGrantedIn([granted.id], dayStart);
     const lease: PreviousHeld = {
       id: granted.id,
       left: granted.permits,
@@ -1202,6 +1300,7 @@ class PreviousReleaseRenewal extends Step {
         (stub) => stub.renewLease(policy, request as RenewalRequest) as Promise<PreviousRenewal>,
       );
       if (m.violations.length) return;
+      if (answer?.granted) noteGrantedIn([answer.granted.id], windowStarts(answer).dayStart);
       // Its `renewed`: a newer policy or a revocation ends the lease; a grant extends the lease
       // in use, or replaces it (a lease of an earlier minute), or goes back.
       if (answer && (answer.revoked || answer.policyVersion > lease.policyVersion)) {
@@ -1355,6 +1454,8 @@ class PreviousReleaseStanding extends Step {
       );
     }
     if (!answer || m.violations.length) return;
+    const grants = [answer.granted, ...(answer.standing ?? [])].flatMap((g) => (g ? [g.id] : []));
+    noteGrantedIn(grants, windowStarts(answer).dayStart);
     const unreturned: PreviousReturnedLease[] = [];
     const held: PreviousHeld[] = [];
     // Its refilled / keepStanding: a newer policy or a revocation keeps nothing.
@@ -1736,11 +1837,11 @@ class Evict extends Step {
     if (r.net.cannotEvict("holder", name)) return;
     // What it served from the leases it held in memory only may be lost with it: billed as
     // stranded, not admitted.
-    const inMemory = servedFromMemoryOf(name);
+    const inMemory = reportsInMemoryOf(name);
     await r.net.evict("holder", name);
     holderLeases.delete(name);
     r.alarms.of.add(name);
-    m.reportsLostAtMost += inMemory;
+    noteReportsMayBeLost(m, inMemory);
   }
 }
 

@@ -1,0 +1,57 @@
+// X-RateLimit-Remaining for a sparse key whose location holder is evicted between its requests
+// (a key calling every 5 minutes: each request finds it evicted and is answered from the standing
+// permits it kept in storage). In one location, one request at a time, every window shown goes
+// down by exactly one per admitted request (docs/quotas.md, "How exact X-RateLimit-Remaining is").
+import { evictDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { MINUTE_MS } from "../src/lib/clock";
+import { type HolderAnswer, holderName } from "../src/objects/quota-holder";
+import { rateLimitHeaders } from "../src/quota/headers";
+import { backgroundWork } from "./background-work";
+import { mockClock, policyWith, T0 } from "./helpers";
+
+// The day binds (fewer left than the minute's 60): X-RateLimit-* show the day window.
+const POLICY = policyWith(60, 50);
+let seq = 0;
+
+describe("X-RateLimit-Remaining of a sparse key whose holder is evicted between its requests", () => {
+  const time = mockClock(T0);
+  const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
+  const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
+
+  async function evictHolder(keyId: string) {
+    await holderOf(keyId).unusedPermits();
+    await evictDurableObject(uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS")));
+    forgetSleeps();
+  }
+
+  const remainingShown = (a: HolderAnswer) =>
+    a.reached ? Number(rateLimitHeaders(a.decision)["X-RateLimit-Remaining"]) : undefined;
+
+  it("goes down by one at each request answered from the kept standing permits", async () => {
+    const keyId = `evicted_${++seq}`;
+    const holder = holderOf(keyId);
+    const start = T0 + 45_000;
+    await passTo(start);
+    const first = await holder.admit(keyId, POLICY);
+    expect(first.reached && first.decision.outcome).toBe("allowed");
+    await passTo(start + 30_000); // the next minute's refill: standing permits
+    const shown: (number | undefined)[] = [remainingShown(first)];
+    for (let i = 1; i <= 3; i++) {
+      await evictHolder(keyId);
+      await passTo(start + i * 5 * MINUTE_MS);
+      const a = await holder.admit(keyId, POLICY);
+      expect(a.reached && a.fromStock && a.decision.outcome, "from a kept permit").toBe("allowed");
+      shown.push(remainingShown(a));
+      await passTime();
+    }
+    const [firstShown = 0] = shown;
+    expect(shown, "one less per request admitted").toEqual([
+      firstShown,
+      firstShown - 1,
+      firstShown - 2,
+      firstShown - 3,
+    ]);
+  });
+});
