@@ -53,6 +53,7 @@ test("the listener counts what the CLI sends (a well-formed command reaches it)"
 });
 
 test("two ids, an id given both ways, or an extra argument: exit 2, one line, nothing sent", async () => {
+  /** @type {[string[], RegExp][]} */
   const mistakes = [
     [["disable", A, B], /^Unexpected argument: key_B{20}\.$/],
     [["get", A, "extra-arg"], /^Unexpected argument: extra-arg\.$/],
@@ -77,9 +78,9 @@ test("two ids, an id given both ways, or an extra argument: exit 2, one line, no
   ];
   for (const [args, message] of mistakes) {
     received.length = 0;
-    const got = await keys(.../** @type {string[]} */ (args), "--url", url);
+    const got = await keys(...args, "--url", url);
     assert.equal(got.code, 2, `${args.join(" ")}: ${got.stderr}`);
-    assert.match(got.stderr.split("\n")[0], /** @type {RegExp} */ (message), args.join(" "));
+    assert.match(got.stderr.split("\n")[0], message, args.join(" "));
     assert.deepEqual(received, [], `${args.join(" ")} sent a request`);
   }
 });
