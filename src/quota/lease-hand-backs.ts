@@ -2,7 +2,7 @@ import { clock, MINUTE_MS } from "../lib/clock";
 import { CallsInFlight } from "./call-coordination";
 import { HeldLeases } from "./held-lease";
 import { GIVE_BACK_GRACE_MS } from "./lease";
-import type { HolderDecision } from "./lease-in-hand";
+import { type HolderDecision, returnOf } from "./lease-in-hand";
 import type {
   Admission,
   LeaseRequest,
@@ -89,9 +89,21 @@ export class LeaseHandBacks extends HeldLeases {
     if (!expired()) return;
     await this.calls.leaseCallsSettled();
     if (!expired()) return;
-    // Granted with standing permits: it goes back with the next call or with them.
-    if (lease.withStanding && this.standing.lastUntil > clock.now()) this.putLeaseAside();
+    // Granted with standing permits: it goes back with the next call or with them, and is kept
+    // with them across an eviction (their alarm hands it back): the key's object waits for it as
+    // long as for them, and would otherwise strand it only after their last minute.
+    if (lease.withStanding && this.standing.lastUntil > clock.now()) this.#putAsideWithStanding();
     else await this.giveBackUnused(calls);
+  }
+
+  /** Puts the lease in use aside to go back with the standing permits (StandingStock.keepWaiting). */
+  #putAsideWithStanding(): void {
+    const lease = this.lease;
+    if (!lease) return;
+    const report = returnOf(lease);
+    this.keepToReturn(report);
+    this.standing.keepWaiting(report, lease.expiresAt, lease.policyVersion);
+    this.lease = null;
   }
 
   /**

@@ -94,6 +94,27 @@ export class StandingStock {
   }
 
   /**
+   * Holds `report`, of a lease waiting to go back with these permits (a location holder's stock
+   * granted with them, its minute over, `until` by this holder's clock), as a permit reported:
+   * kept across an eviction with them, so the hand-back at their end carries it, with the
+   * requests it served, rather than the key's object stranding it.
+   */
+  keepWaiting(report: ReturnedLease, until: number, policyVersion: number): void {
+    this.#held.push({
+      id: report.id,
+      left: 0,
+      used: report.used,
+      from: until,
+      until,
+      minuteStart: until - MINUTE_MS,
+      policyVersion,
+      admissionIds: [...(report.admissionIds ?? [])],
+      reported: true,
+    });
+    this.onChange?.();
+  }
+
+  /**
    * Takes a permit of the minute at `now` granted under `policyVersion`: the windows to show for
    * it, from those of the last contact `atContact` (as `show` makes them, kept with
    * `admissionId`), or null when none is usable.
