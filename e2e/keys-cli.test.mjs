@@ -237,6 +237,40 @@ test("a table for a person (--table, as on a terminal), JSON for a script (--jso
   assert.equal((await keys("get", created.id, "--json", "--table")).code, 2);
 });
 
+test("a table with a next page says so on stderr (More: --cursor …), as the CSV does", async () => {
+  for (const n of [1, 2, 3]) await keysJson("create", "--name", `cli-pages-${n}`, "--plan", "free");
+  for (const n of [1, 2])
+    await keysJson(
+      "webhook-create",
+      `https://hooks.example.com/pages-${n}`,
+      "--events",
+      "key.banned",
+      "--owner",
+      "acct-pages",
+    );
+  const today = new Date().toISOString().slice(0, 10);
+  const paged = [
+    ["list", "--q", "cli-pages-", "--limit", "2"],
+    ["audit", "--limit", "1"],
+    ["usage-day", "--day", today, "--limit", "1"],
+    ["webhook-list", "--owner", "acct-pages", "--limit", "1"],
+  ];
+  for (const args of paged) {
+    const { nextCursor } = await keysJson(...args);
+    assert.ok(nextCursor, `${args.join(" ")}: a next page`);
+    const table = await keys(...args, "--table");
+    assert.equal(table.code, 0, table.stderr);
+    assert.ok(
+      table.stderr.split("\n").includes(`More: --cursor ${nextCursor}`),
+      `${args.join(" ")}: ${table.stderr}`,
+    );
+  }
+  const lastPage = await keysJson("list", "--q", "cli-pages-", "--limit", "3");
+  assert.equal(lastPage.nextCursor, null);
+  const lastTable = await keys("list", "--q", "cli-pages-", "--limit", "3", "--table");
+  assert.doesNotMatch(lastTable.stderr, /More:/);
+});
+
 test("webhook endpoints: create (secret once), list by owner, get, update, disable, enable, roll, delete", async () => {
   const created = await keys(
     "webhook-create",

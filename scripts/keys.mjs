@@ -53,8 +53,9 @@ not both ways); a command takes one id at most.
 REGION: where the key's quota object is created, a Durable Object location hint (weur, enam,
 apac, …; a wrong one is refused with the list).
 Output: a table on a terminal; JSON when piped or with --json (for scripts); --table forces the
-table. Errors go to stderr, and the exit code is 1 (2 for a usage error: an unknown option, an
-argument the command does not take, a URL that is not http(s)://host[:port]).
+table; a table or CSV with a next page ends with "More: --cursor C" on stderr. Errors go to
+stderr, and the exit code is 1 (2 for a usage error: an unknown option, an argument the command
+does not take, a URL that is not http(s)://host[:port]).
 Options: --url URL (http(s)://host[:port]; default $ANIMAL_STORE_URL or http://localhost:8787)
          --token TOKEN (default $ADMIN_TOKEN, else ADMIN_TOKEN from .dev.vars)
          --json, --table, --help`;
@@ -416,7 +417,11 @@ if (asOf)
   console.error(
     `${values.day} is not over: these totals are the day so far, as of ${asOf.slice(11, 16)} UTC.`,
   );
-const nextCursor = res.headers.get("Next-Cursor");
+// A next page, said beside the rows: the CSV's Next-Cursor header, or a table's nextCursor (which
+// JSON for a script carries in its body).
+const nextCursor =
+  res.headers.get("Next-Cursor") ??
+  (asTable && !values.csv ? /** @type {{ nextCursor?: unknown }} */ (parsed)?.nextCursor : null);
 if (res.ok && nextCursor) console.error(`More: --cursor ${nextCursor}`);
 if (res.ok && (command === "create" || command === "roll"))
   console.error("\nStore the key now: it is shown only once.");

@@ -38,13 +38,18 @@ describe("API response headers: caching and browser hardening on every kind of a
     expectApiHeaders(head, "private, no-cache", "HEAD");
   });
 
-  it("400, 401, 404 (in /v1 and outside), 405, 413, 415", async () => {
+  it("400, 401, 404 (in /v1, outside, under the console's pages), 405, 413, 415", async () => {
     const { key } = await issueKey();
     const cases: Array<[string, Promise<Response>, number]> = [
       ["400", call("/v1/pets?limit=0", { headers: auth(key) }), 400],
       ["401", call("/v1/pets"), 401],
       ["404 /v1", call("/v1/nope", { headers: auth(key) }), 404],
       ["404 outside", call("/nope"), 404],
+      ["404 under the console", call("/admin/nope"), 404],
+      // A console page's route that names no page answers the API's 404, with the API's headers.
+      ["404 a console key page's path", call("/admin/keys/nope"), 404],
+      ["404 a console webhook page's path", call("/admin/webhooks/whe_nope"), 404],
+      ["405 a console page's path", call("/admin/keys", { method: "POST" }), 405],
       ["405", call("/v1/pets", { method: "DELETE", headers: auth(key) }), 405],
       ["413", postJson("/v1/pets", { name: "x".repeat(20_000), categoryId: 1 }, auth(key)), 413],
       ["415", call("/v1/pets", { method: "POST", headers: auth(key), body: "x" }), 415],

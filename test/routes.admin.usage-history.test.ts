@@ -171,6 +171,34 @@ describe("GET /admin/v1/keys/{id}/usage", () => {
   });
 
   it.each([
+    ["text/csv", "csv"],
+    ["text/csv, application/json", "csv"],
+    ["application/json, text/csv", "csv"],
+    ["text/csv;q=0.5, application/json;q=0.5", "csv"],
+    ["text/csv;q=0, application/json", "json"],
+    ["text/csv;q=0", "json"],
+    ["application/json, text/csv;q=0.9", "json"],
+    ["text/csv;q=0.4, */*;q=0.5", "json"],
+    ["application/json;q=0.1, text/csv;q=0.2", "csv"],
+    ["text/*", "json"],
+    ["*/*", "json"],
+  ])("Accept: %s → %s, as RFC 9110 ranks it (both usage listings)", async (accept, answered) => {
+    fixClock(START_A + 3600_000);
+    const { id } = await issueKey("pro");
+    for (const path of [
+      `/admin/v1/keys/${id}/usage?from=${DAY_A}&to=${DAY_A}`,
+      `/admin/v1/usage?day=${DAY_A}&limit=1`,
+    ]) {
+      const res = await call(path, { headers: { ...ADMIN, Accept: accept } });
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("Content-Type"), `${path} ${accept}`).toMatch(
+        answered === "csv" ? /^text\/csv/ : /^application\/json/,
+      );
+      await res.arrayBuffer();
+    }
+  });
+
+  it.each([
     ["a reversed range", "?from=2031-03-14&to=2031-03-13", "from"],
     ["more than 400 days", "?from=2030-01-01&to=2031-03-14", "400"],
     ["a malformed date", "?from=2031-3-14&to=2031-03-14", "from"],

@@ -1,3 +1,4 @@
+import { prefersNamedMediaType } from "./accept";
 import type { ErrorCode } from "./errors";
 
 /** The media type of an RFC 9457 problem details body. */
@@ -44,52 +45,6 @@ export interface ProblemBody {
 export const problemTypeUri = (publicOrigin: string, code: ErrorCode) =>
   `${publicOrigin}${PROBLEM_TYPE_PATH}${code}`;
 
-interface MediaRange {
-  type: string;
-  subtype: string;
-  q: number;
-}
-
-/** The media ranges of an Accept header, lower-cased; a range with an unreadable q is dropped. */
-function mediaRanges(accept: string): MediaRange[] {
-  const ranges: MediaRange[] = [];
-  for (const part of accept.split(",")) {
-    const [range, ...params] = part.split(";").map((s) => s.trim().toLowerCase());
-    const [type, subtype, extra] = (range ?? "").split("/");
-    if (!type || !subtype || extra !== undefined) continue;
-    let q = 1;
-    const qParam = params.find((p) => /^q\s*=/.test(p));
-    if (qParam !== undefined) {
-      const value = qParam.replace(/^q\s*=\s*/, "");
-      // RFC 9110 §12.4.2: 0, 1 or a decimal fraction of at most three digits.
-      if (!/^(0(\.\d{0,3})?|1(\.0{0,3})?)$/.test(value)) continue;
-      q = Number(value);
-    }
-    ranges.push({ type, subtype, q });
-  }
-  return ranges;
-}
-
-/**
- * The q the ranges give `type/subtype`, from the most specific range that matches it (RFC 9110
- * §12.5.1), with whether that range named it exactly; q 0 when none matches.
- */
-function qualityOf(ranges: MediaRange[], type: string, subtype: string) {
-  let best: { q: number; specificity: number } = { q: 0, specificity: -1 };
-  for (const r of ranges) {
-    const specificity =
-      r.type === type && r.subtype === subtype
-        ? 2
-        : r.type === type && r.subtype === "*"
-          ? 1
-          : r.type === "*" && r.subtype === "*"
-            ? 0
-            : -1;
-    if (specificity > best.specificity) best = { q: r.q, specificity };
-  }
-  return { q: best.q, exact: best.specificity === 2 };
-}
-
 /**
  * Whether an error answer to a request with this Accept header should be problem details rather
  * than the default `{code, message, status}`: only when the client names
@@ -98,9 +53,5 @@ function qualityOf(ranges: MediaRange[], type: string, subtype: string) {
  * keeps the default.
  */
 export function prefersProblemJson(accept: string | undefined): boolean {
-  if (!accept) return false;
-  const ranges = mediaRanges(accept);
-  const problem = qualityOf(ranges, "application", "problem+json");
-  const json = qualityOf(ranges, "application", "json");
-  return problem.exact && problem.q > 0 && problem.q >= json.q;
+  return prefersNamedMediaType(accept, { named: PROBLEM_JSON, over: "application/json" });
 }

@@ -41,15 +41,18 @@ function addVary(headers: Headers, token: string): void {
  * Security and caching headers on every API answer, errors and 304s included (REST security
  * guidance): `Cache-Control` (see cacheControlFor), `X-Content-Type-Options: nosniff`,
  * `Vary: Authorization` (the answer depends on the key) and a CSP that forbids framing. The
- * routes for a `page` audience (the /docs page, the operator console) are left to set their own;
- * a path with no route (a 404) is answered as an API error.
+ * routes for a `page` audience (the /docs page, the operator console) are left to set their own
+ * on the pages they serve; any other answer, on a page's path (a 404 for an id that names no
+ * page) or on no route's, is answered as an API error.
  */
 export const apiResponseHeaders =
   ({ routes }: { routes: RouteTable }): MiddlewareHandler =>
   async (c, next) => {
     await next();
     const audience = routes.find(c.req.path)?.audience;
-    if (audience === "page") return;
+    // A page sets its own headers (its CSP allows its script and styles); any other answer on a
+    // page's path (a 404 for an id that names no page, a 405, an error) is an API error.
+    if (audience === "page" && c.res.headers.has("Content-Security-Policy")) return;
     const headers = c.res.headers;
     headers.set("Cache-Control", cacheControlFor(c.req.method, audience, c.res.status));
     headers.set("X-Content-Type-Options", "nosniff");

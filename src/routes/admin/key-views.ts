@@ -1,6 +1,7 @@
 import type { z } from "@hono/zod-openapi";
 import type { FieldChanges, StoredAuditEntry } from "../../db/audit";
 import { type KeyRecord, keyStatus } from "../../db/keys";
+import { prefersNamedMediaType } from "../../lib/accept";
 import { isoTime } from "../../lib/clock";
 import { signedTag, TAG_BYTES, verifyTagUnderAny } from "../../lib/crypto";
 import { fromBase64Url, toBase64Url } from "../../lib/encoding";
@@ -113,9 +114,12 @@ export function toCsv(columns: string[], rows: unknown[][]): string {
   return `${[columns, ...rows].map((r) => r.map(csvField).join(",")).join("\r\n")}\r\n`;
 }
 
-/** Whether the client asked for CSV rather than JSON. */
+/**
+ * Whether the client asked for CSV rather than JSON: `text/csv` named with a q above 0 and at
+ * least JSON's (`text/csv;q=0` or `application/json, text/csv;q=0.9` is JSON).
+ */
 export function wantsCsv(accept: string | undefined): boolean {
-  return /(^|,)\s*text\/csv\b/i.test(accept ?? "");
+  return prefersNamedMediaType(accept, { named: "text/csv", over: "application/json" });
 }
 
 /**
