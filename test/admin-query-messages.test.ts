@@ -3,7 +3,7 @@
 // 400 as any cursor the API did not issue, and an over-long ownerId filter says its limit.
 import { describe, expect, it } from "vitest";
 import { invalidCursor } from "../src/lib/errors";
-import { ADMIN, call, expectError } from "./helpers";
+import { ADMIN, call, expectError, fixClock } from "./helpers";
 
 const TOO_LONG = "A".repeat(201);
 const UNKNOWN_ENDPOINT = "whe_AAAAAAAAAAAAAAAAAAAA";
@@ -30,6 +30,44 @@ describe("operator query parameters past their length", () => {
       expect(body.message).toBe("ownerId: must be at most 200 characters");
     },
   );
+});
+
+describe("empty filters", () => {
+  it.each([
+    ["/admin/v1/keys?ownerId=", "ownerId"],
+    ["/admin/v1/webhooks?ownerId=", "ownerId"],
+    ["/admin/v1/keys?q=", "q"],
+    ["/admin/v1/audit?actor=", "actor"],
+  ])("GET %s → 400 naming the parameter (an owner id is 1–200 characters)", async (path, name) => {
+    const body = await expectError(await call(path, { headers: ADMIN }), 400, "invalid_request");
+    expect(body.message).toBe(`${name}: must not be empty`);
+  });
+});
+
+describe("the audit trail's days after today", () => {
+  // 12:00 on 2031-07-09 (UTC).
+  const NOW = Date.UTC(2031, 6, 9, 12);
+
+  it.each([
+    ["tomorrow", "2031-07-10"],
+    ["a year on", "2032-07-09"],
+  ])("from %s → 400 naming from and today, as the usage reads do", async (_, day) => {
+    fixClock(NOW);
+    const res = await call(`/admin/v1/audit?from=${day}`, { headers: ADMIN });
+    const body = await expectError(res, 400, "invalid_request");
+    expect(body.message).toBe(
+      `from: must not be after today (${day} > 2031-07-09, the current UTC day).`,
+    );
+  });
+
+  it("from today, and a range that ends after today, are answered", async () => {
+    fixClock(NOW);
+    for (const query of ["from=2031-07-09", "from=2031-07-01&to=2031-08-01", "to=2032-01-01"]) {
+      const res = await call(`/admin/v1/audit?${query}`, { headers: ADMIN });
+      expect(res.status, query).toBe(200);
+      await res.arrayBuffer();
+    }
+  });
 });
 
 describe("days that are not dates", () => {

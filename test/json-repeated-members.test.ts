@@ -3,6 +3,7 @@
 // proxy's, a firewall's, a log reader's) the first, so they would disagree with the store about
 // what was sent. A name spelled with escapes is the name it means.
 import { describe, expect, it } from "vitest";
+import { MAX_SHOWN_PATH_SEGMENTS } from "../src/lib/errors";
 import { firstRepeatedMember } from "../src/middleware/json-body";
 import { ADMIN, auth, call, expectError, issueKey, petCount } from "./helpers";
 import { createEndpoint } from "./webhook-fixtures";
@@ -153,6 +154,20 @@ describe("a member name given twice → 400 naming it, nothing done, on every JS
     };
     expect(read.enabled).toBe(true);
     expect(read.previousSecretExpiresAt).toBeNull();
+  });
+
+  it("deep inside: the path is shown up to its first segments, then …; a shallow one whole", async () => {
+    const { key } = await issueKey();
+    const deep = `{"x":${"[".repeat(7000)}{"a":1,"a":2}${"]".repeat(7000)}}`;
+    const refused = await send("POST", "/v1/pets", deep, auth(key));
+    expect((await expectError(refused, 400, "invalid_request")).message).toBe(
+      repeated(`x.${"0.".repeat(MAX_SHOWN_PATH_SEGMENTS - 1)}…`, "a"),
+    );
+    const atTheCap = `{"x":${"[".repeat(MAX_SHOWN_PATH_SEGMENTS - 1)}{"a":1,"a":2}${"]".repeat(MAX_SHOWN_PATH_SEGMENTS - 1)}}`;
+    const whole = await send("POST", "/v1/pets", atTheCap, auth(key));
+    expect((await expectError(whole, 400, "invalid_request")).message).toBe(
+      repeated(`x${".0".repeat(MAX_SHOWN_PATH_SEGMENTS - 1)}`, "a"),
+    );
   });
 
   it("malformed JSON that also repeats a name is refused as malformed, as before", async () => {

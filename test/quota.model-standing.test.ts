@@ -373,3 +373,28 @@ describe("answers lost after the key's object acted in the quota model", () => {
     expect(ran.model.unreached, "requests whose decision never came back").toBe(1);
   });
 });
+
+describe("X-RateLimit-Remaining across a holder's eviction in the quota model", () => {
+  // A key calling once a minute in one location holds standing permits; its holder is evicted
+  // between minutes, and the next minute's requests come one at a time: the first forwarded (the
+  // permit held again is not usable in its minute's first second) and granted a stock of 2, the
+  // second and third from that stock, the fourth from the minute's standing permit. Remaining
+  // goes down by one at each, the permits the eviction lost unused counted as used (they are,
+  // stranded), as for a holder never evicted. With the standing permit showing its minute
+  // without the requests before it: "Remaining 57, truth 56 (one location)"; the model skipped
+  // the check after any eviction before.
+  it("stays exact for a key used in one location after its holder's eviction", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(FREE_PLAN, [
+      new OneAtATime(0, 2, 60_000),
+      new Advance("minuteEnd", 30_000),
+      new Evict("holder", 0),
+      new Advance("minuteEnd", 500),
+      new OneAtATime(0, 2, 1_000),
+      new Advance("ms", 37_500),
+      new OneAtATime(0, 2, 5_000),
+    ]);
+    expect(violations).toEqual([]);
+  });
+});

@@ -51,3 +51,19 @@ export const NOT_A_CURSOR =
 export function invalidCursor(): ApiError {
   return new ApiError("invalid_request", `cursor: ${NOT_A_CURSOR}`);
 }
+
+/**
+ * The most segments of a field's path an error message shows: a body nested thousands deep
+ * would otherwise be named by a path of that many segments (kilobytes of `x.0.0.0…`). More than
+ * any path a valid request has (`meta` nests at most 8 levels).
+ */
+export const MAX_SHOWN_PATH_SEGMENTS = 10;
+
+/**
+ * A field's path as an error message names it (`limits.perMinute`, `meta.tags.0`): its segments
+ * joined by dots, up to MAX_SHOWN_PATH_SEGMENTS of them, then `…` for the rest.
+ */
+export function shownPath(path: readonly PropertyKey[]): string {
+  const shown = path.slice(0, MAX_SHOWN_PATH_SEGMENTS).map(String).join(".");
+  return path.length > MAX_SHOWN_PATH_SEGMENTS ? `${shown}.…` : shown;
+}

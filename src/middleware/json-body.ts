@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { ApiError } from "../lib/errors";
+import { ApiError, shownPath } from "../lib/errors";
 import { errorResponse } from "./error-handler";
 
 const MAX_BODY_BYTES = 16 * 1024;
@@ -152,7 +152,7 @@ const requireUtf8: MiddlewareHandler = async (c, next) => {
   }
   const repeated = firstRepeatedMember(text);
   if (repeated && isJson(text)) {
-    const where = repeated.path.length ? repeated.path.join(".") : "body";
+    const where = repeated.path.length ? shownPath(repeated.path) : "body";
     throw new ApiError(
       "invalid_request",
       `${where}: member ${JSON.stringify(repeated.name)} is given more than once (each member name once).`,

@@ -1,6 +1,6 @@
 import type { z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { ApiError } from "../lib/errors";
+import { ApiError, shownPath } from "../lib/errors";
 import { errorResponse } from "./error-handler";
 
 const TARGET_NAMES: Record<string, string> = {
@@ -33,11 +33,11 @@ function describeIssues(error: z.ZodError, target: string, c: Context): string {
   return error.issues
     .map((issue) => {
       if (issue.code === "unrecognized_keys") {
-        const where = issue.path.length ? ` in ${issue.path.join(".")}` : "";
+        const where = issue.path.length ? ` in ${shownPath(issue.path)}` : "";
         const what = target === "query" ? "query parameter" : "field";
         return `unknown ${what}${issue.keys.length > 1 ? "s" : ""}${where}: ${issue.keys.join(", ")}`;
       }
-      const field = issue.path.length ? issue.path.join(".") : (TARGET_NAMES[target] ?? target);
+      const field = issue.path.length ? shownPath(issue.path) : (TARGET_NAMES[target] ?? target);
       const shape =
         target === "query" && issue.path.length === 1
           ? describeQueryShape(c, String(issue.path[0]), issue)

@@ -34,7 +34,6 @@ export const AuditQuerySchema = z.strictObject({
       description: "Only entries about this webhook endpoint (also once deleted); not with keyId",
     }),
   actor: nameFilter()
-    .min(1, "must not be empty")
     .optional()
     .openapi({ description: "Only entries by this actor (an admin token's name, or system)" }),
   action: z

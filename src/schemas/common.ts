@@ -174,9 +174,15 @@ export function pageLimit(description: string) {
  */
 export const NoQuerySchema = z.strictObject({});
 
-/** A list filter by an owner, an actor or a name's start: up to a name's length, so any fits. */
+/**
+ * A list filter by an owner, an actor or a name's start: up to a name's length, so any fits, and
+ * not empty (`ownerId=` matches no owner: a filter left blank is left out, not sent empty).
+ */
 export const nameFilter = () =>
-  z.string().max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`);
+  z
+    .string()
+    .min(1, "must not be empty")
+    .max(MAX_NAME_LENGTH, `must be at most ${MAX_NAME_LENGTH} characters`);
 
 /** The operator API's opaque page cursor: the `nextCursor` of the previous page. */
 export const adminPageCursor = z

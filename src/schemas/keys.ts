@@ -289,7 +289,6 @@ export const ListKeysQuerySchema = z.strictObject({
   }),
   ownerId: nameFilter().optional().openapi({ description: "Only keys of this owner" }),
   q: nameFilter()
-    .min(1, "must not be empty")
     .refine(
       (q) => !SECRET_START.test(q) || q.length <= SHOWN_PREFIX_LENGTH,
       `must not hold more of a secret than its shown prefix (its first ${SHOWN_PREFIX_LENGTH} characters, pet_test_ and ${SHOWN_SECRET_CHARACTERS}): only those are matched, and the rest would be kept in request logs with the URL`,

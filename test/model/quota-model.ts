@@ -161,6 +161,8 @@ export interface QuotaModel {
   policies: { policy: Policy; from: number }[];
   changes: Change[];
   servedInMinute: Tally;
+  /** Permits lost unused with an evicted holder's memory, by their grant's minute and day. */
+  strandedUnused: { inMinute: Tally; inDay: Tally };
   servedInDay: Tally;
   /** Requests whose decision never came back (the Worker fails open for them). */
   unreached: number;
@@ -183,7 +185,7 @@ export interface QuotaModel {
   isolatesInMinute: Map<number, Set<number>>;
   /** Locations that sent a request in each minute window (standing permits outlive a minute). */
   locationsInMinute: Map<number, Set<string>>;
-  /** Anything but requests and time happened (Remaining is then only bounded, not exact). */
+  /** Anything but requests, time and evictions that lose no permit happened (Remaining is then only bounded, not exact). */
   disturbed: boolean;
   /** Requests sent and not answered yet. */
   inFlight: number;
@@ -271,6 +273,8 @@ const standingIds = new Set<string>();
  * (StandingLedger.lend), and as the previous release's grants are answered (`noteGrantedIn`).
  */
 const billingDayOfLease = new Map<string, number>();
+/** The minute each lease (or standing permit) this release's key's object granted was counted in. */
+const grantMinuteOfLease = new Map<string, number>();
 
 /** Notes the day the grants `ids` were made in, unless this release's object noted it already. */
 function noteGrantedIn(ids: readonly string[], dayStart: number): void {
@@ -292,7 +296,10 @@ function watchGrants(): void {
   ) {
     const lent = lend.apply(this, args);
     const ids = [lent.lease, ...(lent.standing ?? [])].flatMap((g) => (g ? [g.id] : []));
-    for (const id of ids) billingDayOfLease.set(id, lent.state.dayStart);
+    for (const id of ids) {
+      billingDayOfLease.set(id, lent.state.dayStart);
+      grantMinuteOfLease.set(id, lent.state.minuteStart);
+    }
     return lent;
   });
 }
@@ -352,6 +359,20 @@ function servedWithReportsLostIn(m: QuotaModel, dayStart: number): number {
   for (const lease of m.reportsMayBeLost.values())
     if (lease.dayStart === dayStart) served += lease.used;
   return served;
+}
+
+/**
+ * The permits location holder `name` holds unused in memory only, by lease (lost with an
+ * eviction: they stay counted in the minute and the day of their grant, settled as stranded).
+ */
+function unusedInMemoryOf(name: string): { id: string; unused: number }[] {
+  const held = holderLeases.get(name);
+  if (!held) return [];
+  const retired = held.unreturned.filter((r) => !standingIds.has(r.id));
+  return [
+    ...(held.lease ? [{ id: held.lease.id, unused: held.lease.left }] : []),
+    ...retired.map(({ id, unused }) => ({ id, unused })),
+  ].filter((l) => l.unused > 0);
 }
 
 /**
@@ -469,6 +490,7 @@ export function modelSetup(net: Network, time: { now: number }, start: number) {
       policies: [{ policy, from: start }],
       changes: [],
       servedInMinute: new Tally(),
+      strandedUnused: { inMinute: new Tally(), inDay: new Tally() },
       servedInDay: new Tally(),
       unreached: 0,
       unreachedIdsMadeAt: [],
@@ -665,8 +687,10 @@ function onAnswer(m: QuotaModel, sent: Sent, result: AdmitResult): void {
   if (REMAINING_EXACT) {
     const shown = bindingWindow(d.windows).remaining;
     const truth = Math.min(
-      d.windows[0]!.limit - m.servedInMinute.of(minuteStart),
-      d.windows[1]!.limit - m.servedInDay.of(dayStart),
+      d.windows[0]!.limit -
+        m.servedInMinute.of(minuteStart) -
+        m.strandedUnused.inMinute.of(minuteStart),
+      d.windows[1]!.limit - m.servedInDay.of(dayStart) - m.strandedUnused.inDay.of(dayStart),
     );
     // Exact for a key used, one request at a time, in one location, with nothing else happening
     // to it (no fault, change, eviction, clock step or usage read): no other isolate sent
@@ -1827,9 +1851,9 @@ class Evict extends Step {
     return `Evict(${this.target}${this.target === "holder" ? ` ${LOCATIONS[this.index % LOCATIONS.length]}` : ""})`;
   }
   async act(m: QuotaModel, r: QuotaReal) {
-    m.disturbed = true;
     await r.net.settle();
     if (this.target === "object") {
+      // Its state is all in storage: Remaining stays exact across its eviction.
       if (!r.net.cannotEvict("object", r.keyId)) await r.net.evict("object", r.keyId);
       return;
     }
@@ -1838,6 +1862,17 @@ class Evict extends Step {
     // What it served from the leases it held in memory only may be lost with it: billed as
     // stranded, not admitted.
     const inMemory = reportsInMemoryOf(name);
+    // Permits it held unused in memory stay counted (stranded) in their grant's windows: the
+    // truth Remaining is held to is less by them there (where the grant's minute is not known,
+    // from the previous release: only bounded from then on).
+    for (const { id, unused } of unusedInMemoryOf(name)) {
+      const minuteStart = grantMinuteOfLease.get(id);
+      if (minuteStart === undefined) m.disturbed = true;
+      else {
+        m.strandedUnused.inMinute.add(minuteStart, unused);
+        m.strandedUnused.inDay.add(billingDayOfLeaseOrThrow(id), unused);
+      }
+    }
     await r.net.evict("holder", name);
     holderLeases.delete(name);
     r.alarms.of.add(name);

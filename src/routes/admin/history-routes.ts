@@ -227,7 +227,7 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       tags: ["Audit"],
       summary: "The audit trail",
       description:
-        "One entry per admin write (create, update, disable, enable, revoke, roll, unban, webhook_…) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key or webhook endpoint, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` or `endpointId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.",
+        "One entry per admin write (create, update, disable, enable, revoke, roll, unban, webhook_…) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key or webhook endpoint, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` or `endpointId`, `actor`, `action` and the UTC days `from`–`to` (inclusive; `to` may be after today) narrow it. 400 for a reversed range, or a `from` after today (UTC): no entry can be in it yet.",
       security,
       request: { query: AuditQuerySchema },
       responses: {
@@ -243,6 +243,9 @@ export const historyApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHoo
       // An endpoint's entries are stored under its id where a key's are (key_id).
       if (keyId && endpointId)
         throw new ApiError("invalid_request", "endpointId: give keyId or endpointId, not both.");
+      // As the usage reads: a day that has not begun has no entries yet, and an empty page would
+      // read as "nothing happened". A range may end after today (it then ends now).
+      begunOrThrow("from", from, clock.now());
       if (from && to && from > to)
         throw new ApiError("invalid_request", `from: must not be after to (${from} > ${to}).`);
       const entries = await listAudit(c.env.DB, {
