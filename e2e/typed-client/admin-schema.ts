@@ -213,7 +213,7 @@ export interface paths {
         };
         /**
          * The audit trail
-         * @description One entry per admin write (create, update, disable, enable, revoke, roll, unban, webhook_…) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key or webhook endpoint, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` or `endpointId`, `actor`, `action` and the UTC days `from`–`to` (inclusive) narrow it. 400 for a reversed range.
+         * @description One entry per admin write (create, update, disable, enable, revoke, roll, unban, webhook_…) and per automatic ban and ban end (ban, ban_end, by the actor `system`): when, who (an admin token's name, or system), which key or webhook endpoint, the fields changed before → after (never a secret or a hash) and the request id. Newest first, a page at a time; `keyId` or `endpointId`, `actor`, `action` and the UTC days `from`–`to` (inclusive; `to` may be after today) narrow it. 400 for a reversed range, or a `from` after today (UTC): no entry can be in it yet.
          */
         get: operations["listAudit"];
         put?: never;
