@@ -376,11 +376,11 @@ describe("answers lost after the key's object acted in the quota model", () => {
 
 describe("X-RateLimit-Remaining across a holder's eviction in the quota model", () => {
   // A key calling once a minute in one location holds standing permits; its holder is evicted
-  // between minutes, and the next minute's requests come one at a time: the first forwarded (the
-  // permit held again is not usable in its minute's first second) and granted a stock of 2, the
-  // second and third from that stock, the fourth from the minute's standing permit. Remaining
-  // goes down by one at each, the permits the eviction lost unused counted as used (they are,
-  // stranded), as for a holder never evicted. With the standing permit showing its minute
+  // once its stock's minute is over (kept with the standing permits then: it loses nothing), and
+  // the next requests come one at a time in one minute: the first forwarded (the permit held
+  // again is not usable in its minute's first second) and granted a stock of 2, the second and
+  // third from that stock, the fourth from the minute's standing permit. Remaining goes down by
+  // one at each, as for a holder never evicted. With the standing permit showing its minute
   // without the requests before it: "Remaining 57, truth 56 (one location)"; the model skipped
   // the check after any eviction before.
   it("stays exact for a key used in one location after its holder's eviction", {
@@ -388,6 +388,7 @@ describe("X-RateLimit-Remaining across a holder's eviction in the quota model", 
   }, async () => {
     const violations = await violationsOf(FREE_PLAN, [
       new OneAtATime(0, 2, 60_000),
+      new Advance("minuteEnd", 30_000),
       new Advance("minuteEnd", 30_000),
       new Evict("holder", 0),
       new Advance("minuteEnd", 500),

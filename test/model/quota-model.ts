@@ -259,6 +259,7 @@ const nameOf = (self: object) => (self as { ctx: DurableObjectState }).ctx.id.na
 interface HolderLeasesInMemory {
   lease: HeldLease | null;
   unreturned: ReturnedLease[];
+  standing: { held(): { id: string }[] };
 }
 
 /** Each running location holder's LeaseHolder, by holder name: noted as it admits, gone with an eviction. */
@@ -368,7 +369,9 @@ function servedWithReportsLostIn(m: QuotaModel, dayStart: number): number {
 function unusedInMemoryOf(name: string): { id: string; unused: number }[] {
   const held = holderLeases.get(name);
   if (!held) return [];
-  const retired = held.unreturned.filter((r) => !standingIds.has(r.id));
+  // Kept in its storage with the standing permits (a stock put aside to go back with them): not lost.
+  const keptIds = new Set(held.standing.held().map((h) => h.id));
+  const retired = held.unreturned.filter((r) => !standingIds.has(r.id) && !keptIds.has(r.id));
   return [
     ...(held.lease ? [{ id: held.lease.id, unused: held.lease.left }] : []),
     ...retired.map(({ id, unused }) => ({ id, unused })),
@@ -1863,12 +1866,12 @@ class Evict extends Step {
     // stranded, not admitted.
     const inMemory = reportsInMemoryOf(name);
     // Permits it held unused in memory stay counted (stranded) in their grant's windows: the
-    // truth Remaining is held to is less by them there (where the grant's minute is not known,
-    // from the previous release: only bounded from then on).
+    // truth is less by them there. Remaining is then only bounded: the holder held again shows
+    // them as its own room until its next contact with the key's object (docs/quotas.md).
     for (const { id, unused } of unusedInMemoryOf(name)) {
+      m.disturbed = true;
       const minuteStart = grantMinuteOfLease.get(id);
-      if (minuteStart === undefined) m.disturbed = true;
-      else {
+      if (minuteStart !== undefined) {
         m.strandedUnused.inMinute.add(minuteStart, unused);
         m.strandedUnused.inDay.add(billingDayOfLeaseOrThrow(id), unused);
       }
