@@ -99,6 +99,8 @@ export class QuotaLimiter extends DurableObject<Env> {
       const out = theirs && known.lease && this.#leases.grantedIn(known.lease.id);
       return {
         ...admission,
+        // Now: a caller places what it is given by the answer's time (the lease's time left).
+        now,
         lease: out ? known.lease : null,
         ...(theirs ? this.#standing.stillOut(standing) : {}),
       };
@@ -144,7 +146,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     const known = id === undefined ? null : this.#admissions.recall<Renewal>(id);
     if (known) {
       const { standing, ...renewal } = known;
-      return { ...renewal, ...this.#standing.stillOut(standing) };
+      return { ...renewal, now, ...this.#standing.stillOut(standing) };
     }
     const effective = this.#policy.adopt(policy);
     let state = this.#takeBack(this.#rolled(now), request.returning, now);

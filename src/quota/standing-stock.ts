@@ -78,7 +78,9 @@ export class StandingStock {
   ): void {
     // An answer that does not say when it was given cannot place a minute: none is used.
     if (!granted || answeredAt === undefined) return;
-    for (const s of granted)
+    // One asked again (a lost answer's id): a permit held already is held once, as it was used.
+    const fresh = granted.filter((s) => !this.#held.some((h) => h.id === s.id));
+    for (const s of fresh)
       this.#held.push({
         id: s.id,
         left: s.permits,
@@ -89,7 +91,7 @@ export class StandingStock {
         policyVersion,
         admissionIds: [],
       });
-    if (granted.length > 0) this.onChange?.();
+    if (fresh.length > 0) this.onChange?.();
   }
 
   /**
