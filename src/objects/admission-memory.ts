@@ -69,10 +69,9 @@ export class AdmissionMemory {
   }
 
   /**
-   * Forgets the ids answered ADMISSION_MEMORY_MS or more before `now`, but those answered since
-   * the minute of a lease still out (less ADMISSION_CLOCK_TOLERANCE_MS): a holder may have admitted
-   * one from it, and its report, however late, must find this object's own decision of the same
-   * id, or the request is counted twice.
+   * Forgets the ids answered ADMISSION_MEMORY_MS or more before `now`, but not since the minute of
+   * a lease still out (less the clock tolerance): a holder's report of one, however late, must find
+   * this object's decision of the same id, or the request is counted twice.
    */
   forgetOlderThanMemory(now: number): void {
     const oldestLease = this.leases.oldestMinuteOut();
@@ -86,12 +85,9 @@ export class AdmissionMemory {
   }
 
   /**
-   * Counts once each request a location holder reports it admitted from its stock (lease
-   * `leaseIn`, null once settled), by admission id, after the report's `used` was counted. One the
-   * object decided too (an answer lost from the holder, asked again): the object's count comes off,
-   * or if it refused, the stock's permit comes back unbilled. Any other id is remembered as
-   * admitted, so that asked later it is counted nowhere else. A report delivered again changes
-   * nothing; an id in two reports, or twice in one, is counted once (the extra permit goes back).
+   * Counts once, by admission id, each request a location holder reports it admitted from lease
+   * `leaseIn` (null once settled), after the report's `used`: also one the object decided too, or
+   * reported twice (docs/quotas.md, "Billing"); any other id is remembered as admitted.
    */
   countOnceFromStock(
     usage: UsageState,

@@ -123,10 +123,7 @@ export class HeldKeyRecord {
     return now < this.#vouchedUntil ? this.cached(hash, now) : null;
   }
 
-  /**
-   * The key's object has just decided a request under `version`, or granted the lease it came from
-   * (it pushes changes): a copy of that version is current for another STOCK_LEASE_MS.
-   */
+  /** The object just decided under `version` (it pushes changes): current STOCK_LEASE_MS more. */
   vouch(version: number, now: number): void {
     if (this.#record?.version === version)
       this.#vouchedUntil = Math.max(this.#vouchedUntil, now + STOCK_LEASE_MS);

@@ -28,12 +28,9 @@ export const RESTORED_STANDING_MARGIN_MS = 1_000;
 export const HAND_BACK_RETRY_MS = 5_000;
 
 /**
- * A location holder's standing permits kept in its own storage, so that a holder evicted between
- * a sparse key's requests still answers the next one from them. Written synchronously as each
- * permit is granted, taken or reported, before the answer or call that follows leaves, so a
- * permit is never used twice; one reported stays kept until a call carrying its report is
- * answered. An alarm after the last permit's minute hands them back if the holder is not in
- * memory then.
+ * A location holder's standing permits kept in its own storage, so a holder evicted between a
+ * sparse key's requests still answers from them: written at each change before what follows
+ * leaves (no permit used twice); an alarm after their last minute hands them back if evicted.
  */
 export class HolderStandingMemory {
   readonly #storage: DurableObjectStorage;
@@ -58,11 +55,9 @@ export class HolderStandingMemory {
   }
 
   /**
-   * Writes the standing permits held, of key `keyId` (none held: deletes them and the alarm).
-   * Storage is the holder's own, so the write is made from its own calls and timers; one that
-   * cannot be made because the work was woken from outside the object (only the tests' fake
-   * timers do that) is made at the holder's next call (`keepOwed`). Any other failure of the
-   * write throws: a permit whose use is not written could be used again after an eviction.
+   * Writes the standing permits held (none: deletes them and the alarm). A write from work woken
+   * outside the object (only tests' fake timers) is made at the next call (`keepOwed`); any other
+   * failure throws: a permit whose use is not written could be used again after an eviction.
    */
   keep(owner: { keyId: string; region: Region | null } | null): void {
     try {

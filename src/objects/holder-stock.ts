@@ -18,10 +18,9 @@ import type { HolderAnswer } from "./quota-holder";
 import { callWithOneRetry, isOverloaded, persistentFailureOf } from "./stub-call";
 
 /**
- * A location holder's stock of its key's permits: decides requests from it or forwards them to
- * the key's object, keeps it topped up in the background while the key is used here, and hands it
- * back. Its standing permits and the holder's copy of the key are kept in storage across an
- * eviction (HolderStandingMemory); permits lost with the rest stay counted (docs/quotas.md).
+ * A location holder's stock of its key's permits: decides requests from it or forwards them, keeps
+ * it topped up while the key is used here, and hands it back. Its standing permits and key copy are
+ * kept across an eviction (HolderStandingMemory); permits lost with the rest stay counted.
  */
 export class LocationStock {
   readonly #leases = new LeaseHolder({ stock: QUIET_STOCK });
@@ -71,10 +70,9 @@ export class LocationStock {
   }
 
   /**
-   * The alarm: the standing permits' end came while evicted (or before their hand-back was
-   * confirmed): back. The permits stay kept until a hand-back is confirmed; one that fails is made
-   * again by the alarm HAND_BACK_RETRY_MS on, while the key's object still waits for them (a
-   * hand-back delivered twice is taken back once). After that it has settled them as stranded.
+   * The alarm: the standing permits' end came while evicted, or their hand-back failed: back, kept
+   * till confirmed, retried HAND_BACK_RETRY_MS on while the object waits (taken back once), then
+   * dropped (it has settled them as stranded).
    */
   async alarm(): Promise<void> {
     const owner = this.#owner;
@@ -182,10 +180,7 @@ export class LocationStock {
     }
   }
 
-  /**
-   * Hands the whole stock back to the key's object now and stops admitting from it (before a
-   * usage read, or after a change to the key made in this location).
-   */
+  /** Hands the whole stock back now, admitting no more (before a usage read, or a change here). */
   async giveBack(keyId: string): Promise<void> {
     this.#leases.dropLeaseAndRefusals();
     await this.#leases.giveBackUnused(this.#calls.giveBack(keyId));
@@ -197,9 +192,8 @@ export class LocationStock {
   }
 
   /**
-   * Shares the key's heldBound (QuotaHolder.restock): a stock above a shared one keeps a shared
-   * one and answers what it gave up; else a stock is asked for (refused one while another held
-   * the bound), settling once answered. Neither for a key not seen here, or with a call in flight.
+   * Shares heldBound (QuotaHolder.restock): what a stock above a shared one gave up, else a stock
+   * asked for (LeaseHolder.restock), settling once answered; neither for a key not seen here.
    */
   async restock(keyId: string): Promise<SharedStock | null> {
     const policy = this.#policy;

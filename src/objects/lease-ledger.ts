@@ -63,9 +63,8 @@ export class LeaseLedger {
   }
 
   /**
-   * Lends up to `want` permits on top of `holding` (permitsToLease) to location holder `grantee`
-   * (null: an isolate): to lease `extending` if granted in the current minute, else a new lease;
-   * the windows count them at once (the `state` returned).
+   * Lends up to `want` on top of `holding` (permitsToLease) to `grantee` (null: an isolate): to
+   * lease `extending` if of this minute, else a new one; the windows count them at once (`state`).
    */
   lend(
     state: UsageState,

@@ -33,10 +33,7 @@ export type HolderAuthentication =
 /** The name of the holder of key `keyId` in location `location` (a Cloudflare colo). */
 export const holderName = (keyId: string, location: string): string => `${keyId}@${location}`;
 
-/**
- * One per key per location (`holderName`), between the isolates and the key's QuotaLimiter: it
- * admits from its stock, else forwards; it never refuses on its own (docs/quotas.md).
- */
+/** Per key per location (`holderName`), before the key's QuotaLimiter: never refuses on its own. */
 export class QuotaHolder extends DurableObject<Env> {
   readonly #keyRecord = new HeldKeyRecord();
   readonly #stock = new LocationStock(
@@ -118,10 +115,7 @@ export class QuotaHolder extends DurableObject<Env> {
     return { outcome: "found", match: fresh.outcome === "found" ? fresh.match : match, answer };
   }
 
-  /**
-   * Marks the key used with its first decision here: the key as D1 now has it, or null (a newer
-   * version, or the mark failed: the Worker does it then).
-   */
+  /** Marks the key used at its first decision here: D1's record, or null (the Worker does it). */
   async #markUsed(record: KeyRecord): Promise<KeyRecord | null> {
     try {
       const current = await markKeyUsed(this.env.DB, record.id, clock.now());
@@ -146,10 +140,7 @@ export class QuotaHolder extends DurableObject<Env> {
     }
   }
 
-  /**
-   * Decides one request under `policy` (the caller's copy of the key). An `admissionId` decided
-   * here lately gets the same answer; one past its lifetime goes to the key's object.
-   */
+  /** Decides one request under `policy` (the caller's key); an id decided lately: its answer. */
   admit(
     keyId: string,
     policy: Policy,

@@ -128,10 +128,7 @@ export class QuotaLimiter extends DurableObject<Env> {
     return this.#answered<Admission>({ ...decision, ...lent }, state, now, id, { grantee });
   }
 
-  /**
-   * More permits for the lease in use (extended within its minute, else a new lease), admitting
-   * no request, so that a busy key's requests never wait for this object.
-   */
+  /** More permits on the lease in use (or a new one), no request decided: busy keys never wait. */
   renewLease(
     policy: Policy,
     request: RenewalRequest,

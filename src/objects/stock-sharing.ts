@@ -10,10 +10,7 @@ import type { QuotaHolder } from "./quota-holder";
  */
 export const PUSH_DEADLINE_MS = CHANGE_APPLIES_WITHIN_MS;
 
-/**
- * Tells each location holder of `grantees` (holding a lease of key `keyId`) to stop admitting from
- * it (a change, or a ban that began), waiting at most PUSH_DEADLINE_MS.
- */
+/** Tells `grantees` to stop using their leases (a change, or a ban): PUSH_DEADLINE_MS at most. */
 export async function tellHoldersOfChange(
   holders: DurableObjectNamespace<QuotaHolder>,
   keyId: string,

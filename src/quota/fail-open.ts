@@ -13,8 +13,7 @@ import {
   type UsageState,
 } from "./windows";
 
-// What a request gets when the key's object gives no decision: docs/quotas.md ("When the limiter
-// does not answer").
+// No decision from the key's object: docs/quotas.md, "When the limiter does not answer".
 
 type FallbackVerdict =
   | { admit: true; state: UsageState }
@@ -43,10 +42,7 @@ export function fallbackVerdict(
 
 const fallbacks = new ExpiringMap<string, UsageState>(10_000);
 
-/**
- * Why the key's object gave no decision (a persistent failure, see stub-call.ts; else an outage),
- * and the last refusal seen for the key.
- */
+/** Why no decision (a persistent failure, stub-call.ts; else an outage), and the last refusal. */
 export interface NoDecision {
   overloaded: boolean;
   refusal: SeenRefusal | null;

@@ -22,10 +22,7 @@ const allowed = (windows: WindowStatus[], now: number, policyVersion: number): K
   policyVersion,
 });
 
-/**
- * What one holder (an isolate's, or a location holder's) holds of one key, and what each answer
- * of the key's object does to it. LeaseHolder (lease-holder.ts) adds the calls.
- */
+/** What one holder holds of one key, and what each answer does to it (calls: LeaseHolder). */
 export class HeldLeases {
   protected lease: HeldLease | null = null;
   /** Leases that may no longer be used, whose unused permits go back with the next calls. */
@@ -126,10 +123,7 @@ export class HeldLeases {
     return windows && allowed(windows, now, policy.version);
   }
 
-  /**
-   * Request `admissionId` asked again after its answer was lost and this holder evicted: the same
-   * decision, from the standing permit it took then; null when none took it.
-   */
+  /** Asked again (answer lost, holder evicted): the decision its standing permit gave, or null. */
   #answeredFromStanding(policy: Policy, now: number, admissionId: string): KeyDecision | null {
     const { version } = policy;
     const windows = this.standing.answeredBefore(admissionId, version, this.windows.atContact);
@@ -148,10 +142,7 @@ export class HeldLeases {
     if (superseded.length > 0) this.supersededWaiting = true;
   }
 
-  /**
-   * Keeps the standing permits granted to a call sent when `this.changes` was `changesWhenSent`
-   * (changed since: they go back unused). Returns whether it kept any.
-   */
+  /** Keeps the standing permits granted unless changed since `changesWhenSent`; whether it did. */
   protected keepStanding(
     answer: { standing?: StandingPermit[]; now?: number },
     policyVersion: number,

@@ -125,10 +125,8 @@ export class LeaseHandBacks extends HeldLeases {
   }
 
   /**
-   * Hands back now, in one call, the standing permits held, the leases retired meanwhile and the
-   * lease in use once expired. The permits stay held (and kept across an eviction, their alarm
-   * set) until the key's object has them: a call that fails throws, and the alarm makes it again
-   * (LocationStock.alarm).
+   * Hands back now, in one call, the standing permits, the retired leases and the expired lease in
+   * use; all stay held (and kept) until the object has them: a failure throws, the alarm retries.
    */
   async handBackStandingOrThrow(calls: GiveBackCall): Promise<void> {
     await this.calls.leaseCallsSettled();

@@ -29,9 +29,8 @@ import type { StandingMemory } from "./standing-stock";
 import type { Policy } from "./windows";
 
 /**
- * One holder's admissions for one key (an isolate's, or a location holder's): from its lease, else
- * by a call that asks for a lease once the key is busy here, renewed ahead (`renewsNow`). Its
- * transitions and invariants: docs/quotas.md, "The machine".
+ * One holder's admissions for one key: from its lease, else by a call asking for one once the key
+ * is busy here, renewed ahead (`renewsNow`). Its transitions: docs/quotas.md, "The machine".
  */
 export class LeaseHolder extends LeaseHandBacks {
   readonly #rate = new ArrivalRate();

@@ -2,16 +2,12 @@ import { MINUTE_MS } from "../lib/clock";
 import type { Limits } from "./plans";
 import type { UsageState, WindowStatus } from "./windows";
 
-// Admission leases: the key's object counts a lease's permits as used when it grants them, so
-// nothing is admitted uncounted; a lease costs only under-admission, bounded (docs/quotas.md).
+// A lease's permits count as used at the grant: it costs bounded under-admission, never more.
 
 /** A lease's unused permits go back with its holder's next call, or this long after its expiry. */
 export const GIVE_BACK_GRACE_MS = 250;
 
-/**
- * Every change to a key applies everywhere within this long: an isolate's lease lives less, and a
- * refusing copy of the key is trusted half of it in an isolate, half in its location holder.
- */
+/** A change applies everywhere within this: an isolate's lease and a refusing copy live less. */
 export const CHANGE_APPLIES_WITHIN_MS = 2_000;
 
 /** An isolate's lease lives this long at most: nothing pushes a change to an isolate. */
@@ -113,10 +109,7 @@ export class RenewAhead {
 /** No renewal is sent in a minute's last this long (see `renewsNow`). */
 export const MINUTE_TAIL_MS = 1_000;
 
-/**
- * A location holder's stock is renewed this long ahead of its expiry (a quiet key's next request
- * may be seconds away), so a key calling at least every STOCK_LEASE_MS finds stock there.
- */
+/** A holder's stock is renewed this long ahead: a key calling every STOCK_LEASE_MS finds stock. */
 export const STOCK_RENEW_AHEAD_MS = STOCK_LEASE_MS / 2;
 
 /** What an isolate knows of the lease it is using, to decide when to renew it. */

@@ -8,10 +8,7 @@ export function windowsAfterLocalAdmissions(
   return atContact.map((w) => ({ ...w, remaining: Math.max(0, w.remaining - admittedSince) }));
 }
 
-/**
- * Keeps a window's remaining from going up in one holder's responses (another's hand-back would
- * show as a jump); a new window or limit starts afresh.
- */
+/** Remaining never goes up in one holder's answers (another's hand-back would show as a jump). */
 export function neverAbove(windows: WindowStatus[], shown: WindowStatus[]): WindowStatus[] {
   return windows.map((w) => {
     const before = shown.find(

@@ -17,9 +17,8 @@ export interface HeldStanding {
   policyVersion: number;
   admissionIds: string[];
   /**
-   * The windows each request admitted from it was answered with, by admission id: the same
-   * request asked again (its answer lost, this holder evicted since) gets the same answer.
-   * Absent: none kept (an earlier release's permit).
+   * The windows each request admitted from it was answered with, by admission id, for the same
+   * request asked again (answer lost, holder evicted). Absent: none kept (an earlier release's).
    */
   answers?: Record<string, WindowStatus[]>;
   /** Reported, no call carrying it answered yet (`forget`): `left` set to 0, used no more. */
@@ -117,9 +116,8 @@ export class StandingStock {
   }
 
   /**
-   * Takes a permit of the minute at `now` granted under `policyVersion`: the windows to show for
-   * it, from those of the last contact `atContact` (as `show` makes them, kept with
-   * `admissionId`), or null when none is usable.
+   * Takes a permit of the minute at `now` under `policyVersion`: the windows to show for it, from
+   * `atContact` (as `show` makes them, kept with `admissionId`), or null when none is usable.
    */
   take(
     policyVersion: number,
@@ -178,10 +176,7 @@ export class StandingStock {
     );
   }
 
-  /**
-   * The reports of the permits done with at `now` (or `all`), to go back with the next call; held
-   * until one carrying them is answered (`forget`).
-   */
+  /** Permits done with at `now` (or `all`), reported; held till a call with them is answered. */
   reports(now: number, { all = false }: { all?: boolean } = {}): ReturnedLease[] {
     return this.#reportsOf((h) => all || h.left === 0 || now >= h.until);
   }

@@ -22,10 +22,7 @@ export function standingMinutesWanted(gapMs: number): number {
   return Math.min(STANDING_MOST_MINUTES, Math.max(STANDING_MINUTES, ahead));
 }
 
-/**
- * A location holder asks for standing permits once the key's spacing there is at least this;
- * busier keys keep the minute's stock and its refill.
- */
+/** Standing permits are asked for from this spacing on; busier keys keep the minute's stock. */
 export const STANDING_GAP_MS = 30_000;
 
 /** The standing permits a holder asks for each minute at the key's spacing there (0: none yet). */
@@ -45,9 +42,9 @@ export function standingMinutesFrom(now: number, minutes = STANDING_MINUTES): nu
 export const STANDING_ALARM_SLACK_MS = 1_000;
 
 /**
- * A location holder holding standing permits for a key that stopped calling there ends its calls
- * within this long of its last request: the last minute granted ends at most
- * STANDING_MOST_MINUTES + 2 minutes on, then its hand-back (from the alarm, if evicted meanwhile).
+ * A holder with standing permits for a key that stopped calling there ends its calls within this
+ * of its last request: its last minute ends STANDING_MOST_MINUTES + 2 on at most, then the
+ * hand-back (from the alarm, if evicted meanwhile).
  */
 export const STANDING_BACKGROUND_ENDS_WITHIN_MS =
   (STANDING_MOST_MINUTES + 2) * MINUTE_MS + GIVE_BACK_GRACE_MS + STANDING_ALARM_SLACK_MS;
