@@ -7,9 +7,11 @@
 // flight: the Durable Objects run in the test's isolate and use the same bindings, so every call
 // they make is seen. Work that goes on after a call only on promises (never on real timers)
 // then either finished or sleeps again.
+import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { beforeEach, vi } from "vitest";
 import { clock, MINUTE_MS } from "../src/lib/clock";
+import { holderName } from "../src/objects/quota-holder";
 import { QuotaLimiter } from "../src/objects/quota-limiter";
 import { GIVE_BACK_GRACE_MS } from "../src/quota/lease";
 
@@ -154,10 +156,23 @@ export function backgroundWork(time: { now: number }) {
     sleeping.length = 0;
   }
 
+  /**
+   * Evicts `keyId`'s location holder in `location` as the runtime evicts an idle one: a call into
+   * it first makes the storage writes its background work owes (woken by fake time, from outside
+   * the object), and the sleeps it left are forgotten with it.
+   */
+  async function evictHolder(keyId: string, location = "AMS"): Promise<void> {
+    const name = holderName(keyId, location);
+    await env.QUOTA_HOLDER.getByName(name).unusedPermits();
+    await evictDurableObject(uncounted(env.QUOTA_HOLDER, name));
+    forgetSleeps();
+  }
+
   return {
     passTime,
     passTo,
     forgetSleeps,
+    evictHolder,
     wakeDue,
     settle,
     uncounted,

@@ -1,9 +1,3 @@
-// A location holder that forwarded a request and was granted standing permits with it keeps them in
-// storage. Evicted before the request's answer reached the isolate, it is asked the same admission
-// id again (the isolate's retry): it forwards it, and the key's object answers it as it did, with
-// the standing permits still out. The holder then holds each of those permits twice: it must not
-// serve two requests from a permit the key's object counted once.
-import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
@@ -15,18 +9,12 @@ import { mockClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(60, 1_000);
 const time = mockClock(T0);
-const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
+const { passTime, passTo, evictHolder } = backgroundWork(time);
 let seq = 0;
 
 const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
 const fromStock = (a: HolderAnswer) => a.reached && a.decision.outcome === "allowed" && a.fromStock;
 const allowed = (a: HolderAnswer) => a.reached && a.decision.outcome === "allowed";
-
-async function evictHolder(keyId: string) {
-  await holderOf(keyId).unusedPermits();
-  await evictDurableObject(uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS")));
-  forgetSleeps();
-}
 
 describe("a location holder asked again its own admission id after an eviction", () => {
   it("serves each standing permit granted with it once: every request served is billed admitted once", async () => {

@@ -1,8 +1,3 @@
-// X-RateLimit-Remaining for a sparse key whose location holder is evicted between its requests
-// (a key calling every 5 minutes: each request finds it evicted and is answered from the standing
-// permits it kept in storage). In one location, one request at a time, every window shown goes
-// down by exactly one per admitted request (docs/quotas.md, "How exact X-RateLimit-Remaining is").
-import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
@@ -17,14 +12,8 @@ let seq = 0;
 
 describe("X-RateLimit-Remaining of a sparse key whose holder is evicted between its requests", () => {
   const time = mockClock(T0);
-  const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
+  const { passTime, passTo, evictHolder } = backgroundWork(time);
   const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
-
-  async function evictHolder(keyId: string) {
-    await holderOf(keyId).unusedPermits();
-    await evictDurableObject(uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS")));
-    forgetSleeps();
-  }
 
   const remainingShown = (a: HolderAnswer) =>
     a.reached ? Number(rateLimitHeaders(a.decision)["X-RateLimit-Remaining"]) : undefined;

@@ -1,10 +1,3 @@
-// The key's object answers an admission id asked again with the answer it gave then, `now` and all.
-// A location holder places the lease (and standing permits) of an answer by that `now`: the time
-// left is `expiresAt - now` from when it sent the call. Asked again 30 s later (its first answer
-// lost, the holder evicted meanwhile), the stock for the minute granted then lives 30 s into the
-// next minute by the holder's clock: it admits there from permits counted in the minute before,
-// and that next minute admits past its limit by the key's object's clock.
-import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
@@ -15,16 +8,10 @@ import { mockClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(60, 1_000);
 const time = mockClock(T0);
-const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
+const { passTime, passTo, evictHolder } = backgroundWork(time);
 
 const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
 const allowed = (a: HolderAnswer) => a.reached && a.decision.outcome === "allowed";
-
-async function evictHolder(keyId: string) {
-  await holderOf(keyId).unusedPermits();
-  await evictDurableObject(uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS")));
-  forgetSleeps();
-}
 
 describe("a location holder asked again its own admission id 30 s after the key's object decided it", () => {
   it("admits no more in the next minute than its limit (by the key's object's clock)", async () => {

@@ -2,7 +2,7 @@
 // rest of each minute while the key is far from its limits (src/quota/lease.ts,
 // stockLivesTheMinute), and refills it as the next minute begins, so the key's requests wait for
 // no far call; what that stock may cost when the key changes, or nears its limit, stays bounded.
-import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { forgetKey } from "../src/auth/key-cache";
@@ -39,7 +39,7 @@ import {
 } from "./helpers";
 
 const time = mockClock(T0);
-const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
+const { passTime, passTo, uncounted, evictHolder } = backgroundWork(time);
 let seq = 0;
 
 const holderOf = (keyId: string, location: string) =>
@@ -276,11 +276,6 @@ describe("a sparse key's record at its location holder", () => {
 
 describe("a key calling every 5 minutes, its holder evicted between its requests", () => {
   /** Evicts the key's holder, with the background work it had scheduled. */
-  async function evictHolder(id: string) {
-    await holderOf(id, "AMS").unusedPermits();
-    await evictDurableObject(uncounted(env.QUOTA_HOLDER, holderName(id, "AMS")));
-    forgetSleeps();
-  }
 
   it("is authenticated from the holder's copy of the key, kept with its standing permits: one request waits for no D1 read, and the copy is read again before the next is decided", async () => {
     const { id, key } = await issueKey("free");

@@ -1,9 +1,3 @@
-// A location holder evicted while holding standing permits holds them again when constructed
-// anew (holder-standing-memory.ts). A request it then admits from one must still carry the key's
-// windows: the Worker builds the quota headers from them, and with none (the windows of the last
-// contact were lost with the holder's memory) every such request was a 500 "Reduce of empty array"
-// after being counted — the first requests of a key calling every few minutes.
-import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
@@ -14,16 +8,10 @@ import { mockClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(60, 1_000);
 const time = mockClock(T0);
-const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
+const { passTime, passTo, evictHolder } = backgroundWork(time);
 let seq = 0;
 
 const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
-
-async function evictHolder(keyId: string) {
-  await holderOf(keyId).unusedPermits();
-  await evictDurableObject(uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS")));
-  forgetSleeps();
-}
 
 describe("a request answered from standing permits kept across an eviction", () => {
   it("carries the key's windows, so its quota headers can be built", async () => {

@@ -3,7 +3,7 @@
 // minute's window as that minute starts, held towards that minute's heldBound, pushed a change to,
 // billed as served only once reported used and as stranded only if never reported: driven against
 // the key's real QuotaLimiter with fake time.
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
@@ -150,18 +150,13 @@ describe("standing permits at the key's object", () => {
 // The holder's side, with the file's clock and background work (renewals, refills, hand-backs).
 describe("a location holder's standing permits", () => {
   const time = mockClock(T0);
-  const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
+  const { passTime, passTo, uncounted, evictHolder } = backgroundWork(time);
 
   /**
    * Evicts the key's holder from memory, with the background work it had scheduled. (Work woken
    * from here, not by the holder's own timers, writes its storage at the holder's next call: the
    * call to `unusedPermits` first.)
    */
-  async function evictHolder(keyId: string) {
-    await holderOf(keyId).unusedPermits();
-    await evictDurableObject(uncounted(env.QUOTA_HOLDER, holderName(keyId, "AMS")));
-    forgetSleeps();
-  }
 
   const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
   const fromStock = (a: HolderAnswer) => a.reached && a.fromStock;

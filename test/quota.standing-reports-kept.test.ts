@@ -4,7 +4,7 @@
 // evicted (its memory lost), the hand-back at their end (the alarm's) carries them, so the
 // requests they served are billed as admitted, not stranded; when the failed call had reached the
 // object, the reports delivered again are counted once.
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import { policyOf } from "../src/db/keys";
@@ -27,7 +27,7 @@ import { alarmOf, issueKey, mockClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(60, 1_000);
 const time = mockClock(T0);
-const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
+const { passTime, passTo, uncounted, evictHolder } = backgroundWork(time);
 let seq = 0;
 
 const holderOf = (keyId: string) => env.QUOTA_HOLDER.getByName(holderName(keyId, "AMS"));
@@ -35,11 +35,6 @@ const holderStubOf = (keyId: string) => uncounted(env.QUOTA_HOLDER, holderName(k
 const fromStock = (a: HolderAnswer) => a.reached && a.decision.outcome === "allowed" && a.fromStock;
 
 /** Evicts the key's holder from memory, with the background work it had scheduled. */
-async function evictHolder(keyId: string) {
-  await holderOf(keyId).unusedPermits();
-  await evictDurableObject(holderStubOf(keyId));
-  forgetSleeps();
-}
 
 type Lost = "before the object acted" | "after the object acted";
 
