@@ -398,4 +398,31 @@ describe("X-RateLimit-Remaining across a holder's eviction in the quota model", 
     ]);
     expect(violations).toEqual([]);
   });
+
+  // The same key's holder evicted twice more: within the minute of a stock it was granted with a
+  // forwarded request (the stock lost: counted as used, stranded), then after a stock's minute
+  // (the stock handed back before). The holder held again shows what the key's object leaves it
+  // each time: its windows kept count a stock it holds in memory as used, and are kept again as
+  // the stock goes back.
+  it("stays exact after evictions that lose a stock, and after one that follows its hand-back", {
+    timeout: 60_000,
+  }, async () => {
+    const violations = await violationsOf(DAY_BINDS, [
+      new OneAtATime(0, 2, 60_000),
+      new Advance("minuteEnd", 30_000),
+      new Advance("minuteEnd", 30_000),
+      new Evict("holder", 0),
+      new Advance("minuteEnd", 500),
+      new OneAtATime(0, 2, 1_000),
+      new Evict("holder", 0),
+      new Advance("ms", 30_000),
+      new OneAtATime(0, 2, 5_000),
+      new Advance("minuteEnd", 500),
+      new OneAtATime(0, 2, 1_000),
+      new Advance("minuteEnd", 30_000),
+      new Evict("holder", 0),
+      new OneAtATime(0, 2, 5_000),
+    ]);
+    expect(violations).toEqual([]);
+  });
 });

@@ -251,8 +251,17 @@ export class LocationStock {
   #inBackground(keyId: string, work: Promise<void> | null): void {
     // The object stays in memory while the key is used here; work lost with it costs permits
     // that stay counted, never an admission that was not.
-    work?.catch((err: unknown) =>
-      logFailure("warn", "a location holder's lease upkeep failed", err, { keyId }),
-    );
+    work
+      ?.catch((err: unknown) =>
+        logFailure("warn", "a location holder's lease upkeep failed", err, { keyId }),
+      )
+      // Kept again once its stock changed (granted, handed back): the windows kept count what an
+      // eviction would lose of it as used (LeaseHolder.standingMemory).
+      .then(() => {
+        if (this.#leases.standingUntil > 0) this.#memory.keep(this.#owner);
+      })
+      .catch((err: unknown) =>
+        logFailure("warn", "a location holder could not keep its standing permits", err, { keyId }),
+      );
   }
 }

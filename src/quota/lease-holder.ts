@@ -79,13 +79,18 @@ export class LeaseHolder extends LeaseHandBacks {
 
   /** What a location holder keeps across an eviction (see StandingMemory). */
   standingMemory(): StandingMemory {
+    // The stock in memory is lost with an eviction, counted as used (stranded): no room then.
+    const kept = new Set(this.standing.held().map((h) => h.id));
+    const lost =
+      (this.lease?.left ?? 0) +
+      this.unreturned.filter((r) => !kept.has(r.id)).reduce((n, r) => n + r.unused, 0);
     return {
       standing: this.standing.held(),
       lastArrival: this.#rate.lastArrival,
       gapMs: this.#rate.gapMs,
       windows: windowsAfterLocalAdmissions(
         this.windows.atContact,
-        this.windows.admittedSinceContact,
+        this.windows.admittedSinceContact + lost,
       ),
     };
   }

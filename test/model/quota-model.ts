@@ -1866,12 +1866,12 @@ class Evict extends Step {
     // stranded, not admitted.
     const inMemory = reportsInMemoryOf(name);
     // Permits it held unused in memory stay counted (stranded) in their grant's windows: the
-    // truth is less by them there. Remaining is then only bounded: the holder held again shows
-    // them as its own room until its next contact with the key's object (docs/quotas.md).
+    // truth Remaining is held to is less by them there (where the grant's minute is not known,
+    // from the previous release: only bounded from then on).
     for (const { id, unused } of unusedInMemoryOf(name)) {
-      m.disturbed = true;
       const minuteStart = grantMinuteOfLease.get(id);
-      if (minuteStart !== undefined) {
+      if (minuteStart === undefined) m.disturbed = true;
+      else {
         m.strandedUnused.inMinute.add(minuteStart, unused);
         m.strandedUnused.inDay.add(billingDayOfLeaseOrThrow(id), unused);
       }
