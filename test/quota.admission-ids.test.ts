@@ -89,8 +89,9 @@ describe("the key's object counts an admission id once", () => {
     const first = await stub.admit(policy, { want: 0, returning: [], admissionId: "a1" });
     time.now += 10;
     const again = await stub.admit(policy, { want: 0, returning: [], admissionId: "a1" });
-    // The same decision, answered at the time asked again (a caller places a lease by it).
-    expect(again).toEqual({ ...first, now: first.now + 10 });
+    // The same decision, answered at the time asked again (a caller places a lease by it), marked
+    // repeated (a location holder asked so on a first attempt uses none of its lease).
+    expect(again).toEqual({ ...first, now: first.now + 10, repeated: true });
     expect((await stub.usage()).minute.count).toBe(1);
     // Another id is another request.
     await stub.admit(policy, { want: 0, returning: [], admissionId: "a2" });
@@ -105,9 +106,10 @@ describe("the key's object counts an admission id once", () => {
     const refused = await stub.admit(limited, { want: 0, returning: [], admissionId: "r1" });
     expect(refused.outcome).toBe("rate_limited");
     for (let i = 0; i < 20; i++)
-      expect(await stub.admit(limited, { want: 0, returning: [], admissionId: "r1" })).toEqual(
-        refused,
-      );
+      expect(await stub.admit(limited, { want: 0, returning: [], admissionId: "r1" })).toEqual({
+        ...refused,
+        repeated: true,
+      });
     expect((await stub.usage()).bannedUntil).toBeNull();
     expect((await daysOf(stub))[0]?.refused.rate_limited).toBe(1);
   });

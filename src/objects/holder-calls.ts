@@ -42,10 +42,19 @@ export class HolderCalls {
   /** The calls for a request of `policy` (with its `admissionId`, if it has one). */
   to(keyId: string, policy: Policy, admissionId: string | null = null): LeaseCalls {
     return {
-      admit: (request) =>
-        this.#retried(keyId, async (stub) =>
-          stub.admit(policy, admissionId ? { ...request, admissionId } : request, this.name),
-        ),
+      admit: async (request) => {
+        let attempts = 0;
+        const answer = await this.#retried(keyId, async (stub) => {
+          attempts++;
+          return stub.admit(policy, admissionId ? { ...request, admissionId } : request, this.name);
+        });
+        // Answered as before on a first attempt: the lease and standing permits went to an earlier
+        // call (this holder before it was started again), which may have used them: none is used
+        // here (they stay counted, stranded if nobody hands them back).
+        if (attempts > 1 || !answer.repeated) return answer;
+        const { lease: _, standing: __, ...decision } = answer;
+        return { ...decision, lease: null };
+      },
       ...this.giveBack(keyId),
       // Not retried, as in the isolate's client: a renewal counted twice would strand permits.
       renew: (request) => this.stub(keyId).renewLease(policy, request, this.name),

@@ -161,8 +161,10 @@ export class LeaseLedger {
     holding: number,
     expiresAt: number,
   ): Lease | null {
+    // Never sooner than it was: a stock granted with standing permits is waited for as long as
+    // they are (StandingLedger.lend), and its holder keeps it for them once renewed too.
     const extended = this.sql.exec(
-      `UPDATE leases SET permits = permits + ?, expires_at = ?, held = MIN(held, ?) + ?
+      `UPDATE leases SET permits = permits + ?, expires_at = MAX(expires_at, ?), held = MIN(held, ?) + ?
          WHERE id = ? AND minute_start = ? AND day_start = ?`,
       permits,
       expiresAt,

@@ -103,6 +103,9 @@ export class QuotaLimiter extends DurableObject<Env> {
         now,
         lease: out ? known.lease : null,
         ...(theirs ? this.#standing.stillOut(standing) : {}),
+        // Its caller may have held and used that lease before (a location holder started again):
+        // only a call retried after its first attempt failed takes it (HolderCalls.to).
+        repeated: true,
       };
     }
     const effective = this.#policy.adopt(policy);

@@ -104,8 +104,9 @@ export class HeldLeases {
   }
 
   #admitStanding(policy: Policy, now: number, admissionId: string | null): KeyDecision | null {
-    // No windows to show (kept across an eviction without them): the key's object decides.
-    if (this.windows.atContact.length === 0) return null;
+    // No windows to show (kept across an eviction without them): the key's object decides. Nor
+    // while a refusal it gave lasts (a ban whose push was lost): it forwards until it ends.
+    if (this.windows.atContact.length === 0 || this.refusal(now)) return null;
     const windows = this.standing.take(
       policy.version,
       now,

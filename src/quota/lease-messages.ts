@@ -110,6 +110,8 @@ export type Admission = KeyDecision & {
   standing?: StandingPermit[];
   /** No stock only because others hold the bound: they share it; a refill now waits for them. */
   sharing?: true;
+  /** The answer given before to the same admission id (a retry, or a caller started again). */
+  repeated?: true;
 };
 
 /** What a holder sharing the bound gave up: `cut` of lease `id`, of the `seen` it was granted. */
