@@ -33,6 +33,7 @@ function match(overrides: Partial<KeyRecord> = {}): { hash: string; match: KeyMa
     rolledAt: null,
     previousSecretExpiresAt: null,
     firstUsedAt: null,
+    bannedUntil: null,
     region: null,
     ...overrides,
   };

@@ -203,6 +203,7 @@ describe("api key data layer", () => {
       previousSecretExpiresAt: null,
       region: null,
       firstUsedAt: null,
+      bannedUntil: null,
     });
     expect(JSON.stringify(rec)).not.toContain(k.hash);
   });

@@ -33,6 +33,11 @@ export interface KeyRecord {
    * null: never, so the object does not exist and a read of the key's usage needs no object.
    */
   firstUsedAt: number | null;
+  /**
+   * Until when the key's quota object has banned it, as its alarm recorded in D1 (null: no ban
+   * recorded); a copy of the key brings a ban to a location holder whose push was lost.
+   */
+  bannedUntil: number | null;
 }
 
 /**
@@ -86,10 +91,11 @@ interface KeyRow {
   rolled_at: number | null;
   previous_key_expires_at: number | null;
   first_used_at: number | null;
+  banned_until: number | null;
 }
 
 const KEY_COLUMNS =
-  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at, disabled_at, owner_id, meta, region, rolled_at, previous_key_expires_at, first_used_at";
+  "id, name, key_prefix, plan, per_minute, per_day, version, created_at, updated_at, revoked_at, expires_at, disabled_at, owner_id, meta, region, rolled_at, previous_key_expires_at, first_used_at, banned_until";
 
 function toRecord(row: KeyRow): KeyRecord {
   const own =
@@ -115,6 +121,7 @@ function toRecord(row: KeyRow): KeyRecord {
     rolledAt: row.rolled_at,
     previousSecretExpiresAt: row.previous_key_expires_at,
     firstUsedAt: row.first_used_at,
+    bannedUntil: row.banned_until,
   };
 }
 

@@ -62,6 +62,12 @@ export class HeldKeyRecord {
     return { record: this.#record, secret };
   }
 
+  /** Until when the copy says the key is banned (null: no ban, or no copy), however old it is. */
+  bannedUntil(): number | null {
+    // A copy kept by the release before has no such field.
+    return this.#record?.bannedUntil ?? null;
+  }
+
   /** The copy to keep across an eviction: none once used stale and not read since. */
   kept(): KeptKeyCopy | null {
     if (this.#staleUsed || !this.#record) return null;
@@ -156,9 +162,10 @@ export class HeldKeyRecord {
     if (!kept || match.record.version > kept.version) {
       // A newer record: the secrets met under the old one may have changed role (a roll).
       this.#secrets.clear();
-      this.#record = match.record;
       this.#vouchedUntil = 0;
     }
+    // The same version too: what changes without one (a ban recorded, the first use) is kept.
+    this.#record = match.record;
     this.#secrets.set(hash, match.secret);
     this.#lastHash = hash;
     this.#readAt = Math.max(this.#readAt, now);

@@ -34,6 +34,8 @@ export class LocationStock {
   #turnWatched = 0;
   /** The newest policy a request brought (a refill asks under it). */
   #policy: Policy | null = null;
+  /** The last ban this holder learnt from its copy of the key (`applyRecordedBan`), 0: none. */
+  #recordedBanApplied = 0;
 
   /**
    * Holds again the standing permits kept in `storage` (evicted while holding them: a key calling
@@ -184,6 +186,19 @@ export class LocationStock {
   async giveBack(keyId: string): Promise<void> {
     this.#leases.dropLeaseAndRefusals();
     await this.#leases.giveBackUnused(this.#calls.giveBack(keyId));
+  }
+
+  /**
+   * The holder's copy of the key says the key's object banned it until `bannedUntil` (recorded in
+   * D1 by the object's alarm): once per ban, unless a refusal for it was already answered here,
+   * stops admitting from the stock and standing permits as the ban's push would have (a push can
+   * be lost), so that the key's next request here is forwarded and refused until the ban ends.
+   */
+  applyRecordedBan(keyId: string, bannedUntil: number | null, now: number): void {
+    if (bannedUntil === null || bannedUntil <= now || bannedUntil === this.#recordedBanApplied)
+      return;
+    this.#recordedBanApplied = bannedUntil;
+    if (this.#leases.refusal(now)?.outcome !== "key_banned") this.dropAndHandBack(keyId);
   }
 
   /** Stops admitting from the stock at once, and hands it back in the background. */

@@ -150,6 +150,7 @@ export class QuotaHolder extends DurableObject<Env> {
     this.#stock.entered();
     const now = clock.now();
     this.#readKeyAhead(keyId, now);
+    this.#stock.applyRecordedBan(keyId, this.#keyRecord.bannedUntil(), now);
     if (admissionId === null) return this.#stock.decide(keyId, policy, region, null);
     const known = this.#answers.get(admissionId, now);
     if (known) return known;

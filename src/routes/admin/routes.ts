@@ -299,6 +299,7 @@ export const adminApi = new OpenAPIHono<AdminEnv>({ defaultHook: validationHook 
         rolledAt: null,
         previousSecretExpiresAt: null,
         firstUsedAt: null,
+        bannedUntil: null,
       };
       const record = await insertKey(
         c.env.DB,
