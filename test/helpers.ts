@@ -309,6 +309,18 @@ export const policyWith = (
 ): Policy => ({ perMinute, perDay, version: 1, revoked: false, ...extra });
 
 /**
+ * Asks the key's object to decide requests of `policy` (from elsewhere: no holder) past its minute
+ * limit until it bans the key, and fails the test if it never does.
+ */
+export async function banKeyAtItsObject(keyId: string, policy: Policy): Promise<void> {
+  const object = env.QUOTA.getByName(keyId);
+  const outcomes: string[] = [];
+  for (let i = 0; i < 300 && outcomes.at(-1) !== "key_banned"; i++)
+    outcomes.push((await object.admit(policy)).outcome);
+  expect(outcomes.at(-1), "the key's object bans the key").toBe("key_banned");
+}
+
+/**
  * Mocks the service clock for every test of the calling file, from `start` (or what `start()`
  * says before each test); move it with `time.now = …` or `time.now += …`. The Durable Objects see
  * it too (same isolate).
