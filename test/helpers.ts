@@ -8,6 +8,7 @@ import { env, exports } from "cloudflare:workers";
 import { afterEach, beforeEach, expect, onTestFinished, vi } from "vitest";
 import { createApp } from "../src/app";
 import { clock, DAY_MS, MINUTE_MS } from "../src/lib/clock";
+import type { QuotaLimiter } from "../src/objects/quota-limiter";
 import { QuotaLimiterClient } from "../src/objects/quota-limiter-client";
 import { type LeaseCalls, LeaseHolder } from "../src/quota/lease-holder";
 import type { Plan } from "../src/quota/plans";
@@ -307,6 +308,19 @@ export const policyWith = (
   perDay: number,
   extra: Partial<Policy> = {},
 ): Policy => ({ perMinute, perDay, version: 1, revoked: false, ...extra });
+
+/**
+ * The leases a key's object still waits for, oldest minute first: the minute each was granted in,
+ * and its permits. `object` should be a stub the tests' call counting does not see (`uncounted`).
+ */
+export const leasesOutOf = (object: DurableObjectStub<QuotaLimiter>) =>
+  runInDurableObject(object, (_instance, state) =>
+    state.storage.sql
+      .exec<{ minuteStart: number; permits: number }>(
+        "SELECT minute_start AS minuteStart, permits FROM leases ORDER BY minute_start",
+      )
+      .toArray(),
+  );
 
 /**
  * Asks the key's object to decide requests of `policy` (from elsewhere: no holder) past its minute

@@ -7,7 +7,7 @@
 // requests it served, billed admitted. (A holder evicted within the stock's own minute loses it,
 // as any stock in use: stranded 30 s after their last minute. Only `wrangler dev`, which evicts an
 // idle object after about 10 s, does that to a key calling every few minutes.)
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it, vi } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
@@ -15,21 +15,14 @@ import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import { holderName } from "../src/objects/quota-holder";
 import { GIVE_BACK_GRACE_MS } from "../src/quota/lease";
 import { backgroundWork } from "./background-work";
-import { alarmOf, mockClock, policyWith, T0 } from "./helpers";
+import { alarmOf, leasesOutOf, mockClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(60, 1_000);
 const time = mockClock(T0);
 const { passTime, passTo, forgetSleeps, uncounted } = backgroundWork(time);
 
-/** The leases the key's object still waits for: the minute each was granted in, and its permits. */
-const leasesOut = (keyId: string) =>
-  runInDurableObject(uncounted(env.QUOTA, keyId), (_instance, state) =>
-    state.storage.sql
-      .exec<{ minuteStart: number; permits: number }>(
-        "SELECT minute_start AS minuteStart, permits FROM leases ORDER BY minute_start",
-      )
-      .toArray(),
-  );
+/** The leases the key's object still waits for (test/helpers.ts). */
+const leasesOut = (keyId: string) => leasesOutOf(uncounted(env.QUOTA, keyId));
 
 /** The key's first request 7 s before a minute ends, then that minute's turn: the refill. */
 async function refilledWithStanding(keyId: string) {

@@ -7,29 +7,20 @@
 // standing permits. The requests it serves after the renewal are reported only with that
 // hand-back, so they must be billed admitted when it arrives, whatever called the key's object
 // meanwhile (docs/quotas.md, "Billing": every served request billed admitted, once).
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect, it, vi } from "vitest";
 import { MINUTE_MS } from "../src/lib/clock";
 import { STRANDED_AFTER_MS } from "../src/objects/lease-ledger";
 import { holderName } from "../src/objects/quota-holder";
 import { backgroundWork } from "./background-work";
-import { mockClock, policyWith, T0 } from "./helpers";
+import { leasesOutOf, mockClock, policyWith, T0 } from "./helpers";
 
 const POLICY = policyWith(60, 1_000);
 const time = mockClock(T0);
 const { passTime, passTo, uncounted } = backgroundWork(time);
 
-/** The leases the key's object still waits for. */
-const leasesOut = (keyId: string) =>
-  runInDurableObject(uncounted(env.QUOTA, keyId), (_instance, state) =>
-    state.storage.sql
-      .exec<{ minuteStart: number; permits: number; expiresAt: number }>(
-        `SELECT minute_start AS minuteStart, permits, expires_at AS expiresAt FROM leases
-           ORDER BY minute_start`,
-      )
-      .toArray(),
-  );
+/** The leases the key's object still waits for (test/helpers.ts). */
+const leasesOut = (keyId: string) => leasesOutOf(uncounted(env.QUOTA, keyId));
 
 it("a refill's stock granted with standing permits, renewed once used up: what it served after the renewal is billed admitted", async () => {
   vi.spyOn(console, "log").mockImplementation(() => undefined);

@@ -185,10 +185,13 @@ export class HeldLeases {
     if (this.lease && this.leaseOver(this.lease, policy, now)) this.putLeaseAside();
   }
 
-  /** Stops using the lease in use: its unused permits, with the requests it served, go back. */
-  protected putLeaseAside(): void {
-    if (this.lease) this.keepToReturn(returnOf(this.lease));
+  /** Stops using the lease in use: its unused permits, with the requests it served, go back (that
+   * report returned; null: no lease in use). */
+  protected putLeaseAside(): ReturnedLease | null {
+    const report = this.lease && returnOf(this.lease);
+    if (report) this.keepToReturn(report);
     this.lease = null;
+    return report;
   }
 
   /**

@@ -2,7 +2,7 @@ import { clock, MINUTE_MS } from "../lib/clock";
 import { CallsInFlight } from "./call-coordination";
 import { HeldLeases } from "./held-lease";
 import { GIVE_BACK_GRACE_MS } from "./lease";
-import { type HolderDecision, returnOf } from "./lease-in-hand";
+import type { HolderDecision } from "./lease-in-hand";
 import type {
   Admission,
   LeaseRequest,
@@ -99,11 +99,8 @@ export class LeaseHandBacks extends HeldLeases {
   /** Puts the lease in use aside to go back with the standing permits (StandingStock.keepWaiting). */
   #putAsideWithStanding(): void {
     const lease = this.lease;
-    if (!lease) return;
-    const report = returnOf(lease);
-    this.keepToReturn(report);
-    this.standing.keepWaiting(report, lease.expiresAt, lease.policyVersion);
-    this.lease = null;
+    const report = this.putLeaseAside();
+    if (lease && report) this.standing.keepWaiting(report, lease.expiresAt, lease.policyVersion);
   }
 
   /**
